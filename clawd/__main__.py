@@ -1,0 +1,5 @@
+"""Entry point for ``python -m clawd``."""
+
+from clawd.cli import main
+
+raise SystemExit(main())

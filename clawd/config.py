@@ -1,0 +1,382 @@
+"""Typed configuration: ``clawd.json`` (JSON5) validated once at load.
+
+Every key has the camelCase name of the SPEC and a default; an unknown or mistyped key is a
+``ConfigError`` naming the key path and the file. ``agents.list[]`` entries override
+``agents.defaults`` key by key (deep merge); ``resolve_agent`` returns the merged settings of
+one agent. ``state_dir()`` and ``config_path()`` honour ``CLAWD_HOME`` and ``CLAWD_CONFIG``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from clawd.errors import ConfigError
+
+DEFAULT_AGENT_ID = "main"
+DEFAULT_MODEL = "anthropic/claude-sonnet-4-5"
+DEFAULT_FLUSH_SYSTEM = "Session nearing compaction. Store durable memories now."
+DEFAULT_FLUSH_PROMPT = ("Write any lasting notes to memory/YYYY-MM-DD.md; "
+                        "reply with NO_REPLY if nothing to store.")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+class Model(BaseModel):
+    """Base of every config section: camelCase keys, unknown keys rejected."""
+
+    model_config = ConfigDict(alias_generator=_camel, populate_by_name=True, extra="forbid",
+                              validate_default=True)
+
+
+# --- compaction and the memory flush --------------------------------------------------------
+
+class MemoryFlush(Model):
+    enabled: bool = True
+    soft_threshold_tokens: int = Field(4000, ge=0)
+    soft_threshold: float | None = Field(None, gt=0, lt=1)
+    system_prompt: str = DEFAULT_FLUSH_SYSTEM
+    prompt: str = DEFAULT_FLUSH_PROMPT
+
+
+class Compaction(Model):
+    enabled: bool = True
+    reserve_tokens_floor: int = Field(20000, ge=0)
+    keep_recent_tokens: int = Field(20000, ge=0)
+    threshold_ratio: float | None = Field(None, gt=0, le=1)
+    chunk_tokens: int = Field(30000, ge=1000)
+    max_retries: int = Field(3, ge=1)
+    memory_flush: MemoryFlush = MemoryFlush()
+
+
+# --- context pruning ------------------------------------------------------------------------
+
+class SoftTrim(Model):
+    max_chars: int = Field(4000, ge=0)
+    head_chars: int = Field(1500, ge=0)
+    tail_chars: int = Field(1500, ge=0)
+
+
+class HardClear(Model):
+    enabled: bool = True
+    placeholder: str = "[Old tool result content cleared]"
+
+
+class ToolGlobs(Model):
+    allow: list[str] = []
+    deny: list[str] = []
+
+
+class ContextPruning(Model):
+    mode: Literal["off", "cache-ttl", "adaptive", "aggressive"] | None = None
+    ttl: str = "5m"
+    keep_last_assistants: int = Field(3, ge=0)
+    soft_trim_ratio: float = Field(0.3, ge=0, le=1)
+    hard_clear_ratio: float = Field(0.5, ge=0, le=1)
+    min_prunable_tool_chars: int = Field(50000, ge=0)
+    soft_trim: SoftTrim = SoftTrim()
+    hard_clear: HardClear = HardClear()
+    tools: ToolGlobs = ToolGlobs()
+
+    @model_validator(mode="after")
+    def _check_ttl(self) -> ContextPruning:
+        parse_duration(self.ttl)
+        return self
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration such as ``"5m"``, ``"90s"``, ``"1h"`` or ``"250ms"``."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(text))
+    if not match:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 5m, 1h)")
+    value, unit = float(match.group(1)), match.group(2) or "m"
+    return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+
+
+# --- memory search --------------------------------------------------------------------------
+
+class Batch(Model):
+    enabled: bool = True
+    wait: bool = True
+    concurrency: int = Field(2, ge=1)
+    poll_interval_ms: int = Field(2000, ge=10)
+    timeout_minutes: float = Field(60, gt=0)
+
+
+class Remote(Model):
+    base_url: str | None = None
+    api_key: str | None = None
+    headers: dict[str, str] = {}
+    batch: Batch = Batch()
+
+
+class Local(Model):
+    model_path: str | None = None
+    tokenizer_path: str | None = None
+
+
+class Chunking(Model):
+    tokens: int = Field(400, ge=16)
+    overlap: int = Field(80, ge=0)
+
+
+class Hybrid(Model):
+    enabled: bool = True
+    vector_weight: float = Field(0.7, ge=0)
+    text_weight: float = Field(0.3, ge=0)
+    candidate_multiplier: int = Field(4, ge=1)
+
+    @model_validator(mode="after")
+    def _normalise(self) -> Hybrid:
+        total = self.vector_weight + self.text_weight
+        if total <= 0:
+            raise ValueError("vectorWeight + textWeight must be above 0")
+        self.vector_weight, self.text_weight = self.vector_weight / total, self.text_weight / total
+        return self
+
+
+class Query(Model):
+    max_results: int = Field(6, ge=1)
+    min_score: float = Field(0.35, ge=0, le=1)
+    hybrid: Hybrid = Hybrid()
+
+
+class VectorStore(Model):
+    enabled: bool = True
+    extension_path: str | None = None
+
+
+class Store(Model):
+    path: str | None = None
+    vector: VectorStore = VectorStore()
+
+
+class Cache(Model):
+    enabled: bool = True
+    max_entries: int = Field(50000, ge=0)
+
+
+class Sync(Model):
+    watch: bool = True
+    watch_debounce_ms: int = Field(1500, ge=0)
+    on_session_start: bool = True
+    on_search: bool = True
+
+
+class Experimental(Model):
+    session_memory: bool = False
+
+
+class MemorySearch(Model):
+    enabled: bool = True
+    provider: Literal["auto", "openai", "gemini", "local"] = "auto"
+    model: str | None = None
+    fallback: Literal["openai", "gemini", "local", "none"] = "local"
+    sources: list[Literal["memory", "sessions"]] = ["memory"]
+    extra_paths: list[str] = []
+    remote: Remote = Remote()
+    local: Local = Local()
+    chunking: Chunking = Chunking()
+    query: Query = Query()
+    store: Store = Store()
+    cache: Cache = Cache()
+    sync: Sync = Sync()
+    experimental: Experimental = Experimental()
+
+
+# --- tools ----------------------------------------------------------------------------------
+
+class ExecTool(Model):
+    enabled: bool = True
+    allow_in_scripts: bool = False
+    timeout_seconds: float = Field(60, gt=0)
+
+
+class Tools(Model):
+    exec: ExecTool = ExecTool()
+    max_output_chars: int = Field(50000, ge=1000)
+
+
+# --- agents ---------------------------------------------------------------------------------
+
+class AgentDefaults(Model):
+    workspace: str = "~/clawd"
+    model: str = DEFAULT_MODEL
+    context_tokens: int | None = Field(None, ge=1000)
+    max_tokens: int = Field(4096, ge=1)
+    bootstrap_max_chars: int = Field(20000, ge=100)
+    workspace_access: Literal["rw", "ro", "none"] = "rw"
+    max_steps: int = Field(25, ge=1)
+    compaction: Compaction = Compaction()
+    context_pruning: ContextPruning = ContextPruning()
+    memory_search: MemorySearch = MemorySearch()
+    tools: Tools = Tools()
+
+
+class AgentEntry(AgentDefaults):
+    """One entry of ``agents.list``: an id plus any ``agents.defaults`` key to override."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+    name: str | None = None
+    default: bool = False
+
+
+class Agents(Model):
+    defaults: AgentDefaults = AgentDefaults()
+    entries: list[AgentEntry] = Field([], alias="list")
+
+
+# --- models, sessions, hooks ----------------------------------------------------------------
+
+class ModelInfo(Model):
+    id: str
+    context_window: int | None = Field(None, ge=1000)
+    max_tokens: int | None = Field(None, ge=1)
+
+
+class ProviderConfig(Model):
+    api: Literal["openai-completions", "anthropic-messages"] | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    headers: dict[str, str] = {}
+    models: list[ModelInfo] = []
+    timeout_seconds: float = Field(120, gt=0)
+    max_retries: int = Field(3, ge=0)
+
+
+class Models(Model):
+    providers: dict[str, ProviderConfig] = {}
+
+
+class Reset(Model):
+    mode: Literal["off", "daily", "idle", "both"] = "off"
+    at_hour: int = Field(4, ge=0, le=23)
+    idle_minutes: int = Field(120, ge=1)
+
+
+class Session(Model):
+    reset: Reset = Reset()
+
+
+class SessionMemoryHook(Model):
+    enabled: bool = True
+    messages: int = Field(15, ge=1)
+    slug_timeout_seconds: float = Field(15, gt=0)
+
+
+class Hooks(Model):
+    session_memory: SessionMemoryHook = SessionMemoryHook()
+
+
+class Config(Model):
+    """The whole ``clawd.json``."""
+
+    agents: Agents = Agents()
+    models: Models = Models()
+    session: Session = Session()
+    hooks: Hooks = Hooks()
+
+    # where the file was read from (not a config key)
+    source: Path | None = Field(None, exclude=True)
+
+    def agent_ids(self) -> list[str]:
+        ids = [entry.id for entry in self.agents.entries]
+        return ids or [DEFAULT_AGENT_ID]
+
+    def default_agent_id(self) -> str:
+        for entry in self.agents.entries:
+            if entry.default:
+                return entry.id
+        return self.agents.entries[0].id if self.agents.entries else DEFAULT_AGENT_ID
+
+
+def state_dir() -> Path:
+    """``$CLAWD_HOME``, else ``~/.clawd``."""
+    home = os.environ.get("CLAWD_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".clawd"
+
+
+def config_path() -> Path:
+    """``$CLAWD_CONFIG``, else ``<state>/clawd.json``."""
+    path = os.environ.get("CLAWD_CONFIG")
+    return Path(path).expanduser() if path else state_dir() / "clawd.json"
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Read and validate the config; a missing file means all defaults."""
+    path = path or config_path()
+    if not path.exists():
+        return Config()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from exc
+    return parse_config(text, path)
+
+
+def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
+    """Validate config text (JSON5); errors name the key and the file."""
+    import json5
+
+    try:
+        raw = json5.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid JSON5: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be an object")
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from None
+    ids = [entry.id for entry in config.agents.entries]
+    duplicate = next((i for i in ids if ids.count(i) > 1), None)
+    if duplicate:
+        raise ConfigError(f"{path}: agents.list has the id {duplicate!r} twice")
+    config.source = Path(path)
+    return config
+
+
+def _describe(exc: ValidationError, path: Path | str) -> str:
+    first = exc.errors()[0]
+    key = ".".join(str(part) for part in first["loc"])
+    if first["type"] == "extra_forbidden":
+        problem = f"unknown key {key!r}"
+    else:
+        problem = f"bad value for {key!r}: {first['msg']}"
+    more = len(exc.errors()) - 1
+    return f"{path}: {problem}" + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, AgentDefaults]:
+    """The id and merged settings of an agent (the default agent when ``agent_id`` is None)."""
+    agent_id = agent_id or config.default_agent_id()
+    entry = next((e for e in config.agents.entries if e.id == agent_id), None)
+    if entry is None:
+        if config.agents.entries or agent_id != DEFAULT_AGENT_ID:
+            known = ", ".join(config.agent_ids())
+            raise ConfigError(f"unknown agent {agent_id!r} (agents.list has: {known})")
+        return agent_id, config.agents.defaults
+    base = config.agents.defaults.model_dump()
+    override = entry.model_dump(exclude_unset=True, exclude={"id", "name", "default"})
+    settings = AgentDefaults.model_validate(_deep_merge(base, override))
+    if "workspace" not in override and len(config.agents.entries) > 1 and not entry.default:
+        # Agents are isolated: a non-default agent without its own workspace gets one of its own.
+        settings.workspace = str(Path(settings.workspace).expanduser()) + f"-{agent_id}"
+    return agent_id, settings

@@ -1,0 +1,1 @@
+"""Model providers: one adapter per wire format, each keeping its SDK's types to itself."""

@@ -1,0 +1,95 @@
+"""A scripted provider: the test double for the loop, shipped in the package.
+
+Queue replies (text, tool calls, errors, or functions of the request) and the provider plays
+them back in order, streaming text in small pieces and recording every request it was sent,
+so tests can assert what the model saw. ``assert_done()`` checks that every reply was used.
+Usage is computed from the request with the same estimator the loop uses, so token
+accounting behaves as with a real model.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from clawd.errors import ProviderError
+from clawd.messages import (Message, ModelRequest, ModelResponse, TextDelta, ToolCall,
+                            Usage, new_id)
+
+
+@dataclass
+class Reply:
+    """One scripted model answer."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    stop_reason: str | None = None
+    usage: Usage | None = None
+
+
+Step = Union[Reply, str, BaseException, Callable[[ModelRequest], Any]]
+
+
+def tool(name: str, **arguments: Any) -> ToolCall:
+    """A tool call for a scripted reply."""
+    return ToolCall(id=f"call_{new_id()}", name=name, arguments=arguments)
+
+
+class ScriptedProvider:
+    """Plays back queued replies; records requests."""
+
+    def __init__(self, steps: list[Step] | None = None, *, model: str = "scripted",
+                 name: str = "scripted", default: Step | None = None,
+                 chunk_size: int = 8, context_window: int | None = None):
+        self.name = name
+        self.model = model
+        self.steps: list[Step] = list(steps or [])
+        self.default = default
+        self.requests: list[ModelRequest] = []
+        self.chunk_size = chunk_size
+        self.context_window = context_window
+
+    def add(self, *steps: Step) -> ScriptedProvider:
+        self.steps.extend(steps)
+        return self
+
+    def stream(self, request: ModelRequest) -> Iterator[TextDelta | ModelResponse]:
+        self.requests.append(copy.deepcopy(request))
+        if self.steps:
+            step = self.steps.pop(0)
+        elif self.default is not None:
+            step = self.default
+        else:
+            raise ProviderError("scripted provider: no reply queued for this request")
+        if callable(step) and not isinstance(step, BaseException):
+            step = step(request)
+        if isinstance(step, BaseException):
+            raise step
+        reply = Reply(text=step) if isinstance(step, str) else step
+        if self.context_window is not None:
+            prompt = estimate_request(request)
+            if prompt > self.context_window:
+                from clawd.errors import ContextOverflowError
+                raise ContextOverflowError(
+                    f"prompt is too long: {prompt} tokens > {self.context_window} maximum")
+        for i in range(0, len(reply.text), self.chunk_size):
+            yield TextDelta(reply.text[i:i + self.chunk_size])
+        usage = reply.usage or Usage(input_tokens=estimate_request(request),
+                                     output_tokens=max(1, len(reply.text) // 4))
+        stop = reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
+        message = Message.assistant(reply.text, reply.tool_calls, usage=usage,
+                                    stop_reason=stop, model=self.model)
+        yield ModelResponse(message)
+
+    def assert_done(self) -> None:
+        if self.steps:
+            raise AssertionError(f"{len(self.steps)} scripted replies were never used")
+
+
+def estimate_request(request: ModelRequest) -> int:
+    """The token size of a request, by the loop's own estimator."""
+    from clawd.tokens import estimate_messages, estimate_text, estimate_tools
+    return (sum(estimate_text(s) for s in request.system) + estimate_messages(request.messages)
+            + estimate_tools(request.tools))

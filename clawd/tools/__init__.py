@@ -1,0 +1,1 @@
+"""The tools the model can call: files, exec and memory."""

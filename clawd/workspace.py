@@ -1,0 +1,101 @@
+"""The agent workspace on disk: bootstrap files, daily logs, and safe path resolution.
+
+Every path a tool touches goes through ``resolve`` so nothing outside the workspace (by
+``..``, an absolute path or a symlink pointing out) is ever read or written. The bootstrap
+files and daily logs that the context builder injects are read here, each capped at
+``bootstrapMaxChars`` with a visible marker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+from clawd.errors import SandboxError
+
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
+MEMORY_FILE = "MEMORY.md"
+MEMORY_DIR = "memory"
+DAILY_LOG_RE = re.compile(r"^memory/\d{4}-\d{2}-\d{2}\.md$")
+
+
+def resolve(root: Path, path: str) -> Path:
+    """The real path of ``path`` (relative to ``root``), refusing anything outside ``root``."""
+    if not isinstance(path, str) or not path.strip():
+        raise SandboxError("a path is required")
+    if "\x00" in path:
+        raise SandboxError(f"invalid path: {path!r}")
+    candidate = Path(path).expanduser()
+    if candidate.is_absolute():
+        raise SandboxError(f"absolute paths are not allowed: {path} (use a path relative to "
+                           f"the workspace)")
+    real_root = root.resolve()
+    real = (real_root / candidate).resolve()
+    if real != real_root and real_root not in real.parents:
+        raise SandboxError(f"path escapes the workspace: {path}")
+    return real
+
+
+def relative(root: Path, path: Path) -> str:
+    """``path`` relative to the workspace root, with forward slashes."""
+    return path.resolve().relative_to(root.resolve()).as_posix()
+
+
+def is_daily_log(rel_path: str) -> bool:
+    return bool(DAILY_LOG_RE.match(rel_path))
+
+
+def daily_log_path(day: date) -> str:
+    return f"{MEMORY_DIR}/{day.isoformat()}.md"
+
+
+def is_writable(root: Path, access: str = "rw") -> bool:
+    """Whether the memory files can be written: config allows it and the directory does."""
+    if access != "rw":
+        return False
+    target = root / MEMORY_DIR if (root / MEMORY_DIR).is_dir() else root
+    return target.is_dir() and os.access(target, os.W_OK)
+
+
+def truncate(text: str, max_chars: int, name: str) -> tuple[str, bool]:
+    """Cap ``text``: keep the first 70% and last 20% of ``max_chars`` with a marker between."""
+    if len(text) <= max_chars:
+        return text, False
+    head, tail = int(max_chars * 0.7), int(max_chars * 0.2)
+    marker = (f"\n\n[... {name} truncated: {len(text) - head - tail} of {len(text)} characters "
+              f"omitted; read the file for the rest ...]\n\n")
+    return text[:head] + marker + text[len(text) - tail:], True
+
+
+@dataclass(slots=True)
+class ContextFile:
+    """One file injected into the project context."""
+
+    name: str
+    raw_chars: int
+    text: str
+    truncated: bool
+
+
+def read_context_files(root: Path, *, include_memory: bool, today: date,
+                       max_chars: int) -> list[ContextFile]:
+    """The bootstrap files, MEMORY.md (when private), then yesterday's and today's logs."""
+    names = list(BOOTSTRAP_FILES)
+    if include_memory:
+        names.append(MEMORY_FILE)
+    names += [daily_log_path(today - timedelta(days=1)), daily_log_path(today)]
+    files = []
+    for name in names:
+        path = root / name
+        try:
+            raw = path.read_text(encoding="utf-8", errors="replace")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            continue
+        if not raw.strip():
+            continue
+        text, cut = truncate(raw, max_chars, name)
+        files.append(ContextFile(name, len(raw), text, cut))
+    return files
