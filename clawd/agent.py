@@ -1,0 +1,389 @@
+"""The turn loop: prune → flush? → compact? → request → tools → persist, as a stream of events.
+
+A ``Session`` is one conversation (a session key of one agent): its transcript, its entry in
+``sessions.json`` and its in-memory history. ``run_turn`` appends the user's message and runs
+as many model/tool steps as the reply needs (up to ``maxSteps``), persisting every message as
+it happens. Before every model request the context is measured (provider-reported prompt of
+the last call plus estimates of what came after) and, when due, the silent memory flush and
+compaction run first. Ctrl-C keeps the partial reply, marked ``aborted``. Nothing here
+prints; front ends render the events.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from clawd import context as ctxmod
+from clawd.compaction import find_cut, summarize
+from clawd.config import AgentDefaults, Config
+from clawd.errors import ClawdError, ContextOverflowError, ProviderError
+from clawd.events import (Compacted, ErrorEvent, Event, Flushed, Notice, TextDelta,
+                          ToolFinished, ToolStarted, TurnDone)
+from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent
+from clawd.messages import Message, ModelResponse, ToolCall, Usage, new_id
+from clawd.providers.base import Provider
+from clawd.pruning import cap_tool_result, prune
+from clawd.sessions import SessionStore, is_group_key, new_entry
+from clawd.tokens import Budget, estimate_messages, estimate_text, estimate_tools, make_budget
+from clawd.tools.base import Tool, ToolContext
+from clawd.transcript import History, Transcript, apply_compaction, build_history
+from clawd.workspace import is_writable
+
+log = logging.getLogger(__name__)
+OVERFLOW_ATTEMPTS = 3
+
+
+@dataclass
+class Runtime:
+    """One agent's fixed surroundings, built once by the front end."""
+
+    config: Config
+    agent_id: str
+    settings: AgentDefaults
+    workspace: Path
+    sessions_dir: Path
+    provider_for: Callable[[str], Provider]
+    context_window_for: Callable[[str], int]
+    uses_cache: Callable[[str], bool] = lambda ref: False
+    tools: list[Tool] = field(default_factory=list)
+    memory: Any = None
+    allow_exec: bool = False
+    approve: Callable[[str], bool] | None = None
+    clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
+
+    @property
+    def store(self) -> SessionStore:
+        return SessionStore(self.sessions_dir / "sessions.json")
+
+
+class Session:
+    """A conversation under one session key."""
+
+    def __init__(self, runtime: Runtime, key: str, model: str | None = None):
+        self.rt = runtime
+        self.key = key
+        self.store = runtime.store
+        self.warnings: list[str] = []
+        entry = self.store.get(key)
+        if entry is None or not entry.get("sessionId"):
+            entry = self._start(model or runtime.settings.model)
+        elif model and model != entry.get("model"):
+            entry = self.store.patch(key, model=model) or entry
+        self.entry = entry
+        self.transcript = Transcript.create(Path(entry["sessionFile"]), entry["sessionId"],
+                                            runtime.agent_id)
+        loaded = self.transcript.load()
+        self.warnings = loaded.warnings
+        self.history: History = build_history(loaded.entries)
+        # (reported prompt + output, history length, fixed-layer tokens) of the last call;
+        # None until this process has made a call: then everything is estimated.
+        self._base: tuple[int, int, int] | None = None
+        self._provider: Provider | None = None
+        self._flush_skip_logged = False
+        self.last_pruned: list[str] = []
+
+    # --- session store ----------------------------------------------------------------------
+
+    def _start(self, model: str) -> dict[str, Any]:
+        session_id = new_id() + new_id()[:4]
+        path = self.rt.sessions_dir / f"{session_id}.jsonl"
+        entry = new_entry(session_id, path, model)
+        return self.store.update(self.key, lambda old: entry) or entry
+
+    def _patch(self, **fields: Any) -> None:
+        self.entry = self.store.patch(self.key, **fields) or {**self.entry, **fields}
+
+    @property
+    def model_ref(self) -> str:
+        return self.entry.get("model") or self.rt.settings.model
+
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            self._provider = self.rt.provider_for(self.model_ref)
+        return self._provider
+
+    def set_model(self, ref: str) -> None:
+        self.rt.provider_for(ref)  # fails here, with a clear message, if unusable
+        self._provider = None
+        self._patch(model=ref)
+
+    # --- budget -----------------------------------------------------------------------------
+
+    @property
+    def budget(self) -> Budget:
+        comp = self.rt.settings.compaction
+        return make_budget(self.rt.context_window_for(self.model_ref),
+                           comp.reserve_tokens_floor, comp.memory_flush.soft_threshold_tokens,
+                           comp.memory_flush.soft_threshold, comp.threshold_ratio)
+
+    def layers(self) -> ctxmod.Layers:
+        return ctxmod.build_layers(
+            self.rt.workspace, self.tool_specs, private=not is_group_key(self.key),
+            now=self.rt.clock(), max_chars=self.rt.settings.bootstrap_max_chars,
+            read_only=self.rt.settings.workspace_access != "rw")
+
+    @property
+    def tool_specs(self) -> list:
+        return [t.spec for t in self.rt.tools]
+
+    def _fixed_tokens(self, layers: ctxmod.Layers) -> int:
+        return (estimate_text(layers.system) + estimate_text(layers.project)
+                + estimate_tools(self.tool_specs))
+
+    def context_tokens(self, extra: list[Message] | None = None,
+                       layers: ctxmod.Layers | None = None) -> int:
+        """The context size now: last reported prompt plus estimates of everything since."""
+        fixed = self._fixed_tokens(layers or self.layers())
+        extra_tokens = estimate_messages(extra or [])
+        if self._base is not None:
+            reported, count, fixed_then = self._base
+            return (reported + (fixed - fixed_then)
+                    + estimate_messages(self.history.messages[count:]) + extra_tokens)
+        return (fixed + estimate_messages(ctxmod.history_messages(
+            self.history.summary, self.history.messages)) + extra_tokens)
+
+    # --- a turn -----------------------------------------------------------------------------
+
+    def run_turn(self, text: str) -> Iterator[Event]:
+        """Run one user turn to the end, yielding events."""
+        message = Message.user(text)
+        steps, reply, aborted, appended = 0, "", False, False
+        try:
+            yield from self._maintain([message])
+            self._append(message)
+            appended = True
+            while True:
+                steps += 1
+                result = yield from self._step(self.history.messages, show=True)
+                if result is None:
+                    break
+                reply = result.text
+                if not result.tool_calls or steps >= self.rt.settings.max_steps:
+                    if result.tool_calls:
+                        yield Notice(f"stopped after {steps} model steps (agents.defaults."
+                                     f"maxSteps); send a message to continue")
+                    break
+                yield from self._run_tools(result, self.history.messages, flush=False)
+                yield from self._maintain([])
+        except KeyboardInterrupt:
+            aborted = True
+            if not appended:  # interrupted during a flush or compaction: keep what was typed
+                self._append(message)
+            yield Notice("reply interrupted; the partial reply was kept")
+        yield TurnDone("" if is_silent(reply) else reply, aborted, steps)
+
+    def _append(self, message: Message, target: list[Message] | None = None) -> None:
+        self.transcript.append_message(message)
+        (self.history.messages if target is None else target).append(message)
+
+    def _request(self, messages: list[Message], extra_system: str | None = None):
+        layers = self.layers()
+        cfg = self.rt.settings.context_pruning
+        mode = cfg.mode or ("cache-ttl" if self.rt.uses_cache(self.model_ref) else "off")
+        pruned = prune(messages, cfg, mode=mode, now=self.rt.clock().timestamp(),
+                       last_call_at=self.entry.get("lastModelCallAt"),
+                       context_window=self.budget.context_window)
+        self.last_pruned = [f"{p.tool_name or 'tool'} result {p.message_id}: {p.action} "
+                            f"({p.chars_before} → {p.chars_after} chars)"
+                            for p in pruned.entries]
+        request = ctxmod.assemble(layers, self.history.summary, pruned.messages,
+                                  self.tool_specs, max_tokens=self.rt.settings.max_tokens,
+                                  cache=self.rt.uses_cache(self.model_ref),
+                                  extra_system=extra_system)
+        return request, layers
+
+    def _step(self, messages: list[Message], *, show: bool, flush: bool = False,
+              extra_system: str | None = None) -> Iterator[Event]:
+        """One model call with overflow recovery; returns the assistant message (or None)."""
+        for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
+            request, layers = self._request(messages, extra_system)
+            silent, partial = SilentFilter(), []
+            try:
+                final = None
+                for event in self.provider.stream(request):
+                    if isinstance(event, TextDelta):
+                        partial.append(event.text)
+                        shown = silent.feed(event.text)
+                        if show and shown:
+                            yield TextDelta(shown)
+                    elif isinstance(event, ModelResponse):
+                        final = event.message
+                if final is None:
+                    raise ProviderError("the model's stream ended without a reply")
+            except ContextOverflowError as exc:
+                if flush or attempt == OVERFLOW_ATTEMPTS:
+                    yield ErrorEvent(f"the conversation does not fit the model's context "
+                                     f"window ({exc}); nothing was lost — try /compact or /new")
+                    return None
+                yield from self._flush_if_due()
+                yield from self.compact(reason="overflow", keep_divisor=2 ** attempt)
+                messages = messages if flush else self.history.messages
+                continue
+            except ProviderError as exc:
+                self._keep_partial(partial, messages, flush)
+                yield ErrorEvent(str(exc))
+                return None
+            except KeyboardInterrupt:
+                self._keep_partial(partial, messages, flush)
+                raise
+            if show and (rest := silent.finish()):
+                yield TextDelta(rest)
+            final.flush = flush
+            self._append(final, None if messages is self.history.messages else messages)
+            self._after_call(final.usage, layers, messages)
+            return final
+        return None
+
+    def _keep_partial(self, parts: list[str], messages: list[Message], flush: bool) -> None:
+        if parts:
+            self._append(Message.assistant("".join(parts), aborted=True, flush=flush,
+                                           model=self.model_ref),
+                         None if messages is self.history.messages else messages)
+
+    def _after_call(self, usage: Usage | None, layers: ctxmod.Layers,
+                    messages: list[Message]) -> None:
+        usage = usage or Usage()
+        if messages is self.history.messages and usage.prompt_tokens:
+            self._base = (usage.prompt_tokens + usage.output_tokens,
+                          len(self.history.messages), self._fixed_tokens(layers))
+        e = self.entry
+        inp = e.get("inputTokens", 0) + usage.input_tokens
+        out = e.get("outputTokens", 0) + usage.output_tokens
+        self._patch(inputTokens=inp, outputTokens=out, totalTokens=inp + out,
+                    cacheReadTokens=e.get("cacheReadTokens", 0) + usage.cache_read_tokens,
+                    cacheWriteTokens=e.get("cacheWriteTokens", 0) + usage.cache_write_tokens,
+                    contextTokens=self.context_tokens(layers=layers),
+                    lastModelCallAt=self.rt.clock().timestamp(), model=self.model_ref)
+
+    def _run_tools(self, reply: Message, target: list[Message], *, flush: bool
+                   ) -> Iterator[Event]:
+        pending = list(reply.tool_calls)
+        try:
+            while pending:
+                call = pending[0]
+                yield ToolStarted(call.id, call.name, call.arguments)
+                text, is_error = self._call_tool(call)
+                result = Message.tool_result(call, text, is_error, flush=flush)
+                self._append(result, None if target is self.history.messages else target)
+                pending.pop(0)
+                yield ToolFinished(call.id, call.name, is_error, text[:200])
+        except KeyboardInterrupt:
+            for call in pending:  # every call keeps a result, so the history stays valid
+                self._append(Message.tool_result(call, "interrupted by the user", True,
+                                                 flush=flush),
+                             None if target is self.history.messages else target)
+            raise
+
+    def _call_tool(self, call: ToolCall) -> tuple[str, bool]:
+        tool = next((t for t in self.rt.tools if t.spec.name == call.name), None)
+        if tool is None:
+            return f"unknown tool: {call.name}", True
+        ctx = ToolContext(self.rt.workspace, self.rt.settings, allow_exec=self.rt.allow_exec,
+                          approve=self.rt.approve, memory=self.rt.memory,
+                          today=lambda: self.rt.clock().date())
+        try:
+            text, is_error = tool.run(call.arguments, ctx), False
+        except ClawdError as exc:
+            text, is_error = f"error: {exc}", True
+        except Exception as exc:  # noqa: BLE001 - a tool bug must not end the turn
+            log.exception("tool %s failed", call.name)
+            text, is_error = f"error: {type(exc).__name__}: {exc}", True
+        return cap_tool_result(text, self.rt.settings.tools.max_output_chars), is_error
+
+    # --- flush and compaction ---------------------------------------------------------------
+
+    def _maintain(self, incoming: list[Message]) -> Iterator[Event]:
+        """Before a request: flush when due, then compact when over the compaction point."""
+        budget = self.budget
+        used = self.context_tokens(incoming)
+        if used >= budget.flush_at:
+            yield from self._flush_if_due(used)
+            used = self.context_tokens(incoming)
+        if used > budget.compact_at and self.rt.settings.compaction.enabled:
+            yield from self.compact(reason="auto", incoming=incoming)
+
+    def _flush_if_due(self, used: int | None = None) -> Iterator[Event]:
+        """Flush when due; ``used=None`` means the flush point is known to be crossed
+        (before ``/compact`` and on a context overflow)."""
+        cfg = self.rt.settings.compaction.memory_flush
+        flush_at = self.budget.flush_at
+        if not flush_due(self.entry, flush_at if used is None else used, flush_at, cfg):
+            return
+        if not is_writable(self.rt.workspace, self.rt.settings.workspace_access):
+            if not self._flush_skip_logged:
+                log.info("memory flush skipped: the workspace is not writable")
+                self._flush_skip_logged = True
+                yield Flushed(skipped="the workspace is not writable")
+            return
+        yield from self.flush()
+
+    def flush(self) -> Iterator[Event]:
+        """Run the silent memory-flush turn now (its entries stay out of the history)."""
+        cfg = self.rt.settings.compaction.memory_flush
+        turn = list(self.history.messages)
+        start = len(turn)
+        self._append(Message.user(flush_prompt(cfg, self.rt.clock().date()), flush=True), turn)
+        files: list[str] = []
+        failed = False
+        for _ in range(self.rt.settings.max_steps):
+            result = yield from self._step(turn, show=False, flush=True,
+                                           extra_system=cfg.system_prompt)
+            if result is None:
+                failed = True
+                break
+            if not result.tool_calls:
+                break
+            files += [str(c.arguments.get("path")) for c in result.tool_calls
+                      if c.name in ("write", "edit")]
+            yield from self._run_tools(result, turn, flush=True)
+        if failed:
+            yield Notice("the memory flush did not complete; continuing")
+            return
+        log.info("memory flush: %d entries, wrote %s", len(turn) - start, files or "nothing")
+        self._patch(memoryFlushAt=self.rt.clock().isoformat(timespec="seconds"),
+                    memoryFlushCompactionCount=self.entry.get("compactionCount", 0),
+                    memoryFlushCount=self.entry.get("memoryFlushCount", 0) + 1)
+        if self.rt.memory is not None and files:
+            self.rt.memory.mark_dirty()
+        yield Flushed(files=sorted(set(files)))
+
+    def compact(self, instructions: str | None = None, *, reason: str = "manual",
+                incoming: list[Message] | None = None, keep_divisor: int = 1
+                ) -> Iterator[Event]:
+        """Summarise older history; flush first if this cycle has not flushed."""
+        if reason == "manual":
+            yield from self._flush_if_due()
+        comp = self.rt.settings.compaction
+        keep = min(comp.keep_recent_tokens, self.budget.compact_at // 2) // keep_divisor
+        messages = self.history.messages
+        cut = find_cut(messages, keep)
+        if cut == 0:
+            if reason == "manual":
+                yield Notice(f"nothing to compact: the history ({estimate_messages(messages)} "
+                             f"tokens) is within keepRecentTokens ({keep})")
+            return
+        before = self.context_tokens(incoming)
+        summary = summarize(self.provider, messages[:cut],
+                            previous_summary=self.history.summary, instructions=instructions,
+                            settings=comp, max_tokens=self.rt.settings.max_tokens)
+        entry = {"type": "compaction", "id": new_id(), "summary": summary.text,
+                 "firstKeptId": messages[cut].id if cut < len(messages) else None,
+                 "tokensBefore": before, "tokensAfter": 0, "instructions": instructions,
+                 "method": summary.method, "reason": reason}
+        after_history = History(self.history.summary, list(messages), 0)
+        apply_compaction(after_history, entry)
+        self.history.summary, self.history.messages[:] = (after_history.summary,
+                                                          after_history.messages)
+        self._base = None
+        entry["tokensAfter"] = self.context_tokens(incoming)
+        self.transcript.append(entry)
+        self._patch(compactionCount=self.entry.get("compactionCount", 0) + 1,
+                    contextTokens=entry["tokensAfter"])
+        yield Compacted(before, entry["tokensAfter"], summary.method, summary.dropped)

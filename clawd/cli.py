@@ -1,0 +1,287 @@
+"""The command line and composition root: reads env and flags, builds the runtime, renders.
+
+``clawd init | chat | memory | sessions``. Only this module (and the REPL) prints, and only
+here do errors become exit codes: a ``ClawdError`` is one line on stderr and exit code 1
+(2 for usage and config errors). Heavy modules are imported inside the commands so that
+``clawd --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clawd", description="An agent runtime and chat assistant whose memory is plain "
+        "Markdown on disk.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what clawd does")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    init = sub.add_parser("init", help="create the state dir, a starter config and the workspace")
+    init.add_argument("--workspace", metavar="DIR", help="where the workspace goes")
+    init.add_argument("--agent", metavar="ID", help="the agent to set up (default: main)")
+    init.add_argument("--dry-run", action="store_true", help="show what would be created")
+
+    chat = sub.add_parser("chat", help="talk to the assistant (REPL, -m TEXT or --script)")
+    chat.add_argument("--agent", metavar="ID")
+    chat.add_argument("--session", metavar="KEY", help="session key or short name")
+    chat.add_argument("--model", metavar="PROVIDER/MODEL")
+    mode = chat.add_mutually_exclusive_group()
+    mode.add_argument("-m", "--message", metavar="TEXT", help="run one turn and exit")
+    mode.add_argument("--script", metavar="FILE|-", help="run each non-empty line in order")
+    chat.add_argument("--json", action="store_true", help="print events as JSON lines")
+    chat.add_argument("--allow-exec", action="store_true",
+                      help="let the model run shell commands in non-interactive runs")
+
+    memory = sub.add_parser("memory", help="the memory index: status, index, search")
+    memory.add_argument("--agent", metavar="ID")
+    msub = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+    msub.add_parser("status", help="files, chunks, provider, availability")
+    index = msub.add_parser("index", help="bring the index up to date")
+    index.add_argument("--force", action="store_true", help="rebuild from scratch")
+    search = msub.add_parser("search", help="hybrid search over the memory files")
+    search.add_argument("query")
+    search.add_argument("--max-results", type=int, metavar="N")
+    search.add_argument("--min-score", type=float, metavar="X")
+    search.add_argument("--json", action="store_true")
+
+    sessions = sub.add_parser("sessions", help="list sessions")
+    ssub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION", required=True)
+    slist = ssub.add_parser("list", help="the sessions of an agent")
+    slist.add_argument("--agent", metavar="ID")
+    slist.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="clawd: %(message)s", stream=sys.stderr)
+    from clawd.errors import ClawdError, ConfigError
+
+    handler = {"init": cmd_init, "chat": cmd_chat, "memory": cmd_memory,
+               "sessions": cmd_sessions}[args.command]
+    try:
+        return handler(args)
+    except ConfigError as exc:
+        print(f"clawd: {exc}", file=sys.stderr)
+        return 2
+    except ClawdError as exc:
+        print(f"clawd: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("clawd: interrupted", file=sys.stderr)
+        return 130
+
+
+# --- composition ----------------------------------------------------------------------------
+
+def agent_paths(agent_id: str) -> tuple[Path, Path]:
+    """(sessions dir, state dir) of an agent."""
+    from clawd.config import state_dir
+
+    state = state_dir()
+    return state / "agents" / agent_id / "sessions", state
+
+
+def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
+                  approve: Any = None, with_memory: bool = True) -> Any:
+    """Everything one agent needs: settings, workspace, providers, tools, memory."""
+    from clawd.agent import Runtime
+    from clawd.config import resolve_agent
+    from clawd.providers import registry
+    from clawd.tools.exec import exec_tool
+    from clawd.tools.files import file_tools
+
+    agent_id, settings = resolve_agent(config, agent)
+    workspace = Path(settings.workspace).expanduser().resolve()
+    sessions_dir, _ = agent_paths(agent_id)
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    tools = file_tools() + ([exec_tool()] if settings.tools.exec.enabled else [])
+    return Runtime(
+        config=config, agent_id=agent_id, settings=settings, workspace=workspace,
+        sessions_dir=sessions_dir,
+        provider_for=lambda ref: registry.make_provider(config, ref),
+        context_window_for=lambda ref: registry.context_window(config, settings, ref),
+        uses_cache=lambda ref: registry.uses_anthropic_format(config, ref),
+        tools=tools, allow_exec=allow_exec or settings.tools.exec.allow_in_scripts,
+        approve=approve)
+
+
+def session_key(agent_id: str, name: str | None) -> str:
+    from clawd.sessions import main_key
+    return main_key(agent_id, name or "main")
+
+
+# --- commands -------------------------------------------------------------------------------
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from clawd.config import DEFAULT_AGENT_ID, config_path, load_config, resolve_agent, state_dir
+    from clawd.init import apply, plan_init
+
+    config_file = config_path()
+    agent = args.agent or DEFAULT_AGENT_ID
+    if args.workspace:
+        workspace = Path(args.workspace).expanduser()
+    elif config_file.exists():
+        workspace = Path(resolve_agent(load_config(config_file), args.agent)[1].workspace)
+    else:
+        workspace = Path("~/clawd").expanduser()
+    actions = plan_init(state_dir(), config_file, workspace.expanduser(), agent)
+    done = actions if args.dry_run else apply(actions)
+    for action in done:
+        print(action.describe())
+    if not args.dry_run:
+        created = sum(1 for a in done if a.status == "created")
+        print(f"{created} created, {len(done) - created} kept. Workspace: {workspace}")
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from clawd.config import load_config
+
+    config = load_config()
+    interactive = not args.message and not args.script and sys.stdin.isatty()
+    if interactive:
+        from clawd.repl import run_repl
+        return run_repl(config, args)
+    from clawd.commands import Chat
+
+    runtime = build_runtime(config, args.agent, allow_exec=args.allow_exec)
+    chat = Chat(runtime, session_key(runtime.agent_id, args.session), args.model)
+    chat.session.provider  # a missing key or unknown model fails here, in one line
+    render = render_json if args.json else render_plain
+    if args.message:
+        lines = [args.message]
+    else:
+        lines = _script_lines(args.script or "-")
+    failed = False
+    for line in lines:
+        if not line.strip():
+            continue
+        for event in chat.handle(line):
+            failed |= type(event).__name__ == "ErrorEvent"
+            if render(event):
+                return 1 if failed else 0
+    return 1 if failed else 0
+
+
+def _script_lines(source: str):
+    """Lines of a script file or stdin, read directly (no terminal handling on a pipe)."""
+    from clawd.errors import ClawdError
+
+    if source == "-":
+        for line in sys.stdin:
+            yield line.rstrip("\r\n")
+        return
+    try:
+        handle = open(source, encoding="utf-8")
+    except OSError as exc:
+        raise ClawdError(f"cannot read script {source}: {exc.strerror}") from None
+    with handle:
+        for line in handle:
+            yield line.rstrip("\r\n")
+
+
+def render_plain(event: Any) -> bool:
+    """Print an event for a human; True when the front end should stop."""
+    from clawd import events as ev
+
+    if isinstance(event, ev.TextDelta):
+        sys.stdout.write(event.text)
+        sys.stdout.flush()
+    elif isinstance(event, ev.TurnDone):
+        if event.text:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+    elif isinstance(event, ev.CommandOutput):
+        print(event.text, flush=True)
+        return event.quit
+    elif isinstance(event, ev.ToolStarted):
+        print(f"· {event.name} {_brief(event.arguments)}", file=sys.stderr)
+    elif isinstance(event, ev.ToolFinished) and event.is_error:
+        print(f"· {event.name} failed: {event.preview.splitlines()[0] if event.preview else ''}",
+              file=sys.stderr)
+    elif isinstance(event, ev.Flushed):
+        print(f"· memory flush: {event.skipped or ', '.join(event.files) or 'nothing to store'}",
+              file=sys.stderr)
+    elif isinstance(event, ev.Compacted):
+        print(f"· compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens",
+              file=sys.stderr)
+    elif isinstance(event, ev.Notice):
+        print(f"· {event.text}", file=sys.stderr)
+    elif isinstance(event, ev.ErrorEvent):
+        print(f"clawd: {event.message}", file=sys.stderr)
+    return False
+
+
+def render_json(event: Any) -> bool:
+    """Print an event as one JSON line (SPEC §11); True when the front end should stop."""
+    out = event_json(event)
+    if out is not None:
+        print(json.dumps(out, ensure_ascii=False), flush=True)
+    return bool(getattr(event, "quit", False))
+
+
+def event_json(event: Any) -> dict[str, Any] | None:
+    from clawd import events as ev
+
+    if isinstance(event, ev.TurnDone):
+        return {"type": "reply", "text": event.text, "aborted": event.aborted}
+    if isinstance(event, ev.CommandOutput):
+        return {"type": "command", "name": event.name, "text": event.text}
+    if isinstance(event, ev.Flushed):
+        return {"type": "flush", "files": event.files, "skipped": event.skipped}
+    if isinstance(event, ev.Compacted):
+        return {"type": "compaction", "tokensBefore": event.tokens_before,
+                "tokensAfter": event.tokens_after, "method": event.method}
+    if isinstance(event, ev.ErrorEvent):
+        return {"type": "error", "message": event.message}
+    if isinstance(event, ev.ToolStarted):
+        return {"type": "tool", "name": event.name, "arguments": event.arguments}
+    if isinstance(event, ev.ToolFinished):
+        return {"type": "toolResult", "name": event.name, "isError": event.is_error}
+    if isinstance(event, ev.Notice):
+        return {"type": "notice", "text": event.text}
+    return None
+
+
+def _brief(arguments: dict[str, Any]) -> str:
+    text = " ".join(f"{k}={v!r}" for k, v in arguments.items() if k not in ("content",))
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from clawd.config import load_config, resolve_agent
+    from clawd.sessions import SessionStore
+
+    agent_id, _ = resolve_agent(load_config(), args.agent)
+    sessions_dir, _ = agent_paths(agent_id)
+    data = SessionStore(sessions_dir / "sessions.json").read()
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return 0
+    if not data:
+        print(f"no sessions yet for agent {agent_id}")
+        return 0
+    print(f"{'KEY':<32} {'SESSION':<18} {'MODEL':<34} {'CONTEXT':>9} {'COMP':>4}  UPDATED")
+    for key, e in sorted(data.items(), key=lambda kv: kv[1].get("updatedAt", ""), reverse=True):
+        print(f"{key:<32} {e.get('sessionId', ''):<18} {e.get('model', ''):<34} "
+              f"{e.get('contextTokens', 0):>9,} {e.get('compactionCount', 0):>4}  "
+              f"{e.get('updatedAt', '')}")
+    return 0
+
+
+def cmd_memory(args: argparse.Namespace) -> int:
+    from clawd.errors import ClawdError
+    raise ClawdError("the memory index is not available in this build yet")

@@ -1,0 +1,182 @@
+"""Slash commands as data, and ``Chat``: the one entry point every front end drives.
+
+``Chat.handle(line)`` runs a slash command or a user turn and yields events. Each command is a
+``Command`` (name, usage, help, handler) in one registry that drives dispatch, ``/help`` and
+the REPL's completion. Handlers return events (usually one ``CommandOutput``); they never
+print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from clawd.agent import Runtime, Session
+from clawd.errors import ClawdError
+from clawd.events import CommandOutput, ErrorEvent, Event
+
+
+class Chat:
+    """The current session of one agent, as the front ends see it."""
+
+    def __init__(self, runtime: Runtime, key: str, model: str | None = None):
+        self.runtime = runtime
+        self.session = Session(runtime, key, model)
+
+    def handle(self, line: str) -> Iterator[Event]:
+        """A slash command or a user message; errors become an ``ErrorEvent``."""
+        text = line.strip()
+        try:
+            if text.startswith("/"):
+                yield from dispatch(self, text)
+            elif text:
+                yield from self.session.run_turn(line.rstrip("\n"))
+        except ClawdError as exc:
+            yield ErrorEvent(str(exc))
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+    handler: Callable[[Chat, str], Iterator[Event]]
+
+
+REGISTRY: dict[str, Command] = {}
+ALIASES = {"exit": "quit", "q": "quit", "?": "help"}
+
+
+def command(name: str, usage: str, help_text: str):
+    def register(handler: Callable[[Chat, str], Iterator[Event]]):
+        REGISTRY[name] = Command(name, usage, help_text, handler)
+        return handler
+    return register
+
+
+def dispatch(chat: Chat, text: str) -> Iterator[Event]:
+    name, _, args = text[1:].partition(" ")
+    name = ALIASES.get(name.lower(), name.lower())
+    found = REGISTRY.get(name)
+    if found is None:
+        yield ErrorEvent(f"unknown command /{name} (try /help)")
+        return
+    yield from found.handler(chat, args.strip())
+
+
+def completions() -> list[str]:
+    """Every command word, for the REPL's completer."""
+    return sorted(f"/{name}" for name in REGISTRY)
+
+
+def _out(name: str, text: str, **kw) -> Iterator[Event]:
+    yield CommandOutput(name, text, **kw)
+
+
+@command("help", "/help", "list the commands")
+def _help(chat: Chat, args: str) -> Iterator[Event]:
+    width = max(len(c.usage) for c in REGISTRY.values())
+    lines = [f"{c.usage.ljust(width)}  {c.help}" for c in REGISTRY.values()]
+    yield from _out("help", "\n".join(lines))
+
+
+@command("quit", "/quit", "leave clawd (Ctrl-D too)")
+def _quit(chat: Chat, args: str) -> Iterator[Event]:
+    yield from _out("quit", "bye", quit=True)
+
+
+@command("status", "/status", "model, context used, compactions, flushes, session age")
+def _status(chat: Chat, args: str) -> Iterator[Event]:
+    yield from _out("status", format_status(chat.session))
+
+
+@command("context", "/context [list|detail]", "tokens per layer (detail: per file and tool)")
+def _context(chat: Chat, args: str) -> Iterator[Event]:
+    if args not in ("", "list", "detail"):
+        raise ClawdError("usage: /context [list|detail]")
+    yield from _out("context", format_context(chat.session, detail=args == "detail"))
+
+
+@command("model", "/model [PROVIDER/MODEL]", "show or switch the model of this session")
+def _model(chat: Chat, args: str) -> Iterator[Event]:
+    if args:
+        chat.session.set_model(args)
+        yield from _out("model", f"model set to {args}")
+    else:
+        yield from _out("model", chat.session.model_ref)
+
+
+@command("compact", "/compact [instructions]", "summarise older history now")
+def _compact(chat: Chat, args: str) -> Iterator[Event]:
+    events = list(chat.session.compact(args or None))
+    yield from events
+    from clawd.events import Compacted
+    done = next((e for e in events if isinstance(e, Compacted)), None)
+    text = (f"compacted: {done.tokens_before:,} → {done.tokens_after:,} tokens ({done.method})"
+            if done else "nothing was compacted")
+    yield from _out("compact", text)
+
+
+def _fmt_age(created: str | None, now: datetime) -> str:
+    if not created:
+        return "?"
+    try:
+        start = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        return "?"
+    minutes = int((now - start).total_seconds() // 60)
+    return f"{minutes // 1440}d {minutes // 60 % 24}h" if minutes >= 1440 else (
+        f"{minutes // 60}h {minutes % 60}m" if minutes >= 60 else f"{minutes}m")
+
+
+def format_status(session: Session) -> str:
+    e, budget = session.entry, session.budget
+    used = session.context_tokens()
+    flushes = e.get("memoryFlushCount", 0)
+    lines = [
+        f"Model:       {session.model_ref}",
+        f"Context:     {used:,} / {budget.context_window:,} tokens ({budget.percent(used):.1f}%)",
+        f"Thresholds:  memory flush at {budget.flush_at:,} ({budget.percent(budget.flush_at):.0f}%)"
+        f" · compaction at {budget.compact_at:,} ({budget.percent(budget.compact_at):.0f}%)",
+        f"Compactions: {e.get('compactionCount', 0)} · memory flushes: {flushes}"
+        + (f" (last {e['memoryFlushAt']})" if e.get("memoryFlushAt") else ""),
+        f"Usage:       in {e.get('inputTokens', 0):,} · out {e.get('outputTokens', 0):,}"
+        f" · cache read {e.get('cacheReadTokens', 0):,} · cache write "
+        f"{e.get('cacheWriteTokens', 0):,}",
+        f"Session:     {session.key} ({e.get('sessionId')}) · age "
+        f"{_fmt_age(e.get('createdAt'), datetime.now().astimezone())}",
+        f"Workspace:   {session.rt.workspace}",
+    ]
+    return "\n".join(lines)
+
+
+def format_context(session: Session, *, detail: bool) -> str:
+    from clawd.context import report
+
+    layers = session.layers()
+    rep = report(layers, session.history.summary, session.history.messages, session.tool_specs,
+                 session.last_pruned)
+    window = session.budget.context_window
+    tools_total = sum(t for _, t in rep.tools)
+    rows = [("system prompt", rep.system_tokens), ("project context", rep.project_tokens),
+            ("tool schemas", tools_total), ("compaction summary", rep.summary_tokens),
+            (f"history ({rep.history_count} messages)", rep.history_tokens)]
+    lines = [f"{name:<28} {tokens:>9,}" for name, tokens in rows]
+    lines.append(f"{'total (estimated)':<28} {rep.total:>9,}  of {window:,} "
+                 f"({100 * rep.total / window:.1f}%)")
+    if session.entry.get("contextTokens"):
+        lines.append(f"{'last reported by provider':<28} {session.context_tokens():>9,}")
+    if detail:
+        lines.append("\nProject context files (raw chars → injected chars, tokens):")
+        for f in rep.files:
+            flag = "  TRUNCATED" if f.truncated else ""
+            lines.append(f"  {f.name:<26} {f.raw_chars:>8,} → {f.injected_chars:>8,} chars "
+                         f"{f.tokens:>7,} tok{flag}")
+        if not rep.files:
+            lines.append("  (none)")
+        lines.append("Tool schemas:")
+        lines += [f"  {name:<26} {tokens:>7,} tok" for name, tokens in rep.tools]
+        lines.append("Pruned in the last request:")
+        lines += [f"  {item}" for item in rep.pruned] or ["  (nothing)"]
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""The four layers of context, rebuilt for every model request, and their token report.
+
+0. the system prompt (``prompts/system.md.j2``): tools, memory rules, silent-reply rule,
+   workspace, date; 1. the project context: bootstrap files, MEMORY.md in private sessions
+   only, yesterday's and today's daily logs, each capped with a visible marker; 2. the
+   history: the latest compaction summary, then the kept messages (pruned in memory);
+   3. the current message (already the last message of the history when a request is built).
+``report`` breaks a request down by layer, file and tool for ``/context``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from clawd.messages import Message, ModelRequest, ToolSpec
+from clawd.templates import render
+from clawd.tokens import estimate_messages, estimate_text, estimate_tools
+from clawd.workspace import ContextFile, read_context_files
+
+SUMMARY_ID = "compaction-summary"
+
+
+@dataclass
+class Layers:
+    """The text of layers 0 and 1 for one request, and the files behind layer 1."""
+
+    system: str
+    project: str
+    files: list[ContextFile]
+
+
+def build_layers(workspace: Path, tools: list[ToolSpec], *, private: bool, now: datetime,
+                 max_chars: int, read_only: bool) -> Layers:
+    """Render the system prompt and read the project context files."""
+    files = read_context_files(workspace, include_memory=private, today=now.date(),
+                               max_chars=max_chars)
+    system = render("system.md.j2", tools=tools, workspace=str(workspace),
+                    memory_search=any(t.name == "memory_search" for t in tools),
+                    read_only=read_only, today=now.date().isoformat(),
+                    now=now.strftime("%Y-%m-%d %H:%M %A"),
+                    timezone=now.astimezone().tzname() or "local time")
+    project = render("project_context.md.j2", files=files) if files else ""
+    return Layers(system, project, files)
+
+
+def summary_message(summary: str) -> Message:
+    """The compaction summary as the first message of the history."""
+    return Message.user(render("summary_message.md.j2", summary=summary), id=SUMMARY_ID,
+                        timestamp="")
+
+
+def history_messages(summary: str | None, messages: list[Message]) -> list[Message]:
+    return ([summary_message(summary)] if summary else []) + messages
+
+
+def assemble(layers: Layers, summary: str | None, messages: list[Message],
+             tools: list[ToolSpec], *, max_tokens: int, cache: bool,
+             extra_system: str | None = None) -> ModelRequest:
+    """One request: system segments (system prompt [+ extra], project context) + history."""
+    system = layers.system + (f"\n\n{extra_system}" if extra_system else "")
+    segments = [system] + ([layers.project] if layers.project else [])
+    return ModelRequest(system=segments, messages=history_messages(summary, messages),
+                        tools=tools, max_tokens=max_tokens, cache=cache)
+
+
+@dataclass
+class FileReport:
+    name: str
+    raw_chars: int
+    injected_chars: int
+    tokens: int
+    truncated: bool
+
+
+@dataclass
+class Report:
+    """Tokens per layer, per file and per tool, as ``/context`` shows them."""
+
+    system_tokens: int
+    project_tokens: int
+    files: list[FileReport]
+    tools: list[tuple[str, int]]
+    summary_tokens: int
+    history_tokens: int
+    history_count: int
+    pruned: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return (self.system_tokens + self.project_tokens + sum(t for _, t in self.tools)
+                + self.summary_tokens + self.history_tokens)
+
+
+def report(layers: Layers, summary: str | None, messages: list[Message],
+           tools: list[ToolSpec], pruned: list[str] | None = None) -> Report:
+    files = [FileReport(f.name, f.raw_chars, len(f.text), estimate_text(f.text), f.truncated)
+             for f in layers.files]
+    summary_tokens = estimate_messages([summary_message(summary)]) if summary else 0
+    return Report(system_tokens=estimate_text(layers.system),
+                  project_tokens=estimate_text(layers.project), files=files,
+                  tools=[(t.name, estimate_tools([t])) for t in tools],
+                  summary_tokens=summary_tokens, history_tokens=estimate_messages(messages),
+                  history_count=len(messages), pruned=list(pruned or []))

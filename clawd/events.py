@@ -1,0 +1,76 @@
+"""The events the loop yields; front ends (REPL, one-shot, script, JSON) render them.
+
+A turn yields ``TextDelta`` as the reply streams, ``ToolStarted``/``ToolFinished`` around each
+tool call, ``Flushed`` after a silent memory-flush turn, ``Compacted`` after compaction,
+``Notice`` for things the user should know (a reset, a skipped flush), ``ErrorEvent`` for a
+failure the turn survived, and finally ``TurnDone``. Slash commands yield ``CommandOutput``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawd.messages import TextDelta
+
+__all__ = ["TextDelta", "ToolStarted", "ToolFinished", "Flushed", "Compacted", "Notice",
+           "ErrorEvent", "TurnDone", "CommandOutput", "Event"]
+
+
+@dataclass(slots=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ToolFinished:
+    call_id: str
+    name: str
+    is_error: bool
+    preview: str
+
+
+@dataclass(slots=True)
+class Flushed:
+    """A silent memory-flush turn ran (or was skipped, with ``skipped`` saying why)."""
+
+    files: list[str] = field(default_factory=list)
+    skipped: str | None = None
+
+
+@dataclass(slots=True)
+class Compacted:
+    tokens_before: int
+    tokens_after: int
+    method: str
+    dropped: str | None = None
+
+
+@dataclass(slots=True)
+class Notice:
+    text: str
+
+
+@dataclass(slots=True)
+class ErrorEvent:
+    message: str
+
+
+@dataclass(slots=True)
+class TurnDone:
+    text: str
+    aborted: bool = False
+    steps: int = 0
+
+
+@dataclass(slots=True)
+class CommandOutput:
+    name: str
+    text: str
+    quit: bool = False
+
+
+Event = (TextDelta | ToolStarted | ToolFinished | Flushed | Compacted | Notice | ErrorEvent
+         | TurnDone | CommandOutput)

@@ -1,0 +1,112 @@
+"""The file tools: ``read``, ``write`` and ``edit``, confined to the workspace.
+
+Every path goes through ``workspace.resolve`` (no ``..``, absolute paths or symlinks out).
+Writes are refused when the workspace is read-only, and daily logs
+(``memory/YYYY-MM-DD.md``) are append-only: a ``write`` or ``edit`` that would drop any of
+their existing content is refused with a message telling the model how to append instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clawd.errors import ToolError
+from clawd.tools.base import Tool, ToolContext, arg, schema
+from clawd.workspace import is_daily_log, relative, resolve
+
+DEFAULT_READ_LINES = 2000
+
+
+def _writable(ctx: ToolContext) -> None:
+    if ctx.settings.workspace_access != "rw":
+        raise ToolError("the workspace is read-only in this session")
+
+
+def read(args: dict[str, Any], ctx: ToolContext) -> str:
+    path = resolve(ctx.workspace, arg(args, "path", str))
+    offset = arg(args, "offset", int, 1)
+    limit = arg(args, "limit", int, DEFAULT_READ_LINES)
+    if offset < 1 or limit < 1:
+        raise ToolError("offset and limit must be positive line numbers/counts")
+    if path.is_dir():
+        names = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
+        return "\n".join(names) or "(empty directory)"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {args['path']}") from None
+    if b"\x00" in data[:8192]:
+        raise ToolError(f"{args['path']} is a binary file ({len(data)} bytes)")
+    lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    chunk = lines[offset - 1:offset - 1 + limit]
+    text = "".join(chunk)
+    end = offset - 1 + len(chunk)
+    if offset > 1 or end < len(lines):
+        text += (f"\n[showing lines {offset}-{end} of {len(lines)}"
+                 + (f"; continue with offset={end + 1}]" if end < len(lines) else "]"))
+    return text or "(empty file)"
+
+
+def _append_only(rel: str) -> ToolError:
+    return ToolError(f"{rel} is a daily log and is append-only: keep its existing content "
+                     f"unchanged and add new lines at the end (or use edit with newText "
+                     f"that contains oldText)")
+
+
+def write(args: dict[str, Any], ctx: ToolContext) -> str:
+    _writable(ctx)
+    path = resolve(ctx.workspace, arg(args, "path", str))
+    content = arg(args, "content", str)
+    rel = relative(ctx.workspace, path)
+    if path.is_dir():
+        raise ToolError(f"{rel} is a directory")
+    old = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    if is_daily_log(rel) and not content.startswith(old):
+        raise _append_only(rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return f"wrote {len(content)} characters to {rel}"
+
+
+def edit(args: dict[str, Any], ctx: ToolContext) -> str:
+    _writable(ctx)
+    path = resolve(ctx.workspace, arg(args, "path", str))
+    old_text, new_text = arg(args, "oldText", str), arg(args, "newText", str)
+    rel = relative(ctx.workspace, path)
+    if not old_text:
+        raise ToolError("oldText must not be empty")
+    try:
+        content = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {rel}") from None
+    count = content.count(old_text)
+    if count == 0:
+        raise ToolError(f"oldText was not found in {rel}; read the file and copy the exact text")
+    if count > 1:
+        raise ToolError(f"oldText occurs {count} times in {rel}; include more surrounding text "
+                        f"so it is unique")
+    if is_daily_log(rel) and old_text not in new_text:
+        raise _append_only(rel)
+    path.write_text(content.replace(old_text, new_text, 1), encoding="utf-8")
+    return f"edited {rel}"
+
+
+def file_tools() -> list[Tool]:
+    from clawd.messages import ToolSpec
+
+    return [
+        Tool(ToolSpec("read", "Read a text file (or list a directory) in the workspace. "
+                      "Use offset/limit (1-based lines) for long files.",
+                      schema({"path": {"type": "string"},
+                              "offset": {"type": "integer", "minimum": 1},
+                              "limit": {"type": "integer", "minimum": 1}}, ["path"])), read),
+        Tool(ToolSpec("write", "Create or overwrite a file in the workspace. Daily logs "
+                      "(memory/YYYY-MM-DD.md) are append-only: keep their existing content.",
+                      schema({"path": {"type": "string"}, "content": {"type": "string"}},
+                             ["path", "content"])), write),
+        Tool(ToolSpec("edit", "Replace one exact, unique occurrence of oldText with newText "
+                      "in a workspace file.",
+                      schema({"path": {"type": "string"}, "oldText": {"type": "string"},
+                              "newText": {"type": "string"}},
+                             ["path", "oldText", "newText"])), edit),
+    ]

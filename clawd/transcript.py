@@ -1,0 +1,141 @@
+"""Append-only JSONL transcripts: one file per session, one entry per line.
+
+Line 1 is the header ``{"type":"session","version":1,"id","agentId","timestamp"}``; every
+later line is an entry with ``type``, ``id`` and ``timestamp`` (messages and compactions).
+Nothing is ever rewritten. A torn or invalid line is skipped with a warning naming the file
+and line, and the next append starts on a fresh line so one bad write never spoils the next.
+``History`` is what the model sees: the latest compaction summary, then every message kept
+by it and appended since (flush-turn entries stay on disk but out of the history).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from clawd.messages import Message, new_id, now_iso
+
+log = logging.getLogger(__name__)
+VERSION = 1
+
+
+@dataclass
+class History:
+    """The conversation as the model sees it (before pruning)."""
+
+    summary: str | None = None
+    messages: list[Message] = field(default_factory=list)
+    compactions: int = 0
+
+
+@dataclass
+class Loaded:
+    header: dict[str, Any] | None
+    entries: list[dict[str, Any]]
+    warnings: list[str]
+
+
+class Transcript:
+    """One session's JSONL file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._needs_newline: bool | None = None
+
+    @classmethod
+    def create(cls, path: Path, session_id: str, agent_id: str) -> Transcript:
+        """Start a new transcript with its header line (an existing file is kept as is)."""
+        transcript = cls(path)
+        if not path.exists() or path.stat().st_size == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            transcript.append({"type": "session", "version": VERSION, "id": session_id,
+                               "agentId": agent_id, "timestamp": now_iso()})
+        return transcript
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Write one entry as a line and flush it to the OS before returning."""
+        entry.setdefault("id", new_id())
+        entry.setdefault("timestamp", now_iso())
+        data = orjson.dumps(entry) + b"\n"
+        if self._needs_newline is None:
+            self._needs_newline = _ends_torn(self.path)
+        if self._needs_newline:
+            data = b"\n" + data
+        with open(self.path, "ab") as handle:
+            handle.write(data)
+            handle.flush()
+        self._needs_newline = False
+
+    def append_message(self, message: Message) -> None:
+        self.append(message.to_entry())
+
+    def load(self) -> Loaded:
+        """Every valid entry, skipping (and reporting) torn or invalid lines."""
+        header, entries, warnings = None, [], []
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return Loaded(None, [], [])
+        for number, line in enumerate(raw.split(b"\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = orjson.loads(line)
+                if not isinstance(entry, dict) or "type" not in entry:
+                    raise ValueError("not an entry object")
+            except ValueError as exc:
+                warning = f"{self.path}:{number}: skipped an invalid line ({_short(exc)})"
+                log.warning(warning)
+                warnings.append(warning)
+                continue
+            if entry["type"] == "session" and header is None:
+                header = entry
+            else:
+                entries.append(entry)
+        return Loaded(header, entries, warnings)
+
+
+def _ends_torn(path: Path) -> bool:
+    """True when the file's last byte is not a newline (a crash cut the last write)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except (FileNotFoundError, OSError):
+        return False
+
+
+def _short(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:80]
+
+
+def build_history(entries: list[dict[str, Any]]) -> History:
+    """The model's view of a transcript: latest summary, then the kept and newer messages."""
+    history = History()
+    for entry in entries:
+        kind = entry.get("type")
+        if kind == "message":
+            if entry.get("flush"):
+                continue
+            try:
+                history.messages.append(Message.from_entry(entry))
+            except (ValueError, KeyError, TypeError):
+                log.warning("skipped a malformed message entry %s", entry.get("id"))
+        elif kind == "compaction":
+            apply_compaction(history, entry)
+    return history
+
+
+def apply_compaction(history: History, entry: dict[str, Any]) -> None:
+    """Drop the messages a compaction summarised and put its summary first."""
+    keep_from = entry.get("firstKeptId")
+    index = next((i for i, m in enumerate(history.messages) if m.id == keep_from),
+                 len(history.messages))
+    del history.messages[:index]
+    history.summary = entry.get("summary") or history.summary
+    history.compactions += 1

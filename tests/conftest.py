@@ -1,0 +1,59 @@
+"""Shared fixtures: an isolated HOME/CLAWD_HOME per test and a runtime over a scripted model."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from clawd.agent import Runtime
+from clawd.config import AgentDefaults, Config
+from clawd.providers.scripted import ScriptedProvider
+from clawd.tools.exec import exec_tool
+from clawd.tools.files import file_tools
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLAWD_HOME", str(home / ".clawd"))
+    monkeypatch.delenv("CLAWD_CONFIG", raising=False)
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    return home
+
+
+class Clock:
+    """A settable clock for tests."""
+
+    def __init__(self, start: datetime | None = None):
+        self.now = start or datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta) -> None:
+        from datetime import timedelta
+        self.now += timedelta(**delta)
+
+
+def make_runtime(tmp_path: Path, provider: ScriptedProvider, *, window: int = 200_000,
+                 settings: dict | None = None, clock: Clock | None = None,
+                 allow_exec: bool = False, cache: bool = False, tools=None) -> Runtime:
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True, exist_ok=True)
+    agent = AgentDefaults.model_validate({"workspace": str(workspace), **(settings or {})})
+    return Runtime(config=Config(), agent_id="main", settings=agent, workspace=workspace,
+                   sessions_dir=tmp_path / "state" / "agents" / "main" / "sessions",
+                   provider_for=lambda ref: provider, context_window_for=lambda ref: window,
+                   uses_cache=lambda ref: cache,
+                   tools=file_tools() + [exec_tool()] if tools is None else tools,
+                   allow_exec=allow_exec, clock=clock or Clock())
+
+
+@pytest.fixture
+def clock():
+    return Clock()

@@ -1,0 +1,166 @@
+"""The turn loop with the scripted provider: streaming, tools, persistence, interruption."""
+
+from __future__ import annotations
+
+import json
+
+from clawd.agent import Session
+from clawd.events import ErrorEvent, Notice, TextDelta, ToolFinished, ToolStarted, TurnDone
+from clawd.errors import ProviderError
+from clawd.messages import ModelResponse, TextDelta as Delta
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+
+from conftest import make_runtime
+
+KEY = "agent:main:main"
+
+
+def lines(session: Session) -> list[dict]:
+    return [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
+
+
+def test_text_turn_streams_and_persists(tmp_path):
+    provider = ScriptedProvider(["Hello there, how can I help?"])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("hi"))
+    deltas = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert deltas == "Hello there, how can I help?"
+    assert isinstance(events[-1], TurnDone) and events[-1].text == deltas
+    entries = lines(session)
+    assert entries[0]["type"] == "session" and entries[0]["agentId"] == "main"
+    assert [e["role"] for e in entries[1:]] == ["user", "assistant"]
+    assert entries[2]["usage"]["input"] > 0
+    entry = session.store.get(KEY)
+    assert entry["inputTokens"] == entries[2]["usage"]["input"]
+    assert entry["contextTokens"] > 0 and entry["lastModelCallAt"]
+    provider.assert_done()
+
+
+def test_multi_step_tool_turn(tmp_path):
+    provider = ScriptedProvider([
+        Reply("Writing it.", [tool("write", path="notes/a.md", content="alpha")]),
+        Reply("", [tool("read", path="notes/a.md")]),
+        "The file says alpha.",
+    ])
+    runtime = make_runtime(tmp_path, provider)
+    session = Session(runtime, KEY)
+    events = list(session.run_turn("store alpha"))
+    assert [e.name for e in events if isinstance(e, ToolStarted)] == ["write", "read"]
+    assert (runtime.workspace / "notes/a.md").read_text() == "alpha"
+    third = provider.requests[2]
+    result = third.messages[-1]
+    assert result.role == "toolResult" and "alpha" in result.text
+    assert events[-1].text == "The file says alpha." and events[-1].steps == 3
+    roles = [e.get("role") for e in lines(session)[1:]]
+    assert roles == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]
+
+
+def test_tool_errors_go_back_to_the_model(tmp_path):
+    provider = ScriptedProvider([Reply("", [tool("read", path="../../etc/passwd")]), "denied"])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("read it"))
+    finished = [e for e in events if isinstance(e, ToolFinished)][0]
+    assert finished.is_error and "escapes the workspace" in finished.preview
+    assert provider.requests[1].messages[-1].is_error
+
+
+def test_exec_is_refused_in_scripts_unless_allowed(tmp_path):
+    provider = ScriptedProvider([Reply("", [tool("exec", command="echo hi")]), "ok"] * 2)
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    list(session.run_turn("run"))
+    assert "disabled in non-interactive" in provider.requests[1].messages[-1].text
+    session2 = Session(make_runtime(tmp_path / "b", provider, allow_exec=True), KEY)
+    list(session2.run_turn("run"))
+    assert "hi" in provider.requests[3].messages[-1].text
+    assert "[exit code 0]" in provider.requests[3].messages[-1].text
+
+
+def test_step_cap_stops_a_runaway_tool_loop(tmp_path):
+    provider = ScriptedProvider(default=Reply("", [tool("read", path="AGENTS.md")]))
+    session = Session(make_runtime(tmp_path, provider, settings={"maxSteps": 3}), KEY)
+    events = list(session.run_turn("loop"))
+    assert len(provider.requests) == 3
+    assert any(isinstance(e, Notice) and "maxSteps" in e.text for e in events)
+
+
+def test_provider_error_mid_stream_keeps_partial_reply(tmp_path):
+    def broken(request):
+        class Stream:
+            def __iter__(self):
+                yield Delta("Partial ans")
+                raise ProviderError("connection lost mid-reply")
+        return Stream()
+
+    class Cutting(ScriptedProvider):
+        def stream(self, request):
+            self.requests.append(request)
+            yield Delta("Partial ans")
+            raise ProviderError("connection lost mid-reply")
+
+    session = Session(make_runtime(tmp_path, Cutting()), KEY)
+    events = list(session.run_turn("question"))
+    assert any(isinstance(e, ErrorEvent) and "connection lost" in e.message for e in events)
+    last = lines(session)[-1]
+    assert last["role"] == "assistant" and last["aborted"] is True
+    assert last["content"][0]["text"] == "Partial ans"
+
+
+def test_ctrl_c_mid_reply_keeps_partial_and_marks_it(tmp_path):
+    class Interrupting(ScriptedProvider):
+        def stream(self, request):
+            self.requests.append(request)
+            yield Delta("Half a th")
+            raise KeyboardInterrupt
+
+    session = Session(make_runtime(tmp_path, Interrupting()), KEY)
+    events = list(session.run_turn("tell me"))
+    assert events[-1].aborted is True
+    entries = lines(session)
+    assert entries[-2]["role"] == "user" and entries[-2]["content"][0]["text"] == "tell me"
+    assert entries[-1]["aborted"] is True and entries[-1]["content"][0]["text"] == "Half a th"
+
+
+def test_no_reply_is_never_shown(tmp_path):
+    provider = ScriptedProvider(["NO_REPLY", "NO_REPLY - nothing to add", "NO, really"])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    for text, shown in (("a", ""), ("b", ""), ("c", "NO, really")):
+        events = list(session.run_turn(text))
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == shown
+        assert events[-1].text == shown
+
+
+def test_history_is_reloaded_from_disk(tmp_path):
+    provider = ScriptedProvider(["one", "two"])
+    runtime = make_runtime(tmp_path, provider)
+    list(Session(runtime, KEY).run_turn("first"))
+    again = Session(runtime, KEY)
+    assert [m.text for m in again.history.messages] == ["first", "one"]
+    list(again.run_turn("second"))
+    assert [m.text for m in provider.requests[1].messages] == ["first", "one", "second"]
+
+
+def test_context_layers_in_request(tmp_path, clock):
+    provider = ScriptedProvider(["ok"])
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    (runtime.workspace / "AGENTS.md").write_text("agents rules")
+    (runtime.workspace / "MEMORY.md").write_text("secret long-term fact")
+    (runtime.workspace / "memory/2026-11-22.md").write_text("today note")
+    (runtime.workspace / "memory/2026-11-21.md").write_text("yesterday note")
+    (runtime.workspace / "memory/2026-11-20.md").write_text("older note")
+    list(Session(runtime, KEY).run_turn("hi"))
+    system, project = provider.requests[0].system
+    assert "2026-11-22" in system and str(runtime.workspace) in system
+    assert "agents rules" in project and "secret long-term fact" in project
+    assert "today note" in project and "yesterday note" in project
+    assert "older note" not in project
+    assert project.index("yesterday note") < project.index("today note")
+
+
+def test_group_sessions_never_see_memory_md(tmp_path):
+    provider = ScriptedProvider(["ok", "ok"])
+    runtime = make_runtime(tmp_path, provider)
+    (runtime.workspace / "MEMORY.md").write_text("secret long-term fact")
+    for key in ("agent:main:telegram:group:42", "agent:main:discord:channel:7"):
+        list(Session(runtime, key).run_turn("hi"))
+    for request in provider.requests:
+        assert "secret long-term fact" not in "".join(request.system)

@@ -1,0 +1,261 @@
+"""Tests for ``clawd init``: the plan is a dry run, apply creates, a rerun changes nothing."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+from clawd.config import Config, load_config, parse_config, resolve_agent
+from clawd.errors import ClawdError
+from clawd.init import (Action, apply, plan_init, render_starter_config, starter_config_text,
+                        template_files)
+
+WORKSPACE_FILES = ["AGENTS.md", "IDENTITY.md", "MEMORY.md", "SOUL.md", "TOOLS.md", "USER.md",
+                   "memory/TEMPLATE-daily.md", "memory/TEMPLATE-project-tracking.md",
+                   "memory/TEMPLATE-research-intel.md"]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAWD_HOME", raising=False)
+    monkeypatch.delenv("CLAWD_CONFIG", raising=False)
+    return tmp_path
+
+
+def layout(root: Path) -> dict[str, Path]:
+    state = root / "state"
+    return {"state_dir": state, "config_file": state / "clawd.json",
+            "workspace": root / "ws", "agent_id": "main"}
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    return {p.relative_to(root).as_posix(): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+# --- planning ---------------------------------------------------------------------------------
+
+def test_plan_is_a_dry_run(home):
+    paths = layout(home)
+    before = snapshot(home)
+    actions = plan_init(**paths)
+    assert snapshot(home) == before  # nothing created
+    assert all(a.status == "create" for a in actions)
+    planned = {a.path: a.kind for a in actions}
+    assert planned[paths["state_dir"]] == "dir"
+    assert planned[paths["state_dir"] / "agents" / "main" / "sessions"] == "dir"
+    assert planned[paths["config_file"]] == "file"
+    assert planned[paths["workspace"] / "memory"] == "dir"
+    for name in WORKSPACE_FILES:
+        assert planned[paths["workspace"] / name] == "file", name
+    assert all("would create" in a.describe() for a in actions)
+
+
+def test_plan_orders_parents_before_children(home):
+    paths = [a.path for a in plan_init(**layout(home))]
+    for i, path in enumerate(paths):
+        assert not any(path in later.parents for later in paths[:i]), path
+
+
+def test_template_files_are_shipped_and_skip_hidden():
+    names = [rel for rel, _ in template_files()]
+    assert names == sorted(names, key=lambda n: (n.count("/"), n))
+    assert sorted(names) == sorted(WORKSPACE_FILES)
+
+
+@pytest.mark.parametrize("bad", ["", "../escape", "a/b", ".hidden", "x" * 65, "sp ace"])
+def test_invalid_agent_id_is_refused(home, bad):
+    with pytest.raises(ClawdError, match="invalid agent id"):
+        plan_init(home / "state", home / "state" / "clawd.json", home / "ws", bad)
+
+
+def test_file_where_a_directory_belongs_is_an_error(home):
+    (home / "ws").write_text("not a directory")
+    with pytest.raises(ClawdError, match="not a directory"):
+        plan_init(**layout(home))
+
+
+# --- applying ---------------------------------------------------------------------------------
+
+def test_apply_creates_everything(home):
+    paths = layout(home)
+    done = apply(plan_init(**paths))
+    assert all(a.status == "created" for a in done)
+    assert all(a.path.exists() for a in done)
+    assert (paths["state_dir"] / "agents" / "main" / "sessions").is_dir()
+    for name in WORKSPACE_FILES:
+        assert (paths["workspace"] / name).is_file(), name
+    assert paths["config_file"].read_text(encoding="utf-8") == \
+        render_starter_config(paths["workspace"])
+    config = load_config(paths["config_file"])
+    assert Path(config.agents.defaults.workspace) == paths["workspace"]
+    agents = (paths["workspace"] / "AGENTS.md").read_text(encoding="utf-8")
+    assert "MEMORY.md" in agents and "memory/YYYY-MM-DD.md" in agents
+    for needle in ("memory_search", "memory_get", "NO_REPLY", "append"):
+        assert needle in agents, needle
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_state_and_config_are_private(home):
+    paths = layout(home)
+    apply(plan_init(**paths))
+    assert stat.S_IMODE(paths["state_dir"].stat().st_mode) & 0o077 == 0
+    assert stat.S_IMODE(paths["config_file"].stat().st_mode) & 0o077 == 0
+
+
+def test_second_run_is_a_no_op_and_keeps_user_edits(home):
+    paths = layout(home)
+    apply(plan_init(**paths))
+    edited = b"# My own rules\n\xe2\x9c\x93 keep this byte for byte\n"
+    (paths["workspace"] / "AGENTS.md").write_bytes(edited)
+    (paths["workspace"] / "SOUL.md").unlink()  # a deleted file comes back, nothing else moves
+    before = snapshot(home)
+
+    second = plan_init(**paths)
+    assert [a.path for a in second if a.status == "create"] == [paths["workspace"] / "SOUL.md"]
+    apply(second)
+    assert (paths["workspace"] / "AGENTS.md").read_bytes() == edited
+    after = snapshot(home)
+    assert {k: v for k, v in after.items() if k != "ws/SOUL.md"} == before
+
+    third = apply(plan_init(**paths))
+    assert all(a.status == "exists" for a in third)
+    assert all(a.describe().startswith("exists, kept") for a in third)
+    assert snapshot(home) == after
+
+
+def test_apply_never_overwrites_a_file_that_appeared_after_planning(home):
+    paths = layout(home)
+    actions = plan_init(**paths)
+    paths["workspace"].mkdir()
+    (paths["workspace"] / "USER.md").write_text("mine")
+    done = {a.path: a.status for a in apply(actions)}
+    assert (paths["workspace"] / "USER.md").read_text() == "mine"
+    assert done[paths["workspace"] / "USER.md"] == "exists"
+    assert done[paths["workspace"] / "TOOLS.md"] == "created"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_dangling_symlink_is_not_written_through(home):
+    paths = layout(home)
+    paths["workspace"].mkdir()
+    target = home / "elsewhere.md"
+    (paths["workspace"] / "MEMORY.md").symlink_to(target)
+    apply(plan_init(**paths))
+    assert not target.exists()
+
+
+def test_existing_config_is_kept(home):
+    paths = layout(home)
+    paths["state_dir"].mkdir()
+    paths["config_file"].write_text('{agents: {defaults: {model: "openai/gpt-4o"}}}')
+    actions = plan_init(**paths)
+    config_action = next(a for a in actions if a.path == paths["config_file"])
+    assert config_action.status == "exists"
+    apply(actions)
+    assert load_config(paths["config_file"]).agents.defaults.model == "openai/gpt-4o"
+
+
+def test_config_outside_the_state_dir_gets_its_folder(home):
+    paths = layout(home) | {"config_file": home / "etc" / "clawd" / "clawd.json"}
+    apply(plan_init(**paths))
+    assert parse_config(paths["config_file"].read_text(), paths["config_file"])
+
+
+def test_agent_id_and_workspace_are_respected(home):
+    paths = layout(home) | {"workspace": home / "work-notes", "agent_id": "work"}
+    apply(plan_init(**paths))
+    assert (paths["state_dir"] / "agents" / "work" / "sessions").is_dir()
+    assert not (paths["state_dir"] / "agents" / "main").exists()
+    assert (home / "work-notes" / "AGENTS.md").is_file()
+    assert not (home / "ws").exists()
+    # The fresh config records both, so later commands find the same workspace.
+    config = load_config(paths["config_file"])
+    agent_id, settings = resolve_agent(config, "work")
+    assert agent_id == "work" and config.default_agent_id() == "work"
+    assert Path(settings.workspace) == home / "work-notes"
+
+
+def test_relative_workspace_is_made_absolute(home, monkeypatch):
+    monkeypatch.chdir(home)
+    paths = layout(home) | {"workspace": Path("rel-ws")}
+    actions = plan_init(**paths)
+    assert all(a.path.is_absolute() for a in actions)
+    apply(actions)
+    config = load_config(paths["config_file"])
+    assert Path(config.agents.defaults.workspace) == home / "rel-ws"
+
+
+# --- the starter config -----------------------------------------------------------------------
+
+SETTING = re.compile(r"^(\s*)// ([A-Za-z]\w*: .*?,)(\s*//.*)?$")
+
+
+def uncomment_settings(text: str) -> str:
+    """Uncomment every one-line ``// key: value,`` setting (not prose, not example blocks)."""
+    return "\n".join(SETTING.sub(r"\1\2\3", line) for line in text.splitlines())
+
+
+def uncomment_block(text: str, first_line: str) -> str:
+    """Uncomment the commented block that starts with ``first_line``, to its closing line."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == first_line)
+    indent = lines[start].index("//")
+    for i in range(start, len(lines)):
+        lines[i] = lines[i][:indent] + lines[i][indent + 3:]
+        if lines[i][indent:] in ("},", "],"):
+            break
+    return "\n".join(lines)
+
+
+def test_starter_config_parses_to_the_defaults():
+    text = starter_config_text()
+    assert parse_config(text).model_dump() == Config().model_dump()
+
+
+def test_starter_config_comments_show_the_real_defaults():
+    text = uncomment_settings(starter_config_text())
+    uncommented = [line for line in text.splitlines() if SETTING.match(line)]
+    assert not uncommented
+    live = [line.strip() for line in text.splitlines()
+            if re.match(r"^\s*[A-Za-z]\w*: [^{]", line)]
+    assert len(live) >= 40  # the main keys are all shown
+    for key in ("workspace", "model", "reserveTokensFloor", "softThresholdTokens", "ttl",
+                "keepLastAssistants", "provider", "minScore", "vectorWeight", "atHour",
+                "idleMinutes", "messages"):
+        assert any(line.startswith(f"{key}:") for line in live), key
+    # Uncommented, every shown value must equal the built-in default, key for key.
+    assert parse_config(text).model_dump() == Config().model_dump()
+
+
+def test_starter_config_examples_are_valid():
+    text = uncomment_block(starter_config_text(), "// ollama: {")
+    config = parse_config(text)
+    ollama = config.models.providers["ollama"]
+    assert ollama.api == "openai-completions"
+    assert ollama.base_url.startswith("http://127.0.0.1:11434")
+    assert ollama.models[0].context_window
+    text = uncomment_block(starter_config_text(), "// list: [")
+    assert parse_config(text).agent_ids() == ["main", "work"]
+
+
+def test_rendered_starter_config_handles_odd_paths(tmp_path):
+    odd = tmp_path / 'we"ird \\ dir ü'
+    config = parse_config(render_starter_config(odd, "a_1"))
+    assert Path(config.agents.defaults.workspace) == odd
+    assert config.agent_ids() == ["a_1"]
+
+
+def test_default_workspace_stays_commented(home):
+    text = render_starter_config(Path("~/clawd").expanduser())
+    assert text == starter_config_text()
+
+
+def test_action_describe_names_the_source():
+    action = Action("file", Path("/w/AGENTS.md"), "workspace_template/AGENTS.md")
+    assert action.describe() == "would create file /w/AGENTS.md (from workspace_template/AGENTS.md)"
