@@ -376,7 +376,8 @@ def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, Age
     base = config.agents.defaults.model_dump()
     override = entry.model_dump(exclude_unset=True, exclude={"id", "name", "default"})
     settings = AgentDefaults.model_validate(_deep_merge(base, override))
-    if "workspace" not in override and len(config.agents.entries) > 1 and not entry.default:
+    if ("workspace" not in override and len(config.agents.entries) > 1
+            and agent_id != config.default_agent_id()):
         # Agents are isolated: a non-default agent without its own workspace gets one of its own.
         settings.workspace = str(Path(settings.workspace).expanduser()) + f"-{agent_id}"
     return agent_id, settings

@@ -1,0 +1,137 @@
+"""File and exec tools: sandboxing, append-only daily logs, read windows, edits, read-only."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+
+import pytest
+
+from clawd.config import AgentDefaults
+from clawd.errors import SandboxError, ToolError
+from clawd.tools.base import ToolContext
+from clawd.tools.exec import run_exec
+from clawd.tools.files import edit, read, write
+from clawd.workspace import read_context_files, resolve, truncate
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    return ToolContext(ws, AgentDefaults(workspace=str(ws)))
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "memory/../../outside.txt", "/etc/passwd",
+                                  "~/x", "a/../../b", "\x00"])
+def test_escapes_are_refused(ctx, path):
+    with pytest.raises(SandboxError):
+        read({"path": path}, ctx)
+    with pytest.raises(SandboxError):
+        write({"path": path, "content": "x"}, ctx)
+
+
+def test_symlink_out_is_refused(ctx, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret")
+    os.symlink(secret, ctx.workspace / "link.txt")
+    os.symlink(tmp_path, ctx.workspace / "outdir")
+    for path in ("link.txt", "outdir/secret.txt", "outdir/new.txt"):
+        with pytest.raises(SandboxError, match="escapes"):
+            read({"path": path}, ctx) if path != "outdir/new.txt" else write(
+                {"path": path, "content": "x"}, ctx)
+    assert not (tmp_path / "new.txt").exists()
+
+
+def test_symlink_inside_is_fine(ctx):
+    (ctx.workspace / "real.md").write_text("inside")
+    os.symlink(ctx.workspace / "real.md", ctx.workspace / "alias.md")
+    assert read({"path": "alias.md"}, ctx) == "inside"
+    assert resolve(ctx.workspace, "memory/../real.md") == (ctx.workspace / "real.md").resolve()
+
+
+def test_read_windows(ctx):
+    (ctx.workspace / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    out = read({"path": "f.txt", "offset": 3, "limit": 2}, ctx)
+    assert out.startswith("line 3\nline 4\n")
+    assert "lines 3-4 of 10" in out and "offset=5" in out
+    assert read({"path": "f.txt"}, ctx).count("line") == 10
+    with pytest.raises(ToolError, match="not found"):
+        read({"path": "missing.txt"}, ctx)
+    (ctx.workspace / "bin").write_bytes(b"\x00\x01\x02")
+    with pytest.raises(ToolError, match="binary"):
+        read({"path": "bin"}, ctx)
+    with pytest.raises(ToolError, match="missing required argument 'path'"):
+        read({}, ctx)
+
+
+def test_daily_logs_are_append_only(ctx):
+    log = ctx.workspace / "memory" / "2026-11-22.md"
+    write({"path": "memory/2026-11-22.md", "content": "# day\n- a\n"}, ctx)
+    write({"path": "memory/2026-11-22.md", "content": "# day\n- a\n- b\n"}, ctx)
+    with pytest.raises(ToolError, match="append-only"):
+        write({"path": "memory/2026-11-22.md", "content": "# day\n- b\n"}, ctx)
+    with pytest.raises(ToolError, match="append-only"):
+        edit({"path": "memory/2026-11-22.md", "oldText": "- a\n", "newText": ""}, ctx)
+    edit({"path": "memory/2026-11-22.md", "oldText": "- b\n", "newText": "- b\n- c\n"}, ctx)
+    assert log.read_text() == "# day\n- a\n- b\n- c\n"
+    # other memory files may be rewritten freely
+    write({"path": "memory/notes.md", "content": "x"}, ctx)
+    write({"path": "memory/notes.md", "content": "y"}, ctx)
+
+
+def test_edit_needs_a_unique_match(ctx):
+    (ctx.workspace / "f.md").write_text("a b a")
+    with pytest.raises(ToolError, match="2 times"):
+        edit({"path": "f.md", "oldText": "a", "newText": "c"}, ctx)
+    with pytest.raises(ToolError, match="not found"):
+        edit({"path": "f.md", "oldText": "zzz", "newText": "c"}, ctx)
+    edit({"path": "f.md", "oldText": "b", "newText": "B"}, ctx)
+    assert (ctx.workspace / "f.md").read_text() == "a B a"
+
+
+def test_read_only_workspace_refuses_writes(ctx):
+    ro = ToolContext(ctx.workspace, AgentDefaults(workspace=str(ctx.workspace),
+                                                  workspace_access="ro"))
+    with pytest.raises(ToolError, match="read-only"):
+        write({"path": "a.md", "content": "x"}, ro)
+    with pytest.raises(ToolError, match="read-only"):
+        edit({"path": "a.md", "oldText": "x", "newText": "y"}, ro)
+
+
+def test_exec_approval_and_timeout(ctx):
+    asked = []
+    ctx.approve = lambda command: asked.append(command) or False
+    with pytest.raises(ToolError, match="declined"):
+        run_exec({"command": "echo hi"}, ctx)
+    assert asked == ["echo hi"]
+    ctx.approve = None
+    ctx.allow_exec = True
+    assert "[exit code 3]" in run_exec({"command": "echo out; exit 3"}, ctx)
+    with pytest.raises(ToolError, match="timed out"):
+        run_exec({"command": "sleep 5", "timeout": 1}, ctx)
+
+
+def test_truncation_marker_keeps_head_and_tail():
+    text = "H" * 1000 + "M" * 1000 + "T" * 1000
+    out, cut = truncate(text, 1000, "AGENTS.md")
+    assert cut and out.startswith("H" * 700) and out.endswith("T" * 200)
+    assert "AGENTS.md truncated" in out
+    assert truncate("short", 1000, "x") == ("short", False)
+
+
+def test_context_files_cap_and_window(tmp_path):
+    ws = tmp_path
+    (ws / "memory").mkdir()
+    (ws / "AGENTS.md").write_text("A" * 5000)
+    (ws / "MEMORY.md").write_text("private")
+    (ws / "memory" / "2026-11-21.md").write_text("yesterday")
+    (ws / "memory" / "2026-11-22.md").write_text("today")
+    files = read_context_files(ws, include_memory=False, today=date(2026, 11, 22),
+                               max_chars=1000)
+    names = [f.name for f in files]
+    assert names == ["AGENTS.md", "memory/2026-11-21.md", "memory/2026-11-22.md"]
+    assert files[0].truncated and files[0].raw_chars == 5000 and len(files[0].text) < 1200
+    private = read_context_files(ws, include_memory=True, today=date(2026, 11, 22),
+                                 max_chars=1000)
+    assert "MEMORY.md" in [f.name for f in private]

@@ -1,0 +1,81 @@
+"""Transcripts: header, round trip, torn and invalid lines, compaction in the history view."""
+
+from __future__ import annotations
+
+import json
+
+from clawd.messages import Message, ToolCall, Usage
+from clawd.transcript import Transcript, build_history
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "s.jsonl"
+    t = Transcript.create(path, "sid", "main")
+    call = ToolCall("c1", "read", {"path": "a.md"})
+    sent = [Message.user("hi"),
+            Message.assistant("let me look", [call], usage=Usage(10, 5, 3, 2),
+                              stop_reason="toolUse", model="m"),
+            Message.tool_result(call, "content", is_error=False),
+            Message("user", [{"type": "image", "mimeType": "image/png", "data": "AAA="}])]
+    for m in sent:
+        t.append_message(m)
+    loaded = Transcript(path).load()
+    assert loaded.header["id"] == "sid" and loaded.header["version"] == 1
+    assert loaded.header["agentId"] == "main" and loaded.header["timestamp"]
+    back = [Message.from_entry(e) for e in loaded.entries]
+    assert back == sent
+    assert all({"type", "id", "timestamp"} <= set(e) for e in loaded.entries)
+    assert back[1].usage.prompt_tokens == 15
+
+
+def test_torn_line_is_skipped_and_next_append_starts_fresh(tmp_path, caplog):
+    path = tmp_path / "s.jsonl"
+    t = Transcript.create(path, "sid", "main")
+    t.append_message(Message.user("one"))
+    with open(path, "ab") as handle:  # a crash mid-write leaves half a line
+        handle.write(b'{"type":"message","role":"assistant","content":[{"ty')
+    t2 = Transcript(path)
+    loaded = t2.load()
+    assert [Message.from_entry(e).text for e in loaded.entries] == ["one"]
+    assert len(loaded.warnings) == 1 and "s.jsonl:3" in loaded.warnings[0]
+    assert "skipped" in caplog.text
+    t2.append_message(Message.user("two"))
+    again = Transcript(path).load()
+    assert [Message.from_entry(e).text for e in again.entries] == ["one", "two"]
+    raw = path.read_bytes()
+    assert b'"content":[{"ty\n' in raw  # the torn bytes are kept, never rewritten
+
+
+def test_invalid_lines_anywhere_are_skipped(tmp_path):
+    path = tmp_path / "s.jsonl"
+    t = Transcript.create(path, "sid", "main")
+    t.append_message(Message.user("a"))
+    with open(path, "a") as handle:
+        handle.write("not json\n[1,2]\n{\"no\":\"type\"}\n")
+    t.append_message(Message.user("b"))
+    loaded = Transcript(path).load()
+    assert [e["content"][0]["text"] for e in loaded.entries] == ["a", "b"]
+    assert len(loaded.warnings) == 3
+
+
+def test_history_applies_latest_compaction_and_skips_flush(tmp_path):
+    msgs = [Message.user(f"m{i}") for i in range(6)]
+    entries = [m.to_entry() for m in msgs[:4]]
+    entries.append({"type": "compaction", "id": "c1", "summary": "S1", "firstKeptId": msgs[2].id,
+                    "tokensBefore": 100, "tokensAfter": 40, "instructions": None})
+    flush = Message.user("flush prompt", flush=True)
+    entries += [flush.to_entry(), msgs[4].to_entry()]
+    entries.append({"type": "compaction", "id": "c2", "summary": "S2", "firstKeptId": msgs[4].id,
+                    "tokensBefore": 90, "tokensAfter": 30, "instructions": "focus"})
+    entries.append(msgs[5].to_entry())
+    history = build_history(entries)
+    assert history.summary == "S2" and history.compactions == 2
+    assert [m.text for m in history.messages] == ["m4", "m5"]
+
+
+def test_entries_are_single_json_lines(tmp_path):
+    path = tmp_path / "s.jsonl"
+    t = Transcript.create(path, "sid", "main")
+    t.append_message(Message.user("line one\nline two"))
+    rows = path.read_text().splitlines()
+    assert len(rows) == 2 and json.loads(rows[1])["content"][0]["text"] == "line one\nline two"
