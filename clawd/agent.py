@@ -59,19 +59,23 @@ class Runtime:
 
     @property
     def store(self) -> SessionStore:
-        return SessionStore(self.sessions_dir / "sessions.json")
+        return SessionStore(self.sessions_dir / "sessions.json", now=self.now_iso)
+
+    def now_iso(self) -> str:
+        return self.clock().isoformat(timespec="milliseconds")
 
 
 class Session:
     """A conversation under one session key."""
 
-    def __init__(self, runtime: Runtime, key: str, model: str | None = None):
+    def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
+                 fresh: bool = False):
         self.rt = runtime
         self.key = key
         self.store = runtime.store
         self.warnings: list[str] = []
         entry = self.store.get(key)
-        if entry is None or not entry.get("sessionId"):
+        if fresh or entry is None or not entry.get("sessionId"):
             entry = self._start(model or runtime.settings.model)
         elif model and model != entry.get("model"):
             entry = self.store.patch(key, model=model) or entry
@@ -93,7 +97,7 @@ class Session:
     def _start(self, model: str) -> dict[str, Any]:
         session_id = new_id() + new_id()[:4]
         path = self.rt.sessions_dir / f"{session_id}.jsonl"
-        entry = new_entry(session_id, path, model)
+        entry = new_entry(session_id, path, model, self.rt.now_iso())
         return self.store.update(self.key, lambda old: entry) or entry
 
     def _patch(self, **fields: Any) -> None:
@@ -323,6 +327,12 @@ class Session:
                 yield Flushed(skipped="the workspace is not writable")
             return
         yield from self.flush()
+
+    def flush_before_end(self) -> Iterator[Event]:
+        """Before /new, /reset or an automatic reset: the once-per-cycle flush, if this
+        session has turns that were not flushed in this cycle."""
+        if any(m.role == "user" for m in self.history.messages):
+            yield from self._flush_if_due()
 
     def flush(self) -> Iterator[Event]:
         """Run the silent memory-flush turn now (its entries stay out of the history)."""

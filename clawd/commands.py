@@ -14,7 +14,8 @@ from datetime import datetime
 
 from clawd.agent import Runtime, Session
 from clawd.errors import ClawdError
-from clawd.events import CommandOutput, ErrorEvent, Event
+from clawd.events import CommandOutput, ErrorEvent, Event, Notice
+from clawd.hooks import end_session_memory, reset_reason
 
 
 class Chat:
@@ -31,9 +32,35 @@ class Chat:
             if text.startswith("/"):
                 yield from dispatch(self, text)
             elif text:
+                reason = reset_reason(self.session.entry, self.runtime.clock(),
+                                      self.runtime.config.session.reset)
+                if reason:
+                    yield from self.new_session(reason)
                 yield from self.session.run_turn(line.rstrip("\n"))
         except ClawdError as exc:
             yield ErrorEvent(str(exc))
+
+    def new_session(self, reason: str, model: str | None = None) -> Iterator[Event]:
+        """End the current session (flush, session-memory file) and start a new one."""
+        old = self.session
+        if model:
+            self.runtime.provider_for(model)  # an unusable model fails before anything ends
+        yield from old.flush_before_end()
+        try:
+            provider = old.provider
+        except ClawdError:
+            provider = None
+        saved = end_session_memory(
+            provider, self.runtime.workspace, old.history.messages,
+            cfg=self.runtime.config.hooks.session_memory, key=old.key,
+            session_id=old.entry["sessionId"], reason=reason, now=self.runtime.clock())
+        if saved is not None and self.runtime.memory is not None:
+            self.runtime.memory.mark_dirty()
+        self.session = Session(self.runtime, old.key, model or old.model_ref, fresh=True)
+        note = f"new session {self.session.entry['sessionId']} ({reason})"
+        if saved is not None:
+            note += f"; the last one was saved to {saved.relative_to(self.runtime.workspace)}"
+        yield Notice(note)
 
 
 @dataclass(frozen=True)
@@ -105,6 +132,18 @@ def _model(chat: Chat, args: str) -> Iterator[Event]:
         yield from _out("model", f"model set to {args}")
     else:
         yield from _out("model", chat.session.model_ref)
+
+
+@command("new", "/new [PROVIDER/MODEL]", "start a new session (the old one is saved to memory/)")
+def _new(chat: Chat, args: str) -> Iterator[Event]:
+    yield from chat.new_session("/new", args or None)
+    yield from _out("new", f"new session started ({chat.session.model_ref})")
+
+
+@command("reset", "/reset", "start this session afresh (same as /new with the same model)")
+def _reset(chat: Chat, args: str) -> Iterator[Event]:
+    yield from chat.new_session("/reset")
+    yield from _out("reset", "session reset")
 
 
 @command("compact", "/compact [instructions]", "summarise older history now")

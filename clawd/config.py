@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from clawd.errors import ConfigError
 
 DEFAULT_AGENT_ID = "main"
-DEFAULT_MODEL = "anthropic/claude-sonnet-4-5"
+DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 DEFAULT_FLUSH_SYSTEM = "Session nearing compaction. Store durable memories now."
 DEFAULT_FLUSH_PROMPT = ("Write any lasting notes to memory/YYYY-MM-DD.md; "
                         "reply with NO_REPLY if nothing to store.")

@@ -37,8 +37,9 @@ def is_group_key(key: str) -> bool:
     return ":group:" in key or ":channel:" in key
 
 
-def new_entry(session_id: str, session_file: Path, model: str) -> dict[str, Any]:
-    now = now_iso()
+def new_entry(session_id: str, session_file: Path, model: str, now: str | None = None
+              ) -> dict[str, Any]:
+    now = now or now_iso()
     entry: dict[str, Any] = {"sessionId": session_id, "sessionFile": str(session_file),
                              "createdAt": now, "updatedAt": now, "model": model}
     entry.update({name: 0 for name in COUNTERS})
@@ -50,8 +51,9 @@ def new_entry(session_id: str, session_file: Path, model: str) -> dict[str, Any]
 class SessionStore:
     """``sessions.json`` with locked, atomic updates."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, now: Callable[[], str] = now_iso):
         self.path = path
+        self.now = now  # the clock behind createdAt/updatedAt (injectable for tests)
         self.lock_path = path.with_name(path.name + ".lock")
 
     def read(self) -> dict[str, Any]:
@@ -88,7 +90,7 @@ class SessionStore:
             if entry is None:
                 data.pop(key, None)
             else:
-                entry["updatedAt"] = now_iso()
+                entry["updatedAt"] = self.now()
                 data[key] = entry
             self._write(data)
             return entry

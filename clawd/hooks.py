@@ -1,0 +1,140 @@
+"""Session lifecycle: when a session resets by itself, and the session-memory file on reset.
+
+``reset_reason`` (pure) says whether the ``session.reset`` policy — ``daily`` at ``atHour``
+local time, ``idle`` after ``idleMinutes``, or ``both`` — ends a session before the next
+message. ``save_session`` writes the ending session's last user/assistant messages to
+``memory/YYYY-MM-DD-<slug>.md`` (slug from the model, ``HHMM`` when that fails or times out),
+never overwriting a file, so the next session can find it with ``memory_search``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from clawd.config import Reset, SessionMemoryHook
+from clawd.messages import Message, ModelRequest
+from clawd.providers.base import Provider, complete
+from clawd.templates import render
+from clawd.workspace import MEMORY_DIR
+
+log = logging.getLogger(__name__)
+SLUG_MAX = 30
+
+
+def _parse(stamp: Any) -> datetime | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def reset_reason(entry: dict[str, Any], now: datetime, cfg: Reset) -> str | None:
+    """Why the session must start afresh before this message (None: it continues)."""
+    if cfg.mode == "off":
+        return None
+    last = _parse(entry.get("updatedAt")) or _parse(entry.get("createdAt"))
+    if last is None:
+        return None
+    if cfg.mode in ("idle", "both") and now - last >= timedelta(minutes=cfg.idle_minutes):
+        return f"idle for more than {cfg.idle_minutes} minutes"
+    if cfg.mode in ("daily", "both"):
+        boundary = now.replace(hour=cfg.at_hour, minute=0, second=0, microsecond=0)
+        if now < boundary:
+            boundary -= timedelta(days=1)
+        if last < boundary:
+            return f"daily reset at {cfg.at_hour:02d}:00"
+    return None
+
+
+def recent_messages(messages: list[Message], count: int) -> list[Message]:
+    """The last ``count`` user/assistant messages that carry text."""
+    chosen = [m for m in messages if m.role in ("user", "assistant") and m.text.strip()]
+    return chosen[-count:]
+
+
+def sanitize_slug(text: str) -> str | None:
+    """Lowercase, hyphenated, at most 30 characters; None when nothing usable is left."""
+    words = re.findall(r"[a-z0-9]+", text.strip().splitlines()[0].lower()) if text.strip() else []
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > SLUG_MAX:
+            break
+        slug = candidate
+    if not slug and words:
+        slug = words[0][:SLUG_MAX]
+    return slug or None
+
+
+def model_slug(provider: Provider, messages: list[Message], timeout: float) -> str | None:
+    """Ask the model for a slug, giving up after ``timeout`` seconds."""
+    conversation = "\n".join(f"{m.role}: {m.text[:500]}" for m in messages[-8:])
+    request = ModelRequest(system=["You name conversations."], tools=[], max_tokens=24,
+                           messages=[Message.user(render("slug.md.j2",
+                                                         conversation=conversation))])
+    result: dict[str, str] = {}
+
+    def ask() -> None:
+        try:
+            result["text"] = complete(provider, request).message.text
+        except Exception as exc:  # noqa: BLE001 - any failure falls back to HHMM
+            log.info("slug request failed: %s", exc)
+
+    worker = threading.Thread(target=ask, daemon=True, name="clawd-slug")
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        log.info("slug request timed out after %ss", timeout)
+        return None
+    return sanitize_slug(result.get("text", ""))
+
+
+def free_path(directory: Path, stem: str) -> Path:
+    """``<stem>.md`` in ``directory``, or ``<stem>-2.md`` etc. when taken."""
+    path = directory / f"{stem}.md"
+    number = 2
+    while path.exists():
+        path = directory / f"{stem}-{number}.md"
+        number += 1
+    return path
+
+
+def save_session(workspace: Path, messages: list[Message], *, key: str, session_id: str,
+                 reason: str, now: datetime, slug: str | None) -> Path:
+    """Write the session-memory file; never overwrites an existing file."""
+    slug = slug or now.strftime("%H%M")
+    directory = workspace / MEMORY_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = [{"role": m.role, "text": m.text.strip(), "when": _when(m.timestamp)}
+            for m in messages]
+    text = render("session_memory.md.j2", date=now.date().isoformat(),
+                  time=now.strftime("%H:%M"), slug=slug, key=key, session_id=session_id,
+                  reason=reason, messages=rows) + "\n"
+    path = free_path(directory, f"{now.date().isoformat()}-{slug}")
+    with open(path, "x", encoding="utf-8") as handle:  # "x": a race never overwrites
+        handle.write(text)
+    return path
+
+
+def _when(stamp: str) -> str:
+    parsed = _parse(stamp)
+    return parsed.astimezone().strftime("%Y-%m-%d %H:%M") if parsed else "?"
+
+
+def end_session_memory(provider: Provider | None, workspace: Path, messages: list[Message], *,
+                       cfg: SessionMemoryHook, key: str, session_id: str, reason: str,
+                       now: datetime) -> Path | None:
+    """The whole hook: pick messages, name them, write the file (None: nothing to save)."""
+    chosen = recent_messages(messages, cfg.messages)
+    if not cfg.enabled or not chosen:
+        return None
+    slug = model_slug(provider, chosen, cfg.slug_timeout_seconds) if provider else None
+    return save_session(workspace, chosen, key=key, session_id=session_id, reason=reason,
+                        now=now, slug=slug)

@@ -1,0 +1,259 @@
+"""The OpenAI Chat Completions adapter, also used for OpenAI-compatible servers.
+
+``OpenAIProvider`` turns a provider-neutral ``ModelRequest`` into a streamed Chat Completions
+call: the system segments become one system message, tool calls become function calls with
+JSON-string arguments and tool results become ``role: "tool"`` messages. Text deltas are
+yielded as they arrive; tool-call fragments are stitched together by index; the usage chunk
+requested with ``stream_options.include_usage`` fills ``Usage`` (cached prompt tokens count as
+cache reads). The same class serves Ollama, vLLM, llama.cpp, OpenRouter and proxies through
+``base_url``. The ``openai`` SDK is imported when a provider is built, and its types and
+exceptions never leave this file.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from clawd.errors import ProviderError, ProviderSetupError
+from clawd.messages import (Message, ModelRequest, ModelResponse, TextDelta, ToolCall,
+                            ToolSpec, Usage, new_id)
+from clawd.providers.common import (RetryHook, RetryInfo, one_line, pair_tool_calls,
+                                    parse_arguments, parse_retry_after, retrying_stream,
+                                    status_error, stop_reason, transport_error)
+
+# Error types an OpenAI-style server may report inside a stream that started with HTTP 200.
+RETRYABLE_STREAM_ERRORS = frozenset({"server_error", "overloaded_error", "rate_limit_exceeded",
+                                     "service_unavailable"})
+
+
+class OpenAIProvider:
+    """A model served through Chat Completions (OpenAI or a compatible server).
+
+    ``max_tokens_field`` names the output limit parameter: OpenAI's current models want
+    ``max_completion_tokens``; many compatible servers only know ``max_tokens``.
+    """
+
+    api = "openai-completions"
+
+    def __init__(self, model: str, *, api_key: str, base_url: str | None = None,
+                 headers: Mapping[str, str] | None = None, name: str = "openai",
+                 max_retries: int = 3, timeout: float = 120.0, retry_base_delay: float = 1.0,
+                 max_tokens_field: str = "max_completion_tokens",
+                 sleep: Callable[[float], None] = time.sleep,
+                 rng: Callable[[], float] = random.random, on_retry: RetryHook | None = None):
+        self.name = name
+        self.model = model
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.retry_base_delay = retry_base_delay
+        self.max_tokens_field = max_tokens_field
+        self._sleep = sleep
+        self._rng = rng
+        self.on_retry = on_retry
+        # The SDK's own retries are off: ours know about deltas already shown to the user.
+        try:
+            import openai
+
+            self._client = openai.OpenAI(api_key=api_key, base_url=base_url,
+                                         default_headers=dict(headers or {}) or None,
+                                         max_retries=0, timeout=timeout)
+        except Exception as exc:  # a missing package or a client that refuses its settings
+            raise ProviderSetupError(f"{name}: cannot set up the openai client: "
+                                     f"{one_line(str(exc))}") from exc
+
+    def stream(self, request: ModelRequest) -> Iterator[TextDelta | ModelResponse]:
+        params = build_params(self.model, request, self.max_tokens_field)
+        yield from retrying_stream(self.name, lambda: self._attempt(params), self._convert,
+                                   max_retries=self.max_retries,
+                                   base_delay=self.retry_base_delay, sleep=self._sleep,
+                                   rng=self._rng, on_retry=self.on_retry)
+
+    def _attempt(self, params: dict[str, Any]) -> Iterator[TextDelta | ModelResponse]:
+        reply = _Reply(self.model)
+        chunks = self._client.chat.completions.create(**params, stream=True)
+        try:
+            for chunk in chunks:
+                text = reply.feed(chunk)
+                if text:
+                    yield TextDelta(text)
+        finally:
+            chunks.close()
+        if reply.finish is None:
+            raise ProviderError(f"{self.name}: the stream ended before the reply was complete",
+                                retryable=True)
+        yield ModelResponse(reply.message())
+
+    def _convert(self, exc: Exception) -> RetryInfo:
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.body if isinstance(exc.body, dict) else {}
+            message = body.get("message") or exc.message
+            kind = body.get("code") or body.get("type")
+            retry_after = parse_retry_after(exc.response.headers)
+            should = (exc.response.headers.get("x-should-retry") or "").lower()
+            retryable = should == "true" if should in ("true", "false") else None
+            return RetryInfo(status_error(self.name, exc.status_code, str(message),
+                                          kind=str(kind) if kind else None,
+                                          retryable=retryable), retry_after)
+        if isinstance(exc, openai.APITimeoutError):
+            return RetryInfo(ProviderError(
+                f"{self.name}: no reply within {self.timeout:g}s", retryable=True))
+        if isinstance(exc, openai.APIConnectionError):
+            return RetryInfo(transport_error(self.name, exc.__cause__ or exc,
+                                             self._client.base_url))
+        if isinstance(exc, openai.APIError):  # an error object sent inside the stream
+            body = exc.body if isinstance(exc.body, dict) else {}
+            kind = body.get("code") or body.get("type")
+            return RetryInfo(status_error(self.name, None, exc.message,
+                                          kind=str(kind) if kind else None,
+                                          retryable=kind in RETRYABLE_STREAM_ERRORS))
+        return RetryInfo(transport_error(self.name, exc, self._client.base_url))
+
+
+# --- request ---------------------------------------------------------------------------------
+
+def build_params(model: str, request: ModelRequest,
+                 max_tokens_field: str = "max_completion_tokens") -> dict[str, Any]:
+    """The keyword arguments of ``chat.completions.create`` (without ``stream``)."""
+    messages: list[dict[str, Any]] = []
+    system = "\n\n".join(s for s in request.system if s.strip())
+    if system:
+        messages.append({"role": "system", "content": system})
+    messages.extend(to_wire(request.messages))
+    params: dict[str, Any] = {"model": model, "messages": messages,
+                              max_tokens_field: request.max_tokens,
+                              "stream_options": {"include_usage": True}}
+    if request.tools:
+        params["tools"] = [tool_param(spec) for spec in request.tools]
+    return params
+
+
+def tool_param(spec: ToolSpec) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": spec.name, "description": spec.description,
+        "parameters": spec.parameters or {"type": "object", "properties": {}}}}
+
+
+def to_wire(messages: list[Message]) -> list[dict[str, Any]]:
+    """Chat Completions messages for a history (without the system message)."""
+    out: list[dict[str, Any]] = []
+    for message in pair_tool_calls(messages):
+        if message.role == "toolResult":
+            text = message.text or ("(no output)" if not _has_image(message) else "")
+            if _has_image(message):
+                # tool messages carry text only; say so rather than drop silently
+                text = (text + "\n" if text else "") + "[image omitted]"
+            if message.is_error:
+                text = f"ERROR: {text}"
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id,
+                        "content": text})
+        elif message.role == "assistant":
+            calls = [_call_param(call) for call in message.tool_calls]
+            if not message.text and not calls:
+                continue
+            wire: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            if calls:
+                wire["tool_calls"] = calls
+            out.append(wire)
+        else:
+            out.append({"role": "user", "content": _user_content(message)})
+    return out
+
+
+def _has_image(message: Message) -> bool:
+    return any(b.get("type") == "image" for b in message.content)
+
+
+def _user_content(message: Message) -> str | list[dict[str, Any]]:
+    if not _has_image(message):
+        return message.text
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if block.get("type") == "text" and block.get("text"):
+            parts.append({"type": "text", "text": block["text"]})
+        elif block.get("type") == "image" and block.get("data"):
+            url = f"data:{block.get('mimeType') or 'image/png'};base64,{block['data']}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
+
+
+def _call_param(call: ToolCall) -> dict[str, Any]:
+    args = call.arguments
+    # Arguments the model sent as broken JSON go back exactly as it wrote them.
+    if set(args) == {"_raw"} and isinstance(args["_raw"], str):
+        text = args["_raw"]
+    else:
+        text = json.dumps(args, ensure_ascii=False)
+    return {"id": call.id, "type": "function",
+            "function": {"name": call.name, "arguments": text}}
+
+
+# --- response --------------------------------------------------------------------------------
+
+class _Reply:
+    """Assembles streamed chunks into a ``Message``."""
+
+    def __init__(self, model: str):
+        self.model = model
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage = Usage()
+        self.finish: str | None = None
+
+    def feed(self, chunk: Any) -> str:
+        """Take one chunk; return the text it adds."""
+        self.model = getattr(chunk, "model", None) or self.model
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._set_usage(usage)
+        added = ""
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) not in (0, None):
+                continue
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    self.text.append(delta.content)
+                    added += delta.content
+                for fragment in delta.tool_calls or []:
+                    self._add_fragment(fragment)
+            if choice.finish_reason:
+                self.finish = choice.finish_reason
+        return added
+
+    def _add_fragment(self, fragment: Any) -> None:
+        index = fragment.index if fragment.index is not None else len(self.calls)
+        slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        if fragment.id:
+            slot["id"] = fragment.id
+        function = fragment.function
+        if function is None:
+            return
+        if function.name and function.name != slot["name"]:
+            slot["name"] += function.name
+        if function.arguments:
+            slot["arguments"] += function.arguments
+
+    def _set_usage(self, usage: Any) -> None:
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = int(getattr(details, "cached_tokens", 0) or 0) if details else 0
+        self.usage = Usage(input_tokens=max(0, prompt - cached),
+                           output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                           cache_read_tokens=cached)
+
+    def message(self) -> Message:
+        calls = [ToolCall(slot["id"] or f"call_{new_id()}", slot["name"],
+                          parse_arguments(slot["arguments"]))
+                 for _, slot in sorted(self.calls.items())]
+        stop = stop_reason(self.finish)
+        if calls and stop == "stop":
+            stop = "toolUse"  # some compatible servers say "stop" even when calling tools
+        return Message.assistant("".join(self.text), calls, usage=self.usage,
+                                 stop_reason=stop, model=self.model)

@@ -1,0 +1,191 @@
+"""Session lifecycle: /new and /reset, daily and idle resets, the session-memory file."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from clawd.commands import Chat
+from clawd.config import Reset, SessionMemoryHook
+from clawd.events import CommandOutput, Notice, TurnDone
+from clawd.hooks import end_session_memory, reset_reason, sanitize_slug
+from clawd.messages import Message
+from clawd.providers.scripted import ScriptedProvider
+
+from conftest import Clock, make_runtime
+
+KEY = "agent:main:main"
+
+
+def slug_or(text):
+    """A scripted reply: a slug for slug requests (no tools), ``text`` otherwise."""
+    def reply(request):
+        return "api-rate-limits" if not request.tools else text
+    return reply
+
+
+def test_new_starts_a_fresh_session_and_keeps_the_old_transcript(tmp_path, clock):
+    provider = ScriptedProvider([slug_or("first answer"), slug_or("ok")] + [slug_or("x")] * 3)
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    chat = Chat(runtime, KEY)
+    list(chat.handle("we chose 100 requests per minute for the API"))
+    old_entry, old_file = dict(chat.session.entry), chat.session.transcript.path
+    events = list(chat.handle("/new"))
+    old_lines = [json.loads(line) for line in old_file.read_text().splitlines()]
+    assert old_lines[-1].get("flush") is True  # the once-per-cycle flush ran before the end
+    assert any(isinstance(e, CommandOutput) and e.name == "new" for e in events)
+    new_entry = chat.session.store.get(KEY)
+    assert new_entry["sessionId"] != old_entry["sessionId"]
+    assert new_entry["inputTokens"] == 0 and new_entry["compactionCount"] == 0
+    old_bytes = old_file.read_bytes()
+    list(chat.handle("next topic"))
+    assert old_file.read_bytes() == old_bytes  # untouched once the new session runs
+    assert [m.text for m in chat.session.history.messages][0] == "next topic"
+    saved = runtime.workspace / "memory" / "2026-11-22-api-rate-limits.md"
+    text = saved.read_text()
+    assert KEY in text and old_entry["sessionId"] in text
+    assert "100 requests per minute" in text and "first answer" in text
+    notice = next(e for e in events if isinstance(e, Notice))
+    assert "memory/2026-11-22-api-rate-limits.md" in notice.text
+
+
+def test_new_with_model_switches_model(tmp_path, clock):
+    provider = ScriptedProvider(default=slug_or("ok"))
+    chat = Chat(make_runtime(tmp_path, provider, clock=clock), KEY)
+    list(chat.handle("hello"))
+    list(chat.handle("/new openai/gpt-4o"))
+    assert chat.session.model_ref == "openai/gpt-4o"
+
+
+def test_reset_and_files_are_never_overwritten(tmp_path, clock):
+    provider = ScriptedProvider(default=slug_or("ok"))
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    chat = Chat(runtime, KEY)
+    for _ in range(3):
+        list(chat.handle("talk about limits"))
+        list(chat.handle("/reset"))
+    names = sorted(p.name for p in (runtime.workspace / "memory").glob("2026-11-22-*.md"))
+    assert names == ["2026-11-22-api-rate-limits-2.md", "2026-11-22-api-rate-limits-3.md",
+                     "2026-11-22-api-rate-limits.md"]
+
+
+def test_nothing_saved_for_an_empty_session(tmp_path, clock):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider(), clock=clock), KEY)
+    list(chat.handle("/new"))
+    assert not list((chat.runtime.workspace / "memory").glob("*.md"))
+
+
+@pytest.mark.parametrize("reply, expected", [
+    (RuntimeError("boom"), "1000"),
+    ("!!!", "1000"),
+    ("Deploy Pipeline Fix for the Staging Cluster and More", "deploy-pipeline-fix-for-the"),
+])
+def test_slug_failures_fall_back_to_hhmm(tmp_path, reply, expected):
+    from clawd.errors import ProviderError
+    step = ProviderError("down") if isinstance(reply, Exception) else reply
+    provider = ScriptedProvider([step])
+    when = datetime(2026, 11, 22, 10, 0)
+    path = end_session_memory(provider, tmp_path, [Message.user("hi")],
+                              cfg=SessionMemoryHook(), key=KEY, session_id="s1",
+                              reason="/new", now=when)
+    assert path.name == f"2026-11-22-{expected}.md"
+
+
+def test_slug_timeout_falls_back_to_hhmm(tmp_path):
+    def slow(request):
+        time.sleep(2)
+        return "too-late"
+    provider = ScriptedProvider([slow])
+    when = datetime(2026, 11, 22, 7, 5)
+    path = end_session_memory(provider, tmp_path, [Message.user("hi")],
+                              cfg=SessionMemoryHook(slug_timeout_seconds=0.2), key=KEY,
+                              session_id="s1", reason="/new", now=when)
+    assert path.name == "2026-11-22-0705.md"
+
+
+def test_hook_takes_the_last_n_messages(tmp_path):
+    messages = [Message.user(f"u{i}") if i % 2 == 0 else Message.assistant(f"a{i}")
+                for i in range(40)]
+    path = end_session_memory(None, tmp_path, messages, cfg=SessionMemoryHook(messages=15),
+                              key=KEY, session_id="s1", reason="/new",
+                              now=datetime(2026, 11, 22, 9, 30))
+    text = path.read_text()
+    assert "a39" in text and "a25" in text and "u24" not in text
+
+
+@pytest.mark.parametrize("text, slug", [("Rate-Limit Debugging", "rate-limit-debugging"),
+                                        ("  \n", None), ("a" * 40, "a" * 30),
+                                        ("Über Café Plans!", "ber-caf-plans")])
+def test_sanitize_slug(text, slug):
+    assert sanitize_slug(text) == slug
+
+
+UTC = timezone.utc
+
+
+@pytest.mark.parametrize("mode, last, now, expected", [
+    ("off", "2026-11-20T10:00:00+00:00", datetime(2026, 11, 22, 10, tzinfo=UTC), None),
+    ("daily", "2026-11-22T03:59:00+00:00", datetime(2026, 11, 22, 4, 1, tzinfo=UTC), "daily"),
+    ("daily", "2026-11-22T04:01:00+00:00", datetime(2026, 11, 22, 23, tzinfo=UTC), None),
+    ("daily", "2026-11-21T23:00:00+00:00", datetime(2026, 11, 22, 3, 0, tzinfo=UTC), None),
+    ("daily", "2026-11-21T03:00:00+00:00", datetime(2026, 11, 22, 3, 0, tzinfo=UTC), "daily"),
+    ("idle", "2026-11-22T09:00:00+00:00", datetime(2026, 11, 22, 9, 29, tzinfo=UTC), None),
+    ("idle", "2026-11-22T09:00:00+00:00", datetime(2026, 11, 22, 9, 30, tzinfo=UTC), "idle"),
+    ("both", "2026-11-22T03:50:00+00:00", datetime(2026, 11, 22, 4, 5, tzinfo=UTC), "daily"),
+    ("both", "2026-11-22T05:00:00+00:00", datetime(2026, 11, 22, 6, 0, tzinfo=UTC), "idle"),
+])
+def test_reset_policy(mode, last, now, expected):
+    cfg = Reset(mode=mode, at_hour=4, idle_minutes=30)
+    reason = reset_reason({"updatedAt": last}, now, cfg)
+    assert (reason or "").startswith(expected or "") and (reason is None) == (expected is None)
+
+
+def test_idle_reset_on_next_message_tells_the_user(tmp_path, clock):
+    provider = ScriptedProvider(default=slug_or("fine"))
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    runtime.config.session.reset = Reset(mode="idle", idle_minutes=60)
+    chat = Chat(runtime, KEY)
+    list(chat.handle("first"))
+    first_id = chat.session.entry["sessionId"]
+    clock.advance(minutes=30)
+    list(chat.handle("second"))
+    assert chat.session.entry["sessionId"] == first_id
+    clock.advance(minutes=61)
+    events = list(chat.handle("third"))
+    notice = next(e for e in events if isinstance(e, Notice))
+    assert "idle for more than 60 minutes" in notice.text
+    assert chat.session.entry["sessionId"] != first_id
+    assert [m.text for m in chat.session.history.messages][0] == "third"
+    assert isinstance(events[-1], TurnDone)
+
+
+def test_daily_reset_applies_after_restart(tmp_path):
+    clock = Clock(datetime(2026, 11, 22, 3, 30, tzinfo=UTC))
+    provider = ScriptedProvider(default=slug_or("fine"))
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    runtime.config.session.reset = Reset(mode="daily", at_hour=4)
+    chat = Chat(runtime, KEY)
+    list(chat.handle("late night"))
+    first_id = chat.session.entry["sessionId"]
+    clock.advance(hours=1)
+    chat2 = Chat(runtime, KEY)  # a new process
+    events = list(chat2.handle("morning"))
+    assert chat2.session.entry["sessionId"] != first_id
+    assert any(isinstance(e, Notice) and "daily reset at 04:00" in e.text for e in events)
+
+
+def test_agents_are_isolated(tmp_path, clock):
+    provider = ScriptedProvider(default=slug_or("ok"))
+    a = make_runtime(tmp_path / "a", provider, clock=clock)
+    b = make_runtime(tmp_path / "b", provider, clock=clock)
+    b.agent_id = "work"
+    list(Chat(a, "agent:main:main").handle("alpha secret"))
+    list(Chat(b, "agent:work:main").handle("beta"))
+    assert a.sessions_dir != b.sessions_dir and a.workspace != b.workspace
+    store_b = json.loads((b.sessions_dir / "sessions.json").read_text())
+    assert "agent:main:main" not in store_b
+    text_b = "".join(p.read_text() for p in b.sessions_dir.glob("*.jsonl"))
+    assert "alpha secret" not in text_b
