@@ -118,6 +118,18 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
         approve=approve)
 
 
+def check_provider(chat: Any) -> None:
+    """Fail before the first turn, in one line, when the model cannot be used."""
+    from clawd.errors import MissingKeyError
+
+    try:
+        chat.session.provider
+    except MissingKeyError as exc:
+        raise MissingKeyError(f"{exc}; or use a local OpenAI-compatible server (declare it "
+                              f"under models.providers with api \"openai-completions\" and "
+                              f"baseUrl, see the README)") from None
+
+
 def session_key(agent_id: str, name: str | None) -> str:
     from clawd.sessions import main_key
     return main_key(agent_id, name or "main")
@@ -159,7 +171,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     runtime = build_runtime(config, args.agent, allow_exec=args.allow_exec)
     chat = Chat(runtime, session_key(runtime.agent_id, args.session), args.model)
-    chat.session.provider  # a missing key or unknown model fails here, in one line
+    check_provider(chat)
     render = render_json if args.json else render_plain
     if args.message:
         lines = [args.message]

@@ -48,3 +48,7 @@ class ContextOverflowError(ProviderError):
 
 class ProviderSetupError(ClawdError):
     """A provider cannot start: a missing API key, an unknown provider or model."""
+
+
+class MissingKeyError(ProviderSetupError):
+    """A built-in provider has no API key."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawd.config import AgentDefaults, Config, ModelInfo, ProviderConfig, config_path
-from clawd.errors import ProviderSetupError
+from clawd.errors import MissingKeyError, ProviderSetupError
 from clawd.providers.base import Provider
 from clawd.tokens import DEFAULT_CONTEXT_WINDOW, known_context_window
 
@@ -139,7 +139,7 @@ def resolve(config: Config, ref: str, *, env: Mapping[str, str] = os.environ) ->
     if builtin:
         base_url = declared.base_url or env.get(BUILTIN[name][2]) or None
         if not key:
-            raise ProviderSetupError(
+            raise MissingKeyError(
                 f"no API key for {name}: set {variable} or models.providers.{name}.apiKey "
                 f"in {_where(config)}")
     else:

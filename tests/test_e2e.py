@@ -1,0 +1,140 @@
+"""End to end through the real SDKs: the loop and the CLI against a local HTTP server."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from clawd import cli
+from fakeserver import FakeServer, anthropic_stream, openai_error, openai_stream
+
+OPENAI_PATH = "/v1/chat/completions"
+ANTHROPIC_PATH = "/v1/messages"
+
+
+@pytest.fixture
+def server():
+    with FakeServer() as s:
+        yield s
+
+
+@pytest.fixture
+def setup(isolated_home, server, monkeypatch):
+    """A config with a keyless local OpenAI-compatible server and Anthropic pointed at it."""
+    workspace = isolated_home / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("Be brief.")
+    state = isolated_home / ".clawd"
+    state.mkdir()
+    (state / "clawd.json").write_text(json.dumps({
+        "agents": {"defaults": {"workspace": str(workspace), "model": "local/qwen-test",
+                                "memorySearch": {"enabled": False}}},
+        "models": {"providers": {
+            "local": {"api": "openai-completions", "baseUrl": server.url + "/v1",
+                      "models": [{"id": "qwen-test", "contextWindow": 32000}],
+                      "maxRetries": 1},
+            "anthropic": {"baseUrl": server.url, "maxRetries": 1}}}}))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
+    return workspace
+
+
+def run_cli(args, capsys, stdin: str | None = None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = cli.main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_multi_step_tool_turn_through_openai_sdk(setup, server, capsys):
+    server.queue("POST", OPENAI_PATH, lambda r: openai_stream(
+        "Let me write that.", [{"id": "call_1", "name": "write",
+                                "arguments": {"path": "notes.md", "content": "alpha"}}]))
+    server.queue("POST", OPENAI_PATH, lambda r: openai_stream(
+        "", [{"id": "call_2", "name": "read", "arguments": {"path": "notes.md"}}]))
+    server.queue("POST", OPENAI_PATH, lambda r: openai_stream("It says alpha."))
+    code, out, err = run_cli(["chat", "-m", "store alpha in notes.md"], capsys)
+    assert code == 0, err
+    assert "Let me write that." in out and "It says alpha." in out
+    assert (setup / "notes.md").read_text() == "alpha"
+    third = server.requests[2].json()
+    assert third["messages"][-1]["role"] == "tool" and "alpha" in third["messages"][-1]["content"]
+    assert third["messages"][0]["role"] == "system" and "Be brief." in json.dumps(third)
+    assert "authorization" in server.requests[0].headers  # a placeholder key is sent
+
+
+def test_multi_step_tool_turn_through_anthropic_sdk(setup, server, capsys):
+    server.queue("POST", ANTHROPIC_PATH, lambda r: anthropic_stream(
+        "Reading.", [{"id": "toolu_1", "name": "read", "arguments": {"path": "AGENTS.md"}}],
+        usage={"input_tokens": 900, "cache_read_input_tokens": 100}))
+    server.queue("POST", ANTHROPIC_PATH, lambda r: anthropic_stream("It says be brief."))
+    code, out, err = run_cli(["chat", "--model", "anthropic/claude-test-1", "--json", "-m",
+                              "what does AGENTS.md say?"], capsys)
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[-1] == {"type": "reply", "text": "It says be brief.", "aborted": False}
+    assert [e["type"] for e in events if e["type"] in ("tool", "toolResult")] == [
+        "tool", "toolResult"]
+    second = server.requests[1].json()
+    results = second["messages"][-1]["content"]
+    assert results[0]["type"] == "tool_result" and "Be brief." in json.dumps(results)
+    assert second["system"][-1].get("cache_control") == {"type": "ephemeral"}
+
+
+def test_script_from_piped_stdin_with_commands(setup, server, capsys, monkeypatch):
+    server.default("POST", OPENAI_PATH, lambda r: openai_stream("pong"))
+    script = "ping\n\n/status\n/context detail\nping again"  # no final newline
+    code, out, err = run_cli(["chat", "--json"], capsys, stdin=script, monkeypatch=monkeypatch)
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    kinds = [(e["type"], e.get("name")) for e in events]
+    assert kinds == [("reply", None), ("command", "status"), ("command", "context"),
+                     ("reply", None)]
+    assert "local/qwen-test" in events[1]["text"] and "32,000" in events[1]["text"]
+    assert "AGENTS.md" in events[2]["text"]
+    assert len(server.requests) == 2
+
+
+def test_script_file_and_error_exit_code(setup, server, capsys, tmp_path):
+    server.default("POST", OPENAI_PATH, lambda r: openai_error(400, "bad request here"))
+    script = tmp_path / "conv.txt"
+    script.write_text("hello\n")
+    code, out, err = run_cli(["chat", "--script", str(script)], capsys)
+    assert code == 1 and "bad request here" in err
+    code, _, err = run_cli(["chat", "--script", str(tmp_path / "missing.txt")], capsys)
+    assert code == 1 and "cannot read script" in err
+
+
+def test_missing_key_is_one_line(isolated_home, capsys):
+    code, out, err = run_cli(["chat", "-m", "hi"], capsys)
+    assert code == 1
+    assert err.count("\n") == 1 and "ANTHROPIC_API_KEY" in err
+    assert "local OpenAI-compatible server" in err
+
+
+def test_bad_config_is_one_line_naming_key(isolated_home, capsys):
+    (isolated_home / ".clawd").mkdir()
+    (isolated_home / ".clawd" / "clawd.json").write_text("{agents: {defaults: {modle: 'x'}}}")
+    code, out, err = run_cli(["chat", "-m", "hi"], capsys)
+    assert code == 2 and "agents.defaults.modle" in err and "clawd.json" in err
+
+
+def test_sessions_list(setup, server, capsys):
+    server.default("POST", OPENAI_PATH, lambda r: openai_stream("ok"))
+    run_cli(["chat", "-m", "hi", "--session", "work"], capsys)
+    code, out, _ = run_cli(["sessions", "list"], capsys)
+    assert code == 0 and "agent:main:work" in out and "local/qwen-test" in out
+    code, out, _ = run_cli(["sessions", "list", "--json"], capsys)
+    assert json.loads(out)["agent:main:work"]["model"] == "local/qwen-test"
+
+
+def test_init_dry_run_then_real(isolated_home, capsys, tmp_path):
+    ws = tmp_path / "myws"
+    code, out, _ = run_cli(["init", "--workspace", str(ws), "--dry-run"], capsys)
+    assert code == 0 and "would create" in out and not ws.exists()
+    code, out, _ = run_cli(["init", "--workspace", str(ws)], capsys)
+    assert (ws / "AGENTS.md").exists() and "created" in out
+    code, out, _ = run_cli(["init", "--workspace", str(ws)], capsys)
+    assert "0 created" in out
