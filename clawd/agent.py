@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +28,7 @@ from clawd.events import (Compacted, ErrorEvent, Event, Flushed, Notice, TextDel
 from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent
 from clawd.messages import Message, ModelResponse, ToolCall, Usage, new_id
 from clawd.providers.base import Provider
-from clawd.pruning import cap_tool_result, prune
+from clawd.pruning import cap_tool_result, prune, reapply
 from clawd.sessions import SessionStore, is_group_key, new_entry
 from clawd.tokens import Budget, estimate_messages, estimate_text, estimate_tools, make_budget
 from clawd.tools.base import Tool, ToolContext
@@ -89,7 +89,7 @@ class Session:
         # None until this process has made a call: then everything is estimated.
         self._base: tuple[int, int, int] | None = None
         self._provider: Provider | None = None
-        self._flush_skip_logged = False
+        self._flush_skip_logged: int | None = None  # the cycle whose skip was logged
         self.last_pruned: list[str] = []
 
     # --- session store ----------------------------------------------------------------------
@@ -189,19 +189,37 @@ class Session:
 
     def _request(self, messages: list[Message], extra_system: str | None = None):
         layers = self.layers()
-        cfg = self.rt.settings.context_pruning
-        mode = cfg.mode or ("cache-ttl" if self.rt.uses_cache(self.model_ref) else "off")
-        pruned = prune(messages, cfg, mode=mode, now=self.rt.clock().timestamp(),
-                       last_call_at=self.entry.get("lastModelCallAt"),
-                       context_window=self.budget.context_window)
-        self.last_pruned = [f"{p.tool_name or 'tool'} result {p.message_id}: {p.action} "
-                            f"({p.chars_before} → {p.chars_after} chars)"
-                            for p in pruned.entries]
-        request = ctxmod.assemble(layers, self.history.summary, pruned.messages,
+        request = ctxmod.assemble(layers, self.history.summary, self._pruned(messages),
                                   self.tool_specs, max_tokens=self.rt.settings.max_tokens,
                                   cache=self.rt.uses_cache(self.model_ref),
                                   extra_system=extra_system)
         return request, layers
+
+    def _pruned(self, messages: list[Message]) -> list[Message]:
+        """The messages to send: earlier pruning decisions (kept in ``sessions.json`` as
+        ``prunedResults``) applied again, identically, then this request's own pruning."""
+        cfg = self.rt.settings.context_pruning
+        mode = cfg.mode or ("cache-ttl" if self.rt.uses_cache(self.model_ref) else "off")
+        stored: dict[str, str] = self.entry.get("prunedResults") or {}
+        decisions = dict(stored)
+        sent, kept = reapply(messages, decisions if mode != "off" else {}, cfg)
+        pruned = prune(sent, cfg, mode=mode, now=self.rt.clock().timestamp(),
+                       last_call_at=self.entry.get("lastModelCallAt"),
+                       context_window=self.budget.context_window)
+        first = {e.message_id: e.chars_before for e in kept}
+        for e in pruned.entries:
+            e.chars_before = first.get(e.message_id, e.chars_before)
+            if not (e.action == "soft-trim" and e.message_id in decisions):
+                decisions[e.message_id] = e.action  # a trim of a trim stays one trim
+        if decisions != stored:
+            live = {m.id for m in self.history.messages} | {m.id for m in messages}
+            self._patch(prunedResults={k: v for k, v in decisions.items() if k in live})
+        order = {m.id: i for i, m in enumerate(messages)}
+        merged = {e.message_id: e for e in kept} | {e.message_id: e for e in pruned.entries}
+        self.last_pruned = [f"{p.tool_name or 'tool'} result {p.message_id}: {p.action} "
+                            f"({p.chars_before} → {p.chars_after} chars)"
+                            for p in sorted(merged.values(), key=lambda p: order[p.message_id])]
+        return pruned.messages
 
     def _step(self, messages: list[Message], *, show: bool, flush: bool = False,
               extra_system: str | None = None) -> Iterator[Event]:
@@ -222,13 +240,25 @@ class Session:
                 if final is None:
                     raise ProviderError("the model's stream ended without a reply")
             except ContextOverflowError as exc:
-                if flush or attempt == OVERFLOW_ATTEMPTS:
-                    yield ErrorEvent(f"the conversation does not fit the model's context "
-                                     f"window ({exc}); nothing was lost — try /compact or /new")
+                if flush:
+                    # The flush's own request does not fit: give up the flush (``flush``
+                    # says so) and let the recovery around it go on; nothing was lost.
+                    log.warning("the memory flush request does not fit: %s", exc)
                     return None
-                yield from self._flush_if_due()
-                yield from self.compact(reason="overflow", keep_divisor=2 ** attempt)
-                messages = messages if flush else self.history.messages
+                compacted = False
+                if attempt < OVERFLOW_ATTEMPTS:
+                    # compact() runs the cycle's flush first, before the cut.
+                    compacted = yield from self.compact(reason="overflow",
+                                                        keep_divisor=2 ** attempt)
+                if not compacted:
+                    times = "once" if attempt == 2 else f"{attempt - 1} times"
+                    why = (f"even after compacting {times}; nothing was lost — try /compact "
+                           f"or /new" if attempt > 1 else
+                           "and the current turn alone cannot be compacted; nothing was lost "
+                           "— the next message compacts it, or start afresh with /new")
+                    yield ErrorEvent(f"the conversation does not fit the model's context "
+                                     f"window ({exc}) {why}")
+                    return None
                 continue
             except ProviderError as exc:
                 self._keep_partial(partial, messages, flush)
@@ -313,20 +343,22 @@ class Session:
         if used > budget.compact_at and self.rt.settings.compaction.enabled:
             yield from self.compact(reason="auto", incoming=incoming)
 
-    def _flush_if_due(self, used: int | None = None) -> Iterator[Event]:
+    def _flush_if_due(self, used: int | None = None, *,
+                      view: list[Message] | None = None) -> Iterator[Event]:
         """Flush when due; ``used=None`` means the flush point is known to be crossed
-        (before ``/compact`` and on a context overflow)."""
+        (before ``/compact``, a reset and on a context overflow). ``view``: see ``flush``."""
         cfg = self.rt.settings.compaction.memory_flush
         flush_at = self.budget.flush_at
         if not flush_due(self.entry, flush_at if used is None else used, flush_at, cfg):
             return
         if not is_writable(self.rt.workspace, self.rt.settings.workspace_access):
-            if not self._flush_skip_logged:
+            cycle = self.entry.get("compactionCount", 0)
+            if self._flush_skip_logged != cycle:  # one log line per skipped cycle
                 log.info("memory flush skipped: the workspace is not writable")
-                self._flush_skip_logged = True
+                self._flush_skip_logged = cycle
                 yield Flushed(skipped="the workspace is not writable")
             return
-        yield from self.flush()
+        yield from self.flush(view)
 
     def flush_before_end(self) -> Iterator[Event]:
         """Before /new, /reset or an automatic reset: the once-per-cycle flush, if this
@@ -334,10 +366,14 @@ class Session:
         if any(m.role == "user" for m in self.history.messages):
             yield from self._flush_if_due()
 
-    def flush(self) -> Iterator[Event]:
-        """Run the silent memory-flush turn now (its entries stay out of the history)."""
+    def flush(self, view: list[Message] | None = None) -> Iterator[Event]:
+        """Run the silent memory-flush turn now (its entries stay out of the history).
+
+        The turn sees the history, or ``view`` when given: on a context overflow the whole
+        history no longer fits a request, so it sees the part about to be summarised.
+        """
         cfg = self.rt.settings.compaction.memory_flush
-        turn = list(self.history.messages)
+        turn = list(self.history.messages if view is None else view)
         start = len(turn)
         self._append(Message.user(flush_prompt(cfg, self.rt.clock().date()), flush=True), turn)
         files: list[str] = []
@@ -366,19 +402,27 @@ class Session:
 
     def compact(self, instructions: str | None = None, *, reason: str = "manual",
                 incoming: list[Message] | None = None, keep_divisor: int = 1
-                ) -> Iterator[Event]:
-        """Summarise older history; flush first if this cycle has not flushed."""
-        if reason == "manual":
-            yield from self._flush_if_due()
+                ) -> Generator[Event, None, bool]:
+        """Summarise older history; returns whether anything was compacted.
+
+        The cycle's flush runs first, before the cut, and only when there is something to
+        cut (a ``/compact`` with nothing to do must not use up the cycle's flush). ``auto``
+        callers flushed already, at the flush point.
+        """
         comp = self.rt.settings.compaction
         keep = min(comp.keep_recent_tokens, self.budget.compact_at // 2) // keep_divisor
         messages = self.history.messages
         cut = find_cut(messages, keep)
         if cut == 0:
             if reason == "manual":
-                yield Notice(f"nothing to compact: the history ({estimate_messages(messages)} "
-                             f"tokens) is within keepRecentTokens ({keep})")
-            return
+                total = estimate_messages(messages)
+                yield Notice(f"nothing to compact: the history ({total} tokens) is within "
+                             f"keepRecentTokens ({keep})" if total <= keep else
+                             f"nothing to compact: the history ({total} tokens) is one turn, "
+                             f"and the latest turn is always kept")
+            return False
+        if reason != "auto":
+            yield from self._flush_if_due(view=messages[:cut] if reason == "overflow" else None)
         before = self.context_tokens(incoming)
         summary = summarize(self.provider, messages[:cut],
                             previous_summary=self.history.summary, instructions=instructions,
@@ -397,3 +441,4 @@ class Session:
         self._patch(compactionCount=self.entry.get("compactionCount", 0) + 1,
                     contextTokens=entry["tokensAfter"])
         yield Compacted(before, entry["tokensAfter"], summary.method, summary.dropped)
+        return True

@@ -39,7 +39,9 @@ def build_layers(workspace: Path, tools: list[ToolSpec], *, private: bool, now: 
     system = render("system.md.j2", tools=tools, workspace=str(workspace),
                     memory_search=any(t.name == "memory_search" for t in tools),
                     read_only=read_only, today=now.date().isoformat(),
-                    now=now.strftime("%Y-%m-%d %H:%M %A"),
+                    # the date only: a clock in the system prompt would change the cached
+                    # prefix every minute and no request could ever read the prompt cache
+                    now=now.strftime("%Y-%m-%d %A"),
                     timezone=now.astimezone().tzname() or "local time")
     project = render("project_context.md.j2", files=files) if files else ""
     return Layers(system, project, files)

@@ -8,8 +8,10 @@ hard-clears whole results (oldest first) with a placeholder while the context is
 before the first user message (bootstrap reads), results from the ``keepLastAssistants``-th
 last assistant message on, results of tools the ``tools.allow``/``tools.deny`` globs exclude,
 or results holding any non-text block (an image is kept whole). Input messages are never
-mutated; changed ones are copies. ``cap_tool_result`` bounds a single output before it is
-ever written to the transcript. Sizes are characters; a token is taken as four of them.
+mutated; changed ones are copies. ``reapply`` repeats earlier decisions so a pruned result
+stays pruned, identically, and the cached prefix keeps matching. ``cap_tool_result`` bounds a
+single output before it is ever written to the transcript. Sizes are characters; a token is
+taken as four of them.
 """
 
 from __future__ import annotations
@@ -206,6 +208,32 @@ def prune(messages: list[Message], cfg: ContextPruning, *, mode: str, now: float
     result.entries = [PrunedEntry(out[i].id, out[i].tool_name, actions[i], original[i],
                                   message_chars(out[i])) for i in sorted(actions)]
     return result
+
+
+def reapply(messages: list[Message], decisions: dict[str, str], cfg: ContextPruning
+            ) -> tuple[list[Message], list[PrunedEntry]]:
+    """Apply earlier ``{message id: action}`` decisions again, producing the same text.
+
+    A provider caches the prompt prefix it was sent. A result pruned once must go out pruned,
+    byte for byte the same, on every later request (in any process), or the next request's
+    prefix differs from the cached one and the whole tail is written to the cache again.
+    """
+    if not decisions:
+        return messages, []
+    out, entries = list(messages), []
+    for i, message in enumerate(messages):
+        action = decisions.get(message.id)
+        if (action not in ("soft-trim", "hard-clear") or message.role != "toolResult"
+                or not _text_only(message)):
+            continue
+        text = (cfg.hard_clear.placeholder if action == "hard-clear"
+                else _soft_trimmed(_joined_text(message), cfg))
+        if text is None:
+            continue
+        out[i] = _with_text(message, text)
+        entries.append(PrunedEntry(message.id, message.tool_name, action,
+                                   message_chars(message), message_chars(out[i])))
+    return out, entries
 
 
 def cap_tool_result(text: str, max_chars: int) -> str:

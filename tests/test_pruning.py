@@ -9,7 +9,7 @@ import pytest
 
 from clawd.config import ContextPruning
 from clawd.messages import Message, ToolCall
-from clawd.pruning import PruneResult, cap_tool_result, message_chars, prune
+from clawd.pruning import PruneResult, cap_tool_result, message_chars, prune, reapply
 
 PLACEHOLDER = "[Old tool result content cleared]"
 NOW = 1_700_000_000.0
@@ -284,3 +284,45 @@ def test_cap_tool_result(size, max_chars):
 @pytest.mark.parametrize("max_chars", [0, -1])
 def test_cap_disabled(max_chars):
     assert cap_tool_result("x" * 10_000, max_chars) == "x" * 10_000
+
+
+def test_reapply_reproduces_earlier_decisions_exactly():
+    msgs = session(("exec", body(20000, "a")), ("read", body(9000, "b")), ("exec", "short"),
+                   final="done")
+    first = run(msgs, cfg(**CLEAR_ALL, hard_clear_ratio=0.15), window=8000)
+    decisions = {e.message_id: e.action for e in first.entries}
+    assert sorted(decisions.values()) == ["hard-clear", "soft-trim"]
+    snapshot = copy.deepcopy(msgs)
+    again, entries = reapply(msgs, decisions, cfg(**CLEAR_ALL))
+    assert [m.content for m in again] == [m.content for m in first.messages]
+    assert [(e.message_id, e.action, e.chars_before, e.chars_after) for e in entries] == [
+        (e.message_id, e.action, e.chars_before, e.chars_after) for e in first.entries]
+    assert [m.content for m in msgs] == [m.content for m in snapshot]  # never mutated
+
+
+@pytest.mark.parametrize("role, text, action, changed", [
+    ("toolResult", "short", "soft-trim", False),       # nothing left to trim
+    ("toolResult", "short", "hard-clear", True),
+    ("user", body(20000), "hard-clear", False),        # only tool results are ever pruned
+    ("assistant", body(20000), "soft-trim", False),
+    ("toolResult", body(20000), "soft-trim", True),
+    ("toolResult", body(20000), "unknown-action", False),  # a hand-edited store
+])
+def test_reapply_only_touches_text_tool_results(role, text, action, changed):
+    call = ToolCall("c1", "exec", {})
+    message = (Message.tool_result(call, text) if role == "toolResult"
+               else Message(role, [{"type": "text", "text": text}]))
+    out, entries = reapply([message], {message.id: action}, cfg())
+    assert (out[0] is not message) is changed and bool(entries) is changed
+
+
+def test_reapply_keeps_images_and_ignores_unknown_ids():
+    call = ToolCall("c1", "screenshot", {})
+    image = Message("toolResult", [{"type": "text", "text": body(9000)},
+                                   {"type": "image", "mimeType": "image/png", "data": "AAAA"}],
+                    tool_call_id="c1", tool_name="screenshot")
+    plain = Message.tool_result(call, body(9000))
+    msgs = [image, plain]
+    out, entries = reapply(msgs, {image.id: "hard-clear", "gone": "hard-clear"}, cfg())
+    assert out == msgs and entries == []
+    assert reapply(msgs, {}, cfg()) == (msgs, [])

@@ -1,0 +1,262 @@
+"""The memory-flush policy (pure, table-driven) and the flush turn as the loop runs it."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import date
+
+import pytest
+
+from clawd.agent import Session
+from clawd.commands import Chat
+from clawd.config import MemoryFlush
+from clawd.errors import ProviderError
+from clawd.events import CommandOutput, Compacted, Flushed, Notice
+from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent
+from clawd.messages import Message
+from clawd.providers.scripted import ScriptedProvider
+from clawd.tokens import make_budget
+
+from conftest import make_runtime
+from loopmodel import LoopModel, filler, is_flush
+
+KEY = "agent:main:main"
+
+
+# --- flush_due ------------------------------------------------------------------------------
+
+# (enabled, used, flush_at, memoryFlushCompactionCount, compactionCount, due)
+DUE_CASES = [
+    (True, 5999, 6000, None, 0, False),   # below the point
+    (True, 6000, 6000, None, 0, True),    # at the point, never flushed
+    (True, 9000, 6000, 0, 0, False),      # flushed in this cycle already
+    (True, 9000, 6000, 0, 1, True),       # a compaction since: a new cycle
+    (True, 9000, 6000, 1, 1, False),
+    (True, 9000, 6000, 2, 3, True),       # every cycle, not every other one
+    (True, 9000, 6000, 3, 3, False),
+    (False, 9000, 6000, None, 0, False),  # memoryFlush.enabled false
+    (True, 9000, 6000, None, None, True),  # an entry without counters yet
+]
+
+
+@pytest.mark.parametrize("enabled, used, flush_at, flushed_in, count, due", DUE_CASES)
+def test_flush_due(enabled, used, flush_at, flushed_in, count, due):
+    entry = {"memoryFlushCompactionCount": flushed_in}
+    if count is not None:
+        entry["compactionCount"] = count
+    assert flush_due(entry, used, flush_at, MemoryFlush(enabled=enabled)) is due
+
+
+def test_flush_prompt_puts_in_todays_date():
+    assert flush_prompt(MemoryFlush(), date(2026, 3, 9)) == (
+        "Write any lasting notes to memory/2026-03-09.md; reply with NO_REPLY if nothing "
+        "to store.")
+    custom = MemoryFlush(prompt="Append to memory/YYYY-MM-DD.md (YYYY-MM-DD).")
+    assert flush_prompt(custom, date(2026, 3, 9)) == (
+        "Append to memory/2026-03-09.md (2026-03-09).")
+
+
+# --- the silent reply -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, silent", [
+    ("NO_REPLY", True), ("  NO_REPLY", True), ("\nNO_REPLY\n", True),
+    ("NO_REPLY - nothing to store", True), ("NO_REPLYING", True),
+    ("NO", False), ("NO_REPL", False), ("NO, really", False), ("", False),
+    ("Done. NO_REPLY", False), ("no_reply", False), ("N O_REPLY", False),
+])
+def test_is_silent(text, silent):
+    assert is_silent(text) is silent
+
+
+def run_filter(pieces: list[str]) -> tuple[str, list[str]]:
+    f = SilentFilter()
+    out = [f.feed(p) for p in pieces]
+    out.append(f.finish())
+    return "".join(out), out
+
+
+def cuts(text: str, rng: random.Random) -> list[list[str]]:
+    """Every split into equal pieces of 1..len, plus random odd-sized splits."""
+    ways = [[text[i:i + n] for i in range(0, len(text), n)] for n in range(1, len(text) + 1)]
+    for _ in range(20):
+        points = sorted(rng.sample(range(1, len(text)), min(3, len(text) - 1))) \
+            if len(text) > 1 else []
+        bounds = [0, *points, len(text)]
+        ways.append([text[a:b] for a, b in zip(bounds, bounds[1:])])
+    return ways
+
+
+@pytest.mark.parametrize("text", [
+    "NO_REPLY", "  NO_REPLY", "\n\nNO_REPLY trailing words", "NO_REPLY\n",
+    "NO, really", "NO_REPL", "NOTE: keep this", "Hello there", "N", "No reply needed.",
+    " leading space then NO_REPLY", "NO_REPLYING to that",
+])
+def test_silent_filter_in_odd_sized_pieces(text):
+    rng = random.Random(text)
+    expected = "" if is_silent(text) else text
+    for pieces in cuts(text, rng):
+        shown, parts = run_filter(pieces)
+        assert shown == expected, pieces
+        if is_silent(text):
+            assert not any(parts), pieces  # not even a prefix leaks out
+
+
+def test_silent_filter_releases_text_as_soon_as_it_cannot_be_silent():
+    f = SilentFilter()
+    assert f.feed("N") == ""
+    assert f.feed("O") == ""
+    assert f.feed(", wait") == "NO, wait"
+    assert f.feed(" more") == " more"
+    assert f.finish() == ""
+    g = SilentFilter()
+    assert g.feed("Hi") == "Hi"
+
+
+# --- make_budget --------------------------------------------------------------------------------
+
+# (window, reserveTokensFloor, softThresholdTokens, softThreshold, thresholdRatio,
+#  flush_at, compact_at)
+BUDGET_CASES = [
+    (200_000, 20_000, 4_000, None, None, 176_000, 180_000),  # the defaults
+    (200_000, 20_000, 4_000, 0.5, None, 100_000, 180_000),   # the earlier flush ratio wins
+    (200_000, 20_000, 4_000, 0.95, None, 176_000, 180_000),  # a later ratio does not
+    (200_000, 20_000, 4_000, None, 0.8, 160_000, 160_000),   # flush never after compaction
+    (200_000, 20_000, 4_000, 0.7, 0.8, 140_000, 160_000),
+    (200_000, 20_000, 4_000, None, 0.95, 176_000, 180_000),  # a later compaction ratio loses
+    (8_000, 1_000, 1_000, None, None, 6_000, 7_000),
+    (8_000, 1_000, 0, None, None, 7_000, 7_000),
+    (10_000, 20_000, 4_000, None, None, 1, 1),               # window below the floor
+]
+
+
+@pytest.mark.parametrize("window, floor, soft, soft_ratio, ratio, flush_at, compact_at",
+                         BUDGET_CASES)
+def test_make_budget(window, floor, soft, soft_ratio, ratio, flush_at, compact_at):
+    budget = make_budget(window, floor, soft, soft_ratio, ratio)
+    assert (budget.flush_at, budget.compact_at) == (flush_at, compact_at)
+    assert budget.flush_at <= budget.compact_at
+
+
+RATIOS = {"compaction": {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
+                         "thresholdRatio": 0.6,
+                         "memoryFlush": {"softThresholdTokens": 1000, "softThreshold": 0.5}}}
+
+
+def test_status_shows_both_points(tmp_path):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider(), window=10_000, settings=RATIOS), KEY)
+    out = next(e for e in chat.handle("/status") if isinstance(e, CommandOutput))
+    assert "memory flush at 5,000 (50%)" in out.text
+    assert "compaction at 6,000 (60%)" in out.text
+    assert "Compactions: 0 · memory flushes: 0" in out.text
+
+
+def test_the_loop_flushes_and_compacts_at_the_ratio_points(tmp_path):
+    provider = ScriptedProvider(default=LoopModel(lossy=True))
+    runtime = make_runtime(tmp_path, provider, window=10_000, settings=RATIOS)
+    session = Session(runtime, KEY)
+    first_flush = first_compaction = None
+    for i in range(40):
+        text = f"Turn {i}. FACT-{i:03d} {filler(120, i)}"
+        used = session.context_tokens([Message.user(text)])
+        events = list(session.run_turn(text))
+        if first_flush is None and any(isinstance(e, Flushed) for e in events):
+            first_flush = used
+        if first_compaction is None and any(isinstance(e, Compacted) for e in events):
+            first_compaction = used
+            break
+        if first_flush is None:
+            assert used < 5000
+    assert first_flush is not None and 5000 <= first_flush < 6000
+    assert first_compaction is not None and 6000 < first_compaction < 8000
+    chat = Chat(runtime, KEY)
+    out = next(e for e in chat.handle("/status") if isinstance(e, CommandOutput))
+    assert "Compactions: 1 · memory flushes: 1 (last 2026-11-22T10:00:00+00:00)" in out.text
+
+
+# --- the flush turn -----------------------------------------------------------------------------
+
+def near_flush(tmp_path, provider, **settings):
+    """A session one small turn away from the flush point (6000 of 8000)."""
+    comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
+            "memoryFlush": {"softThresholdTokens": 1000, **settings}}
+    runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
+    session = Session(runtime, KEY)
+    for i in range(100):
+        if session.context_tokens() >= session.budget.flush_at - 300:
+            break
+        provider.add("Noted.")
+        list(session.run_turn(f"Turn {i}. FACT-{i:03d} {filler(200, i)}"))
+    return runtime, session
+
+
+def test_flush_request_carries_the_flush_prompts_and_tools(tmp_path):
+    provider = ScriptedProvider()
+    runtime, session = near_flush(
+        tmp_path, provider, systemPrompt="Compaction soon: write things down.",
+        prompt="Save notes to memory/YYYY-MM-DD.md or say NO_REPLY.")
+    provider.add("NO_REPLY", "Sure.")
+    before = len(provider.requests)
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    flush = provider.requests[before]
+    assert flush.system[0].endswith("\n\nCompaction soon: write things down.")
+    assert flush.messages[-1].text == "Save notes to memory/2026-11-22.md or say NO_REPLY."
+    assert {t.name for t in flush.tools} >= {"read", "write", "edit"}
+    chat = provider.requests[before + 1]
+    assert "Compaction soon" not in chat.system[0]
+    assert events[-1].text == "Sure."
+    assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
+    entries = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]
+    flushed = [e for e in entries if e.get("flush")]
+    assert [e["role"] for e in flushed] == ["user", "assistant"]
+    entry = session.store.get(KEY)
+    assert entry["memoryFlushAt"] == "2026-11-22T10:00:00+00:00"
+    assert entry["memoryFlushCompactionCount"] == 0 and entry["memoryFlushCount"] == 1
+    provider.assert_done()
+
+
+def test_a_failed_flush_is_not_counted_and_is_tried_again(tmp_path):
+    provider = ScriptedProvider()
+    runtime, session = near_flush(tmp_path, provider)
+    provider.add(ProviderError("overloaded"), "First.")
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    assert any(isinstance(e, Notice) and "did not complete" in e.text for e in events)
+    assert events[-1].text == "First."
+    assert session.store.get(KEY)["memoryFlushCompactionCount"] is None
+    provider.add("NO_REPLY", "Second.")
+    events = list(session.run_turn("and again"))
+    assert any(isinstance(e, Flushed) for e in events) and events[-1].text == "Second."
+    assert session.store.get(KEY)["memoryFlushCompactionCount"] == 0
+    provider.assert_done()
+
+
+def test_disabled_flush_never_runs(tmp_path):
+    provider = ScriptedProvider()
+    runtime, session = near_flush(tmp_path, provider, enabled=False)
+    provider.add("Fine.")
+    list(session.run_turn(f"one more {filler(400)}"))
+    assert not any(is_flush(r) for r in provider.requests)
+    provider.assert_done()
+
+
+def test_written_files_mark_the_memory_index_dirty(tmp_path):
+    class Index:
+        dirty = 0
+
+        def mark_dirty(self):
+            self.dirty += 1
+
+    provider = ScriptedProvider(default=LoopModel())
+    runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": {
+        "reserveTokensFloor": 1000, "memoryFlush": {"softThresholdTokens": 1000}}})
+    runtime.memory = Index()
+    session = Session(runtime, KEY)
+    flushed = []
+    for i in range(40):
+        flushed += [e for e in session.run_turn(f"FACT-{i:03d} {filler(150, i)}")
+                    if isinstance(e, Flushed)]
+        if flushed:
+            break
+    assert flushed == [Flushed(files=["memory/2026-11-22.md"])]
+    assert runtime.memory.dirty == 1
+    assert "FACT-000" in (runtime.workspace / "memory/2026-11-22.md").read_text()
