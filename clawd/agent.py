@@ -12,7 +12,6 @@ prints; front ends render the events.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -51,6 +50,7 @@ class Runtime:
     provider_for: Callable[[str], Provider]
     context_window_for: Callable[[str], int]
     uses_cache: Callable[[str], bool] = lambda ref: False
+    max_tokens_for: Callable[[str], int] | None = None
     tools: list[Tool] = field(default_factory=list)
     memory: Any = None
     allow_exec: bool = False
@@ -134,6 +134,11 @@ class Session:
             read_only=self.rt.settings.workspace_access != "rw")
 
     @property
+    def max_tokens(self) -> int:
+        find = self.rt.max_tokens_for
+        return find(self.model_ref) if find else self.rt.settings.max_tokens
+
+    @property
     def tool_specs(self) -> list:
         return [t.spec for t in self.rt.tools]
 
@@ -184,13 +189,14 @@ class Session:
         yield TurnDone("" if is_silent(reply) else reply, aborted, steps)
 
     def _append(self, message: Message, target: list[Message] | None = None) -> None:
+        """Persist a message, then add it to ``target`` (the history by default)."""
         self.transcript.append_message(message)
         (self.history.messages if target is None else target).append(message)
 
     def _request(self, messages: list[Message], extra_system: str | None = None):
         layers = self.layers()
         request = ctxmod.assemble(layers, self.history.summary, self._pruned(messages),
-                                  self.tool_specs, max_tokens=self.rt.settings.max_tokens,
+                                  self.tool_specs, max_tokens=self.max_tokens,
                                   cache=self.rt.uses_cache(self.model_ref),
                                   extra_system=extra_system)
         return request, layers
@@ -270,7 +276,7 @@ class Session:
             if show and (rest := silent.finish()):
                 yield TextDelta(rest)
             final.flush = flush
-            self._append(final, None if messages is self.history.messages else messages)
+            self._append(final, messages)
             self._after_call(final.usage, layers, messages)
             return final
         return None
@@ -279,7 +285,7 @@ class Session:
         if parts:
             self._append(Message.assistant("".join(parts), aborted=True, flush=flush,
                                            model=self.model_ref),
-                         None if messages is self.history.messages else messages)
+                         messages)
 
     def _after_call(self, usage: Usage | None, layers: ctxmod.Layers,
                     messages: list[Message]) -> None:
@@ -305,14 +311,14 @@ class Session:
                 yield ToolStarted(call.id, call.name, call.arguments)
                 text, is_error = self._call_tool(call)
                 result = Message.tool_result(call, text, is_error, flush=flush)
-                self._append(result, None if target is self.history.messages else target)
+                self._append(result, target)
                 pending.pop(0)
                 yield ToolFinished(call.id, call.name, is_error, text[:200])
         except KeyboardInterrupt:
             for call in pending:  # every call keeps a result, so the history stays valid
                 self._append(Message.tool_result(call, "interrupted by the user", True,
                                                  flush=flush),
-                             None if target is self.history.messages else target)
+                             target)
             raise
 
     def _call_tool(self, call: ToolCall) -> tuple[str, bool]:

@@ -114,16 +114,19 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
         provider_for=lambda ref: registry.make_provider(config, ref),
         context_window_for=lambda ref: registry.context_window(config, settings, ref),
         uses_cache=lambda ref: registry.uses_anthropic_format(config, ref),
+        max_tokens_for=lambda ref: registry.max_output_tokens(config, settings, ref),
         tools=tools, allow_exec=allow_exec or settings.tools.exec.allow_in_scripts,
         approve=approve)
 
 
 def check_provider(chat: Any) -> None:
-    """Fail before the first turn, in one line, when the model cannot be used."""
+    """Fail before the first turn, in one line, when the model cannot be used (without
+    importing its SDK, which takes a second)."""
     from clawd.errors import MissingKeyError
+    from clawd.providers import registry
 
     try:
-        chat.session.provider
+        registry.resolve(chat.runtime.config, chat.session.model_ref)
     except MissingKeyError as exc:
         raise MissingKeyError(f"{exc}; or use a local OpenAI-compatible server (declare it "
                               f"under models.providers with api \"openai-completions\" and "

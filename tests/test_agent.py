@@ -7,7 +7,7 @@ import json
 from clawd.agent import Session
 from clawd.events import ErrorEvent, Notice, TextDelta, ToolFinished, ToolStarted, TurnDone
 from clawd.errors import ProviderError
-from clawd.messages import ModelResponse, TextDelta as Delta
+from clawd.messages import TextDelta as Delta
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
 from conftest import make_runtime
@@ -84,13 +84,6 @@ def test_step_cap_stops_a_runaway_tool_loop(tmp_path):
 
 
 def test_provider_error_mid_stream_keeps_partial_reply(tmp_path):
-    def broken(request):
-        class Stream:
-            def __iter__(self):
-                yield Delta("Partial ans")
-                raise ProviderError("connection lost mid-reply")
-        return Stream()
-
     class Cutting(ScriptedProvider):
         def stream(self, request):
             self.requests.append(request)

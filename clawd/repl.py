@@ -1,0 +1,311 @@
+"""The interactive front end: a prompt-toolkit REPL that renders the loop's events as they come.
+
+``run_repl`` wires a ``Chat`` for the terminal; ``repl_loop`` is the prompt loop itself and
+takes the chat, the prompt-toolkit input/output and the text stream replies go to, so tests
+drive it through a pipe. Rendering (``Renderer``, ``banner``, ``toolbar_text``,
+``brief_arguments``) is kept apart from the loop. Enter sends, Esc+Enter (Alt+Enter) starts a
+new line, a bracketed paste stays one message; Ctrl-C while a reply streams is thrown into
+the turn (which keeps the partial reply), Ctrl-C at the prompt clears the line, Ctrl-D
+leaves. The provider SDK and the tokenizer load in a background thread once the first prompt
+is on screen, so the prompt appears without waiting for either.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application.current import create_app_session
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+
+from clawd import events as ev
+from clawd.commands import Chat, completions
+
+log = logging.getLogger(__name__)
+
+PROMPT = "› "
+DIM, RED, YELLOW, RESET = "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[0m"
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+def brief_arguments(name: str, arguments: dict[str, Any], width: int = 100) -> str:
+    """A tool call's arguments on one short line (file contents left out)."""
+    if name == "exec" and isinstance(arguments.get("command"), str):
+        text = arguments["command"]
+    else:
+        text = " ".join(f"{k}={v!r}" for k, v in arguments.items()
+                        if k not in ("content", "newText", "oldText"))
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def banner(agent_id: str, key: str, model: str) -> str:
+    return f"clawd · agent {agent_id} · session {key} · model {model} · /help for commands"
+
+
+def toolbar_text(model: str, used: int | None, window: int) -> str:
+    """The status line: model and how full the context window is."""
+    if used is None:
+        context = "context …"
+    else:
+        pct = 100.0 * used / window if window else 0.0
+        context = f"context {pct:.0f}% ({used:,} / {window:,})"
+    return f" {model} · {context} · Esc+Enter: new line · /help "
+
+
+class Renderer:
+    """Writes events to a text stream: replies as they stream, the rest on lines of their own.
+
+    ``color`` adds ANSI styling (dim for tool calls and notices, red for errors); ``as_json``
+    writes the JSON lines of ``clawd chat --json`` instead.
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, color: bool | None = None,
+                 as_json: bool = False):
+        self.stream = stream if stream is not None else sys.stdout
+        self.color = (self.stream.isatty() if color is None else color) and not as_json
+        self.as_json = as_json
+        self.midline = False
+
+    def _style(self, code: str, text: str) -> str:
+        return f"{code}{text}{RESET}" if self.color else text
+
+    def line(self, text: str, code: str = "") -> None:
+        """A whole line, after ending a reply line that is still open."""
+        self._write(("\n" if self.midline else "") + self._style(code, text) + "\n")
+        self.midline = False
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def event(self, event: Any) -> bool:
+        """Render one event; True when the REPL should stop."""
+        if self.as_json:
+            from clawd.cli import event_json
+            out = event_json(event)
+            if out is not None:
+                self._write(json.dumps(out, ensure_ascii=False) + "\n")
+            return bool(getattr(event, "quit", False))
+        if isinstance(event, ev.TextDelta):
+            if event.text:
+                self._write(event.text)
+                self.midline = not event.text.endswith("\n")
+        elif isinstance(event, ev.TurnDone):
+            if self.midline:
+                self._write("\n")
+                self.midline = False
+        elif isinstance(event, ev.CommandOutput):
+            self.line(event.text)
+            return event.quit
+        elif isinstance(event, ev.ToolStarted):
+            self.line(f"· {event.name} {brief_arguments(event.name, event.arguments)}", DIM)
+        elif isinstance(event, ev.ToolFinished):
+            if event.is_error:
+                first = event.preview.splitlines()[0] if event.preview else ""
+                self.line(f"· {event.name} failed: {first}", RED)
+        elif isinstance(event, ev.Flushed):
+            what = event.skipped or ", ".join(event.files) or "nothing to store"
+            self.line(f"· memory flush: {what}", DIM)
+        elif isinstance(event, ev.Compacted):
+            self.line(f"· compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens "
+                      f"({event.method})", DIM)
+        elif isinstance(event, ev.Notice):
+            self.line(f"· {event.text}", YELLOW)
+        elif isinstance(event, ev.ErrorEvent):
+            self.line(f"error: {event.message}", RED)
+        return False
+
+
+def drive(events: Iterator[Any], render: Callable[[Any], bool]) -> bool:
+    """Render a stream of events; True when one of them asks to quit.
+
+    A Ctrl-C that lands while an event is being rendered (rather than inside the loop) is
+    thrown into the generator at the point it is paused, so the turn handles it as its own:
+    it keeps the partial reply and still finishes with ``TurnDone(aborted=True)``.
+    """
+    quit_, interrupted = False, False
+    while True:
+        try:
+            event = events.throw(KeyboardInterrupt()) if interrupted else next(events)
+        except StopIteration:
+            return quit_
+        except KeyboardInterrupt:  # a command that does not handle it: it has ended
+            render(ev.Notice("interrupted"))
+            return quit_
+        interrupted = False
+        try:
+            quit_ = render(event) or quit_
+        except KeyboardInterrupt:
+            interrupted = True
+
+
+# --- input ----------------------------------------------------------------------------------
+
+class SlashCompleter(Completer):
+    """Completes command words, and only at the start of a line beginning with ``/``."""
+
+    def __init__(self, words: Iterable[str]):
+        self.words = sorted(words)
+
+    def get_completions(self, document, complete_event):
+        text = document.text_before_cursor
+        if not text.startswith("/") or " " in text or "\n" in text:
+            return
+        for word in self.words:
+            if word.startswith(text.lower()):
+                yield Completion(word, start_position=-len(text))
+
+
+def key_bindings() -> KeyBindings:
+    keys = KeyBindings()
+
+    @keys.add("enter")
+    def _submit(event) -> None:
+        event.current_buffer.validate_and_handle()
+
+    @keys.add("escape", "enter")  # what terminals send for Alt+Enter too
+    def _newline(event) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return keys
+
+
+def confirm_exec(command: str) -> bool:
+    """Ask before the model runs a shell command; anything but y/yes declines.
+
+    Ctrl-C here propagates: it cancels the reply, and the loop records the call as
+    interrupted. Used as the runtime's ``approve`` callback.
+    """
+    try:
+        answer = PromptSession().prompt(f"run `{command}`? [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def history_path(state: Path, agent_id: str) -> Path:
+    return state / "history" / f"{agent_id}.txt"
+
+
+# --- the loop -------------------------------------------------------------------------------
+
+class _Status:
+    """The context size shown in the toolbar, measured after each turn, never per keypress."""
+
+    def __init__(self, chat: Chat):
+        self.chat = chat
+        self.used: int | None = chat.session.entry.get("contextTokens") or None
+
+    def refresh(self) -> None:
+        try:
+            self.used = self.chat.session.context_tokens()
+        except Exception:  # noqa: BLE001 - a status line must not end the REPL
+            log.debug("context size unavailable", exc_info=True)
+
+    def text(self) -> str:
+        session = self.chat.session
+        try:
+            window = session.budget.context_window
+        except Exception:  # noqa: BLE001 - e.g. a model the registry no longer knows
+            window = 0
+        return toolbar_text(session.model_ref, self.used, window)
+
+
+class _Warmup:
+    """Builds the provider (importing its SDK) and measures the context off the main thread,
+    started once the first prompt is drawn; joined before anything uses the session."""
+
+    def __init__(self, status: _Status, on_done: Callable[[], None]):
+        self.status, self.on_done = status, on_done
+        self.thread: threading.Thread | None = None
+
+    def start(self, *_: Any) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="clawd-warmup", daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.status.chat.session.provider
+        except Exception:  # noqa: BLE001 - the turn reports it, as an error event
+            log.debug("provider not ready", exc_info=True)
+        self.status.refresh()
+        self.on_done()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
+def repl_loop(chat: Chat, *, input: Any = None, output: Any = None,
+              history: Path | History | None = None, stream: TextIO | None = None,
+              color: bool | None = None, as_json: bool = False, warm: bool = True) -> int:
+    """Prompt, run, render, until ``/quit`` or Ctrl-D; returns the exit code.
+
+    ``input``/``output`` are prompt-toolkit's (a pipe and ``DummyOutput`` in tests); replies
+    go to ``stream`` (stdout). ``history`` is a file path or a prompt-toolkit ``History``.
+    """
+    with create_app_session(input=input, output=output):
+        return _loop(chat, history, Renderer(stream, color=color, as_json=as_json), warm)
+
+
+def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: bool) -> int:
+    if isinstance(history, Path):
+        history.parent.mkdir(parents=True, exist_ok=True)
+        history = FileHistory(str(history))
+    status = _Status(chat)
+    session: PromptSession = PromptSession(
+        history=history or InMemoryHistory(), completer=SlashCompleter(completions()),
+        complete_while_typing=True, key_bindings=key_bindings(), multiline=True,
+        prompt_continuation=lambda width, line, wrap: " " * width,
+        bottom_toolbar=status.text, enable_history_search=False)
+    warmup = _Warmup(status, session.app.invalidate)
+    if warm:
+        session.app.after_render += warmup.start
+    else:
+        status.refresh()
+    renderer.line(banner(chat.runtime.agent_id, chat.session.key, chat.session.model_ref),
+                  DIM)
+    for warning in chat.session.warnings:
+        renderer.line(f"· {warning}", YELLOW)
+    while True:
+        try:
+            line = session.prompt(PROMPT)
+        except KeyboardInterrupt:
+            continue  # the line is cleared; Ctrl-D leaves
+        except EOFError:
+            return 0
+        if not line.strip():
+            continue
+        try:
+            warmup.join()
+            if drive(chat.handle(line), renderer.event):
+                return 0
+            status.refresh()
+        except KeyboardInterrupt:  # outside a turn's own handling: never the end of the REPL
+            renderer.line("· interrupted", YELLOW)
+
+
+def run_repl(config: Any, args: Any) -> int:
+    """``clawd chat`` on a terminal."""
+    from clawd import cli
+
+    runtime = cli.build_runtime(config, args.agent, allow_exec=args.allow_exec,
+                                approve=confirm_exec)
+    chat = Chat(runtime, cli.session_key(runtime.agent_id, args.session), args.model)
+    # A missing key or unknown model is one line before any prompt; the SDK itself is
+    # imported in the warm-up, after the prompt is on screen.
+    cli.check_provider(chat)
+    _, state = cli.agent_paths(runtime.agent_id)
+    return repl_loop(chat, history=history_path(state, runtime.agent_id),
+                     as_json=bool(getattr(args, "json", False)))

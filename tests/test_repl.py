@@ -1,0 +1,237 @@
+"""The REPL through prompt-toolkit's pipe input: turns, commands, keys, approval, rendering."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.application.current import create_app_session
+from prompt_toolkit.document import Document
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from clawd import events as ev
+from clawd.commands import Chat
+from clawd.config import parse_config
+from clawd.errors import ProviderSetupError
+from clawd.messages import TextDelta
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.repl import (Renderer, SlashCompleter, brief_arguments, confirm_exec, drive,
+                        repl_loop, run_repl, toolbar_text)
+
+from conftest import make_runtime
+
+KEY = "agent:main:main"
+ENTER, ESC_ENTER, CTRL_C, CTRL_D = "\r", "\x1b\r", "\x03", "\x04"
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+
+
+def run(chat: Chat, keys: str, history: Path, **kw) -> tuple[int, str]:
+    out = io.StringIO()
+    with create_pipe_input() as pipe:
+        pipe.send_text(keys)
+        pipe.close()  # the end of the keys is an end of input, not a hang, if one is not read
+        code = repl_loop(chat, input=pipe, output=DummyOutput(), history=history, stream=out,
+                         color=False, **kw)
+    return code, out.getvalue()
+
+
+def transcript(chat: Chat) -> list[dict]:
+    lines = chat.session.transcript.path.read_text().splitlines()
+    return [json.loads(line) for line in lines][1:]
+
+
+@pytest.fixture
+def history(tmp_path):
+    return tmp_path / "state" / "history" / "main.txt"
+
+
+def test_message_status_and_quit(tmp_path, history):
+    provider = ScriptedProvider(["The answer is forty-two, as scripted."])
+    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    code, out = run(chat, f"what is it?{ENTER}/status{ENTER}/quit{ENTER}", history)
+    assert code == 0
+    assert "The answer is forty-two, as scripted.\n" in out
+    assert "Model:       " in out and "Context:" in out  # /status rendered
+    assert out.rstrip().endswith("bye")
+    assert out.splitlines()[0].startswith("clawd · agent main · session agent:main:main")
+    turn = transcript(chat)
+    assert [(e["role"], e["content"][0]["text"]) for e in turn] == [
+        ("user", "what is it?"), ("assistant", "The answer is forty-two, as scripted.")]
+    saved = history.read_text()
+    assert "+what is it?" in saved and "+/status" in saved and "+/quit" in saved
+    provider.assert_done()
+
+
+def chat_args(**kw) -> argparse.Namespace:
+    return argparse.Namespace(**{"agent": None, "session": None, "model": None,
+                                 "allow_exec": False, "json": False, **kw})
+
+
+def test_run_repl_fails_in_one_line_before_any_prompt_without_a_key(tmp_path):
+    config = parse_config(json.dumps({"agents": {"defaults": {
+        "workspace": str(tmp_path / "ws"), "model": "anthropic/claude-sonnet-4-5"}}}))
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        pipe.close()
+        with pytest.raises(ProviderSetupError, match="ANTHROPIC_API_KEY"):
+            run_repl(config, chat_args())
+
+
+def test_run_repl_wires_the_agent_session_and_history(tmp_path, isolated_home, capsys):
+    config = parse_config(json.dumps({
+        "agents": {"defaults": {"workspace": str(tmp_path / "ws"), "model": "local/m"}},
+        "models": {"providers": {"local": {"api": "openai-completions",
+                                           "baseUrl": "http://127.0.0.1:9/v1"}}}}))
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        pipe.send_text(f"/model{ENTER}/quit{ENTER}")
+        pipe.close()
+        assert run_repl(config, chat_args(session="work")) == 0
+    out = capsys.readouterr().out
+    assert "session agent:main:work · model local/m" in out and "\nlocal/m\n" in out
+    history = isolated_home / ".clawd" / "history" / "main.txt"
+    assert "+/model" in history.read_text()
+
+
+def test_ctrl_d_leaves_and_ctrl_c_clears_the_line(tmp_path, history):
+    provider = ScriptedProvider(["fine"])
+    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    code, out = run(chat, f"never sent{CTRL_C}sent{ENTER}{CTRL_D}", history, warm=False)
+    assert code == 0
+    assert [e["content"][0]["text"] for e in transcript(chat)] == ["sent", "fine"]
+    assert "never sent" not in history.read_text()
+
+
+def test_esc_enter_and_paste_make_one_multiline_message(tmp_path, history):
+    provider = ScriptedProvider(["one", "two"])
+    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    keys = (f"first{ESC_ENTER}second{ENTER}"
+            f"{PASTE_START}pasted a\r\npasted b\npasted c{PASTE_END}{ENTER}{CTRL_D}")
+    run(chat, keys, history)
+    users = [e["content"][0]["text"] for e in transcript(chat) if e["role"] == "user"]
+    assert users == ["first\nsecond", "pasted a\npasted b\npasted c"]
+
+
+def test_tool_calls_errors_and_approval(tmp_path, history):
+    provider = ScriptedProvider([Reply("", [tool("exec", command="echo hi")]),
+                                 Reply("", [tool("read", path="missing.md")]), "done"])
+    runtime = make_runtime(tmp_path, provider)
+    asked = []
+    runtime.approve = lambda command: asked.append(command) or False
+    chat = Chat(runtime, KEY)
+    _, out = run(chat, f"go{ENTER}/nosuch{ENTER}{CTRL_D}", history)
+    assert asked == ["echo hi"]
+    assert "· exec echo hi\n" in out
+    assert "· exec failed: error: the user declined to run this command" in out
+    assert "· read path='missing.md'\n" in out
+    assert "error: unknown command /nosuch (try /help)" in out
+
+
+def test_confirm_exec_reads_the_answer_from_the_terminal():
+    for keys, expected in ((f"y{ENTER}", True), (f"YES{ENTER}", True), (f"{ENTER}", False),
+                           (f"n{ENTER}", False), (CTRL_D, False)):
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+            pipe.send_text(keys)
+            assert confirm_exec("rm -rf build") is expected, keys
+
+
+def test_ctrl_c_while_rendering_is_thrown_into_the_turn(tmp_path):
+    provider = ScriptedProvider(["a long reply that streams in several pieces"], chunk_size=4)
+    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    seen: list = []
+
+    def render(event) -> bool:
+        seen.append(event)
+        if isinstance(event, TextDelta) and len(seen) == 2:
+            raise KeyboardInterrupt
+        return False
+
+    assert drive(chat.handle("talk"), render) is False
+    assert isinstance(seen[-1], ev.TurnDone) and seen[-1].aborted
+    assert any(isinstance(e, ev.Notice) for e in seen)
+    last = transcript(chat)[-1]
+    assert last["role"] == "assistant" and last.get("aborted")
+    assert last["content"][0]["text"] == "a long reply that streams in several pieces"[:8]
+
+
+def test_drive_stops_on_quit_and_survives_an_unhandled_interrupt():
+    def quitting():
+        yield ev.CommandOutput("quit", "bye", quit=True)
+
+    def interrupted():
+        yield ev.Notice("working")
+        raise KeyboardInterrupt
+
+    out = io.StringIO()
+    assert drive(quitting(), Renderer(out, color=False).event) is True
+    assert drive(interrupted(), Renderer(out, color=False).event) is False
+    assert out.getvalue() == "bye\n· working\n· interrupted\n"
+
+
+@pytest.mark.parametrize("events, expected", [
+    ([TextDelta("Hel"), TextDelta("lo"), ev.TurnDone("Hello")], "Hello\n"),
+    ([TextDelta("Let me look."), ev.ToolStarted("1", "read", {"path": "a.md"}),
+      ev.ToolFinished("1", "read", False, "x"), TextDelta("Done"), ev.TurnDone("Done")],
+     "Let me look.\n· read path='a.md'\nDone\n"),
+    ([ev.Flushed(files=["memory/2026-11-22.md"]), ev.Flushed(skipped="read-only")],
+     "· memory flush: memory/2026-11-22.md\n· memory flush: read-only\n"),
+    ([ev.Compacted(150_000, 30_000, "model")], "· compacted: 150,000 → 30,000 tokens (model)\n"),
+    ([TextDelta("partial"), ev.Notice("reply interrupted"), ev.TurnDone("", aborted=True)],
+     "partial\n· reply interrupted\n"),
+    ([ev.ErrorEvent("boom")], "error: boom\n"),
+    ([ev.ToolFinished("1", "exec", True, "error: timed out\nmore")],
+     "· exec failed: error: timed out\n"),
+])
+def test_renderer_plain(events, expected):
+    out = io.StringIO()
+    renderer = Renderer(out, color=False)
+    for event in events:
+        renderer.event(event)
+    assert out.getvalue() == expected
+
+
+def test_renderer_colors_and_json():
+    out = io.StringIO()
+    Renderer(out, color=True).event(ev.ErrorEvent("boom"))
+    assert out.getvalue() == "\x1b[31merror: boom\x1b[0m\n"
+    out = io.StringIO()
+    renderer = Renderer(out, as_json=True)
+    renderer.event(TextDelta("hi"))
+    renderer.event(ev.TurnDone("hi"))
+    assert json.loads(out.getvalue()) == {"type": "reply", "text": "hi", "aborted": False}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("/", ["/compact", "/context", "/help", "/model", "/quit", "/status"]),
+    ("/co", ["/compact", "/context"]),
+    ("/ST", ["/status"]),
+    ("hello /st", []),
+    ("/status now", []),
+    ("", []),
+])
+def test_slash_completion(text, expected):
+    completer = SlashCompleter(["/compact", "/context", "/help", "/model", "/quit", "/status"])
+    found = [c.text for c in completer.get_completions(Document(text), None)]
+    assert found == expected
+
+
+@pytest.mark.parametrize("name, arguments, expected", [
+    ("exec", {"command": "ls  -la\n| head"}, "ls -la | head"),
+    ("write", {"path": "a.md", "content": "secret text"}, "path='a.md'"),
+    ("edit", {"path": "a.md", "oldText": "x", "newText": "y"}, "path='a.md'"),
+    ("read", {"path": "p" * 200}, "path='" + "p" * 91 + "..."),
+])
+def test_brief_arguments(name, arguments, expected):
+    assert brief_arguments(name, arguments) == expected
+
+
+@pytest.mark.parametrize("used, window, expected", [
+    (None, 200_000, "context …"),
+    (50_000, 200_000, "context 25% (50,000 / 200,000)"),
+    (0, 0, "context 0% (0 / 0)"),
+])
+def test_toolbar_text(used, window, expected):
+    text = toolbar_text("openai/gpt-4o", used, window)
+    assert text.startswith(" openai/gpt-4o · ") and expected in text
