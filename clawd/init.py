@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from clawd.config import DEFAULT_AGENT_ID, AgentDefaults
 from clawd.errors import ClawdError
+from clawd.templates import data_dir
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -126,7 +127,7 @@ def template_files() -> list[tuple[str, Traversable]]:
             elif child.is_file():
                 found.append((rel, child))
 
-    walk(resources.files("clawd").joinpath(TEMPLATE_DIR), "")
+    walk(data_dir(TEMPLATE_DIR), "")
     # Top-level files before the memory/ folder, then alphabetical: a readable plan.
     return sorted(found, key=lambda item: (item[0].count("/"), item[0]))
 

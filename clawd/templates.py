@@ -8,14 +8,24 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
+
+
+def data_dir(name: str) -> Any:
+    """A data folder shipped with clawd: ``clawd/<name>`` when installed, ``<repo>/<name>``
+    in an editable install of a source checkout."""
+    packaged = resources.files("clawd") / name
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / name
 
 
 @lru_cache(maxsize=1)
 def _environment() -> Any:
     import jinja2
 
-    root = resources.files("clawd") / "prompts"
+    root = data_dir("prompts")
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(root)),
                               keep_trailing_newline=False, trim_blocks=True,
                               lstrip_blocks=True, undefined=jinja2.StrictUndefined,
