@@ -86,11 +86,21 @@ class Session:
         self.warnings = loaded.warnings
         self.history: History = build_history(loaded.entries)
         # (reported prompt + output, history length, fixed-layer tokens) of the last call;
-        # None until this process has made a call: then everything is estimated.
-        self._base: tuple[int, int, int] | None = None
+        # None when no call since the last compaction reported usage: estimate everything.
+        self._base: tuple[int, int, int | None] | None = self._reported_base()
         self._provider: Provider | None = None
         self._flush_skip_logged: int | None = None  # the cycle whose skip was logged
         self.last_pruned: list[str] = []
+
+    def _reported_base(self) -> tuple[int, int, None] | None:
+        """The token base from the newest usage on disk (after the latest compaction)."""
+        messages = self.history.messages
+        for index in range(len(messages) - 1, self.history.after_compaction - 1, -1):
+            usage = messages[index].usage
+            if usage is not None and usage.prompt_tokens:
+                # the fixed layers of that call are taken to be today's (None)
+                return usage.prompt_tokens + usage.output_tokens, index + 1, None
+        return None
 
     # --- session store ----------------------------------------------------------------------
 
@@ -153,7 +163,7 @@ class Session:
         extra_tokens = estimate_messages(extra or [])
         if self._base is not None:
             reported, count, fixed_then = self._base
-            return (reported + (fixed - fixed_then)
+            return (reported + (fixed - (fixed if fixed_then is None else fixed_then))
                     + estimate_messages(self.history.messages[count:]) + extra_tokens)
         return (fixed + estimate_messages(ctxmod.history_messages(
             self.history.summary, self.history.messages)) + extra_tokens)

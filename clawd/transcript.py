@@ -31,6 +31,9 @@ class History:
     summary: str | None = None
     messages: list[Message] = field(default_factory=list)
     compactions: int = 0
+    # messages[after_compaction:] were written after the latest compaction, so the usage
+    # they report describes this history
+    after_compaction: int = 0
 
 
 @dataclass
@@ -139,3 +142,4 @@ def apply_compaction(history: History, entry: dict[str, Any]) -> None:
     del history.messages[:index]
     history.summary = entry.get("summary") or history.summary
     history.compactions += 1
+    history.after_compaction = len(history.messages)

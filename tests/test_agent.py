@@ -157,3 +157,16 @@ def test_group_sessions_never_see_memory_md(tmp_path):
         list(Session(runtime, key).run_turn("hi"))
     for request in provider.requests:
         assert "secret long-term fact" not in "".join(request.system)
+
+
+def test_reloaded_session_counts_from_the_last_reported_usage(tmp_path):
+    from clawd.messages import Usage
+    provider = ScriptedProvider([Reply("first", usage=Usage(input_tokens=50_000,
+                                                           output_tokens=1_000))])
+    runtime = make_runtime(tmp_path, provider)
+    list(Session(runtime, KEY).run_turn("hi"))
+    again = Session(runtime, KEY)  # a new process
+    assert again.context_tokens() == 51_000
+    from clawd.messages import Message
+    extra = Message.user("one more question")
+    assert 51_000 < again.context_tokens([extra]) < 51_050
