@@ -105,9 +105,16 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
 
     agent_id, settings = resolve_agent(config, agent)
     workspace = Path(settings.workspace).expanduser().resolve()
-    sessions_dir, _ = agent_paths(agent_id)
+    sessions_dir, state = agent_paths(agent_id)
     sessions_dir.mkdir(parents=True, exist_ok=True)
     tools = file_tools() + ([exec_tool()] if settings.tools.exec.enabled else [])
+    memory = None
+    if with_memory and settings.memory_search.enabled:
+        from clawd.memory import open_index
+        from clawd.tools.memory import memory_tools
+
+        memory = open_index(agent_id, workspace, settings.memory_search, state, sessions_dir)
+        tools += memory_tools()
     return Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,
         sessions_dir=sessions_dir,
@@ -115,8 +122,8 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
         context_window_for=lambda ref: registry.context_window(config, settings, ref),
         uses_cache=lambda ref: registry.uses_anthropic_format(config, ref),
         max_tokens_for=lambda ref: registry.max_output_tokens(config, settings, ref),
-        tools=tools, allow_exec=allow_exec or settings.tools.exec.allow_in_scripts,
-        approve=approve)
+        tools=tools, memory=memory,
+        allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
 
 
 def check_provider(chat: Any) -> None:
@@ -180,6 +187,15 @@ def cmd_chat(args: argparse.Namespace) -> int:
         lines = [args.message]
     else:
         lines = _script_lines(args.script or "-")
+    try:
+        return _run_lines(chat, lines, render)
+    finally:
+        if runtime.memory is not None:
+            runtime.memory.close()
+
+
+def _run_lines(chat: Any, lines: Any, render: Any) -> int:
+    """Each non-empty line as a message or command; exit code 1 if any turn failed."""
     failed = False
     for line in lines:
         if not line.strip():
@@ -298,5 +314,35 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
-    from clawd.errors import ClawdError
-    raise ClawdError("the memory index is not available in this build yet")
+    from clawd.commands import format_memory_results
+    from clawd.config import load_config
+
+    runtime = build_runtime(load_config(), args.agent)
+    index = runtime.memory
+    if index is None:
+        from clawd.errors import ClawdError
+        raise ClawdError("memory search is off for this agent (memorySearch.enabled)")
+    try:
+        if args.memory_command == "status":
+            for key, value in index.status().items():
+                print(f"{key:<16} {value}")
+        elif args.memory_command == "index":
+            done = index.sync(force=args.force, progress=_progress_bar)
+            sys.stderr.write("\n")
+            print(", ".join(f"{k}: {v}" for k, v in done.items()
+                            if isinstance(v, (int, float, str, bool))))
+        else:
+            found = index.search(args.query, max_results=args.max_results,
+                                 min_score=args.min_score)
+            print(json.dumps(found, indent=2, ensure_ascii=False) if args.json
+                  else format_memory_results(found))
+    finally:
+        index.close()
+    return 0
+
+
+def _progress_bar(done: int, total: int) -> None:
+    width = 30
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\rindexing [{'#' * filled}{'.' * (width - filled)}] {done}/{total} chunks")
+    sys.stderr.flush()

@@ -21,9 +21,19 @@ from clawd.hooks import end_session_memory, reset_reason
 class Chat:
     """The current session of one agent, as the front ends see it."""
 
-    def __init__(self, runtime: Runtime, key: str, model: str | None = None):
+    def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
+                 background: bool = False):
         self.runtime = runtime
         self.session = Session(runtime, key, model)
+        memory = runtime.memory
+        if memory is not None and memory.settings.sync.on_session_start:
+            if background:  # the REPL: index while the user types, and keep watching
+                import threading
+                threading.Thread(target=_sync_quietly, args=(memory,), daemon=True,
+                                 name="clawd-memory-sync").start()
+                memory.start_watcher()
+            else:
+                memory.mark_dirty()  # one-shot runs sync on their first search
 
     def handle(self, line: str) -> Iterator[Event]:
         """A slash command or a user message; errors become an ``ErrorEvent``."""
@@ -61,6 +71,14 @@ class Chat:
         if saved is not None:
             note += f"; the last one was saved to {saved.relative_to(self.runtime.workspace)}"
         yield Notice(note)
+
+
+def _sync_quietly(memory) -> None:
+    import logging
+    try:
+        memory.sync()
+    except Exception as exc:  # noqa: BLE001 - the next search syncs again and reports
+        logging.getLogger(__name__).warning("memory sync failed: %s", exc)
 
 
 @dataclass(frozen=True)
@@ -155,6 +173,52 @@ def _compact(chat: Chat, args: str) -> Iterator[Event]:
     text = (f"compacted: {done.tokens_before:,} → {done.tokens_after:,} tokens ({done.method})"
             if done else "nothing was compacted")
     yield from _out("compact", text)
+
+
+@command("memory", "/memory search QUERY | show | add TEXT",
+         "search memory, show MEMORY.md and the memory files, or add a note to today's log")
+def _memory(chat: Chat, args: str) -> Iterator[Event]:
+    action, _, rest = args.partition(" ")
+    runtime, rest = chat.runtime, rest.strip()
+    if action == "search" and rest:
+        if runtime.memory is None:
+            raise ClawdError("memory search is off for this agent (memorySearch.enabled)")
+        yield from _out("memory", format_memory_results(runtime.memory.search(rest)))
+    elif action == "show":
+        yield from _out("memory", format_memory_files(runtime.workspace))
+    elif action == "add" and rest:
+        from clawd.memory.notes import append_to_daily_log
+        rel = append_to_daily_log(runtime.workspace, rest, runtime.clock().date())
+        if runtime.memory is not None:
+            runtime.memory.mark_dirty()
+        yield from _out("memory", f"added to {rel}")
+    else:
+        raise ClawdError("usage: /memory search QUERY | show | add TEXT")
+
+
+def format_memory_results(found: dict) -> str:
+    """Search results as text: location and score, then the snippet, indented."""
+    rows = found.get("results") or []
+    head = f"{len(rows)} result{'s' * (len(rows) != 1)} ({found.get('mode', 'hybrid')}"
+    head += f", {found['provider']}/{found['model']}" if found.get("provider") else ""
+    head += f", fallback: {found['fallback']}" if found.get("fallback") else ""
+    lines = [head + ")"]
+    for r in rows:
+        lines.append(f"\n{r['path']}:{r['startLine']}-{r['endLine']}  score {r['score']:.2f}")
+        lines += [f"  {line}" for line in r["snippet"].splitlines()]
+    return "\n".join(lines)
+
+
+def format_memory_files(workspace) -> str:
+    """MEMORY.md, then the list of memory files with their sizes."""
+    from clawd.workspace import MEMORY_DIR, MEMORY_FILE
+    memory = workspace / MEMORY_FILE
+    text = memory.read_text(encoding="utf-8") if memory.exists() else "(no MEMORY.md yet)"
+    files = sorted((workspace / MEMORY_DIR).glob("**/*.md"))
+    listing = [f"  {p.relative_to(workspace).as_posix():<40} {p.stat().st_size:>8,} bytes"
+               for p in files]
+    return f"{MEMORY_FILE}:\n{text.rstrip()}\n\nmemory files:\n" + (
+        "\n".join(listing) or "  (none)")
 
 
 def _fmt_age(created: str | None, now: datetime) -> str:

@@ -1,0 +1,249 @@
+"""The memory index of one agent: keeping it in step with the files, and searching it.
+
+``open_index(agent_id, workspace, settings, state_dir, sessions_dir)`` returns a
+``MemoryIndex``; nothing heavy happens until the first ``sync`` or ``search``:
+
+- ``sync(force=False, progress=None) -> dict`` re-reads changed files (by size, mtime,
+  then content hash), chunks them, embeds new text (through the embedding cache, so
+  unchanged text is never embedded twice) and writes everything in one transaction.
+  ``progress(done, total)`` counts chunks. When the embedding provider, model, endpoint
+  or chunking differs from what built the index, the whole index is rebuilt; the old one
+  stays searchable until the rebuild commits.
+- ``search(query, max_results=None, min_score=None) -> dict`` returns the SPEC's shape
+  ``{"results": [{"path", "startLine", "endLine", "score", "snippet", "source"}],
+  "provider", "model", "fallback", "mode"}`` and never fails hard: without embeddings it is
+  keyword-only, without FTS5 vector-only, without sqlite-vec an in-process cosine scan.
+- ``status() -> dict``, ``mark_dirty()``, ``start_watcher()``, ``close()``.
+
+The index file is ``<state>/memory/<agentId>.sqlite`` unless ``store.path`` says otherwise
+(``{agentId}`` is replaced). Indexing and vector scoring live in ``indexing.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from clawd.config import MemorySearch
+from clawd.memory import indexing
+from clawd.memory import search as policy
+from clawd.memory.embeddings import (
+    Embedder,
+    EmbeddingError,
+    create_embedder,
+    resolve_provider,
+)
+from clawd.memory.store import Store
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+def store_path(agent_id: str, settings: MemorySearch, state_dir: Path) -> Path:
+    if settings.store.path:
+        return Path(settings.store.path.replace("{agentId}", agent_id)).expanduser()
+    return state_dir / "memory" / f"{agent_id}.sqlite"
+
+
+class Embedders:
+    """The primary embedder and, when it fails, the configured fallback."""
+
+    def __init__(self, settings: MemorySearch, env: Mapping[str, str] | None,
+                 primary: Embedder | None = None, fallback: Embedder | None = None):
+        self.settings, self.env = settings, env
+        self.primary_name = primary.provider if primary else resolve_provider(settings, env)
+        self.fallback_name = fallback.provider if fallback else settings.fallback
+        self._primary, self._fallback = primary, fallback
+        self.active: Embedder | None = None
+        self.fallback_info: dict[str, str] | None = None
+        self.error: str | None = None
+        self._tried = False
+
+    def get(self) -> Embedder | None:
+        if self.active is None and not self._tried:
+            self._tried = True
+            try:
+                self.active = self._primary or create_embedder(self.primary_name,
+                                                               self.settings, self.env)
+            except EmbeddingError as exc:
+                self.fail(exc)
+        return self.active
+
+    def fail(self, exc: Exception) -> Embedder | None:
+        """The primary failed: switch to the fallback once; None when there is none."""
+        failed = self.active.provider if self.active else self.primary_name
+        log.warning("memory embeddings (%s) failed: %s", failed, exc)
+        self.error = str(exc)
+        if self.fallback_info is None and self.fallback_name not in ("none", failed):
+            self.fallback_info = {"from": failed, "to": self.fallback_name, "reason": str(exc)}
+            try:
+                self.active = self._fallback or create_embedder(
+                    self.fallback_name, self.settings, self.env, primary=False)
+                return self.active
+            except EmbeddingError as second:
+                log.warning("memory embeddings fallback (%s) failed: %s", self.fallback_name,
+                            second)
+                self.error = f"{exc}; fallback: {second}"
+        self.active = None
+        return None
+
+
+class MemoryIndex:
+    """Search over one agent's memory files; safe to share with the watcher thread."""
+
+    def __init__(self, agent_id: str, workspace: Path, settings: MemorySearch,
+                 state_dir: Path, sessions_dir: Path | None = None, *,
+                 embedder: Embedder | None = None, fallback: Embedder | None = None,
+                 env: Mapping[str, str] | None = None):
+        self.agent_id = agent_id
+        self.workspace = workspace
+        self.settings = settings
+        self.sessions_dir = sessions_dir
+        self.path = store_path(agent_id, settings, state_dir)
+        self.store = Store(self.path, vector_enabled=settings.store.vector.enabled,
+                           extension_path=settings.store.vector.extension_path)
+        self.embedders = Embedders(settings, env, embedder, fallback)
+        self.dirty = True
+        self.last_sync: dict[str, Any] | None = None
+        self._lock = threading.RLock()
+        self._matrix: Any = None  # in-process vectors when sqlite-vec is unavailable
+        self._watcher: Any = None
+        self._pool: Any = None
+
+    # --- freshness --------------------------------------------------------------------------
+
+    def mark_dirty(self) -> None:
+        self.dirty = True
+
+    def sync(self, force: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+        """Bring the index in line with the files; a summary of what was done."""
+        with self._lock:
+            result = indexing.sync(self, force=force, progress=progress)
+            self._matrix = None
+            self.dirty = False
+            self.last_sync = result
+            return result
+
+    def start_watcher(self) -> None:
+        """Watch the memory files (``sync.watch``) and sync after each burst of changes."""
+        if self._watcher is None and self.settings.sync.watch:
+            from clawd.memory.watch import Watcher
+
+            self._watcher = Watcher(self)
+            self._watcher.start()
+
+    def _executor(self) -> Any:
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clawd-fts")
+        return self._pool
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        with self._lock:
+            self.store.close()
+
+    # --- search -----------------------------------------------------------------------------
+
+    def search(self, query: str, max_results: int | None = None,
+               min_score: float | None = None, mode: str = "hybrid") -> dict[str, Any]:
+        """Hybrid search; ``mode`` ``"vector"`` or ``"text"`` uses one half only."""
+        cfg = self.settings.query
+        limit = max(1, int(max_results or cfg.max_results))
+        threshold = cfg.min_score if min_score is None else float(min_score)
+        if not cfg.hybrid.enabled and mode == "hybrid":
+            mode = "vector"
+        with self._lock:
+            if self.dirty and self.settings.sync.on_search:
+                try:
+                    self.sync()
+                except Exception as exc:  # noqa: BLE001 - a stale index beats no answer
+                    log.warning("memory sync before search failed: %s", exc)
+            pool = limit * cfg.hybrid.candidate_multiplier
+            match = policy.fts_query(query)
+            used_text = mode != "vector" and self.store.fts_available and match is not None
+            # The keyword query runs on its own connection while the vector query runs here.
+            pending = self._executor().submit(self.store.fts_search, match, pool) \
+                if used_text else None
+            vector: dict[int, float] = {}
+            qvec = None
+            if mode != "text":
+                vector, qvec = indexing.vector_candidates(self, query, pool)
+            used_vector = qvec is not None
+            text: dict[int, float] = {}
+            if pending is not None:
+                try:
+                    text = dict(pending.result())
+                except apsw.Error as exc:
+                    log.warning("memory keyword search failed: %s", exc)
+                    used_text = False
+            if used_vector and text:
+                # Keyword hits the vector pool missed still get their real vector score.
+                missing = [c for c in text if c not in vector]
+                vector.update(indexing.vector_scores(self, qvec, missing))
+            weights = (cfg.hybrid.vector_weight if used_vector else 0.0,
+                       cfg.hybrid.text_weight if used_text else 0.0)
+            merged = policy.merge_hybrid(vector, text, *weights)
+            chosen = policy.select(merged, threshold, limit)
+            rows = self.store.get_chunks(s.chunk_id for s in chosen)
+        terms = policy.query_terms(query)
+        results = [{"path": rows[s.chunk_id].path, "startLine": rows[s.chunk_id].start_line,
+                    "endLine": rows[s.chunk_id].end_line, "score": round(s.score, 4),
+                    "snippet": policy.snippet(rows[s.chunk_id].text, terms),
+                    "source": rows[s.chunk_id].source}
+                   for s in chosen if s.chunk_id in rows]
+        embedder = self.embedders.active
+        kind = "hybrid" if used_vector and used_text else "vector" if used_vector else \
+            "keyword" if used_text else "none"
+        return {"results": results, "provider": embedder.provider if embedder else None,
+                "model": embedder.model if embedder else None,
+                "fallback": self.embedders.fallback_info, "mode": kind}
+
+    # --- status -----------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            counts = self.store.counts()
+            stored = self.store.get_meta("embedding")
+        embedding = json.loads(stored) if stored else {}
+        active = self.embedders.active
+        vector_mode = "off" if not self.settings.store.vector.enabled else \
+            "vec0" if self.store.vec_available else "in-process"
+        return {
+            "agentId": self.agent_id, "path": str(self.path), "workspace": str(self.workspace),
+            "files": counts["files"], "chunks": counts["chunks"],
+            "embeddedChunks": counts["embedded"], "cacheEntries": counts["cache"],
+            "provider": active.provider if active else embedding.get("provider")
+            or self.embedders.primary_name,
+            "model": active.model if active else embedding.get("model"),
+            "fallback": self.embedders.fallback_info, "embeddingError": self.embedders.error,
+            "vector": {"enabled": self.settings.store.vector.enabled,
+                       "available": self.store.vec_available, "mode": vector_mode,
+                       "extension": self.store.vec_version, "dims": self.store.dims or None},
+            "fts": {"available": self.store.fts_available},
+            "dirty": self.dirty, "watching": self._watcher is not None,
+            "sources": list(self.settings.sources), "lastSync": self.last_sync,
+        }
+
+
+def open_index(agent_id: str, workspace: Path, settings: MemorySearch, state_dir: Path,
+               sessions_dir: Path | None = None, *, embedder: Embedder | None = None,
+               fallback: Embedder | None = None,
+               env: Mapping[str, str] | None = None) -> MemoryIndex:
+    """The agent's memory index (created on first use). ``embedder``/``fallback`` replace
+    the configured providers (tests, benchmarks); ``env`` replaces ``os.environ`` for keys."""
+    return MemoryIndex(agent_id, workspace, settings, state_dir, sessions_dir,
+                       embedder=embedder, fallback=fallback, env=env)

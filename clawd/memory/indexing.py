@@ -1,0 +1,282 @@
+"""Indexing and vector scoring for ``MemoryIndex``: sync files into the store, score chunks.
+
+Sync compares every source file with its ``files`` row (size and mtime first, then the
+content hash), chunks what changed, embeds only text the cache has not seen (keyed by
+provider, model, endpoint fingerprint and text hash), and writes all changes in one
+transaction. A change of embedding signature or chunking rebuilds everything in that same
+single transaction, so a reader sees the old index or the new one, never half of each.
+If the primary embedder fails, the fallback takes over (which changes the signature, so
+that sync rebuilds with it); with no working embedder chunks are stored without vectors,
+keyword search keeps working, and a later sync fills the vectors in.
+
+Small local models read only 256 tokens and blur a chunk that mixes topics, so their
+chunks are embedded as segments of ``segment_tokens``; the chunk vector (what ``vec0``
+searches) is the normalised mean of its segments, and a candidate's cosine combines the
+chunk with its best segment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from clawd.memory import search as policy
+from clawd.memory.chunker import Chunk, chunk_text, segment_texts
+from clawd.memory.embeddings import Embedder, EmbeddingError, signature
+from clawd.memory.sources import all_sources, read_source
+
+if TYPE_CHECKING:
+    from clawd.memory.index import MemoryIndex
+
+log = logging.getLogger(__name__)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _chunking_signature(index: MemoryIndex) -> str:
+    cfg = index.settings.chunking
+    return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 1})
+
+
+# --- sync -----------------------------------------------------------------------------------
+
+def sync(index: MemoryIndex, *, force: bool = False,
+         progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    store = index.store
+    embedder = index.embedders.get()
+    chunking = _chunking_signature(index)
+    embedding = signature(embedder) if embedder else None
+    stored_embedding = store.get_meta("embedding")
+    rebuild = force or store.get_meta("chunking") != chunking or (
+        embedding is not None and stored_embedding is not None and embedding != stored_embedding)
+
+    sources = all_sources(index.workspace, index.settings, index.sessions_dir)
+    known = store.files()
+    changed: list[tuple[Any, str, os.stat_result, list[Chunk]]] = []
+    touched: list[tuple[Any, str, os.stat_result]] = []
+    for source in sources:
+        try:
+            stat = source.path.stat()
+            previous = known.get(source.key)
+            if not rebuild and previous and previous[2] == stat.st_mtime \
+                    and previous[3] == stat.st_size:
+                continue
+            text = read_source(source)
+        except OSError as exc:
+            log.warning("memory index: cannot read %s: %s", source.path, exc)
+            continue
+        digest = text_hash(text)
+        if not rebuild and previous and previous[1] == digest:
+            touched.append((source, digest, stat))
+            continue
+        chunks = chunk_text(text, index.settings.chunking.tokens, index.settings.chunking.overlap)
+        changed.append((source, digest, stat, chunks))
+    keys = {s.key for s in sources}
+    removed = [key for key in known if key not in keys]
+
+    # Chunks of unchanged files that still lack vectors (an earlier sync had no embedder).
+    replaced = {source.key for source, _, _, _ in changed} | set(removed)
+    pending = [] if rebuild or embedder is None else [
+        row for row in store.chunks_without_embedding() if row[1] not in replaced]
+    new_chunks = [c for _, _, _, chunks in changed for c in chunks]
+    todo = new_chunks + [Chunk(0, 0, text, heading) for _, _, heading, text in pending]
+    total = len(todo)
+    vectors: list[tuple[bytes, bytes | None]] | None = None
+    embed_stats = {"embedded": 0, "cached": 0}
+    if embedder is not None and todo:
+        try:
+            vectors = _vectorise(index, embedder, todo, progress, total, embed_stats)
+        except EmbeddingError as exc:
+            if index.embedders.fail(exc) is not None:
+                return sync(index, force=force, progress=progress)
+            embedder, embedding = None, None
+    if vectors is None and progress:
+        progress(total, total)
+    dims = embedder.dims or 0 if embedder else 0
+
+    with store.lock, store.transaction():
+        if rebuild:
+            store.reset(dims)
+        elif dims and store.dims != dims:
+            store.set_dims(dims)  # the first vectors of an index built keyword-only
+        for key in removed:
+            store.delete_file(key)
+        cursor = 0
+        for source, digest, stat, chunks in changed:
+            store.delete_file(source.key)
+            for chunk in chunks:
+                blob, segments = vectors[cursor] if vectors else (None, None)
+                cursor += 1
+                store.insert_chunk(source.key, source.source, chunk.start_line, chunk.end_line,
+                                   chunk.heading, chunk.text, text_hash(chunk.text), blob,
+                                   segments)
+            store.upsert_file(source.key, source.source, digest, stat.st_mtime, stat.st_size)
+        for source, digest, stat in touched:
+            store.upsert_file(source.key, source.source, digest, stat.st_mtime, stat.st_size)
+        if vectors:
+            for (chunk_id, _, _, _), (blob, segments) in zip(pending, vectors[cursor:]):
+                store.set_embedding(chunk_id, blob, segments)
+        store.set_meta("chunking", chunking)
+        if embedding is not None:
+            store.set_meta("embedding", embedding)
+    return {"files": len(sources), "indexed": len(changed), "removed": len(removed),
+            "chunks": len(new_chunks), "rebuilt": rebuild,
+            "provider": embedder.provider if embedder else None, **embed_stats}
+
+
+def _vectorise(index: MemoryIndex, embedder: Embedder, chunks: list[Chunk],
+               progress: Callable[[int, int], None] | None, total: int,
+               stats: dict[str, int]) -> list[tuple[bytes, bytes | None]]:
+    """(chunk vector, segment vectors or None) per chunk, as float32 blobs."""
+    import numpy as np
+
+    per_chunk: list[list[str]] = []
+    for chunk in chunks:
+        if embedder.segment_tokens:
+            per_chunk.append(segment_texts(chunk, embedder.segment_tokens,
+                                           embedder.count_tokens))
+        else:
+            per_chunk.append([chunk.context_text()])
+    flat = [text for texts in per_chunk for text in texts]
+    found = _embed_cached(index, embedder, flat, progress, per_chunk, total, stats)
+    out: list[tuple[bytes, bytes | None]] = []
+    cursor = 0
+    for texts in per_chunk:
+        matrix = np.stack(found[cursor:cursor + len(texts)]).astype(np.float32)
+        cursor += len(texts)
+        mean = matrix.mean(axis=0)
+        mean /= max(float(np.linalg.norm(mean)), 1e-12)
+        out.append((mean.astype(np.float32).tobytes(),
+                    matrix.tobytes() if len(texts) > 1 else None))
+    return out
+
+
+def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
+                  progress: Callable[[int, int], None] | None, per_chunk: list[list[str]],
+                  total: int, stats: dict[str, int]) -> list[Any]:
+    import numpy as np
+
+    store, cache = index.store, index.settings.cache
+    hashes = [text_hash(t) for t in texts]
+    key = (embedder.provider, embedder.model, embedder.fingerprint)
+    cached: dict[str, bytes] = store.cache_get(*key, hashes) if cache.enabled else {}
+    vectors: dict[str, Any] = {h: np.frombuffer(b, dtype=np.float32) for h, b in cached.items()}
+    todo: dict[str, str] = {}
+    for h, t in zip(hashes, texts):
+        if h not in vectors:
+            todo.setdefault(h, t)
+    stats["cached"] += len(texts) - sum(1 for h in hashes if h in todo)
+    stats["embedded"] += len(todo)
+    if vectors and not embedder.dims:
+        embedder.dims = len(next(iter(vectors.values())))
+
+    # Progress is reported in chunks: texts done are mapped back to the chunks they finish.
+    bounds, acc = [], 0
+    for group in per_chunk:
+        acc += len(group)
+        bounds.append(acc)
+    done_texts = len(texts) - len(todo)
+
+    def advance(count: int) -> None:
+        nonlocal done_texts
+        done_texts += count
+        if progress:
+            progress(sum(1 for b in bounds if b <= done_texts) if done_texts < len(texts)
+                     else total, total)
+
+    advance(0)
+    items = list(todo.items())
+    step = 256
+    for start in range(0, len(items), step):
+        part = items[start:start + step]
+        reported = 0
+
+        def on_batch(count: int) -> None:
+            nonlocal reported
+            reported += count
+            advance(count)
+
+        result = embedder.embed_documents([t for _, t in part], on_batch)
+        fresh = [(h, np.asarray(v, dtype=np.float32)) for (h, _), v in zip(part, result)]
+        vectors.update(fresh)
+        if cache.enabled and cache.max_entries > 0:
+            store.cache_put(*key, [(h, len(v), v.tobytes()) for h, v in fresh],
+                            cache.max_entries)
+        if reported < len(part):
+            advance(len(part) - reported)
+    return [vectors[h] for h in hashes]
+
+
+# --- vector scoring -------------------------------------------------------------------------
+
+def _query_vector(index: MemoryIndex, query: str) -> Any | None:
+    """The query's vector, or None when the index has no usable vectors for it."""
+    embedder = index.embedders.get()
+    if embedder is None or index.store.get_meta("embedding") != signature(embedder):
+        return None
+    try:
+        import numpy as np
+
+        return np.asarray(embedder.embed_query(query), dtype=np.float32)
+    except EmbeddingError as exc:
+        log.warning("memory search is keyword-only: %s", exc)
+        index.embedders.error = str(exc)
+        return None
+
+
+def vector_candidates(index: MemoryIndex, query: str,
+                      pool: int) -> tuple[dict[int, float], Any | None]:
+    """The ``pool`` nearest chunks with 0..1 vector scores, and the query vector (None when
+    vector search is unavailable)."""
+    qvec = _query_vector(index, query)
+    if qvec is None or not index.store.dims:
+        return {}, None
+    if index.store.vec_available:
+        nearest = [cid for cid, _ in index.store.vec_knn(qvec.tobytes(), pool)]
+    else:
+        nearest = _scan(index, qvec, pool)
+    return vector_scores(index, qvec, nearest), qvec
+
+
+def _scan(index: MemoryIndex, qvec: Any, pool: int) -> list[int]:
+    """In-process KNN over all chunk vectors (sqlite-vec missing or disabled)."""
+    import numpy as np
+
+    if index._matrix is None:
+        rows = index.store.all_vectors()
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
+            len(rows), -1) if rows else np.zeros((0, len(qvec)), dtype=np.float32)
+        index._matrix = (ids, matrix)
+    ids, matrix = index._matrix
+    if not len(ids):
+        return []
+    sims = matrix @ qvec
+    k = min(pool, len(ids))
+    top = np.argpartition(-sims, k - 1)[:k]
+    return [int(ids[i]) for i in top[np.argsort(-sims[top])]]
+
+
+def vector_scores(index: MemoryIndex, qvec: Any, chunk_ids: list[int]) -> dict[int, float]:
+    """Calibrated 0..1 vector scores of the given chunks for the query vector."""
+    import numpy as np
+
+    embedder = index.embedders.active
+    if qvec is None or embedder is None or not chunk_ids:
+        return {}
+    scores: dict[int, float] = {}
+    for chunk_id, (blob, segments) in index.store.get_vectors(chunk_ids).items():
+        if blob is None:
+            continue
+        cosine = float(np.frombuffer(blob, dtype=np.float32) @ qvec)
+        if segments:
+            matrix = np.frombuffer(segments, dtype=np.float32).reshape(-1, len(qvec))
+            cosine = policy.combine_cosines(cosine, float((matrix @ qvec).max()))
+        scores[chunk_id] = policy.calibrate(cosine, embedder.calibration)
+    return scores

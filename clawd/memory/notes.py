@@ -1,0 +1,32 @@
+"""Appending a note to today's daily log (``/memory add TEXT``).
+
+Daily logs (``memory/YYYY-MM-DD.md``) are append-only: a note becomes one ``- `` bullet at
+the end of the file, which is created with a date heading when it does not exist yet. The
+index picks the change up through the watcher or the next search.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from clawd.errors import ToolError
+from clawd.workspace import daily_log_path, resolve
+
+
+def append_to_daily_log(workspace: Path, text: str, day: date) -> str:
+    """Append ``text`` as a bullet to the day's log; the log's workspace-relative path."""
+    note = " ".join(text.split())
+    if not note:
+        raise ToolError("nothing to add: the note is empty")
+    rel = daily_log_path(day)
+    path = resolve(workspace, rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    with path.open("a", encoding="utf-8") as handle:
+        if not existing:
+            handle.write(f"# {day.isoformat()}\n\n")
+        elif not existing.endswith("\n"):
+            handle.write("\n")
+        handle.write(f"- {note}\n")
+    return rel

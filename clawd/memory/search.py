@@ -1,0 +1,157 @@
+"""Hybrid search policy: keyword queries, score normalisation, the weighted merge, snippets.
+
+Pure functions over numbers and strings; ``index.py`` feeds them what the store returns.
+
+Both halves are brought to 0..1 with higher = better before they are mixed:
+- text: the store hands over ``-bm25()`` (SQLite's ``bm25()`` is negative, lower = better,
+  and is negated exactly once, in ``store.fts_search``); it is min-max normalised over the
+  candidate pool, so the best keyword match scores 1 and a chunk without a match scores 0.
+- vector: cosine similarity is mapped through the embedder's calibration span (for the
+  local MiniLM models 0.1 becomes 0, 0.5 becomes 0.76, saturating towards 1), so a paraphrase at the typical 0.35-0.6 of
+  these models is a strong vector hit instead of one that ``0.7 * cosine`` would leave under
+  ``minScore``. A chunk's cosine is the better of the whole chunk and its best segment,
+  because a 400-token chunk often mixes topics and the matching lines are diluted.
+``score = vectorWeight * vector + textWeight * text`` (weights already sum to 1); results
+below ``minScore`` are dropped. With one half unavailable (no embeddings, no FTS5, or a
+one-sided mode) the other carries the whole score.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+SNIPPET_CHARS = 700
+
+# English function words dropped from keyword queries (kept when a query has nothing else).
+_STOP_TEXT = """
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its
+itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were
+what when where which while who whom why will with would you your yours yourself yourselves
+s t d ll m re ve
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_COMPOUND = re.compile(r"[^\s\"'`()\[\]{},;:!?]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """One merged candidate: its final score and the two normalised halves."""
+
+    chunk_id: int
+    score: float
+    vector: float
+    text: float
+
+
+def query_terms(query: str) -> list[str]:
+    """Lower-cased words of a query without stop words (all words if nothing else is left)."""
+    words = [w.lower() for w in _WORD.findall(query)]
+    kept = [w for w in words if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+    return list(dict.fromkeys(kept or words))
+
+
+def fts_query(query: str) -> str | None:
+    """An FTS5 MATCH expression: any of the terms, plus each compound token as a phrase.
+
+    Identifiers such as ``OPENAI_API_KEY`` or ``memorySearch.query.hybrid`` are split by the
+    tokenizer; their phrase adds weight to chunks holding the exact sequence.
+    """
+    terms = query_terms(query)
+    if not terms:
+        return None
+    parts = [f'"{t}"' for t in terms]
+    for token in _COMPOUND.findall(query):
+        pieces = [w.lower() for w in _WORD.findall(token)]
+        if len(pieces) > 1:
+            parts.append('"' + " ".join(pieces) + '"')
+    return " OR ".join(dict.fromkeys(parts))
+
+
+def min_max(scores: Mapping[int, float]) -> dict[int, float]:
+    """Scores scaled to 0..1 over the pool; a pool of equal scores is all 1."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high <= low:
+        return {key: 1.0 for key in scores}
+    return {key: (value - low) / (high - low) for key, value in scores.items()}
+
+
+def calibrate(cosine: float, span: tuple[float, float]) -> float:
+    """A cosine similarity as a 0..1 vector score through the embedder's (floor, ceiling).
+
+    ``floor`` maps to 0 and ``ceiling`` to tanh(1) = 0.76; above it the score keeps rising
+    towards 1 without ever reaching it, so close vectors never tie at a clipped maximum
+    (vector-only ranking stays the cosine ranking).
+    """
+    floor, ceiling = span
+    x = (cosine - floor) / (ceiling - floor) if ceiling > floor else cosine
+    return math.tanh(x) if x > 0 else 0.0
+
+
+def combine_cosines(chunk: float, best_segment: float) -> float:
+    """A chunk's cosine from its whole-chunk vector and its best-matching segment."""
+    return max(chunk, best_segment)
+
+
+def merge_hybrid(vector: Mapping[int, float], text: Mapping[int, float],
+                 vector_weight: float, text_weight: float) -> list[Scored]:
+    """Union of both candidate pools, best first.
+
+    ``vector`` holds 0..1 vector scores, ``text`` raw positive keyword scores (``-bm25``).
+    A chunk one side did not return scores 0 on that side. The caller passes weight 0 for
+    a half that is unavailable (no embeddings, no FTS5) so the other carries the score.
+    """
+    text_norm = min_max(text)
+    total = vector_weight + text_weight
+    if total <= 0:
+        vector_weight, text_weight = 0.5, 0.5
+    else:
+        vector_weight, text_weight = vector_weight / total, text_weight / total
+    merged = []
+    for chunk_id in set(vector) | set(text_norm):
+        v, t = vector.get(chunk_id, 0.0), text_norm.get(chunk_id, 0.0)
+        merged.append(Scored(chunk_id, vector_weight * v + text_weight * t, v, t))
+    merged.sort(key=lambda s: (-s.score, -s.text, s.chunk_id))
+    return merged
+
+
+def select(merged: Iterable[Scored], min_score: float, max_results: int) -> list[Scored]:
+    """The results kept: at least ``min_score``, at most ``max_results``."""
+    return [s for s in merged if s.score >= min_score - 1e-9][:max_results]
+
+
+def snippet(text: str, terms: Iterable[str] = (), max_chars: int = SNIPPET_CHARS) -> str:
+    """At most ``max_chars`` of a chunk: the window of whole lines with the most query terms."""
+    text = text.strip()
+    if len(text) <= max_chars:
+        return text
+    lines = text.split("\n")
+    wanted = [t for t in terms if len(t) > 2]
+    hits = [sum(1 for t in wanted if t[:5] in line.lower()) for line in lines]
+    best_start, best_hits = 0, -1
+    for start in range(len(lines)):
+        size, count, end = 0, 0, start
+        while end < len(lines) and size + len(lines[end]) + 1 <= max_chars:
+            size += len(lines[end]) + 1
+            count += hits[end]
+            end += 1
+        if count > best_hits:
+            best_start, best_hits = start, count
+        if end == len(lines):
+            break
+    window = "\n".join(lines[best_start:])
+    if len(window) <= max_chars:
+        return window
+    cut = window.rfind(" ", 0, max_chars - 1)
+    cut = cut if cut > max_chars // 2 else max_chars - 1
+    return window[:cut].rstrip() + "…"

@@ -1,0 +1,131 @@
+"""What the memory index reads: the memory files, ``extraPaths`` and (opt-in) transcripts.
+
+``MEMORY.md`` and ``memory/**/*.md`` are found under the workspace; a symlink leading out of
+the workspace is skipped. ``extraPaths`` entries (files or directories of ``.md`` files,
+relative to the workspace or absolute) are the user's explicit choice and may lie outside
+it. Files inside the workspace are keyed by their workspace-relative path, others by their
+absolute path. Session transcripts are indexed only with ``experimental.sessionMemory`` on
+and ``"sessions"`` in ``sources``: each JSONL line becomes one text line (user and assistant
+text, everything else blank) so a result's line range is the transcript's own line range.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from clawd.config import MemorySearch
+from clawd.workspace import MEMORY_DIR, MEMORY_FILE
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    key: str  # the path results and memory_get use
+    source: str  # "memory" | "sessions"
+    path: Path  # real location on disk
+
+
+def is_under(root: Path, path: Path) -> bool:
+    """Whether ``path`` is ``root`` or lies below it (both already resolved)."""
+    return path == root or root in path.parents
+
+
+def _markdown_under(directory: Path) -> list[Path]:
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        found += [Path(dirpath) / name for name in sorted(filenames)
+                  if name.lower().endswith(".md") and not name.startswith(".")]
+    return found
+
+
+def extra_roots(workspace: Path, settings: MemorySearch) -> list[Path]:
+    """The resolved ``extraPaths`` (files or directories) that exist."""
+    roots = []
+    for entry in settings.extra_paths:
+        path = Path(entry).expanduser()
+        if not path.is_absolute():
+            path = workspace / path
+        path = path.resolve()
+        if path.exists():
+            roots.append(path)
+        else:
+            log.debug("memorySearch.extraPaths: %s does not exist", entry)
+    return roots
+
+
+def memory_files(workspace: Path, settings: MemorySearch) -> list[SourceFile]:
+    root = workspace.resolve()
+    candidates: list[Path] = []
+    if (root / MEMORY_FILE).is_file():
+        candidates.append(root / MEMORY_FILE)
+    if (root / MEMORY_DIR).is_dir():
+        candidates += _markdown_under(root / MEMORY_DIR)
+    files: dict[str, SourceFile] = {}
+    for path in candidates:
+        real = path.resolve()
+        if not is_under(root, real):
+            log.warning("memory index: skipping %s (a link out of the workspace)", path)
+            continue
+        key = path.relative_to(root).as_posix()
+        files[key] = SourceFile(key, "memory", real)
+    for extra in extra_roots(root, settings):
+        paths = [extra] if extra.is_file() else _markdown_under(extra)
+        for path in paths:
+            real = path.resolve()
+            if not real.is_file():
+                continue
+            key = real.relative_to(root).as_posix() if is_under(root, real) else str(real)
+            files.setdefault(key, SourceFile(key, "memory", real))
+    return sorted(files.values(), key=lambda f: f.key)
+
+
+def session_files(sessions_dir: Path | None, settings: MemorySearch) -> list[SourceFile]:
+    if not (settings.experimental.session_memory and "sessions" in settings.sources):
+        return []
+    if sessions_dir is None or not sessions_dir.is_dir():
+        return []
+    return [SourceFile(f"sessions/{path.name}", "sessions", path)
+            for path in sorted(sessions_dir.glob("*.jsonl"))]
+
+
+def all_sources(workspace: Path, settings: MemorySearch,
+                sessions_dir: Path | None) -> list[SourceFile]:
+    found = memory_files(workspace, settings) if "memory" in settings.sources else []
+    return found + session_files(sessions_dir, settings)
+
+
+def transcript_text(raw: str) -> str:
+    """One line per transcript line: ``User: ...`` / ``Assistant: ...`` or blank."""
+    lines = []
+    for line in raw.split("\n"):
+        text = ""
+        try:
+            entry = json.loads(line) if line.strip() else None
+        except ValueError:
+            entry = None
+        if isinstance(entry, dict) and entry.get("type") == "message" \
+                and entry.get("role") in ("user", "assistant") and not entry.get("flush"):
+            content = entry.get("content")
+            if isinstance(content, str):
+                body = content
+            elif isinstance(content, list):
+                body = " ".join(b.get("text", "") for b in content
+                                if isinstance(b, dict) and b.get("type") == "text")
+            else:
+                body = ""
+            body = " ".join(body.split())
+            if body:
+                text = f"{'User' if entry['role'] == 'user' else 'Assistant'}: {body}"
+        lines.append(text)
+    return "\n".join(lines)
+
+
+def read_source(source: SourceFile) -> str:
+    raw = source.path.read_text(encoding="utf-8", errors="replace")
+    return transcript_text(raw) if source.source == "sessions" else raw

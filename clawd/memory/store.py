@@ -1,0 +1,345 @@
+"""The per-agent SQLite file behind memory search: schema, migrations and row access.
+
+Tables: ``meta`` (key/value: the index signature, vector dimensions), ``files`` (one row per
+indexed file with its content hash), ``chunks`` (text, 1-based line range, heading path, the
+chunk vector and the vectors of its segments as float32 blobs), ``chunks_fts`` (FTS5 over
+heading and text, Porter-stemmed, rowid = chunk id), ``chunks_vec`` (a sqlite-vec ``vec0``
+table of chunk vectors, cosine distance, rowid = chunk id) and ``embedding_cache``. The
+schema evolves by numbered migrations recorded in ``PRAGMA user_version``.
+
+Python's own ``sqlite3`` is often built without extension loading, so the binding is
+``apsw`` (a current SQLite with FTS5, able to load extensions). If FTS5 or sqlite-vec is
+missing the store still opens: ``fts_available`` / ``vec_available`` say what works and the
+search falls back accordingly. ``chunks_vec`` is created once the vector size is known.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+log = logging.getLogger(__name__)
+
+# Each migration runs once, in order, inside one transaction; never edit a released one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE files (
+        path TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL,
+        mtime REAL NOT NULL, size INTEGER NOT NULL, indexed_at REAL NOT NULL);
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT NOT NULL,
+        start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, heading TEXT NOT NULL,
+        text TEXT NOT NULL, hash TEXT NOT NULL, embedding BLOB, segments BLOB);
+    CREATE INDEX chunks_path ON chunks(path);
+    CREATE TABLE embedding_cache (
+        provider TEXT NOT NULL, model TEXT NOT NULL, fingerprint TEXT NOT NULL,
+        hash TEXT NOT NULL, dims INTEGER NOT NULL, embedding BLOB NOT NULL,
+        used_at REAL NOT NULL, PRIMARY KEY (provider, model, fingerprint, hash));
+    CREATE INDEX embedding_cache_used ON embedding_cache(used_at);
+    """,
+)
+
+FTS_SQL = ("CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5("
+           "heading, text, tokenize = 'porter unicode61 remove_diacritics 2')")
+
+
+def _batches(ids: Sequence[Any], size: int = 500) -> Iterable[tuple[list[Any], str]]:
+    """Slices of ``ids`` small enough for one statement, with their ``?,?,...`` marks."""
+    for start in range(0, len(ids), size):
+        part = list(ids[start:start + size])
+        yield part, ",".join("?" * len(part))
+
+
+@dataclass(slots=True)
+class ChunkRow:
+    id: int
+    path: str
+    source: str
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+
+
+def _create_fts(conn: apsw.Connection) -> None:
+    conn.execute(FTS_SQL)
+
+
+def load_vec_extension(conn: apsw.Connection, extension_path: str | None) -> str | None:
+    """Load sqlite-vec into ``conn``; the version string, or None (logged) when it cannot."""
+    try:
+        if extension_path:
+            path = str(Path(extension_path).expanduser())
+        else:
+            import sqlite_vec
+
+            path = sqlite_vec.loadable_path()
+        conn.enable_load_extension(True)
+        conn.load_extension(path)
+        conn.enable_load_extension(False)
+        return str(conn.execute("SELECT vec_version()").fetchall()[0][0])
+    except (ImportError, apsw.Error, AttributeError, OSError) as exc:
+        log.warning("sqlite-vec unavailable (%s); vector search runs in-process", exc)
+        return None
+
+
+class Store:
+    """One open index file. Methods are serialised by a lock: the watcher thread shares it."""
+
+    def __init__(self, path: Path, *, vector_enabled: bool = True,
+                 extension_path: str | None = None):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.RLock()
+        self.conn = apsw.Connection(str(path))
+        self.conn.set_busy_timeout(5000)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        # Memory-mapped reads roughly halve vec0's KNN scan time on large indexes.
+        self.conn.execute("PRAGMA mmap_size=1073741824")
+        self.vec_version = load_vec_extension(self.conn, extension_path) if vector_enabled \
+            else None
+        self._migrate()
+        self.fts_available = self._init_fts()
+        self.vec_available = self.vec_version is not None
+        self._reader: apsw.Connection | None = None
+        self._reader_lock = threading.Lock()
+        if self.vec_available and self.dims:
+            self._ensure_vec_table(self.dims)
+
+    # --- schema -----------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self.lock:
+            version = self.conn.execute("PRAGMA user_version").fetchall()[0][0]
+            for number, sql in enumerate(MIGRATIONS[version:], start=version + 1):
+                with self.conn:
+                    self.conn.execute(sql)
+                    self.conn.execute(f"PRAGMA user_version = {number}")
+                log.debug("memory index %s: migration %d applied", self.path, number)
+
+    def _init_fts(self) -> bool:
+        try:
+            _create_fts(self.conn)
+            return True
+        except apsw.Error as exc:
+            log.warning("FTS5 unavailable (%s); memory search runs vector-only", exc)
+            return False
+
+    def _ensure_vec_table(self, dims: int) -> None:
+        self.conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0("
+            f"embedding float[{int(dims)}] distance_metric=cosine)")
+
+    # --- meta -------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        with self.lock:
+            rows = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.lock:
+            self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
+                              "DO UPDATE SET value = excluded.value", (key, value))
+
+    @property
+    def dims(self) -> int:
+        value = self.get_meta("dims")
+        return int(value) if value else 0
+
+    # --- writes (callers wrap these in ``transaction()``) -----------------------------------
+
+    def transaction(self) -> Any:
+        return self.conn
+
+    def reset(self, dims: int) -> None:
+        """Drop every chunk and vector; the vector table is recreated for ``dims``."""
+        self.conn.execute("DELETE FROM chunks; DELETE FROM files;")
+        if self.fts_available:
+            self.conn.execute("DELETE FROM chunks_fts")
+        if self.vec_available:
+            self.conn.execute("DROP TABLE IF EXISTS chunks_vec")
+        self.set_meta("dims", str(dims))
+        if self.vec_available and dims:
+            self._ensure_vec_table(dims)
+
+    def set_dims(self, dims: int) -> None:
+        if dims and dims != self.dims:
+            self.set_meta("dims", str(dims))
+            if self.vec_available:
+                self.conn.execute("DROP TABLE IF EXISTS chunks_vec")
+                self._ensure_vec_table(dims)
+
+    def delete_file(self, path: str) -> None:
+        ids = [row[0] for row in self.conn.execute("SELECT id FROM chunks WHERE path = ?",
+                                                   (path,))]
+        self._delete_chunks(ids)
+        self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def _delete_chunks(self, ids: Sequence[int]) -> None:
+        for part, marks in _batches(ids):
+            self.conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", part)
+            if self.fts_available:
+                self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
+            if self.vec_available and self.dims:
+                self.conn.execute(f"DELETE FROM chunks_vec WHERE rowid IN ({marks})", part)
+
+    def insert_chunk(self, path: str, source: str, start_line: int, end_line: int,
+                     heading: str, text: str, text_hash: str, embedding: bytes | None,
+                     segments: bytes | None) -> int:
+        self.conn.execute(
+            "INSERT INTO chunks(path, source, start_line, end_line, heading, text, hash, "
+            "embedding, segments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (path, source, start_line, end_line, heading, text, text_hash, embedding, segments))
+        chunk_id = self.conn.last_insert_rowid()
+        if self.fts_available:
+            self.conn.execute("INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
+                              (chunk_id, heading, text))
+        if embedding is not None:
+            self._insert_vec(chunk_id, embedding)
+        return chunk_id
+
+    def set_embedding(self, chunk_id: int, embedding: bytes, segments: bytes | None) -> None:
+        self.conn.execute("UPDATE chunks SET embedding = ?, segments = ? WHERE id = ?",
+                          (embedding, segments, chunk_id))
+        if self.vec_available and self.dims:
+            self.conn.execute("DELETE FROM chunks_vec WHERE rowid = ?", (chunk_id,))
+        self._insert_vec(chunk_id, embedding)
+
+    def _insert_vec(self, chunk_id: int, embedding: bytes) -> None:
+        if self.vec_available and self.dims:
+            self.conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (?, ?)",
+                              (chunk_id, embedding))
+
+    def upsert_file(self, path: str, source: str, file_hash: str, mtime: float,
+                    size: int) -> None:
+        self.conn.execute(
+            "INSERT INTO files(path, source, hash, mtime, size, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET source = excluded.source,"
+            " hash = excluded.hash, mtime = excluded.mtime, size = excluded.size, "
+            "indexed_at = excluded.indexed_at", (path, source, file_hash, mtime, size, time.time()))
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def files(self) -> dict[str, tuple[str, str, float, int]]:
+        """path -> (source, hash, mtime, size)."""
+        with self.lock:
+            return {row[0]: (row[1], row[2], row[3], row[4]) for row in self.conn.execute(
+                "SELECT path, source, hash, mtime, size FROM files")}
+
+    def counts(self) -> dict[str, int]:
+        with self.lock:
+            one = lambda sql: self.conn.execute(sql).fetchall()[0][0]
+            return {"files": one("SELECT count(*) FROM files"),
+                    "chunks": one("SELECT count(*) FROM chunks"),
+                    "embedded": one("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL"),
+                    "cache": one("SELECT count(*) FROM embedding_cache")}
+
+    def chunks_without_embedding(self) -> list[tuple[int, str, str, str]]:
+        """(id, path, heading, text) of chunks stored without a vector."""
+        with self.lock:
+            return list(self.conn.execute("SELECT id, path, heading, text FROM chunks "
+                                          "WHERE embedding IS NULL ORDER BY id"))
+
+    def get_chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
+        ids = list(ids)
+        out: dict[int, ChunkRow] = {}
+        with self.lock:
+            for part, marks in _batches(ids):
+                for row in self.conn.execute(
+                        "SELECT id, path, source, start_line, end_line, heading, text FROM "
+                        f"chunks WHERE id IN ({marks})", part):
+                    out[row[0]] = ChunkRow(*row)
+        return out
+
+    def get_vectors(self, ids: Iterable[int]) -> dict[int, tuple[bytes | None, bytes | None]]:
+        """chunk id -> (chunk vector, segment vectors) as stored."""
+        ids = list(ids)
+        out: dict[int, tuple[bytes | None, bytes | None]] = {}
+        with self.lock:
+            for part, marks in _batches(ids):
+                for row in self.conn.execute("SELECT id, embedding, segments FROM chunks "
+                                             f"WHERE id IN ({marks})", part):
+                    out[row[0]] = (row[1], row[2])
+        return out
+
+    def all_vectors(self) -> list[tuple[int, bytes]]:
+        with self.lock:
+            return list(self.conn.execute(
+                "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL ORDER BY id"))
+
+    def vec_knn(self, query: bytes, k: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the ``k`` nearest chunk vectors, by vec0 KNN."""
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?",
+                (query, int(k))).fetchall()
+        return [(int(rowid), 1.0 - float(distance)) for rowid, distance in rows]
+
+    def fts_search(self, match: str, k: int) -> list[tuple[int, float]]:
+        """(chunk id, -bm25) for the best ``k`` FTS matches: higher is better, always > 0.
+
+        SQLite's ``bm25()`` is negative with lower = better; it is negated here once so no
+        caller ever handles the inverted sign. Runs on a second, read-only connection so it
+        can proceed in parallel with a vector query on the main one (WAL lets readers run
+        beside each other; apsw releases the GIL while SQLite works).
+        """
+        sql = ("SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+               "ORDER BY bm25(chunks_fts) LIMIT ?")
+        with self._reader_lock:
+            if self._reader is None:
+                self._reader = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+                self._reader.set_busy_timeout(5000)
+                self._reader.execute("PRAGMA mmap_size=1073741824")
+            return [(int(r), float(s)) for r, s in self._reader.execute(sql, (match, int(k)))]
+
+    # --- embedding cache --------------------------------------------------------------------
+
+    def cache_get(self, provider: str, model: str, fingerprint: str,
+                  hashes: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        now = time.time()
+        with self.lock:
+            for part, marks in _batches(hashes):
+                key = (provider, model, fingerprint)
+                rows = self.conn.execute(
+                    "SELECT hash, embedding FROM embedding_cache WHERE provider = ? AND "
+                    f"model = ? AND fingerprint = ? AND hash IN ({marks})", (*key, *part))
+                found.update({h: blob for h, blob in rows})
+                if found:
+                    self.conn.execute(
+                        "UPDATE embedding_cache SET used_at = ? WHERE provider = ? AND "
+                        f"model = ? AND fingerprint = ? AND hash IN ({marks})",
+                        (now, *key, *part))
+        return found
+
+    def cache_put(self, provider: str, model: str, fingerprint: str,
+                  items: Iterable[tuple[str, int, bytes]], max_entries: int) -> None:
+        now = time.time()
+        with self.lock, self.conn:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO embedding_cache(provider, model, fingerprint, hash, "
+                "dims, embedding, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(provider, model, fingerprint, h, dims, blob, now) for h, dims, blob in items])
+            total = self.conn.execute("SELECT count(*) FROM embedding_cache").fetchall()[0][0]
+            if total > max_entries:
+                # Least recently used entries go first.
+                self.conn.execute(
+                    "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM "
+                    "embedding_cache ORDER BY used_at ASC LIMIT ?)", (total - max_entries,))
+
+    def close(self) -> None:
+        with self._reader_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+        with self.lock:
+            self.conn.close()

@@ -1,0 +1,138 @@
+"""The memory tools the model gets: ``memory_search`` and ``memory_get``.
+
+``memory_search {query, maxResults?, minScore?}`` runs the agent's hybrid memory search and
+returns the SPEC's JSON (snippets with path and line range, never whole files).
+``memory_get {path, from?, lines?}`` reads lines of a memory file, and only of one:
+``MEMORY.md``, ``memory/**.md`` inside the workspace (resolved with ``workspace.resolve``,
+so ``..``, absolute paths and symlinks out are refused), or a ``.md`` file under one of
+``memorySearch.extraPaths``. Extra paths are explicit user configuration and may lie
+outside the workspace; a path is accepted there only when its real location is under one
+of them, so a symlink cannot widen what the model can read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from clawd.errors import SandboxError, ToolError
+from clawd.memory.sources import extra_roots, is_under
+from clawd.messages import ToolSpec
+from clawd.tools.base import Tool, ToolContext, arg, schema
+from clawd.workspace import MEMORY_DIR, MEMORY_FILE, relative, resolve
+
+DEFAULT_LINES = 200
+
+SEARCH_DESCRIPTION = (
+    "Search your memory files (MEMORY.md, memory/*.md) by meaning and by exact words. "
+    "Use it before answering about past work, decisions, dates, people, preferences or "
+    "todos. Returns snippets with path and line range; read more with memory_get.")
+GET_DESCRIPTION = (
+    "Read lines of a memory file (MEMORY.md, memory/**/*.md, or a configured extra path), "
+    "e.g. around a memory_search hit. 'from' is the 1-based first line, 'lines' how many.")
+
+
+def _refuse(path: str) -> ToolError:
+    return ToolError(f"memory_get reads only MEMORY.md, memory/**/*.md and "
+                     f"memorySearch.extraPaths: {path}")
+
+
+def memory_path(ctx: ToolContext, path: str) -> tuple[Path, str]:
+    """The real file ``path`` names and its display key, or an error saying why not."""
+    if not isinstance(path, str) or not path.strip():
+        raise ToolError("missing required argument 'path'")
+    root = ctx.workspace.resolve()
+    extras = extra_roots(root, ctx.settings.memory_search)
+    try:
+        real = resolve(root, path)
+    except SandboxError:
+        # Outside the workspace: only a place the user listed in extraPaths will do.
+        candidate = Path(path).expanduser()
+        real = (candidate if candidate.is_absolute() else root / candidate).resolve()
+        if not any(is_under(extra, real) for extra in extras):
+            raise _refuse(path) from None
+        key = str(real)
+    else:
+        key = relative(root, real)
+        in_memory = key == MEMORY_FILE or (key.startswith(f"{MEMORY_DIR}/")
+                                           and key.lower().endswith(".md"))
+        if not in_memory and not any(is_under(extra, real) for extra in extras):
+            raise _refuse(path)
+    if not real.name.lower().endswith(".md"):
+        raise _refuse(path)
+    if not real.is_file():
+        raise ToolError(f"no such memory file: {path}")
+    return real, key
+
+
+def run_memory_get(args: dict[str, Any], ctx: ToolContext) -> str:
+    path = arg(args, "path", str)
+    start = arg(args, "from", int, 1)
+    count = arg(args, "lines", int, DEFAULT_LINES)
+    if start < 1:
+        raise ToolError("argument 'from' must be 1 or more")
+    if count < 1:
+        raise ToolError("argument 'lines' must be 1 or more")
+    real, key = memory_path(ctx, path)
+    try:
+        lines = real.read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError as exc:
+        raise ToolError(f"cannot read {key}: {exc.strerror}") from None
+    if lines and lines[-1] == "":
+        lines.pop()
+    if start > len(lines) and lines:
+        raise ToolError(f"{key} has {len(lines)} lines; 'from' {start} is past the end")
+    chosen = lines[start - 1:start - 1 + count]
+    text = "\n".join(chosen)
+    limit = ctx.settings.tools.max_output_chars
+    if len(text) > limit:
+        text = text[:limit]
+        shown = text.count("\n") + 1
+        return (f"{text}\n[... {key}: output capped at {limit} characters; continue with "
+                f"from={start + shown - 1}]")
+    end = start + len(chosen) - 1
+    if end < len(lines):
+        text += f"\n[... {key}: lines {start}-{end} of {len(lines)}; continue with from={end + 1}]"
+    return text
+
+
+def run_memory_search(args: dict[str, Any], ctx: ToolContext) -> str:
+    query = arg(args, "query", str)
+    if not query.strip():
+        raise ToolError("argument 'query' must not be empty")
+    max_results = arg(args, "maxResults", int, None)
+    min_score = arg(args, "minScore", float, None)
+    if max_results is not None and max_results < 1:
+        raise ToolError("argument 'maxResults' must be 1 or more")
+    if min_score is not None and not 0 <= min_score <= 1:
+        raise ToolError("argument 'minScore' must be between 0 and 1")
+    if ctx.memory is None:
+        raise ToolError("memory search is not available for this agent "
+                        "(memorySearch.enabled is false)")
+    result = ctx.memory.search(query, max_results=max_results, min_score=min_score)
+    return json.dumps(result, ensure_ascii=False)
+
+
+MEMORY_SEARCH = Tool(
+    ToolSpec("memory_search", SEARCH_DESCRIPTION, schema({
+        "query": {"type": "string", "description": "what to look for"},
+        "maxResults": {"type": "integer", "minimum": 1, "description": "default 6"},
+        "minScore": {"type": "number", "minimum": 0, "maximum": 1,
+                     "description": "default 0.35"},
+    }, ["query"])),
+    run_memory_search)
+
+MEMORY_GET = Tool(
+    ToolSpec("memory_get", GET_DESCRIPTION, schema({
+        "path": {"type": "string", "description": "e.g. MEMORY.md or memory/2025-01-31.md"},
+        "from": {"type": "integer", "minimum": 1, "description": "first line (1-based)"},
+        "lines": {"type": "integer", "minimum": 1,
+                  "description": f"how many lines (default {DEFAULT_LINES})"},
+    }, ["path"])),
+    run_memory_get)
+
+
+def memory_tools() -> list[Tool]:
+    """The memory tools, for agents with ``memorySearch.enabled``."""
+    return [MEMORY_SEARCH, MEMORY_GET]

@@ -1,0 +1,222 @@
+"""Latency and throughput benchmark of memory search.
+
+Search: an index of N synthetic chunks (about 400 tokens of Zipf-distributed words each,
+a 384-d chunk vector and five segment vectors, as the local model stores them) is filled
+directly through the store, then natural-language questions run through
+``MemoryIndex.search`` (hybrid: vec0 KNN + FTS5 + segment re-scoring + merge); p50/p95 are
+reported per size, beside the two raw baselines of the same run: a vec0 KNN alone and a
+numpy scan of the in-memory matrix. The query vector is precomputed so the numbers are the
+index's own; the local model's query-embedding time is reported on its own line.
+
+Indexing: a workspace of Markdown notes is synced with the local model from scratch
+(chunking, segmenting, embedding, writing), and its chunks/s is set against the raw speed
+of the model embedding the same chunks whole.
+
+    python scripts/bench_memory_latency.py [--sizes 10000,100000] [--queries 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np
+
+from clawd.config import MemorySearch
+from clawd.memory.chunker import chunk_text
+from clawd.memory.embeddings import signature
+from clawd.memory.index import open_index
+from clawd.memory.search import STOP_WORDS
+
+DIMS = 384
+SEGMENTS = 5
+COMMON = sorted(STOP_WORDS - {"s", "t", "d", "ll", "m", "re", "ve"})
+
+
+class PresetEmbedder:
+    """Stands in for the model at query time: returns the vector it is given."""
+
+    provider, model, fingerprint = "preset", "random-384", "bench"
+    segment_tokens, calibration = 96, (0.1, 0.5)
+
+    def __init__(self) -> None:
+        self.dims = DIMS
+        self.next: np.ndarray | None = None
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.next
+
+    def embed_documents(self, texts, progress=None):
+        raise RuntimeError("not used")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def vocabulary(rng: random.Random, size: int = 30000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(letters) for _ in range(rng.randint(3, 10))))
+    return sorted(words)
+
+
+def zipf_words(rng: np.random.Generator, vocab: list[str], n: int) -> list[str]:
+    ranks = np.minimum(rng.zipf(1.15, n), len(vocab)) - 1
+    return [vocab[r] for r in ranks]
+
+
+def unit(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    x = rng.standard_normal(shape).astype(np.float32)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def build(size: int, state: Path, seed: int = 7):
+    rng = np.random.default_rng(seed)
+    vocab = vocabulary(random.Random(seed))
+    embedder = PresetEmbedder()
+    settings = MemorySearch.model_validate({"sync": {"watch": False}, "fallback": "none"})
+    workspace = state / "ws"
+    workspace.mkdir(parents=True, exist_ok=True)
+    index = open_index(f"bench{size}", workspace, settings, state, embedder=embedder)
+    store = index.store
+    started = time.perf_counter()
+    with store.lock, store.transaction():
+        store.reset(DIMS)
+        for i in range(size):
+            words = zipf_words(rng, vocab, 230)
+            filler = rng.choice(COMMON, 70)
+            text = " ".join(np.concatenate([words, filler])[rng.permutation(300)])
+            lines = "\n".join(text[j:j + 120] for j in range(0, len(text), 120))
+            segments = unit(rng, (SEGMENTS, DIMS))
+            mean = segments.mean(axis=0)
+            mean /= np.linalg.norm(mean)
+            store.insert_chunk(f"memory/n{i // 20}.md", "memory", (i % 20) * 30 + 1,
+                               (i % 20) * 30 + 30, "Notes", lines, str(i),
+                               mean.tobytes(), segments.tobytes())
+        store.set_meta("embedding", signature(embedder))
+        store.set_meta("chunking", '{"tokens": 400, "overlap": 80, "version": 1}')
+    index.dirty = False
+    return index, embedder, vocab, time.perf_counter() - started
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def bench_search(size: int, queries: int, state: Path) -> dict:
+    index, embedder, vocab, build_s = build(size, state)
+    rng = np.random.default_rng(1)
+    qrng = random.Random(3)
+    # Questions mix a common, a mid-frequency and a rare word with stop words.
+    questions = [f"what did we decide about the {vocab[qrng.randint(0, 50)]} "
+                 f"{vocab[qrng.randint(50, 2000)]} and {vocab[qrng.randint(2000, 29999)]}?"
+                 for _ in range(queries)]
+    vectors = unit(rng, (queries, DIMS))
+    for q, v in zip(questions[:5], vectors[:5]):  # warm the page cache
+        embedder.next = v
+        index.search(q)
+    hybrid, knn = [], []
+    for q, v in zip(questions, vectors):
+        embedder.next = v
+        t0 = time.perf_counter()
+        index.search(q, max_results=6)
+        hybrid.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        index.store.vec_knn(v.tobytes(), 24)
+        knn.append((time.perf_counter() - t0) * 1000)
+    ids, blobs = zip(*index.store.all_vectors())
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), DIMS)
+    scan = []
+    for v in vectors:
+        t0 = time.perf_counter()
+        sims = matrix @ v
+        np.argpartition(-sims, 24)[:24]
+        scan.append((time.perf_counter() - t0) * 1000)
+    index.close()
+    return {"size": size, "build_s": build_s, "hybrid": hybrid, "knn": knn, "scan": scan}
+
+
+def bench_indexing(state: Path, chunks_wanted: int) -> dict:
+    from clawd.memory.local import LocalEmbedder
+
+    rng = random.Random(11)
+    vocab = vocabulary(rng, 5000)
+    workspace = state / "ws"
+    lines_per_file = 40  # about four chunks per file
+    files = max(1, chunks_wanted // 4)
+    for f in range(files):
+        body = [f"# Notes {f}", ""]
+        for _ in range(lines_per_file):
+            words = [rng.choice(COMMON) if rng.random() < 0.4 else rng.choice(vocab)
+                     for _ in range(rng.randint(8, 30))]
+            body.append("- " + " ".join(words))
+        path = workspace / "memory" / f"note-{f:03d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(body) + "\n", encoding="utf-8")
+    settings = MemorySearch.model_validate({"provider": "local", "sync": {"watch": False},
+                                            "fallback": "none"})
+    embedder = LocalEmbedder()
+    embedder.embed_query("warm up")
+    index = open_index("indexing", workspace, settings, state, embedder=embedder)
+    t0 = time.perf_counter()
+    summary = index.sync()
+    sync_s = time.perf_counter() - t0
+    chunks = index.status()["chunks"]
+    index.close()
+    texts = []
+    for path in sorted((workspace / "memory").glob("*.md")):
+        texts += [c.context_text() for c in chunk_text(path.read_text(encoding="utf-8"))]
+    t0 = time.perf_counter()
+    embedder.embed_documents(texts)
+    raw_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    query_ms = []
+    for i in range(30):
+        t1 = time.perf_counter()
+        embedder.embed_query(f"what did we decide about item {i} last week?")
+        query_ms.append((time.perf_counter() - t1) * 1000)
+    return {"chunks": chunks, "segments": summary["embedded"], "sync_s": sync_s,
+            "raw_chunks": len(texts), "raw_s": raw_s, "query_ms": query_ms,
+            "model": embedder.model}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--index-chunks", type=int, default=160,
+                        help="chunks in the indexing-throughput workspace (0: skip)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="clawd-latency-") as tmp:
+        print(f"hybrid search latency (384-d, {SEGMENTS} segment vectors per chunk, "
+              f"max_results 6, {args.queries} queries)")
+        print(f"{'chunks':>8} {'hybrid p50':>11} {'p95':>8} | {'vec0 KNN p50':>13} "
+              f"{'numpy scan p50':>15}   (build s)")
+        for size in (int(s) for s in args.sizes.split(",") if s.strip()):
+            r = bench_search(size, args.queries, Path(tmp) / f"s{size}")
+            print(f"{size:>8} {percentile(r['hybrid'], 50):>9.1f}ms "
+                  f"{percentile(r['hybrid'], 95):>6.1f}ms | {percentile(r['knn'], 50):>11.1f}ms "
+                  f"{percentile(r['scan'], 50):>13.2f}ms   ({r['build_s']:.0f})", flush=True)
+        if args.index_chunks:
+            r = bench_indexing(Path(tmp) / "indexing", args.index_chunks)
+            print(f"\nindexing with the local model ({r['model']}): {r['chunks']} chunks "
+                  f"({r['segments']} segments embedded) in {r['sync_s']:.1f} s = "
+                  f"{r['chunks'] / r['sync_s']:.1f} chunks/s")
+            print(f"raw model speed on the same chunks embedded whole: {r['raw_chunks']} in "
+                  f"{r['raw_s']:.1f} s = {r['raw_chunks'] / r['raw_s']:.1f} chunks/s")
+            print(f"query embedding p50 {percentile(r['query_ms'], 50):.1f} ms, "
+                  f"p95 {percentile(r['query_ms'], 95):.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

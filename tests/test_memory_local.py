@@ -1,0 +1,87 @@
+"""The offline local model (loaded once for this module): vectors, truncation, tokenizer,
+laziness, and paraphrase search with the default settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from memory_fakes import settings, write
+
+from clawd.memory.index import open_index
+from clawd.memory.local import DATA_DIR, DEFAULT_LOCAL_MODEL, LocalEmbedder
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def test_vectors_are_384_d_unit_length_and_deterministic(local):
+    docs = local.embed_documents(["The gateway runs on the Mac Studio.", "Buy oat milk."])
+    query = local.embed_query("The gateway runs on the Mac Studio.")
+    assert local.dims == 384 and local.model == DEFAULT_LOCAL_MODEL
+    assert np.linalg.norm(docs[0]) == pytest.approx(1.0, abs=1e-5)
+    assert np.allclose(query, docs[0], atol=1e-5)
+    assert float(docs[0] @ docs[1]) < 0.3
+
+
+def test_input_is_truncated_at_256_tokens(local):
+    head = " ".join(["memory"] * 300)
+    a = local.embed_query(head + " zebra giraffe")
+    b = local.embed_query(head + " quantum physics")
+    assert np.allclose(a, b, atol=1e-6)
+    assert local.count_tokens(head) == 300  # counting itself is not truncated
+
+
+def test_shipped_tokenizer_is_bert_uncased_wordpiece(local):
+    assert (DATA_DIR / "tokenizer.json").is_file()
+    assert (DATA_DIR / "NOTICE.md").is_file()
+    local.count_tokens("warm up")
+    tokenizer = local._tokenizer
+    assert tokenizer.get_vocab_size() == 30522
+    assert tokenizer.encode("Hello world").ids == [101, 7592, 2088, 102]
+    assert tokenizer.token_to_id("[PAD]") == 0
+
+
+def test_importing_memory_loads_no_model_or_sdk():
+    code = ("import sys, clawd.memory, clawd.memory.index, clawd.memory.local, "
+            "clawd.memory.embeddings, clawd.tools.memory\n"
+            "from clawd.memory.local import LocalEmbedder\n"
+            "LocalEmbedder()\n"
+            "print([m for m in ('onnxruntime', 'openai', 'tokenizers', 'numpy') "
+            "if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert json.loads(out.stdout.replace("'", '"')) == []
+
+
+NOTES = {
+    "memory/pets.md": "# Pets\n\n- Milo the cat needs his thyroid pills every morning.\n",
+    "memory/health.md": "# Health\n\n- Dentist appointment moved to Thursday at 3pm.\n",
+    "memory/food.md": "# Food\n\n- Anna prefers tea over coffee and hates loud restaurants.\n",
+    "MEMORY.md": "# Memory\n\n- Deploys go out on Tuesdays; the rollback plan is in the runbook.\n",
+}
+
+
+def test_paraphrase_without_shared_words_comes_back_with_defaults(local, tmp_path: Path):
+    ws = tmp_path / "ws"
+    for rel, text in NOTES.items():
+        write(ws, rel, text)
+    index = open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
+                       embedder=local, env={})
+    index.sync()
+    for query, expected in [("medication schedule for the pet", "memory/pets.md"),
+                            ("when is my tooth doctor visit", "memory/health.md"),
+                            ("what drinks does she like", "memory/food.md")]:
+        result = index.search(query)  # default minScore 0.35, weights 0.7 / 0.3
+        assert result["results"], query
+        assert result["results"][0]["path"] == expected, (query, result)
+        assert result["provider"] == "local" and result["model"] == DEFAULT_LOCAL_MODEL
+    assert index.search("thyroid")["results"][0]["path"] == "memory/pets.md"
+    assert index.status()["vector"]["mode"] == "vec0"
+    index.close()

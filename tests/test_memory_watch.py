@@ -1,0 +1,53 @@
+"""The watcher re-indexes memory files shortly after they change."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from memory_fakes import FakeEmbedder, settings, write
+
+from clawd.memory.index import open_index
+
+
+def wait_for(condition, timeout: float = 30.0) -> bool:
+    """Poll until ``condition()`` holds (the deadline only guards against hanging)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_watcher_picks_up_a_new_file(tmp_path: Path):
+    ws = tmp_path / "ws"
+    write(ws, "MEMORY.md", "# Memory\n\nnothing yet\n")
+    index = open_index("main", ws, settings(sync={"watchDebounceMs": 100}, fallback="none"),
+                       tmp_path / "state", embedder=FakeEmbedder())
+    index.sync()
+    index.start_watcher()
+    try:
+        assert index.status()["watching"]
+        assert index._watcher.ready.wait(30)
+        write(ws, "memory/2025-03-01.md", "# March\n\n- the axolotl tank needs a heater\n")
+        write(ws, "notes.txt", "not a memory file")
+        assert wait_for(lambda: index._watcher.syncs >= 1)
+        assert "memory/2025-03-01.md" in index.store.files()
+        assert "notes.txt" not in index.store.files()
+        assert index.dirty is False
+        result = index.search("axolotl heater")
+        assert result["results"][0]["path"] == "memory/2025-03-01.md"
+    finally:
+        index.close()
+    assert index.status is not None and index._watcher is None
+
+
+def test_watch_off_starts_nothing(tmp_path: Path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    index = open_index("main", ws, settings(sync={"watch": False}, fallback="none"),
+                       tmp_path / "state", embedder=FakeEmbedder())
+    index.start_watcher()
+    assert index.status()["watching"] is False
+    index.close()
