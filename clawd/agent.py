@@ -25,11 +25,12 @@ from clawd.errors import ClawdError, ContextOverflowError, ProviderError
 from clawd.events import (Compacted, ErrorEvent, Event, Flushed, Notice, TextDelta,
                           ToolFinished, ToolStarted, TurnDone)
 from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent
-from clawd.messages import Message, ModelResponse, ToolCall, Usage, new_id
+from clawd.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage, new_id
 from clawd.providers.base import Provider
 from clawd.pruning import cap_tool_result, prune, reapply
 from clawd.sessions import SessionStore, is_group_key, new_entry
-from clawd.tokens import Budget, estimate_messages, estimate_text, estimate_tools, make_budget
+from clawd.tokens import (Budget, calibration, estimate_messages, estimate_request, estimate_text,
+                          estimate_tools, make_budget)
 from clawd.tools.base import Tool, ToolContext
 from clawd.transcript import History, Transcript, apply_compaction, build_history
 from clawd.workspace import is_writable
@@ -89,6 +90,8 @@ class Session:
         # None when no call since the last compaction reported usage: estimate everything.
         self._base: tuple[int, int, int | None] | None = self._reported_base()
         self._provider: Provider | None = None
+        # provider tokens per estimated token, learnt from each call's reported usage
+        self.token_ratio: float = float(self.entry.get("tokenRatio") or 1.0)
         self._flush_skip_logged: int | None = None  # the cycle whose skip was logged
         self.last_pruned: list[str] = []
 
@@ -160,13 +163,15 @@ class Session:
                        layers: ctxmod.Layers | None = None) -> int:
         """The context size now: last reported prompt plus estimates of everything since."""
         fixed = self._fixed_tokens(layers or self.layers())
-        extra_tokens = estimate_messages(extra or [])
+        estimated = estimate_messages(extra or [])
         if self._base is not None:
             reported, count, fixed_then = self._base
-            return (reported + (fixed - (fixed if fixed_then is None else fixed_then))
-                    + estimate_messages(self.history.messages[count:]) + extra_tokens)
-        return (fixed + estimate_messages(ctxmod.history_messages(
-            self.history.summary, self.history.messages)) + extra_tokens)
+            estimated += (fixed - (fixed if fixed_then is None else fixed_then)
+                          + estimate_messages(self.history.messages[count:]))
+            return reported + round(estimated * self.token_ratio)
+        estimated += fixed + estimate_messages(ctxmod.history_messages(
+            self.history.summary, self.history.messages))
+        return round(estimated * self.token_ratio)
 
     # --- a turn -----------------------------------------------------------------------------
 
@@ -287,7 +292,7 @@ class Session:
                 yield TextDelta(rest)
             final.flush = flush
             self._append(final, messages)
-            self._after_call(final.usage, layers, messages)
+            self._after_call(final.usage, layers, messages, request)
             return final
         return None
 
@@ -298,8 +303,11 @@ class Session:
                          messages)
 
     def _after_call(self, usage: Usage | None, layers: ctxmod.Layers,
-                    messages: list[Message]) -> None:
+                    messages: list[Message], request: ModelRequest) -> None:
         usage = usage or Usage()
+        if usage.prompt_tokens:
+            self.token_ratio = calibration(usage.prompt_tokens, estimate_request(request),
+                                           self.token_ratio)
         if messages is self.history.messages and usage.prompt_tokens:
             self._base = (usage.prompt_tokens + usage.output_tokens,
                           len(self.history.messages), self._fixed_tokens(layers))
@@ -310,6 +318,7 @@ class Session:
                     cacheReadTokens=e.get("cacheReadTokens", 0) + usage.cache_read_tokens,
                     cacheWriteTokens=e.get("cacheWriteTokens", 0) + usage.cache_write_tokens,
                     contextTokens=self.context_tokens(layers=layers),
+                    tokenRatio=round(self.token_ratio, 4),
                     lastModelCallAt=self.rt.clock().timestamp(), model=self.model_ref)
 
     def _run_tools(self, reply: Message, target: list[Message], *, flush: bool

@@ -261,25 +261,33 @@ def format_context(session: Session, *, detail: bool) -> str:
     rep = report(layers, session.history.summary, session.history.messages, session.tool_specs,
                  session.last_pruned)
     window = session.budget.context_window
+    ratio = session.token_ratio
+
+    def scaled(tokens: int) -> int:  # in the provider's own tokens
+        return round(tokens * ratio)
+
     tools_total = sum(t for _, t in rep.tools)
     rows = [("system prompt", rep.system_tokens), ("project context", rep.project_tokens),
             ("tool schemas", tools_total), ("compaction summary", rep.summary_tokens),
             (f"history ({rep.history_count} messages)", rep.history_tokens)]
-    lines = [f"{name:<28} {tokens:>9,}" for name, tokens in rows]
-    lines.append(f"{'total (estimated)':<28} {rep.total:>9,}  of {window:,} "
-                 f"({100 * rep.total / window:.1f}%)")
+    lines = [f"{name:<28} {scaled(tokens):>9,}" for name, tokens in rows]
+    total = scaled(rep.total)
+    lines.append(f"{'total (estimated)':<28} {total:>9,}  of {window:,} "
+                 f"({100 * total / window:.1f}%)")
     if session.entry.get("contextTokens"):
-        lines.append(f"{'last reported by provider':<28} {session.context_tokens():>9,}")
+        lines.append(f"{'now, from provider usage':<28} {session.context_tokens():>9,}")
+    if abs(ratio - 1) >= 0.005:
+        lines.append(f"(estimates scaled ×{ratio:.2f} to the provider's token count)")
     if detail:
         lines.append("\nProject context files (raw chars → injected chars, tokens):")
         for f in rep.files:
             flag = "  TRUNCATED" if f.truncated else ""
             lines.append(f"  {f.name:<26} {f.raw_chars:>8,} → {f.injected_chars:>8,} chars "
-                         f"{f.tokens:>7,} tok{flag}")
+                         f"{scaled(f.tokens):>7,} tok{flag}")
         if not rep.files:
             lines.append("  (none)")
         lines.append("Tool schemas:")
-        lines += [f"  {name:<26} {tokens:>7,} tok" for name, tokens in rep.tools]
+        lines += [f"  {name:<26} {scaled(tokens):>7,} tok" for name, tokens in rep.tools]
         lines.append("Pruned in the last request:")
         lines += [f"  {item}" for item in rep.pruned] or ["  (nothing)"]
     return "\n".join(lines)

@@ -17,10 +17,11 @@ import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clawd.messages import Message, ToolSpec
+    from clawd.messages import Message, ModelRequest, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +99,18 @@ def encoder_name() -> str:
 
 
 def estimate_text(text: str) -> int:
-    """Tokens in a string."""
+    """Tokens in a string (long texts, such as the system prompt, are remembered)."""
     if not text:
         return 0
     if encoder_name() == "chars/4":
         return (len(text) + 3) // 4
+    if len(text) >= 2000:
+        return _estimate_long(text)
+    return len(_encoder.encode(text, disallowed_special=()))
+
+
+@lru_cache(maxsize=64)
+def _estimate_long(text: str) -> int:
     return len(_encoder.encode(text, disallowed_special=()))
 
 
@@ -146,6 +154,23 @@ def estimate_tools(tools: Iterable[ToolSpec]) -> int:
     import orjson
     return sum(estimate_text(t.name) + estimate_text(t.description)
                + estimate_text(orjson.dumps(t.parameters).decode()) for t in tools)
+
+
+def estimate_request(request: ModelRequest) -> int:
+    """Tokens of a whole request: system segments, messages and tool schemas."""
+    return (sum(estimate_text(s) for s in request.system) + estimate_messages(request.messages)
+            + estimate_tools(request.tools))
+
+
+def calibration(reported: int, estimated: int, previous: float = 1.0) -> float:
+    """How many provider tokens one estimated token is, from one call (kept in 0.5..2).
+
+    Each provider counts with its own tokenizer; scaling estimates by this factor makes
+    them agree with what the provider reports for the same text.
+    """
+    if reported <= 0 or estimated <= 0:
+        return previous
+    return min(2.0, max(0.5, reported / estimated))
 
 
 # --- budget ---------------------------------------------------------------------------------

@@ -234,7 +234,8 @@ def run(name: str, flush: bool, plan: list[Turn], facts: list[Fact], docs: dict[
     from clawd.agent import Runtime, Session
     from clawd.config import AgentDefaults, Config
     from clawd.events import Compacted, ErrorEvent
-    from clawd.providers.scripted import ScriptedProvider, estimate_request
+    from clawd.providers.scripted import ScriptedProvider
+    from clawd.tokens import estimate_request
     from clawd.tools.files import file_tools
 
     started = time.perf_counter()

@@ -7,7 +7,7 @@ real turn loop (``Session.run_turn``: pruning, memory flush, compaction) with a 
 model on a 200,000-token window, once per ``contextPruning.mode``: ``off`` (the baseline),
 ``cache-ttl``, ``adaptive`` and ``aggressive``. Every mode sees the same turns and the same
 tool outputs. Each request the model received is measured with the loop's own estimator
-(``clawd.providers.scripted.estimate_request``); flush and summary requests count too.
+(``clawd.tokens.estimate_request``); flush and summary requests count too.
 
 A second table replays the requests against a model of Anthropic's prompt cache (an entry
 per breakpoint: end of the system prompt and end of the newest message; an entry lives 5
@@ -126,7 +126,8 @@ def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
     from clawd.agent import Runtime, Session
     from clawd.config import AgentDefaults, Config
     from clawd.messages import ToolSpec
-    from clawd.providers.scripted import ScriptedProvider, estimate_request
+    from clawd.providers.scripted import ScriptedProvider
+    from clawd.tokens import estimate_request
     from clawd.tools.base import Tool, schema
 
     started = time.perf_counter()

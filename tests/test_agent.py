@@ -7,7 +7,7 @@ import json
 from clawd.agent import Session
 from clawd.events import ErrorEvent, Notice, TextDelta, ToolFinished, ToolStarted, TurnDone
 from clawd.errors import ProviderError
-from clawd.messages import TextDelta as Delta
+from clawd.messages import ModelResponse, TextDelta as Delta
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
 from conftest import make_runtime
@@ -170,3 +170,32 @@ def test_reloaded_session_counts_from_the_last_reported_usage(tmp_path):
     from clawd.messages import Message
     extra = Message.user("one more question")
     assert 51_000 < again.context_tokens([extra]) < 51_050
+
+
+def test_context_report_agrees_with_a_provider_that_counts_differently(tmp_path):
+    """A provider whose tokenizer counts 25% more: /context and the budget follow it."""
+    import re
+
+    from clawd.commands import Chat
+    from clawd.tokens import estimate_request
+
+    class Wordier(ScriptedProvider):
+        def stream(self, request):
+            for event in super().stream(request):
+                if isinstance(event, ModelResponse):
+                    event.message.usage.input_tokens = round(estimate_request(request) * 1.25)
+                yield event
+
+    provider = Wordier(default="A reply of a few words, " * 20)
+    runtime = make_runtime(tmp_path, provider)
+    (runtime.workspace / "AGENTS.md").write_text("Rules of the house. " * 300)
+    chat = Chat(runtime, KEY)
+    for i in range(4):
+        list(chat.handle(f"message number {i} " + "with some padding " * 40))
+    session = chat.session
+    assert abs(session.token_ratio - 1.25) < 0.01
+    text = "".join(e.text for e in chat.handle("/context list"))
+    total = int(re.search(r"total \(estimated\)\s+([\d,]+)", text).group(1).replace(",", ""))
+    reported = session._base[0]  # prompt + output of the last call, as the provider said
+    assert abs(total - reported) / reported < 0.03
+    assert "scaled ×1.25" in text

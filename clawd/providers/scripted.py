@@ -17,6 +17,7 @@ from typing import Any, Union
 from clawd.errors import ProviderError
 from clawd.messages import (Message, ModelRequest, ModelResponse, TextDelta, ToolCall,
                             Usage, new_id)
+from clawd.tokens import estimate_request
 
 
 @dataclass
@@ -86,10 +87,3 @@ class ScriptedProvider:
     def assert_done(self) -> None:
         if self.steps:
             raise AssertionError(f"{len(self.steps)} scripted replies were never used")
-
-
-def estimate_request(request: ModelRequest) -> int:
-    """The token size of a request, by the loop's own estimator."""
-    from clawd.tokens import estimate_messages, estimate_text, estimate_tools
-    return (sum(estimate_text(s) for s in request.system) + estimate_messages(request.messages)
-            + estimate_tools(request.tools))
