@@ -26,14 +26,19 @@ class Chat:
         self.runtime = runtime
         self.session = Session(runtime, key, model)
         memory = runtime.memory
-        if memory is not None and memory.settings.sync.on_session_start:
-            if background:  # the REPL: index while the user types, and keep watching
-                import threading
-                threading.Thread(target=_sync_quietly, args=(memory,), daemon=True,
-                                 name="clawd-memory-sync").start()
-                memory.start_watcher()
-            else:
-                memory.mark_dirty()  # one-shot runs sync on their first search
+        if memory is not None and memory.settings.sync.on_session_start and not background:
+            memory.mark_dirty()  # one-shot runs sync on their first search
+
+    def start_memory_sync(self) -> None:
+        """Index in the background (session start) and keep watching the memory files."""
+        memory = self.runtime.memory
+        if memory is None:
+            return
+        if memory.settings.sync.on_session_start:
+            import threading
+            threading.Thread(target=_sync_quietly, args=(memory,), daemon=True,
+                             name="clawd-memory-sync").start()
+        memory.start_watcher()
 
     def handle(self, line: str) -> Iterator[Event]:
         """A slash command or a user message; errors become an ``ErrorEvent``."""

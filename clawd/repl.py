@@ -233,6 +233,8 @@ class _Warmup:
         if self.thread is None:
             self.thread = threading.Thread(target=self._run, name="clawd-warmup", daemon=True)
             self.thread.start()
+            # indexing can take a while: it runs on its own and is never waited for
+            self.status.chat.start_memory_sync()
 
     def _run(self) -> None:
         try:

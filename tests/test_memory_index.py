@@ -185,8 +185,8 @@ def test_without_sqlite_vec_search_runs_in_process(ws, tmp_path, monkeypatch):
 def test_a_broken_extension_path_falls_back_in_process(ws, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         index = make(ws, tmp_path, store={"vector": {"extensionPath": str(tmp_path / "nope")}})
+        index.sync()  # the store opens on first use
     assert "sqlite-vec unavailable" in caplog.text
-    index.sync()
     assert index.status()["vector"] == {"enabled": True, "available": False,
                                         "mode": "in-process", "extension": None, "dims": 256}
     assert index.search("gateway Mac Studio")["mode"] == "hybrid"

@@ -117,3 +117,17 @@ def test_memory_cli_with_the_local_model(workspace_config, capsys):
                      "--max-results", "1"]) == 0
     out, _ = capsys.readouterr()
     assert "memory/2026-11-20.md:" in out and out.startswith("1 result")
+
+
+def test_repl_start_indexes_in_the_background_and_watches(tmp_path, clock):
+    import time
+    runtime = memory_runtime(tmp_path, ScriptedProvider(), clock)
+    (runtime.workspace / "MEMORY.md").write_text("- The backup job runs at 02:00.\n")
+    chat = Chat(runtime, KEY, background=True)
+    chat.start_memory_sync()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not runtime.memory.status()["chunks"]:
+        time.sleep(0.05)
+    status = runtime.memory.status()
+    assert status["chunks"] >= 1 and status["watching"]
+    runtime.memory.close()

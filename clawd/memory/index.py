@@ -107,8 +107,7 @@ class MemoryIndex:
         self.settings = settings
         self.sessions_dir = sessions_dir
         self.path = store_path(agent_id, settings, state_dir)
-        self.store = Store(self.path, vector_enabled=settings.store.vector.enabled,
-                           extension_path=settings.store.vector.extension_path)
+        self._store: Store | None = None  # opened on first use, off the start-up path
         self.embedders = Embedders(settings, env, embedder, fallback)
         self.dirty = True
         self.last_sync: dict[str, Any] | None = None
@@ -116,6 +115,15 @@ class MemoryIndex:
         self._matrix: Any = None  # in-process vectors when sqlite-vec is unavailable
         self._watcher: Any = None
         self._pool: Any = None
+
+    @property
+    def store(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                vector = self.settings.store.vector
+                self._store = Store(self.path, vector_enabled=vector.enabled,
+                                    extension_path=vector.extension_path)
+            return self._store
 
     # --- freshness --------------------------------------------------------------------------
 
@@ -154,7 +162,8 @@ class MemoryIndex:
             self._pool.shutdown(wait=True)
             self._pool = None
         with self._lock:
-            self.store.close()
+            if self._store is not None:
+                self._store.close()
 
     # --- search -----------------------------------------------------------------------------
 
