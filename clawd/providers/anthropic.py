@@ -12,58 +12,37 @@ and none of its types leave this file: failures become ``ProviderError`` /
 
 from __future__ import annotations
 
-import random
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
-from clawd.errors import ProviderError, ProviderSetupError
+from clawd.errors import ProviderError
 from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta, ToolSpec, Usage
-from clawd.providers.common import (RetryHook, RetryInfo, one_line, pair_tool_calls,
-                                    parse_arguments, parse_retry_after, retrying_stream,
-                                    status_error, stop_reason, transport_error)
+from clawd.providers.common import (RetryInfo, SdkProvider, pair_tool_calls,
+                                    parse_arguments, parse_retry_after, status_error, stop_reason, transport_error)
 
 CACHE_CONTROL = {"type": "ephemeral"}
 # Error types Anthropic sends inside a stream that has already started with HTTP 200.
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """A model served through the Anthropic Messages API (or a server speaking it)."""
 
     api = "anthropic-messages"
+    sdk = "anthropic"
 
-    def __init__(self, model: str, *, api_key: str, base_url: str | None = None,
-                 headers: Mapping[str, str] | None = None, name: str = "anthropic",
-                 max_retries: int = 3, timeout: float = 120.0, retry_base_delay: float = 1.0,
-                 sleep: Callable[[float], None] = time.sleep,
-                 rng: Callable[[], float] = random.random, on_retry: RetryHook | None = None):
-        self.name = name
-        self.model = model
-        self.base_url = base_url
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.retry_base_delay = retry_base_delay
-        self._sleep = sleep
-        self._rng = rng
-        self.on_retry = on_retry
-        # The SDK's own retries are off: ours know about deltas already shown to the user.
-        try:
-            import anthropic
+    def __init__(self, model: str, *, name: str = "anthropic", **options: Any):
+        super().__init__(model, name=name, **options)
 
-            self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url,
-                                               default_headers=dict(headers or {}) or None,
-                                               max_retries=0, timeout=timeout)
-        except Exception as exc:  # a missing package or a client that refuses its settings
-            raise ProviderSetupError(f"{name}: cannot set up the anthropic client: "
-                                     f"{one_line(str(exc))}") from exc
+    def _make_client(self, api_key: str, base_url: str | None,
+                     headers: dict[str, str] | None, timeout: float) -> Any:
+        import anthropic
 
-    def stream(self, request: ModelRequest) -> Iterator[TextDelta | ModelResponse]:
-        params = build_params(self.model, request)
-        yield from retrying_stream(self.name, lambda: self._attempt(params), self._convert,
-                                   max_retries=self.max_retries,
-                                   base_delay=self.retry_base_delay, sleep=self._sleep,
-                                   rng=self._rng, on_retry=self.on_retry)
+        return anthropic.Anthropic(api_key=api_key, base_url=base_url, default_headers=headers,
+                                   max_retries=0, timeout=timeout)
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        return build_params(self.model, request)
 
     def _attempt(self, params: dict[str, Any]) -> Iterator[TextDelta | ModelResponse]:
         reply = _Reply(self.model)

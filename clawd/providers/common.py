@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from clawd.errors import ContextOverflowError, ProviderError
-from clawd.messages import Message, ModelResponse, TextDelta
+from clawd.errors import ContextOverflowError, ProviderError, ProviderSetupError
+from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta
 
 log = logging.getLogger(__name__)
 
@@ -276,3 +276,54 @@ def parse_arguments(raw: str) -> dict[str, Any]:
     except ValueError:
         return {"_raw": raw}
     return value if isinstance(value, dict) else {"_raw": raw}
+
+
+class SdkProvider:
+    """What both SDK adapters share: identity, retry settings, the client, and streaming with
+    retries. Subclasses name their ``sdk`` and implement ``_make_client``, ``_params``,
+    ``_attempt`` (one streamed call) and ``_convert`` (SDK errors to ``ProviderError``)."""
+
+    api = ""
+    sdk = ""
+
+    def __init__(self, model: str, *, api_key: str, base_url: str | None = None,
+                 headers: Mapping[str, str] | None = None, name: str,
+                 max_retries: int = 3, timeout: float = 120.0, retry_base_delay: float = 1.0,
+                 sleep: Callable[[float], None] = time.sleep,
+                 rng: Callable[[], float] = random.random, on_retry: RetryHook | None = None):
+        self.name = name
+        self.model = model
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.retry_base_delay = retry_base_delay
+        self._sleep = sleep
+        self._rng = rng
+        self.on_retry = on_retry
+        # The SDK's own retries are off: ours know about deltas already shown to the user.
+        try:
+            self._client = self._make_client(api_key, base_url, dict(headers or {}) or None,
+                                             timeout)
+        except Exception as exc:  # a missing package or a client that refuses its settings
+            raise ProviderSetupError(f"{name}: cannot set up the {self.sdk} client: "
+                                     f"{one_line(str(exc))}") from exc
+
+    def stream(self, request: ModelRequest) -> Iterator[TextDelta | ModelResponse]:
+        params = self._params(request)
+        yield from retrying_stream(self.name, lambda: self._attempt(params), self._convert,
+                                   max_retries=self.max_retries,
+                                   base_delay=self.retry_base_delay, sleep=self._sleep,
+                                   rng=self._rng, on_retry=self.on_retry)
+
+    def _make_client(self, api_key: str, base_url: str | None,
+                     headers: dict[str, str] | None, timeout: float) -> Any:
+        raise NotImplementedError
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _attempt(self, params: dict[str, Any]) -> Iterator[TextDelta | ModelResponse]:
+        raise NotImplementedError
+
+    def _convert(self, exc: BaseException) -> Any:
+        raise NotImplementedError
