@@ -182,7 +182,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     runtime = build_runtime(config, args.agent, allow_exec=args.allow_exec)
     chat = Chat(runtime, session_key(runtime.agent_id, args.session), args.model)
     check_provider(chat)
-    render = render_json if args.json else render_plain
+    from clawd.render import Renderer
+
+    render = Renderer(sys.stdout, side=sys.stderr, as_json=args.json).event
     if args.message:
         lines = [args.message]
     else:
@@ -222,74 +224,6 @@ def _script_lines(source: str):
     with handle:
         for line in handle:
             yield line.rstrip("\r\n")
-
-
-def render_plain(event: Any) -> bool:
-    """Print an event for a human; True when the front end should stop."""
-    from clawd import events as ev
-
-    if isinstance(event, ev.TextDelta):
-        sys.stdout.write(event.text)
-        sys.stdout.flush()
-    elif isinstance(event, ev.TurnDone):
-        if event.text:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-    elif isinstance(event, ev.CommandOutput):
-        print(event.text, flush=True)
-        return event.quit
-    elif isinstance(event, ev.ToolStarted):
-        print(f"· {event.name} {_brief(event.arguments)}", file=sys.stderr)
-    elif isinstance(event, ev.ToolFinished) and event.is_error:
-        print(f"· {event.name} failed: {event.preview.splitlines()[0] if event.preview else ''}",
-              file=sys.stderr)
-    elif isinstance(event, ev.Flushed):
-        print(f"· memory flush: {event.skipped or ', '.join(event.files) or 'nothing to store'}",
-              file=sys.stderr)
-    elif isinstance(event, ev.Compacted):
-        print(f"· compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens",
-              file=sys.stderr)
-    elif isinstance(event, ev.Notice):
-        print(f"· {event.text}", file=sys.stderr)
-    elif isinstance(event, ev.ErrorEvent):
-        print(f"clawd: {event.message}", file=sys.stderr)
-    return False
-
-
-def render_json(event: Any) -> bool:
-    """Print an event as one JSON line (SPEC §11); True when the front end should stop."""
-    out = event_json(event)
-    if out is not None:
-        print(json.dumps(out, ensure_ascii=False), flush=True)
-    return bool(getattr(event, "quit", False))
-
-
-def event_json(event: Any) -> dict[str, Any] | None:
-    from clawd import events as ev
-
-    if isinstance(event, ev.TurnDone):
-        return {"type": "reply", "text": event.text, "aborted": event.aborted}
-    if isinstance(event, ev.CommandOutput):
-        return {"type": "command", "name": event.name, "text": event.text}
-    if isinstance(event, ev.Flushed):
-        return {"type": "flush", "files": event.files, "skipped": event.skipped}
-    if isinstance(event, ev.Compacted):
-        return {"type": "compaction", "tokensBefore": event.tokens_before,
-                "tokensAfter": event.tokens_after, "method": event.method}
-    if isinstance(event, ev.ErrorEvent):
-        return {"type": "error", "message": event.message}
-    if isinstance(event, ev.ToolStarted):
-        return {"type": "tool", "name": event.name, "arguments": event.arguments}
-    if isinstance(event, ev.ToolFinished):
-        return {"type": "toolResult", "name": event.name, "isError": event.is_error}
-    if isinstance(event, ev.Notice):
-        return {"type": "notice", "text": event.text}
-    return None
-
-
-def _brief(arguments: dict[str, Any]) -> str:
-    text = " ".join(f"{k}={v!r}" for k, v in arguments.items() if k not in ("content",))
-    return text if len(text) <= 100 else text[:97] + "..."
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:

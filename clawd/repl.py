@@ -2,8 +2,8 @@
 
 ``run_repl`` wires a ``Chat`` for the terminal; ``repl_loop`` is the prompt loop itself and
 takes the chat, the prompt-toolkit input/output and the text stream replies go to, so tests
-drive it through a pipe. Rendering (``Renderer``, ``banner``, ``toolbar_text``,
-``brief_arguments``) is kept apart from the loop. Enter sends, Esc+Enter (Alt+Enter) starts a
+drive it through a pipe. Events are rendered by ``clawd.render.Renderer``; ``banner`` and
+``toolbar_text`` are the REPL's own text. Enter sends, Esc+Enter (Alt+Enter) starts a
 new line, a bracketed paste stays one message; Ctrl-C while a reply streams is thrown into
 the turn (which keeps the partial reply), Ctrl-C at the prompt clears the line, Ctrl-D
 leaves. The provider SDK and the tokenizer load in a background thread once the first prompt
@@ -12,9 +12,7 @@ is on screen, so the prompt appears without waiting for either.
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -28,25 +26,14 @@ from prompt_toolkit.key_binding import KeyBindings
 
 from clawd import events as ev
 from clawd.commands import Chat, completions
+from clawd.render import DIM, YELLOW, Renderer
 
 log = logging.getLogger(__name__)
 
 PROMPT = "› "
-DIM, RED, YELLOW, RESET = "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[0m"
 
 
 # --- rendering ------------------------------------------------------------------------------
-
-def brief_arguments(name: str, arguments: dict[str, Any], width: int = 100) -> str:
-    """A tool call's arguments on one short line (file contents left out)."""
-    if name == "exec" and isinstance(arguments.get("command"), str):
-        text = arguments["command"]
-    else:
-        text = " ".join(f"{k}={v!r}" for k, v in arguments.items()
-                        if k not in ("content", "newText", "oldText"))
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[:width - 3] + "..."
-
 
 def banner(agent_id: str, key: str, model: str) -> str:
     return f"clawd · agent {agent_id} · session {key} · model {model} · /help for commands"
@@ -60,70 +47,6 @@ def toolbar_text(model: str, used: int | None, window: int) -> str:
         pct = 100.0 * used / window if window else 0.0
         context = f"context {pct:.0f}% ({used:,} / {window:,})"
     return f" {model} · {context} · Esc+Enter: new line · /help "
-
-
-class Renderer:
-    """Writes events to a text stream: replies as they stream, the rest on lines of their own.
-
-    ``color`` adds ANSI styling (dim for tool calls and notices, red for errors); ``as_json``
-    writes the JSON lines of ``clawd chat --json`` instead.
-    """
-
-    def __init__(self, stream: TextIO | None = None, *, color: bool | None = None,
-                 as_json: bool = False):
-        self.stream = stream if stream is not None else sys.stdout
-        self.color = (self.stream.isatty() if color is None else color) and not as_json
-        self.as_json = as_json
-        self.midline = False
-
-    def _style(self, code: str, text: str) -> str:
-        return f"{code}{text}{RESET}" if self.color else text
-
-    def line(self, text: str, code: str = "") -> None:
-        """A whole line, after ending a reply line that is still open."""
-        self._write(("\n" if self.midline else "") + self._style(code, text) + "\n")
-        self.midline = False
-
-    def _write(self, text: str) -> None:
-        self.stream.write(text)
-        self.stream.flush()
-
-    def event(self, event: Any) -> bool:
-        """Render one event; True when the REPL should stop."""
-        if self.as_json:
-            from clawd.cli import event_json
-            out = event_json(event)
-            if out is not None:
-                self._write(json.dumps(out, ensure_ascii=False) + "\n")
-            return bool(getattr(event, "quit", False))
-        if isinstance(event, ev.TextDelta):
-            if event.text:
-                self._write(event.text)
-                self.midline = not event.text.endswith("\n")
-        elif isinstance(event, ev.TurnDone):
-            if self.midline:
-                self._write("\n")
-                self.midline = False
-        elif isinstance(event, ev.CommandOutput):
-            self.line(event.text)
-            return event.quit
-        elif isinstance(event, ev.ToolStarted):
-            self.line(f"· {event.name} {brief_arguments(event.name, event.arguments)}", DIM)
-        elif isinstance(event, ev.ToolFinished):
-            if event.is_error:
-                first = event.preview.splitlines()[0] if event.preview else ""
-                self.line(f"· {event.name} failed: {first}", RED)
-        elif isinstance(event, ev.Flushed):
-            what = event.skipped or ", ".join(event.files) or "nothing to store"
-            self.line(f"· memory flush: {what}", DIM)
-        elif isinstance(event, ev.Compacted):
-            self.line(f"· compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens "
-                      f"({event.method})", DIM)
-        elif isinstance(event, ev.Notice):
-            self.line(f"· {event.text}", YELLOW)
-        elif isinstance(event, ev.ErrorEvent):
-            self.line(f"error: {event.message}", RED)
-        return False
 
 
 def drive(events: Iterator[Any], render: Callable[[Any], bool]) -> bool:

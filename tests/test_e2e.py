@@ -58,6 +58,7 @@ def test_multi_step_tool_turn_through_openai_sdk(setup, server, capsys):
     code, out, err = run_cli(["chat", "-m", "store alpha in notes.md"], capsys)
     assert code == 0, err
     assert "Let me write that." in out and "It says alpha." in out
+    assert "· write path='notes.md'" in err and "· write" not in out  # side lines on stderr
     assert (setup / "notes.md").read_text() == "alpha"
     third = server.requests[2].json()
     assert third["messages"][-1]["role"] == "tool" and "alpha" in third["messages"][-1]["content"]

@@ -19,8 +19,9 @@ from clawd.config import parse_config
 from clawd.errors import ProviderSetupError
 from clawd.messages import TextDelta
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.repl import (Renderer, SlashCompleter, brief_arguments, confirm_exec, drive,
-                        repl_loop, run_repl, toolbar_text)
+from clawd.render import Renderer, brief_arguments
+from clawd.repl import (SlashCompleter, confirm_exec, drive, repl_loop, run_repl,
+                        toolbar_text)
 
 from conftest import make_runtime
 

@@ -1,0 +1,119 @@
+"""Rendering the loop's events as text or JSON lines, for every front end.
+
+``Renderer`` writes replies as they stream to one stream and everything said about the turn
+(tool calls, flushes, compactions, notices, errors) as whole lines to a side stream, which is
+the same stream in the REPL and stderr for ``-m``/``--script``. ``event_json`` is the
+``--json`` form of an event (SPEC §11).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from clawd import events as ev
+
+DIM, RED, YELLOW, RESET = "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[0m"
+
+
+def brief_arguments(name: str, arguments: dict[str, Any], width: int = 100) -> str:
+    """A tool call's arguments on one short line (file contents left out)."""
+    if name == "exec" and isinstance(arguments.get("command"), str):
+        text = arguments["command"]
+    else:
+        text = " ".join(f"{k}={v!r}" for k, v in arguments.items()
+                        if k not in ("content", "newText", "oldText"))
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def event_json(event: Any) -> dict[str, Any] | None:
+    if isinstance(event, ev.TurnDone):
+        return {"type": "reply", "text": event.text, "aborted": event.aborted}
+    if isinstance(event, ev.CommandOutput):
+        return {"type": "command", "name": event.name, "text": event.text}
+    if isinstance(event, ev.Flushed):
+        return {"type": "flush", "files": event.files, "skipped": event.skipped}
+    if isinstance(event, ev.Compacted):
+        return {"type": "compaction", "tokensBefore": event.tokens_before,
+                "tokensAfter": event.tokens_after, "method": event.method}
+    if isinstance(event, ev.ErrorEvent):
+        return {"type": "error", "message": event.message}
+    if isinstance(event, ev.ToolStarted):
+        return {"type": "tool", "name": event.name, "arguments": event.arguments}
+    if isinstance(event, ev.ToolFinished):
+        return {"type": "toolResult", "name": event.name, "isError": event.is_error}
+    if isinstance(event, ev.Notice):
+        return {"type": "notice", "text": event.text}
+    return None
+
+
+
+class Renderer:
+    """Writes events to a text stream: replies as they stream, the rest on lines of their own.
+
+    ``color`` adds ANSI styling (dim for tool calls and notices, red for errors); ``as_json``
+    writes the JSON lines of ``clawd chat --json`` instead.
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, side: TextIO | None = None,
+                 color: bool | None = None, as_json: bool = False):
+        self.stream = stream if stream is not None else sys.stdout
+        self.side = side if side is not None else self.stream
+        self.color = (self.side.isatty() if color is None else color) and not as_json
+        self.as_json = as_json
+        self.midline = False
+
+    def _style(self, code: str, text: str) -> str:
+        return f"{code}{text}{RESET}" if self.color else text
+
+    def line(self, text: str, code: str = "", *, side: bool = True) -> None:
+        """A whole line (on the side stream unless ``side`` is false), after ending a reply
+        line that is still open on the same stream."""
+        target = self.side if side else self.stream
+        if self.midline and target is self.stream:
+            self._write("\n")
+            self.midline = False
+        self._write(self._style(code, text) + "\n", target)
+
+    def _write(self, text: str, target: TextIO | None = None) -> None:
+        target = target or self.stream
+        target.write(text)
+        target.flush()
+
+    def event(self, event: Any) -> bool:
+        """Render one event; True when the REPL should stop."""
+        if self.as_json:
+            out = event_json(event)
+            if out is not None:
+                self._write(json.dumps(out, ensure_ascii=False) + "\n")
+            return bool(getattr(event, "quit", False))
+        if isinstance(event, ev.TextDelta):
+            if event.text:
+                self._write(event.text)
+                self.midline = not event.text.endswith("\n")
+        elif isinstance(event, ev.TurnDone):
+            if self.midline:
+                self._write("\n")
+                self.midline = False
+        elif isinstance(event, ev.CommandOutput):
+            self.line(event.text, side=False)
+            return event.quit
+        elif isinstance(event, ev.ToolStarted):
+            self.line(f"· {event.name} {brief_arguments(event.name, event.arguments)}", DIM)
+        elif isinstance(event, ev.ToolFinished):
+            if event.is_error:
+                first = event.preview.splitlines()[0] if event.preview else ""
+                self.line(f"· {event.name} failed: {first}", RED)
+        elif isinstance(event, ev.Flushed):
+            what = event.skipped or ", ".join(event.files) or "nothing to store"
+            self.line(f"· memory flush: {what}", DIM)
+        elif isinstance(event, ev.Compacted):
+            self.line(f"· compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens "
+                      f"({event.method})", DIM)
+        elif isinstance(event, ev.Notice):
+            self.line(f"· {event.text}", YELLOW)
+        elif isinstance(event, ev.ErrorEvent):
+            self.line(f"error: {event.message}", RED)
+        return False
