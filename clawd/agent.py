@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -155,9 +156,13 @@ class Session:
     def tool_specs(self) -> list:
         return [t.spec for t in self.rt.tools]
 
+    @cached_property
+    def _tool_tokens(self) -> int:
+        """The tool schemas' tokens (they never change for a runtime)."""
+        return estimate_tools(self.tool_specs)
+
     def _fixed_tokens(self, layers: ctxmod.Layers) -> int:
-        return (estimate_text(layers.system) + estimate_text(layers.project)
-                + estimate_tools(self.tool_specs))
+        return estimate_text(layers.system) + estimate_text(layers.project) + self._tool_tokens
 
     def context_tokens(self, extra: list[Message] | None = None,
                        layers: ctxmod.Layers | None = None) -> int:
