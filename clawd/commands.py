@@ -8,14 +8,22 @@ print.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from clawd.agent import Runtime, Session
+from clawd.context import report
 from clawd.errors import ClawdError
-from clawd.events import CommandOutput, ErrorEvent, Event, Notice
+from clawd.events import CommandOutput, Compacted, ErrorEvent, Event, Notice
 from clawd.hooks import end_session_memory, reset_reason
+from clawd.memory.notes import append_to_daily_log
+from clawd.workspace import MEMORY_DIR, MEMORY_FILE
+
+log = logging.getLogger(__name__)
 
 
 class Chat:
@@ -35,7 +43,6 @@ class Chat:
         if memory is None:
             return
         if memory.settings.sync.on_session_start:
-            import threading
             threading.Thread(target=_sync_quietly, args=(memory,), daemon=True,
                              name="clawd-memory-sync").start()
         memory.start_watcher()
@@ -79,11 +86,10 @@ class Chat:
 
 
 def _sync_quietly(memory) -> None:
-    import logging
     try:
         memory.sync()
     except Exception as exc:  # noqa: BLE001 - the next search syncs again and reports
-        logging.getLogger(__name__).warning("memory sync failed: %s", exc)
+        log.warning("memory sync failed: %s", exc)
 
 
 @dataclass(frozen=True)
@@ -173,7 +179,6 @@ def _reset(chat: Chat, args: str) -> Iterator[Event]:
 def _compact(chat: Chat, args: str) -> Iterator[Event]:
     events = list(chat.session.compact(args or None))
     yield from events
-    from clawd.events import Compacted
     done = next((e for e in events if isinstance(e, Compacted)), None)
     text = (f"compacted: {done.tokens_before:,} → {done.tokens_after:,} tokens ({done.method})"
             if done else "nothing was compacted")
@@ -192,7 +197,6 @@ def _memory(chat: Chat, args: str) -> Iterator[Event]:
     elif action == "show":
         yield from _out("memory", format_memory_files(runtime.workspace))
     elif action == "add" and rest:
-        from clawd.memory.notes import append_to_daily_log
         rel = append_to_daily_log(runtime.workspace, rest, runtime.clock().date())
         if runtime.memory is not None:
             runtime.memory.mark_dirty()
@@ -214,9 +218,8 @@ def format_memory_results(found: dict) -> str:
     return "\n".join(lines)
 
 
-def format_memory_files(workspace) -> str:
+def format_memory_files(workspace: Path) -> str:
     """MEMORY.md, then the list of memory files with their sizes."""
-    from clawd.workspace import MEMORY_DIR, MEMORY_FILE
     memory = workspace / MEMORY_FILE
     text = memory.read_text(encoding="utf-8") if memory.exists() else "(no MEMORY.md yet)"
     files = sorted((workspace / MEMORY_DIR).glob("**/*.md"))
@@ -260,8 +263,6 @@ def format_status(session: Session) -> str:
 
 
 def format_context(session: Session, *, detail: bool) -> str:
-    from clawd.context import report
-
     layers = session.layers()
     rep = report(layers, session.history.summary, session.history.messages, session.tool_specs,
                  session.last_pruned)
