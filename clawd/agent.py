@@ -461,10 +461,7 @@ class Session:
                  "firstKeptId": messages[cut].id if cut < len(messages) else None,
                  "tokensBefore": before, "tokensAfter": 0, "instructions": instructions,
                  "method": summary.method, "reason": reason}
-        after_history = History(self.history.summary, list(messages), 0)
-        apply_compaction(after_history, entry)
-        self.history.summary, self.history.messages[:] = (after_history.summary,
-                                                          after_history.messages)
+        apply_compaction(self.history, entry)  # in place: the list stays the same object
         self._base = None
         entry["tokensAfter"] = self.context_tokens(incoming)
         self.transcript.append(entry)
