@@ -20,6 +20,7 @@ from clawd.context import report
 from clawd.errors import ClawdError
 from clawd.events import CommandOutput, Compacted, ErrorEvent, Event, Notice
 from clawd.hooks import end_session_memory, reset_reason
+from clawd.messages import parse_iso
 from clawd.memory.notes import append_to_daily_log
 from clawd.workspace import MEMORY_DIR, MEMORY_FILE
 
@@ -230,11 +231,8 @@ def format_memory_files(workspace: Path) -> str:
 
 
 def _fmt_age(created: str | None, now: datetime) -> str:
-    if not created:
-        return "?"
-    try:
-        start = datetime.fromisoformat(created.replace("Z", "+00:00"))
-    except ValueError:
+    start = parse_iso(created)
+    if start is None:
         return "?"
     minutes = int((now - start).total_seconds() // 60)
     return f"{minutes // 1440}d {minutes // 60 % 24}h" if minutes >= 1440 else (
@@ -256,7 +254,7 @@ def format_status(session: Session) -> str:
         f" · cache read {e.get('cacheReadTokens', 0):,} · cache write "
         f"{e.get('cacheWriteTokens', 0):,}",
         f"Session:     {session.key} ({e.get('sessionId')}) · age "
-        f"{_fmt_age(e.get('createdAt'), datetime.now().astimezone())}",
+        f"{_fmt_age(e.get('createdAt'), session.rt.clock())}",
         f"Workspace:   {session.rt.workspace}",
     ]
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import Reset, SessionMemoryHook
-from clawd.messages import Message, ModelRequest
+from clawd.messages import Message, ModelRequest, parse_iso
 from clawd.providers.base import Provider, complete
 from clawd.templates import render
 from clawd.workspace import MEMORY_DIR
@@ -26,20 +26,11 @@ log = logging.getLogger(__name__)
 SLUG_MAX = 30
 
 
-def _parse(stamp: Any) -> datetime | None:
-    if not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def reset_reason(entry: dict[str, Any], now: datetime, cfg: Reset) -> str | None:
     """Why the session must start afresh before this message (None: it continues)."""
     if cfg.mode == "off":
         return None
-    last = _parse(entry.get("updatedAt")) or _parse(entry.get("createdAt"))
+    last = parse_iso(entry.get("updatedAt")) or parse_iso(entry.get("createdAt"))
     if last is None:
         return None
     if cfg.mode in ("idle", "both") and now - last >= timedelta(minutes=cfg.idle_minutes):
@@ -124,7 +115,7 @@ def save_session(workspace: Path, messages: list[Message], *, key: str, session_
 
 
 def _when(stamp: str) -> str:
-    parsed = _parse(stamp)
+    parsed = parse_iso(stamp)
     return parsed.astimezone().strftime("%Y-%m-%d %H:%M") if parsed else "?"
 
 

@@ -20,6 +20,16 @@ def new_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+def parse_iso(stamp: Any) -> datetime | None:
+    """A timestamp written by ``now_iso`` (or any ISO-8601 string); None when unreadable."""
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
 def now_iso() -> str:
     """The current UTC time as an ISO-8601 string with milliseconds."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
