@@ -231,7 +231,8 @@ class Session:
         sent, kept = reapply(messages, decisions if mode != "off" else {}, cfg)
         pruned = prune(sent, cfg, mode=mode, now=self.rt.clock().timestamp(),
                        last_call_at=self.entry.get("lastModelCallAt"),
-                       context_window=self.budget.context_window)
+                       context_window=self.budget.context_window,
+                       tokens_of=lambda m: estimate_messages(m) * self.token_ratio)
         first = {e.message_id: e.chars_before for e in kept}
         for e in pruned.entries:
             e.chars_before = first.get(e.message_id, e.chars_before)

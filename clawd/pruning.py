@@ -10,14 +10,17 @@ last assistant message on, results of tools the ``tools.allow``/``tools.deny`` g
 or results holding any non-text block (an image is kept whole). Input messages are never
 mutated; changed ones are copies. ``reapply`` repeats earlier decisions so a pruned result
 stays pruned, identically, and the cached prefix keeps matching. ``cap_tool_result`` bounds a
-single output before it is ever written to the transcript. Sizes are characters; a token is
-taken as four of them.
+single output before it is ever written to the transcript. Sizes are characters; the window
+is turned into characters at the messages' own characters per token when the caller can
+count tokens (``tokens_of``), since build logs run near three characters a token and prose
+near four, and a fixed four would let a log-heavy context sit far above the ratios.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
@@ -130,8 +133,16 @@ def _with_text(message: Message, text: str) -> Message:
     return dataclasses.replace(message, content=[{"type": "text", "text": text}])
 
 
+def chars_per_token(messages: list[Message], chars: int,
+                    tokens_of: Callable[[list[Message]], float] | None) -> float:
+    """The messages' characters per token (kept within 1..8), or four when not countable."""
+    tokens = tokens_of(messages) if tokens_of is not None and chars else 0
+    return min(8.0, max(1.0, chars / tokens)) if tokens > 0 else float(CHARS_PER_TOKEN)
+
+
 def prune(messages: list[Message], cfg: ContextPruning, *, mode: str, now: float,
-          last_call_at: float | None, context_window: int) -> PruneResult:
+          last_call_at: float | None, context_window: int,
+          tokens_of: Callable[[list[Message]], float] | None = None) -> PruneResult:
     """Prune old tool results for one request; ``mode`` is already resolved (never None).
 
     ``cache-ttl`` acts only once ``ttl`` has passed since ``last_call_at`` (elapsed >= ttl);
@@ -139,7 +150,8 @@ def prune(messages: list[Message], cfg: ContextPruning, *, mode: str, now: float
     ``adaptive`` applies the ratios on every request. ``aggressive`` clears every prunable
     result outside the protected tail whatever the ratios (soft-trims them instead when
     ``hardClear.enabled`` is false) and always protects at least the latest assistant
-    turn's results, so the model still sees what it just asked for.
+    turn's results, so the model still sees what it just asked for. ``tokens_of`` counts
+    the tokens of the messages (called at most once); without it a token is four characters.
     """
     if mode not in MODES:
         raise ValueError(f"unknown contextPruning mode: {mode!r}")
@@ -151,10 +163,10 @@ def prune(messages: list[Message], cfg: ContextPruning, *, mode: str, now: float
                                 or now - last_call_at < parse_duration(cfg.ttl)):
         result.skipped = "ttl"
         return result
-    window = max(0, context_window) * CHARS_PER_TOKEN
-    result.window_chars = window
     total = sum(message_chars(m) for m in messages)
     result.context_chars_before = result.context_chars_after = total
+    window = round(max(0, context_window) * chars_per_token(messages, total, tokens_of))
+    result.window_chars = window
     if window <= 0:
         result.skipped = "no window"
         return result

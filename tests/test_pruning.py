@@ -42,9 +42,13 @@ def session(*results: tuple[str, str], bootstrap: bool = False,
 
 
 def run(msgs: list[Message], conf: ContextPruning, mode: str = "adaptive", *,
-        window: int = 10, last_call_at: float | None = 0.0, now: float = NOW) -> PruneResult:
+        window: int = 10, last_call_at: float | None = 0.0, now: float = NOW,
+        chars_per_token: float | None = None) -> PruneResult:
+    """``chars_per_token`` stands for a token counter giving that many characters a token."""
+    tokens_of = None if chars_per_token is None else (
+        lambda ms: sum(message_chars(m) for m in ms) / chars_per_token)
     return prune(msgs, conf, mode=mode, now=now, last_call_at=last_call_at,
-                 context_window=window)
+                 context_window=window, tokens_of=tokens_of)
 
 
 def actions(res: PruneResult) -> dict[str, str]:
@@ -326,3 +330,19 @@ def test_reapply_keeps_images_and_ignores_unknown_ids():
     out, entries = reapply(msgs, {image.id: "hard-clear", "gone": "hard-clear"}, cfg())
     assert out == msgs and entries == []
     assert reapply(msgs, {}, cfg()) == (msgs, [])
+
+
+@pytest.mark.parametrize("chars_per_token, trim_above, expected", [
+    (None, 4000, {}),                     # no counter: four characters a token
+    (4, 4000, {}),                        # 12000 of 40000 chars: under softTrimRatio 0.35
+    (3, 4000, {"exec": "soft-trim"}),     # 12000 of 30000 chars: over it
+    (2, 20000, {"exec": "hard-clear"}),   # 12000 of 20000 chars, untrimmed: over 0.5
+])
+def test_ratios_are_of_the_window_in_the_callers_characters_per_token(
+        chars_per_token, trim_above, expected):
+    msgs = session(("exec", body(12000)), final="x")
+    conf = cfg(min_prunable_tool_chars=0, keep_last_assistants=1, soft_trim_ratio=0.35,
+               soft_trim={"max_chars": trim_above})
+    res = run(msgs, conf, window=10_000, chars_per_token=chars_per_token)
+    assert actions(res) == expected
+    assert res.window_chars == 10_000 * (chars_per_token or 4)

@@ -26,10 +26,11 @@ PLACEHOLDER = "[Old tool result content cleared]"
 TRIM_NOTE = "[Tool result trimmed: kept first 1500 and last 1500 of"
 # Only pruning under test: no flush or compaction turns consuming scripted replies.
 QUIET = {"compaction": {"enabled": False, "memoryFlush": {"enabled": False}}}
-# 20000 tokens = 80000 characters. Three 30 KB logs and a 32 KB report are far over
-# softTrimRatio; soft-trimming the logs leaves about 41 KB (0.52, over hardClearRatio), and
-# clearing the oldest log brings it to about 38 KB (0.48): exactly one log is cleared.
-WINDOW = 20_000
+# The logs run at about 3 characters a token, so 26000 tokens hold about 79000 characters.
+# Three 30 KB logs and a 32 KB report are far over softTrimRatio; soft-trimming the logs
+# leaves about 41 KB (0.52, over hardClearRatio), and clearing the oldest log brings it to
+# about 38 KB (0.48): exactly one log is cleared.
+WINDOW = 26_000
 
 
 def log_text(tag: str, chars: int) -> str:
@@ -396,3 +397,17 @@ def test_deny_glob_keeps_a_tool_whole(tmp_path, clock):
     sent = results(provider.requests[-1].messages)
     assert sent == results(session.history.messages[:-1])
     assert session.last_pruned == []
+
+
+def test_pruning_brings_the_context_under_hard_clear_ratio_in_tokens(tmp_path, clock):
+    # Measured as chars/4 the soft-trimmed context (about 41 KB) would look like 0.39 of the
+    # window and nothing would be cleared, though at ~3 chars a token it is over 0.5.
+    from clawd.tokens import estimate_messages
+
+    session, provider = pruned_session(tmp_path, clock)
+    last = provider.requests[6]
+    assert PLACEHOLDER in results(last.messages).values()
+    sent_tokens = estimate_messages(last.messages) * session.token_ratio
+    assert sent_tokens < 0.5 * WINDOW
+    unpruned = estimate_messages(session.history.messages[:-1]) * session.token_ratio
+    assert unpruned > 0.5 * WINDOW
