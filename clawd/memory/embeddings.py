@@ -11,6 +11,14 @@ Each embedder exposes ``provider``, ``model``, ``fingerprint`` (of the endpoint,
 itself), ``dims`` (known after the first call), ``segment_tokens`` (the size of the pieces a
 chunk is embedded in when the model's window is short, else None) and ``calibration`` (the
 cosine span mapped onto a 0..1 vector score). The OpenAI SDK is imported only when used.
+
+Embedders with an asynchronous batch endpoint (OpenAI's Batch API, Gemini's async batch
+job) also expose three steps: ``submit_batch_job(texts)`` starts one job and returns its id
+with a first ``BatchStatus``, ``poll_batch_job(job_id, count)`` looks at it once (never
+waits) and ``cancel_batch_job(job_id)`` gives it up. With ``remote.batch.wait`` (the
+default) ``run_batch_jobs`` submits the jobs and polls them until they finish; with
+``wait: false`` the index submits them, records them and collects them on later syncs
+(``batches.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from clawd.config import MemorySearch
@@ -35,6 +44,7 @@ GEMINI_DEFAULT_MODEL = "gemini-embedding-001"
 SYNC_BATCH = 128  # inputs per synchronous embeddings request
 BATCH_MIN_TEXTS = 100  # fewer texts than this go through the synchronous endpoint
 BATCH_MAX_REQUESTS = 50_000  # the Batch API's limit per input file
+OPENAI_BATCH_FAILED = ("failed", "expired", "cancelled")
 
 
 class EmbeddingError(ClawdError):
@@ -55,6 +65,81 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Any: ...
 
     def count_tokens(self, text: str) -> int: ...
+
+
+@dataclass(slots=True)
+class BatchStatus:
+    """One look at a batch job.
+
+    ``state`` is ``pending``, ``completed`` or ``failed``; ``detail`` is the provider's own
+    state name (with its error message, if any); ``vectors`` holds one normalised vector per
+    text of the job, None where that request failed: always for a completed job, and for a
+    failed one whose finished part is still available (an expired OpenAI batch).
+    """
+
+    state: str
+    detail: str = ""
+    vectors: list[Any] | None = None
+
+
+class BatchEmbedder(Embedder, Protocol):
+    settings: MemorySearch
+    batch_min_texts: int  # fewer texts than this are embedded synchronously
+    batch_job_texts: int  # at most this many texts per job
+
+    def submit_batch_job(self, texts: Sequence[str]) -> tuple[str, BatchStatus]: ...
+
+    def poll_batch_job(self, job_id: str, count: int) -> BatchStatus: ...
+
+    def cancel_batch_job(self, job_id: str) -> None: ...
+
+
+def supports_batches(embedder: Any) -> bool:
+    """Whether ``embedder`` has an asynchronous batch endpoint."""
+    return all(callable(getattr(embedder, name, None)) for name in
+               ("submit_batch_job", "poll_batch_job", "cancel_batch_job"))
+
+
+def run_batch_jobs(embedder: BatchEmbedder, texts: list[str]) -> list[Any]:
+    """Embed ``texts`` through batch jobs and wait for them (``remote.batch.wait``).
+
+    Jobs of at most ``batch_job_texts`` run ``remote.batch.concurrency`` at a time; each is
+    polled every ``pollIntervalMs`` and given up (cancelled) after ``timeoutMinutes``.
+    """
+    size = embedder.batch_job_texts
+    parts = [texts[start:start + size] for start in range(0, len(texts), size)]
+    workers = max(1, min(len(parts), embedder.settings.remote.batch.concurrency))
+
+    def run(part: list[str]) -> list[Any]:
+        job_id, status = embedder.submit_batch_job(part)
+        return wait_for_batch_job(embedder, job_id, status, len(part))
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        vectors = [v for done in pool.map(run, parts) for v in done]
+    if vectors:
+        embedder.dims = len(vectors[0])
+    return vectors
+
+
+def wait_for_batch_job(embedder: BatchEmbedder, job_id: str, status: BatchStatus,
+                       count: int) -> list[Any]:
+    """Poll one job until it finishes; its vectors, or ``EmbeddingError``."""
+    cfg = embedder.settings.remote.batch
+    deadline = time.monotonic() + cfg.timeout_minutes * 60
+    while status.state == "pending":
+        if time.monotonic() > deadline:
+            embedder.cancel_batch_job(job_id)
+            raise EmbeddingError(f"{embedder.provider} batch {job_id} timed out after "
+                                 f"{cfg.timeout_minutes:g} minutes")
+        time.sleep(cfg.poll_interval_ms / 1000)
+        status = embedder.poll_batch_job(job_id, count)
+    if status.state != "completed" or status.vectors is None:
+        raise EmbeddingError(f"{embedder.provider} batch {job_id} ended {status.detail}")
+    missing = sum(1 for v in status.vectors if v is None)
+    if missing:
+        raise EmbeddingError(f"{embedder.provider} batch {job_id}: no vectors for {missing} "
+                             f"of {count} texts ({status.detail})")
+    return status.vectors
 
 
 def normalise(vectors: Any) -> Any:
@@ -101,6 +186,7 @@ class OpenAIEmbedder:
                                                 sorted(self.headers.items()))
         self.dims: int | None = None
         self.batch_min_texts = BATCH_MIN_TEXTS
+        self.batch_job_texts = BATCH_MAX_REQUESTS * SYNC_BATCH
         self._client: Any = None
 
     def client(self) -> Any:
@@ -119,14 +205,15 @@ class OpenAIEmbedder:
 
     def embed_documents(self, texts: Sequence[str],
                         progress: Callable[[int], None] | None = None) -> list[Any]:
+        """Vectors of ``texts``, waiting for them. Large backfills go through batch jobs when
+        ``remote.batch`` is enabled with ``wait``; with ``wait: false`` the index submits jobs
+        itself and does not wait, so a call here is answered by the synchronous endpoint."""
         batch = self.settings.remote.batch
-        if batch.enabled and len(texts) >= self.batch_min_texts:
-            if batch.wait:
-                vectors = self._batch(list(texts))
-                if progress:
-                    progress(len(texts))
-                return vectors
-            log.info("remote.batch.wait is false: embedding %d texts synchronously", len(texts))
+        if batch.enabled and batch.wait and len(texts) >= self.batch_min_texts:
+            vectors = run_batch_jobs(self, list(texts))
+            if progress:
+                progress(len(texts))
+            return vectors
         out: list[Any] = []
         for start in range(0, len(texts), SYNC_BATCH):
             part = list(texts[start:start + SYNC_BATCH])
@@ -150,65 +237,101 @@ class OpenAIEmbedder:
         self.dims = int(vectors.shape[1])
         return list(vectors)
 
-    # The Batch API: one JSONL file of requests per job, jobs run ``concurrency`` at a time.
-    def _batch(self, texts: list[str]) -> list[Any]:
-        requests = [{"custom_id": str(start), "method": "POST", "url": "/v1/embeddings",
-                     "body": {"model": self.model, "input": texts[start:start + SYNC_BATCH],
-                              "encoding_format": "float"}}
-                    for start in range(0, len(texts), SYNC_BATCH)]
-        jobs = [requests[i:i + BATCH_MAX_REQUESTS]
-                for i in range(0, len(requests), BATCH_MAX_REQUESTS)]
-        results: dict[int, list[list[float]]] = {}
-        workers = max(1, self.settings.remote.batch.concurrency)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for part in pool.map(self._run_batch_job, jobs):
-                results.update(part)
-        vectors: list[Any] = []
-        for start in range(0, len(texts), SYNC_BATCH):
-            got = results.get(start)
-            expected = len(texts[start:start + SYNC_BATCH])
-            if got is None or len(got) != expected:
-                raise EmbeddingError(f"openai batch: request {start} returned no vectors")
-            vectors.extend(normalise(got))
-        if vectors:
-            self.dims = len(vectors[0])
-        return vectors
-
-    def _run_batch_job(self, requests: list[dict[str, Any]]) -> dict[int, list[list[float]]]:
+    # The Batch API: one JSONL file of embedding requests (``SYNC_BATCH`` inputs each,
+    # ``custom_id`` = offset of the request's first text in the job) per job.
+    def submit_batch_job(self, texts: Sequence[str]) -> tuple[str, BatchStatus]:
         import openai
 
-        cfg = self.settings.remote.batch
-        client = self.client()
+        requests = [{"custom_id": str(start), "method": "POST", "url": "/v1/embeddings",
+                     "body": {"model": self.model, "input": list(texts[start:start + SYNC_BATCH]),
+                              "encoding_format": "float"}}
+                    for start in range(0, len(texts), SYNC_BATCH)]
         body = "\n".join(json.dumps(r) for r in requests).encode()
+        client = self.client()
         try:
             uploaded = client.files.create(file=("embeddings.jsonl", body), purpose="batch")
             job = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/embeddings",
                                         completion_window="24h")
-            deadline = time.monotonic() + cfg.timeout_minutes * 60
-            while job.status not in ("completed", "failed", "expired", "cancelled"):
-                if time.monotonic() > deadline:
-                    raise EmbeddingError(f"openai batch {job.id} timed out after "
-                                         f"{cfg.timeout_minutes:g} minutes")
-                time.sleep(cfg.poll_interval_ms / 1000)
-                job = client.batches.retrieve(job.id)
-            if job.status != "completed" or not job.output_file_id:
-                raise EmbeddingError(f"openai batch {job.id} ended {job.status}")
-            content = client.files.content(job.output_file_id)
-            text = content.text if hasattr(content, "text") else content.read().decode()
         except openai.OpenAIError as exc:
             raise EmbeddingError(f"openai batch failed: {exc}") from None
-        results: dict[int, list[list[float]]] = {}
+        if job.status in OPENAI_BATCH_FAILED:
+            return job.id, BatchStatus("failed", _openai_detail(job))
+        return job.id, BatchStatus("pending", job.status)
+
+    def poll_batch_job(self, job_id: str, count: int) -> BatchStatus:
+        import openai
+
+        try:
+            job = self.client().batches.retrieve(job_id)
+            if job.status in OPENAI_BATCH_FAILED:
+                return BatchStatus("failed", _openai_detail(job), self._partial(job, count))
+            if job.status != "completed":
+                return BatchStatus("pending", job.status)
+            if not job.output_file_id:
+                return BatchStatus("failed", _openai_detail(job, "completed without output"))
+            vectors, error = self._batch_output(job.output_file_id, count)
+        except openai.OpenAIError as exc:
+            raise EmbeddingError(f"openai batch {job_id}: {exc}") from None
+        return BatchStatus("completed", error or "completed", vectors)
+
+    def _partial(self, job: Any, count: int) -> list[Any] | None:
+        """What an expired or cancelled batch finished, if its output can be read."""
+        import openai
+
+        if not job.output_file_id:
+            return None
+        try:
+            return self._batch_output(job.output_file_id, count)[0]
+        except openai.OpenAIError as exc:
+            log.info("openai batch %s: its partial output is unavailable: %s", job.id, exc)
+            return None
+
+    def cancel_batch_job(self, job_id: str) -> None:
+        import openai
+
+        try:
+            self.client().batches.cancel(job_id)
+        except openai.OpenAIError as exc:
+            log.info("openai batch %s could not be cancelled: %s", job_id, exc)
+
+    def _batch_output(self, file_id: str, count: int) -> tuple[list[Any], str]:
+        """One vector per text of the job (None where its request failed), and the first
+        request error."""
+        content = self.client().files.content(file_id)
+        text = content.text if hasattr(content, "text") else content.read().decode()
+        vectors: list[Any] = [None] * count
+        error = ""
         for line in text.splitlines():
             if not line.strip():
                 continue
-            item = json.loads(line)
-            response = item.get("response") or {}
-            if item.get("error") or response.get("status_code", 200) >= 400:
-                raise EmbeddingError(f"openai batch request {item.get('custom_id')} failed: "
-                                     f"{item.get('error') or response.get('body')}")
-            data = sorted(response["body"]["data"], key=lambda d: d["index"])
-            results[int(item["custom_id"])] = [d["embedding"] for d in data]
-        return results
+            try:
+                item = json.loads(line)
+                response = item.get("response") or {}
+                if item.get("error") or response.get("status_code", 200) >= 400:
+                    error = error or (f"request {item.get('custom_id')} failed: "
+                                      f"{item.get('error') or response.get('body')}")
+                    continue
+                start = int(item["custom_id"])
+                data = sorted(response["body"]["data"], key=lambda d: d["index"])
+                got = normalise([d["embedding"] for d in data])
+            except (ValueError, KeyError, TypeError) as exc:
+                error = error or f"unreadable result line: {exc}"
+                continue
+            for offset, vector in enumerate(got):
+                if 0 <= start + offset < count:
+                    vectors[start + offset] = vector
+        found = next((v for v in vectors if v is not None), None)
+        if found is not None:
+            self.dims = len(found)
+        return vectors, error
+
+
+def _openai_detail(job: Any, status: str | None = None) -> str:
+    """A batch's state with the errors OpenAI reported for it."""
+    errors = getattr(getattr(job, "errors", None), "data", None) or []
+    messages = "; ".join(str(getattr(e, "message", e)) for e in errors[:3])
+    status = status or job.status
+    return f"{status}: {messages}" if messages else status
 
 
 # --- choosing a provider --------------------------------------------------------------------

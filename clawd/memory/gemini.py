@@ -3,30 +3,32 @@
 Queries use ``models/<model>:embedContent`` with task type ``RETRIEVAL_QUERY``; documents go
 to ``:batchEmbedContents`` (up to 100 per call) with ``RETRIEVAL_DOCUMENT``, or, for large
 backfills with ``remote.batch.enabled``, to the asynchronous ``:asyncBatchEmbedContent``
-job, which is polled every ``pollIntervalMs`` until it succeeds, fails or reaches
-``timeoutMinutes``. The key travels in the ``x-goog-api-key`` header; ``remote.baseUrl``
-and ``remote.headers`` point the client at a proxy.
+job (``submit_batch_job`` / ``poll_batch_job`` / ``cancel_batch_job``, the steps shared
+with OpenAI in ``embeddings.py``): with ``wait`` it is polled every ``pollIntervalMs`` until
+it succeeds, fails or reaches ``timeoutMinutes``; with ``wait: false`` the index collects it
+on a later sync. The key travels in the ``x-goog-api-key`` header; ``remote.baseUrl`` and
+``remote.headers`` point the client at a proxy.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from clawd.config import MemorySearch
 from clawd.memory.embeddings import (
     BATCH_MIN_TEXTS,
     GEMINI_DEFAULT_MODEL,
+    BatchStatus,
     EmbeddingError,
     endpoint_fingerprint,
     estimate_tokens,
     normalise,
+    run_batch_jobs,
 )
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,7 @@ class GeminiEmbedder:
                                                 sorted(self.headers.items()))
         self.dims: int | None = None
         self.batch_min_texts = BATCH_MIN_TEXTS
+        self.batch_job_texts = ASYNC_JOB_SIZE
         self.timeout = 60.0
 
     count_tokens = staticmethod(estimate_tokens)
@@ -91,7 +94,7 @@ class GeminiEmbedder:
                         progress: Callable[[int], None] | None = None) -> list[Any]:
         batch = self.settings.remote.batch
         if batch.enabled and batch.wait and len(texts) >= self.batch_min_texts:
-            vectors = self._async_batch(list(texts))
+            vectors = run_batch_jobs(self, list(texts))
             if progress:
                 progress(len(texts))
             return vectors
@@ -112,51 +115,51 @@ class GeminiEmbedder:
             self.dims = len(out[0])
         return out
 
-    def _async_batch(self, texts: list[str]) -> list[Any]:
-        jobs = [(start, texts[start:start + ASYNC_JOB_SIZE])
-                for start in range(0, len(texts), ASYNC_JOB_SIZE)]
-        workers = max(1, self.settings.remote.batch.concurrency)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(lambda job: self._run_job(*job), jobs))
-        vectors = [v for part in parts for v in part]
-        if vectors:
-            self.dims = len(vectors[0])
-        return vectors
-
-    def _run_job(self, offset: int, texts: list[str]) -> list[Any]:
-        cfg = self.settings.remote.batch
+    def submit_batch_job(self, texts: Sequence[str]) -> tuple[str, BatchStatus]:
         requests = [{"request": self._content(t, "RETRIEVAL_DOCUMENT"),
-                     "metadata": {"key": str(offset + i)}} for i, t in enumerate(texts)]
-        body = {"batch": {"displayName": f"clawd-memory-{offset}",
+                     "metadata": {"key": str(i)}} for i, t in enumerate(texts)]
+        body = {"batch": {"displayName": f"clawd-memory-{len(texts)}",
                           "inputConfig": {"requests": {"requests": requests}}}}
         job = self._request("POST", f"models/{self.model}:asyncBatchEmbedContent", body) or {}
         name = job.get("name")
         if not name:
             raise EmbeddingError("gemini batch: the job has no name")
-        deadline = time.monotonic() + cfg.timeout_minutes * 60
-        while not _finished(job):
-            if time.monotonic() > deadline:
-                raise EmbeddingError(f"gemini batch {name} timed out after "
-                                     f"{cfg.timeout_minutes:g} minutes")
-            time.sleep(cfg.poll_interval_ms / 1000)
-            job = self._request("GET", name) or {}
+        status = self._status(job, len(texts))
+        # Results are read by polling, even from a job finished at once.
+        return name, status if status.state == "failed" else BatchStatus("pending",
+                                                                          status.detail)
+
+    def poll_batch_job(self, job_id: str, count: int) -> BatchStatus:
+        return self._status(self._request("GET", job_id) or {}, count)
+
+    def cancel_batch_job(self, job_id: str) -> None:
+        try:
+            self._request("POST", f"{job_id}:cancel", {})
+        except EmbeddingError as exc:
+            log.info("gemini batch %s could not be cancelled: %s", job_id, exc)
+
+    def _status(self, job: dict[str, Any], count: int) -> BatchStatus:
         state = _state(job)
+        if not _finished(job):
+            return BatchStatus("pending", state)
         if job.get("error") or (state and not state.endswith("SUCCEEDED")):
-            raise EmbeddingError(f"gemini batch {name} ended {state or job.get('error')}")
-        responses = _inlined_responses(job)
-        if len(responses) != len(texts):
-            raise EmbeddingError(f"gemini batch {name}: {len(responses)} results for "
-                                 f"{len(texts)} texts")
-        by_key: dict[int, Any] = {}
-        for index, item in enumerate(responses):
-            key = int((item.get("metadata") or {}).get("key", offset + index)) - offset
-            if item.get("error"):
-                raise EmbeddingError(f"gemini batch request {key} failed: {item['error']}")
+            return BatchStatus("failed", state or json.dumps(job.get("error"))[:300])
+        vectors: list[Any] = [None] * count
+        error = ""
+        for index, item in enumerate(_inlined_responses(job)):
+            try:
+                key = int((item.get("metadata") or {}).get("key", index))
+            except (TypeError, ValueError):
+                key = index
             values = (item.get("response") or {}).get("embedding", {}).get("values")
-            if not values:
-                raise EmbeddingError(f"gemini batch request {key}: no vector")
-            by_key[key] = values
-        return list(normalise([by_key[i] for i in range(len(texts))]))
+            if item.get("error") or not values or not 0 <= key < count:
+                error = error or f"request {key} failed: {item.get('error') or 'no vector'}"
+                continue
+            vectors[key] = normalise([values])[0]
+        found = next((v for v in vectors if v is not None), None)
+        if found is not None:
+            self.dims = len(found)
+        return BatchStatus("completed", error or state or "done", vectors)
 
 
 def _state(job: dict[str, Any]) -> str:

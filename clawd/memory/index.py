@@ -8,12 +8,16 @@
   unchanged text is never embedded twice) and writes everything in one transaction.
   ``progress(done, total)`` counts chunks. When the embedding provider, model, endpoint
   or chunking differs from what built the index, the whole index is rebuilt; the old one
-  stays searchable until the rebuild commits.
+  stays searchable until the rebuild commits. With ``remote.batch.wait: false`` large
+  backfills are submitted as batch jobs and the sync returns at once; later syncs collect
+  the jobs (``batches.py``), and while jobs are pending a search syncs again whenever
+  ``pollIntervalMs`` has passed since the last poll.
 - ``search(query, max_results=None, min_score=None) -> dict`` returns the SPEC's shape
   ``{"results": [{"path", "startLine", "endLine", "score", "snippet", "source"}],
   "provider", "model", "fallback", "mode"}`` and never fails hard: without embeddings it is
   keyword-only, without FTS5 vector-only, without sqlite-vec an in-process cosine scan.
-- ``status() -> dict``, ``mark_dirty()``, ``start_watcher()``, ``close()``.
+- ``status() -> dict`` (with ``pendingBatches`` / ``pendingEmbeddings`` and whether every
+  chunk has its vector, ``fullyEmbedded``), ``mark_dirty()``, ``start_watcher()``, ``close()``.
 
 The index file is ``<state>/memory/<agentId>.sqlite`` unless ``store.path`` says otherwise
 (``{agentId}`` is replaced). Indexing and vector scoring live in ``indexing.py``.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -111,6 +116,8 @@ class MemoryIndex:
         self.embedders = Embedders(settings, env, embedder, fallback)
         self.dirty = True
         self.last_sync: dict[str, Any] | None = None
+        self._pending_batches = 0  # batch jobs left pending by the last sync
+        self._polled_at = 0.0  # time.monotonic() of the last sync
         self._lock = threading.RLock()
         self._matrix: Any = None  # in-process vectors when sqlite-vec is unavailable
         self._watcher: Any = None
@@ -137,7 +144,14 @@ class MemoryIndex:
             self._matrix = None
             self.dirty = False
             self.last_sync = result
+            self._pending_batches = int(result.get("pendingBatches") or 0)
+            self._polled_at = time.monotonic()
             return result
+
+    def _batches_due(self) -> bool:
+        """Batch jobs are pending and were last polled ``pollIntervalMs`` ago or more."""
+        interval = self.settings.remote.batch.poll_interval_ms / 1000
+        return bool(self._pending_batches) and time.monotonic() - self._polled_at >= interval
 
     def start_watcher(self) -> None:
         """Watch the memory files (``sync.watch``) and sync after each burst of changes."""
@@ -176,7 +190,7 @@ class MemoryIndex:
         if not cfg.hybrid.enabled and mode == "hybrid":
             mode = "vector"
         with self._lock:
-            if self.dirty and self.settings.sync.on_search:
+            if (self.dirty or self._batches_due()) and self.settings.sync.on_search:
                 try:
                     self.sync()
                 except Exception as exc:  # noqa: BLE001 - a stale index beats no answer
@@ -199,13 +213,23 @@ class MemoryIndex:
                 except apsw.Error as exc:
                     log.warning("memory keyword search failed: %s", exc)
                     used_text = False
+            unembedded: set[int] = set()
             if used_vector and text:
                 # Keyword hits the vector pool missed still get their real vector score.
                 missing = [c for c in text if c not in vector]
-                vector.update(indexing.vector_scores(self, qvec, missing))
+                scored = indexing.vector_scores(self, qvec, missing)
+                vector.update(scored)
+                # Chunks still without a vector (a batch job has yet to deliver it).
+                unembedded = {c for c in missing if c not in scored}
             weights = (cfg.hybrid.vector_weight if used_vector else 0.0,
                        cfg.hybrid.text_weight if used_text else 0.0)
             merged = policy.merge_hybrid(vector, text, *weights)
+            if unembedded:
+                # Scored by keywords alone, as in a keyword-only index, instead of a vector
+                # score of 0 that would keep them under minScore.
+                merged = sorted((policy.Scored(s.chunk_id, s.text, s.vector, s.text)
+                                 if s.chunk_id in unembedded else s for s in merged),
+                                key=lambda s: (-s.score, -s.text, s.chunk_id))
             chosen = policy.select(merged, threshold, limit)
             rows = self.store.get_chunks(s.chunk_id for s in chosen)
         terms = policy.query_terms(query)
@@ -227,6 +251,7 @@ class MemoryIndex:
         with self._lock:
             counts = self.store.counts()
             stored = self.store.get_meta("embedding")
+            jobs, awaited = self.store.batch_counts()
         embedding = json.loads(stored) if stored else {}
         active = self.embedders.active
         vector_mode = "off" if not self.settings.store.vector.enabled else \
@@ -235,6 +260,8 @@ class MemoryIndex:
             "agentId": self.agent_id, "path": str(self.path), "workspace": str(self.workspace),
             "files": counts["files"], "chunks": counts["chunks"],
             "embeddedChunks": counts["embedded"], "cacheEntries": counts["cache"],
+            "pendingBatches": jobs, "pendingEmbeddings": awaited,
+            "fullyEmbedded": counts["embedded"] == counts["chunks"] and not jobs,
             "provider": active.provider if active else embedding.get("provider")
             or self.embedders.primary_name,
             "model": active.model if active else embedding.get("model"),

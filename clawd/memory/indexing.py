@@ -9,6 +9,10 @@ If the primary embedder fails, the fallback takes over (which changes the signat
 that sync rebuilds with it); with no working embedder chunks are stored without vectors,
 keyword search keeps working, and a later sync fills the vectors in.
 
+With ``remote.batch.wait: false`` new text goes out as batch jobs that the sync does not wait
+for (``batches.py``): its chunks are stored without vectors, and every later sync first polls
+the pending jobs once and fills in the vectors of those that completed.
+
 Small local models read only 256 tokens and blur a chunk that mixes topics, so their
 chunks are embedded as segments of ``segment_tokens``; the chunk vector (what ``vec0``
 searches) is the normalised mean of its segments, and a candidate's cosine combines the
@@ -24,9 +28,10 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from clawd.memory import batches
 from clawd.memory import search as policy
 from clawd.memory.chunker import Chunk, chunk_text, segment_texts
-from clawd.memory.embeddings import Embedder, EmbeddingError, signature
+from clawd.memory.embeddings import Embedder, EmbeddingError, signature, supports_batches
 from clawd.memory.sources import all_sources, read_source
 
 if TYPE_CHECKING:
@@ -80,18 +85,25 @@ def sync(index: MemoryIndex, *, force: bool = False,
     keys = {s.key for s in sources}
     removed = [key for key in known if key not in keys]
 
-    # Chunks of unchanged files that still lack vectors (an earlier sync had no embedder).
+    # Batch jobs submitted by earlier syncs without waiting: polled once, never waited for.
+    collected = batches.collect(index, embedder) if embedder is not None \
+        else batches.Collected()
+
+    # Chunks of unchanged files that still lack vectors (an earlier sync had no embedder,
+    # or their batch job had not finished).
     replaced = {source.key for source, _, _, _ in changed} | set(removed)
-    pending = [] if rebuild or embedder is None else [
+    missing = [] if rebuild or embedder is None else [
         row for row in store.chunks_without_embedding() if row[1] not in replaced]
     new_chunks = [c for _, _, _, chunks in changed for c in chunks]
-    todo = new_chunks + [Chunk(0, 0, text, heading) for _, _, heading, text in pending]
+    todo = new_chunks + [Chunk(0, 0, text, heading) for _, _, heading, text in missing]
     total = len(todo)
-    vectors: list[tuple[bytes, bytes | None]] | None = None
-    embed_stats = {"embedded": 0, "cached": 0}
+    vectors: list[tuple[bytes, bytes | None] | None] | None = None
+    embed_stats = {"embedded": 0, "cached": 0, "submitted": 0,
+                   "collected": len(collected.vectors)}
     if embedder is not None and todo:
         try:
-            vectors = _vectorise(index, embedder, todo, progress, total, embed_stats)
+            vectors = _vectorise(index, embedder, todo, progress, total, embed_stats,
+                                 collected)
         except EmbeddingError as exc:
             if index.embedders.fail(exc) is not None:
                 return sync(index, force=force, progress=progress)
@@ -111,7 +123,7 @@ def sync(index: MemoryIndex, *, force: bool = False,
         for source, digest, stat, chunks in changed:
             store.delete_file(source.key)
             for chunk in chunks:
-                blob, segments = vectors[cursor] if vectors else (None, None)
+                blob, segments = (vectors[cursor] or (None, None)) if vectors else (None, None)
                 cursor += 1
                 store.insert_chunk(source.key, source.source, chunk.start_line, chunk.end_line,
                                    chunk.heading, chunk.text, text_hash(chunk.text), blob,
@@ -120,20 +132,32 @@ def sync(index: MemoryIndex, *, force: bool = False,
         for source, digest, stat in touched:
             store.upsert_file(source.key, source.source, digest, stat.st_mtime, stat.st_size)
         if vectors:
-            for (chunk_id, _, _, _), (blob, segments) in zip(pending, vectors[cursor:]):
-                store.set_embedding(chunk_id, blob, segments)
+            for (chunk_id, _, _, _), item in zip(missing, vectors[cursor:]):
+                if item is not None:
+                    store.set_embedding(chunk_id, *item)
+        for job in collected.finished:
+            store.delete_batch_job(job.provider, job.job)
+        if embedder is not None:
+            dropped = store.drop_batch_jobs_except(embedder.provider, embedder.model,
+                                                   embedder.fingerprint)
+            if dropped:
+                log.info("memory index: %d batch jobs of the previous embedder dropped", dropped)
         store.set_meta("chunking", chunking)
         if embedding is not None:
             store.set_meta("embedding", embedding)
+    jobs, awaited = store.batch_counts()
     return {"files": len(sources), "indexed": len(changed), "removed": len(removed),
             "chunks": len(new_chunks), "rebuilt": rebuild,
-            "provider": embedder.provider if embedder else None, **embed_stats}
+            "provider": embedder.provider if embedder else None, **embed_stats,
+            "pendingBatches": jobs, "pendingEmbeddings": awaited}
 
 
 def _vectorise(index: MemoryIndex, embedder: Embedder, chunks: list[Chunk],
                progress: Callable[[int, int], None] | None, total: int,
-               stats: dict[str, int]) -> list[tuple[bytes, bytes | None]]:
-    """(chunk vector, segment vectors or None) per chunk, as float32 blobs."""
+               stats: dict[str, int], collected: batches.Collected
+               ) -> list[tuple[bytes, bytes | None] | None]:
+    """(chunk vector, segment vectors or None) per chunk, as float32 blobs; None for a chunk
+    whose vectors a batch job has yet to deliver."""
     import numpy as np
 
     per_chunk: list[list[str]] = []
@@ -144,12 +168,16 @@ def _vectorise(index: MemoryIndex, embedder: Embedder, chunks: list[Chunk],
         else:
             per_chunk.append([chunk.context_text()])
     flat = [text for texts in per_chunk for text in texts]
-    found = _embed_cached(index, embedder, flat, progress, per_chunk, total, stats)
-    out: list[tuple[bytes, bytes | None]] = []
+    found = _embed_cached(index, embedder, flat, progress, per_chunk, total, stats, collected)
+    out: list[tuple[bytes, bytes | None] | None] = []
     cursor = 0
     for texts in per_chunk:
-        matrix = np.stack(found[cursor:cursor + len(texts)]).astype(np.float32)
+        parts = found[cursor:cursor + len(texts)]
         cursor += len(texts)
+        if any(p is None for p in parts):
+            out.append(None)
+            continue
+        matrix = np.stack(parts).astype(np.float32)
         mean = matrix.mean(axis=0)
         mean /= max(float(np.linalg.norm(mean)), 1e-12)
         out.append((mean.astype(np.float32).tobytes(),
@@ -159,7 +187,10 @@ def _vectorise(index: MemoryIndex, embedder: Embedder, chunks: list[Chunk],
 
 def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
                   progress: Callable[[int, int], None] | None, per_chunk: list[list[str]],
-                  total: int, stats: dict[str, int]) -> list[Any]:
+                  total: int, stats: dict[str, int],
+                  collected: batches.Collected) -> list[Any | None]:
+    """A vector per text (None while a batch job owes it): from the cache, from batch jobs
+    that just completed, or embedded now (or submitted as jobs, ``wait: false``)."""
     import numpy as np
 
     store, cache = index.store, index.settings.cache
@@ -167,12 +198,14 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
     key = (embedder.provider, embedder.model, embedder.fingerprint)
     cached: dict[str, bytes] = store.cache_get(*key, hashes) if cache.enabled else {}
     vectors: dict[str, Any] = {h: np.frombuffer(b, dtype=np.float32) for h, b in cached.items()}
+    for h in hashes:
+        if h not in vectors and h in collected.vectors:
+            vectors[h] = np.asarray(collected.vectors[h], dtype=np.float32)
     todo: dict[str, str] = {}
     for h, t in zip(hashes, texts):
-        if h not in vectors:
+        if h not in vectors and h not in collected.pending:
             todo.setdefault(h, t)
-    stats["cached"] += len(texts) - sum(1 for h in hashes if h in todo)
-    stats["embedded"] += len(todo)
+    stats["cached"] += sum(1 for h in hashes if h in vectors)
     if vectors and not embedder.dims:
         embedder.dims = len(next(iter(vectors.values())))
 
@@ -192,7 +225,16 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
 
     advance(0)
     items = list(todo.items())
-    step = 256
+    if batches.deferred(embedder, index.settings):
+        items, awaited = batches.submit(index, embedder, items, collected.retry)
+        stats["submitted"] += len(awaited)
+        advance(len(awaited))
+    stats["embedded"] += len(items)
+    batch = index.settings.remote.batch
+    # Batch jobs that are waited for get every text at once: one job, not one per step.
+    whole = supports_batches(embedder) and batch.enabled and batch.wait \
+        and len(items) >= getattr(embedder, "batch_min_texts", len(items) + 1)
+    step = max(1, len(items)) if whole else 256
     for start in range(0, len(items), step):
         part = items[start:start + step]
         reported = 0
@@ -210,7 +252,7 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
                             cache.max_entries)
         if reported < len(part):
             advance(len(part) - reported)
-    return [vectors[h] for h in hashes]
+    return [vectors.get(h) for h in hashes]
 
 
 # --- vector scoring -------------------------------------------------------------------------

@@ -4,7 +4,9 @@ Tables: ``meta`` (key/value: the index signature, vector dimensions), ``files`` 
 indexed file with its content hash), ``chunks`` (text, 1-based line range, heading path, the
 chunk vector and the vectors of its segments as float32 blobs), ``chunks_fts`` (FTS5 over
 heading and text, Porter-stemmed, rowid = chunk id), ``chunks_vec`` (a sqlite-vec ``vec0``
-table of chunk vectors, cosine distance, rowid = chunk id) and ``embedding_cache``. The
+table of chunk vectors, cosine distance, rowid = chunk id), ``embedding_cache`` and
+``embedding_batches`` (batch jobs submitted without waiting, ``remote.batch.wait: false``:
+the job id, the embedder it belongs to, and the text hashes it embeds, in order). The
 schema evolves by numbered migrations recorded in ``PRAGMA user_version``.
 
 Python's own ``sqlite3`` is often built without extension loading, so the binding is
@@ -15,6 +17,7 @@ search falls back accordingly. ``chunks_vec`` is created once the vector size is
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -45,6 +48,13 @@ MIGRATIONS: tuple[str, ...] = (
         used_at REAL NOT NULL, PRIMARY KEY (provider, model, fingerprint, hash));
     CREATE INDEX embedding_cache_used ON embedding_cache(used_at);
     """,
+    """
+    CREATE TABLE embedding_batches (
+        provider TEXT NOT NULL, model TEXT NOT NULL, fingerprint TEXT NOT NULL,
+        job TEXT NOT NULL, hashes TEXT NOT NULL, count INTEGER NOT NULL,
+        attempt INTEGER NOT NULL, submitted_at REAL NOT NULL,
+        PRIMARY KEY (provider, job));
+    """,
 )
 
 FTS_SQL = ("CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5("
@@ -67,6 +77,19 @@ class ChunkRow:
     end_line: int
     heading: str
     text: str
+
+
+@dataclass(slots=True)
+class BatchJobRow:
+    """A batch job that was submitted and not yet collected."""
+
+    provider: str
+    model: str
+    fingerprint: str
+    job: str
+    hashes: list[str]
+    attempt: int
+    submitted_at: float
 
 
 def _create_fts(conn: apsw.Connection) -> None:
@@ -335,6 +358,47 @@ class Store:
                 self.conn.execute(
                     "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM "
                     "embedding_cache ORDER BY used_at ASC LIMIT ?)", (total - max_entries,))
+
+    # --- pending batch jobs -----------------------------------------------------------------
+
+    def add_batch_job(self, provider: str, model: str, fingerprint: str, job: str,
+                      hashes: Sequence[str], attempt: int, submitted_at: float) -> None:
+        """Record a submitted job at once (its own transaction): it must survive a crash."""
+        with self.lock, self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO embedding_batches(provider, model, fingerprint, job, "
+                "hashes, count, attempt, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (provider, model, fingerprint, job, json.dumps(list(hashes)), len(hashes),
+                 attempt, submitted_at))
+
+    def batch_jobs(self, provider: str, model: str, fingerprint: str) -> list[BatchJobRow]:
+        """The pending jobs of one embedder, oldest first."""
+        with self.lock:
+            rows = list(self.conn.execute(
+                "SELECT provider, model, fingerprint, job, hashes, attempt, submitted_at "
+                "FROM embedding_batches WHERE provider = ? AND model = ? AND fingerprint = ? "
+                "ORDER BY submitted_at, rowid", (provider, model, fingerprint)))
+        return [BatchJobRow(p, m, f, j, json.loads(h), a, t) for p, m, f, j, h, a, t in rows]
+
+    def delete_batch_job(self, provider: str, job: str) -> None:
+        with self.lock:
+            self.conn.execute("DELETE FROM embedding_batches WHERE provider = ? AND job = ?",
+                              (provider, job))
+
+    def drop_batch_jobs_except(self, provider: str, model: str, fingerprint: str) -> int:
+        """Forget the jobs of every other embedder; how many there were."""
+        with self.lock:
+            self.conn.execute(
+                "DELETE FROM embedding_batches WHERE NOT (provider = ? AND model = ? AND "
+                "fingerprint = ?)", (provider, model, fingerprint))
+            return self.conn.changes()
+
+    def batch_counts(self) -> tuple[int, int]:
+        """(pending jobs, texts they embed)."""
+        with self.lock:
+            jobs, texts = self.conn.execute(
+                "SELECT count(*), coalesce(sum(count), 0) FROM embedding_batches").fetchall()[0]
+        return int(jobs), int(texts)
 
     def close(self) -> None:
         with self._reader_lock:

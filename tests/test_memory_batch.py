@@ -1,0 +1,463 @@
+"""Batch embedding jobs the index does not wait for (``remote.batch.wait: false``), through the
+real OpenAI SDK and Gemini's REST wire format against a local fake server. The fake jobs
+stay in progress until a test finishes them, so nothing here depends on timing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from pathlib import Path
+
+import pytest
+from fakeserver import FakeServer, Request, Response
+from memory_fakes import FakeEmbedder, settings, write
+
+from clawd.memory.embeddings import create_embedder
+from clawd.memory.index import open_index
+
+WORD = re.compile(r"[a-z0-9]+")
+GATEWAY = "# Infra\n\nThe gateway runs on the Mac Studio in the office.\n"
+BIRDS = "# Birds\n\nThe heron nests by the lake behind the boathouse.\n"
+
+
+def bow(text: str, dims: int = 64) -> list[float]:
+    """Bag-of-words vector (unnormalised): shared words make vectors close."""
+    vec = [0.0] * dims
+    for word in WORD.findall(text.lower()):
+        vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % dims] += 2.0
+    return vec
+
+
+def jsonl_requests(body: bytes) -> list[dict]:
+    """The JSONL request lines inside a multipart upload."""
+    text = body.decode()
+    decoder = json.JSONDecoder()
+    found = []
+    for match in re.finditer(r'\{"custom_id"', text):
+        item, _ = decoder.raw_decode(text, match.start())
+        found.append(item)
+    return found
+
+
+class FakeOpenAIBatches:
+    """The OpenAI Files + Batch API: jobs stay ``in_progress`` until ``complete``/``fail``."""
+
+    def __init__(self, server: FakeServer, initial: str = "validating"):
+        self.server = server
+        self.initial = initial
+        self.uploads: dict[str, list[dict]] = {}
+        self.jobs: dict[str, dict] = {}
+        self.polls: dict[str, int] = {}
+        self.cancelled: list[str] = []
+        server.default("POST", "/v1/files", self._upload)
+        server.default("POST", "/v1/batches", self._create)
+        server.default("POST", "/v1/embeddings", self._embeddings)
+
+    def _upload(self, request: Request) -> Response:
+        file_id = f"file-in-{len(self.uploads) + 1}"
+        self.uploads[file_id] = jsonl_requests(request.body)
+        return Response.json({"id": file_id, "object": "file", "bytes": len(request.body),
+                              "created_at": 0, "filename": "embeddings.jsonl",
+                              "purpose": "batch", "status": "processed"})
+
+    def _object(self, job_id: str) -> dict:
+        job = self.jobs[job_id]
+        done = job["status"] in ("completed", "expired")
+        return {"id": job_id, "object": "batch", "endpoint": "/v1/embeddings",
+                "input_file_id": job["input"], "completion_window": "24h",
+                "status": job["status"], "created_at": 0,
+                "output_file_id": f"file-out-{job_id}" if done and job["output"] else None,
+                "errors": {"object": "list", "data": [{"code": "bad", "message": job["error"]}]}
+                if job["error"] else None}
+
+    def _create(self, request: Request) -> Response:
+        body = request.json()
+        job_id = f"batch_{len(self.jobs) + 1}"
+        self.jobs[job_id] = {"status": self.initial, "input": body["input_file_id"],
+                             "output": None, "error": None}
+        self.polls[job_id] = 0
+        self.server.default("GET", f"/v1/batches/{job_id}", lambda r: self._retrieve(job_id))
+        self.server.default("POST", f"/v1/batches/{job_id}/cancel",
+                            lambda r: self._cancel(job_id))
+        return Response.json(self._object(job_id))
+
+    def _retrieve(self, job_id: str) -> Response:
+        self.polls[job_id] += 1
+        if self.jobs[job_id]["status"] == "validating":
+            self.jobs[job_id]["status"] = "in_progress"
+        return Response.json(self._object(job_id))
+
+    def _cancel(self, job_id: str) -> Response:
+        self.cancelled.append(job_id)
+        self.jobs[job_id]["status"] = "cancelling"
+        return Response.json(self._object(job_id))
+
+    def _embeddings(self, request: Request) -> Response:
+        body = request.json()
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        return Response.json({"object": "list", "model": body["model"],
+                              "data": [{"object": "embedding", "index": i, "embedding": bow(t)}
+                                       for i, t in enumerate(inputs)],
+                              "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    def texts(self, job_id: str) -> list[str]:
+        return [t for r in self.uploads[self.jobs[job_id]["input"]] for t in r["body"]["input"]]
+
+    def finish(self, job_id: str, status: str = "completed", error: str | None = None,
+               output: bool = True) -> None:
+        job = self.jobs[job_id]
+        job.update(status=status, error=error)
+        if not output:
+            return
+        lines = []
+        for item in reversed(self.uploads[job["input"]]):  # the output file is unordered
+            data = [{"object": "embedding", "index": i, "embedding": bow(t)}
+                    for i, t in enumerate(item["body"]["input"])]
+            lines.append(json.dumps({"id": "r", "custom_id": item["custom_id"], "error": None,
+                                     "response": {"status_code": 200,
+                                                  "body": {"object": "list", "data": data}}}))
+        job["output"] = "\n".join(lines)
+        self.server.default("GET", f"/v1/files/file-out-{job_id}/content",
+                            lambda r: Response(200, job["output"].encode(),
+                                               {"content-type": "application/octet-stream"}))
+
+    def document_embeddings(self) -> list[list[str]]:
+        """Chunks sent to the synchronous endpoint (queries are one line, chunks are not)."""
+        out = []
+        for r in self.server.requests:
+            if r.path == "/v1/embeddings":
+                inputs = r.json()["input"]
+                inputs = inputs if isinstance(inputs, list) else [inputs]
+                if any("\n" in t for t in inputs):
+                    out.append(inputs)
+        return out
+
+
+@pytest.fixture
+def server():
+    with FakeServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    write(root, "MEMORY.md", GATEWAY)
+    return root
+
+
+def openai_memory(server: FakeServer, **batch):
+    return settings(provider="openai", fallback="none", sync={"watch": False},
+                    remote={"baseUrl": f"{server.url}/v1", "apiKey": "sk-test",
+                            "batch": {"wait": False, "pollIntervalMs": 10, **batch}})
+
+
+def open_openai(server, ws, tmp_path, **batch):
+    memory = openai_memory(server, **batch)
+    embedder = create_embedder("openai", memory, env={})
+    embedder.batch_min_texts = 1  # every backfill goes through a batch job
+    return open_index("main", ws, memory, tmp_path / "state", embedder=embedder, env={})
+
+
+def paths(result) -> list[str]:
+    return [r["path"] for r in result["results"]]
+
+
+def test_wait_false_submits_returns_and_later_syncs_collect(server, ws, tmp_path):
+    api = FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path)
+    first = index.sync()
+    assert api.jobs.keys() == {"batch_1"} and api.polls["batch_1"] == 0  # not waited for
+    assert (first["submitted"], first["embedded"]) == (1, 0)
+    assert (first["pendingBatches"], first["pendingEmbeddings"]) == (1, 1)
+    created = next(r for r in server.requests if r.path == "/v1/batches").json()
+    assert created["endpoint"] == "/v1/embeddings" and created["completion_window"] == "24h"
+
+    api.finish("batch_1")
+    write(ws, "memory/birds.md", BIRDS)
+    second = index.sync()
+    assert api.polls["batch_1"] == 1  # polled once, then a new job for the new note
+    assert second["collected"] == 1 and second["submitted"] == 1
+    assert second["pendingBatches"] == 1 and set(api.jobs) == {"batch_1", "batch_2"}
+    assert any("heron" in t for t in api.texts("batch_2"))
+    assert api.polls["batch_2"] == 0
+
+    status = index.status()
+    assert (status["chunks"], status["embeddedChunks"]) == (2, 1)
+    assert (status["pendingBatches"], status["pendingEmbeddings"]) == (1, 1)
+    assert status["fullyEmbedded"] is False
+    # The new note is found by its words at once, but has no vector yet.
+    assert paths(index.search("heron boathouse", mode="text")) == ["memory/birds.md"]
+    hybrid = index.search("heron boathouse")
+    assert hybrid["mode"] == "hybrid" and paths(hybrid)[0] == "memory/birds.md"
+    assert "memory/birds.md" not in paths(index.search("heron boathouse", mode="vector",
+                                                       min_score=0))
+    assert paths(index.search("gateway studio", mode="vector"))[0] == "MEMORY.md"
+    assert api.document_embeddings() == []  # nothing went through the synchronous endpoint
+    index.close()
+
+    # The pending job survives a restart; the next sync collects it.
+    reopened = open_openai(server, ws, tmp_path)
+    assert reopened.status()["pendingBatches"] == 1
+    assert reopened.sync()["collected"] == 0  # still running
+    assert "memory/birds.md" not in paths(reopened.search("heron boathouse", mode="vector",
+                                                          min_score=0))
+    api.finish("batch_2")
+    third = reopened.sync()
+    assert third["collected"] == 1 and third["pendingBatches"] == 0 and third["indexed"] == 0
+    status = reopened.status()
+    assert status["embeddedChunks"] == 2 and status["fullyEmbedded"] is True
+    assert status["pendingBatches"] == 0 and status["pendingEmbeddings"] == 0
+    assert paths(reopened.search("heron boathouse", mode="vector"))[0] == "memory/birds.md"
+    assert len(api.jobs) == 2 and api.document_embeddings() == []
+    # With nothing pending a sync asks the provider nothing.
+    before = len(server.requests)
+    reopened.sync()
+    assert len(server.requests) == before
+    reopened.close()
+
+
+def test_vectors_from_a_batch_equal_the_synchronous_ones(server, ws, tmp_path):
+    api = FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path)
+    index.sync()
+    api.finish("batch_1")
+    index.sync()
+    blob = index.store.all_vectors()[0][1]
+    direct = create_embedder("openai", openai_memory(server, enabled=False), env={})
+    expected = direct.embed_documents(api.texts("batch_1"))[0]
+    import numpy as np
+
+    assert np.frombuffer(blob, dtype=np.float32) == pytest.approx(expected, abs=1e-6)
+    index.close()
+
+
+def test_failed_job_is_resubmitted_once_then_embedded_synchronously(server, ws, tmp_path,
+                                                                     caplog):
+    api = FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path)
+    index.sync()
+    api.finish("batch_1", "failed", error="model not available for batch", output=False)
+    with caplog.at_level(logging.WARNING, logger="clawd.memory.batches"):
+        result = index.sync()
+    assert "batch_1 ended failed: model not available for batch" in caplog.text
+    assert "dropped" in caplog.text
+    assert result["submitted"] == 1 and result["pendingBatches"] == 1
+    assert api.texts("batch_2") == api.texts("batch_1")
+    assert index.status()["embeddedChunks"] == 0
+
+    api.finish("batch_2", "expired", output=False)
+    result = index.sync()
+    assert result["pendingBatches"] == 0 and result["embedded"] == 1
+    assert len(api.jobs) == 2  # no third job: the synchronous endpoint took over
+    assert api.document_embeddings() == [api.texts("batch_1")]
+    assert index.status()["fullyEmbedded"] is True
+    assert paths(index.search("gateway studio", mode="vector"))[0] == "MEMORY.md"
+    index.close()
+
+
+def test_expired_job_keeps_its_finished_part(server, ws, tmp_path):
+    api = FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path)
+    index.sync()
+    api.finish("batch_1", "expired")  # expired, but its one request had finished
+    result = index.sync()
+    assert result["collected"] == 1 and result["pendingBatches"] == 0
+    assert len(api.jobs) == 1 and index.status()["fullyEmbedded"] is True
+    index.close()
+
+
+def test_job_older_than_timeout_is_cancelled_and_resubmitted(server, ws, tmp_path):
+    api = FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path, timeoutMinutes=30)
+    index.sync()
+    index.sync()
+    assert api.cancelled == [] and len(api.jobs) == 1  # young and running: left alone
+    with index.store.lock:
+        index.store.conn.execute(
+            "UPDATE embedding_batches SET submitted_at = submitted_at - 31 * 60")
+    result = index.sync()
+    assert api.cancelled == ["batch_1"]
+    assert result["submitted"] == 1 and set(api.jobs) == {"batch_1", "batch_2"}
+    index.close()
+
+
+def test_job_refused_at_submission_is_embedded_synchronously(server, ws, tmp_path):
+    api = FakeOpenAIBatches(server, initial="failed")
+    index = open_openai(server, ws, tmp_path)
+    result = index.sync()
+    assert result["pendingBatches"] == 0 and result["embedded"] == 1
+    assert len(api.document_embeddings()) == 1
+    assert index.status()["fullyEmbedded"] is True
+    index.close()
+
+
+def test_search_polls_pending_jobs_after_poll_interval(server, ws, tmp_path):
+    api = FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path, pollIntervalMs=3_600_000)
+    index.sync()
+    api.finish("batch_1")
+    result = index.search("gateway studio", mode="vector")  # polled too recently
+    assert api.polls["batch_1"] == 0 and paths(result) == []
+    index._polled_at -= 3601
+    result = index.search("gateway studio", mode="vector")
+    assert api.polls["batch_1"] == 1 and paths(result) == ["MEMORY.md"]
+    index.close()
+
+
+def test_provider_change_drops_pending_jobs(server, ws, tmp_path):
+    FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path)
+    index.sync()
+    assert index.status()["pendingBatches"] == 1
+    index.close()
+    other = open_index("main", ws, openai_memory(server), tmp_path / "state",
+                       embedder=FakeEmbedder(), env={})
+    result = other.sync()
+    assert result["rebuilt"] and result["pendingBatches"] == 0
+    status = other.status()
+    assert status["pendingBatches"] == 0 and status["fullyEmbedded"] is True
+    other.close()
+
+
+def test_force_rebuild_keeps_jobs_of_the_same_embedder(server, ws, tmp_path):
+    api = FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path)
+    index.sync()
+    forced = index.sync(force=True)
+    assert forced["rebuilt"] and forced["pendingBatches"] == 1 and forced["submitted"] == 0
+    api.finish("batch_1")
+    assert index.sync()["collected"] == 1 and index.status()["fullyEmbedded"] is True
+    index.close()
+
+
+def test_wait_true_sends_a_whole_backfill_as_one_job(server, tmp_path):
+    api = FakeOpenAIBatches(server, initial="completed")
+    root = tmp_path / "ws"
+    for i in range(260):  # more chunks than one embedding step
+        write(root, f"memory/note-{i:03}.md", f"# Note {i}\n\nitem number {i} here\n")
+    memory = settings(provider="openai", fallback="none", sync={"watch": False},
+                      remote={"baseUrl": f"{server.url}/v1", "apiKey": "sk-test",
+                              "batch": {"pollIntervalMs": 10}})
+    embedder = create_embedder("openai", memory, env={})
+    embedder.batch_min_texts = 1
+
+    original = api._create
+
+    def create_and_finish(request: Request) -> Response:
+        response = original(request)
+        api.finish(f"batch_{len(api.jobs)}")
+        return response
+
+    server.default("POST", "/v1/batches", create_and_finish)
+    index = open_index("main", root, memory, tmp_path / "state", embedder=embedder, env={})
+    result = index.sync()
+    assert len(api.jobs) == 1 and len(api.texts("batch_1")) == 260
+    assert result["embedded"] == 260 and result["pendingBatches"] == 0
+    assert index.status()["embeddedChunks"] == 260
+    index.close()
+
+
+# --- Gemini -------------------------------------------------------------------------------
+
+GEMINI = "/v1beta/models/gemini-embedding-001"
+
+
+class FakeGeminiBatches:
+    """Gemini's async batch endpoint: jobs stay RUNNING until ``finish``."""
+
+    def __init__(self, server: FakeServer):
+        self.server = server
+        self.jobs: dict[str, dict] = {}
+        server.default("POST", f"{GEMINI}:asyncBatchEmbedContent", self._create)
+        server.default("POST", f"{GEMINI}:embedContent", lambda r: Response.json(
+            {"embedding": {"values": bow(r.json()["content"]["parts"][0]["text"])}}))
+        server.default("POST", f"{GEMINI}:batchEmbedContents", lambda r: Response.json(
+            {"embeddings": [{"values": bow(q["content"]["parts"][0]["text"])}
+                            for q in r.json()["requests"]]}))
+
+    def _create(self, request: Request) -> Response:
+        name = f"batches/g{len(self.jobs) + 1}"
+        requests = request.json()["batch"]["inputConfig"]["requests"]["requests"]
+        self.jobs[name] = {"state": "BATCH_STATE_PENDING", "requests": requests, "polls": 0}
+        self.server.default("GET", f"/v1beta/{name}", lambda r: self._get(name))
+        return Response.json({"name": name, "metadata": {"state": "BATCH_STATE_PENDING"}})
+
+    def _get(self, name: str) -> Response:
+        job = self.jobs[name]
+        job["polls"] += 1
+        if job["state"] == "BATCH_STATE_PENDING":
+            job["state"] = "BATCH_STATE_RUNNING"
+        body: dict = {"name": name, "metadata": {"state": job["state"]}}
+        if job["state"] == "BATCH_STATE_SUCCEEDED":
+            body["done"] = True
+            body["response"] = {"inlinedResponses": {"inlinedResponses": [
+                {"metadata": r["metadata"], "response": {"embedding": {
+                    "values": bow(r["request"]["content"]["parts"][0]["text"])}}}
+                for r in reversed(job["requests"])]}}
+        elif job["state"] == "BATCH_STATE_FAILED":
+            body["done"] = True
+            body["error"] = {"code": 3, "message": "invalid"}
+        return Response.json(body)
+
+    def texts(self, name: str) -> list[str]:
+        return [r["request"]["content"]["parts"][0]["text"] for r in self.jobs[name]["requests"]]
+
+
+def test_gemini_wait_false(server, ws, tmp_path, caplog):
+    api = FakeGeminiBatches(server)
+    memory = settings(provider="gemini", fallback="none", sync={"watch": False},
+                      remote={"baseUrl": f"{server.url}/v1beta", "apiKey": "g-key",
+                              "batch": {"wait": False}})
+    embedder = create_embedder("gemini", memory, env={})
+    embedder.batch_min_texts = 1
+    write(ws, "memory/birds.md", BIRDS)
+    index = open_index("main", ws, memory, tmp_path / "state", embedder=embedder, env={})
+    result = index.sync()
+    assert result["submitted"] == 2 and result["pendingBatches"] == 1
+    assert list(api.jobs) == ["batches/g1"] and api.jobs["batches/g1"]["polls"] == 0
+    assert paths(index.search("heron boathouse", mode="text")) == ["memory/birds.md"]
+    assert index.status()["pendingEmbeddings"] == 2
+
+    api.jobs["batches/g1"]["state"] = "BATCH_STATE_FAILED"
+    with caplog.at_level(logging.WARNING, logger="clawd.memory.batches"):
+        result = index.sync()
+    assert "batches/g1 ended BATCH_STATE_FAILED" in caplog.text
+    assert list(api.jobs) == ["batches/g1", "batches/g2"] and result["pendingBatches"] == 1
+    assert sorted(api.texts("batches/g2")) == sorted(api.texts("batches/g1"))
+
+    api.jobs["batches/g2"]["state"] = "BATCH_STATE_SUCCEEDED"
+    result = index.sync()
+    assert result["collected"] == 2 and result["pendingBatches"] == 0
+    assert index.status()["fullyEmbedded"] is True
+    assert paths(index.search("heron boathouse", mode="vector", min_score=0))[0] == \
+        "memory/birds.md"
+    assert not any(r.path.endswith(":batchEmbedContents") for r in server.requests)
+    index.close()
+
+
+def test_an_index_from_before_batch_jobs_is_migrated(tmp_path):
+    import apsw
+
+    from clawd.memory.store import MIGRATIONS, Store
+
+    path = tmp_path / "old.sqlite"
+    conn = apsw.Connection(str(path))
+    with conn:
+        conn.execute(MIGRATIONS[0])
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute("INSERT INTO meta(key, value) VALUES ('chunking', 'x')")
+    conn.close()
+    store = Store(path, vector_enabled=False)
+    assert store.conn.execute("PRAGMA user_version").fetchall()[0][0] == len(MIGRATIONS)
+    assert store.get_meta("chunking") == "x" and store.batch_counts() == (0, 0)
+    store.add_batch_job("openai", "m", "fp", "batch_9", ["h1", "h2"], 1, 100.0)
+    assert store.batch_counts() == (1, 2)
+    [job] = store.batch_jobs("openai", "m", "fp")
+    assert (job.job, job.hashes, job.attempt, job.submitted_at) == ("batch_9", ["h1", "h2"], 1,
+                                                                   100.0)
+    assert store.drop_batch_jobs_except("gemini", "m", "fp") == 1
+    assert store.batch_counts() == (0, 0)
+    store.close()
