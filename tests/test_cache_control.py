@@ -105,9 +105,10 @@ def test_cache_usage_reaches_status(tmp_path, server, clock):
 
 def test_pruned_request_still_carries_breakpoints(tmp_path, server, clock):
     """Past the ttl the old log is trimmed in the request, the cache markers stay, and the
-    transcript keeps the full log."""
+    transcript keeps the full log. (The fake usage counts far fewer tokens than the log
+    holds, so the calibrated context looks small: a low softTrimRatio makes it prunable.)"""
     read_then_answer(server)
-    chat = make_chat(tmp_path, server, clock)
+    chat = make_chat(tmp_path, server, clock, softTrimRatio=0.05)
     turn(chat, "is the build ok?")
     on_disk = chat.session.transcript.path.read_bytes()
 
