@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     memory = sub.add_parser("memory", help="the memory index: status, index, search")
     memory.add_argument("--agent", metavar="ID")
     msub = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
-    msub.add_parser("status", help="files, chunks, provider, availability")
+    mstatus = msub.add_parser("status", help="files, chunks, provider, availability")
+    mstatus.add_argument("--json", action="store_true")
     index = msub.add_parser("index", help="bring the index up to date")
     index.add_argument("--force", action="store_true", help="rebuild from scratch")
     search = msub.add_parser("search", help="hybrid search over the memory files")
@@ -248,7 +249,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_memory(args: argparse.Namespace) -> int:
-    from clawd.commands import format_memory_results
+    from clawd.commands import format_memory_results, format_memory_status
     from clawd.config import load_config
 
     runtime = build_runtime(load_config(), args.agent)
@@ -258,8 +259,9 @@ def cmd_memory(args: argparse.Namespace) -> int:
         raise ClawdError("memory search is off for this agent (memorySearch.enabled)")
     try:
         if args.memory_command == "status":
-            for key, value in index.status().items():
-                print(f"{key:<16} {value}")
+            status = index.status()
+            print(json.dumps(status, indent=2, ensure_ascii=False) if args.json
+                  else format_memory_status(status))
         elif args.memory_command == "index":
             done = index.sync(force=args.force, progress=_progress_bar)
             sys.stderr.write("\n")

@@ -186,15 +186,18 @@ def _compact(chat: Chat, args: str) -> Iterator[Event]:
     yield from _out("compact", text)
 
 
-@command("memory", "/memory search QUERY | show | add TEXT",
-         "search memory, show MEMORY.md and the memory files, or add a note to today's log")
+@command("memory", "/memory search QUERY | show | add TEXT | status",
+         "search memory, show MEMORY.md and the memory files, add a note to today's log, "
+         "or show the state of the memory index")
 def _memory(chat: Chat, args: str) -> Iterator[Event]:
     action, _, rest = args.partition(" ")
     runtime, rest = chat.runtime, rest.strip()
+    if action in ("search", "status") and runtime.memory is None:
+        raise ClawdError("memory search is off for this agent (memorySearch.enabled)")
     if action == "search" and rest:
-        if runtime.memory is None:
-            raise ClawdError("memory search is off for this agent (memorySearch.enabled)")
         yield from _out("memory", format_memory_results(runtime.memory.search(rest)))
+    elif action == "status":
+        yield from _out("memory", format_memory_status(runtime.memory.status()))
     elif action == "show":
         yield from _out("memory", format_memory_files(runtime.workspace))
     elif action == "add" and rest:
@@ -203,7 +206,7 @@ def _memory(chat: Chat, args: str) -> Iterator[Event]:
             runtime.memory.mark_dirty()
         yield from _out("memory", f"added to {rel}")
     else:
-        raise ClawdError("usage: /memory search QUERY | show | add TEXT")
+        raise ClawdError("usage: /memory search QUERY | show | add TEXT | status")
 
 
 def format_memory_results(found: dict) -> str:
@@ -216,6 +219,41 @@ def format_memory_results(found: dict) -> str:
     for r in rows:
         lines.append(f"\n{r['path']}:{r['startLine']}-{r['endLine']}  score {r['score']:.2f}")
         lines += [f"  {line}" for line in r["snippet"].splitlines()]
+    return "\n".join(lines)
+
+
+def format_memory_status(status: dict) -> str:
+    """The memory index's state (``MemoryIndex.status()``) as aligned lines."""
+    vector, lines = status["vector"], []
+    model = "/".join(str(x) for x in (status.get("provider"), status.get("model")) if x)
+    if vector["mode"] == "vec0":
+        search = f"sqlite-vec {vector.get('extension') or ''} (vec0)".replace("  ", " ")
+    else:
+        search = {"in-process": "in-process cosine (sqlite-vec unavailable)",
+                  "off": "in-process cosine (store.vector.enabled is false)"}[vector["mode"]]
+    rows = [
+        ("index", f"{status['path']} (agent {status['agentId']})"),
+        ("workspace", status["workspace"]),
+        ("sources", ", ".join(status.get("sources") or [])),
+        ("files", f"{status['files']:,}"),
+        ("chunks", f"{status['chunks']:,} ({status['embeddedChunks']:,} with vectors)"),
+        ("embeddings", (model or "none") + (f" (dims {vector['dims']})" if vector.get("dims")
+                                            else "")),
+        ("vector search", search),
+        ("keyword search", "FTS5" if status["fts"]["available"] else "unavailable (no FTS5)"),
+        ("cache", f"{status['cacheEntries']:,} embeddings"),
+        ("state", ("dirty: syncs before the next search" if status["dirty"] else "up to date")
+         + (", watching files" if status["watching"] else "")),
+    ]
+    if status.get("fallback"):
+        rows.append(("fallback", str(status["fallback"])))
+    if status.get("embeddingError"):
+        rows.append(("embedding error", str(status["embeddingError"])))
+    if status.get("pendingBatches"):
+        rows.append(("batch jobs", f"{status['pendingBatches']} pending "
+                                   f"({status['pendingEmbeddings']:,} texts)"))
+    width = max(len(k) for k, _ in rows) + 2
+    lines += [f"{key:<{width}}{value}" for key, value in rows]
     return "\n".join(lines)
 
 

@@ -46,6 +46,10 @@ def test_memory_commands_in_chat(tmp_path, clock):
     assert "memory/2026-11-22.md:" in found and "90 days" in found
     shown = outputs(chat.handle("/memory show"))
     assert "Mac Studio" in shown and "memory/2026-11-22.md" in shown
+    status = outputs(chat.handle("/memory status")).splitlines()
+    rows = {line[:16].strip(): line[16:] for line in status}
+    assert rows["files"] == "2" and rows["keyword search"] == "FTS5"
+    assert rows["state"].startswith("up to date")  # the search above synced the index
     errors = [e for e in chat.handle("/memory frobnicate") if isinstance(e, ErrorEvent)]
     assert errors and "usage: /memory" in errors[0].message
     runtime.memory.close()
@@ -108,7 +112,12 @@ def test_memory_cli_with_the_local_model(workspace_config, capsys):
     assert "indexing [" in err and "chunks" in err
     assert cli.main(["memory", "status"]) == 0
     out, _ = capsys.readouterr()
-    assert "files" in out and "local" in out and "vec0" in out
+    assert "local/all-MiniLM-L6-v2 (dims 384)" in out and "(vec0)" in out
+    assert cli.main(["memory", "status", "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert (status["files"], status["vector"]["mode"], status["fullyEmbedded"]) == (
+        1, "vec0", True)
+    assert status["chunks"] == status["embeddedChunks"] > 0
     assert cli.main(["memory", "search", "db-stg-04", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["results"][0]["path"] == "memory/2026-11-20.md"
