@@ -67,6 +67,12 @@ class Runtime:
         return self.clock().isoformat(timespec="milliseconds")
 
 
+def session_model(entry: dict[str, Any] | None, settings: Any) -> str:
+    """The model a session uses: the one chosen for it (``--model``, ``/model``, ``/new
+    MODEL``), else the agent's configured model, so a config change reaches old sessions."""
+    return (entry or {}).get("modelOverride") or settings.model
+
+
 class Session:
     """A conversation under one session key."""
 
@@ -78,9 +84,9 @@ class Session:
         self.warnings: list[str] = []
         entry = self.store.get(key)
         if fresh or entry is None or not entry.get("sessionId"):
-            entry = self._start(model or runtime.settings.model)
-        elif model and model != entry.get("model"):
-            entry = self.store.patch(key, model=model) or entry
+            entry = self._start(model)
+        elif model and model != entry.get("modelOverride"):
+            entry = self.store.patch(key, model=model, modelOverride=model) or entry
         self.entry = entry
         self.transcript = Transcript.create(Path(entry["sessionFile"]), entry["sessionId"],
                                             runtime.agent_id)
@@ -108,10 +114,12 @@ class Session:
 
     # --- session store ----------------------------------------------------------------------
 
-    def _start(self, model: str) -> dict[str, Any]:
+    def _start(self, model: str | None) -> dict[str, Any]:
         session_id = new_id() + new_id()[:4]
         path = self.rt.sessions_dir / f"{session_id}.jsonl"
-        entry = new_entry(session_id, path, model, self.rt.now_iso())
+        entry = new_entry(session_id, path, model or self.rt.settings.model, self.rt.now_iso())
+        if model:
+            entry["modelOverride"] = model
         return self.store.update(self.key, lambda old: entry) or entry
 
     def _patch(self, **fields: Any) -> None:
@@ -119,7 +127,7 @@ class Session:
 
     @property
     def model_ref(self) -> str:
-        return self.entry.get("model") or self.rt.settings.model
+        return session_model(self.entry, self.rt.settings)
 
     @property
     def provider(self) -> Provider:
@@ -130,7 +138,7 @@ class Session:
     def set_model(self, ref: str) -> None:
         self.rt.provider_for(ref)  # fails here, with a clear message, if unusable
         self._provider = None
-        self._patch(model=ref)
+        self._patch(model=ref, modelOverride=ref)
 
     # --- budget -----------------------------------------------------------------------------
 

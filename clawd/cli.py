@@ -127,14 +127,16 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
         allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
 
 
-def check_provider(chat: Any) -> None:
-    """Fail before the first turn, in one line, when the model cannot be used (without
-    importing its SDK, which takes a second)."""
+def check_provider(runtime: Any, key: str, model: str | None) -> None:
+    """Fail in one line, before the session is created or touched, when its model cannot be
+    used (without importing the SDK, which takes a second)."""
+    from clawd.agent import session_model
     from clawd.errors import MissingKeyError
     from clawd.providers import registry
 
     try:
-        registry.resolve(chat.runtime.config, chat.session.model_ref)
+        registry.resolve(runtime.config, model or session_model(runtime.store.get(key),
+                                                                runtime.settings))
     except MissingKeyError as exc:
         raise MissingKeyError(f"{exc}; or use a local OpenAI-compatible server (declare it "
                               f"under models.providers with api \"openai-completions\" and "
@@ -181,8 +183,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from clawd.commands import Chat
 
     runtime = build_runtime(config, args.agent, allow_exec=args.allow_exec)
-    chat = Chat(runtime, session_key(runtime.agent_id, args.session), args.model)
-    check_provider(chat)
+    key = session_key(runtime.agent_id, args.session)
+    check_provider(runtime, key, args.model)
+    chat = Chat(runtime, key, args.model)
     from clawd.render import Renderer
 
     render = Renderer(sys.stdout, side=sys.stderr, as_json=args.json).event

@@ -79,7 +79,8 @@ class Chat:
             session_id=old.entry["sessionId"], reason=reason, now=self.runtime.clock())
         if saved is not None and self.runtime.memory is not None:
             self.runtime.memory.mark_dirty()
-        self.session = Session(self.runtime, old.key, model or old.model_ref, fresh=True)
+        self.session = Session(self.runtime, old.key, model or old.entry.get("modelOverride"),
+                               fresh=True)
         note = f"new session {self.session.entry['sessionId']} ({reason})"
         if saved is not None:
             note += f"; the last one was saved to {saved.relative_to(self.runtime.workspace)}"

@@ -227,11 +227,11 @@ def run_repl(config: Any, args: Any) -> int:
 
     runtime = cli.build_runtime(config, args.agent, allow_exec=args.allow_exec,
                                 approve=confirm_exec)
-    chat = Chat(runtime, cli.session_key(runtime.agent_id, args.session), args.model,
-                background=True)
-    # A missing key or unknown model is one line before any prompt; the SDK itself is
-    # imported in the warm-up, after the prompt is on screen.
-    cli.check_provider(chat)
+    key = cli.session_key(runtime.agent_id, args.session)
+    # A missing key or unknown model is one line before any prompt (and before the session
+    # is touched); the SDK itself is imported in the warm-up, after the prompt is on screen.
+    cli.check_provider(runtime, key, args.model)
+    chat = Chat(runtime, key, args.model, background=True)
     _, state = cli.agent_paths(runtime.agent_id)
     try:
         return repl_loop(chat, history=history_path(state, runtime.agent_id),

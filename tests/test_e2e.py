@@ -115,6 +115,36 @@ def test_missing_key_is_one_line(isolated_home, capsys):
     assert "local OpenAI-compatible server" in err
 
 
+def test_an_unusable_model_fails_before_the_session_is_touched(isolated_home, capsys):
+    state = isolated_home / ".clawd"
+    code, _, err = run_cli(["chat", "-m", "hi"], capsys)  # no key for the default model
+    assert code == 1 and err.count("\n") == 1
+    code, _, err = run_cli(["chat", "--model", "gpt4", "-m", "hi"], capsys)
+    assert code != 0 and "PROVIDER/MODEL" in err and err.count("\n") == 1
+    sessions = state / "agents" / "main" / "sessions"
+    assert not sessions.exists() or not any(sessions.iterdir())
+
+
+def test_a_session_follows_the_configured_model_unless_one_was_chosen(setup, server, capsys):
+    server.default("POST", OPENAI_PATH, lambda r: openai_stream("ok"))
+    server.default("POST", ANTHROPIC_PATH, lambda r: anthropic_stream("ok"))
+    config = setup.parent / ".clawd" / "clawd.json"
+    assert run_cli(["chat", "-m", "hi"], capsys)[0] == 0
+    data = json.loads(config.read_text())
+    data["agents"]["defaults"]["model"] = "anthropic/claude-test-1"
+    config.write_text(json.dumps(data))
+    assert run_cli(["chat", "-m", "hi again"], capsys)[0] == 0
+    assert server.requests[-1].path == ANTHROPIC_PATH  # the config change reached it
+    store = setup.parent / ".clawd" / "agents" / "main" / "sessions" / "sessions.json"
+    assert json.loads(store.read_text())["agent:main:main"]["model"] == "anthropic/claude-test-1"
+    # a model chosen for the session sticks, whatever the config says later
+    assert run_cli(["chat", "--model", "local/qwen-test", "-m", "pin it"], capsys)[0] == 0
+    assert run_cli(["chat", "-m", "still local?"], capsys)[0] == 0
+    assert server.requests[-1].path == OPENAI_PATH
+    code, out, _ = run_cli(["chat", "-m", "/model"], capsys)
+    assert out.strip() == "local/qwen-test"
+
+
 def test_bad_config_is_one_line_naming_key(isolated_home, capsys):
     (isolated_home / ".clawd").mkdir()
     (isolated_home / ".clawd" / "clawd.json").write_text("{agents: {defaults: {modle: 'x'}}}")

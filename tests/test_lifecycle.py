@@ -60,6 +60,22 @@ def test_new_with_model_switches_model(tmp_path, clock):
     assert chat.session.model_ref == "openai/gpt-4o"
 
 
+def test_new_keeps_a_chosen_model_and_otherwise_follows_the_config(tmp_path, clock):
+    provider = ScriptedProvider(default=slug_or("ok"))
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    chat = Chat(runtime, KEY)
+    list(chat.handle("hello"))
+    assert "modelOverride" not in chat.session.entry
+    runtime.settings.model = "openai/gpt-4o-mini"
+    list(chat.handle("/new"))
+    assert chat.session.model_ref == "openai/gpt-4o-mini"
+    list(chat.handle("/model anthropic/claude-test"))
+    list(chat.handle("/reset"))
+    runtime.settings.model = "openai/gpt-4o"
+    assert chat.session.model_ref == "anthropic/claude-test"
+    assert chat.session.entry["modelOverride"] == "anthropic/claude-test"
+
+
 def test_reset_and_files_are_never_overwritten(tmp_path, clock):
     provider = ScriptedProvider(default=slug_or("ok"))
     runtime = make_runtime(tmp_path, provider, clock=clock)
