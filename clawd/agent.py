@@ -101,6 +101,7 @@ class Session:
         self.token_ratio: float = float(self.entry.get("tokenRatio") or 1.0)
         self._flush_skip_logged: int | None = None  # the cycle whose skip was logged
         self.last_pruned: list[str] = []
+        self.last_partial = ""  # text of the last reply cut off mid-stream
 
     def _reported_base(self) -> tuple[int, int, None] | None:
         """The token base from the newest usage on disk (after the latest compaction)."""
@@ -200,6 +201,8 @@ class Session:
                 steps += 1
                 result = yield from self._step(self.history.messages, show=True)
                 if result is None:
+                    if self.last_partial:  # cut off mid-stream: the reply so far, kept
+                        reply, aborted = self.last_partial, True
                     break
                 reply = result.text
                 if not result.tool_calls or steps >= self.rt.settings.max_steps:
@@ -211,6 +214,7 @@ class Session:
                 yield from self._maintain([])
         except KeyboardInterrupt:
             aborted = True
+            reply = self.last_partial or reply
             if not appended:  # interrupted during a flush or compaction: keep what was typed
                 self._append(message)
             yield Notice("reply interrupted; the partial reply was kept")
@@ -262,6 +266,7 @@ class Session:
         for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
             request, layers = self._request(messages, extra_system)
             silent, partial = SilentFilter(), []
+            self.last_partial = ""
             try:
                 final = None
                 for event in self.provider.stream(request):
@@ -311,6 +316,8 @@ class Session:
         return None
 
     def _keep_partial(self, parts: list[str], messages: list[Message], flush: bool) -> None:
+        """Persist the text streamed before an error or Ctrl-C, marked ``aborted``."""
+        self.last_partial = "" if flush else "".join(parts)
         if parts:
             self._append(Message.assistant("".join(parts), aborted=True, flush=flush,
                                            model=self.model_ref),

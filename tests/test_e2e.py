@@ -108,6 +108,23 @@ def test_script_file_and_error_exit_code(setup, server, capsys, tmp_path):
     assert code == 1 and "cannot read script" in err
 
 
+def test_json_reply_cut_off_mid_stream_carries_the_partial_text(setup, server, capsys):
+    # 1 role chunk + 3 text chunks of 5 characters, then the connection drops
+    server.queue("POST", OPENAI_PATH, lambda r: openai_stream(
+        "The quick brown fox jumps.", cut_after=4))
+    server.queue("POST", OPENAI_PATH, lambda r: openai_stream("Sorry, where was I?"))
+    code, out, _ = run_cli(["chat", "--json", "-m", "tell me"], capsys)
+    events = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and events[0]["type"] == "error"
+    assert events[-1] == {"type": "reply", "text": "The quick brown", "aborted": True}
+    # the next request shows the model where its reply was cut off
+    assert run_cli(["chat", "-m", "go on"], capsys)[0] == 0
+    sent = server.requests[-1].json()["messages"]
+    assert sent[-2]["role"] == "assistant"
+    assert sent[-2]["content"].startswith("The quick brown")
+    assert sent[-2]["content"].endswith("[this reply was cut off here]")
+
+
 def test_missing_key_is_one_line(isolated_home, capsys):
     code, out, err = run_cli(["chat", "-m", "hi"], capsys)
     assert code == 1

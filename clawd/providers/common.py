@@ -11,6 +11,7 @@ send: both APIs reject a tool call without a result and a result without its cal
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import logging
 import random
@@ -28,6 +29,7 @@ MAX_BACKOFF = 30.0
 MAX_RETRY_AFTER = 120.0
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 INTERRUPTED_RESULT = "(no result: the tool call was interrupted)"
+INTERRUPTED_REPLY = "\n[this reply was cut off here]"
 
 # Phrases by which providers (and the servers that imitate them) say a request did not fit.
 OVERFLOW_PATTERNS = tuple(re.compile(p, re.I) for p in (
@@ -237,7 +239,8 @@ def pair_tool_calls(messages: list[Message]) -> list[Message]:
 
     A call left without a result (an aborted turn) gets an error result so the request is
     valid; a result whose call is gone (cut away earlier) is turned into a user note rather
-    than dropped, so the model still sees what happened.
+    than dropped, so the model still sees what happened. A reply that was cut off (an error
+    mid-stream, Ctrl-C) says so at its end, so the model does not take it as finished.
     """
     out: list[Message] = []
     pending: dict[str, str] = {}
@@ -252,6 +255,9 @@ def pair_tool_calls(messages: list[Message]) -> list[Message]:
             continue
         out.extend(_missing_results(pending))
         pending = {}
+        if message.role == "assistant" and message.aborted and message.text:
+            message = dataclasses.replace(message, content=[
+                *message.content, {"type": "text", "text": INTERRUPTED_REPLY}])
         out.append(message)
         if message.role == "assistant":
             pending = {call.id: call.name for call in message.tool_calls}
