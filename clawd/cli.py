@@ -236,7 +236,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
     agent_id, _ = resolve_agent(load_config(), args.agent)
     sessions_dir, _ = agent_paths(agent_id)
-    data = SessionStore(sessions_dir / "sessions.json").read()
+    data = SessionStore(sessions_dir / "sessions.json").entries()
     if args.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0

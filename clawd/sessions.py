@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -70,12 +71,19 @@ class SessionStore:
         except ValueError as exc:
             raise _Corrupt(str(exc)) from None
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def entries(self) -> dict[str, Any]:
+        """Every entry, the store repaired first if it is corrupt or malformed."""
         try:
-            return self.read().get(key)
+            data = self.read()
+            if not _malformed(data):
+                return data
         except _Corrupt:
-            with self._locked():
-                return self._read_repairing().get(key)
+            pass
+        with self._locked():
+            return self._read_repairing()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.entries().get(key)
 
     def update(self, key: str, change: Callable[[dict[str, Any] | None], dict[str, Any] | None]
                ) -> dict[str, Any] | None:
@@ -105,14 +113,25 @@ class SessionStore:
         return self.update(key, change)
 
     def _read_repairing(self) -> dict[str, Any]:
+        """The store, repaired: an unparseable file is moved aside and a new one started;
+        entries of the wrong shape are dropped after the whole file is copied aside."""
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
         try:
-            return self.read()
+            data = self.read()
         except _Corrupt as exc:
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
             os.replace(self.path, aside)
             log.warning("%s could not be parsed (%s); moved it to %s and started a new store",
                         self.path, exc, aside.name)
             return {}
+        bad = _malformed(data)
+        if bad:
+            shutil.copy2(self.path, aside)
+            for key in bad:
+                data.pop(key)
+            self._write(data)
+            log.warning("%s: dropped malformed entries %s (the file as it was is kept as %s)",
+                        self.path, ", ".join(map(repr, bad)), aside.name)
+        return data
 
     def _write(self, data: dict[str, Any]) -> None:
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
@@ -135,6 +154,15 @@ class SessionStore:
 
 class _Corrupt(ValueError):
     pass
+
+
+def _malformed(data: dict[str, Any]) -> list[str]:
+    """Keys whose entry cannot be a session entry (hand-edited): not an object, or a
+    ``sessionId`` that is not a string or comes without a string ``sessionFile``."""
+    return [key for key, entry in data.items()
+            if not isinstance(entry, dict) or "sessionId" in entry and (
+                not isinstance(entry["sessionId"], str)
+                or not isinstance(entry.get("sessionFile"), str))]
 
 
 try:

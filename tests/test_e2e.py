@@ -186,3 +186,17 @@ def test_init_dry_run_then_real(isolated_home, capsys, tmp_path):
     assert (ws / "AGENTS.md").exists() and "created" in out
     code, out, _ = run_cli(["init", "--workspace", str(ws)], capsys)
     assert "0 created" in out
+
+
+def test_a_hand_broken_session_entry_is_one_line_not_a_traceback(setup, server, capsys,
+                                                                  caplog):
+    server.default("POST", OPENAI_PATH, lambda r: openai_stream("ok"))
+    store = setup.parent / ".clawd" / "agents" / "main" / "sessions" / "sessions.json"
+    store.parent.mkdir(parents=True)
+    store.write_text(json.dumps({"agent:main:main": "x"}))
+    code, out, err = run_cli(["sessions", "list"], capsys)
+    assert code == 0 and "Traceback" not in err
+    assert [r.getMessage().count("\n") for r in caplog.records if "malformed" in r.getMessage()
+            ] == [0]
+    assert run_cli(["chat", "-m", "hi"], capsys)[0] == 0
+    assert list(store.parent.glob("sessions.json.corrupt-*"))

@@ -66,3 +66,19 @@ def test_keys():
     assert is_group_key("agent:main:telegram:group:42")
     assert is_group_key("agent:main:discord:channel:7")
     assert not is_group_key("agent:main:main")
+
+
+def test_malformed_entries_are_dropped_and_the_file_kept(tmp_path, caplog):
+    path = tmp_path / "sessions.json"
+    good = new_entry("sid", tmp_path / "sid.jsonl", "anthropic/x")
+    original = json.dumps({"agent:main:main": good, "agent:main:a": "x",
+                           "agent:main:b": {"sessionId": 5},
+                           "agent:main:c": {"sessionId": "s2"}})
+    path.write_text(original)
+    store = SessionStore(path)
+    assert store.get("agent:main:main")["sessionId"] == "sid"  # the good entry survives
+    assert set(store.entries()) == {"agent:main:main"}
+    aside = list(tmp_path.glob("sessions.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_text() == original
+    assert "dropped malformed entries" in caplog.text and "'agent:main:a'" in caplog.text
+    assert set(json.loads(path.read_text())) == {"agent:main:main"}
