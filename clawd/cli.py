@@ -15,12 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clawd import __version__
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clawd", description="An agent runtime and chat assistant whose memory is plain "
         "Markdown on disk.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what clawd does")
+    parser.add_argument("--version", action="version", version=f"clawd {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     init = sub.add_parser("init", help="create the state dir, a starter config and the workspace")
@@ -70,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="clawd: %(message)s", stream=sys.stderr)
     from clawd.errors import ClawdError, ConfigError
 
+    if args.command == "chat" and args.message is not None and not args.message.strip():
+        parser.error("chat -m: the message is empty")
     handler = {"init": cmd_init, "chat": cmd_chat, "memory": cmd_memory,
                "sessions": cmd_sessions}[args.command]
     try:

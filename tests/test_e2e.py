@@ -200,3 +200,12 @@ def test_a_hand_broken_session_entry_is_one_line_not_a_traceback(setup, server, 
             ] == [0]
     assert run_cli(["chat", "-m", "hi"], capsys)[0] == 0
     assert list(store.parent.glob("sessions.json.corrupt-*"))
+
+
+def test_version_and_an_empty_message(isolated_home, capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == "clawd 0.1.0"
+    with pytest.raises(SystemExit) as done:
+        cli.main(["chat", "-m", "  "])
+    assert done.value.code == 2 and "the message is empty" in capsys.readouterr().err
