@@ -339,6 +339,10 @@ def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
     duplicate = next((i for i in ids if ids.count(i) > 1), None)
     if duplicate:
         raise ConfigError(f"{path}: agents.list has the id {duplicate!r} twice")
+    defaults = [entry.id for entry in config.agents.entries if entry.default]
+    if len(defaults) > 1:
+        raise ConfigError(f"{path}: agents.list marks more than one agent as default "
+                          f"({', '.join(defaults)})")
     config.source = Path(path)
     return config
 

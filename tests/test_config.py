@@ -46,6 +46,8 @@ def test_json5_comments_and_trailing_commas(tmp_path):
     ("{models: {providers: {local: {api: 'grpc'}}}}", "models.providers.local.api"),
     ("{agents: {list: [{id: 'a', bogus: 1}]}}", "unknown key 'agents.list.0.bogus'"),
     ("{agents: {list: [{id: 'a'}, {id: 'a'}]}}", "the id 'a' twice"),
+    ("{agents: {list: [{id: 'a', default: true}, {id: 'b', default: true}]}}",
+     "more than one agent as default (a, b)"),
     ("{agents: {", "not valid JSON5"),
     ("[1, 2]", "top level must be an object"),
 ])
