@@ -130,6 +130,10 @@ def build_history(entries: list[dict[str, Any]]) -> History:
             except (ValueError, KeyError, TypeError):
                 log.warning("skipped a malformed message entry %s", entry.get("id"))
         elif kind == "compaction":
+            if not isinstance(entry.get("summary"), str) or not entry["summary"].strip():
+                # Applying it would hide the earlier messages behind no summary at all.
+                log.warning("skipped a compaction entry %s without a summary", entry.get("id"))
+                continue
             apply_compaction(history, entry)
     return history
 

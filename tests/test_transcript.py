@@ -73,6 +73,15 @@ def test_history_applies_latest_compaction_and_skips_flush(tmp_path):
     assert [m.text for m in history.messages] == ["m4", "m5"]
 
 
+def test_a_compaction_without_summary_hides_nothing(caplog):
+    msgs = [Message.user(f"m{i}") for i in range(3)]
+    entries = [m.to_entry() for m in msgs]
+    entries.insert(2, {"type": "compaction", "id": "c1", "firstKeptId": "gone"})  # hand-edited
+    history = build_history(entries)
+    assert [m.text for m in history.messages] == ["m0", "m1", "m2"]
+    assert history.summary is None and "without a summary" in caplog.text
+
+
 def test_entries_are_single_json_lines(tmp_path):
     path = tmp_path / "s.jsonl"
     t = Transcript.create(path, "sid", "main")
