@@ -50,9 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     index = msub.add_parser("index", help="bring the index up to date")
     index.add_argument("--force", action="store_true", help="rebuild from scratch")
     search = msub.add_parser("search", help="hybrid search over the memory files")
-    search.add_argument("query")
-    search.add_argument("--max-results", type=int, metavar="N")
-    search.add_argument("--min-score", type=float, metavar="X")
+    search.add_argument("query", type=_query)
+    search.add_argument("--max-results", type=_positive_int, metavar="N")
+    search.add_argument("--min-score", type=_unit_float, metavar="X", help="0..1")
     search.add_argument("--json", action="store_true")
 
     sessions = sub.add_parser("sessions", help="list sessions")
@@ -61,6 +61,32 @@ def build_parser() -> argparse.ArgumentParser:
     slist.add_argument("--agent", metavar="ID")
     slist.add_argument("--json", action="store_true")
     return parser
+
+
+def _query(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the query must not be empty")
+    return value
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, not {value!r}")
+    return number
+
+
+def _unit_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, not {value!r}")
+    return number
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,7 +300,7 @@ def cmd_memory(args: argparse.Namespace) -> int:
             done = index.sync(force=args.force, progress=_progress_bar)
             sys.stderr.write("\n")
             print(", ".join(f"{k}: {v}" for k, v in done.items()
-                            if isinstance(v, (int, float, str, bool))))
+                            if isinstance(v, (int, float, str, bool)) and k != "at"))
         else:
             found = index.search(args.query, max_results=args.max_results,
                                  min_score=args.min_score)

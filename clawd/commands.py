@@ -232,6 +232,18 @@ def format_memory_status(status: dict) -> str:
     else:
         search = {"in-process": "in-process cosine (sqlite-vec unavailable)",
                   "off": "in-process cosine (store.vector.enabled is false)"}[vector["mode"]]
+    # A new process has not compared the index with the files yet: it does before a search.
+    synced = parse_iso((status.get("lastSync") or {}).get("at"))
+    when = synced.astimezone().strftime("%Y-%m-%d %H:%M") if synced else None
+    recheck = (" (files are checked again before the next search)"
+               if status.get("syncOnSearch", True)
+               else " (run clawd memory index to check the files again)")
+    if not status["dirty"]:
+        state = "up to date" + (f" (synced {when})" if when else "")
+    elif when is None and not status["files"]:
+        state = "not indexed yet" + recheck.replace("checked again", "indexed")
+    else:
+        state = (f"last synced {when}" if when else "indexed earlier") + recheck
     rows = [
         ("index", f"{status['path']} (agent {status['agentId']})"),
         ("workspace", status["workspace"]),
@@ -243,9 +255,13 @@ def format_memory_status(status: dict) -> str:
         ("vector search", search),
         ("keyword search", "FTS5" if status["fts"]["available"] else "unavailable (no FTS5)"),
         ("cache", f"{status['cacheEntries']:,} embeddings"),
-        ("state", ("dirty: syncs before the next search" if status["dirty"] else "up to date")
-         + (", watching files" if status["watching"] else "")),
+        ("state", state + (", watching files" if status["watching"] else "")),
     ]
+    skipped = status.get("skippedFiles") or []
+    rows += [("skipped" if i == 0 else "", f"{s['path']} ({s['reason']})")
+             for i, s in enumerate(skipped[:5])]
+    if len(skipped) > 5:
+        rows.append(("", f"... and {len(skipped) - 5} more (see --json)"))
     if status.get("fallback"):
         rows.append(("fallback", str(status["fallback"])))
     if status.get("embeddingError"):

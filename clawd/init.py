@@ -1,5 +1,7 @@
 """What ``clawd init`` lays down: the state dir, an agent's sessions dir, a starter config and
-the workspace copied from ``workspace_template/``.
+the workspace copied from ``workspace_template/`` (the bootstrap files, ``MEMORY.md``, note
+templates in ``templates/``, outside ``memory/`` so they are never indexed as memories) and
+an empty ``memory/``.
 
 ``plan_init`` only looks at the disk and returns the list of ``Action``s (what it would create,
 and what already exists and is kept), so a dry run is the plan itself. ``apply`` carries the
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from clawd.config import DEFAULT_AGENT_ID, AgentDefaults
 from clawd.errors import ClawdError
 from clawd.templates import data_dir
+from clawd.workspace import MEMORY_DIR
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -86,7 +89,9 @@ def plan_init(state_dir: Path, config_file: Path, workspace: Path,
                          render_starter_config(workspace, agent_id).encode("utf-8"),
                          PRIVATE_FILE_MODE))
     actions.append(_dir(workspace))
-    planned = {workspace}
+    # memory/ holds only the user's notes (everything in it is indexed): created empty.
+    actions.append(_dir(workspace / MEMORY_DIR))
+    planned = {workspace, workspace / MEMORY_DIR}
     for rel, resource in template_files():
         target = workspace / rel
         if target.parent not in planned:
@@ -128,7 +133,7 @@ def template_files() -> list[tuple[str, Traversable]]:
                 found.append((rel, child))
 
     walk(data_dir(TEMPLATE_DIR), "")
-    # Top-level files before the memory/ folder, then alphabetical: a readable plan.
+    # Top-level files before the templates/ folder, then alphabetical: a readable plan.
     return sorted(found, key=lambda item: (item[0].count("/"), item[0]))
 
 

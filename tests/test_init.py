@@ -15,8 +15,8 @@ from clawd.init import (Action, apply, plan_init, render_starter_config, starter
                         template_files)
 
 WORKSPACE_FILES = ["AGENTS.md", "IDENTITY.md", "MEMORY.md", "SOUL.md", "TOOLS.md", "USER.md",
-                   "memory/TEMPLATE-daily.md", "memory/TEMPLATE-project-tracking.md",
-                   "memory/TEMPLATE-research-intel.md"]
+                   "templates/daily.md", "templates/project-tracking.md",
+                   "templates/research-intel.md"]
 
 
 @pytest.fixture

@@ -4,17 +4,20 @@ stay in progress until a test finishes them, so nothing here depends on timing."
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
 import re
+import struct
 from pathlib import Path
 
 import pytest
-from fakeserver import FakeServer, Request, Response
+from fakeserver import FakeServer, Request, Response, openai_error
 from memory_fakes import FakeEmbedder, settings, write
 
-from clawd.memory.embeddings import create_embedder
+from clawd.memory.chunker import Chunk
+from clawd.memory.embeddings import create_embedder, normalise
 from clawd.memory.index import open_index
 
 WORD = re.compile(r"[a-z0-9]+")
@@ -28,6 +31,11 @@ def bow(text: str, dims: int = 64) -> list[float]:
     for word in WORD.findall(text.lower()):
         vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % dims] += 2.0
     return vec
+
+
+def b64(vector: list[float]) -> str:
+    """An embedding as the API sends it with ``encoding_format: base64``."""
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
 
 
 def jsonl_requests(body: bytes) -> list[dict]:
@@ -64,7 +72,7 @@ class FakeOpenAIBatches:
 
     def _object(self, job_id: str) -> dict:
         job = self.jobs[job_id]
-        done = job["status"] in ("completed", "expired")
+        done = job["status"] in ("completed", "expired", "cancelled")
         return {"id": job_id, "object": "batch", "endpoint": "/v1/embeddings",
                 "input_file_id": job["input"], "completion_window": "24h",
                 "status": job["status"], "created_at": 0,
@@ -113,7 +121,8 @@ class FakeOpenAIBatches:
             return
         lines = []
         for item in reversed(self.uploads[job["input"]]):  # the output file is unordered
-            data = [{"object": "embedding", "index": i, "embedding": bow(t)}
+            encode = b64 if item["body"].get("encoding_format") == "base64" else list
+            data = [{"object": "embedding", "index": i, "embedding": encode(bow(t))}
                     for i, t in enumerate(item["body"]["input"])]
             lines.append(json.dumps({"id": "r", "custom_id": item["custom_id"], "error": None,
                                      "response": {"status_code": 200,
@@ -174,6 +183,8 @@ def test_wait_false_submits_returns_and_later_syncs_collect(server, ws, tmp_path
     assert (first["pendingBatches"], first["pendingEmbeddings"]) == (1, 1)
     created = next(r for r in server.requests if r.path == "/v1/batches").json()
     assert created["endpoint"] == "/v1/embeddings" and created["completion_window"] == "24h"
+    # Vectors come back as base64 (a quarter of the size of JSON floats).
+    assert [r["body"]["encoding_format"] for r in api.uploads["file-in-1"]] == ["base64"]
 
     api.finish("batch_1")
     write(ws, "memory/birds.md", BIRDS)
@@ -269,17 +280,60 @@ def test_expired_job_keeps_its_finished_part(server, ws, tmp_path):
     index.close()
 
 
-def test_job_older_than_timeout_is_cancelled_and_resubmitted(server, ws, tmp_path):
+def age_jobs(index, seconds: float) -> None:
+    """Make the recorded jobs look ``seconds`` older."""
+    with index.store.lock:
+        index.store.conn.execute(
+            "UPDATE embedding_batches SET submitted_at = submitted_at - ?", (seconds,))
+
+
+def test_job_past_its_timeout_is_cancelled_then_collected_once_it_ends(server, ws, tmp_path,
+                                                                        caplog):
     api = FakeOpenAIBatches(server)
     index = open_openai(server, ws, tmp_path, timeoutMinutes=30)
     index.sync()
+    age_jobs(index, 31 * 60)
     index.sync()
-    assert api.cancelled == [] and len(api.jobs) == 1  # young and running: left alone
-    with index.store.lock:
-        index.store.conn.execute(
-            "UPDATE embedding_batches SET submitted_at = submitted_at - 31 * 60")
+    # A job not waited for gets at least OpenAI's 24-hour completion window.
+    assert api.cancelled == [] and len(api.jobs) == 1
+    age_jobs(index, 24 * 3600)
+    with caplog.at_level(logging.WARNING, logger="clawd.memory.batches"):
+        result = index.sync()
+    assert api.cancelled == ["batch_1"] and "cancelled" in caplog.text
+    # Kept until the provider reports it ended: nothing is submitted twice meanwhile.
+    assert result["submitted"] == 0 and result["pendingBatches"] == 1
+    result = index.sync()  # still "cancelling": not cancelled again
+    assert api.cancelled == ["batch_1"] and result["pendingBatches"] == 1
+    api.finish("batch_1", "cancelled")  # its one request had finished before the cancel
     result = index.sync()
+    assert result["collected"] == 1 and result["submitted"] == 0
+    assert len(api.jobs) == 1 and index.status()["fullyEmbedded"] is True
+    index.close()
+
+
+def test_cancelled_job_without_output_is_resubmitted(server, ws, tmp_path):
+    api = FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path)
+    index.sync()
+    age_jobs(index, 24.5 * 3600)
+    index.sync()
     assert api.cancelled == ["batch_1"]
+    api.finish("batch_1", "cancelled", output=False)
+    result = index.sync()
+    assert result["submitted"] == 1 and set(api.jobs) == {"batch_1", "batch_2"}
+    assert api.texts("batch_2") == api.texts("batch_1")
+    index.close()
+
+
+def test_job_still_running_long_after_its_cancel_is_given_up(server, ws, tmp_path):
+    api = FakeOpenAIBatches(server)
+    index = open_openai(server, ws, tmp_path)
+    index.sync()
+    age_jobs(index, 24 * 3600 + 60)
+    index.sync()
+    assert api.cancelled == ["batch_1"] and len(api.jobs) == 1
+    age_jobs(index, 3600)  # an hour later the provider still says "cancelling"
+    result = index.sync()
     assert result["submitted"] == 1 and set(api.jobs) == {"batch_1", "batch_2"}
     index.close()
 
@@ -357,6 +411,126 @@ def test_wait_true_sends_a_whole_backfill_as_one_job(server, tmp_path):
     assert len(api.jobs) == 1 and len(api.texts("batch_1")) == 260
     assert result["embedded"] == 260 and result["pendingBatches"] == 0
     assert index.status()["embeddedChunks"] == 260
+    index.close()
+
+
+def assert_vectors_match_chunks(index) -> None:
+    """Every chunk holds the (normalised) vector of its own text."""
+    import numpy as np
+
+    rows = index.store.conn.execute("SELECT heading, text, embedding FROM chunks").fetchall()
+    assert rows
+    for heading, text, blob in rows:
+        assert blob is not None, text
+        want = normalise([bow(Chunk(0, 0, text, heading).context_text())])[0]
+        assert np.frombuffer(blob, dtype=np.float32) == pytest.approx(want, abs=1e-5), text
+
+
+def test_openai_jobs_stay_within_the_batch_api_limits(server, tmp_path):
+    api = FakeOpenAIBatches(server)
+    memory = openai_memory(server, concurrency=2)
+    embedder = create_embedder("openai", memory, env={})
+    # The Batch API takes at most 50,000 embedding inputs and 200 MB per input file.
+    assert embedder.batch_job_texts <= 50_000
+    assert embedder.batch_job_bytes <= 100_000_000
+    root = tmp_path / "ws"
+    for i in range(12):
+        write(root, f"memory/n{i:02}.md", f"# N{i}\n\n" + f"alpha{i} beta{i * 7} " * 100 + "\n")
+    embedder.batch_min_texts = 1
+    embedder.batch_job_bytes = 6000  # room for two or three of these chunks per upload
+    index = open_index("main", root, memory, tmp_path / "state", embedder=embedder, env={})
+    index.sync()
+    assert len(api.jobs) >= 4
+    for requests in api.uploads.values():
+        assert sum(len(json.dumps(r)) + 1 for r in requests) <= 6000
+    assert sorted(t for job in api.jobs for t in api.texts(job)) == sorted(
+        Chunk(0, 0, text, heading).context_text() for heading, text in
+        index.store.conn.execute("SELECT heading, text FROM chunks"))
+    for job in list(api.jobs):
+        api.finish(job)  # base64 vectors, each output file in reverse order
+    index.sync()
+    assert index.status()["fullyEmbedded"] is True
+    assert_vectors_match_chunks(index)
+    index.close()
+
+
+def test_wait_false_upload_error_leaves_its_texts_to_the_next_sync(server, ws, tmp_path,
+                                                                   caplog):
+    api = FakeOpenAIBatches(server)
+    write(ws, "memory/birds.md", BIRDS)
+    memory = openai_memory(server, concurrency=1)
+    embedder = create_embedder("openai", memory, env={})
+    embedder.batch_min_texts = 1
+    embedder.batch_job_texts = 1  # one job per chunk
+    fallback = FakeEmbedder()
+    index = open_index("main", ws, memory, tmp_path / "state", embedder=embedder,
+                       fallback=fallback, env={})
+    server.queue("POST", "/v1/files", lambda r: openai_error(400, "upload refused"))
+    with caplog.at_level(logging.WARNING):
+        result = index.sync()
+    # The accepted job is recorded; the other chunk waits for the next sync. No failover.
+    assert result["provider"] == "openai"
+    assert (result["submitted"], result["pendingBatches"]) == (1, 1)
+    assert fallback.calls == [] and index.status()["fallback"] is None
+    assert caplog.text.count("could not be submitted (") == 1 and "upload refused" in caplog.text
+    [accepted] = api.texts("batch_1")
+    other = next(c for c in (GATEWAY, BIRDS) if c.strip().split("\n")[-1] not in accepted)
+
+    server.queue("POST", "/v1/files", lambda r: openai_error(400, "upload refused"))
+    result = index.sync()  # submitted again, refused again
+    assert result["submitted"] == 0 and result["pendingBatches"] == 1
+    result = index.sync()  # a third time: through the synchronous endpoint
+    assert result["embedded"] == 1 and len(api.jobs) == 1
+    assert [other.strip().split("\n")[-1] in t for [t] in api.document_embeddings()] == [True]
+    api.finish("batch_1")
+    index.sync()
+    assert index.status()["fullyEmbedded"] is True
+    assert_vectors_match_chunks(index)
+    index.close()
+
+
+def test_wait_true_keeps_each_job_that_completed_when_a_later_one_fails(server, tmp_path):
+    api = FakeOpenAIBatches(server, initial="completed")
+    root = tmp_path / "ws"
+    for i in range(300):
+        write(root, f"memory/note-{i:03}.md", f"# Note {i}\n\nitem number {i} here\n")
+    memory = settings(provider="openai", fallback="none", sync={"watch": False},
+                      remote={"baseUrl": f"{server.url}/v1", "apiKey": "sk-test",
+                              "batch": {"pollIntervalMs": 10, "concurrency": 1}})
+
+    def open_backfill():
+        embedder = create_embedder("openai", memory, env={})
+        embedder.batch_min_texts = 1
+        embedder.batch_job_texts = 100  # three jobs
+        return open_index("main", root, memory, tmp_path / "state", embedder=embedder,
+                          env={})
+
+    original = api._create
+
+    def create_and_finish(request: Request) -> Response:
+        response = original(request)
+        n = len(api.jobs)
+        if n == 3:
+            api.finish(f"batch_{n}", "failed", error="boom", output=False)
+        else:
+            api.finish(f"batch_{n}")
+        return response
+
+    server.default("POST", "/v1/batches", create_and_finish)
+    seen: list[int] = []
+    index = open_backfill()
+    index.sync(progress=lambda done, total: seen.append(done))
+    assert len(api.jobs) == 3
+    assert seen == [0, 100, 200, 300]  # progress per job
+    status = index.status()
+    assert status["embeddedChunks"] == 0 and status["cacheEntries"] == 200
+    index.close()
+    # The next run resumes from the cache: only the third job's texts go out again.
+    index = open_backfill()
+    result = index.sync()
+    assert len(api.jobs) == 4 and api.texts("batch_4") == api.texts("batch_3")
+    assert (result["cached"], result["embedded"]) == (200, 100)
+    assert index.status()["fullyEmbedded"] is True
     index.close()
 
 

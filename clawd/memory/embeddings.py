@@ -16,20 +16,22 @@ Embedders with an asynchronous batch endpoint (OpenAI's Batch API, Gemini's asyn
 job) also expose three steps: ``submit_batch_job(texts)`` starts one job and returns its id
 with a first ``BatchStatus``, ``poll_batch_job(job_id, count)`` looks at it once (never
 waits) and ``cancel_batch_job(job_id)`` gives it up. With ``remote.batch.wait`` (the
-default) ``run_batch_jobs`` submits the jobs and polls them until they finish; with
-``wait: false`` the index submits them, records them and collects them on later syncs
-(``batches.py``).
+default) ``run_batch_jobs`` submits the jobs and polls them until they finish, handing over
+each job's vectors as it completes; with ``wait: false`` the index submits them, records
+them and collects them on later syncs (``batches.py``). ``split_batch_jobs`` keeps each job
+within the provider's limits (``batch_job_texts`` texts, about ``batch_job_bytes`` bytes).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -43,7 +45,11 @@ OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 GEMINI_DEFAULT_MODEL = "gemini-embedding-001"
 SYNC_BATCH = 128  # inputs per synchronous embeddings request
 BATCH_MIN_TEXTS = 100  # fewer texts than this go through the synchronous endpoint
-BATCH_MAX_REQUESTS = 50_000  # the Batch API's limit per input file
+# The Batch API takes at most 50,000 embedding inputs and 200 MB per input file; smaller jobs
+# keep each output file (and what one failed job costs) small.
+OPENAI_BATCH_TEXTS = 10_000
+OPENAI_BATCH_BYTES = 100_000_000
+BATCH_TEXT_OVERHEAD = 200  # JSON bytes around each text in a job's upload, generously
 OPENAI_BATCH_FAILED = ("failed", "expired", "cancelled")
 
 
@@ -86,6 +92,7 @@ class BatchEmbedder(Embedder, Protocol):
     settings: MemorySearch
     batch_min_texts: int  # fewer texts than this are embedded synchronously
     batch_job_texts: int  # at most this many texts per job
+    batch_job_bytes: int | None  # and at most about this many bytes of request per job
 
     def submit_batch_job(self, texts: Sequence[str]) -> tuple[str, BatchStatus]: ...
 
@@ -100,22 +107,66 @@ def supports_batches(embedder: Any) -> bool:
                ("submit_batch_job", "poll_batch_job", "cancel_batch_job"))
 
 
-def run_batch_jobs(embedder: BatchEmbedder, texts: list[str]) -> list[Any]:
+def split_batch_jobs(embedder: Any, texts: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) of each job ``texts`` go out in: at most ``batch_job_texts`` texts and,
+    when the embedder sets ``batch_job_bytes``, about that many bytes of request."""
+    size = max(1, int(getattr(embedder, "batch_job_texts", 0) or len(texts) or 1))
+    budget = getattr(embedder, "batch_job_bytes", None)
+    parts: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for i, text in enumerate(texts):
+        cost = len(json.dumps(text)) + BATCH_TEXT_OVERHEAD if budget else 0
+        if i > start and (i - start >= size or (budget and used + cost > budget)):
+            parts.append((start, i))
+            start, used = i, 0
+        used += cost
+    if start < len(texts):
+        parts.append((start, len(texts)))
+    return parts
+
+
+def run_batch_jobs(embedder: BatchEmbedder, texts: list[str],
+                   progress: Callable[[int], None] | None = None,
+                   on_done: Callable[[int, list[Any]], None] | None = None) -> list[Any]:
     """Embed ``texts`` through batch jobs and wait for them (``remote.batch.wait``).
 
-    Jobs of at most ``batch_job_texts`` run ``remote.batch.concurrency`` at a time; each is
-    polled every ``pollIntervalMs`` and given up (cancelled) after ``timeoutMinutes``.
+    Jobs (see ``split_batch_jobs``) run ``remote.batch.concurrency`` at a time; each is
+    polled every ``pollIntervalMs`` and given up (cancelled) after ``timeoutMinutes``. As
+    each job completes, ``on_done(start, vectors)`` receives its vectors (``start`` is the
+    offset of its first text) and ``progress`` its count, in the calling thread. When a
+    job fails, the jobs not started yet are not submitted, those running are still waited
+    for (and handed to ``on_done``), then the first error is raised.
     """
-    size = embedder.batch_job_texts
-    parts = [texts[start:start + size] for start in range(0, len(texts), size)]
+    parts = split_batch_jobs(embedder, texts)
     workers = max(1, min(len(parts), embedder.settings.remote.batch.concurrency))
 
-    def run(part: list[str]) -> list[Any]:
-        job_id, status = embedder.submit_batch_job(part)
-        return wait_for_batch_job(embedder, job_id, status, len(part))
+    def run(start: int, end: int) -> list[Any]:
+        job_id, status = embedder.submit_batch_job(texts[start:end])
+        return wait_for_batch_job(embedder, job_id, status, end - start)
 
+    done: dict[int, list[Any]] = {}
+    error: BaseException | None = None
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        vectors = [v for done in pool.map(run, parts) for v in done]
+        futures = {pool.submit(run, start, end): start for start, end in parts}
+        for future in as_completed(futures):
+            if future.cancelled():
+                continue
+            try:
+                got = future.result()
+            except Exception as exc:  # noqa: BLE001 - raised once the running jobs are in
+                if error is None:
+                    error = exc
+                    for other in futures:
+                        other.cancel()
+                continue
+            done[futures[future]] = got
+            if on_done:
+                on_done(futures[future], got)
+            if progress:
+                progress(len(got))
+    if error is not None:
+        raise error
+    vectors = [v for start, _ in parts for v in done[start]]
     if vectors:
         embedder.dims = len(vectors[0])
     return vectors
@@ -186,7 +237,8 @@ class OpenAIEmbedder:
                                                 sorted(self.headers.items()))
         self.dims: int | None = None
         self.batch_min_texts = BATCH_MIN_TEXTS
-        self.batch_job_texts = BATCH_MAX_REQUESTS * SYNC_BATCH
+        self.batch_job_texts = OPENAI_BATCH_TEXTS
+        self.batch_job_bytes: int | None = OPENAI_BATCH_BYTES
         self._client: Any = None
 
     def client(self) -> Any:
@@ -210,10 +262,7 @@ class OpenAIEmbedder:
         itself and does not wait, so a call here is answered by the synchronous endpoint."""
         batch = self.settings.remote.batch
         if batch.enabled and batch.wait and len(texts) >= self.batch_min_texts:
-            vectors = run_batch_jobs(self, list(texts))
-            if progress:
-                progress(len(texts))
-            return vectors
+            return run_batch_jobs(self, list(texts), progress)
         out: list[Any] = []
         for start in range(0, len(texts), SYNC_BATCH):
             part = list(texts[start:start + SYNC_BATCH])
@@ -238,13 +287,14 @@ class OpenAIEmbedder:
         return list(vectors)
 
     # The Batch API: one JSONL file of embedding requests (``SYNC_BATCH`` inputs each,
-    # ``custom_id`` = offset of the request's first text in the job) per job.
+    # ``custom_id`` = offset of the request's first text in the job) per job. Vectors come
+    # back base64-encoded (little-endian float32): a quarter of the output of JSON floats.
     def submit_batch_job(self, texts: Sequence[str]) -> tuple[str, BatchStatus]:
         import openai
 
         requests = [{"custom_id": str(start), "method": "POST", "url": "/v1/embeddings",
                      "body": {"model": self.model, "input": list(texts[start:start + SYNC_BATCH]),
-                              "encoding_format": "float"}}
+                              "encoding_format": "base64"}}
                     for start in range(0, len(texts), SYNC_BATCH)]
         body = "\n".join(json.dumps(r) for r in requests).encode()
         client = self.client()
@@ -313,8 +363,8 @@ class OpenAIEmbedder:
                     continue
                 start = int(item["custom_id"])
                 data = sorted(response["body"]["data"], key=lambda d: d["index"])
-                got = normalise([d["embedding"] for d in data])
-            except (ValueError, KeyError, TypeError) as exc:
+                got = normalise([_embedding(d["embedding"]) for d in data])
+            except (ValueError, KeyError, TypeError) as exc:  # binascii.Error is a ValueError
                 error = error or f"unreadable result line: {exc}"
                 continue
             for offset, vector in enumerate(got):
@@ -324,6 +374,18 @@ class OpenAIEmbedder:
         if found is not None:
             self.dims = len(found)
         return vectors, error
+
+
+def _embedding(value: Any) -> Any:
+    """One embedding of a result line: base64 of little-endian float32, or a list of floats."""
+    if isinstance(value, str):
+        import numpy as np
+
+        raw = base64.b64decode(value, validate=True)
+        if not raw or len(raw) % 4:
+            raise ValueError(f"a base64 embedding of {len(raw)} bytes")
+        return np.frombuffer(raw, dtype="<f4")
+    return value
 
 
 def _openai_detail(job: Any, status: str | None = None) -> str:

@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 
 GEMINI_DEFAULT_BASE = "https://generativelanguage.googleapis.com/v1beta"
 SYNC_BATCH = 100  # the batchEmbedContents limit
-ASYNC_JOB_SIZE = 5000  # inlined requests per async job (the inline payload is capped at 20 MB)
+ASYNC_JOB_SIZE = 5000  # inlined requests per async job
+ASYNC_JOB_BYTES = 15_000_000  # the inlined requests of one job are capped at 20 MB
 DONE_STATES = ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED")
 
 
@@ -56,6 +57,7 @@ class GeminiEmbedder:
         self.dims: int | None = None
         self.batch_min_texts = BATCH_MIN_TEXTS
         self.batch_job_texts = ASYNC_JOB_SIZE
+        self.batch_job_bytes: int | None = ASYNC_JOB_BYTES
         self.timeout = 60.0
 
     count_tokens = staticmethod(estimate_tokens)
@@ -94,10 +96,7 @@ class GeminiEmbedder:
                         progress: Callable[[int], None] | None = None) -> list[Any]:
         batch = self.settings.remote.batch
         if batch.enabled and batch.wait and len(texts) >= self.batch_min_texts:
-            vectors = run_batch_jobs(self, list(texts))
-            if progress:
-                progress(len(texts))
-            return vectors
+            return run_batch_jobs(self, list(texts), progress)
         out: list[Any] = []
         for start in range(0, len(texts), SYNC_BATCH):
             part = list(texts[start:start + SYNC_BATCH])

@@ -10,14 +10,21 @@
   or chunking differs from what built the index, the whole index is rebuilt; the old one
   stays searchable until the rebuild commits. With ``remote.batch.wait: false`` large
   backfills are submitted as batch jobs and the sync returns at once; later syncs collect
-  the jobs (``batches.py``), and while jobs are pending a search syncs again whenever
-  ``pollIntervalMs`` has passed since the last poll.
+  the jobs (``batches.py``), and while chunks await vectors from pending jobs a search
+  syncs again whenever ``pollIntervalMs`` has passed since the last poll; such a chunk is
+  ranked with an estimated vector score (the mean of the keyword hits that have one).
 - ``search(query, max_results=None, min_score=None) -> dict`` returns the SPEC's shape
   ``{"results": [{"path", "startLine", "endLine", "score", "snippet", "source"}],
   "provider", "model", "fallback", "mode"}`` and never fails hard: without embeddings it is
-  keyword-only, without FTS5 vector-only, without sqlite-vec an in-process cosine scan.
+  keyword-only, without FTS5 vector-only, without sqlite-vec an in-process cosine scan. One
+  place (path and line range) is returned once, with its best score; when repeats crowd the
+  candidate pool, the pool is widened so other places can fill the results. An empty query
+  or ``max_results < 1`` raise ``ValueError`` (front ends check their input first).
 - ``status() -> dict`` (with ``pendingBatches`` / ``pendingEmbeddings`` and whether every
-  chunk has its vector, ``fullyEmbedded``), ``mark_dirty()``, ``start_watcher()``, ``close()``.
+  chunk has its vector, ``fullyEmbedded``; ``lastSync``, the summary and ISO time ``at`` of
+  the last sync, kept in the ``meta`` table so a new process knows it too; ``skippedFiles``),
+  ``mark_dirty()``, ``start_watcher()``, ``close()``. ``dirty`` is true until this process
+  has compared the index with the files (or after a change marks it so).
 
 The index file is ``<state>/memory/<agentId>.sqlite`` unless ``store.path`` says otherwise
 (``{agentId}`` is replaced). Indexing and vector scoring live in ``indexing.py``.
@@ -30,6 +37,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +58,10 @@ from clawd.memory.store import Store
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+
+LAST_SYNC_META = "lastSync"
+# How often a pool crowded by repeats of one place is widened (4x each time).
+WIDEN_STEPS = 3
 
 
 def store_path(agent_id: str, settings: MemorySearch, state_dir: Path) -> Path:
@@ -143,15 +156,20 @@ class MemoryIndex:
             result = indexing.sync(self, force=force, progress=progress)
             self._matrix = None
             self.dirty = False
-            self.last_sync = result
+            self.last_sync = {**result, "at": datetime.now(timezone.utc).isoformat(
+                timespec="seconds")}
+            self.store.set_meta(LAST_SYNC_META, json.dumps(self.last_sync))
             self._pending_batches = int(result.get("pendingBatches") or 0)
             self._polled_at = time.monotonic()
             return result
 
     def _batches_due(self) -> bool:
-        """Batch jobs are pending and were last polled ``pollIntervalMs`` ago or more."""
+        """Batch jobs are pending, some chunk still lacks its vector, and the jobs were last
+        polled ``pollIntervalMs`` ago or more."""
         interval = self.settings.remote.batch.poll_interval_ms / 1000
-        return bool(self._pending_batches) and time.monotonic() - self._polled_at >= interval
+        unembedded = (self.last_sync or {}).get("unembeddedChunks", 1)
+        return bool(self._pending_batches) and bool(unembedded) \
+            and time.monotonic() - self._polled_at >= interval
 
     def start_watcher(self) -> None:
         """Watch the memory files (``sync.watch``) and sync after each burst of changes."""
@@ -185,7 +203,11 @@ class MemoryIndex:
                min_score: float | None = None, mode: str = "hybrid") -> dict[str, Any]:
         """Hybrid search; ``mode`` ``"vector"`` or ``"text"`` uses one half only."""
         cfg = self.settings.query
-        limit = max(1, int(max_results or cfg.max_results))
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("the search query is empty")
+        limit = cfg.max_results if max_results is None else int(max_results)
+        if limit < 1:
+            raise ValueError(f"max_results must be 1 or more, not {max_results}")
         threshold = cfg.min_score if min_score is None else float(min_score)
         if not cfg.hybrid.enabled and mode == "hybrid":
             mode = "vector"
@@ -196,54 +218,78 @@ class MemoryIndex:
                 except Exception as exc:  # noqa: BLE001 - a stale index beats no answer
                     log.warning("memory sync before search failed: %s", exc)
             pool = limit * cfg.hybrid.candidate_multiplier
-            match = policy.fts_query(query)
-            used_text = mode != "vector" and self.store.fts_available and match is not None
-            # The keyword query runs on its own connection while the vector query runs here.
-            pending = self._executor().submit(self.store.fts_search, match, pool) \
-                if used_text else None
-            vector: dict[int, float] = {}
-            qvec = None
-            if mode != "text":
-                vector, qvec = indexing.vector_candidates(self, query, pool)
-            used_vector = qvec is not None
-            text: dict[int, float] = {}
-            if pending is not None:
-                try:
-                    text = dict(pending.result())
-                except apsw.Error as exc:
-                    log.warning("memory keyword search failed: %s", exc)
-                    used_text = False
-            unembedded: set[int] = set()
-            if used_vector and text:
-                # Keyword hits the vector pool missed still get their real vector score.
-                missing = [c for c in text if c not in vector]
-                scored = indexing.vector_scores(self, qvec, missing)
-                vector.update(scored)
-                # Chunks still without a vector (a batch job has yet to deliver it).
-                unembedded = {c for c in missing if c not in scored}
-            weights = (cfg.hybrid.vector_weight if used_vector else 0.0,
-                       cfg.hybrid.text_weight if used_text else 0.0)
-            merged = policy.merge_hybrid(vector, text, *weights)
-            if unembedded:
-                # Scored by keywords alone, as in a keyword-only index, instead of a vector
-                # score of 0 that would keep them under minScore.
-                merged = sorted((policy.Scored(s.chunk_id, s.text, s.vector, s.text)
-                                 if s.chunk_id in unembedded else s for s in merged),
-                                key=lambda s: (-s.score, -s.text, s.chunk_id))
-            chosen = policy.select(merged, threshold, limit)
-            rows = self.store.get_chunks(s.chunk_id for s in chosen)
+            for _ in range(WIDEN_STEPS + 1):
+                merged, used_vector, used_text, full = self._candidates(query, pool, mode)
+                ranked = policy.select(merged, threshold, len(merged))
+                rows = self.store.get_chunks(s.chunk_id for s in ranked)
+                chosen, repeats = policy.distinct(ranked, partial(_place, rows), limit)
+                # Repeats of one place (pieces of one long line) crowded the pool out.
+                if len(chosen) >= limit or not repeats or not full:
+                    break
+                pool *= 4
         terms = policy.query_terms(query)
         results = [{"path": rows[s.chunk_id].path, "startLine": rows[s.chunk_id].start_line,
                     "endLine": rows[s.chunk_id].end_line, "score": round(s.score, 4),
                     "snippet": policy.snippet(rows[s.chunk_id].text, terms),
                     "source": rows[s.chunk_id].source}
-                   for s in chosen if s.chunk_id in rows]
+                   for s in chosen]
         embedder = self.embedders.active
         kind = "hybrid" if used_vector and used_text else "vector" if used_vector else \
             "keyword" if used_text else "none"
         return {"results": results, "provider": embedder.provider if embedder else None,
                 "model": embedder.model if embedder else None,
                 "fallback": self.embedders.fallback_info, "mode": kind}
+
+    def _candidates(self, query: str, pool: int,
+                    mode: str) -> tuple[list[policy.Scored], bool, bool, bool]:
+        """The merged candidates of up to ``pool`` chunks from each side, best first; whether
+        vectors and keywords were used; whether either side filled its pool."""
+        cfg = self.settings.query
+        match = policy.fts_query(query)
+        used_text = mode != "vector" and self.store.fts_available and match is not None
+        # The keyword query runs on its own connection while the vector query runs here.
+        pending = self._executor().submit(self.store.fts_search, match, pool) \
+            if used_text else None
+        vector: dict[int, float] = {}
+        qvec = None
+        if mode != "text":
+            vector, qvec = indexing.vector_candidates(self, query, pool)
+        used_vector = qvec is not None
+        full = len(vector) >= pool
+        text: dict[int, float] = {}
+        if pending is not None:
+            try:
+                text = dict(pending.result())
+            except apsw.Error as exc:
+                log.warning("memory keyword search failed: %s", exc)
+                used_text = False
+        full = full or len(text) >= pool
+        unembedded: set[int] = set()
+        if used_vector and text:
+            # Keyword hits the vector pool missed still get their real vector score.
+            missing = [c for c in text if c not in vector]
+            scored = indexing.vector_scores(self, qvec, missing)
+            vector.update(scored)
+            # Chunks still without a vector (a batch job has yet to deliver it).
+            unembedded = {c for c in missing if c not in scored}
+        weights = (cfg.hybrid.vector_weight if used_vector else 0.0,
+                   cfg.hybrid.text_weight if used_text else 0.0)
+        merged = policy.merge_hybrid(vector, text, *weights)
+        if unembedded:
+            # Instead of a vector score of 0 (under minScore), a chunk whose vector is still
+            # owed gets the mean vector score of the keyword hits that have one, so its
+            # keywords place it among them; when no keyword hit has a vector yet, they are
+            # scored by keywords alone, as in a keyword-only index.
+            known = [vector[c] for c in text if c in vector]
+            guess = sum(known) / len(known) if known else None
+            total = sum(weights)
+            vw, tw = (weights[0] / total, weights[1] / total) if total > 0 else (0.5, 0.5)
+            merged = sorted((policy.Scored(s.chunk_id, s.text if guess is None else
+                                           vw * guess + tw * s.text,
+                                           s.vector if guess is None else guess, s.text)
+                             if s.chunk_id in unembedded else s for s in merged),
+                            key=lambda s: (-s.score, -s.text, s.chunk_id))
+        return merged, used_vector, used_text, full
 
     # --- status -----------------------------------------------------------------------------
 
@@ -252,6 +298,8 @@ class MemoryIndex:
             counts = self.store.counts()
             stored = self.store.get_meta("embedding")
             jobs, awaited = self.store.batch_counts()
+            last_sync = self.last_sync or _json_meta(self.store.get_meta(LAST_SYNC_META))
+            skipped = indexing.skipped_files(self.store)
         embedding = json.loads(stored) if stored else {}
         active = self.embedders.active
         vector_mode = "off" if not self.settings.store.vector.enabled else \
@@ -261,7 +309,7 @@ class MemoryIndex:
             "files": counts["files"], "chunks": counts["chunks"],
             "embeddedChunks": counts["embedded"], "cacheEntries": counts["cache"],
             "pendingBatches": jobs, "pendingEmbeddings": awaited,
-            "fullyEmbedded": counts["embedded"] == counts["chunks"] and not jobs,
+            "fullyEmbedded": counts["embedded"] == counts["chunks"],
             "provider": active.provider if active else embedding.get("provider")
             or self.embedders.primary_name,
             "model": active.model if active else embedding.get("model"),
@@ -270,9 +318,26 @@ class MemoryIndex:
                        "available": self.store.vec_available, "mode": vector_mode,
                        "extension": self.store.vec_version, "dims": self.store.dims or None},
             "fts": {"available": self.store.fts_available},
-            "dirty": self.dirty, "watching": self._watcher is not None,
-            "sources": list(self.settings.sources), "lastSync": self.last_sync,
+            "dirty": self.dirty, "syncOnSearch": self.settings.sync.on_search,
+            "watching": self._watcher is not None,
+            "sources": list(self.settings.sources), "lastSync": last_sync,
+            "skippedFiles": [{"path": key, "reason": reason}
+                             for key, (reason, _) in sorted(skipped.items())],
         }
+
+
+def _place(rows: Mapping[int, Any], chunk_id: int) -> tuple[str, int, int] | None:
+    """Where a chunk is: (path, first line, last line); None if it vanished."""
+    row = rows.get(chunk_id)
+    return (row.path, row.start_line, row.end_line) if row is not None else None
+
+
+def _json_meta(value: str | None) -> dict[str, Any] | None:
+    try:
+        data = json.loads(value) if value else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def open_index(agent_id: str, workspace: Path, settings: MemorySearch, state_dir: Path,

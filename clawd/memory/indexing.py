@@ -9,9 +9,16 @@ If the primary embedder fails, the fallback takes over (which changes the signat
 that sync rebuilds with it); with no working embedder chunks are stored without vectors,
 keyword search keeps working, and a later sync fills the vectors in.
 
+Files that cannot be indexed (not UTF-8 text, unreadable, links out of the workspace) are
+skipped with one warning each. The ``skippedFiles`` meta row remembers them with their size
+and mtime, so the warning comes again only when such a file changes (or on ``force``), not on
+every sync of every process; ``MemoryIndex.status`` lists them.
+
 With ``remote.batch.wait: false`` new text goes out as batch jobs that the sync does not wait
 for (``batches.py``): its chunks are stored without vectors, and every later sync first polls
-the pending jobs once and fills in the vectors of those that completed.
+the pending jobs once and fills in the vectors of those that completed. With ``wait: true``
+the sync waits for the jobs, and caches the vectors of each one as it completes: a backfill
+stopped by a failed job resumes from the cache.
 
 Small local models read only 256 tokens and blur a chunk that mixes topics, so their
 chunks are embedded as segments of ``segment_tokens``; the chunk vector (what ``vec0``
@@ -31,13 +38,21 @@ from typing import TYPE_CHECKING, Any
 from clawd.memory import batches
 from clawd.memory import search as policy
 from clawd.memory.chunker import Chunk, chunk_text, segment_texts
-from clawd.memory.embeddings import Embedder, EmbeddingError, signature, supports_batches
-from clawd.memory.sources import all_sources, read_source
+from clawd.memory.embeddings import (
+    Embedder,
+    EmbeddingError,
+    run_batch_jobs,
+    signature,
+    supports_batches,
+)
+from clawd.memory.sources import NotText, all_sources, read_source
 
 if TYPE_CHECKING:
     from clawd.memory.index import MemoryIndex
 
 log = logging.getLogger(__name__)
+
+SKIPPED_META = "skippedFiles"
 
 
 def text_hash(text: str) -> str:
@@ -61,20 +76,33 @@ def sync(index: MemoryIndex, *, force: bool = False,
     rebuild = force or store.get_meta("chunking") != chunking or (
         embedding is not None and stored_embedding is not None and embedding != stored_embedding)
 
-    sources = all_sources(index.workspace, index.settings, index.sessions_dir)
+    links: dict[str, str] = {}
+    sources = all_sources(index.workspace, index.settings, index.sessions_dir, links)
     known = store.files()
+    warned = skipped_files(store)
+    # key -> (reason, stamp): the stamp tells whether a skipped file changed since.
+    skipped: dict[str, tuple[str, str]] = {key: (reason, "") for key, reason in links.items()}
     changed: list[tuple[Any, str, os.stat_result, list[Chunk]]] = []
     touched: list[tuple[Any, str, os.stat_result]] = []
     for source in sources:
+        stamp = ""
         try:
             stat = source.path.stat()
+            stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
+            before = warned.get(source.key)
+            if not force and before and before[1] == stamp:
+                skipped[source.key] = before  # still the same file: no second warning
+                continue
             previous = known.get(source.key)
             if not rebuild and previous and previous[2] == stat.st_mtime \
                     and previous[3] == stat.st_size:
                 continue
             text = read_source(source)
+        except NotText as exc:
+            skipped[source.key] = (str(exc), stamp)
+            continue
         except OSError as exc:
-            log.warning("memory index: cannot read %s: %s", source.path, exc)
+            skipped[source.key] = (f"cannot read: {exc.strerror or exc}", stamp)
             continue
         digest = text_hash(text)
         if not rebuild and previous and previous[1] == digest:
@@ -82,8 +110,11 @@ def sync(index: MemoryIndex, *, force: bool = False,
             continue
         chunks = chunk_text(text, index.settings.chunking.tokens, index.settings.chunking.overlap)
         changed.append((source, digest, stat, chunks))
-    keys = {s.key for s in sources}
+    keys = {s.key for s in sources} - set(skipped)
     removed = [key for key in known if key not in keys]
+    for key, (reason, stamp) in sorted(skipped.items()):
+        if force or warned.get(key) != (reason, stamp):
+            log.warning("memory index: skipping %s (%s)", key, reason)
 
     # Batch jobs submitted by earlier syncs without waiting: polled once, never waited for.
     collected = batches.collect(index, embedder) if embedder is not None \
@@ -100,14 +131,20 @@ def sync(index: MemoryIndex, *, force: bool = False,
     vectors: list[tuple[bytes, bytes | None] | None] | None = None
     embed_stats = {"embedded": 0, "cached": 0, "submitted": 0,
                    "collected": len(collected.vectors)}
+    orphans: list[Any] = []
     if embedder is not None and todo:
         try:
             vectors = _vectorise(index, embedder, todo, progress, total, embed_stats,
                                  collected)
         except EmbeddingError as exc:
+            batches.remember(index, embedder, collected)
             if index.embedders.fail(exc) is not None:
                 return sync(index, force=force, progress=progress)
             embedder, embedding = None, None
+    if embedder is not None:
+        # Cached only now: making room for them must not evict entries this sync reads.
+        batches.remember(index, embedder, collected)
+        orphans = batches.orphans(index, embedder, collected)
     if vectors is None and progress:
         progress(total, total)
     dims = embedder.dims or 0 if embedder else 0
@@ -135,7 +172,7 @@ def sync(index: MemoryIndex, *, force: bool = False,
             for (chunk_id, _, _, _), item in zip(missing, vectors[cursor:]):
                 if item is not None:
                     store.set_embedding(chunk_id, *item)
-        for job in collected.finished:
+        for job in collected.finished + orphans:
             store.delete_batch_job(job.provider, job.job)
         if embedder is not None:
             dropped = store.drop_batch_jobs_except(embedder.provider, embedder.model,
@@ -145,11 +182,26 @@ def sync(index: MemoryIndex, *, force: bool = False,
         store.set_meta("chunking", chunking)
         if embedding is not None:
             store.set_meta("embedding", embedding)
+        store.set_meta(SKIPPED_META, json.dumps(
+            {key: {"reason": reason, "stamp": stamp}
+             for key, (reason, stamp) in sorted(skipped.items())}))
     jobs, awaited = store.batch_counts()
-    return {"files": len(sources), "indexed": len(changed), "removed": len(removed),
-            "chunks": len(new_chunks), "rebuilt": rebuild,
+    counts = store.counts()
+    return {"files": len(keys), "indexed": len(changed), "removed": len(removed),
+            "skipped": len(skipped), "chunks": len(new_chunks), "rebuilt": rebuild,
             "provider": embedder.provider if embedder else None, **embed_stats,
-            "pendingBatches": jobs, "pendingEmbeddings": awaited}
+            "pendingBatches": jobs, "pendingEmbeddings": awaited,
+            "unembeddedChunks": counts["chunks"] - counts["embedded"]}
+
+
+def skipped_files(store: Any) -> dict[str, tuple[str, str]]:
+    """The files the last sync skipped: key -> (reason, stamp)."""
+    try:
+        stored = json.loads(store.get_meta(SKIPPED_META) or "{}")
+    except ValueError:
+        return {}
+    return {key: (str(item.get("reason", "")), str(item.get("stamp", "")))
+            for key, item in stored.items() if isinstance(item, dict)}
 
 
 def _vectorise(index: MemoryIndex, embedder: Embedder, chunks: list[Chunk],
@@ -203,7 +255,11 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
             vectors[h] = np.asarray(collected.vectors[h], dtype=np.float32)
     todo: dict[str, str] = {}
     for h, t in zip(hashes, texts):
-        if h not in vectors and h not in collected.pending:
+        if h in vectors:
+            continue
+        if h in collected.pending:
+            collected.wanted.add(h)  # still awaited from a job: it is not submitted again
+        else:
             todo.setdefault(h, t)
     stats["cached"] += sum(1 for h in hashes if h in vectors)
     if vectors and not embedder.dims:
@@ -226,17 +282,32 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
     advance(0)
     items = list(todo.items())
     if batches.deferred(embedder, index.settings):
-        items, awaited = batches.submit(index, embedder, items, collected.retry)
+        now, awaited = batches.submit(index, embedder, items, collected.retry)
         stats["submitted"] += len(awaited)
-        advance(len(awaited))
+        advance(len(items) - len(now))  # submitted, or left to the next sync
+        items = now
     stats["embedded"] += len(items)
+
+    def keep(part: list[tuple[str, Any]]) -> None:
+        fresh = [(h, np.asarray(v, dtype=np.float32)) for h, v in part]
+        vectors.update(fresh)
+        if cache.enabled and cache.max_entries > 0:
+            store.cache_put(*key, [(h, len(v), v.tobytes()) for h, v in fresh],
+                            cache.max_entries)
+
     batch = index.settings.remote.batch
-    # Batch jobs that are waited for get every text at once: one job, not one per step.
-    whole = supports_batches(embedder) and batch.enabled and batch.wait \
-        and len(items) >= getattr(embedder, "batch_min_texts", len(items) + 1)
-    step = max(1, len(items)) if whole else 256
-    for start in range(0, len(items), step):
-        part = items[start:start + step]
+    if supports_batches(embedder) and batch.enabled and batch.wait \
+            and len(items) >= getattr(embedder, "batch_min_texts", len(items) + 1):
+        # Batch jobs waited for: each job's vectors are cached (and counted) as soon as it
+        # completes, so a backfill stopped by a failed job resumes from the cache.
+        def on_job(start: int, got: list[Any]) -> None:
+            keep([(h, v) for (h, _), v in zip(items[start:start + len(got)], got)])
+            advance(len(got))
+
+        run_batch_jobs(embedder, [t for _, t in items], on_done=on_job)  # type: ignore[arg-type]
+        return [vectors.get(h) for h in hashes]
+    for start in range(0, len(items), 256):
+        part = items[start:start + 256]
         reported = 0
 
         def on_batch(count: int) -> None:
@@ -245,11 +316,7 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
             advance(count)
 
         result = embedder.embed_documents([t for _, t in part], on_batch)
-        fresh = [(h, np.asarray(v, dtype=np.float32)) for (h, _), v in zip(part, result)]
-        vectors.update(fresh)
-        if cache.enabled and cache.max_entries > 0:
-            store.cache_put(*key, [(h, len(v), v.tobytes()) for h, v in fresh],
-                            cache.max_entries)
+        keep([(h, v) for (h, _), v in zip(part, result)])
         if reported < len(part):
             advance(len(part) - reported)
     return [vectors.get(h) for h in hashes]

@@ -14,13 +14,17 @@ Both halves are brought to 0..1 with higher = better before they are mixed:
 ``score = vectorWeight * vector + textWeight * text`` (weights already sum to 1); results
 below ``minScore`` are dropped. With one half unavailable (no embeddings, no FTS5, or a
 one-sided mode) the other carries the whole score.
+
+Results are places in files: chunks cut from one very long line share its line range, so
+``distinct`` keeps only the best-scored chunk per (path, startLine, endLine). Snippets are
+shown on terminals and sent to models, so control characters in them become U+FFFD.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 SNIPPET_CHARS = 700
@@ -38,6 +42,8 @@ s t d ll m re ve
 """
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
+# C0 controls except tab and newline, DEL, and C1 controls (0x9b is a terminal's CSI).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _COMPOUND = re.compile(r"[^\s\"'`()\[\]{},;:!?]+")
 
@@ -130,9 +136,36 @@ def select(merged: Iterable[Scored], min_score: float, max_results: int) -> list
     return [s for s in merged if s.score >= min_score - 1e-9][:max_results]
 
 
+def distinct(ranked: Iterable[Scored], place: Callable[[int], Hashable | None],
+             max_results: int) -> tuple[list[Scored], int]:
+    """The first (best) candidate of each place, at most ``max_results``; and how many
+    candidates were dropped as repeats. ``place(chunk_id)`` is None for a vanished chunk."""
+    kept: list[Scored] = []
+    seen: set[Hashable] = set()
+    repeats = 0
+    for scored in ranked:
+        key = place(scored.chunk_id)
+        if key is None:
+            continue
+        if key in seen:
+            repeats += 1
+            continue
+        seen.add(key)
+        kept.append(scored)
+        if len(kept) >= max_results:
+            break
+    return kept, repeats
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters other than newline and tab replaced by U+FFFD."""
+    return _CONTROL.sub("\ufffd", text)
+
+
 def snippet(text: str, terms: Iterable[str] = (), max_chars: int = SNIPPET_CHARS) -> str:
-    """At most ``max_chars`` of a chunk: the window of whole lines with the most query terms."""
-    text = text.strip()
+    """At most ``max_chars`` of a chunk: the window of whole lines with the most query terms,
+    without control characters."""
+    text = printable(text).strip()
     if len(text) <= max_chars:
         return text
     lines = text.split("\n")

@@ -1,12 +1,17 @@
 """What the memory index reads: the memory files, ``extraPaths`` and (opt-in) transcripts.
 
-``MEMORY.md`` and ``memory/**/*.md`` are found under the workspace; a symlink leading out of
-the workspace is skipped. ``extraPaths`` entries (files or directories of ``.md`` files,
+``MEMORY.md`` and ``memory/**/*.md`` are found under the workspace; a symlink (to a file or a
+folder) leading out of the workspace is skipped, and reported in the ``skipped`` mapping the
+caller passes so that the index can warn once, not on every sync. ``extraPaths`` entries (files or directories of ``.md`` files,
 relative to the workspace or absolute) are the user's explicit choice and may lie outside
 it. Files inside the workspace are keyed by their workspace-relative path, others by their
 absolute path. Session transcripts are indexed only with ``experimental.sessionMemory`` on
 and ``"sessions"`` in ``sources``: each JSONL line becomes one text line (user and assistant
 text, everything else blank) so a result's line range is the transcript's own line range.
+
+A memory file must be UTF-8 text: ``read_source`` (and ``decode_text`` for ``memory_get``)
+raises ``NotText`` for one holding NUL bytes or invalid UTF-8, which the index skips instead of
+filling itself with binary junk.
 """
 
 from __future__ import annotations
@@ -30,15 +35,43 @@ class SourceFile:
     path: Path  # real location on disk
 
 
+class NotText(ValueError):
+    """A memory file that is not UTF-8 text (binary data, or another encoding)."""
+
+
+# Why a path was skipped, keyed by the path results would have used.
+Skipped = dict[str, str]
+LINK_OUT = "a link out of the workspace"
+FOLDER_LINK_OUT = "a link to a folder out of the workspace"
+
+
+def decode_text(raw: bytes) -> str:
+    """The text of a memory file, or ``NotText`` saying why it is not one."""
+    if b"\x00" in raw:
+        raise NotText("not a text file: it contains NUL bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotText(f"not UTF-8 text: invalid byte at offset {exc.start}") from None
+
+
 def is_under(root: Path, path: Path) -> bool:
     """Whether ``path`` is ``root`` or lies below it (both already resolved)."""
     return path == root or root in path.parents
 
 
-def _markdown_under(directory: Path) -> list[Path]:
+def _markdown_under(directory: Path, root: Path | None = None,
+                    skipped: Skipped | None = None) -> list[Path]:
+    """The ``.md`` files below ``directory``. Linked folders are not followed; with ``root``
+    given, those leading out of it are recorded in ``skipped``."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(directory):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if root is not None and skipped is not None:
+            for name in dirnames:
+                link = Path(dirpath) / name
+                if link.is_symlink() and not is_under(root, link.resolve()):
+                    skipped[link.relative_to(root).as_posix()] = FOLDER_LINK_OUT
         found += [Path(dirpath) / name for name in sorted(filenames)
                   if name.lower().endswith(".md") and not name.startswith(".")]
     return found
@@ -59,20 +92,23 @@ def extra_roots(workspace: Path, settings: MemorySearch) -> list[Path]:
     return roots
 
 
-def memory_files(workspace: Path, settings: MemorySearch) -> list[SourceFile]:
+def memory_files(workspace: Path, settings: MemorySearch,
+                 skipped: Skipped | None = None) -> list[SourceFile]:
+    """The memory files to index; links out of the workspace go to ``skipped`` instead."""
     root = workspace.resolve()
+    skipped = {} if skipped is None else skipped
     candidates: list[Path] = []
     if (root / MEMORY_FILE).is_file():
         candidates.append(root / MEMORY_FILE)
     if (root / MEMORY_DIR).is_dir():
-        candidates += _markdown_under(root / MEMORY_DIR)
+        candidates += _markdown_under(root / MEMORY_DIR, root, skipped)
     files: dict[str, SourceFile] = {}
     for path in candidates:
         real = path.resolve()
-        if not is_under(root, real):
-            log.warning("memory index: skipping %s (a link out of the workspace)", path)
-            continue
         key = path.relative_to(root).as_posix()
+        if not is_under(root, real):
+            skipped[key] = LINK_OUT
+            continue
         files[key] = SourceFile(key, "memory", real)
     for extra in extra_roots(root, settings):
         paths = [extra] if extra.is_file() else _markdown_under(extra)
@@ -94,9 +130,9 @@ def session_files(sessions_dir: Path | None, settings: MemorySearch) -> list[Sou
             for path in sorted(sessions_dir.glob("*.jsonl"))]
 
 
-def all_sources(workspace: Path, settings: MemorySearch,
-                sessions_dir: Path | None) -> list[SourceFile]:
-    found = memory_files(workspace, settings) if "memory" in settings.sources else []
+def all_sources(workspace: Path, settings: MemorySearch, sessions_dir: Path | None,
+                skipped: Skipped | None = None) -> list[SourceFile]:
+    found = memory_files(workspace, settings, skipped) if "memory" in settings.sources else []
     return found + session_files(sessions_dir, settings)
 
 
@@ -127,5 +163,9 @@ def transcript_text(raw: str) -> str:
 
 
 def read_source(source: SourceFile) -> str:
-    raw = source.path.read_text(encoding="utf-8", errors="replace")
-    return transcript_text(raw) if source.source == "sessions" else raw
+    """The text to index; ``NotText`` for a memory file that is not UTF-8 text (transcripts,
+    written by clawd, are read leniently)."""
+    raw = source.path.read_bytes()
+    if source.source == "sessions":
+        return transcript_text(raw.decode("utf-8", errors="replace"))
+    return decode_text(raw)

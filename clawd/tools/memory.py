@@ -1,13 +1,15 @@
 """The memory tools the model gets: ``memory_search`` and ``memory_get``.
 
 ``memory_search {query, maxResults?, minScore?}`` runs the agent's hybrid memory search and
-returns the SPEC's JSON (snippets with path and line range, never whole files).
+returns the SPEC's JSON (snippets with path and line range, never whole files). The query
+must not be empty, ``maxResults`` is 1..50 (more is capped at 50) and ``minScore`` 0..1.
 ``memory_get {path, from?, lines?}`` reads lines of a memory file, and only of one:
 ``MEMORY.md``, ``memory/**.md`` inside the workspace (resolved with ``workspace.resolve``,
 so ``..``, absolute paths and symlinks out are refused), or a ``.md`` file under one of
 ``memorySearch.extraPaths``. Extra paths are explicit user configuration and may lie
 outside the workspace; a path is accepted there only when its real location is under one
-of them, so a symlink cannot widen what the model can read.
+of them, so a symlink cannot widen what the model can read. A file that is not UTF-8 text
+(NUL bytes, invalid UTF-8) is an error result, as it is skipped by the index, never its bytes.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from clawd.errors import SandboxError, ToolError
-from clawd.memory.sources import extra_roots, is_under
+from clawd.memory.sources import NotText, decode_text, extra_roots, is_under
 from clawd.messages import ToolSpec
 from clawd.tools.base import Tool, ToolContext, arg, schema
 from clawd.workspace import MEMORY_DIR, MEMORY_FILE, relative, resolve
 
 DEFAULT_LINES = 200
+MAX_RESULTS = 50
 
 SEARCH_DESCRIPTION = (
     "Search your memory files (MEMORY.md, memory/*.md) by meaning and by exact words. "
@@ -76,9 +79,12 @@ def run_memory_get(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("argument 'lines' must be 1 or more")
     real, key = memory_path(ctx, path)
     try:
-        lines = real.read_text(encoding="utf-8", errors="replace").split("\n")
+        lines = decode_text(real.read_bytes()).split("\n")
     except OSError as exc:
         raise ToolError(f"cannot read {key}: {exc.strerror}") from None
+    except NotText as exc:
+        raise ToolError(f"{key} is {exc}; it is not a memory note and is not "
+                        f"indexed") from None
     if lines and lines[-1] == "":
         lines.pop()
     if start > len(lines) and lines:
@@ -104,7 +110,9 @@ def run_memory_search(args: dict[str, Any], ctx: ToolContext) -> str:
     max_results = arg(args, "maxResults", int, None)
     min_score = arg(args, "minScore", float, None)
     if max_results is not None and max_results < 1:
-        raise ToolError("argument 'maxResults' must be 1 or more")
+        raise ToolError(f"argument 'maxResults' must be between 1 and {MAX_RESULTS}")
+    if max_results is not None:
+        max_results = min(max_results, MAX_RESULTS)
     if min_score is not None and not 0 <= min_score <= 1:
         raise ToolError("argument 'minScore' must be between 0 and 1")
     if ctx.memory is None:
@@ -117,7 +125,8 @@ def run_memory_search(args: dict[str, Any], ctx: ToolContext) -> str:
 MEMORY_SEARCH = Tool(
     ToolSpec("memory_search", SEARCH_DESCRIPTION, schema({
         "query": {"type": "string", "description": "what to look for"},
-        "maxResults": {"type": "integer", "minimum": 1, "description": "default 6"},
+        "maxResults": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS,
+                       "description": "default 6"},
         "minScore": {"type": "number", "minimum": 0, "maximum": 1,
                      "description": "default 0.35"},
     }, ["query"])),
