@@ -47,13 +47,19 @@ class Watcher:
         p = Path(path)
         if p.suffix == ".jsonl":
             return self.index.sessions_dir is not None
-        if p.suffix.lower() != ".md":
+        # A new folder counts too: a note written into it before the watch on the folder is
+        # in place raises no event of its own (a race under load); the sync scans the files.
+        folder = p.suffix.lower() != ".md"
+        if folder and not p.is_dir():
             return False
         try:
             rel = p.relative_to(self.workspace)
         except ValueError:
             return True  # under an extra path
         parts = rel.parts
+        if folder:
+            return bool(parts) and parts[0] == MEMORY_DIR \
+                or any(is_under(r, p) for r in self.extras)
         return rel.as_posix() == MEMORY_FILE or (len(parts) > 1 and parts[0] == MEMORY_DIR) \
             or any(is_under(r, p) for r in self.extras)
 
