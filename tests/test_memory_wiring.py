@@ -46,6 +46,9 @@ def test_memory_commands_in_chat(tmp_path, clock):
     assert "memory/2026-11-22.md:" in found and "90 days" in found
     shown = outputs(chat.handle("/memory show"))
     assert "Mac Studio" in shown and "memory/2026-11-22.md" in shown
+    with open(runtime.workspace / "MEMORY.md", "ab") as handle:
+        handle.write(b"- caf\xe9 (latin-1 byte)\n")
+    assert "caf\ufffd" in outputs(chat.handle("/memory show"))  # shown, not a crash
     status = outputs(chat.handle("/memory status")).splitlines()
     rows = {line[:16].strip(): line[16:] for line in status}
     assert rows["files"] == "2" and rows["keyword search"] == "FTS5"
