@@ -277,7 +277,8 @@ def format_memory_status(status: dict) -> str:
 def format_memory_files(workspace: Path) -> str:
     """MEMORY.md, then the list of memory files with their sizes."""
     memory = workspace / MEMORY_FILE
-    text = memory.read_text(encoding="utf-8", errors="replace") if memory.exists() else "(no MEMORY.md yet)"
+    text = (memory.read_text(encoding="utf-8", errors="replace") if memory.exists()
+            else "(no MEMORY.md yet)")
     files = sorted((workspace / MEMORY_DIR).glob("**/*.md"))
     listing = [f"  {p.relative_to(workspace).as_posix():<40} {p.stat().st_size:>8,} bytes"
                for p in files]
