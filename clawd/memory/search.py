@@ -7,8 +7,9 @@ Both halves are brought to 0..1 with higher = better before they are mixed:
   and is negated exactly once, in ``store.fts_search``); it is min-max normalised over the
   candidate pool, so the best keyword match scores 1 and a chunk without a match scores 0.
 - vector: cosine similarity is mapped through the embedder's calibration span (for the
-  local MiniLM models 0.1 becomes 0, 0.5 becomes 0.76, saturating towards 1), so a paraphrase at the typical 0.35-0.6 of
-  these models is a strong vector hit instead of one that ``0.7 * cosine`` would leave under
+  local MiniLM models 0.1 becomes 0, 0.5 becomes 0.76, saturating towards 1), so a
+  paraphrase at the typical 0.35-0.6 of these models is a strong vector hit instead of one
+  that ``0.7 * cosine`` would leave under
   ``minScore``. A chunk's cosine is the better of the whole chunk and its best segment,
   because a 400-token chunk often mixes topics and the matching lines are diluted.
 ``score = vectorWeight * vector + textWeight * text`` (weights already sum to 1); results
