@@ -125,6 +125,24 @@ def split_batch_jobs(embedder: Any, texts: Sequence[str]) -> list[tuple[int, int
     return parts
 
 
+def embed_waiting(embedder: BatchEmbedder, texts: Sequence[str],
+                  progress: Callable[[int], None] | None,
+                  embed_part: Callable[[list[str]], list[Any]], part_size: int) -> list[Any]:
+    """Vectors of ``texts``, waited for: through batch jobs for a large backfill when
+    ``remote.batch`` is enabled with ``wait``, else ``part_size`` texts per synchronous
+    ``embed_part`` call. ``progress`` counts texts."""
+    batch = embedder.settings.remote.batch
+    if batch.enabled and batch.wait and len(texts) >= embedder.batch_min_texts:
+        return run_batch_jobs(embedder, list(texts), progress)
+    out: list[Any] = []
+    for start in range(0, len(texts), part_size):
+        part = list(texts[start:start + part_size])
+        out.extend(embed_part(part))
+        if progress:
+            progress(len(part))
+    return out
+
+
 def run_batch_jobs(embedder: BatchEmbedder, texts: list[str],
                    progress: Callable[[int], None] | None = None,
                    on_done: Callable[[int, list[Any]], None] | None = None) -> list[Any]:
@@ -260,16 +278,7 @@ class OpenAIEmbedder:
         """Vectors of ``texts``, waiting for them. Large backfills go through batch jobs when
         ``remote.batch`` is enabled with ``wait``; with ``wait: false`` the index submits jobs
         itself and does not wait, so a call here is answered by the synchronous endpoint."""
-        batch = self.settings.remote.batch
-        if batch.enabled and batch.wait and len(texts) >= self.batch_min_texts:
-            return run_batch_jobs(self, list(texts), progress)
-        out: list[Any] = []
-        for start in range(0, len(texts), SYNC_BATCH):
-            part = list(texts[start:start + SYNC_BATCH])
-            out.extend(self._sync(part))
-            if progress:
-                progress(len(part))
-        return out
+        return embed_waiting(self, texts, progress, self._sync, SYNC_BATCH)
 
     def _sync(self, texts: list[str]) -> list[Any]:
         import openai

@@ -25,10 +25,10 @@ from clawd.memory.embeddings import (
     GEMINI_DEFAULT_MODEL,
     BatchStatus,
     EmbeddingError,
+    embed_waiting,
     endpoint_fingerprint,
     estimate_tokens,
     normalise,
-    run_batch_jobs,
 )
 
 log = logging.getLogger(__name__)
@@ -94,25 +94,21 @@ class GeminiEmbedder:
 
     def embed_documents(self, texts: Sequence[str],
                         progress: Callable[[int], None] | None = None) -> list[Any]:
-        batch = self.settings.remote.batch
-        if batch.enabled and batch.wait and len(texts) >= self.batch_min_texts:
-            return run_batch_jobs(self, list(texts), progress)
-        out: list[Any] = []
-        for start in range(0, len(texts), SYNC_BATCH):
-            part = list(texts[start:start + SYNC_BATCH])
-            data = self._request("POST", f"models/{self.model}:batchEmbedContents",
-                                 {"requests": [self._content(t, "RETRIEVAL_DOCUMENT")
-                                               for t in part]})
-            embeddings = (data or {}).get("embeddings") or []
-            if len(embeddings) != len(part):
-                raise EmbeddingError(f"gemini embeddings: {len(embeddings)} vectors for "
-                                     f"{len(part)} texts")
-            out.extend(normalise([e["values"] for e in embeddings]))
-            if progress:
-                progress(len(part))
-        if out:
-            self.dims = len(out[0])
-        return out
+        return embed_waiting(self, texts, progress, self._embed_part, SYNC_BATCH)
+
+    def _embed_part(self, part: list[str]) -> list[Any]:
+        """One synchronous ``batchEmbedContents`` call."""
+        data = self._request("POST", f"models/{self.model}:batchEmbedContents",
+                             {"requests": [self._content(t, "RETRIEVAL_DOCUMENT")
+                                           for t in part]})
+        embeddings = (data or {}).get("embeddings") or []
+        if len(embeddings) != len(part):
+            raise EmbeddingError(f"gemini embeddings: {len(embeddings)} vectors for "
+                                 f"{len(part)} texts")
+        vectors = list(normalise([e["values"] for e in embeddings]))
+        if vectors:
+            self.dims = len(vectors[0])
+        return vectors
 
     def submit_batch_job(self, texts: Sequence[str]) -> tuple[str, BatchStatus]:
         requests = [{"request": self._content(t, "RETRIEVAL_DOCUMENT"),
