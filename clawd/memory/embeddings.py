@@ -125,14 +125,22 @@ def split_batch_jobs(embedder: Any, texts: Sequence[str]) -> list[tuple[int, int
     return parts
 
 
+def waits_for_batches(embedder: Any, count: int) -> bool:
+    """Whether ``count`` texts go through batch jobs that are waited for: an embedder with a
+    batch endpoint, ``remote.batch`` enabled with ``wait``, and a backfill large enough."""
+    if not supports_batches(embedder):
+        return False
+    batch = embedder.settings.remote.batch
+    return batch.enabled and batch.wait and count >= embedder.batch_min_texts
+
+
 def embed_waiting(embedder: BatchEmbedder, texts: Sequence[str],
                   progress: Callable[[int], None] | None,
                   embed_part: Callable[[list[str]], list[Any]], part_size: int) -> list[Any]:
     """Vectors of ``texts``, waited for: through batch jobs for a large backfill when
     ``remote.batch`` is enabled with ``wait``, else ``part_size`` texts per synchronous
     ``embed_part`` call. ``progress`` counts texts."""
-    batch = embedder.settings.remote.batch
-    if batch.enabled and batch.wait and len(texts) >= embedder.batch_min_texts:
+    if waits_for_batches(embedder, len(texts)):
         return run_batch_jobs(embedder, list(texts), progress)
     out: list[Any] = []
     for start in range(0, len(texts), part_size):

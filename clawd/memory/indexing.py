@@ -43,7 +43,7 @@ from clawd.memory.embeddings import (
     EmbeddingError,
     run_batch_jobs,
     signature,
-    supports_batches,
+    waits_for_batches,
 )
 from clawd.memory.sources import NotText, all_sources, read_source
 
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SKIPPED_META = "skippedFiles"
+EMBED_STEP = 256  # texts per embed_documents call (cached after each)
 
 
 def text_hash(text: str) -> str:
@@ -295,9 +296,7 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
             store.cache_put(*key, [(h, len(v), v.tobytes()) for h, v in fresh],
                             cache.max_entries)
 
-    batch = index.settings.remote.batch
-    if supports_batches(embedder) and batch.enabled and batch.wait \
-            and len(items) >= getattr(embedder, "batch_min_texts", len(items) + 1):
+    if waits_for_batches(embedder, len(items)):
         # Batch jobs waited for: each job's vectors are cached (and counted) as soon as it
         # completes, so a backfill stopped by a failed job resumes from the cache.
         def on_job(start: int, got: list[Any]) -> None:
@@ -306,8 +305,8 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
 
         run_batch_jobs(embedder, [t for _, t in items], on_done=on_job)  # type: ignore[arg-type]
         return [vectors.get(h) for h in hashes]
-    for start in range(0, len(items), 256):
-        part = items[start:start + 256]
+    for start in range(0, len(items), EMBED_STEP):
+        part = items[start:start + EMBED_STEP]
         reported = 0
 
         def on_batch(count: int) -> None:
