@@ -129,7 +129,6 @@ class MemoryIndex:
         self.embedders = Embedders(settings, env, embedder, fallback)
         self.dirty = True
         self.last_sync: dict[str, Any] | None = None
-        self._pending_batches = 0  # batch jobs left pending by the last sync
         self._polled_at = 0.0  # time.monotonic() of the last sync
         self._lock = threading.RLock()
         self._matrix: Any = None  # in-process vectors when sqlite-vec is unavailable
@@ -159,7 +158,6 @@ class MemoryIndex:
             self.last_sync = {**result, "at": datetime.now(timezone.utc).isoformat(
                 timespec="seconds")}
             self.store.set_meta(LAST_SYNC_META, json.dumps(self.last_sync))
-            self._pending_batches = int(result.get("pendingBatches") or 0)
             self._polled_at = time.monotonic()
             return result
 
@@ -167,8 +165,8 @@ class MemoryIndex:
         """Batch jobs are pending, some chunk still lacks its vector, and the jobs were last
         polled ``pollIntervalMs`` ago or more."""
         interval = self.settings.remote.batch.poll_interval_ms / 1000
-        unembedded = (self.last_sync or {}).get("unembeddedChunks", 1)
-        return bool(self._pending_batches) and bool(unembedded) \
+        last = self.last_sync or {}
+        return bool(last.get("pendingBatches")) and bool(last.get("unembeddedChunks", 1)) \
             and time.monotonic() - self._polled_at >= interval
 
     def start_watcher(self) -> None:
