@@ -28,9 +28,7 @@ of the old one are dropped.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-import weakref
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -68,21 +66,14 @@ class Collected:
 
 
 @dataclass
-class _Seen:
-    """What this process remembers about an index's jobs between syncs."""
+class Seen:
+    """What this process remembers about an index's jobs between syncs
+    (``MemoryIndex.batch_seen``)."""
 
     cancelled: set[str] = field(default_factory=set)  # jobs cancelled for their age
     unreachable: set[str] = field(default_factory=set)  # jobs whose poll failed (warned once)
     refused: dict[str, int] = field(default_factory=dict)  # hash -> submissions that raised
 
-
-_seen: weakref.WeakKeyDictionary[Any, _Seen] = weakref.WeakKeyDictionary()  # per index
-_seen_lock = threading.Lock()
-
-
-def _memory(index: MemoryIndex) -> _Seen:
-    with _seen_lock:
-        return _seen.setdefault(index, _Seen())
 
 
 def deferred(embedder: Embedder, settings: MemorySearch) -> bool:
@@ -110,7 +101,7 @@ def collect(index: MemoryIndex, embedder: Embedder) -> Collected:
         return out
     batcher: BatchEmbedder = embedder  # type: ignore[assignment]
     timeout = job_timeout(index.settings)
-    seen = _memory(index)
+    seen = index.batch_seen
     now = time.time()
     for job in index.store.batch_jobs(*_key(embedder)):
         try:
@@ -133,7 +124,7 @@ def collect(index: MemoryIndex, embedder: Embedder) -> Collected:
 
 
 def _look(batcher: BatchEmbedder, job: BatchJobRow, age: float, timeout: float,
-          seen: _Seen) -> BatchStatus:
+          seen: Seen) -> BatchStatus:
     """The job's status, once it is asked; a job past ``timeout`` is cancelled once and
     stays pending until the provider reports it ended (then its finished part is read),
     for ``CANCEL_GRACE`` at most."""
@@ -220,7 +211,7 @@ def submit(index: MemoryIndex, embedder: Embedder, items: list[tuple[str, str]],
     that failed one way or the other, they go through the synchronous endpoint.
     """
     batcher: BatchEmbedder = embedder  # type: ignore[assignment]
-    refusals = _memory(index).refused
+    refusals = index.batch_seen.refused
     groups: dict[int, list[tuple[str, str]]] = {}
     for item in items:
         attempt = retry.get(item[0], 0) + refusals.get(item[0], 0) + 1
@@ -241,11 +232,11 @@ def _submit_jobs(index: MemoryIndex, embedder: BatchEmbedder, items: list[tuple[
                  attempt: int) -> tuple[set[str], list[tuple[str, str]]]:
     """Submit ``items`` as jobs, recording each as soon as it is accepted. Returns the
     hashes now awaited and the items of jobs the provider refused at once; a job whose
-    submission raised is counted in ``_Seen.refused`` and warned about once per sync."""
+    submission raised is counted in ``Seen.refused`` and warned about once per sync."""
     spans = split_batch_jobs(embedder, [t for _, t in items])
     parts = [items[start:end] for start, end in spans]
     workers = max(1, min(len(parts), index.settings.remote.batch.concurrency))
-    refusals = _memory(index).refused
+    refusals = index.batch_seen.refused
     accepted: set[str] = set()
     refused: list[tuple[str, str]] = []
     errors: list[tuple[list[tuple[str, str]], Exception]] = []

@@ -45,7 +45,7 @@ from typing import Any
 import apsw
 
 from clawd.config import MemorySearch
-from clawd.memory import indexing
+from clawd.memory import batches, indexing
 from clawd.memory import search as policy
 from clawd.memory.embeddings import (
     Embedder,
@@ -130,6 +130,7 @@ class MemoryIndex:
         self.dirty = True
         self.last_sync: dict[str, Any] | None = None
         self._polled_at = 0.0  # time.monotonic() of the last sync
+        self.batch_seen = batches.Seen()  # what this process saw of the batch jobs
         self._lock = threading.RLock()
         self._matrix: Any = None  # in-process vectors when sqlite-vec is unavailable
         self._watcher: Any = None
