@@ -225,10 +225,10 @@ def format_memory_results(found: dict) -> str:
 
 def format_memory_status(status: dict) -> str:
     """The memory index's state (``MemoryIndex.status()``) as aligned lines."""
-    vector, lines = status["vector"], []
+    vector = status["vector"]
     model = "/".join(str(x) for x in (status.get("provider"), status.get("model")) if x)
     if vector["mode"] == "vec0":
-        search = f"sqlite-vec {vector.get('extension') or ''} (vec0)".replace("  ", " ")
+        search = " ".join(x for x in ("sqlite-vec", vector.get("extension"), "(vec0)") if x)
     else:
         search = {"in-process": "in-process cosine (sqlite-vec unavailable)",
                   "off": "in-process cosine (store.vector.enabled is false)"}[vector["mode"]]
@@ -270,8 +270,7 @@ def format_memory_status(status: dict) -> str:
         rows.append(("batch jobs", f"{status['pendingBatches']} pending "
                                    f"({status['pendingEmbeddings']:,} texts)"))
     width = max(len(k) for k, _ in rows) + 2
-    lines += [f"{key:<{width}}{value}" for key, value in rows]
-    return "\n".join(lines)
+    return "\n".join(f"{key:<{width}}{value}" for key, value in rows)
 
 
 def format_memory_files(workspace: Path) -> str:
