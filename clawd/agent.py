@@ -25,11 +25,13 @@ from clawd.config import AgentDefaults, Config
 from clawd.errors import ClawdError, ContextOverflowError, ProviderError
 from clawd.events import (Compacted, ErrorEvent, Event, Flushed, Notice, TextDelta,
                           ToolFinished, ToolStarted, TurnDone)
-from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent
+from clawd.flush import (SilentFilter, append_flush_notes, flush_due, flush_prompt,
+                         flush_system, is_blank, is_silent)
 from clawd.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage, new_id
 from clawd.providers.base import Provider
 from clawd.pruning import cap_tool_result, prune, reapply
 from clawd.sessions import SessionStore, is_group_key, new_entry
+from clawd.templates import render
 from clawd.tokens import (Budget, calibration, estimate_messages, estimate_request, estimate_text,
                           estimate_tools, make_budget)
 from clawd.tools.base import Tool, ToolContext
@@ -38,6 +40,12 @@ from clawd.workspace import is_writable
 
 log = logging.getLogger(__name__)
 OVERFLOW_ATTEMPTS = 3
+
+
+def blank_notice(reply: str, retried: bool) -> str:
+    """The one line shown when a user turn ends with nothing to show."""
+    what = "replied NO_REPLY" if is_silent(reply) else "returned an empty reply"
+    return f"the model {what}{' twice (asked again once)' if retried else ''}; nothing to show"
 
 
 @dataclass
@@ -190,25 +198,37 @@ class Session:
     # --- a turn -----------------------------------------------------------------------------
 
     def run_turn(self, text: str) -> Iterator[Event]:
-        """Run one user turn to the end, yielding events."""
+        """Run one user turn to the end, yielding events.
+
+        The turn always ends with something the user sees: a blank answer (empty or
+        ``NO_REPLY``) is asked again once with a nudge, and a second blank one is reported
+        in a notice.
+        """
         message = Message.user(text)
-        steps, reply, aborted, appended = 0, "", False, False
+        steps, reply, aborted, appended, nudge = 0, "", False, False, None
         try:
             yield from self._maintain([message])
             self._append(message)
             appended = True
             while True:
                 steps += 1
-                result = yield from self._step(self.history.messages, show=True)
+                result = yield from self._step(self.history.messages, show=True,
+                                               extra_system=nudge, retry_blank=nudge is None)
                 if result is None:
                     if self.last_partial:  # cut off mid-stream: the reply so far, kept
                         reply, aborted = self.last_partial, True
                     break
                 reply = result.text
+                if result.retried:
+                    log.info("the model gave a blank answer (%r); asking again", reply[:40])
+                    nudge = render("blank_retry.md.j2", silent=is_silent(reply)).strip()
+                    continue
                 if not result.tool_calls or steps >= self.rt.settings.max_steps:
                     if result.tool_calls:
                         yield Notice(f"stopped after {steps} model steps (agents.defaults."
                                      f"maxSteps); send a message to continue")
+                    elif is_blank(reply):
+                        yield Notice(blank_notice(reply, nudge is not None))
                     break
                 yield from self._run_tools(result, self.history.messages, flush=False)
                 yield from self._maintain([])
@@ -261,8 +281,14 @@ class Session:
         return pruned.messages
 
     def _step(self, messages: list[Message], *, show: bool, flush: bool = False,
-              extra_system: str | None = None) -> Iterator[Event]:
-        """One model call with overflow recovery; returns the assistant message (or None)."""
+              extra_system: str | None = None, retry_blank: bool = False
+              ) -> Iterator[Event]:
+        """One model call with overflow recovery; returns the assistant message (or None).
+
+        ``retry_blank``: a final answer that shows nothing is marked ``retried`` and kept
+        out of ``messages`` (it is still written to the transcript), so the caller can ask
+        again without the blank answer in the request.
+        """
         for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
             request, layers = self._request(messages, extra_system)
             silent, partial = SilentFilter(), []
@@ -310,7 +336,11 @@ class Session:
             if show and (rest := silent.finish()):
                 yield TextDelta(rest)
             final.flush = flush
-            self._append(final, messages)
+            if retry_blank and not final.tool_calls and is_blank(final.text):
+                final.retried = True
+                self.transcript.append_message(final)
+            else:
+                self._append(final, messages)
             self._after_call(final.usage, layers, messages, request)
             return final
         return None
@@ -416,28 +446,37 @@ class Session:
         """Run the silent memory-flush turn now (its entries stay out of the history).
 
         The turn sees the history, or ``view`` when given: on a context overflow the whole
-        history no longer fits a request, so it sees the part about to be summarised.
+        history no longer fits a request, so it sees the part about to be summarised. Its
+        tool calls are not shown; only the ``Flushed`` event says which files were written.
+        A flush that writes no file but answers with words other than ``NO_REPLY`` has those
+        words appended to today's daily log (flush by reply).
         """
         cfg = self.rt.settings.compaction.memory_flush
+        today = self.rt.clock().date()
         turn = list(self.history.messages if view is None else view)
         start = len(turn)
-        self._append(Message.user(flush_prompt(cfg, self.rt.clock().date()), flush=True), turn)
+        self._append(Message.user(flush_prompt(cfg, today), flush=True), turn)
         files: list[str] = []
-        failed = False
+        failed, answer = False, ""
         for _ in range(self.rt.settings.max_steps):
             result = yield from self._step(turn, show=False, flush=True,
-                                           extra_system=cfg.system_prompt)
+                                           extra_system=flush_system(cfg, today))
             if result is None:
                 failed = True
                 break
+            answer = result.text
             if not result.tool_calls:
                 break
-            files += [str(c.arguments.get("path")) for c in result.tool_calls
-                      if c.name in ("write", "edit")]
-            yield from self._run_tools(result, turn, flush=True)
+            for _event in self._run_tools(result, turn, flush=True):
+                pass  # the flush is silent: no tool lines or events
+            files += [str(c.arguments.get("path")) for c, r in
+                      zip(result.tool_calls, turn[-len(result.tool_calls):])
+                      if c.name in ("write", "edit") and not r.is_error]
         if failed:
             yield Notice("the memory flush did not complete; continuing")
             return
+        if not files and not is_blank(answer):
+            files.append(append_flush_notes(self.rt.workspace, answer, self.rt.clock()))
         log.info("memory flush: %d entries, wrote %s", len(turn) - start, files or "nothing")
         self._patch(memoryFlushAt=self.rt.clock().isoformat(timespec="seconds"),
                     memoryFlushCompactionCount=self.entry.get("compactionCount", 0),

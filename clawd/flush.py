@@ -3,17 +3,23 @@
 The flush is one agentic turn, before compaction, that lets the model write durable notes
 to ``memory/`` while the details are still in context. It runs at most once per compaction
 cycle: when the context (with the incoming message counted) crosses the flush point and
-``memoryFlushCompactionCount`` differs from ``compactionCount``. ``NO_REPLY`` (alone or
-leading) marks a reply that is never shown; ``SilentFilter`` holds back streamed text until
-it is clear whether the reply is silent.
+``memoryFlushCompactionCount`` differs from ``compactionCount``. The ``NO_REPLY`` rule is
+told to the model in the flush turn only (``flush_system``): in everyday turns it makes weak
+models answer nothing. ``NO_REPLY`` (alone or leading) marks a reply that is never shown;
+``SilentFilter`` holds back streamed text until it is clear whether the reply is silent. A
+flush that writes no file but answers in words keeps those words as notes
+(``append_flush_notes``), so a model that cannot drive tools still saves what it was asked to.
 """
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
 from clawd.config import MemoryFlush
+from clawd.templates import render
+from clawd.workspace import daily_log_path, resolve
 
 SILENT = "NO_REPLY"
 
@@ -29,6 +35,33 @@ def flush_due(entry: dict[str, Any], used_tokens: int, flush_at: int,
 def flush_prompt(cfg: MemoryFlush, today: date) -> str:
     """The flush user message, with ``YYYY-MM-DD`` replaced by today's local date."""
     return cfg.prompt.replace("YYYY-MM-DD", today.isoformat())
+
+
+def flush_system(cfg: MemoryFlush, today: date) -> str:
+    """What the flush turn adds to the system prompt: ``systemPrompt``, how to append, and
+    the ``NO_REPLY`` rule."""
+    return render("flush_system.md.j2", system_prompt=cfg.system_prompt,
+                  daily_log=daily_log_path(today)).strip()
+
+
+def is_blank(text: str) -> bool:
+    """Whether a reply shows the user nothing: empty, whitespace, or silent."""
+    return not text.strip() or is_silent(text)
+
+
+def append_flush_notes(workspace: Path, text: str, now: datetime) -> str:
+    """Append a flush turn's answer to today's daily log under a marked heading; returns the
+    log's workspace-relative path."""
+    rel = daily_log_path(now.date())
+    path = resolve(workspace, rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existing = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    head = f"# {now.date().isoformat()}\n" if not existing.strip() else (
+        "" if existing.endswith("\n") else "\n")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(f"{head}\n## Flush notes ({now.strftime('%H:%M')}, written from the "
+                     f"model's reply)\n\n{text.strip()}\n")
+    return rel
 
 
 def is_silent(text: str) -> bool:
@@ -62,7 +95,7 @@ class SilentFilter:
 
     def finish(self) -> str:
         """Whatever is still held back once the stream has ended."""
-        if self._decided is None and not is_silent(self._held):
+        if self._decided is None and not is_blank(self._held):
             released, self._held = self._held, ""
             return released
         return ""

@@ -86,6 +86,8 @@ class Message:
     model: str | None = None
     flush: bool = False
     aborted: bool = False
+    # a blank answer to a user turn that was asked again: kept on disk, out of the history
+    retried: bool = False
 
     @classmethod
     def user(cls, text: str, **kw: Any) -> Message:
@@ -133,6 +135,8 @@ class Message:
             entry["flush"] = True
         if self.aborted:
             entry["aborted"] = True
+        if self.retried:
+            entry["retried"] = True
         return entry
 
     @classmethod
@@ -149,7 +153,8 @@ class Message:
                    usage=Usage.from_json(entry.get("usage")),
                    stop_reason=entry.get("stopReason"), model=entry.get("model"),
                    flush=bool(entry.get("flush", False)),
-                   aborted=bool(entry.get("aborted", False)))
+                   aborted=bool(entry.get("aborted", False)),
+                   retried=bool(entry.get("retried", False)))
 
 
 ROLES = ("user", "assistant", "toolResult")

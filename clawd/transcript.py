@@ -5,7 +5,8 @@ later line is an entry with ``type``, ``id`` and ``timestamp`` (messages and com
 Nothing is ever rewritten. A torn or invalid line is skipped with a warning naming the file
 and line, and the next append starts on a fresh line so one bad write never spoils the next.
 ``History`` is what the model sees: the latest compaction summary, then every message kept
-by it and appended since (flush-turn entries stay on disk but out of the history).
+by it and appended since (flush-turn entries and blank replies that were asked again stay on
+disk but out of the history).
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def build_history(entries: list[dict[str, Any]]) -> History:
     for entry in entries:
         kind = entry.get("type")
         if kind == "message":
-            if entry.get("flush"):
+            if entry.get("flush") or entry.get("retried"):
                 continue
             try:
                 history.messages.append(Message.from_entry(entry))

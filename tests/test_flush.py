@@ -199,11 +199,14 @@ def test_flush_request_carries_the_flush_prompts_and_tools(tmp_path):
     before = len(provider.requests)
     events = list(session.run_turn(f"one more {filler(400)}"))
     flush = provider.requests[before]
-    assert flush.system[0].endswith("\n\nCompaction soon: write things down.")
+    assert "\n\nCompaction soon: write things down.\n" in flush.system[0]
+    # the silent-reply rule and how to append are told in the flush turn only
+    assert "NO_REPLY" in flush.system[0] and "append: true" in flush.system[0]
     assert flush.messages[-1].text == "Save notes to memory/2026-11-22.md or say NO_REPLY."
     assert {t.name for t in flush.tools} >= {"read", "write", "edit"}
     chat = provider.requests[before + 1]
-    assert "Compaction soon" not in chat.system[0]
+    assert "Compaction soon" not in chat.system[0] and "NO_REPLY" not in chat.system[0]
+    assert all("NO_REPLY" not in s for s in chat.system)
     assert events[-1].text == "Sure."
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
     entries = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]

@@ -96,7 +96,7 @@ def test_apply_creates_everything(home):
     assert Path(config.agents.defaults.workspace) == paths["workspace"]
     agents = (paths["workspace"] / "AGENTS.md").read_text(encoding="utf-8")
     assert "MEMORY.md" in agents and "memory/YYYY-MM-DD.md" in agents
-    for needle in ("memory_search", "memory_get", "NO_REPLY", "append"):
+    for needle in ("memory_search", "memory_get", "append: true"):
         assert needle in agents, needle
 
 

@@ -51,6 +51,8 @@ def arg(args: dict[str, Any], name: str, kind: type, default: Any = ...) -> Any:
     value = args[name]
     if kind is int and isinstance(value, str) and value.strip().lstrip("-").isdigit():
         value = int(value)
+    if kind is bool and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        value = value.strip().lower() == "true"  # small models often quote booleans
     if kind is float and isinstance(value, (int, str)) and not isinstance(value, bool):
         try:
             value = float(value)

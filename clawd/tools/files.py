@@ -1,13 +1,15 @@
 """The file tools: ``read``, ``write`` and ``edit``, confined to the workspace.
 
 Every path goes through ``workspace.resolve`` (no ``..``, absolute paths or symlinks out).
-Writes are refused when the workspace is read-only, and daily logs
+Writes are refused when the workspace is read-only. ``write`` with ``append: true`` adds to
+the end of a file (the path a weak model finds without reading the file first). Daily logs
 (``memory/YYYY-MM-DD.md``) are append-only: a ``write`` or ``edit`` that would drop any of
-their existing content is refused with a message telling the model how to append instead.
+their existing content is refused with a message telling the model exactly how to append.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from clawd.errors import ToolError
@@ -48,9 +50,8 @@ def read(args: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def _append_only(rel: str) -> ToolError:
-    return ToolError(f"{rel} is a daily log and is append-only: keep its existing content "
-                     f"unchanged and add new lines at the end (or use edit with newText "
-                     f"that contains oldText)")
+    return ToolError(f"{rel} is a daily log and is append-only: to add to it, call write with "
+                     f"path \"{rel}\", append: true and only the new lines as content")
 
 
 def write(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -60,12 +61,27 @@ def write(args: dict[str, Any], ctx: ToolContext) -> str:
     rel = relative(ctx.workspace, path)
     if path.is_dir():
         raise ToolError(f"{rel} is a directory")
+    if arg(args, "append", bool, False):
+        return _append(path, rel, content)
     old = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
     if is_daily_log(rel) and not content.startswith(old):
         raise _append_only(rel)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content, encoding="utf-8")
     return f"wrote {len(content)} characters to {rel}"
+
+
+def _append(path: Path, rel: str, content: str) -> str:
+    """Add ``content`` at the end, on lines of its own (the file is created if missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab+") as handle:
+        size = handle.seek(0, 2)
+        if size:
+            handle.seek(size - 1)
+            glued = handle.read(1) != b"\n"  # a note must not join the file's last line
+        data = ("\n" if size and glued else "") + content
+        handle.write((data if data.endswith("\n") else data + "\n").encode("utf-8"))
+    return f"appended {len(content)} characters to {rel}"
 
 
 def edit(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -100,9 +116,14 @@ def file_tools() -> list[Tool]:
                       schema({"path": {"type": "string"},
                               "offset": {"type": "integer", "minimum": 1},
                               "limit": {"type": "integer", "minimum": 1}}, ["path"])), read),
-        Tool(ToolSpec("write", "Create or overwrite a file in the workspace. Daily logs "
-                      "(memory/YYYY-MM-DD.md) are append-only: keep their existing content.",
-                      schema({"path": {"type": "string"}, "content": {"type": "string"}},
+        Tool(ToolSpec("write", "Create or overwrite a file in the workspace; with append: true, "
+                      "add content to the end of the file instead. Daily logs "
+                      "(memory/YYYY-MM-DD.md) are append-only: always use append: true.",
+                      schema({"path": {"type": "string"}, "content": {"type": "string"},
+                              "append": {"type": "boolean",
+                                         "description": "true: add content at the end of "
+                                         "the file (created if missing), keeping what is "
+                                         "there"}},
                              ["path", "content"])), write),
         Tool(ToolSpec("edit", "Replace one exact, unique occurrence of oldText with newText "
                       "in a workspace file.",

@@ -1,0 +1,164 @@
+"""A user turn always ends with something visible; the flush turn stays silent.
+
+Blank answers (empty, or ``NO_REPLY``) to a user message are asked again once with a nudge
+that leaves the blank answer out of the request; a second blank answer ends the turn with a
+notice, in every front end. The flush turn's tool calls are never shown, and a flush that
+answers in words instead of writing a file has those words kept in today's daily log.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from clawd import cli
+from clawd.agent import Session
+from clawd.events import Flushed, Notice, TextDelta, ToolFinished, ToolStarted
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.render import Renderer
+
+from conftest import make_runtime
+from fakeserver import FakeServer, openai_stream
+from loopmodel import filler
+
+KEY = "agent:main:main"
+DAILY = "memory/2026-11-22.md"
+
+
+def entries(session: Session) -> list[dict]:
+    return [json.loads(x) for x in session.transcript.path.read_text().splitlines()][1:]
+
+
+@pytest.mark.parametrize("blank", ["", "  \n", "NO_REPLY", "NO_REPLY - nothing to add"])
+def test_a_blank_answer_is_asked_again_once_without_it_in_the_request(tmp_path, blank):
+    provider = ScriptedProvider([blank, "Your budget is 2400 euros."])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("Hi, my budget is 2400 euros"))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
+        "Your budget is 2400 euros."
+    assert events[-1].text == "Your budget is 2400 euros."
+    assert not [e for e in events if isinstance(e, Notice)]
+    first, second = provider.requests
+    assert "not shown" not in first.system[0]
+    assert "Your last answer was not shown" in second.system[0]
+    assert [m.role for m in second.messages] == ["user"]  # the blank answer is not sent
+    # on disk: the blank answer is kept, marked, and stays out of the reloaded history
+    on_disk = entries(session)
+    assert [e.get("retried", False) for e in on_disk] == [False, True, False]
+    again = Session(session.rt, KEY)
+    assert [m.text for m in again.history.messages] == [
+        "Hi, my budget is 2400 euros", "Your budget is 2400 euros."]
+
+
+@pytest.mark.parametrize("blank, said", [("", "the model returned an empty reply twice"),
+                                         ("NO_REPLY", "the model replied NO_REPLY twice")])
+def test_two_blank_answers_end_the_turn_with_a_notice(tmp_path, blank, said):
+    provider = ScriptedProvider([blank, blank])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("suggest an itinerary"))
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and notices[0].startswith(said)
+    assert events[-1].text == ""
+    provider.assert_done()
+
+
+def test_a_blank_final_answer_after_tools_is_asked_again(tmp_path):
+    provider = ScriptedProvider([Reply("", [tool("read", path="notes.md")]), "",
+                                 "notes.md does not exist."])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("what is in notes.md?"))
+    assert events[-1].text == "notes.md does not exist."
+    assert [m.role for m in provider.requests[2].messages] == ["user", "assistant",
+                                                               "toolResult"]
+
+
+@pytest.fixture
+def server():
+    with FakeServer() as s:
+        yield s
+
+
+@pytest.fixture
+def local_config(isolated_home, server):
+    workspace = isolated_home / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    state = isolated_home / ".clawd"
+    state.mkdir()
+    (state / "clawd.json").write_text(json.dumps({
+        "agents": {"defaults": {"workspace": str(workspace), "model": "local/qwen",
+                                "memorySearch": {"enabled": False}}},
+        "models": {"providers": {"local": {
+            "api": "openai-completions", "baseUrl": server.url + "/v1",
+            "models": [{"id": "qwen", "contextWindow": 32000}], "maxRetries": 0}}}}))
+    return workspace
+
+
+@pytest.mark.parametrize("flags", [["-m", "hello"], ["--script", "-"], ["--json", "-m", "hello"]])
+def test_every_front_end_shows_the_notice(local_config, server, capsys, monkeypatch, flags):
+    server.default("POST", "/v1/chat/completions", lambda r: openai_stream(""))
+    monkeypatch.setattr("sys.stdin", io.StringIO("hello\n"))
+    code = cli.main(["chat", *flags])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert len(server.requests) == 2  # asked again once
+    if "--json" in flags:
+        events = [json.loads(line) for line in out.splitlines()]
+        assert {"type": "notice", "text": "the model returned an empty reply twice (asked "
+                "again once); nothing to show"} in events
+    else:
+        assert "· the model returned an empty reply twice" in err
+
+
+# --- the flush stays silent -----------------------------------------------------------------
+
+def near_flush(tmp_path, provider):
+    comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
+            "memoryFlush": {"softThresholdTokens": 1000}}
+    runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
+    session = Session(runtime, KEY)
+    i = 0
+    while session.context_tokens() < session.budget.flush_at - 300:
+        provider.add("Noted.")
+        list(session.run_turn(f"Turn {i}. {filler(200, i)}"))
+        i += 1
+    return runtime, session
+
+
+def test_the_flush_shows_no_tool_lines_only_the_files_written(tmp_path):
+    provider = ScriptedProvider()
+    runtime, session = near_flush(tmp_path, provider)
+    provider.add(Reply("", [tool("read", path=DAILY),
+                            tool("write", path=DAILY, content="- budget 2400\n", append=True)]),
+                 "NO_REPLY", "Sure.")
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    assert not [e for e in events if isinstance(e, (ToolStarted, ToolFinished))]
+    assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
+    out = io.StringIO()
+    renderer = Renderer(out, color=False)
+    for event in events:
+        renderer.event(event)
+    assert out.getvalue() == f"· memory flush: {DAILY}\nSure.\n"
+    assert (runtime.workspace / DAILY).read_text() == "- budget 2400\n"
+
+
+def test_a_flush_that_answers_in_words_keeps_them_in_the_daily_log(tmp_path):
+    provider = ScriptedProvider()
+    runtime, session = near_flush(tmp_path, provider)
+    (runtime.workspace / DAILY).write_text("# 2026-11-22\n\n- earlier note")
+    provider.add("- The user's budget is 2400 euros.\n- Trip: Lisbon in May.", "Sure.")
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
+    assert (runtime.workspace / DAILY).read_text() == (
+        "# 2026-11-22\n\n- earlier note\n\n## Flush notes (10:00, written from the model's "
+        "reply)\n\n- The user's budget is 2400 euros.\n- Trip: Lisbon in May.\n")
+    assert events[-1].text == "Sure."
+
+
+def test_a_flush_that_writes_or_says_no_reply_adds_no_flush_notes(tmp_path):
+    provider = ScriptedProvider()
+    runtime, session = near_flush(tmp_path, provider)
+    provider.add("NO_REPLY", "Sure.")
+    list(session.run_turn(f"one more {filler(400)}"))
+    assert not (runtime.workspace / DAILY).exists()
