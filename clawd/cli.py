@@ -18,48 +18,77 @@ from typing import Any
 from clawd import __version__
 
 
+def _global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """``--agent`` and ``-v`` on the top level and on every command, so either position works.
+
+    On the commands their default is ``SUPPRESS``: a value given before the command is not
+    overwritten by the command's own default."""
+    unset = argparse.SUPPRESS
+    parser.add_argument("--agent", metavar="ID", default=None if top else unset,
+                        help="the agent (default: the config's default agent)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        default=False if top else unset, help="log what clawd does")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clawd", description="An agent runtime and chat assistant whose memory is plain "
         "Markdown on disk.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log what clawd does")
+    _global_options(parser, top=True)
     parser.add_argument("--version", action="version", version=f"clawd {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    init = sub.add_parser("init", help="create the state dir, a starter config and the workspace")
+    def command(parent: Any, name: str, help_text: str, **kw: Any) -> argparse.ArgumentParser:
+        made = parent.add_parser(name, help=help_text, description=help_text, **kw)
+        _global_options(made)
+        return made
+
+    init = command(sub, "init", "create the state dir, a starter config and the workspace "
+                   "(with --agent: that agent's entry in the config too)")
     init.add_argument("--workspace", metavar="DIR", help="where the workspace goes")
-    init.add_argument("--agent", metavar="ID", help="the agent to set up (default: main)")
     init.add_argument("--dry-run", action="store_true", help="show what would be created")
 
-    chat = sub.add_parser("chat", help="talk to the assistant (REPL, -m TEXT or --script)")
-    chat.add_argument("--agent", metavar="ID")
-    chat.add_argument("--session", metavar="KEY", help="session key or short name")
-    chat.add_argument("--model", metavar="PROVIDER/MODEL")
+    chat = command(sub, "chat", "talk to the assistant (REPL, -m TEXT or --script)")
+    chat.add_argument("--session", metavar="KEY",
+                      help="session key (agent:ID:NAME) or short name (default: main)")
+    chat.add_argument("--model", metavar="PROVIDER/MODEL",
+                      help="the model for this run only (in the REPL: for the session; "
+                      "/model pins one)")
     mode = chat.add_mutually_exclusive_group()
     mode.add_argument("-m", "--message", metavar="TEXT", help="run one turn and exit")
-    mode.add_argument("--script", metavar="FILE|-", help="run each non-empty line in order")
-    chat.add_argument("--json", action="store_true", help="print events as JSON lines")
+    mode.add_argument("--script", metavar="FILE|-",
+                      help="run each non-empty line in order (lines starting with # are "
+                      "skipped)")
+    chat.add_argument("--json", action="store_true",
+                      help="print events as JSON lines (see docs/json-events.md)")
+    chat.add_argument("--stream", action="store_true",
+                      help="with --json: also print the reply's text deltas as they arrive")
     chat.add_argument("--allow-exec", action="store_true",
-                      help="let the model run shell commands in non-interactive runs")
+                      help="let the model run shell commands in -m and --script runs")
 
-    memory = sub.add_parser("memory", help="the memory index: status, index, search")
-    memory.add_argument("--agent", metavar="ID")
-    msub = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
-    mstatus = msub.add_parser("status", help="files, chunks, provider, availability")
+    memory = command(sub, "memory", "the memory index: status (default), index, search")
+    msub = memory.add_subparsers(dest="memory_command", metavar="ACTION")
+    memory.set_defaults(memory_command="status", json=False)
+    mstatus = command(msub, "status", "files, chunks, provider, availability")
     mstatus.add_argument("--json", action="store_true")
-    index = msub.add_parser("index", help="bring the index up to date")
+    index = command(msub, "index", "bring the index up to date")
     index.add_argument("--force", action="store_true", help="rebuild from scratch")
-    search = msub.add_parser("search", help="hybrid search over the memory files")
+    search = command(msub, "search", "hybrid search over the memory files")
     search.add_argument("query", type=_query)
     search.add_argument("--max-results", type=_positive_int, metavar="N")
     search.add_argument("--min-score", type=_unit_float, metavar="X", help="0..1")
     search.add_argument("--json", action="store_true")
 
-    sessions = sub.add_parser("sessions", help="list sessions")
-    ssub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION", required=True)
-    slist = ssub.add_parser("list", help="the sessions of an agent")
-    slist.add_argument("--agent", metavar="ID")
+    sessions = command(sub, "sessions", "the sessions of an agent (default action: list)")
+    ssub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
+    sessions.set_defaults(sessions_command="list", json=False)
+    slist = command(ssub, "list", "the sessions of an agent")
     slist.add_argument("--json", action="store_true")
+
+    models = command(sub, "models", "configured providers and models: window, key, price")
+    models.add_argument("--json", action="store_true")
+    command(sub, "doctor", "check the config, keys, model servers, embedder, index and "
+            "workspace, one line each")
     return parser
 
 
@@ -101,8 +130,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "chat" and args.message is not None and not args.message.strip():
         parser.error("chat -m: the message is empty")
-    handler = {"init": cmd_init, "chat": cmd_chat, "memory": cmd_memory,
-               "sessions": cmd_sessions}[args.command]
+    from clawd import cli_admin
+
+    handler = {"init": cli_admin.cmd_init, "chat": cmd_chat, "memory": cli_admin.cmd_memory,
+               "sessions": cmd_sessions, "models": cli_admin.cmd_models,
+               "doctor": cli_admin.cmd_doctor}[args.command]
     try:
         return handler(args)
     except ConfigError as exc:
@@ -181,28 +213,6 @@ def session_key(agent_id: str, name: str | None) -> str:
 
 # --- commands -------------------------------------------------------------------------------
 
-def cmd_init(args: argparse.Namespace) -> int:
-    from clawd.config import DEFAULT_AGENT_ID, config_path, load_config, resolve_agent, state_dir
-    from clawd.init import apply, plan_init
-
-    config_file = config_path()
-    agent = args.agent or DEFAULT_AGENT_ID
-    if args.workspace:
-        workspace = Path(args.workspace).expanduser()
-    elif config_file.exists():
-        workspace = Path(resolve_agent(load_config(config_file), args.agent)[1].workspace)
-    else:
-        workspace = Path("~/clawd").expanduser()
-    actions = plan_init(state_dir(), config_file, workspace.expanduser(), agent)
-    done = actions if args.dry_run else apply(actions)
-    for action in done:
-        print(action.describe())
-    if not args.dry_run:
-        created = sum(1 for a in done if a.status == "created")
-        print(f"{created} created, {len(done) - created} kept. Workspace: {workspace}")
-    return 0
-
-
 def cmd_chat(args: argparse.Namespace) -> int:
     from clawd.config import load_config
 
@@ -280,39 +290,3 @@ def cmd_sessions(args: argparse.Namespace) -> int:
               f"{e.get('contextTokens', 0):>9,} {e.get('compactionCount', 0):>4}  "
               f"{e.get('updatedAt', '')}")
     return 0
-
-
-def cmd_memory(args: argparse.Namespace) -> int:
-    from clawd.commands import format_memory_results, format_memory_status
-    from clawd.config import load_config
-
-    runtime = build_runtime(load_config(), args.agent)
-    index = runtime.memory
-    if index is None:
-        from clawd.errors import ClawdError
-        raise ClawdError("memory search is off for this agent (memorySearch.enabled)")
-    try:
-        if args.memory_command == "status":
-            status = index.status()
-            print(json.dumps(status, indent=2, ensure_ascii=False) if args.json
-                  else format_memory_status(status))
-        elif args.memory_command == "index":
-            done = index.sync(force=args.force, progress=_progress_bar)
-            sys.stderr.write("\n")
-            print(", ".join(f"{k}: {v}" for k, v in done.items()
-                            if isinstance(v, (int, float, str, bool)) and k != "at"))
-        else:
-            found = index.search(args.query, max_results=args.max_results,
-                                 min_score=args.min_score)
-            print(json.dumps(found, indent=2, ensure_ascii=False) if args.json
-                  else format_memory_results(found))
-    finally:
-        index.close()
-    return 0
-
-
-def _progress_bar(done: int, total: int) -> None:
-    width = 30
-    filled = int(width * done / total) if total else width
-    sys.stderr.write(f"\rindexing [{'#' * filled}{'.' * (width - filled)}] {done}/{total} chunks")
-    sys.stderr.flush()

@@ -235,10 +235,20 @@ class Agents(Model):
 
 # --- models, sessions, hooks ----------------------------------------------------------------
 
+class ModelCost(Model):
+    """US dollars per million tokens; shown as the cost of each turn in the REPL."""
+
+    input: float = Field(0, ge=0)
+    output: float = Field(0, ge=0)
+    cache_read: float = Field(0, ge=0)
+    cache_write: float = Field(0, ge=0)
+
+
 class ModelInfo(Model):
     id: str
     context_window: int | None = Field(None, ge=1000)
     max_tokens: int | None = Field(None, ge=1)
+    cost: ModelCost | None = None
 
 
 class ProviderConfig(Model):

@@ -280,7 +280,7 @@ def test_last_sync_survives_the_process_and_status_says_so(ws, tmp_path):
 def test_cli_status_after_cli_index(cli_workspace, capsys):
     assert cli.main(["memory", "index"]) == 0
     printed = capsys.readouterr().out
-    assert "indexed: 2" in printed and "at:" not in printed
+    assert "2 memory files: 2 indexed" in printed and "at:" not in printed
     assert cli.main(["memory", "status", "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["lastSync"]["indexed"] == 2 and status["skippedFiles"] == []

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def readme_commands() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```sh\n(.*?)```", text, re.S)
+    block = re.search(r"```sh\n(.*?)```", text, re.DOTALL)
     assert block, "the README starts with a sh block of the install and test commands"
     return [line.strip() for line in block.group(1).splitlines() if line.strip()]
 

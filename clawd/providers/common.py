@@ -333,3 +333,21 @@ class SdkProvider:
 
     def _convert(self, exc: BaseException) -> Any:
         raise NotImplementedError
+
+    def check(self, timeout: float = 10.0) -> tuple[bool, str]:
+        """One cheap request (the server's model list, no tokens spent): (usable, what was
+        seen). A refused key or an unreachable server is not usable; any other answer means
+        the server is there."""
+        try:
+            listed = self._client.with_options(timeout=timeout, max_retries=0).models.list()
+            ids = [getattr(m, "id", "") for m in getattr(listed, "data", None) or []]
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one line
+            status = getattr(exc, "status_code", None)
+            if status in (401, 403):
+                return False, f"the key was refused (HTTP {status})"
+            if status is not None:
+                return True, f"reachable (HTTP {status} to the model list)"
+            return False, f"unreachable: {one_line(str(exc)) or type(exc).__name__}"
+        if not ids or self.model in ids:
+            return True, "reachable" + (f", {self.model} listed" if ids else "")
+        return False, f"reachable, but {self.model} is not among its {len(ids)} models"
