@@ -32,8 +32,8 @@ from clawd.providers.base import Provider
 from clawd.pruning import cap_tool_result, prune, reapply
 from clawd.sessions import SessionStore, is_group_key, new_entry
 from clawd.templates import render
-from clawd.tokens import (Budget, calibration, estimate_messages, estimate_request, estimate_text,
-                          estimate_tools, make_budget)
+from clawd.tokens import (MIN_ROOM, Budget, calibration, estimate_messages, estimate_request,
+                          estimate_text, estimate_tools, make_budget)
 from clawd.tools.base import Tool, ToolContext
 from clawd.transcript import History, Transcript, apply_compaction, build_history
 from clawd.workspace import is_writable
@@ -75,6 +75,40 @@ class Runtime:
         return self.clock().isoformat(timespec="milliseconds")
 
 
+def agent_budget(rt: Runtime, model_ref: str) -> Budget:
+    """The flush and compaction points and the shares of the window for one model."""
+    comp = rt.settings.compaction
+    return make_budget(rt.context_window_for(model_ref), comp.reserve_tokens_floor,
+                       comp.memory_flush.soft_threshold_tokens, comp.memory_flush.soft_threshold,
+                       comp.threshold_ratio, comp.keep_recent_tokens, rt.settings.max_tokens)
+
+
+def agent_layers(rt: Runtime, key: str, budget: Budget) -> ctxmod.Layers:
+    """Layers 0 and 1 of a request in session ``key``: system prompt and workspace files."""
+    return ctxmod.build_layers(
+        rt.workspace, [t.spec for t in rt.tools], private=not is_group_key(key),
+        now=rt.clock(), max_chars=rt.settings.bootstrap_max_chars,
+        read_only=rt.settings.workspace_access != "rw", max_tokens=budget.files)
+
+
+def check_window(rt: Runtime, key: str, model_ref: str) -> None:
+    """Refuse, in one line, a model whose window cannot hold the fixed layers (system prompt,
+    tool schemas, workspace files) and leave ``MIN_ROOM`` for the conversation."""
+    budget = agent_budget(rt, model_ref)
+    layers = agent_layers(rt, key, budget)
+    fixed = (estimate_text(layers.system) + estimate_text(layers.project)
+             + estimate_tools([t.spec for t in rt.tools]))
+    if fixed + MIN_ROOM <= budget.compact_at:
+        return
+    need = -(-(fixed + MIN_ROOM) * 4 // 3 // 1024) * 1024  # compaction at 3/4, in 1k steps
+    raise ClawdError(
+        f"{model_ref}: a context window of {budget.context_window:,} tokens is too small: "
+        f"the system prompt, tools and workspace files take {fixed:,} tokens and leave less "
+        f"than {MIN_ROOM:,} for the conversation; set the model's real window "
+        f"(models.providers.<name>.models[].contextWindow, at least {need:,}) and run its "
+        f"server with it, or choose a model with a larger window")
+
+
 def session_model(entry: dict[str, Any] | None, settings: Any) -> str:
     """The model a session uses: the one chosen for it (``--model``, ``/model``, ``/new
     MODEL``), else the agent's configured model, so a config change reaches old sessions."""
@@ -91,6 +125,7 @@ class Session:
         self.store = runtime.store
         self.warnings: list[str] = []
         entry = self.store.get(key)
+        check_window(runtime, key, model or session_model(entry, runtime.settings))
         if fresh or entry is None or not entry.get("sessionId"):
             entry = self._start(model)
         elif model and model != entry.get("modelOverride"):
@@ -146,6 +181,7 @@ class Session:
 
     def set_model(self, ref: str) -> None:
         self.rt.provider_for(ref)  # fails here, with a clear message, if unusable
+        check_window(self.rt, self.key, ref)
         self._provider = None
         self._patch(model=ref, modelOverride=ref)
 
@@ -153,16 +189,10 @@ class Session:
 
     @property
     def budget(self) -> Budget:
-        comp = self.rt.settings.compaction
-        return make_budget(self.rt.context_window_for(self.model_ref),
-                           comp.reserve_tokens_floor, comp.memory_flush.soft_threshold_tokens,
-                           comp.memory_flush.soft_threshold, comp.threshold_ratio)
+        return agent_budget(self.rt, self.model_ref)
 
     def layers(self) -> ctxmod.Layers:
-        return ctxmod.build_layers(
-            self.rt.workspace, self.tool_specs, private=not is_group_key(self.key),
-            now=self.rt.clock(), max_chars=self.rt.settings.bootstrap_max_chars,
-            read_only=self.rt.settings.workspace_access != "rw")
+        return agent_layers(self.rt, self.key, self.budget)
 
     @property
     def max_tokens(self) -> int:
@@ -405,7 +435,16 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - a tool bug must not end the turn
             log.exception("tool %s failed", call.name)
             text, is_error = f"error: {type(exc).__name__}: {exc}", True
-        return cap_tool_result(text, self.rt.settings.tools.max_output_chars), is_error
+        return cap_tool_result(text, self._result_chars(text)), is_error
+
+    def _result_chars(self, text: str) -> int:
+        """The cap of one tool result: ``maxOutputChars``, and at most half the window, so
+        that a result always fits a request next to the fixed layers and a summary."""
+        limit, room = self.rt.settings.tools.max_output_chars, self.budget.context_window // 2
+        if len(text) <= room:  # a token is at least a character: it fits, no need to count
+            return limit
+        tokens = estimate_text(text)
+        return min(limit, len(text) * room // tokens) if tokens > room else limit
 
     # --- flush and compaction ---------------------------------------------------------------
 
@@ -495,7 +534,7 @@ class Session:
         callers flushed already, at the flush point.
         """
         comp = self.rt.settings.compaction
-        keep = min(comp.keep_recent_tokens, self.budget.compact_at // 2) // keep_divisor
+        keep = self.budget.keep_recent // keep_divisor
         messages = self.history.messages
         cut = find_cut(messages, keep)
         if cut == 0:
@@ -509,9 +548,11 @@ class Session:
         if reason != "auto":
             yield from self._flush_if_due(view=messages[:cut] if reason == "overflow" else None)
         before = self.context_tokens(incoming)
+        budget = self.budget
         summary = summarize(self.provider, messages[:cut],
                             previous_summary=self.history.summary, instructions=instructions,
-                            settings=comp, max_tokens=self.rt.settings.max_tokens)
+                            settings=comp, max_tokens=budget.summary,
+                            max_chunk_tokens=budget.context_window // 2)
         entry = {"type": "compaction", "id": new_id(), "summary": summary.text,
                  "firstKeptId": messages[cut].id if cut < len(messages) else None,
                  "tokensBefore": before, "tokensAfter": 0, "instructions": instructions,

@@ -260,11 +260,13 @@ def _summarise_simply(run: _Runner, messages: list[Message], previous: str | Non
     return "\n\n".join(f"### Part {i} of {len(parts)}\n\n{p}" for i, p in enumerate(parts, 1))
 
 
-def chunk_sizes(settings: Compaction) -> list[int]:
-    """Chunk sizes of the full-prompt attempts: ``chunkTokens``, halved ``maxRetries`` times."""
+def chunk_sizes(settings: Compaction, max_chunk_tokens: int | None = None) -> list[int]:
+    """Chunk sizes of the full-prompt attempts: ``chunkTokens`` (at most
+    ``max_chunk_tokens``, so a chunk fits a small window), halved ``maxRetries`` times."""
+    first = min(settings.chunk_tokens, max_chunk_tokens or settings.chunk_tokens)
     sizes: list[int] = []
     for k in range(settings.max_retries + 1):
-        size = max(MIN_CHUNK_TOKENS, settings.chunk_tokens >> k)
+        size = max(MIN_CHUNK_TOKENS, first >> k)
         if size not in sizes:
             sizes.append(size)
     return sizes
@@ -272,7 +274,7 @@ def chunk_sizes(settings: Compaction) -> list[int]:
 
 def summarize(provider: Provider, messages: list[Message], *, previous_summary: str | None,
               instructions: str | None, settings: Compaction,
-              max_tokens: int = 4096) -> Summary:
+              max_tokens: int = 4096, max_chunk_tokens: int | None = None) -> Summary:
     """Summarise ``messages`` (the part before the cut), folding in ``previous_summary``.
 
     ``instructions`` (from ``/compact``) steer the focus. A ``ProviderError`` (context
@@ -284,7 +286,7 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
     run = _Runner(provider, max_tokens, (instructions or "").strip() or None)
     if not messages:
         return Summary(previous or "", "unchanged", None, 0)
-    sizes = chunk_sizes(settings)
+    sizes = chunk_sizes(settings, max_chunk_tokens)
     error: ProviderError | None = None
     for attempt, limit in enumerate(sizes):
         try:

@@ -1,8 +1,9 @@
 """The four layers of context, rebuilt for every model request, and their token report.
 
-0. the system prompt (``prompts/system.md.j2``): tools, memory rules, silent-reply rule,
-   workspace, date; 1. the project context: bootstrap files, MEMORY.md in private sessions
-   only, yesterday's and today's daily logs, each capped with a visible marker; 2. the
+0. the system prompt (``prompts/system.md.j2``): tools, memory rules, workspace, date;
+   1. the project context: bootstrap files, MEMORY.md in private sessions only, yesterday's
+   and today's daily logs, each capped with a visible marker, and together within a share
+   of the window (daily logs keep their newest lines); 2. the
    history: the latest compaction summary, then the kept messages (pruned in memory);
    3. the current message (already the last message of the history when a request is built).
 ``report`` breaks a request down by layer, file and tool for ``/context``.
@@ -17,7 +18,7 @@ from pathlib import Path
 from clawd.messages import Message, ModelRequest, ToolSpec
 from clawd.templates import render
 from clawd.tokens import estimate_messages, estimate_text, estimate_tools
-from clawd.workspace import ContextFile, read_context_files
+from clawd.workspace import ContextFile, fit_files, read_context_files
 
 SUMMARY_ID = "compaction-summary"
 
@@ -32,10 +33,13 @@ class Layers:
 
 
 def build_layers(workspace: Path, tools: list[ToolSpec], *, private: bool, now: datetime,
-                 max_chars: int, read_only: bool) -> Layers:
-    """Render the system prompt and read the project context files."""
+                 max_chars: int, read_only: bool, max_tokens: int | None = None) -> Layers:
+    """Render the system prompt and read the project context files (together within
+    ``max_tokens``, the share of the window they may take, when given)."""
     files = read_context_files(workspace, include_memory=private, today=now.date(),
                                max_chars=max_chars)
+    if max_tokens is not None:
+        files = fit_files(files, max_tokens, estimate_text)
     system = render("system.md.j2", tools=tools, workspace=str(workspace),
                     memory_search=any(t.name == "memory_search" for t in tools),
                     read_only=read_only, today=now.date().isoformat(),

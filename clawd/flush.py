@@ -27,7 +27,7 @@ SILENT = "NO_REPLY"
 def flush_due(entry: dict[str, Any], used_tokens: int, flush_at: int,
               cfg: MemoryFlush) -> bool:
     """True when the flush point is crossed and this compaction cycle has not flushed."""
-    if not cfg.enabled or used_tokens < flush_at:
+    if not cfg.enabled or flush_at <= 0 or used_tokens < flush_at:
         return False
     return entry.get("memoryFlushCompactionCount") != entry.get("compactionCount", 0)
 

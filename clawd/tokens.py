@@ -175,13 +175,30 @@ def calibration(reported: int, estimated: int, previous: float = 1.0) -> float:
 
 # --- budget ---------------------------------------------------------------------------------
 
+# Shares of the window that the absolute settings may take at most, so that the flush and
+# compaction points make sense from 4k to 2M windows (docs/real-models.md has the table).
+RESERVE_SHARE = 0.25  # reserveTokensFloor: at most a quarter of the window
+SOFT_SHARE = 0.125  # softThresholdTokens: at most an eighth
+KEEP_SHARE = 0.25  # keepRecentTokens: at most a quarter
+FILES_SHARE = 0.25  # the injected workspace files: at most a quarter
+SUMMARY_SHARE = 0.10  # a compaction summary's length: at most a tenth
+MIN_ROOM = 1000  # tokens a window must leave for the conversation after the fixed layers
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """Where, for one context window, the flush and compaction points fall."""
+    """Where, for one context window, the flush and compaction points fall, and how many
+    tokens the kept history, the workspace files and a compaction summary may take.
+
+    ``flush_at`` is 0 when the flush point would fall at or below 0: then it never fires.
+    """
 
     context_window: int
     flush_at: int
     compact_at: int
+    keep_recent: int = 0
+    files: int = 0
+    summary: int = 0
 
     def percent(self, used: int) -> float:
         return 100.0 * used / self.context_window if self.context_window else 0.0
@@ -189,22 +206,30 @@ class Budget:
 
 def make_budget(context_window: int, reserve_tokens_floor: int, soft_threshold_tokens: int,
                 soft_threshold: float | None = None,
-                threshold_ratio: float | None = None) -> Budget:
+                threshold_ratio: float | None = None, keep_recent_tokens: int = 20_000,
+                max_tokens: int = 4096) -> Budget:
     """The flush and compaction points; of absolute and ratio settings the earlier wins.
 
-    Compaction starts above ``contextWindow - reserveTokensFloor`` (or ``thresholdRatio`` of
-    the window, if earlier); the flush comes ``softThresholdTokens`` before that (or at
-    ``softThreshold`` of the window, if earlier), and never after the compaction point.
+    Compaction starts above ``contextWindow - reserve`` (or ``thresholdRatio`` of the
+    window, if earlier), where the reserve is ``reserveTokensFloor`` but at most a quarter of
+    the window; the flush comes ``softThresholdTokens`` (at most an eighth of the window)
+    before that, or at ``softThreshold`` of the window if earlier, never after the
+    compaction point and never at a point <= 0.
     """
-    compact_at = context_window - reserve_tokens_floor
+    reserve = min(reserve_tokens_floor, int(context_window * RESERVE_SHARE))
+    soft = min(soft_threshold_tokens, int(context_window * SOFT_SHARE))
+    compact_at = context_window - reserve
     if threshold_ratio is not None:
         compact_at = min(compact_at, int(context_window * threshold_ratio))
     compact_at = max(compact_at, 1)
-    flush_at = context_window - reserve_tokens_floor - soft_threshold_tokens
+    flush_at = context_window - reserve - soft
     if soft_threshold is not None:
         flush_at = min(flush_at, int(context_window * soft_threshold))
-    flush_at = max(min(flush_at, compact_at), 1)
-    return Budget(context_window, flush_at, compact_at)
+    flush_at = max(min(flush_at, compact_at), 0)
+    keep = min(keep_recent_tokens, int(context_window * KEEP_SHARE), compact_at // 2)
+    return Budget(context_window, flush_at, compact_at, keep,
+                  files=int(context_window * FILES_SHARE),
+                  summary=max(256, min(max_tokens, int(context_window * SUMMARY_SHARE))))
 
 
 # Context windows of well-known models, matched by prefix of the model id.

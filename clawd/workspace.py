@@ -3,14 +3,16 @@
 Every path a tool touches goes through ``resolve`` so nothing outside the workspace (by
 ``..``, an absolute path or a symlink pointing out) is ever read or written. The bootstrap
 files and daily logs that the context builder injects are read here, each capped at
-``bootstrapMaxChars`` with a visible marker.
+``bootstrapMaxChars`` with a visible marker; ``fit_files`` then fits them all into the
+share of the window they may take (daily logs give up their oldest lines first).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -99,3 +101,54 @@ def read_context_files(root: Path, *, include_memory: bool, today: date,
         text, cut = truncate(raw, max_chars, name)
         files.append(ContextFile(name, len(raw), text, cut))
     return files
+
+
+def _newest_lines(text: str, name: str, budget: int, count: Callable[[str], int]) -> str:
+    """The newest lines of a daily log within ``budget`` tokens, after a marker saying how
+    to read the rest."""
+    lines = text.splitlines(keepends=True)
+    kept = 0
+    used = 0
+    while kept < len(lines) and used + count(lines[-1 - kept]) <= budget - 60:
+        used += count(lines[-1 - kept])
+        kept += 1
+    older = len(lines) - kept
+    if older == 0:
+        return text
+    marker = (f"[... the {older} older lines of {name} are not shown here; read them with "
+              f"read path={name} offset=1 limit={older} ...]\n")
+    return marker + "".join(lines[older:])
+
+
+def fit_files(files: list[ContextFile], budget: int,
+              count: Callable[[str], int]) -> list[ContextFile]:
+    """The files within ``budget`` tokens together (``count`` measures a text).
+
+    The daily logs shrink first (yesterday's, then today's), keeping their newest lines;
+    then the other files shrink in proportion, each keeping its head and tail around a
+    marker. A file is never dropped without a marker naming it.
+    """
+    sizes = [count(f.text) for f in files]
+    over = sum(sizes) - budget
+    if over <= 0:
+        return files
+    out = list(files)
+    logs = sorted((i for i, f in enumerate(files) if is_daily_log(f.name)),
+                  key=lambda i: files[i].name)
+    for i in logs:  # oldest day first
+        if over <= 0:
+            break
+        target = max(0, sizes[i] - over)
+        text = _newest_lines(files[i].text, files[i].name, target, count)
+        over -= sizes[i] - count(text)
+        sizes[i] = count(text)
+        out[i] = replace(files[i], text=text, truncated=True)
+    if over > 0:
+        others = [i for i in range(len(files)) if i not in logs]
+        total = sum(sizes[i] for i in others) or 1
+        for i in others:
+            share = max(0.0, 1 - over / total)
+            chars = int(len(out[i].text) * share)
+            text, cut = truncate(out[i].text, max(chars, 200), files[i].name)
+            out[i] = replace(out[i], text=text, truncated=out[i].truncated or cut)
+    return out

@@ -37,6 +37,7 @@ DUE_CASES = [
     (True, 9000, 6000, 3, 3, False),
     (False, 9000, 6000, None, 0, False),  # memoryFlush.enabled false
     (True, 9000, 6000, None, None, True),  # an entry without counters yet
+    (True, 9000, 0, None, 0, False),      # a flush point of 0 never fires
 ]
 
 
@@ -126,7 +127,9 @@ BUDGET_CASES = [
     (200_000, 20_000, 4_000, None, 0.95, 176_000, 180_000),  # a later compaction ratio loses
     (8_000, 1_000, 1_000, None, None, 6_000, 7_000),
     (8_000, 1_000, 0, None, None, 7_000, 7_000),
-    (10_000, 20_000, 4_000, None, None, 1, 1),               # window below the floor
+    (10_000, 20_000, 4_000, None, None, 6_250, 7_500),       # reserve: a quarter at most
+    (16_384, 20_000, 4_000, None, None, 10_240, 12_288),     # soft: an eighth at most
+    (4_000, 20_000, 4_000, 0.0001, None, 0, 3_000),          # a flush point <= 0: never
 ]
 
 
