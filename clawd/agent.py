@@ -236,6 +236,12 @@ class Session:
         """
         message = Message.user(text)
         steps, reply, aborted, appended, nudge = 0, "", False, False, None
+        if (refusal := self._too_large(message)) is not None:
+            message.refused = True
+            self.transcript.append_message(message)  # kept on disk, never sent
+            yield ErrorEvent(refusal)
+            yield TurnDone("", False, 0)
+            return
         try:
             yield from self._maintain([message])
             self._append(message)
@@ -269,6 +275,21 @@ class Session:
                 self._append(message)
             yield Notice("reply interrupted; the partial reply was kept")
         yield TurnDone("" if is_silent(reply) else reply, aborted, steps)
+
+    def _too_large(self, message: Message) -> str | None:
+        """Why a user message can never be sent (it alone overfills the window), or None."""
+        layers = self.layers()
+        fixed, budget = self._fixed_tokens(layers), self.budget
+        size = round(estimate_messages([message]) * self.token_ratio)
+        room = budget.compact_at - round(fixed * self.token_ratio)
+        if size <= room:
+            return None
+        return (f"your message is {size:,} tokens and cannot fit: the model's window is "
+                f"{budget.context_window:,} tokens, the system prompt, tools and workspace "
+                f"files take {round(fixed * self.token_ratio):,} and "
+                f"{budget.context_window - budget.compact_at:,} are kept for the reply, which "
+                f"leaves {max(room, 0):,} for a message; nothing was sent (the message is kept "
+                f"in the transcript {self.transcript.path}, out of the conversation)")
 
     def _append(self, message: Message, target: list[Message] | None = None) -> None:
         """Persist a message, then add it to ``target`` (the history by default)."""
@@ -345,15 +366,16 @@ class Session:
                 if attempt < OVERFLOW_ATTEMPTS:
                     # compact() runs the cycle's flush first, before the cut.
                     compacted = yield from self.compact(reason="overflow",
-                                                        keep_divisor=2 ** attempt)
+                                                        keep_divisor=2 ** attempt,
+                                                        within_turn=True)
                 if not compacted:
                     times = "once" if attempt == 2 else f"{attempt - 1} times"
-                    why = (f"even after compacting {times}; nothing was lost — try /compact "
-                           f"or /new" if attempt > 1 else
-                           "and the current turn alone cannot be compacted; nothing was lost "
-                           "— the next message compacts it, or start afresh with /new")
+                    why = (f"even after compacting {times}" if attempt > 1 else
+                           "and there is nothing left to compact")
+                    room = ctxmod.describe_room(ctxmod.report(
+                        layers, self.history.summary, messages, self.tool_specs))
                     yield ErrorEvent(f"the conversation does not fit the model's context "
-                                     f"window ({exc}) {why}")
+                                     f"window ({exc}) {why}; {room}; nothing was lost")
                     return None
                 continue
             except ProviderError as exc:
@@ -456,7 +478,9 @@ class Session:
             yield from self._flush_if_due(used)
             used = self.context_tokens(incoming)
         if used > budget.compact_at and self.rt.settings.compaction.enabled:
-            yield from self.compact(reason="auto", incoming=incoming)
+            # no incoming message: a turn in progress, whose own steps may be summarised
+            yield from self.compact(reason="auto", incoming=incoming,
+                                    within_turn=not incoming)
 
     def _flush_if_due(self, used: int | None = None, *,
                       view: list[Message] | None = None) -> Iterator[Event]:
@@ -525,26 +549,33 @@ class Session:
         yield Flushed(files=sorted(set(files)))
 
     def compact(self, instructions: str | None = None, *, reason: str = "manual",
-                incoming: list[Message] | None = None, keep_divisor: int = 1
-                ) -> Generator[Event, None, bool]:
+                incoming: list[Message] | None = None, keep_divisor: int = 1,
+                within_turn: bool = False) -> Generator[Event, None, bool]:
         """Summarise older history; returns whether anything was compacted.
 
-        The cycle's flush runs first, before the cut, and only when there is something to
-        cut (a ``/compact`` with nothing to do must not use up the cycle's flush). ``auto``
-        callers flushed already, at the flush point.
+        ``within_turn`` (a turn in progress outgrew the window): the turn's earlier steps
+        may be summarised too; its user message stays verbatim. A manual ``/compact``
+        summarises at least everything before the latest turn. The cycle's flush runs
+        first, before the cut, and only when there is something to cut (a ``/compact`` with
+        nothing to do must not use up the cycle's flush). ``auto`` callers flushed already,
+        at the flush point.
         """
         comp = self.rt.settings.compaction
-        keep = self.budget.keep_recent // keep_divisor
         messages = self.history.messages
-        cut = find_cut(messages, keep)
+        keep = self.budget.keep_recent
+        if reason == "overflow":  # the server's window is smaller than we were told
+            keep = min(keep, estimate_messages(messages))
+        keep //= keep_divisor
+        cut = find_cut(messages, keep, within_turn=within_turn)
+        users = [i for i, m in enumerate(messages) if m.role == "user"]
+        if cut == 0 and reason == "manual" and users and users[-1] > 0:
+            cut = users[-1]  # asked for: everything before the latest turn
         if cut == 0:
             if reason == "manual":
-                total = estimate_messages(messages)
-                yield Notice(f"nothing to compact: the history ({total} tokens) is within "
-                             f"keepRecentTokens ({keep})" if total <= keep else
-                             f"nothing to compact: the history ({total} tokens) is one turn, "
-                             f"and the latest turn is always kept")
+                yield Notice(f"nothing to compact: the history ({estimate_messages(messages)} "
+                             f"tokens) is one turn, and the latest turn is always kept")
             return False
+        request = messages[users[-1]] if users and cut > users[-1] else None
         if reason != "auto":
             yield from self._flush_if_due(view=messages[:cut] if reason == "overflow" else None)
         before = self.context_tokens(incoming)
@@ -557,6 +588,8 @@ class Session:
                  "firstKeptId": messages[cut].id if cut < len(messages) else None,
                  "tokensBefore": before, "tokensAfter": 0, "instructions": instructions,
                  "method": summary.method, "reason": reason}
+        if request is not None:
+            entry["turnMessageId"] = request.id
         apply_compaction(self.history, entry)  # in place: the list stays the same object
         self._base = None
         entry["tokensAfter"] = self.context_tokens(incoming)

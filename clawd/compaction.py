@@ -58,16 +58,19 @@ class Summary:
 
 # --- where to cut -----------------------------------------------------------------------------
 
-def find_cut(messages: list[Message], keep_recent_tokens: int) -> int:
+def find_cut(messages: list[Message], keep_recent_tokens: int, *,
+             within_turn: bool = False) -> int:
     """Index of the first message kept verbatim; ``messages[:cut]`` is summarised.
 
     Walks back from the end while the kept part stays within ``keep_recent_tokens``; moves
     the cut forward (keeping less, never more) until it does not fall between an assistant
     message with tool calls and its results, and further to the next user message when
     that gives up at most a quarter of the budget. The current turn (the last user message
-    and everything after it) is always kept, even when it alone exceeds the budget: cutting
-    inside a turn would strand the model's own tool calls without the request behind them.
-    So 0 means "nothing to summarise" (everything fits, or the history is one turn), and
+    and everything after it) is kept whole, even when it alone exceeds the budget, unless
+    ``within_turn``: then a turn too long for the budget is cut between its steps (at an
+    assistant message, never between a tool call and its result, always keeping the latest
+    step), and the caller keeps the turn's user message verbatim. So 0 means "nothing to
+    summarise" (everything fits, or the history is one turn that may not be cut), and
     ``len(messages)`` is returned only when the history holds no user message and nothing
     at its end fits.
     """
@@ -96,6 +99,11 @@ def find_cut(messages: list[Message], keep_recent_tokens: int) -> int:
             break
     users = [i for i, m in enumerate(messages) if m.role == "user"]
     if users and cut > users[-1]:
+        if within_turn:
+            steps = [i for i in range(users[-1] + 2, n)
+                     if messages[i].role == "assistant" and valid(i)]
+            if steps:  # the first step boundary within the budget, else the latest step
+                return next((i for i in steps if i >= cut), steps[-1])
         cut = users[-1]
         while cut > 0 and not valid(cut):
             cut -= 1

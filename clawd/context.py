@@ -92,11 +92,32 @@ class Report:
     history_tokens: int
     history_count: int
     pruned: list[str] = field(default_factory=list)
+    largest_message: str = ""  # e.g. "a read result, 3,100"
 
     @property
     def total(self) -> int:
         return (self.system_tokens + self.project_tokens + sum(t for _, t in self.tools)
                 + self.summary_tokens + self.history_tokens)
+
+
+def describe_room(rep: Report) -> str:
+    """What takes the room of a request, in one line, with the advice that fits: the
+    workspace files when they are the largest part, else the conversation."""
+    tools = sum(t for _, t in rep.tools)
+    parts = [f"system prompt {rep.system_tokens:,}", f"tools {tools:,}",
+             f"workspace files {rep.project_tokens:,}"]
+    if rep.files:
+        big = max(rep.files, key=lambda f: f.tokens)
+        parts[-1] += f" (largest {big.name}, {big.tokens:,})"
+    if rep.summary_tokens:
+        parts.append(f"summary {rep.summary_tokens:,}")
+    parts.append(f"{rep.history_count} messages {rep.history_tokens:,}")
+    if rep.largest_message:
+        parts[-1] += f" (largest {rep.largest_message})"
+    files_first = rep.project_tokens > max(rep.history_tokens, rep.system_tokens + tools)
+    advice = ("shorten the workspace files or raise the model's contextWindow" if files_first
+              else "start afresh with /new, or use a model with a larger window")
+    return f"tokens: {', '.join(parts)}; {advice}"
 
 
 def report(layers: Layers, summary: str | None, messages: list[Message],
@@ -108,4 +129,15 @@ def report(layers: Layers, summary: str | None, messages: list[Message],
                   project_tokens=estimate_text(layers.project), files=files,
                   tools=[(t.name, estimate_tools([t])) for t in tools],
                   summary_tokens=summary_tokens, history_tokens=estimate_messages(messages),
-                  history_count=len(messages), pruned=list(pruned or []))
+                  history_count=len(messages), pruned=list(pruned or []),
+                  largest_message=_largest(messages))
+
+
+def _largest(messages: list[Message]) -> str:
+    if not messages:
+        return ""
+    sizes = [(estimate_messages([m]), m) for m in messages]
+    tokens, message = max(sizes, key=lambda pair: pair[0])
+    what = (f"a {message.tool_name or 'tool'} result" if message.role == "toolResult"
+            else f"a {message.role} message")
+    return f"{what}, {tokens:,}"

@@ -88,6 +88,8 @@ class Message:
     aborted: bool = False
     # a blank answer to a user turn that was asked again: kept on disk, out of the history
     retried: bool = False
+    # a user message too large for the window: kept on disk, never sent
+    refused: bool = False
 
     @classmethod
     def user(cls, text: str, **kw: Any) -> Message:
@@ -137,6 +139,8 @@ class Message:
             entry["aborted"] = True
         if self.retried:
             entry["retried"] = True
+        if self.refused:
+            entry["refused"] = True
         return entry
 
     @classmethod
@@ -154,7 +158,8 @@ class Message:
                    stop_reason=entry.get("stopReason"), model=entry.get("model"),
                    flush=bool(entry.get("flush", False)),
                    aborted=bool(entry.get("aborted", False)),
-                   retried=bool(entry.get("retried", False)))
+                   retried=bool(entry.get("retried", False)),
+                   refused=bool(entry.get("refused", False)))
 
 
 ROLES = ("user", "assistant", "toolResult")

@@ -5,8 +5,8 @@ later line is an entry with ``type``, ``id`` and ``timestamp`` (messages and com
 Nothing is ever rewritten. A torn or invalid line is skipped with a warning naming the file
 and line, and the next append starts on a fresh line so one bad write never spoils the next.
 ``History`` is what the model sees: the latest compaction summary, then every message kept
-by it and appended since (flush-turn entries and blank replies that were asked again stay on
-disk but out of the history).
+by it and appended since (flush-turn entries, blank replies that were asked again and messages
+refused as too large stay on disk but out of the history).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def build_history(entries: list[dict[str, Any]]) -> History:
     for entry in entries:
         kind = entry.get("type")
         if kind == "message":
-            if entry.get("flush") or entry.get("retried"):
+            if entry.get("flush") or entry.get("retried") or entry.get("refused"):
                 continue
             try:
                 history.messages.append(Message.from_entry(entry))
@@ -140,11 +140,19 @@ def build_history(entries: list[dict[str, Any]]) -> History:
 
 
 def apply_compaction(history: History, entry: dict[str, Any]) -> None:
-    """Drop the messages a compaction summarised and put its summary first."""
+    """Drop the messages a compaction summarised and put its summary first.
+
+    A compaction inside a long turn names the turn's user message (``turnMessageId``): it
+    stays verbatim, before the turn's kept steps.
+    """
     keep_from = entry.get("firstKeptId")
     index = next((i for i, m in enumerate(history.messages) if m.id == keep_from),
                  len(history.messages))
+    request = next((m for m in history.messages[:index]
+                    if entry.get("turnMessageId") and m.id == entry["turnMessageId"]), None)
     del history.messages[:index]
+    if request is not None:
+        history.messages.insert(0, request)
     history.summary = entry.get("summary") or history.summary
     history.compactions += 1
     history.after_compaction = len(history.messages)

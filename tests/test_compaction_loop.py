@@ -329,7 +329,8 @@ def test_one_oversized_turn_fails_at_once_and_is_compacted_by_the_next(tmp_path)
     assert len(chats) == 1  # nothing older to compact: no pointless retries
     errors = [e for e in events if isinstance(e, ErrorEvent)]
     assert len(errors) == 1 and "nothing was lost" in errors[0].message
-    assert "the current turn alone cannot be compacted" in errors[0].message
+    assert "there is nothing left to compact" in errors[0].message
+    assert "tokens: system prompt" in errors[0].message  # what takes the room
     assert not [e for e in lines(session) if e["type"] == "compaction"]
     assert session.history.messages[-1].text == huge
     events = list(session.run_turn("and now a short one"))
