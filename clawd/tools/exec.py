@@ -3,11 +3,15 @@
 In the REPL every command is shown to the user for approval first; in scripted and one-shot
 runs ``exec`` is refused unless ``tools.exec.allowInScripts`` or ``--allow-exec`` allows it.
 Output (stdout and stderr together) and the exit code go back to the model; the loop caps
-the size of what enters the transcript.
+the size of what enters the transcript. Each command runs in its own process group, and on a
+timeout or Ctrl-C the whole group is ended (TERM, then KILL after a grace period), so no
+child it started is left running.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from typing import Any
 
@@ -16,6 +20,7 @@ from clawd.messages import ToolSpec
 from clawd.tools.base import Tool, ToolContext, arg, schema
 
 MAX_TIMEOUT = 3600.0
+GRACE_SECONDS = 2.0  # between TERM and KILL for a group that ignores TERM
 
 
 def run_exec(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -30,14 +35,47 @@ def run_exec(args: dict[str, Any], ctx: ToolContext) -> str:
     elif not ctx.allow_exec:
         raise ToolError("exec is disabled in non-interactive runs (enable it with "
                         "--allow-exec or tools.exec.allowInScripts)")
+    return _run(command, ctx, timeout)
+
+
+def _run(command: str, ctx: ToolContext, timeout: float) -> str:
+    process = subprocess.Popen(command, shell=True, cwd=ctx.workspace, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
     try:
-        done = subprocess.run(command, shell=True, cwd=ctx.workspace, capture_output=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        output = _decode((exc.stdout or b"") + (exc.stderr or b""))
+        out, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        output = _decode(_end_group(process))
         raise ToolError(f"command timed out after {timeout:g}s\n{output}".rstrip()) from None
-    output = _decode(done.stdout + done.stderr)
-    return f"{output.rstrip()}\n[exit code {done.returncode}]".lstrip()
+    except BaseException:  # Ctrl-C: nothing the command started outlives it
+        _end_group(process)
+        raise
+    return f"{_decode(out).rstrip()}\n[exit code {process.returncode}]".lstrip()
+
+
+def _end_group(process: subprocess.Popen) -> bytes:
+    """End the command's whole process group; return the output it wrote until then."""
+    out = b""
+    for sig, wait in ((signal.SIGTERM, GRACE_SECONDS), (signal.SIGKILL, None)):
+        _signal_group(process, sig)
+        try:
+            out, _ = process.communicate(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # a member that ignores TERM and let go of the output pipe is still in the group
+    _signal_group(process, signal.SIGKILL)
+    return out or b""
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    if os.name == "nt":  # no process groups to signal: end the command itself
+        process.kill()
+        return
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
 
 
 def _decode(data: bytes) -> str:
