@@ -12,6 +12,7 @@ prints; front ends render the events.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,6 +31,7 @@ from clawd.flush import (SilentFilter, append_flush_notes, flush_due, flush_prom
 from clawd.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage, new_id
 from clawd.providers.base import Provider
 from clawd.pruning import cap_tool_result, prune, reapply
+from clawd import session_lock
 from clawd.sessions import SessionStore, is_group_key, new_entry
 from clawd.templates import render
 from clawd.tokens import (MIN_ROOM, Budget, calibration, estimate_messages, estimate_request,
@@ -123,18 +125,28 @@ class Session:
         self.rt = runtime
         self.key = key
         self.store = runtime.store
-        self.warnings: list[str] = []
+        # one writer per session: held until this Session is closed or collected
+        held = session_lock.acquire(runtime.sessions_dir, key)
+        self._release = weakref.finalize(self, session_lock.release, held)
         entry = self.store.get(key)
         check_window(runtime, key, model or session_model(entry, runtime.settings))
         if fresh or entry is None or not entry.get("sessionId"):
             entry = self._start(model)
         elif model and model != entry.get("modelOverride"):
-            entry = self.store.patch(key, model=model, modelOverride=model) or entry
+            entry = self.store.patch(key, base=entry, model=model, modelOverride=model) or entry
         self.entry = entry
         self.transcript = Transcript.create(Path(entry["sessionFile"]), entry["sessionId"],
-                                            runtime.agent_id)
-        loaded = self.transcript.load()
-        self.warnings = loaded.warnings
+                                            runtime.agent_id, key=key, model=entry.get("model"),
+                                            modelOverride=entry.get("modelOverride"),
+                                            timestamp=entry.get("createdAt"))
+        loaded = self.transcript.load(quiet=True)
+        self.warnings = self._new_warnings(loaded.invalid_lines, loaded.warnings)
+        try:
+            window = runtime.context_window_for(self.model_ref)
+        except ClawdError:  # an unusable model is reported when the session is used
+            window = self.entry.get("contextTokens")
+        if self.entry.get("contextTokens") != window:  # OpenClaw's meaning: the window
+            self._patch(contextTokens=window)
         self.history: History = build_history(loaded.entries)
         # (reported prompt + output, history length, fixed-layer tokens) of the last call;
         # None when no call since the last compaction reported usage: estimate everything.
@@ -145,6 +157,22 @@ class Session:
         self._flush_skip_logged: int | None = None  # the cycle whose skip was logged
         self.last_pruned: list[str] = []
         self.last_partial = ""  # text of the last reply cut off mid-stream
+        self._turn_usage = [0, 0]
+
+    def close(self) -> None:
+        """Let other processes use this session (also done when the Session is collected)."""
+        self._release()
+
+    def _new_warnings(self, invalid: list[int], warnings: list[str]) -> list[str]:
+        """The transcript's unreadable lines not reported before: each is warned about
+        once (the numbers reported are kept in ``invalidLines``), not on every run."""
+        known = set(self.entry.get("invalidLines") or [])
+        fresh = [w for n, w in zip(invalid, warnings) if n not in known]
+        for warning in fresh:
+            log.warning(warning)
+        if fresh:
+            self._patch(invalidLines=sorted(known | set(invalid)))
+        return fresh
 
     def _reported_base(self) -> tuple[int, int, None] | None:
         """The token base from the newest usage on disk (after the latest compaction)."""
@@ -161,13 +189,22 @@ class Session:
     def _start(self, model: str | None) -> dict[str, Any]:
         session_id = new_id() + new_id()[:4]
         path = self.rt.sessions_dir / f"{session_id}.jsonl"
-        entry = new_entry(session_id, path, model or self.rt.settings.model, self.rt.now_iso())
+        ref = model or session_model(None, self.rt.settings)
+        entry = new_entry(session_id, path, ref, self.rt.now_iso(),
+                          context_window=self.rt.context_window_for(ref))
         if model:
             entry["modelOverride"] = model
         return self.store.update(self.key, lambda old: entry) or entry
 
-    def _patch(self, **fields: Any) -> None:
-        self.entry = self.store.patch(self.key, **fields) or {**self.entry, **fields}
+    def _patch(self, add: dict[str, int] | None = None, **fields: Any) -> None:
+        """Set fields and add to counters in the store (re-creating a vanished entry from
+        this copy); ``self.entry`` becomes what is on disk."""
+        entry = self.store.patch(self.key, base=self.entry, add=add, **fields)
+        if entry is None:  # not expected: patch re-creates; keep the copy consistent anyway
+            entry = {**self.entry, **fields}
+            for name, delta in (add or {}).items():
+                entry[name] = (entry.get(name) or 0) + delta
+        self.entry = entry
 
     @property
     def model_ref(self) -> str:
@@ -236,6 +273,7 @@ class Session:
         """
         message = Message.user(text)
         steps, reply, aborted, appended, nudge = 0, "", False, False, None
+        self._turn_usage = [0, 0]  # this turn's input and output tokens
         if (refusal := self._too_large(message)) is not None:
             message.refused = True
             self.transcript.append_message(message)  # kept on disk, never sent
@@ -414,13 +452,19 @@ class Session:
         if messages is self.history.messages and usage.prompt_tokens:
             self._base = (usage.prompt_tokens + usage.output_tokens,
                           len(self.history.messages), self._fixed_tokens(layers))
-        e = self.entry
-        inp = e.get("inputTokens", 0) + usage.input_tokens
-        out = e.get("outputTokens", 0) + usage.output_tokens
-        self._patch(inputTokens=inp, outputTokens=out, totalTokens=inp + out,
-                    cacheReadTokens=e.get("cacheReadTokens", 0) + usage.cache_read_tokens,
-                    cacheWriteTokens=e.get("cacheWriteTokens", 0) + usage.cache_write_tokens,
-                    contextTokens=self.context_tokens(layers=layers),
+        turn = self._turn_usage
+        if messages is self.history.messages:  # the user's turn (OpenClaw: the latest run)
+            turn[0] += usage.input_tokens
+            turn[1] += usage.output_tokens
+        latest = ({"totalTokens": usage.prompt_tokens, "totalTokensFresh": True}
+                  if usage.prompt_tokens else {})
+        self._patch(add={"cumulativeInputTokens": usage.input_tokens,
+                         "cumulativeOutputTokens": usage.output_tokens,
+                         "cumulativeCacheReadTokens": usage.cache_read_tokens,
+                         "cumulativeCacheWriteTokens": usage.cache_write_tokens},
+                    inputTokens=turn[0], outputTokens=turn[1], **latest,
+                    contextTokens=self.budget.context_window,
+                    contextUsedTokens=self.context_tokens(layers=layers),
                     tokenRatio=round(self.token_ratio, 4),
                     lastModelCallAt=self.rt.clock().timestamp(), model=self.model_ref)
 
@@ -543,7 +587,7 @@ class Session:
         log.info("memory flush: %d entries, wrote %s", len(turn) - start, files or "nothing")
         self._patch(memoryFlushAt=self.rt.clock().isoformat(timespec="seconds"),
                     memoryFlushCompactionCount=self.entry.get("compactionCount", 0),
-                    memoryFlushCount=self.entry.get("memoryFlushCount", 0) + 1)
+                    add={"memoryFlushCount": 1})
         if self.rt.memory is not None and files:
             self.rt.memory.mark_dirty()
         yield Flushed(files=sorted(set(files)))
@@ -594,7 +638,7 @@ class Session:
         self._base = None
         entry["tokensAfter"] = self.context_tokens(incoming)
         self.transcript.append(entry)
-        self._patch(compactionCount=self.entry.get("compactionCount", 0) + 1,
-                    contextTokens=entry["tokensAfter"])
+        self._patch(add={"compactionCount": 1}, contextUsedTokens=entry["tokensAfter"],
+                    totalTokensFresh=False)
         yield Compacted(before, entry["tokensAfter"], summary.method, summary.dropped)
         return True

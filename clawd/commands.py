@@ -305,9 +305,10 @@ def format_status(session: Session) -> str:
         f" · compaction at {budget.compact_at:,} ({budget.percent(budget.compact_at):.0f}%)",
         f"Compactions: {e.get('compactionCount', 0)} · memory flushes: {flushes}"
         + (f" (last {e['memoryFlushAt']})" if e.get("memoryFlushAt") else ""),
-        f"Usage:       in {e.get('inputTokens', 0):,} · out {e.get('outputTokens', 0):,}"
-        f" · cache read {e.get('cacheReadTokens', 0):,} · cache write "
-        f"{e.get('cacheWriteTokens', 0):,}",
+        f"Usage:       in {e.get('cumulativeInputTokens', 0):,} · out "
+        f"{e.get('cumulativeOutputTokens', 0):,} · cache read "
+        f"{e.get('cumulativeCacheReadTokens', 0):,} · cache write "
+        f"{e.get('cumulativeCacheWriteTokens', 0):,} (this session)",
         f"Session:     {session.key} ({e.get('sessionId')}) · age "
         f"{_fmt_age(e.get('createdAt'), session.rt.clock())}",
         f"Workspace:   {session.rt.workspace}",
@@ -333,7 +334,7 @@ def format_context(session: Session, *, detail: bool) -> str:
     total = scaled(rep.total)
     lines.append(f"{'total (estimated)':<28} {total:>9,}  of {window:,} "
                  f"({100 * total / window:.1f}%)")
-    if session.entry.get("contextTokens"):
+    if session.entry.get("lastModelCallAt"):
         lines.append(f"{'now, from provider usage':<28} {session.context_tokens():>9,}")
     if abs(ratio - 1) >= 0.005:
         lines.append(f"(estimates scaled ×{ratio:.2f} to the provider's token count)")

@@ -127,7 +127,7 @@ class _Status:
 
     def __init__(self, chat: Chat):
         self.chat = chat
-        self.used: int | None = chat.session.entry.get("contextTokens") or None
+        self.used: int | None = chat.session.entry.get("contextUsedTokens") or None
 
     def refresh(self) -> None:
         try:

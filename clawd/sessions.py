@@ -2,9 +2,15 @@
 
 Every change is a read-modify-write under an exclusive lock on ``sessions.json.lock``,
 written to a temporary file and renamed into place, so two clawd processes never lose each
-other's updates and a crash never leaves a half-written store. A store that cannot be parsed
-is moved aside (``sessions.json.corrupt-<time>``, every byte kept) with a warning, and a
-fresh one is started; the transcripts themselves are untouched.
+other's updates and a crash never leaves a half-written store. Counters are increments
+applied under that lock to what is on disk, never absolute values from a stale copy.
+
+The store is an index; the transcripts are the record. A store that cannot be parsed is
+moved aside (``sessions.json.corrupt-<time>``, every byte kept) with a warning, and a
+missing or set-aside store is rebuilt from the transcripts' header lines and entries. An
+update to an entry that vanished re-creates it from the writer's copy. Entries written
+before the fields took OpenClaw's meanings are migrated once (the old file kept aside).
+The fields are documented in docs/sessions.md.
 """
 
 from __future__ import annotations
@@ -21,11 +27,18 @@ from typing import Any
 import orjson
 
 from clawd.messages import now_iso
+from clawd.session_files import entry_from, read_summary, rebuild, transcripts
 
 log = logging.getLogger(__name__)
 
-COUNTERS = ("inputTokens", "outputTokens", "totalTokens", "contextTokens",
-            "cacheReadTokens", "cacheWriteTokens", "compactionCount")
+# Only ever incremented (``patch(add=...)``), so concurrent writers add up.
+COUNTERS = ("cumulativeInputTokens", "cumulativeOutputTokens", "cumulativeCacheReadTokens",
+            "cumulativeCacheWriteTokens", "compactionCount", "memoryFlushCount")
+# Old cumulative field -> its own name now (before, inputTokens etc. were session totals and
+# contextTokens the context in use; OpenClaw's meanings are the latest turn and the window).
+_RENAMED = {"inputTokens": "cumulativeInputTokens", "outputTokens": "cumulativeOutputTokens",
+            "cacheReadTokens": "cumulativeCacheReadTokens",
+            "cacheWriteTokens": "cumulativeCacheWriteTokens", "contextTokens": "contextUsedTokens"}
 
 
 def main_key(agent_id: str, name: str = "main") -> str:
@@ -38,15 +51,41 @@ def is_group_key(key: str) -> bool:
     return ":group:" in key or ":channel:" in key
 
 
-def new_entry(session_id: str, session_file: Path, model: str, now: str | None = None
-              ) -> dict[str, Any]:
+def new_entry(session_id: str, session_file: Path, model: str, now: str | None = None, *,
+              context_window: int | None = None) -> dict[str, Any]:
     now = now or now_iso()
     entry: dict[str, Any] = {"sessionId": session_id, "sessionFile": str(session_file),
-                             "createdAt": now, "updatedAt": now, "model": model}
+                             "createdAt": now, "updatedAt": now, "model": model,
+                             "inputTokens": 0, "outputTokens": 0, "totalTokens": 0,
+                             "totalTokensFresh": False, "contextTokens": context_window,
+                             "contextUsedTokens": None}
     entry.update({name: 0 for name in COUNTERS})
     entry.update({"memoryFlushAt": None, "memoryFlushCompactionCount": None,
                   "lastModelCallAt": None})
     return entry
+
+
+def needs_migration(entry: Any) -> bool:
+    """An entry written when ``inputTokens`` & co. were session totals."""
+    return (isinstance(entry, dict) and "cumulativeInputTokens" not in entry
+            and any(name in entry for name in _RENAMED))
+
+
+def migrate_entry(entry: dict[str, Any], latest: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+    """The entry with OpenClaw's meanings: the old totals under their own names, and the
+    OpenClaw-named fields from ``latest`` (what the transcript says of the latest call and
+    turn: ``totalTokens``, ``totalTokensFresh``, ``inputTokens``, ``outputTokens``) or unset."""
+    new = {k: v for k, v in entry.items() if k not in _RENAMED and k != "totalTokens"}
+    for old, name in _RENAMED.items():
+        if old in entry:
+            new[name] = entry[old]
+    new.update({"inputTokens": 0, "outputTokens": 0, "totalTokens": 0,
+                "totalTokensFresh": False, "contextTokens": None})
+    new.update(latest or {})
+    for name in COUNTERS:
+        new.setdefault(name, 0)
+    return new
 
 
 class SessionStore:
@@ -58,11 +97,15 @@ class SessionStore:
         self.lock_path = path.with_name(path.name + ".lock")
 
     def read(self) -> dict[str, Any]:
-        """The whole store (without locking: a consistent snapshot thanks to rename)."""
+        """The whole store as it is on disk (without locking: a consistent snapshot thanks to
+        rename); {} when there is none."""
+        return self._load() or {}
+
+    def _load(self) -> dict[str, Any] | None:
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
-            return {}
+            return None
         try:
             data = orjson.loads(raw) if raw.strip() else {}
             if not isinstance(data, dict):
@@ -72,15 +115,41 @@ class SessionStore:
             raise _Corrupt(str(exc)) from None
 
     def entries(self) -> dict[str, Any]:
-        """Every entry, the store repaired first if it is corrupt or malformed."""
+        """Every entry; the store first rebuilt, repaired or migrated when it needs it."""
         try:
-            data = self.read()
-            if not _malformed(data):
+            data = self._load()
+            if data is None and not transcripts(self.path.parent):
+                return {}
+            if data is not None and not _malformed(data) and not any(
+                    map(needs_migration, data.values())):
                 return data
         except _Corrupt:
             pass
         with self._locked():
             return self._read_repairing()
+
+    def rebuild(self) -> tuple[int, int]:
+        """Recount every entry from its transcript and add the keys only transcripts know;
+        returns (entries recounted, entries added). Fields only the store knows (a pinned
+        model, pruning decisions) are kept; a key keeps the session it points at."""
+        with self._locked():
+            data = self._read_repairing()
+            found = rebuild(self.path.parent)
+            recounted = added = 0
+            for key, entry in data.items():
+                path = Path(entry.get("sessionFile") or "")
+                summary = read_summary(path) if path.is_file() else None
+                if summary is not None:
+                    data[key] = {**entry, **entry_from(summary, entry.get("model") or ""),
+                                 **_store_only(entry)}
+                    recounted += 1
+            known = {e.get("sessionId") for e in data.values()}
+            for key, entry in found.items():
+                if key not in data and entry["sessionId"] not in known:
+                    data[key] = entry
+                    added += 1
+            self._write(data)
+            return recounted, added
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self.entries().get(key)
@@ -103,26 +172,43 @@ class SessionStore:
             self._write(data)
             return entry
 
-    def patch(self, key: str, **fields: Any) -> dict[str, Any] | None:
-        """Set fields of an existing entry."""
+    def patch(self, key: str, base: dict[str, Any] | None = None,
+              add: dict[str, int] | None = None, **fields: Any) -> dict[str, Any] | None:
+        """Set ``fields`` and add ``add`` to counters of one entry, against what is on disk.
+
+        An entry that is missing (the store was deleted or set aside meanwhile) is
+        re-created from ``base``, the writer's own copy; without ``base`` nothing is written.
+        """
         def change(entry: dict[str, Any] | None) -> dict[str, Any] | None:
             if entry is None:
-                return None
+                if base is None:
+                    return None
+                log.warning("%s: the entry for %s was missing; re-created it", self.path, key)
+                entry = dict(base)
             entry.update(fields)
+            for name, delta in (add or {}).items():
+                entry[name] = _count(entry.get(name)) + delta
             return entry
         return self.update(key, change)
 
     def _read_repairing(self) -> dict[str, Any]:
-        """The store, repaired: an unparseable file is moved aside and a new one started;
-        entries of the wrong shape are dropped after the whole file is copied aside."""
+        """The store, repaired (under the lock): an unparseable file is moved aside and a
+        missing one rebuilt from the transcripts; entries of the wrong shape are dropped
+        and old-meaning entries migrated, each after the whole file is copied aside."""
         aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
         try:
-            data = self.read()
+            data = self._load()
         except _Corrupt as exc:
             os.replace(self.path, aside)
-            log.warning("%s could not be parsed (%s); moved it to %s and started a new store",
-                        self.path, exc, aside.name)
-            return {}
+            log.warning("%s could not be parsed (%s); moved it to %s and rebuilt the store "
+                        "from the transcripts", self.path, exc, aside.name)
+            data = None
+        if data is None:
+            data = rebuild(self.path.parent)
+            if data:
+                self._write(data)
+                log.warning("%s: rebuilt %d entries from the transcripts", self.path, len(data))
+            return data
         bad = _malformed(data)
         if bad:
             shutil.copy2(self.path, aside)
@@ -131,6 +217,16 @@ class SessionStore:
             self._write(data)
             log.warning("%s: dropped malformed entries %s (the file as it was is kept as %s)",
                         self.path, ", ".join(map(repr, bad)), aside.name)
+        old = [key for key, entry in data.items() if needs_migration(entry)]
+        if old:
+            kept = self.path.with_name(f"{self.path.name}.pre-migration")
+            if not kept.exists():
+                shutil.copy2(self.path, kept)
+            for key in old:
+                data[key] = migrate_entry(data[key], _latest(data[key]))
+            self._write(data)
+            log.info("%s: %d entries now use OpenClaw's field meanings (the old file is kept "
+                     "as %s)", self.path, len(old), kept.name)
         return data
 
     def _write(self, data: dict[str, Any]) -> None:
@@ -154,6 +250,24 @@ class SessionStore:
 
 class _Corrupt(ValueError):
     pass
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _store_only(entry: dict[str, Any]) -> dict[str, Any]:
+    """What a transcript cannot tell: kept when an entry is recounted from it."""
+    return {k: v for k, v in entry.items()
+            if k in ("modelOverride", "prunedResults", "tokenRatio", "contextTokens",
+                     "contextUsedTokens", "invalidLines", "lastModelCallAt", "createdAt")}
+
+
+def _latest(entry: dict[str, Any]) -> dict[str, Any]:
+    """The OpenClaw-named latest figures of an old entry, from its transcript."""
+    path = Path(entry.get("sessionFile") or "")
+    summary = read_summary(path) if path.is_file() else None
+    return summary.latest if summary is not None else {}
 
 
 def _malformed(data: dict[str, Any]) -> list[str]:

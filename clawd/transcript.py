@@ -1,9 +1,11 @@
 """Append-only JSONL transcripts: one file per session, one entry per line.
 
-Line 1 is the header ``{"type":"session","version":1,"id","agentId","timestamp"}``; every
-later line is an entry with ``type``, ``id`` and ``timestamp`` (messages and compactions).
-Nothing is ever rewritten. A torn or invalid line is skipped with a warning naming the file
-and line, and the next append starts on a fresh line so one bad write never spoils the next.
+Line 1 is the header ``{"type":"session","version":1,"id","agentId","timestamp"}`` plus the
+session ``key`` (and ``model`` / ``modelOverride``), so the session store can be rebuilt from
+the transcripts alone; every later line is an entry with ``type``, ``id`` and ``timestamp``
+(messages and compactions). Nothing is ever rewritten. A torn or invalid line is skipped and
+reported (naming the file and line), and the next append starts on a fresh line so one bad
+write never spoils the next.
 ``History`` is what the model sees: the latest compaction summary, then every message kept
 by it and appended since (flush-turn entries, blank replies that were asked again and messages
 refused as too large stay on disk but out of the history).
@@ -42,6 +44,7 @@ class Loaded:
     header: dict[str, Any] | None
     entries: list[dict[str, Any]]
     warnings: list[str]
+    invalid_lines: list[int] = field(default_factory=list)  # the skipped lines' numbers
 
 
 class Transcript:
@@ -52,13 +55,16 @@ class Transcript:
         self._needs_newline: bool | None = None
 
     @classmethod
-    def create(cls, path: Path, session_id: str, agent_id: str) -> Transcript:
-        """Start a new transcript with its header line (an existing file is kept as is)."""
+    def create(cls, path: Path, session_id: str, agent_id: str, **about: Any) -> Transcript:
+        """Start a new transcript with its header line (an existing file is kept as is);
+        ``about``: what else the header records (``key``, ``model``, ``modelOverride``)."""
         transcript = cls(path)
         if not path.exists() or path.stat().st_size == 0:
             path.parent.mkdir(parents=True, exist_ok=True)
-            transcript.append({"type": "session", "version": VERSION, "id": session_id,
-                               "agentId": agent_id, "timestamp": now_iso()})
+            header = {"type": "session", "version": VERSION, "id": session_id,
+                      "agentId": agent_id, "timestamp": now_iso()}
+            header.update({k: v for k, v in about.items() if v is not None})
+            transcript.append(header)
         return transcript
 
     def append(self, entry: dict[str, Any]) -> None:
@@ -78,9 +84,10 @@ class Transcript:
     def append_message(self, message: Message) -> None:
         self.append(message.to_entry())
 
-    def load(self) -> Loaded:
-        """Every valid entry, skipping (and reporting) torn or invalid lines."""
-        header, entries, warnings = None, [], []
+    def load(self, *, quiet: bool = False) -> Loaded:
+        """Every valid entry, skipping (and reporting) torn or invalid lines; ``quiet``
+        leaves the logging of the warnings to the caller."""
+        header, entries, warnings, invalid = None, [], [], []
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -94,14 +101,16 @@ class Transcript:
                     raise ValueError("not an entry object")
             except ValueError as exc:
                 warning = f"{self.path}:{number}: skipped an invalid line ({_short(exc)})"
-                log.warning(warning)
+                if not quiet:
+                    log.warning(warning)
                 warnings.append(warning)
+                invalid.append(number)
                 continue
             if entry["type"] == "session" and header is None:
                 header = entry
             else:
                 entries.append(entry)
-        return Loaded(header, entries, warnings)
+        return Loaded(header, entries, warnings, invalid)
 
 
 def _ends_torn(path: Path) -> bool:

@@ -32,7 +32,10 @@ def test_text_turn_streams_and_persists(tmp_path):
     assert entries[2]["usage"]["input"] > 0
     entry = session.store.get(KEY)
     assert entry["inputTokens"] == entries[2]["usage"]["input"]
-    assert entry["contextTokens"] > 0 and entry["lastModelCallAt"]
+    assert entry["cumulativeInputTokens"] == entries[2]["usage"]["input"]
+    assert entry["totalTokens"] == entries[2]["usage"]["input"]  # the latest prompt's size
+    assert entry["contextTokens"] == 200_000  # the window, as in OpenClaw
+    assert entry["contextUsedTokens"] > 0 and entry["lastModelCallAt"]
     provider.assert_done()
 
 

@@ -93,8 +93,9 @@ def test_cache_usage_reaches_status(tmp_path, server, clock):
     chat = make_chat(tmp_path, server, clock)
     turn(chat, "is the build ok?")
     entry = chat.session.store.get(KEY)
-    assert (entry["inputTokens"], entry["cacheReadTokens"], entry["cacheWriteTokens"]) == (
-        1240, 3000, 3900)
+    assert (entry["cumulativeInputTokens"], entry["cumulativeCacheReadTokens"],
+            entry["cumulativeCacheWriteTokens"]) == (1240, 3000, 3900)
+    assert entry["inputTokens"] == 1240  # one turn: the latest turn's input is all of it
     status = format_status(chat.session)
     assert "in 1,240" in status and "cache read 3,000 · cache write 3,900" in status
     shown = [e.text for e in chat.handle("/status") if isinstance(e, CommandOutput)]

@@ -213,7 +213,7 @@ def test_the_incoming_message_is_counted_before_the_request(tmp_path):
         drive(session, range(i, i + 1))
         i += 1
     assert not flush_prompts(provider)
-    reported = session.store.get(KEY)["contextTokens"]
+    reported = session.store.get(KEY)["contextUsedTokens"]
     assert reported < session.budget.flush_at
     big = user_text(i, 1000)
     events = list(session.run_turn(big))

@@ -82,3 +82,120 @@ def test_malformed_entries_are_dropped_and_the_file_kept(tmp_path, caplog):
     assert len(aside) == 1 and aside[0].read_text() == original
     assert "dropped malformed entries" in caplog.text and "'agent:main:a'" in caplog.text
     assert set(json.loads(path.read_text())) == {"agent:main:main"}
+
+
+# --- the store is an index over the transcripts ------------------------------------------------
+
+def _two_sessions(tmp_path):
+    """Sessions under two keys with a turn each; returns the runtime and the store as it was."""
+    import gc
+
+    from clawd.agent import Session
+    from clawd.messages import Usage
+    from clawd.providers.scripted import Reply, ScriptedProvider
+    from conftest import make_runtime
+
+    provider = ScriptedProvider(default=Reply("ok", usage=Usage(120, 7, 30, 5)))
+    runtime = make_runtime(tmp_path, provider)
+    for key in ("agent:main:main", "agent:main:work"):
+        session = Session(runtime, key)
+        list(session.run_turn(f"hello {key}"))
+        list(session.run_turn("again"))
+        session.close()
+    del session
+    gc.collect()
+    return runtime, runtime.store.read()
+
+
+COUNTED = ("sessionId", "sessionFile", "createdAt", "model", "cumulativeInputTokens",
+           "cumulativeOutputTokens", "cumulativeCacheReadTokens", "cumulativeCacheWriteTokens",
+           "compactionCount", "memoryFlushCount", "inputTokens", "outputTokens", "totalTokens",
+           "totalTokensFresh")
+
+
+def test_a_missing_store_is_rebuilt_from_the_transcripts(tmp_path, caplog):
+    runtime, before = _two_sessions(tmp_path)
+    runtime.store.path.unlink()
+    after = runtime.store.entries()
+    assert set(after) == {"agent:main:main", "agent:main:work"}
+    for key in after:
+        assert {f: after[key][f] for f in COUNTED} == {f: before[key][f] for f in COUNTED}
+    assert after["agent:main:main"]["cumulativeInputTokens"] == 240
+    assert after["agent:main:main"]["totalTokens"] == 155  # 120 + 30 + 5, the latest prompt
+    assert "rebuilt 2 entries" in caplog.text
+    assert json.loads(runtime.store.path.read_text()) == after  # and written back
+
+
+def test_an_unreadable_store_is_set_aside_and_rebuilt(tmp_path):
+    runtime, before = _two_sessions(tmp_path)
+    runtime.store.path.write_text("{torn")
+    after = runtime.store.entries()
+    assert {k: e["sessionId"] for k, e in after.items()} == {
+        k: e["sessionId"] for k, e in before.items()}
+    aside = list(runtime.store.path.parent.glob("sessions.json.corrupt-*"))
+    assert [p.read_text() for p in aside] == ["{torn"]
+
+
+def test_rebuild_recounts_and_keeps_what_only_the_store_knows(tmp_path):
+    runtime, before = _two_sessions(tmp_path)
+    store = runtime.store
+    store.update("agent:main:main", lambda e: {**e, "cumulativeInputTokens": 5,
+                                               "modelOverride": "openai/gpt-4o"})
+    store.update("agent:main:work", lambda e: None)  # dropped from the store
+    assert store.rebuild() == (1, 1)
+    after = store.read()
+    assert after["agent:main:main"]["cumulativeInputTokens"] == 240
+    assert after["agent:main:main"]["modelOverride"] == "openai/gpt-4o"
+    assert after["agent:main:work"]["sessionId"] == before["agent:main:work"]["sessionId"]
+
+
+def test_a_transcript_without_a_key_gets_its_own(tmp_path):
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    (sessions / "old1.jsonl").write_text(
+        '{"type":"session","version":1,"id":"old1","agentId":"main","timestamp":"2026-01-01T00:00:00Z"}\n'
+        '{"type":"message","id":"m1","timestamp":"2026-01-01T00:00:01Z","role":"user",'
+        '"content":[{"type":"text","text":"old times"}]}\n')
+    (sessions / "notes.jsonl").write_text("not a transcript\n")
+    store = SessionStore(sessions / "sessions.json")
+    assert list(store.entries()) == ["agent:main:session-old1"]
+
+
+def test_old_meanings_are_migrated_once_and_the_old_file_kept(tmp_path):
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    transcript = sessions / "s1.jsonl"
+    transcript.write_text(
+        '{"type":"session","version":1,"id":"s1","agentId":"main","timestamp":"2026-01-01T00:00:00Z"}\n'
+        '{"type":"message","id":"u","timestamp":"t","role":"user","content":"q1"}\n'
+        '{"type":"message","id":"a","timestamp":"t","role":"assistant","content":"r1",'
+        '"usage":{"input":900,"output":40,"cacheRead":0,"cacheWrite":0}}\n'
+        '{"type":"message","id":"u2","timestamp":"t","role":"user","content":"q2"}\n'
+        '{"type":"message","id":"a2","timestamp":"t","role":"assistant","content":"r2",'
+        '"usage":{"input":1000,"output":60,"cacheRead":200,"cacheWrite":0}}\n')
+    old = {"sessionId": "s1", "sessionFile": str(transcript), "model": "m",
+           "inputTokens": 1900, "outputTokens": 100, "totalTokens": 2000,
+           "contextTokens": 1300, "cacheReadTokens": 200, "cacheWriteTokens": 0,
+           "compactionCount": 2, "memoryFlushCompactionCount": 2}
+    path = sessions / "sessions.json"
+    path.write_text(json.dumps({"agent:main:main": old}))
+    entry = SessionStore(path).get("agent:main:main")
+    assert entry["cumulativeInputTokens"] == 1900 and entry["cumulativeOutputTokens"] == 100
+    assert entry["cumulativeCacheReadTokens"] == 200 and entry["contextUsedTokens"] == 1300
+    assert entry["totalTokens"] == 1200 and entry["totalTokensFresh"] is True
+    assert (entry["inputTokens"], entry["outputTokens"]) == (1000, 60)  # the latest turn
+    assert entry["contextTokens"] is None  # the window: set when the session is next used
+    assert entry["compactionCount"] == 2 and entry["memoryFlushCompactionCount"] == 2
+    assert "cacheReadTokens" not in entry
+    assert json.loads((sessions / "sessions.json.pre-migration").read_text()) == {
+        "agent:main:main": old}
+    again = SessionStore(path).get("agent:main:main")
+    assert again == entry  # migrated once
+
+
+def test_patch_adds_and_recreates(tmp_path):
+    store = SessionStore(tmp_path / "sessions.json")
+    base = new_entry("sid", tmp_path / "sid.jsonl", "m")
+    assert store.patch("k", base=base, add={"compactionCount": 1})["compactionCount"] == 1
+    assert store.patch("k", add={"compactionCount": 2})["compactionCount"] == 3
+    assert store.read()["k"]["sessionId"] == "sid"

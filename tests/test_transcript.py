@@ -88,3 +88,34 @@ def test_entries_are_single_json_lines(tmp_path):
     t.append_message(Message.user("line one\nline two"))
     rows = path.read_text().splitlines()
     assert len(rows) == 2 and json.loads(rows[1])["content"][0]["text"] == "line one\nline two"
+
+
+def test_a_torn_line_is_warned_about_once_not_on_every_run(tmp_path, caplog):
+    import gc
+
+    from clawd.agent import Session
+    from clawd.providers.scripted import ScriptedProvider
+    from conftest import make_runtime
+
+    runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
+    session = Session(runtime, "agent:main:main")
+    list(session.run_turn("one"))
+    path = session.transcript.path
+    session.close()
+    with open(path, "ab") as handle:  # a crash mid-write
+        handle.write(b'{"type":"message","role":"assistant","content":[{"ty')
+    del session
+    gc.collect()
+    caplog.clear()
+    again = Session(runtime, "agent:main:main")
+    assert len(again.warnings) == 1 and ":4: skipped an invalid line" in again.warnings[0]
+    assert caplog.text.count("skipped an invalid line") == 1
+    assert again.store.get("agent:main:main")["invalidLines"] == [4]
+    list(again.run_turn("two"))
+    again.close()
+    del again
+    gc.collect()
+    caplog.clear()
+    third = Session(runtime, "agent:main:main")
+    assert third.warnings == [] and "skipped" not in caplog.text
+    assert [m.text for m in third.history.messages] == ["one", "ok", "two", "ok"]
