@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd import context as ctxmod
+from clawd.access import Access, offered
 from clawd.compaction import find_cut, summarize
 from clawd.config import AgentDefaults, Config
 from clawd.errors import ClawdError, ContextOverflowError, ProviderError
@@ -32,7 +33,7 @@ from clawd.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from clawd.providers.base import Provider
 from clawd.pruning import cap_tool_result, prune, reapply
 from clawd import session_lock
-from clawd.sessions import SessionStore, is_group_key, new_entry
+from clawd.sessions import SessionStore, new_entry, normalize_key
 from clawd.templates import render
 from clawd.tokens import (MIN_ROOM, Budget, calibration, estimate_messages, estimate_request,
                           estimate_text, estimate_tools, make_budget)
@@ -87,9 +88,11 @@ def agent_budget(rt: Runtime, model_ref: str) -> Budget:
 
 def agent_layers(rt: Runtime, key: str, budget: Budget) -> ctxmod.Layers:
     """Layers 0 and 1 of a request in session ``key``: system prompt and workspace files."""
+    access = Access.of(key, rt.settings)
     return ctxmod.build_layers(
-        rt.workspace, [t.spec for t in rt.tools], private=not is_group_key(key),
-        now=rt.clock(), max_chars=rt.settings.bootstrap_max_chars,
+        rt.workspace, [t.spec for t in offered(rt.tools, access)], private=access.private,
+        workspace_files=access.workspace_files, now=rt.clock(),
+        max_chars=rt.settings.bootstrap_max_chars,
         read_only=rt.settings.workspace_access != "rw", max_tokens=budget.files)
 
 
@@ -123,20 +126,24 @@ class Session:
     def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
                  fresh: bool = False):
         self.rt = runtime
-        self.key = key
+        self.key = normalize_key(key)
+        self.access = Access.of(self.key, runtime.settings)
+        self.tools = offered(runtime.tools, self.access)
         self.store = runtime.store
         # one writer per session: held until this Session is closed or collected
-        held = session_lock.acquire(runtime.sessions_dir, key)
+        held = session_lock.acquire(runtime.sessions_dir, self.key)
         self._release = weakref.finalize(self, session_lock.release, held)
-        entry = self.store.get(key)
-        check_window(runtime, key, model or session_model(entry, runtime.settings))
+        entry = self.store.get(self.key)
+        check_window(runtime, self.key, model or session_model(entry, runtime.settings))
         if fresh or entry is None or not entry.get("sessionId"):
             entry = self._start(model)
         elif model and model != entry.get("modelOverride"):
-            entry = self.store.patch(key, base=entry, model=model, modelOverride=model) or entry
+            entry = self.store.patch(self.key, base=entry, model=model,
+                                     modelOverride=model) or entry
         self.entry = entry
         self.transcript = Transcript.create(Path(entry["sessionFile"]), entry["sessionId"],
-                                            runtime.agent_id, key=key, model=entry.get("model"),
+                                            runtime.agent_id, key=self.key,
+                                            model=entry.get("model"),
                                             modelOverride=entry.get("modelOverride"),
                                             timestamp=entry.get("createdAt"))
         loaded = self.transcript.load(quiet=True)
@@ -238,7 +245,7 @@ class Session:
 
     @property
     def tool_specs(self) -> list:
-        return [t.spec for t in self.rt.tools]
+        return [t.spec for t in self.tools]
 
     @cached_property
     def _tool_tokens(self) -> int:
@@ -475,7 +482,7 @@ class Session:
             while pending:
                 call = pending[0]
                 yield ToolStarted(call.id, call.name, call.arguments)
-                text, is_error = self._call_tool(call)
+                text, is_error = self._call_tool(call, flush=flush)
                 result = Message.tool_result(call, text, is_error, flush=flush)
                 self._append(result, target)
                 pending.pop(0)
@@ -487,13 +494,14 @@ class Session:
                              target)
             raise
 
-    def _call_tool(self, call: ToolCall) -> tuple[str, bool]:
-        tool = next((t for t in self.rt.tools if t.spec.name == call.name), None)
+    def _call_tool(self, call: ToolCall, *, flush: bool = False) -> tuple[str, bool]:
+        tool = next((t for t in self.tools if t.spec.name == call.name), None)
         if tool is None:
             return f"unknown tool: {call.name}", True
         ctx = ToolContext(self.rt.workspace, self.rt.settings, allow_exec=self.rt.allow_exec,
                           approve=self.rt.approve, memory=self.rt.memory,
-                          today=lambda: self.rt.clock().date())
+                          today=lambda: self.rt.clock().date(), access=self.access,
+                          flush=flush)
         try:
             text, is_error = tool.run(call.arguments, ctx), False
         except ClawdError as exc:

@@ -211,6 +211,25 @@ def session_key(agent_id: str, name: str | None) -> str:
     return main_key(agent_id, name or "main")
 
 
+def chat_agent(config: Any, agent: str | None, session: str | None) -> str | None:
+    """The agent a chat runs in: a full session key (``agent:<agentId>:<name>``) names its
+    agent; ``--agent`` may repeat it but not contradict it. Unknown agents fail later, in
+    ``resolve_agent``, with the list of known ones."""
+    from clawd.errors import ConfigError
+    from clawd.sessions import normalize_key
+
+    key = normalize_key(session or "")
+    if not key.startswith("agent:"):
+        return agent
+    _, named, rest = (key.split(":", 2) + ["", ""])[:3]
+    if not named or not rest:
+        raise ConfigError(f"--session {session}: a full session key is "
+                          f"agent:<agentId>:<name> (or give a short name such as 'work')")
+    if agent is not None and agent.lower() != named:
+        raise ConfigError(f"--agent {agent} and --session {session} name different agents")
+    return next((known for known in config.agent_ids() if known.lower() == named), named)
+
+
 # --- commands -------------------------------------------------------------------------------
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -223,7 +242,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return run_repl(config, args)
     from clawd.commands import Chat
 
-    runtime = build_runtime(config, args.agent, allow_exec=args.allow_exec)
+    runtime = build_runtime(config, chat_agent(config, args.agent, args.session),
+                            allow_exec=args.allow_exec)
     key = session_key(runtime.agent_id, args.session)
     check_provider(runtime, key, args.model)
     chat = Chat(runtime, key, args.model)

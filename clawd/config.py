@@ -181,6 +181,7 @@ class MemorySearch(Model):
     fallback: Literal["openai", "gemini", "local", "none"] = "local"
     sources: list[Literal["memory", "sessions"]] = ["memory"]
     extra_paths: list[str] = []
+    shareable_paths: list[str] = []
     remote: Remote = Remote()
     local: Local = Local()
     chunking: Chunking = Chunking()
@@ -189,6 +190,22 @@ class MemorySearch(Model):
     cache: Cache = Cache()
     sync: Sync = Sync()
     experimental: Experimental = Experimental()
+
+    @model_validator(mode="after")
+    def _check_shareable(self) -> MemorySearch:
+        self.shareable_paths = [shareable_path(entry) for entry in self.shareable_paths]
+        return self
+
+
+def shareable_path(entry: str) -> str:
+    """A ``shareablePaths`` entry in its normal form: workspace-relative, forward slashes,
+    no ``.``/``..`` parts, no trailing slash."""
+    parts = [p for p in entry.replace("\\", "/").split("/") if p not in ("", ".")]
+    if (not parts or entry.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", entry)
+            or ".." in parts):
+        raise ValueError(f"shareablePaths entries are files or folders inside the workspace, "
+                         f"given relative to it (e.g. \"memory/shared\"), not {entry!r}")
+    return "/".join(parts)
 
 
 # --- tools ----------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """The four layers of context, rebuilt for every model request, and their token report.
 
 0. the system prompt (``prompts/system.md.j2``): tools, memory rules, workspace, date;
-   1. the project context: bootstrap files, MEMORY.md in private sessions only, yesterday's
-   and today's daily logs, each capped with a visible marker, and together within a share
-   of the window (daily logs keep their newest lines); 2. the
+   1. the project context: bootstrap files, then MEMORY.md and yesterday's and today's daily
+   logs in private sessions only, each capped with a visible marker, and together within a
+   share of the window (daily logs keep their newest lines); 2. the
    history: the latest compaction summary, then the kept messages (pruned in memory);
    3. the current message (already the last message of the history when a request is built).
 ``report`` breaks a request down by layer, file and tool for ``/context``.
@@ -33,11 +33,13 @@ class Layers:
 
 
 def build_layers(workspace: Path, tools: list[ToolSpec], *, private: bool, now: datetime,
-                 max_chars: int, read_only: bool, max_tokens: int | None = None) -> Layers:
-    """Render the system prompt and read the project context files (together within
-    ``max_tokens``, the share of the window they may take, when given)."""
+                 max_chars: int, read_only: bool, max_tokens: int | None = None,
+                 workspace_files: bool = True) -> Layers:
+    """Render the system prompt and read the project context files (none without access
+    to the workspace; MEMORY.md and the daily logs in private sessions only), together
+    within ``max_tokens``, the share of the window they may take, when given."""
     files = read_context_files(workspace, include_memory=private, today=now.date(),
-                               max_chars=max_chars)
+                               max_chars=max_chars) if workspace_files else []
     if max_tokens is not None:
         files = fit_files(files, max_tokens, estimate_text)
     system = render("system.md.j2", tools=tools, workspace=str(workspace),

@@ -225,8 +225,8 @@ def run_repl(config: Any, args: Any) -> int:
     """``clawd chat`` on a terminal."""
     from clawd import cli
 
-    runtime = cli.build_runtime(config, args.agent, allow_exec=args.allow_exec,
-                                approve=confirm_exec)
+    runtime = cli.build_runtime(config, cli.chat_agent(config, args.agent, args.session),
+                                allow_exec=args.allow_exec, approve=confirm_exec)
     key = cli.session_key(runtime.agent_id, args.session)
     # A missing key or unknown model is one line before any prompt (and before the session
     # is touched); the SDK itself is imported in the warm-up, after the prompt is on screen.

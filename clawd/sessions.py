@@ -41,13 +41,21 @@ _RENAMED = {"inputTokens": "cumulativeInputTokens", "outputTokens": "cumulativeO
             "cacheWriteTokens": "cumulativeCacheWriteTokens", "contextTokens": "contextUsedTokens"}
 
 
+def normalize_key(key: str) -> str:
+    """Session keys are case-insensitive: one spelling (lowercase) wherever a key is made
+    or looked up, so ``Telegram:Group:42`` is the same (group) session as ``telegram:group:42``."""
+    return key.strip().lower()
+
+
 def main_key(agent_id: str, name: str = "main") -> str:
     """The full session key for a short name (``agent:<agentId>:<name>``)."""
-    return name if name.startswith("agent:") else f"agent:{agent_id}:{name}"
+    key = normalize_key(name)
+    return key if key.startswith("agent:") else normalize_key(f"agent:{agent_id}:{key}")
 
 
 def is_group_key(key: str) -> bool:
-    """A group or channel session: never sees MEMORY.md."""
+    """A group or channel session: never sees MEMORY.md, daily logs or private notes."""
+    key = normalize_key(key)
     return ":group:" in key or ":channel:" in key
 
 
@@ -110,9 +118,9 @@ class SessionStore:
             data = orjson.loads(raw) if raw.strip() else {}
             if not isinstance(data, dict):
                 raise ValueError("top level is not an object")
-            return data
         except ValueError as exc:
             raise _Corrupt(str(exc)) from None
+        return _normalized(data)
 
     def entries(self) -> dict[str, Any]:
         """Every entry; the store first rebuilt, repaired or migrated when it needs it."""
@@ -134,7 +142,7 @@ class SessionStore:
         model, pruning decisions) are kept; a key keeps the session it points at."""
         with self._locked():
             data = self._read_repairing()
-            found = rebuild(self.path.parent)
+            found = _normalized(rebuild(self.path.parent))
             recounted = added = 0
             for key, entry in data.items():
                 path = Path(entry.get("sessionFile") or "")
@@ -152,7 +160,7 @@ class SessionStore:
             return recounted, added
 
     def get(self, key: str) -> dict[str, Any] | None:
-        return self.entries().get(key)
+        return self.entries().get(normalize_key(key))
 
     def update(self, key: str, change: Callable[[dict[str, Any] | None], dict[str, Any] | None]
                ) -> dict[str, Any] | None:
@@ -161,6 +169,7 @@ class SessionStore:
         ``change`` receives the current entry (or None) and returns the new one (None
         removes it). ``updatedAt`` is set on every write.
         """
+        key = normalize_key(key)
         with self._locked():
             data = self._read_repairing()
             entry = change(dict(data[key]) if key in data else None)
@@ -204,7 +213,7 @@ class SessionStore:
                         "from the transcripts", self.path, exc, aside.name)
             data = None
         if data is None:
-            data = rebuild(self.path.parent)
+            data = _normalized(rebuild(self.path.parent))
             if data:
                 self._write(data)
                 log.warning("%s: rebuilt %d entries from the transcripts", self.path, len(data))
@@ -250,6 +259,30 @@ class SessionStore:
 
 class _Corrupt(ValueError):
     pass
+
+
+def _normalized(data: dict[str, Any]) -> dict[str, Any]:
+    """The store with every key in its normal spelling (a store written before keys were
+    normalised may hold ``agent:main:Telegram:Group:42``); the next write saves it so. Of two
+    keys that differ only in case, the entry updated last wins; the other is logged."""
+    if all(key == normalize_key(key) for key in data):
+        return data
+    merged: dict[str, Any] = {}
+    for key, entry in data.items():
+        norm = normalize_key(key)
+        other = merged.get(norm)
+        if other is not None and _updated(other) > _updated(entry):
+            entry, other = other, entry
+        if other is not None:
+            log.warning("sessions.json: %r and another spelling of it name two sessions; "
+                        "keeping the newer, session %s is no longer listed", key,
+                        other.get("sessionId") if isinstance(other, dict) else other)
+        merged[norm] = entry
+    return merged
+
+
+def _updated(entry: Any) -> str:
+    return str(entry.get("updatedAt") or "") if isinstance(entry, dict) else ""
 
 
 def _count(value: Any) -> int:

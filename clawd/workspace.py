@@ -62,6 +62,18 @@ def is_writable(root: Path, access: str = "rw") -> bool:
     return target.is_dir() and os.access(target, os.W_OK)
 
 
+def is_private_memory(rel_path: str) -> bool:
+    """MEMORY.md and everything under memory/: the notes only private sessions see."""
+    return rel_path == MEMORY_FILE or rel_path == MEMORY_DIR or rel_path.startswith(
+        f"{MEMORY_DIR}/")
+
+
+def is_shareable(rel_path: str, shareable: list[str]) -> bool:
+    """Whether a workspace-relative path lies in one of ``memorySearch.shareablePaths``
+    (each a file, or a folder and everything below it)."""
+    return any(rel_path == entry or rel_path.startswith(f"{entry}/") for entry in shareable)
+
+
 def truncate(text: str, max_chars: int, name: str) -> tuple[str, bool]:
     """Cap ``text``: keep the first 70% and last 20% of ``max_chars`` with a marker between."""
     if len(text) <= max_chars:
@@ -84,11 +96,11 @@ class ContextFile:
 
 def read_context_files(root: Path, *, include_memory: bool, today: date,
                        max_chars: int) -> list[ContextFile]:
-    """The bootstrap files, MEMORY.md (when private), then yesterday's and today's logs."""
+    """The bootstrap files, then (in a private session only) MEMORY.md and yesterday's and
+    today's daily logs."""
     names = list(BOOTSTRAP_FILES)
     if include_memory:
-        names.append(MEMORY_FILE)
-    names += [daily_log_path(today - timedelta(days=1)), daily_log_path(today)]
+        names += [MEMORY_FILE, daily_log_path(today - timedelta(days=1)), daily_log_path(today)]
     files = []
     for name in names:
         path = root / name

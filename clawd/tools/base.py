@@ -13,6 +13,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from clawd.access import Access
 from clawd.config import AgentDefaults
 from clawd.errors import ToolError
 from clawd.messages import ToolSpec
@@ -28,6 +29,8 @@ class ToolContext:
     approve: Callable[[str], bool] | None = None
     memory: Any = None  # the agent's memory index, when memory search is on
     today: Callable[[], date] = field(default=date.today)
+    access: Access = field(default_factory=Access)  # group session? (see clawd.access)
+    flush: bool = False  # the call comes from a memory-flush turn
 
 
 @dataclass

@@ -26,6 +26,7 @@ def _writable(ctx: ToolContext) -> None:
 
 def read(args: dict[str, Any], ctx: ToolContext) -> str:
     path = resolve(ctx.workspace, arg(args, "path", str))
+    ctx.access.check_read(relative(ctx.workspace, path))
     offset = arg(args, "offset", int, 1)
     limit = arg(args, "limit", int, DEFAULT_READ_LINES)
     if offset < 1 or limit < 1:
@@ -59,6 +60,8 @@ def write(args: dict[str, Any], ctx: ToolContext) -> str:
     path = resolve(ctx.workspace, arg(args, "path", str))
     content = arg(args, "content", str)
     rel = relative(ctx.workspace, path)
+    if ctx.flush:
+        ctx.access.check_flush_write(rel)
     if path.is_dir():
         raise ToolError(f"{rel} is a directory")
     if arg(args, "append", bool, False):
@@ -89,6 +92,9 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> str:
     path = resolve(ctx.workspace, arg(args, "path", str))
     old_text, new_text = arg(args, "oldText", str), arg(args, "newText", str)
     rel = relative(ctx.workspace, path)
+    ctx.access.check_read(rel)  # an edit of private memory would reveal it piece by piece
+    if ctx.flush:
+        ctx.access.check_flush_write(rel)
     if not old_text:
         raise ToolError("oldText must not be empty")
     try:

@@ -26,6 +26,7 @@ from clawd.workspace import MEMORY_DIR, MEMORY_FILE, relative, resolve
 
 DEFAULT_LINES = 200
 MAX_RESULTS = 50
+SHARED_WIDEN = 10  # a group session's search looks this much deeper, then keeps shareable hits
 
 SEARCH_DESCRIPTION = (
     "Search your memory files (MEMORY.md, memory/*.md) by meaning and by exact words. "
@@ -64,6 +65,9 @@ def memory_path(ctx: ToolContext, path: str) -> tuple[Path, str]:
             raise _refuse(path)
     if not real.name.lower().endswith(".md"):
         raise _refuse(path)
+    if not ctx.access.may_read(key):
+        raise ToolError(f"{path} is private memory: group and channel sessions read only "
+                        f"memorySearch.shareablePaths")
     if not real.is_file():
         raise ToolError(f"no such memory file: {path}")
     return real, key
@@ -118,7 +122,16 @@ def run_memory_search(args: dict[str, Any], ctx: ToolContext) -> str:
     if ctx.memory is None:
         raise ToolError("memory search is not available for this agent "
                         "(memorySearch.enabled is false)")
-    result = ctx.memory.search(query, max_results=max_results, min_score=min_score)
+    if not ctx.access.group:
+        result = ctx.memory.search(query, max_results=max_results, min_score=min_score)
+        return json.dumps(result, ensure_ascii=False)
+    # A group session sees shareable notes only: search wider, keep those, cut to size.
+    limit = max_results or ctx.memory.settings.query.max_results
+    result = ctx.memory.search(query, max_results=max(limit * SHARED_WIDEN, MAX_RESULTS),
+                               min_score=min_score)
+    result["results"] = [r for r in result["results"]
+                         if r.get("source") == "memory" and ctx.access.may_read(r["path"])
+                         ][:limit]
     return json.dumps(result, ensure_ascii=False)
 
 

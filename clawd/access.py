@@ -1,0 +1,80 @@
+"""What a session may see and touch: private and group sessions, and ``workspaceAccess``.
+
+A *group* session (a key with ``:group:`` or ``:channel:``, in any case) is private-safe:
+MEMORY.md and the daily logs are not injected, and its memory tools and ``read`` reach only
+the notes ``memorySearch.shareablePaths`` marks as shareable — with none marked (the
+default) it is offered no memory tools at all. Its memory flush may write only where other
+group sessions cannot read (never into a shareable path).
+
+``workspaceAccess``: ``rw`` everything; ``ro`` no ``write``/``edit`` (and no memory flush,
+``/memory add`` or session-memory file); ``none`` no workspace at all: no files injected and
+no tool that touches the workspace (``read``, ``write``, ``edit``, ``exec``, the memory tools).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clawd.errors import ToolError
+from clawd.sessions import is_group_key
+from clawd.workspace import is_private_memory, is_shareable
+
+WRITE_TOOLS = frozenset({"write", "edit"})
+WORKSPACE_TOOLS = frozenset({"read", "write", "edit", "exec", "memory_search", "memory_get"})
+MEMORY_TOOLS = frozenset({"memory_search", "memory_get"})
+
+
+@dataclass(frozen=True)
+class Access:
+    """One session's reach: its ``workspaceAccess`` and whether it is a group session."""
+
+    workspace: str = "rw"  # rw | ro | none
+    group: bool = False
+    shareable: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, key: str, settings) -> Access:
+        return cls(settings.workspace_access, is_group_key(key),
+                   tuple(settings.memory_search.shareable_paths))
+
+    @property
+    def private(self) -> bool:
+        """MEMORY.md and the daily logs may enter the context."""
+        return not self.group
+
+    @property
+    def workspace_files(self) -> bool:
+        return self.workspace != "none"
+
+    def withheld(self) -> frozenset[str]:
+        """The names of the tools this session is not offered."""
+        if self.workspace == "none":
+            return WORKSPACE_TOOLS
+        hidden: set[str] = set()
+        if self.workspace == "ro":
+            hidden |= WRITE_TOOLS
+        if self.group and not self.shareable:
+            hidden |= MEMORY_TOOLS
+        return frozenset(hidden)
+
+    def may_read(self, rel_path: str) -> bool:
+        """Whether a memory note (workspace-relative path) may be read in this session."""
+        return not self.group or is_shareable(rel_path, list(self.shareable))
+
+    def check_read(self, rel_path: str) -> None:
+        """Refuse ``read`` of private memory in a group session."""
+        if self.group and is_private_memory(rel_path) and not self.may_read(rel_path):
+            raise ToolError(f"{rel_path} is private memory: group and channel sessions read "
+                            f"only what memorySearch.shareablePaths marks as shareable")
+
+    def check_flush_write(self, rel_path: str) -> None:
+        """A group session's flush never writes where other group sessions can read."""
+        if self.group and is_shareable(rel_path, list(self.shareable)):
+            raise ToolError(f"{rel_path} is shareable with group sessions: a group session's "
+                            f"memory flush writes only to private notes such as the daily log")
+
+
+def offered(tools: list, access: Access) -> list:
+    """The tools a session is offered (the others are neither described nor run)."""
+    hidden = access.withheld()
+    return [tool for tool in tools if tool.spec.name not in hidden]
