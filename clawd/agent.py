@@ -280,6 +280,7 @@ class Session:
         """
         message = Message.user(text)
         steps, reply, aborted, appended, nudge = 0, "", False, False, None
+        interrupted = False
         self._turn_usage = [0, 0]  # this turn's input and output tokens
         if (refusal := self._too_large(message)) is not None:
             message.refused = True
@@ -314,12 +315,12 @@ class Session:
                 yield from self._run_tools(result, self.history.messages, flush=False)
                 yield from self._maintain([])
         except KeyboardInterrupt:
-            aborted = True
+            aborted = interrupted = True
             reply = self.last_partial or reply
             if not appended:  # interrupted during a flush or compaction: keep what was typed
                 self._append(message)
             yield Notice("reply interrupted; the partial reply was kept")
-        yield TurnDone("" if is_silent(reply) else reply, aborted, steps)
+        yield TurnDone("" if is_silent(reply) else reply, aborted, steps, interrupted)
 
     def _too_large(self, message: Message) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""
@@ -507,7 +508,10 @@ class Session:
         except ClawdError as exc:
             text, is_error = f"error: {exc}", True
         except Exception as exc:  # noqa: BLE001 - a tool bug must not end the turn
-            log.exception("tool %s failed", call.name)
+            # one line for the user (the model gets the error as the result); the
+            # traceback only with debug logging
+            log.warning("tool %s failed: %s: %s", call.name, type(exc).__name__, exc,
+                        exc_info=log.isEnabledFor(logging.DEBUG))
             text, is_error = f"error: {type(exc).__name__}: {exc}", True
         return cap_tool_result(text, self._result_chars(text)), is_error
 

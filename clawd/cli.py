@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,11 @@ def main(argv: list[str] | None = None) -> int:
                "sessions": cmd_sessions, "models": cli_admin.cmd_models,
                "doctor": cli_admin.cmd_doctor}[args.command]
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # a reader that went away is noticed here, not at exit
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
     except ConfigError as exc:
         print(f"clawd: {exc}", file=sys.stderr)
         return 2
@@ -146,6 +151,64 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("clawd: interrupted", file=sys.stderr)
         return 130
+
+
+STDOUT_CLOSED = 141  # 128 + SIGPIPE, as `yes | head` reports it
+
+
+def _stdout_gone() -> int:
+    """The reader of stdout went away (``| head``): stop quietly, with no traceback and no
+    complaint when Python flushes stdout at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (tests)
+        pass
+    return STDOUT_CLOSED
+
+
+class _Output:
+    """stdout for a chat: once the reader is gone, writes are dropped (and ``gone`` is
+    set) so the turn under way finishes and persists everything; no more lines run."""
+
+    def __init__(self, stream: Any):
+        self.stream, self.gone = stream, False
+
+    def write(self, text: str) -> None:
+        self._do(self.stream.write, text)
+
+    def flush(self) -> None:
+        self._do(self.stream.flush)
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def _do(self, action: Any, *args: Any) -> None:
+        if self.gone:
+            return
+        try:
+            action(*args)
+        except BrokenPipeError:
+            self.gone = True
+            _stdout_gone()
+
+
+def _text(raw: bytes | str, what: str, warned: set[str]) -> str:
+    """Input as text: bytes that are not UTF-8 (and the stand-ins Python puts in argv for
+    them) become U+FFFD, with one warning per input, before anything is written."""
+    if isinstance(raw, str):
+        try:
+            raw.encode("utf-8")
+            return raw
+        except UnicodeEncodeError:
+            raw = raw.encode("utf-8", "surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        if what not in warned:
+            warned.add(what)
+            logging.getLogger("clawd").warning("%s is not valid UTF-8; the invalid bytes were "
+                                               "replaced with \ufffd", what)
+        return raw.decode("utf-8", "replace")
 
 
 # --- composition ----------------------------------------------------------------------------
@@ -236,6 +299,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from clawd.config import load_config
 
     config = load_config()
+    # checked before any session is touched: the message as it will be stored
+    message = _text(args.message, "the message", set()) if args.message else None
+    if args.session:
+        args.session = _text(args.session, "--session", set())
     interactive = not args.message and not args.script and sys.stdin.isatty()
     if interactive:
         from clawd.repl import run_repl
@@ -249,46 +316,68 @@ def cmd_chat(args: argparse.Namespace) -> int:
     chat = Chat(runtime, key, args.model)
     from clawd.render import Renderer
 
-    render = Renderer(sys.stdout, side=sys.stderr, as_json=args.json).event
+    out = _Output(sys.stdout)
+    render = Renderer(out, side=sys.stderr, as_json=args.json).event
     if args.message:
-        lines = [args.message]
+        lines = [message]
     else:
         lines = _script_lines(args.script or "-")
     try:
-        return _run_lines(chat, lines, render)
+        return _run_lines(chat, lines, render, out)
     finally:
         if runtime.memory is not None:
             runtime.memory.close()
 
 
-def _run_lines(chat: Any, lines: Any, render: Any) -> int:
-    """Each non-empty line as a message or command; exit code 1 if any turn failed."""
-    failed = False
+def _run_lines(chat: Any, lines: Any, render: Any, out: _Output) -> int:
+    """Each non-empty line as a message or command, in order. Exit code 1 if any turn
+    failed; 130 on Ctrl-C (the turn keeps its partial reply; no further line runs);
+    ``STDOUT_CLOSED`` once stdout is closed (the line under way is finished first)."""
+    from clawd.events import ErrorEvent, TurnDone
+    from clawd.render import drive
+
+    failed = interrupted = False
+
+    def observe(event: Any) -> bool:
+        nonlocal failed, interrupted
+        failed |= isinstance(event, ErrorEvent)
+        interrupted |= isinstance(event, TurnDone) and event.interrupted
+        return render(event)
+
     for line in lines:
         if not line.strip():
             continue
-        for event in chat.handle(line):
-            failed |= type(event).__name__ == "ErrorEvent"
-            if render(event):
-                return 1 if failed else 0
+        quit_ = drive(chat.handle(line), observe, reraise=True)
+        if interrupted:  # the turn said so ("reply interrupted ...")
+            return 130
+        if out.gone:
+            return STDOUT_CLOSED
+        if quit_:
+            break
     return 1 if failed else 0
 
 
 def _script_lines(source: str):
-    """Lines of a script file or stdin, read directly (no terminal handling on a pipe)."""
+    """Lines of a script file or stdin, read directly (no terminal handling on a pipe) and
+    decoded leniently (``_text``)."""
     from clawd.errors import ClawdError
 
+    warned: set[str] = set()
     if source == "-":
-        for line in sys.stdin:
-            yield line.rstrip("\r\n")
-        return
+        stream = getattr(sys.stdin, "buffer", sys.stdin)
+        what = "the input"
+    else:
+        try:
+            stream = open(source, "rb")  # noqa: SIM115 - closed below, after the last line
+        except OSError as exc:
+            raise ClawdError(f"cannot read script {source}: {exc.strerror}") from None
+        what = f"script {source}"
     try:
-        handle = open(source, encoding="utf-8")
-    except OSError as exc:
-        raise ClawdError(f"cannot read script {source}: {exc.strerror}") from None
-    with handle:
-        for line in handle:
-            yield line.rstrip("\r\n")
+        for raw in stream:
+            yield _text(raw, what, warned).rstrip("\r\n")
+    finally:
+        if stream is not getattr(sys.stdin, "buffer", sys.stdin):
+            stream.close()
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from clawd.events import CommandOutput, Compacted, ErrorEvent, Event, Notice
 from clawd.hooks import end_session_memory, reset_reason
 from clawd.messages import parse_iso
 from clawd.memory.notes import append_to_daily_log
-from clawd.workspace import MEMORY_DIR, MEMORY_FILE
+from clawd.workspace import MEMORY_DIR, MEMORY_FILE, is_writable
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +69,21 @@ class Chat:
         if model:
             self.runtime.provider_for(model)  # an unusable model fails before anything ends
         yield from old.flush_before_end()
-        try:
-            provider = old.provider
-        except ClawdError:
-            provider = None
-        saved = end_session_memory(
-            provider, self.runtime.workspace, old.history.messages,
-            cfg=self.runtime.config.hooks.session_memory, key=old.key,
-            session_id=old.entry["sessionId"], reason=reason, now=self.runtime.clock())
+        saved, unsaved = None, None
+        if not is_writable(self.runtime.workspace, self.runtime.settings.workspace_access):
+            unsaved = "the workspace is not writable"
+        else:
+            try:
+                provider = old.provider
+            except ClawdError:
+                provider = None
+            try:
+                saved = end_session_memory(
+                    provider, self.runtime.workspace, old.history.messages,
+                    cfg=self.runtime.config.hooks.session_memory, key=old.key,
+                    session_id=old.entry["sessionId"], reason=reason, now=self.runtime.clock())
+            except OSError as exc:
+                unsaved = f"cannot write to {MEMORY_DIR}/: {exc.strerror or exc}"
         if saved is not None and self.runtime.memory is not None:
             self.runtime.memory.mark_dirty()
         self.session = Session(self.runtime, old.key, model or old.entry.get("modelOverride"),
@@ -84,6 +91,9 @@ class Chat:
         note = f"new session {self.session.entry['sessionId']} ({reason})"
         if saved is not None:
             note += f"; the last one was saved to {saved.relative_to(self.runtime.workspace)}"
+        elif unsaved and any(m.role == "user" for m in old.history.messages):
+            note += (f"; the last one was not saved to {MEMORY_DIR}/ ({unsaved}), its "
+                     f"transcript is kept: {old.transcript.path}")
         yield Notice(note)
 
 
@@ -202,6 +212,10 @@ def _memory(chat: Chat, args: str) -> Iterator[Event]:
     elif action == "show":
         yield from _out("memory", format_memory_files(runtime.workspace))
     elif action == "add" and rest:
+        access = runtime.settings.workspace_access
+        if access != "rw":
+            raise ClawdError(f"the workspace is read-only here (workspaceAccess: \"{access}\"); "
+                             f"the note was not saved: {' '.join(rest.split())}")
         rel = append_to_daily_log(runtime.workspace, rest, runtime.clock().date())
         if runtime.memory is not None:
             runtime.memory.mark_dirty()

@@ -63,6 +63,7 @@ class TurnDone:
     text: str
     aborted: bool = False
     steps: int = 0
+    interrupted: bool = False  # ended by Ctrl-C (``aborted`` alone: cut off by an error)
 
 
 @dataclass(slots=True)

@@ -3,13 +3,15 @@
 ``Renderer`` writes replies as they stream to one stream and everything said about the turn
 (tool calls, flushes, compactions, notices, errors) as whole lines to a side stream, which is
 the same stream in the REPL and stderr for ``-m``/``--script``. ``event_json`` is the
-``--json`` form of an event (SPEC §11).
+``--json`` form of an event (SPEC §11); ``drive`` feeds a stream of events to a renderer,
+passing a Ctrl-C during rendering back into the turn.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from clawd import events as ev
@@ -117,3 +119,31 @@ class Renderer:
         elif isinstance(event, ev.ErrorEvent):
             self.line(f"error: {event.message}", RED)
         return False
+
+
+def drive(events: Iterator[Any], render: Callable[[Any], bool], *, reraise: bool = False
+          ) -> bool:
+    """Render a stream of events; True when one of them asks to quit.
+
+    A Ctrl-C that lands while an event is being rendered (rather than inside the loop) is
+    thrown into the generator at the point it is paused, so the turn handles it as its own:
+    it keeps the partial reply and still finishes with ``TurnDone(aborted=True)``. A Ctrl-C
+    the stream does not handle ends it: noted (the REPL goes on), or with ``reraise`` raised
+    again (one-shot and scripted runs stop).
+    """
+    quit_, interrupted = False, False
+    while True:
+        try:
+            event = events.throw(KeyboardInterrupt()) if interrupted else next(events)
+        except StopIteration:
+            return quit_
+        except KeyboardInterrupt:  # a command that does not handle it: it has ended
+            if reraise:
+                raise
+            render(ev.Notice("interrupted"))
+            return quit_
+        interrupted = False
+        try:
+            quit_ = render(event) or quit_
+        except KeyboardInterrupt:
+            interrupted = True

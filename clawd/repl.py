@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,9 +24,8 @@ from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 
-from clawd import events as ev
 from clawd.commands import Chat, completions
-from clawd.render import DIM, YELLOW, Renderer
+from clawd.render import DIM, YELLOW, Renderer, drive
 
 log = logging.getLogger(__name__)
 
@@ -47,29 +46,6 @@ def toolbar_text(model: str, used: int | None, window: int) -> str:
         pct = 100.0 * used / window if window else 0.0
         context = f"context {pct:.0f}% ({used:,} / {window:,})"
     return f" {model} · {context} · Esc+Enter: new line · /help "
-
-
-def drive(events: Iterator[Any], render: Callable[[Any], bool]) -> bool:
-    """Render a stream of events; True when one of them asks to quit.
-
-    A Ctrl-C that lands while an event is being rendered (rather than inside the loop) is
-    thrown into the generator at the point it is paused, so the turn handles it as its own:
-    it keeps the partial reply and still finishes with ``TurnDone(aborted=True)``.
-    """
-    quit_, interrupted = False, False
-    while True:
-        try:
-            event = events.throw(KeyboardInterrupt()) if interrupted else next(events)
-        except StopIteration:
-            return quit_
-        except KeyboardInterrupt:  # a command that does not handle it: it has ended
-            render(ev.Notice("interrupted"))
-            return quit_
-        interrupted = False
-        try:
-            quit_ = render(event) or quit_
-        except KeyboardInterrupt:
-            interrupted = True
 
 
 # --- input ----------------------------------------------------------------------------------

@@ -21,12 +21,13 @@ def append_to_daily_log(workspace: Path, text: str, day: date) -> str:
         raise ToolError("nothing to add: the note is empty")
     rel = daily_log_path(day)
     path = resolve(workspace, rel)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
-    with path.open("a", encoding="utf-8") as handle:
-        if not existing:
-            handle.write(f"# {day.isoformat()}\n\n")
-        elif not existing.endswith("\n"):
-            handle.write("\n")
-        handle.write(f"- {note}\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existing = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write((f"# {day.isoformat()}\n\n" if not existing else
+                          "" if existing.endswith("\n") else "\n") + f"- {note}\n")
+    except OSError as exc:
+        raise ToolError(f"cannot write {rel}: {exc.strerror or exc}; the note was not saved: "
+                        f"{note}") from None
     return rel

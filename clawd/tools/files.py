@@ -38,6 +38,8 @@ def read(args: dict[str, Any], ctx: ToolContext) -> str:
         data = path.read_bytes()
     except FileNotFoundError:
         raise ToolError(f"file not found: {args['path']}") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {args['path']}: {exc.strerror}") from None
     if b"\x00" in data[:8192]:
         raise ToolError(f"{args['path']} is a binary file ({len(data)} bytes)")
     lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
@@ -69,8 +71,7 @@ def write(args: dict[str, Any], ctx: ToolContext) -> str:
     old = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
     if is_daily_log(rel) and not content.startswith(old):
         raise _append_only(rel)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content, encoding="utf-8")
+    _save(path, rel, content)
     return f"wrote {len(content)} characters to {rel}"
 
 
@@ -109,8 +110,16 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> str:
                         f"so it is unique")
     if is_daily_log(rel) and old_text not in new_text:
         raise _append_only(rel)
-    path.write_text(content.replace(old_text, new_text, 1), encoding="utf-8")
+    _save(path, rel, content.replace(old_text, new_text, 1))
     return f"edited {rel}"
+
+
+def _save(path: Path, rel: str, content: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        raise ToolError(f"cannot write {rel}: {exc.strerror or exc}") from None
 
 
 def file_tools() -> list[Tool]:
