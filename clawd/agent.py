@@ -39,7 +39,7 @@ from clawd.tokens import (MIN_ROOM, Budget, calibration, estimate_messages, esti
                           estimate_text, estimate_tools, make_budget)
 from clawd.tools.base import Tool, ToolContext
 from clawd.transcript import History, Transcript, apply_compaction, build_history
-from clawd.workspace import is_writable
+from clawd.workspace import daily_log_path, is_writable
 
 log = logging.getLogger(__name__)
 OVERFLOW_ATTEMPTS = 3
@@ -595,7 +595,11 @@ class Session:
             yield Notice("the memory flush did not complete; continuing")
             return
         if not files and not is_blank(answer):
-            files.append(append_flush_notes(self.rt.workspace, answer, self.rt.clock()))
+            try:
+                self.access.check_flush_write(daily_log_path(today))
+                files.append(append_flush_notes(self.rt.workspace, answer, self.rt.clock()))
+            except (ClawdError, OSError) as exc:  # the notes stay in the transcript
+                yield Notice(f"the memory flush's notes were not saved: {exc}")
         log.info("memory flush: %d entries, wrote %s", len(turn) - start, files or "nothing")
         self._patch(memoryFlushAt=self.rt.clock().isoformat(timespec="seconds"),
                     memoryFlushCompactionCount=self.entry.get("compactionCount", 0),

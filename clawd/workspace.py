@@ -58,7 +58,10 @@ def is_writable(root: Path, access: str = "rw") -> bool:
     """Whether the memory files can be written: config allows it and the directory does."""
     if access != "rw":
         return False
-    target = root / MEMORY_DIR if (root / MEMORY_DIR).is_dir() else root
+    memory = root / MEMORY_DIR
+    if memory.exists() and not memory.is_dir():  # a file where the folder should be
+        return False
+    target = memory if memory.is_dir() else root
     return target.is_dir() and os.access(target, os.W_OK)
 
 

@@ -221,3 +221,12 @@ def test_chat_with_a_full_key_runs_in_that_agents_store(tmp_path, isolated_home,
         assert cli.main(["chat", "--session", "agent:nonexist:main", "-m", "hi"]) == 2
         err = capsys.readouterr().err
         assert err.strip().count("\n") == 0 and "unknown agent 'nonexist'" in err
+
+
+def test_group_flush_notes_by_reply_never_land_in_a_shared_daily_log(tmp_path):
+    provider = ScriptedProvider(["the group decided to meet on friday"])
+    rt = make_runtime(tmp_path, provider, settings={"memorySearch": {"shareablePaths": ["memory"]}})
+    session = Session(rt, GROUP)
+    events = list(session.flush())
+    assert not list((rt.workspace / "memory").iterdir())
+    assert any("not saved" in getattr(e, "text", "") for e in events)
