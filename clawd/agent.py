@@ -110,8 +110,8 @@ def check_window(rt: Runtime, key: str, model_ref: str) -> None:
         f"{model_ref}: a context window of {budget.context_window:,} tokens is too small: "
         f"the system prompt, tools and workspace files take {fixed:,} tokens and leave less "
         f"than {MIN_ROOM:,} for the conversation; set the model's real window "
-        f"(models.providers.<name>.models[].contextWindow, at least {need:,}) and run its "
-        f"server with it, or choose a model with a larger window")
+        f"(models.providers.{model_ref.partition('/')[0]}.models[].contextWindow, at least "
+        f"{need:,}) and run its server with it, or choose a model with a larger window")
 
 
 def session_model(entry: dict[str, Any] | None, settings: Any) -> str:

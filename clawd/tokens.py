@@ -179,8 +179,8 @@ def calibration(reported: int, estimated: int, previous: float = 1.0) -> float:
 # compaction points make sense from 4k to 2M windows (docs/real-models.md has the table).
 RESERVE_SHARE = 0.25  # reserveTokensFloor: at most a quarter of the window
 SOFT_SHARE = 0.125  # softThresholdTokens: at most an eighth
-KEEP_SHARE = 0.25  # keepRecentTokens: at most a quarter
-FILES_SHARE = 0.25  # the injected workspace files: at most a quarter
+KEEP_SHARE = 0.15  # keepRecentTokens: at most 15%
+FILES_SHARE = 0.2  # the injected workspace files: at most a fifth
 SUMMARY_SHARE = 0.10  # a compaction summary's length: at most a tenth
 MIN_ROOM = 1000  # tokens a window must leave for the conversation after the fixed layers
 

@@ -23,11 +23,11 @@ DAILY = "memory/2026-11-22.md"
 
 # window -> (flush at, compact at, kept verbatim, workspace files, summary) with defaults
 DEFAULT_BUDGETS = {
-    8_192: (5_120, 6_144, 2_048, 2_048, 819),
-    16_384: (10_240, 12_288, 4_096, 4_096, 1_638),
-    32_768: (20_576, 24_576, 8_192, 8_192, 3_276),
-    128_000: (104_000, 108_000, 20_000, 32_000, 4_096),
-    200_000: (176_000, 180_000, 20_000, 50_000, 4_096),
+    8_192: (5_120, 6_144, 1_228, 1_638, 819),
+    16_384: (10_240, 12_288, 2_457, 3_276, 1_638),
+    32_768: (20_576, 24_576, 4_915, 6_553, 3_276),
+    128_000: (104_000, 108_000, 19_200, 25_600, 4_096),
+    200_000: (176_000, 180_000, 20_000, 40_000, 4_096),
 }
 
 
@@ -89,7 +89,7 @@ def test_a_window_too_small_is_refused_before_the_session(tmp_path):
     provider = ScriptedProvider(["never"])
     runtime = make_runtime(tmp_path, provider, window=2000)
     with pytest.raises(ClawdError, match=r"a context window of 2,000 tokens is too small.*"
-                                         r"models\.providers\.<name>\.models\[\]\.contextWindow"):
+                                         r"models\.providers\.anthropic\.models\[\]\.contextWindow"):
         Session(runtime, KEY)
     assert not runtime.store.get(KEY) and not provider.requests
 
@@ -106,7 +106,8 @@ def test_the_cli_refuses_a_window_too_small_in_one_line(isolated_home, capsys):
                                            "models": [{"id": "tiny", "contextWindow": 1500}]}}}}))
     assert cli.main(["chat", "-m", "hi"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "too small" in err and "contextWindow" in err
+    assert err.count("\n") == 1 and "too small" in err
+    assert "models.providers.local.models[].contextWindow, at least 3,072" in err
 
 
 def test_a_message_larger_than_the_window_is_refused_with_its_size(tmp_path):
