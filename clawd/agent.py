@@ -24,7 +24,7 @@ from clawd import context as ctxmod
 from clawd.access import Access, offered
 from clawd.compaction import find_cut, summarize
 from clawd.config import AgentDefaults, Config
-from clawd.errors import ClawdError, ContextOverflowError, ProviderError
+from clawd.errors import ClawdError, ContextOverflowError, ProviderError, ProviderSetupError
 from clawd.events import (Compacted, ErrorEvent, Event, Flushed, Notice, TextDelta,
                           ToolFinished, ToolStarted, TurnDone)
 from clawd.flush import (SilentFilter, append_flush_notes, flush_due, flush_prompt,
@@ -124,7 +124,9 @@ class Session:
     """A conversation under one session key."""
 
     def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
-                 fresh: bool = False):
+                 fresh: bool = False, pin: bool = True):
+        """``model`` is pinned to the session (``modelOverride``) unless ``pin`` is false:
+        then it is used by this process only (``--model``, one-shot as in ``llm -m``)."""
         self.rt = runtime
         self.key = normalize_key(key)
         self.access = Access.of(self.key, runtime.settings)
@@ -133,13 +135,15 @@ class Session:
         # one writer per session: held until this Session is closed or collected
         held = session_lock.acquire(runtime.sessions_dir, self.key)
         self._release = weakref.finalize(self, session_lock.release, held)
+        self.run_model = None if pin else model
+        pinned = model if pin else None
         entry = self.store.get(self.key)
         check_window(runtime, self.key, model or session_model(entry, runtime.settings))
         if fresh or entry is None or not entry.get("sessionId"):
-            entry = self._start(model)
-        elif model and model != entry.get("modelOverride"):
-            entry = self.store.patch(self.key, base=entry, model=model,
-                                     modelOverride=model) or entry
+            entry = self._start(pinned)
+        elif pinned and pinned != entry.get("modelOverride"):
+            entry = self.store.patch(self.key, base=entry, model=pinned,
+                                     modelOverride=pinned) or entry
         self.entry = entry
         self.transcript = Transcript.create(Path(entry["sessionFile"]), entry["sessionId"],
                                             runtime.agent_id, key=self.key,
@@ -215,19 +219,39 @@ class Session:
 
     @property
     def model_ref(self) -> str:
-        return session_model(self.entry, self.rt.settings)
+        return self.run_model or session_model(self.entry, self.rt.settings)
+
+    @property
+    def model_source(self) -> str:
+        """Where ``model_ref`` comes from, for ``/model``."""
+        if self.run_model:
+            return "--model, for this run only"
+        if self.entry.get("modelOverride"):
+            return "a pin on this session; /model default follows the config again"
+        return "the config"
 
     @property
     def provider(self) -> Provider:
         if self._provider is None:
-            self._provider = self.rt.provider_for(self.model_ref)
+            try:
+                self._provider = self.rt.provider_for(self.model_ref)
+            except ProviderSetupError as exc:
+                if self.run_model or not self.entry.get("modelOverride"):
+                    raise
+                raise ProviderSetupError(
+                    f"this session is pinned to {self.model_ref}, which cannot be used: "
+                    f"{exc}; switch with /model PROVIDER/MODEL, or /model default to follow "
+                    f"the config") from None
         return self._provider
 
-    def set_model(self, ref: str) -> None:
-        self.rt.provider_for(ref)  # fails here, with a clear message, if unusable
-        check_window(self.rt, self.key, ref)
+    def set_model(self, ref: str | None) -> None:
+        """Pin ``ref`` to the session; ``None`` removes the pin (the config's model again)."""
+        target = ref or self.rt.settings.model
+        self.rt.provider_for(target)  # fails here, with a clear message, if unusable
+        check_window(self.rt, self.key, target)
         self._provider = None
-        self._patch(model=ref, modelOverride=ref)
+        self.run_model = None
+        self._patch(model=target, modelOverride=ref)
 
     # --- budget -----------------------------------------------------------------------------
 
@@ -434,6 +458,7 @@ class Session:
             if show and (rest := silent.finish()):
                 yield TextDelta(rest)
             final.flush = flush
+            final.model = self.model_ref  # one form in the transcript: provider/model
             if retry_blank and not final.tool_calls and is_blank(final.text):
                 final.retried = True
                 self.transcript.append_message(final)

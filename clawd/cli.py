@@ -255,14 +255,18 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
 
 def check_provider(runtime: Any, key: str, model: str | None) -> None:
     """Fail in one line, before the session is created or touched, when its model cannot be
-    used (without importing the SDK, which takes a second)."""
+    used (without importing the SDK, which takes a second). A model pinned to the session is
+    not checked here: the session opens, its first turn says the pin is the cause, and
+    ``/model`` can switch away."""
     from clawd.agent import session_model
     from clawd.errors import MissingKeyError
     from clawd.providers import registry
 
+    entry = runtime.store.get(key)
+    if model is None and (entry or {}).get("modelOverride"):
+        return
     try:
-        registry.resolve(runtime.config, model or session_model(runtime.store.get(key),
-                                                                runtime.settings))
+        registry.resolve(runtime.config, model or session_model(entry, runtime.settings))
     except MissingKeyError as exc:
         raise MissingKeyError(f"{exc}; or use a local OpenAI-compatible server (declare it "
                               f"under models.providers with api \"openai-completions\" and "

@@ -33,7 +33,7 @@ class Chat:
     def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
                  background: bool = False):
         self.runtime = runtime
-        self.session = Session(runtime, key, model)
+        self.session = Session(runtime, key, model, pin=False)
         memory = runtime.memory
         if memory is not None and memory.settings.sync.on_session_start and not background:
             memory.mark_dirty()  # one-shot runs sync on their first search
@@ -88,6 +88,8 @@ class Chat:
             self.runtime.memory.mark_dirty()
         self.session = Session(self.runtime, old.key, model or old.entry.get("modelOverride"),
                                fresh=True)
+        if not model:
+            self.session.run_model = old.run_model
         note = f"new session {self.session.entry['sessionId']} ({reason})"
         if saved is not None:
             note += f"; the last one was saved to {saved.relative_to(self.runtime.workspace)}"
@@ -166,13 +168,21 @@ def _context(chat: Chat, args: str) -> Iterator[Event]:
     yield from _out("context", format_context(chat.session, detail=args == "detail"))
 
 
-@command("model", "/model [PROVIDER/MODEL]", "show or switch the model of this session")
+@command("model", "/model [PROVIDER/MODEL | default]",
+         "show the model and where it comes from, pin one to this session, or follow the "
+         "config again")
 def _model(chat: Chat, args: str) -> Iterator[Event]:
-    if args:
-        chat.session.set_model(args)
-        yield from _out("model", f"model set to {args}")
+    session = chat.session
+    if args == "default":
+        session.set_model(None)
+        yield from _out("model", f"model: {session.model_ref} (from the config; no longer "
+                                 f"pinned)")
+    elif args:
+        session.set_model(args)
+        yield from _out("model", f"model set to {args} (pinned to this session; /model "
+                                 f"default follows the config again)")
     else:
-        yield from _out("model", chat.session.model_ref)
+        yield from _out("model", f"model: {session.model_ref} (from {session.model_source})")
 
 
 @command("new", "/new [PROVIDER/MODEL]", "start a new session (the old one is saved to memory/)")

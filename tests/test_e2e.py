@@ -154,12 +154,50 @@ def test_a_session_follows_the_configured_model_unless_one_was_chosen(setup, ser
     assert server.requests[-1].path == ANTHROPIC_PATH  # the config change reached it
     store = setup.parent / ".clawd" / "agents" / "main" / "sessions" / "sessions.json"
     assert json.loads(store.read_text())["agent:main:main"]["model"] == "anthropic/claude-test-1"
-    # a model chosen for the session sticks, whatever the config says later
-    assert run_cli(["chat", "--model", "local/qwen-test", "-m", "pin it"], capsys)[0] == 0
+    # --model is for one run only, as in `llm -m`: the session keeps following the config
+    assert run_cli(["chat", "--model", "local/qwen-test", "-m", "once"], capsys)[0] == 0
+    assert server.requests[-1].path == OPENAI_PATH
+    assert run_cli(["chat", "-m", "back?"], capsys)[0] == 0
+    assert server.requests[-1].path == ANTHROPIC_PATH
+    assert run_cli(["chat", "-m", "/model"], capsys)[1].strip() == (
+        "model: anthropic/claude-test-1 (from the config)")
+    # a model pinned with /model sticks, whatever the config says later
+    assert run_cli(["chat", "-m", "/model local/qwen-test"], capsys)[0] == 0
     assert run_cli(["chat", "-m", "still local?"], capsys)[0] == 0
     assert server.requests[-1].path == OPENAI_PATH
     code, out, _ = run_cli(["chat", "-m", "/model"], capsys)
-    assert out.strip() == "local/qwen-test"
+    assert out.startswith("model: local/qwen-test (from a pin on this session")
+    assert "/model default" in out
+    assert run_cli(["chat", "-m", "/model default"], capsys)[1].startswith(
+        "model: anthropic/claude-test-1 (from the config")
+    assert run_cli(["chat", "-m", "config again"], capsys)[0] == 0
+    assert server.requests[-1].path == ANTHROPIC_PATH
+    # the transcript names every reply's model the same way: provider/model
+    entry = json.loads(store.read_text())["agent:main:main"]
+    models = {json.loads(line).get("model") for line in open(entry["sessionFile"])} - {None}
+    assert models == {"local/qwen-test", "anthropic/claude-test-1"}
+
+
+def test_a_pin_to_a_removed_provider_says_so_and_can_be_switched_away(setup, server,
+                                                                      capsys):
+    server.default("POST", OPENAI_PATH, lambda r: openai_stream("ok"))
+    config = setup.parent / ".clawd" / "clawd.json"
+    data = json.loads(config.read_text())
+    data["models"]["providers"]["gone"] = {"api": "openai-completions",
+                                           "baseUrl": server.url + "/v1"}
+    config.write_text(json.dumps(data))
+    assert run_cli(["chat", "-m", "/model gone/m1"], capsys)[0] == 0
+    del data["models"]["providers"]["gone"]
+    config.write_text(json.dumps(data))
+    code, out, err = run_cli(["chat", "-m", "hello"], capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "pinned to gone/m1, which cannot be used: unknown provider 'gone'" in err
+    assert "/model default" in err
+    code, out, err = run_cli(["chat", "-m", "/model local/qwen-test"], capsys)
+    assert code == 0, err
+    assert run_cli(["chat", "-m", "/model default"], capsys)[0] == 0
+    code, out, err = run_cli(["chat", "-m", "works again"], capsys)
+    assert code == 0 and out.strip() == "ok"
 
 
 def test_bad_config_is_one_line_naming_key(isolated_home, capsys):

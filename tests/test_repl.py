@@ -91,7 +91,7 @@ def test_run_repl_wires_the_agent_session_and_history(tmp_path, isolated_home, c
         pipe.close()
         assert run_repl(config, chat_args(session="work")) == 0
     out = capsys.readouterr().out
-    assert "session agent:main:work · model local/m" in out and "\nlocal/m\n" in out
+    assert "session agent:main:work · model local/m" in out and "\nmodel: local/m (from the config)\n" in out
     history = isolated_home / ".clawd" / "history" / "main.txt"
     assert "+/model" in history.read_text()
 
