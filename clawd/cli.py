@@ -86,6 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
     slist = command(ssub, "list", "the sessions of an agent")
     slist.add_argument("--json", action="store_true")
 
+    hist = command(sub, "history", "earlier versions of the bootstrap files and MEMORY.md "
+                   "kept before a tool changed them: list, show, restore")
+    hsub = hist.add_subparsers(dest="history_command", metavar="ACTION")
+    hist.set_defaults(history_command="list", file=None)
+    hlist = command(hsub, "list", "the kept versions, newest first")
+    hlist.add_argument("file", nargs="?", metavar="FILE", help="e.g. SOUL.md (default: all)")
+    for name, what in (("show", "print a version"),
+                       ("restore", "put a version back (the current content is kept first)")):
+        command(hsub, name, what).add_argument(
+            "version", metavar="FILE[@STAMP]", help="as listed, e.g. SOUL.md@20261123-024512 "
+            "(FILE alone: its newest version)")
+
     models = command(sub, "models", "configured providers and models: window, key, price")
     models.add_argument("--json", action="store_true")
     command(sub, "doctor", "check the config, keys, model servers, embedder, index and "
@@ -131,11 +143,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "chat" and args.message is not None and not args.message.strip():
         parser.error("chat -m: the message is empty")
-    from clawd import cli_admin
+    from clawd import cli_admin, cli_history
 
     handler = {"init": cli_admin.cmd_init, "chat": cmd_chat, "memory": cli_admin.cmd_memory,
                "sessions": cmd_sessions, "models": cli_admin.cmd_models,
-               "doctor": cli_admin.cmd_doctor}[args.command]
+               "doctor": cli_admin.cmd_doctor, "history": cli_history.cmd_history}[args.command]
     try:
         code = handler(args)
         sys.stdout.flush()  # a reader that went away is noticed here, not at exit

@@ -5,14 +5,19 @@ Writes are refused when the workspace is read-only. ``write`` with ``append: tru
 the end of a file (the path a weak model finds without reading the file first). Daily logs
 (``memory/YYYY-MM-DD.md``) are append-only: a ``write`` or ``edit`` that would drop any of
 their existing content is refused with a message telling the model exactly how to append.
+Before a bootstrap file or MEMORY.md loses content, its previous version is kept
+(``clawd.history``) and the result says where; ``.clawd/`` itself cannot be written.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from clawd.errors import ToolError
+from clawd.history import (HISTORY_DIR, STATE_DIR, is_clawd_state, is_protected, keep,
+                           loses_content)
 from clawd.tools.base import Tool, ToolContext, arg, schema
 from clawd.workspace import is_daily_log, relative, resolve
 
@@ -57,13 +62,22 @@ def _append_only(rel: str) -> ToolError:
                      f"path \"{rel}\", append: true and only the new lines as content")
 
 
-def write(args: dict[str, Any], ctx: ToolContext) -> str:
+def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str]:
+    """The file a ``write`` or ``edit`` may change, and its workspace-relative path."""
     _writable(ctx)
     path = resolve(ctx.workspace, arg(args, "path", str))
-    content = arg(args, "content", str)
     rel = relative(ctx.workspace, path)
+    if is_clawd_state(rel):
+        raise ToolError(f"{rel} is in {STATE_DIR}/, clawd's own record of earlier versions of "
+                        f"your files; it cannot be written")
     if ctx.flush:
         ctx.access.check_flush_write(rel)
+    return path, rel
+
+
+def write(args: dict[str, Any], ctx: ToolContext) -> str:
+    path, rel = _target(args, ctx)
+    content = arg(args, "content", str)
     if path.is_dir():
         raise ToolError(f"{rel} is a directory")
     if arg(args, "append", bool, False):
@@ -71,8 +85,8 @@ def write(args: dict[str, Any], ctx: ToolContext) -> str:
     old = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
     if is_daily_log(rel) and not content.startswith(old):
         raise _append_only(rel)
-    _save(path, rel, content)
-    return f"wrote {len(content)} characters to {rel}"
+    kept = _save(ctx, path, rel, old, content)
+    return f"wrote {len(content)} characters to {rel}{kept}"
 
 
 def _append(path: Path, rel: str, content: str) -> str:
@@ -89,13 +103,9 @@ def _append(path: Path, rel: str, content: str) -> str:
 
 
 def edit(args: dict[str, Any], ctx: ToolContext) -> str:
-    _writable(ctx)
-    path = resolve(ctx.workspace, arg(args, "path", str))
+    path, rel = _target(args, ctx)
     old_text, new_text = arg(args, "oldText", str), arg(args, "newText", str)
-    rel = relative(ctx.workspace, path)
     ctx.access.check_read(rel)  # an edit of private memory would reveal it piece by piece
-    if ctx.flush:
-        ctx.access.check_flush_write(rel)
     if not old_text:
         raise ToolError("oldText must not be empty")
     try:
@@ -110,16 +120,24 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> str:
                         f"so it is unique")
     if is_daily_log(rel) and old_text not in new_text:
         raise _append_only(rel)
-    _save(path, rel, content.replace(old_text, new_text, 1))
-    return f"edited {rel}"
+    kept = _save(ctx, path, rel, content, content.replace(old_text, new_text, 1))
+    return f"edited {rel}{kept}"
 
 
-def _save(path: Path, rel: str, content: str) -> None:
+def _save(ctx: ToolContext, path: Path, rel: str, old: str, new: str) -> str:
+    """Write ``new`` over ``old``; a bootstrap file or MEMORY.md that would lose content is
+    kept in the history first. Returns what the result tells the model about that copy."""
+    note = ""
     try:
+        if is_protected(rel) and loses_content(old, new):
+            version = keep(ctx.workspace, rel, datetime.now())
+            note = (f" (the previous version is kept as {HISTORY_DIR}/{rel}/{version.stamp}.md;"
+                    f" `clawd history restore {version.ref}` puts it back)")
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        path.write_text(new, encoding="utf-8")
     except OSError as exc:
         raise ToolError(f"cannot write {rel}: {exc.strerror or exc}") from None
+    return note
 
 
 def file_tools() -> list[Tool]:

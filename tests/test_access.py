@@ -1,0 +1,41 @@
+"""``workspaceAccess``: what ``ro`` and ``none`` leave the model."""
+
+from __future__ import annotations
+
+import pytest
+
+from clawd.agent import Session
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.tools.exec import exec_tool
+from clawd.tools.files import file_tools
+from clawd.tools.memory import memory_tools
+from conftest import make_runtime
+
+ALL = file_tools() + [exec_tool()] + memory_tools()
+
+
+@pytest.mark.parametrize("access, offered, injected", [
+    ("rw", {"read", "write", "edit", "exec", "memory_search", "memory_get"}, True),
+    ("ro", {"read", "exec", "memory_search", "memory_get"}, True),
+    ("none", set(), False),
+])
+def test_workspace_access_decides_tools_and_files(tmp_path, access, offered, injected):
+    provider = ScriptedProvider(["hi"])
+    rt = make_runtime(tmp_path, provider, settings={"workspaceAccess": access}, tools=ALL)
+    (rt.workspace / "SOUL.md").write_text("SOUL-TEXT")
+    (rt.workspace / "MEMORY.md").write_text("MEMORY-TEXT")
+    list(Session(rt, "agent:main:main").run_turn("hello"))
+    request = provider.requests[-1]
+    assert {t.name for t in request.tools} == offered
+    system = "\n".join(request.system)
+    assert ("SOUL-TEXT" in system) is injected and ("MEMORY-TEXT" in system) is injected
+
+
+def test_none_refuses_a_tool_call_it_never_offered(tmp_path):
+    provider = ScriptedProvider([Reply(tool_calls=[tool("read", path="SOUL.md")]), "ok"])
+    rt = make_runtime(tmp_path, provider, settings={"workspaceAccess": "none"}, tools=ALL)
+    (rt.workspace / "SOUL.md").write_text("SOUL-TEXT")
+    session = Session(rt, "agent:main:main")
+    list(session.run_turn("read it"))
+    result = next(m for m in session.history.messages if m.role == "toolResult")
+    assert result.is_error and "SOUL-TEXT" not in result.text

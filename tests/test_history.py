@@ -1,0 +1,111 @@
+"""Earlier versions of the bootstrap files and MEMORY.md: kept before a tool changes them,
+listed, shown and restored by ``clawd history``."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+
+from clawd import cli, history
+from clawd.agent import Session
+from clawd.config import AgentDefaults
+from clawd.errors import ClawdError, ToolError
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.tools.base import ToolContext
+from clawd.tools.files import edit, write
+from conftest import make_runtime
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "SOUL.md").write_text("I am kind and curious.\n")
+    (ws / "MEMORY.md").write_text("- likes tea\n- lives in Lyon\n")
+    return ToolContext(ws, AgentDefaults(workspace=str(ws)))
+
+
+def test_overwriting_a_bootstrap_file_keeps_the_previous_version(ctx):
+    result = write({"path": "SOUL.md", "content": ""}, ctx)
+    (version,) = history.versions(ctx.workspace, "SOUL.md")
+    assert f".clawd/history/SOUL.md/{version.stamp}.md" in result
+    assert f"clawd history restore {version.ref}" in result
+    assert version.path.read_text() == "I am kind and curious.\n"
+    assert (ctx.workspace / "SOUL.md").read_text() == ""
+
+
+def test_edit_of_memory_keeps_a_version_but_appends_and_other_files_do_not(ctx):
+    result = edit({"path": "MEMORY.md", "oldText": "- lives in Lyon\n", "newText": ""}, ctx)
+    assert "previous version is kept" in result
+    assert history.versions(ctx.workspace, "memory.md")[0].path.read_text().endswith("Lyon\n")
+    result = write({"path": "MEMORY.md", "content": "- likes tea\n- owns a cat\n"}, ctx)
+    assert "previous version" not in result  # an append: nothing is lost
+    result = write({"path": "notes.md", "content": "a"}, ctx)
+    write({"path": "notes.md", "content": ""}, ctx)
+    assert "previous version" not in result
+    assert [v.name for v in history.versions(ctx.workspace)] == ["MEMORY.md"]
+
+
+def test_the_model_cannot_write_into_the_history(ctx):
+    write({"path": "SOUL.md", "content": "x"}, ctx)
+    version = history.versions(ctx.workspace, "SOUL.md")[0]
+    rel = f".clawd/history/SOUL.md/{version.stamp}.md"
+    for call in (lambda: write({"path": rel, "content": "forged"}, ctx),
+                 lambda: edit({"path": rel, "oldText": "kind", "newText": "cruel"}, ctx),
+                 lambda: write({"path": ".clawd/x.md", "content": "x"}, ctx)):
+        with pytest.raises(ToolError, match="clawd's own record"):
+            call()
+    assert "kind" in version.path.read_text()
+
+
+def test_only_the_newest_versions_are_kept(ctx, monkeypatch):
+    monkeypatch.setattr(history, "KEEP", 3)
+    for n in range(6):
+        write({"path": "SOUL.md", "content": f"version {n}"}, ctx)
+    kept = history.versions(ctx.workspace, "SOUL.md")
+    assert [v.path.read_text() for v in kept] == ["version 2", "version 3", "version 4"]
+    assert [v.stamp[16:] for v in kept] == ["4", "5", "6"]  # one second: numbered
+
+
+def test_find_and_restore(ctx):
+    write({"path": "SOUL.md", "content": "grumpy"}, ctx)
+    write({"path": "SOUL.md", "content": "silent"}, ctx)
+    first, second = history.versions(ctx.workspace, "SOUL.md")
+    assert history.find(ctx.workspace, "soul.md") == second
+    assert history.find(ctx.workspace, first.ref) == first
+    saved = history.restore(ctx.workspace, first, datetime.now())
+    assert (ctx.workspace / "SOUL.md").read_text() == "I am kind and curious.\n"
+    assert saved.path.read_text() == "silent"
+    with pytest.raises(ClawdError, match="not a file clawd keeps"):
+        history.find(ctx.workspace, "notes.md")
+    with pytest.raises(ClawdError, match="no version"):
+        history.find(ctx.workspace, "SOUL.md@20000101-000000")
+    with pytest.raises(ClawdError, match="no earlier versions"):
+        history.find(ctx.workspace, "USER.md")
+
+
+def test_a_wiping_write_in_a_run_is_kept_and_the_cli_restores_it(tmp_path, isolated_home,
+                                                                   capsys):
+    provider = ScriptedProvider([
+        Reply(tool_calls=[tool("write", path="SOUL.md", content="")]), "done"])
+    rt = make_runtime(tmp_path, provider)
+    (rt.workspace / "SOUL.md").write_text("warm and witty\n")
+    session = Session(rt, "agent:main:main")
+    list(session.run_turn("wipe your soul"))
+    result = next(m for m in session.history.messages if m.role == "toolResult").text
+    assert "clawd history restore SOUL.md@" in result
+    (isolated_home / ".clawd").mkdir(exist_ok=True)
+    (isolated_home / ".clawd" / "clawd.json").write_text(json.dumps(
+        {"agents": {"defaults": {"workspace": str(rt.workspace)}}}))
+    assert cli.main(["history"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.startswith("SOUL.md@") and "bytes" in listed
+    assert cli.main(["history", "show", "SOUL.md"]) == 0
+    assert capsys.readouterr().out == "warm and witty\n"
+    assert cli.main(["history", "restore", listed.split()[0]]) == 0
+    assert "restored SOUL.md" in capsys.readouterr().out
+    assert (rt.workspace / "SOUL.md").read_text() == "warm and witty\n"
+    assert cli.main(["history", "restore", "NOTES.md"]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
