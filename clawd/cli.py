@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     chat = command(sub, "chat", "talk to the assistant (REPL, -m TEXT or --script)")
     chat.add_argument("--session", metavar="KEY",
                       help="session key (agent:ID:NAME) or short name (default: main)")
+    chat.add_argument("--resume", metavar="ID",
+                      help="continue the session with this id (or a unique prefix of it; "
+                      "see clawd sessions list --all)")
     chat.add_argument("--model", metavar="PROVIDER/MODEL",
                       help="the model for this run only (in the REPL: for the session; "
                       "/model pins one)")
@@ -80,11 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--min-score", type=_unit_float, metavar="X", help="0..1")
     search.add_argument("--json", action="store_true")
 
-    sessions = command(sub, "sessions", "the sessions of an agent (default action: list)")
+    sessions = command(sub, "sessions", "the sessions of an agent: list (default), show, "
+                       "export, delete, rebuild")
     ssub = sessions.add_subparsers(dest="sessions_command", metavar="ACTION")
     sessions.set_defaults(sessions_command="list", json=False)
-    slist = command(ssub, "list", "the sessions of an agent")
-    slist.add_argument("--json", action="store_true")
+    from clawd.cli_sessions import add_parsers
+    add_parsers(command, ssub)
 
     hist = command(sub, "history", "earlier versions of the bootstrap files and MEMORY.md "
                    "kept before a tool changed them: list, show, restore")
@@ -143,10 +147,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "chat" and args.message is not None and not args.message.strip():
         parser.error("chat -m: the message is empty")
-    from clawd import cli_admin, cli_history
+    from clawd import cli_admin, cli_history, cli_sessions
 
     handler = {"init": cli_admin.cmd_init, "chat": cmd_chat, "memory": cli_admin.cmd_memory,
-               "sessions": cmd_sessions, "models": cli_admin.cmd_models,
+               "sessions": cli_sessions.cmd_sessions, "models": cli_admin.cmd_models,
                "doctor": cli_admin.cmd_doctor, "history": cli_history.cmd_history}[args.command]
     try:
         code = handler(args)
@@ -309,6 +313,15 @@ def chat_agent(config: Any, agent: str | None, session: str | None) -> str | Non
     return next((known for known in config.agent_ids() if known.lower() == named), named)
 
 
+def chat_key(runtime: Any, args: argparse.Namespace) -> str:
+    """The session key ``chat`` uses: ``--session``, or the key ``--resume ID`` points at
+    that session."""
+    if getattr(args, "resume", None):
+        from clawd.cli_sessions import resume_key
+        return resume_key(runtime, args.resume, args.session)
+    return session_key(runtime.agent_id, args.session)
+
+
 # --- commands -------------------------------------------------------------------------------
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -327,7 +340,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     runtime = build_runtime(config, chat_agent(config, args.agent, args.session),
                             allow_exec=args.allow_exec)
-    key = session_key(runtime.agent_id, args.session)
+    key = chat_key(runtime, args)
     check_provider(runtime, key, args.model)
     chat = Chat(runtime, key, args.model)
     from clawd.render import Renderer
@@ -395,23 +408,3 @@ def _script_lines(source: str):
         if stream is not getattr(sys.stdin, "buffer", sys.stdin):
             stream.close()
 
-
-def cmd_sessions(args: argparse.Namespace) -> int:
-    from clawd.config import load_config, resolve_agent
-    from clawd.sessions import SessionStore
-
-    agent_id, _ = resolve_agent(load_config(), args.agent)
-    sessions_dir, _ = agent_paths(agent_id)
-    data = SessionStore(sessions_dir / "sessions.json").entries()
-    if args.json:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
-        return 0
-    if not data:
-        print(f"no sessions yet for agent {agent_id}")
-        return 0
-    print(f"{'KEY':<32} {'SESSION':<18} {'MODEL':<34} {'CONTEXT':>9} {'COMP':>4}  UPDATED")
-    for key, e in sorted(data.items(), key=lambda kv: kv[1].get("updatedAt", ""), reverse=True):
-        print(f"{key:<32} {e.get('sessionId', ''):<18} {e.get('model', ''):<34} "
-              f"{e.get('contextTokens', 0):>9,} {e.get('compactionCount', 0):>4}  "
-              f"{e.get('updatedAt', '')}")
-    return 0

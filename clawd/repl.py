@@ -203,7 +203,7 @@ def run_repl(config: Any, args: Any) -> int:
 
     runtime = cli.build_runtime(config, cli.chat_agent(config, args.agent, args.session),
                                 allow_exec=args.allow_exec, approve=confirm_exec)
-    key = cli.session_key(runtime.agent_id, args.session)
+    key = cli.chat_key(runtime, args)
     # A missing key or unknown model is one line before any prompt (and before the session
     # is touched); the SDK itself is imported in the warm-up, after the prompt is on screen.
     cli.check_provider(runtime, key, args.model)

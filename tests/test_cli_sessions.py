@@ -1,0 +1,140 @@
+"""``clawd sessions list | show | export | delete | rebuild`` and ``clawd chat --resume``,
+through the CLI against a local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+
+from clawd import cli
+from fakeserver import FakeServer, openai_stream
+
+OPENAI_PATH = "/v1/chat/completions"
+
+
+@pytest.fixture
+def server():
+    with FakeServer() as s:
+        s.default("POST", OPENAI_PATH, lambda r: openai_stream(
+            "answer to " + r.json()["messages"][-1]["content"][-10:]))
+        yield s
+
+
+@pytest.fixture
+def sessions_dir(isolated_home, server):
+    workspace = isolated_home / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    state = isolated_home / ".clawd"
+    state.mkdir()
+    (state / "clawd.json").write_text(json.dumps({
+        "agents": {"defaults": {"workspace": str(workspace), "model": "local/qwen-test",
+                                "memorySearch": {"enabled": False}}},
+        "models": {"providers": {
+            "local": {"api": "openai-completions", "baseUrl": server.url + "/v1",
+                      "models": [{"id": "qwen-test", "contextWindow": 32000}],
+                      "maxRetries": 1}}}}))
+    return state / "agents" / "main" / "sessions"
+
+
+def run(args, capsys):
+    code = cli.main(args)
+    gc.collect()  # a finished command's Session lets go of its session, as at process exit
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _chat(capsys, *args):
+    code, out, err = run(["chat", *args], capsys)
+    assert code == 0, err
+    return out
+
+
+def test_list_show_export(sessions_dir, capsys):
+    _chat(capsys, "-m", "plan the kyoto trip in october")
+    _chat(capsys, "-m", "what about hotels?")
+    _chat(capsys, "--session", "work", "-m", "the quarterly report is due friday")
+    code, out, _ = run(["sessions", "list"], capsys)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 3  # header and two sessions, newest first
+    assert "work" in lines[1] and "the quarterly report is due friday" in lines[1]
+    assert "main" in lines[2] and "plan the kyoto trip in october" in lines[2]
+    assert " 4  " in lines[2] and "local/qwen-test" in lines[2]  # two turns: 4 messages
+    listed = json.loads(run(["sessions", "list", "--json"], capsys)[1])
+    main = next(s for s in listed if s["key"] == "agent:main:main")
+    assert main["messages"] == 4 and main["title"] == "plan the kyoto trip in october"
+    assert main["current"] and main["lastActivity"]
+
+    code, out, _ = run(["sessions", "show", "main", "-n", "2"], capsys)
+    assert code == 0 and main["sessionId"] in out and "Messages:   4" in out
+    assert "you: what about hotels?" in out and "assistant: answer to ut hotels?" in out
+    assert "plan the kyoto" not in out.split("Last 2 messages:")[1]
+    by_id = run(["sessions", "show", main["sessionId"][:6]], capsys)[1]  # a prefix
+    assert by_id.splitlines()[0] == out.splitlines()[0]
+
+    code, md, _ = run(["sessions", "export", "main"], capsys)
+    assert md.startswith("# plan the kyoto trip in october\n")
+    assert "## You ·" in md and "what about hotels?" in md and "## Assistant ·" in md
+    target = sessions_dir.parent / "trip.md"
+    assert run(["sessions", "export", "main", "-o", str(target)], capsys)[0] == 0
+    assert target.read_text() == md
+
+
+def test_new_leaves_an_ended_session_that_resume_brings_back(sessions_dir, capsys):
+    _chat(capsys, "-m", "first topic")
+    first = json.loads(run(["sessions", "list", "--json"], capsys)[1])[0]["sessionId"]
+    code, _, err = run(["chat", "-m", "/new"], capsys)
+    assert code == 0, err
+    _chat(capsys, "-m", "second topic")
+    assert len(json.loads(run(["sessions", "list", "--json"], capsys)[1])) == 1
+    everything = json.loads(run(["sessions", "list", "--all", "--json"], capsys)[1])
+    assert {s["sessionId"]: s["current"] for s in everything}[first] is False
+    assert "(ended)" in run(["sessions", "list", "--all"], capsys)[1]
+
+    _chat(capsys, "--resume", first[:8], "-m", "back to the first")
+    store = json.loads((sessions_dir / "sessions.json").read_text())
+    assert store["agent:main:main"]["sessionId"] == first
+    lines = (sessions_dir / f"{first}.jsonl").read_text().splitlines()
+    assert "back to the first" in lines[-2]
+    code, _, err = run(["chat", "--resume", "nope", "-m", "x"], capsys)
+    assert code == 1 and "no session 'nope'" in err and "\n" not in err.strip()
+    code, _, err = run(["chat", "--resume", first, "--session", "work", "-m", "x"], capsys)
+    assert code == 1 and "belongs to agent:main:main" in err
+
+
+def test_delete_keeps_the_transcript_aside_unless_purged(sessions_dir, capsys):
+    _chat(capsys, "-m", "keep me")
+    _chat(capsys, "--session", "scratch", "-m", "throw me away")
+    listed = {s["key"]: s["sessionId"] for s in json.loads(
+        run(["sessions", "list", "--json"], capsys)[1])}
+    code, out, _ = run(["sessions", "delete", "main"], capsys)
+    assert code == 0 and "deleted/" in out
+    kept = sessions_dir / "deleted" / f"{listed['agent:main:main']}.jsonl"
+    assert kept.exists() and "keep me" in kept.read_text()
+    code, out, _ = run(["sessions", "delete", listed["agent:main:scratch"], "--purge"], capsys)
+    assert code == 0
+    assert not list(sessions_dir.rglob(f"{listed['agent:main:scratch']}*.jsonl"))
+    assert json.loads(run(["sessions", "list", "--all", "--json"], capsys)[1]) == []
+    # a rebuild does not bring a deleted session back
+    (sessions_dir / "sessions.json").unlink()
+    assert run(["sessions", "list"], capsys)[1].startswith("no sessions yet")
+
+
+def test_a_store_deleted_under_the_user_is_rebuilt(sessions_dir, capsys):
+    _chat(capsys, "-m", "remember the lighthouse")
+    _chat(capsys, "--session", "work", "-m", "and the budget")
+    before = json.loads((sessions_dir / "sessions.json").read_text())
+    (sessions_dir / "sessions.json").unlink()
+    code, out, _ = run(["sessions", "list"], capsys)
+    assert "remember the lighthouse" in out and "and the budget" in out
+    _chat(capsys, "-m", "where were we?")  # continues the same session, not a new one
+    after = json.loads((sessions_dir / "sessions.json").read_text())
+    assert after["agent:main:main"]["sessionId"] == before["agent:main:main"]["sessionId"]
+    code, out, _ = run(["sessions", "rebuild"], capsys)
+    assert code == 0 and "2 entries recounted" in out
+
+
+def test_show_of_an_unknown_session_is_one_line(sessions_dir, capsys):
+    code, _, err = run(["sessions", "show", "nothing-here"], capsys)
+    assert code == 1 and err.count("\n") == 1 and "no session" in err
