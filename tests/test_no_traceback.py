@@ -137,7 +137,7 @@ def test_a_real_head_gets_its_line_and_clawd_says_nothing(home, server):
              f"{sys.executable} -m clawd chat --help | head -c 5")
     result = subprocess.run(["bash", "-o", "pipefail", "-c", shell], capture_output=True,
                             timeout=60)
-    assert result.stdout.startswith(b"KEY") and result.stderr == b""
+    assert result.stdout.startswith(b"ID ") and result.stderr == b""
 
 
 def test_chat_into_a_closed_pipe_finishes_the_turn_then_stops(home, server):
