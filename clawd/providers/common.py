@@ -31,7 +31,13 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 
 INTERRUPTED_RESULT = "(no result: the tool call was interrupted)"
 INTERRUPTED_REPLY = "\n[this reply was cut off here]"
 
-# Phrases by which providers (and the servers that imitate them) say a request did not fit.
+# Phrases by which providers (and the servers that imitate them) say a request did not fit:
+# Anthropic, OpenAI, llama.cpp's server (HTTP 400 ``exceed_context_size_error``: "request
+# (9030 tokens) exceeds the available context size (8192 tokens)"), Ollama ("input length
+# exceeds the context length", "prompt too long; exceeded max context length"), vLLM
+# ("maximum context length is", "is too long to fit into the model", "... exceeds limit
+# of"), LM Studio ("context length of only N tokens, which is not enough", "greater than the
+# context length"), and proxies ("Request exceeds the maximum size", "Context overflow").
 OVERFLOW_PATTERNS = tuple(re.compile(p, re.I) for p in (
     r"prompt is too long",
     r"request_too_large",
@@ -42,6 +48,15 @@ OVERFLOW_PATTERNS = tuple(re.compile(p, re.I) for p in (
     r"context (window|length) (exceeded|is exceeded)",
     r"input length and `?max_tokens`? exceed context limit",
     r"exceed_context_size",
+    r"input length exceeds (the )?(maximum )?context length",
+    r"exceeded max(imum)? context length",
+    r"too long to fit into the model",
+    r"prompt \(\d+ tokens\) is too long and exceeds limit",
+    r"maximum model length is",
+    r"context length of only \d+ tokens",
+    r"greater than the context length",
+    r"request exceeds the maximum size",
+    r"context overflow",
 ))
 
 STOP_REASONS = {
@@ -117,7 +132,8 @@ def status_error(name: str, status: int | None, message: str, *, kind: str | Non
     """The ``ProviderError`` (or ``ContextOverflowError``) for an HTTP error reply."""
     detail = one_line(message)
     # A rate limit may speak of "too many tokens" per minute: that is a wait, not an overflow.
-    transient = is_retryable_status(status)
+    # (A server error that says the prompt did not fit is an overflow: Ollama answers 500.)
+    transient = status == 429
     if status == 413 or kind == "request_too_large" or (
             not transient and is_overflow_text(f"{kind or ''} {message}")):
         return ContextOverflowError(f"{name}: context overflow: {detail}", status=status)

@@ -72,13 +72,15 @@ class OpenAIProvider(SdkProvider):
 
         if isinstance(exc, openai.APIStatusError):
             body = exc.body if isinstance(exc.body, dict) else {}
-            message = body.get("message") or exc.message
-            kind = body.get("code") or body.get("type")
+            # LM Studio and Ollama may send {"error": "text"}: the SDK hands over the text
+            message = body.get("message") or (exc.body if isinstance(exc.body, str)
+                                              and exc.body.strip() else exc.message)
+            kind = _kind(body)
             retry_after = parse_retry_after(exc.response.headers)
             should = (exc.response.headers.get("x-should-retry") or "").lower()
             retryable = should == "true" if should in ("true", "false") else None
             return RetryInfo(status_error(self.name, exc.status_code, str(message),
-                                          kind=str(kind) if kind else None,
+                                          kind=kind,
                                           retryable=retryable), retry_after)
         if isinstance(exc, openai.APITimeoutError):
             return RetryInfo(ProviderError(
@@ -88,11 +90,19 @@ class OpenAIProvider(SdkProvider):
                                              self._client.base_url))
         if isinstance(exc, openai.APIError):  # an error object sent inside the stream
             body = exc.body if isinstance(exc.body, dict) else {}
-            kind = body.get("code") or body.get("type")
+            kind = _kind(body)
             return RetryInfo(status_error(self.name, None, exc.message,
-                                          kind=str(kind) if kind else None,
+                                          kind=kind,
                                           retryable=kind in RETRYABLE_STREAM_ERRORS))
         return RetryInfo(transport_error(self.name, exc, self._client.base_url))
+
+
+def _kind(body: dict[str, Any]) -> str | None:
+    """The error's kind: its string ``code``, else its ``type`` (llama.cpp's ``code`` is the
+    HTTP status, and its ``type`` says ``exceed_context_size_error``)."""
+    code = body.get("code")
+    kind = code if isinstance(code, str) and code else body.get("type")
+    return str(kind) if kind else None
 
 
 # --- request ---------------------------------------------------------------------------------
