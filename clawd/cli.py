@@ -13,10 +13,11 @@ import json
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from clawd import __version__
+# the composition root (its names are used from here too)
+from clawd.compose import agent_paths, build_runtime, chat_agent, check_provider, session_key
 
 
 def _global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -225,92 +226,6 @@ def _text(raw: bytes | str, what: str, warned: set[str]) -> str:
             logging.getLogger("clawd").warning("%s is not valid UTF-8; the invalid bytes were "
                                                "replaced with \ufffd", what)
         return raw.decode("utf-8", "replace")
-
-
-# --- composition ----------------------------------------------------------------------------
-
-def agent_paths(agent_id: str) -> tuple[Path, Path]:
-    """(sessions dir, state dir) of an agent."""
-    from clawd.config import state_dir
-
-    state = state_dir()
-    return state / "agents" / agent_id / "sessions", state
-
-
-def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
-                  approve: Any = None, with_memory: bool = True) -> Any:
-    """Everything one agent needs: settings, workspace, providers, tools, memory."""
-    from clawd.agent import Runtime
-    from clawd.config import resolve_agent
-    from clawd.providers import registry
-    from clawd.tools.exec import exec_tool
-    from clawd.tools.files import file_tools
-
-    agent_id, settings = resolve_agent(config, agent)
-    workspace = Path(settings.workspace).expanduser().resolve()
-    sessions_dir, state = agent_paths(agent_id)
-    sessions_dir.mkdir(parents=True, exist_ok=True)
-    tools = file_tools() + ([exec_tool()] if settings.tools.exec.enabled else [])
-    memory = None
-    if with_memory and settings.memory_search.enabled:
-        from clawd.memory import open_index
-        from clawd.tools.memory import memory_tools
-
-        memory = open_index(agent_id, workspace, settings.memory_search, state, sessions_dir)
-        tools += memory_tools()
-    return Runtime(
-        config=config, agent_id=agent_id, settings=settings, workspace=workspace,
-        sessions_dir=sessions_dir,
-        provider_for=lambda ref: registry.make_provider(config, ref),
-        context_window_for=lambda ref: registry.context_window(config, settings, ref),
-        uses_cache=lambda ref: registry.uses_anthropic_format(config, ref),
-        max_tokens_for=lambda ref: registry.max_output_tokens(config, settings, ref),
-        tools=tools, memory=memory,
-        allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
-
-
-def check_provider(runtime: Any, key: str, model: str | None) -> None:
-    """Fail in one line, before the session is created or touched, when its model cannot be
-    used (without importing the SDK, which takes a second). A model pinned to the session is
-    not checked here: the session opens, its first turn says the pin is the cause, and
-    ``/model`` can switch away."""
-    from clawd.agent import session_model
-    from clawd.errors import MissingKeyError
-    from clawd.providers import registry
-
-    entry = runtime.store.get(key)
-    if model is None and (entry or {}).get("modelOverride"):
-        return
-    try:
-        registry.resolve(runtime.config, model or session_model(entry, runtime.settings))
-    except MissingKeyError as exc:
-        raise MissingKeyError(f"{exc}; or use a local OpenAI-compatible server (declare it "
-                              f"under models.providers with api \"openai-completions\" and "
-                              f"baseUrl, see the README)") from None
-
-
-def session_key(agent_id: str, name: str | None) -> str:
-    from clawd.sessions import main_key
-    return main_key(agent_id, name or "main")
-
-
-def chat_agent(config: Any, agent: str | None, session: str | None) -> str | None:
-    """The agent a chat runs in: a full session key (``agent:<agentId>:<name>``) names its
-    agent; ``--agent`` may repeat it but not contradict it. Unknown agents fail later, in
-    ``resolve_agent``, with the list of known ones."""
-    from clawd.errors import ConfigError
-    from clawd.sessions import normalize_key
-
-    key = normalize_key(session or "")
-    if not key.startswith("agent:"):
-        return agent
-    _, named, rest = (key.split(":", 2) + ["", ""])[:3]
-    if not named or not rest:
-        raise ConfigError(f"--session {session}: a full session key is "
-                          f"agent:<agentId>:<name> (or give a short name such as 'work')")
-    if agent is not None and agent.lower() != named:
-        raise ConfigError(f"--agent {agent} and --session {session} name different agents")
-    return next((known for known in config.agent_ids() if known.lower() == named), named)
 
 
 def chat_key(runtime: Any, args: argparse.Namespace) -> str:

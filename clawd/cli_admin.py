@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clawd.cli import build_runtime
+from clawd.compose import build_runtime
 
 # --- init -----------------------------------------------------------------------------------
 
