@@ -9,15 +9,21 @@ here do errors become exit codes: a ``ClawdError`` is one line on stderr and exi
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 from typing import Any
 
 from clawd import __version__
+
 # the composition root (its names are used from here too)
-from clawd.compose import agent_paths, build_runtime, chat_agent, check_provider, session_key
+from clawd.compose import (  # noqa: F401
+    agent_paths,
+    build_runtime,
+    chat_agent,
+    check_provider,
+    session_key,
+)
 
 
 def _global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
