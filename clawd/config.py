@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from clawd.errors import ConfigError
 
 DEFAULT_AGENT_ID = "main"
+DEFAULT_IDLE_MINUTES = 120
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 DEFAULT_FLUSH_SYSTEM = "Session nearing compaction. Store durable memories now."
 DEFAULT_FLUSH_PROMPT = ("Write any lasting notes to memory/YYYY-MM-DD.md; "
@@ -285,7 +286,29 @@ class Models(Model):
 class Reset(Model):
     mode: Literal["off", "daily", "idle", "both"] = "off"
     at_hour: int = Field(4, ge=0, le=23)
-    idle_minutes: int = Field(120, ge=1)
+    idle_minutes: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _nothing_ignored(self) -> Reset:
+        given = {"atHour" if f == "at_hour" else "idleMinutes"
+                 for f in self.model_fields_set & {"at_hour", "idle_minutes"}}
+        if self.mode == "off" and given:
+            raise ValueError(f"{' and '.join(sorted(given))} would have no effect while mode is "
+                             f"\"off\" (the default): set mode to \"daily\", \"idle\" or "
+                             f"\"both\"")
+        if self.mode == "idle" and "atHour" in given:
+            raise ValueError("atHour would have no effect with mode \"idle\": use mode "
+                             "\"both\" for a daily reset as well")
+        return self
+
+    @property
+    def idle_limit(self) -> int | None:
+        """Minutes of silence after which a session starts afresh: ``idleMinutes`` (default
+        120) in idle and both modes, and in daily mode when it is given — whichever of the
+        daily and the idle reset comes first, as in OpenClaw."""
+        if self.mode in ("idle", "both"):
+            return self.idle_minutes or DEFAULT_IDLE_MINUTES
+        return self.idle_minutes if self.mode == "daily" else None
 
 
 class Session(Model):
@@ -353,8 +376,13 @@ def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
     import json5
 
     try:
-        raw = json5.loads(text) if text.strip() else {}
+        # a key given twice would be silently overridden by its last value: refused
+        raw = json5.loads(text, allow_duplicate_keys=False) if text.strip() else {}
     except ValueError as exc:
+        duplicate = re.match(r'Duplicate key "(.*)" found', str(exc))
+        if duplicate:
+            raise ConfigError(f"{path}: the key {duplicate.group(1)!r} is given twice in one "
+                              f"object (only the last would count); keep one") from None
         raise ConfigError(f"{path}: not valid JSON5: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be an object")
@@ -371,7 +399,21 @@ def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
         raise ConfigError(f"{path}: agents.list marks more than one agent as default "
                           f"({', '.join(defaults)})")
     config.source = Path(path)
+    for agent_id in config.agent_ids():
+        resolve_agent(config, agent_id)  # each agent's merged settings are checked now
     return config
+
+
+def _ignored(settings: AgentDefaults) -> str | None:
+    """A key one agent's merged settings would silently ignore (checked after the merge,
+    since a default and an agent's override may each hold half of the pair)."""
+    memory = settings.memory_search
+    if ("sessions" in memory.sources) == memory.experimental.session_memory:
+        return None
+    half = ("memorySearch.experimental.sessionMemory is on but sources lacks \"sessions\""
+            if memory.experimental.session_memory else
+            "memorySearch.sources has \"sessions\" but experimental.sessionMemory is off")
+    return f"{half}; transcripts are indexed only with both, so set both or neither"
 
 
 def _describe(exc: ValidationError, path: Path | str) -> str:
@@ -403,12 +445,24 @@ def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, Age
         if config.agents.entries or agent_id != DEFAULT_AGENT_ID:
             known = ", ".join(config.agent_ids())
             raise ConfigError(f"unknown agent {agent_id!r} (agents.list has: {known})")
-        return agent_id, config.agents.defaults
+        return agent_id, _checked(config, agent_id, config.agents.defaults)
     base = config.agents.defaults.model_dump()
     override = entry.model_dump(exclude_unset=True, exclude={"id", "name", "default"})
-    settings = AgentDefaults.model_validate(_deep_merge(base, override))
+    try:
+        settings = AgentDefaults.model_validate(_deep_merge(base, override))
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, f"{config.source or 'config'} (agent {agent_id})")
+                          ) from None
     if ("workspace" not in override and len(config.agents.entries) > 1
             and agent_id != config.default_agent_id()):
         # Agents are isolated: a non-default agent without its own workspace gets one of its own.
         settings.workspace = str(Path(settings.workspace).expanduser()) + f"-{agent_id}"
-    return agent_id, settings
+    return agent_id, _checked(config, agent_id, settings)
+
+
+def _checked(config: Config, agent_id: str, settings: AgentDefaults) -> AgentDefaults:
+    problem = _ignored(settings)
+    if problem:
+        where = "agents.defaults" if not config.agents.entries else f"agent {agent_id}"
+        raise ConfigError(f"{config.source or 'config'}: {where}: {problem}")
+    return settings

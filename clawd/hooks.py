@@ -1,8 +1,8 @@
 """Session lifecycle: when a session resets by itself, and the session-memory file on reset.
 
 ``reset_reason`` (pure) says whether the ``session.reset`` policy — ``daily`` at ``atHour``
-local time, ``idle`` after ``idleMinutes``, or ``both`` — ends a session before the next
-message. ``save_session`` writes the ending session's last user/assistant messages to
+local time (and after ``idleMinutes`` when that is given too), ``idle`` after
+``idleMinutes``, or ``both`` — ends a session before the next message. ``save_session`` writes the ending session's last user/assistant messages to
 ``memory/YYYY-MM-DD-<slug>.md`` (slug from the model, ``HHMM`` when that fails or times out),
 never overwriting a file, so the next session can find it with ``memory_search``.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,9 @@ def reset_reason(entry: dict[str, Any], now: datetime, cfg: Reset) -> str | None
     last = parse_iso(entry.get("updatedAt")) or parse_iso(entry.get("createdAt"))
     if last is None:
         return None
-    if cfg.mode in ("idle", "both") and now - last >= timedelta(minutes=cfg.idle_minutes):
-        return f"idle for more than {cfg.idle_minutes} minutes"
+    idle = cfg.idle_limit
+    if idle is not None and now - last >= timedelta(minutes=idle):
+        return f"idle for more than {idle} minutes"
     if cfg.mode in ("daily", "both"):
         boundary = now.replace(hour=cfg.at_hour, minute=0, second=0, microsecond=0)
         if now < boundary:
@@ -50,17 +52,22 @@ def recent_messages(messages: list[Message], count: int) -> list[Message]:
     return chosen[-count:]
 
 
-def sanitize_slug(text: str) -> str | None:
-    """Lowercase, hyphenated, at most 30 characters; None when nothing usable is left."""
-    words = re.findall(r"[a-z0-9]+", text.strip().splitlines()[0].lower()) if text.strip() else []
+def sanitize_slug(text: str, *, cut: bool = False) -> str | None:
+    """Lowercase, hyphenated, at most 30 characters, ending at a word boundary; None when
+    nothing usable is left. ``cut``: the reply hit its token limit, so its last word may be
+    a fragment and is dropped; a single word longer than 30 characters is not used."""
+    # accents folded (Café → cafe), so no word loses letters in the middle
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    first = ascii_text.strip().splitlines()[0].lower() if ascii_text.strip() else ""
+    words = re.findall(r"[a-z0-9]+", first)
+    if cut:
+        words = words[:-1]
     slug = ""
     for word in words:
         candidate = f"{slug}-{word}" if slug else word
         if len(candidate) > SLUG_MAX:
             break
         slug = candidate
-    if not slug and words:
-        slug = words[0][:SLUG_MAX]
     return slug or None
 
 
@@ -70,11 +77,13 @@ def model_slug(provider: Provider, messages: list[Message], timeout: float) -> s
     request = ModelRequest(system=["You name conversations."], tools=[], max_tokens=24,
                            messages=[Message.user(render("slug.md.j2",
                                                          conversation=conversation))])
-    result: dict[str, str] = {}
+    result: dict[str, str] = {}  # the reply's text, and "cut" when it hit max_tokens
 
     def ask() -> None:
         try:
-            result["text"] = complete(provider, request).message.text
+            reply = complete(provider, request).message
+            result["text"] = reply.text
+            result["cut"] = "yes" if reply.stop_reason == "length" else ""
         except Exception as exc:  # noqa: BLE001 - any failure falls back to HHMM
             log.info("slug request failed: %s", exc)
 
@@ -84,7 +93,7 @@ def model_slug(provider: Provider, messages: list[Message], timeout: float) -> s
     if worker.is_alive():
         log.info("slug request timed out after %ss", timeout)
         return None
-    return sanitize_slug(result.get("text", ""))
+    return sanitize_slug(result.get("text", ""), cut=bool(result.get("cut")))
 
 
 def free_path(directory: Path, stem: str) -> Path:

@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 import pytest
 
 from clawd.commands import Chat
-from clawd.config import Reset, SessionMemoryHook
+from clawd.config import parse_config, Reset, SessionMemoryHook
 from clawd.events import CommandOutput, Notice, TurnDone
 from clawd.hooks import end_session_memory, reset_reason, sanitize_slug
 from clawd.messages import Message
-from clawd.providers.scripted import ScriptedProvider
+from clawd.providers.scripted import Reply, ScriptedProvider
 
 from conftest import Clock, make_runtime
 
@@ -133,10 +133,22 @@ def test_hook_takes_the_last_n_messages(tmp_path):
 
 
 @pytest.mark.parametrize("text, slug", [("Rate-Limit Debugging", "rate-limit-debugging"),
-                                        ("  \n", None), ("a" * 40, "a" * 30),
-                                        ("Über Café Plans!", "ber-caf-plans")])
+                                        ("  \n", None), ("a" * 40, None),
+                                        ("Über Café Plans!", "uber-cafe-plans"),
+                                        ("kyoto-itinerary-packing-list-essentials",
+                                         "kyoto-itinerary-packing-list")])
 def test_sanitize_slug(text, slug):
     assert sanitize_slug(text) == slug
+
+
+def test_a_slug_cut_by_the_token_limit_loses_its_last_fragment(tmp_path):
+    provider = ScriptedProvider([Reply("kyoto-itinerary-packing-list-e", stop_reason="length")])
+    messages = [Message.user("help me pack for kyoto"), Message.assistant("sure")]
+    path = end_session_memory(provider, tmp_path, messages, cfg=SessionMemoryHook(),
+                              key=KEY, session_id="s1", reason="/new",
+                              now=datetime(2026, 11, 22, 9, 30))
+    assert path.name == "2026-11-22-kyoto-itinerary-packing-list.md"
+    assert sanitize_slug("short-e", cut=True) == "short"
 
 
 UTC = timezone.utc
@@ -152,9 +164,20 @@ UTC = timezone.utc
     ("idle", "2026-11-22T09:00:00+00:00", datetime(2026, 11, 22, 9, 30, tzinfo=UTC), "idle"),
     ("both", "2026-11-22T03:50:00+00:00", datetime(2026, 11, 22, 4, 5, tzinfo=UTC), "daily"),
     ("both", "2026-11-22T05:00:00+00:00", datetime(2026, 11, 22, 6, 0, tzinfo=UTC), "idle"),
+    # daily with idleMinutes: whichever comes first
+    ("daily+idle", "2026-11-22T05:00:00+00:00", datetime(2026, 11, 22, 5, 29, tzinfo=UTC),
+     None),
+    ("daily+idle", "2026-11-22T05:00:00+00:00", datetime(2026, 11, 22, 5, 30, tzinfo=UTC),
+     "idle"),
+    ("daily+idle", "2026-11-22T03:50:00+00:00", datetime(2026, 11, 22, 4, 5, tzinfo=UTC),
+     "daily"),
 ])
 def test_reset_policy(mode, last, now, expected):
-    cfg = Reset(mode=mode, at_hour=4, idle_minutes=30)
+    cfg = {"off": Reset(), "daily": Reset(mode="daily", at_hour=4),
+           "idle": Reset(mode="idle", idle_minutes=30),
+           "both": Reset(mode="both", at_hour=4, idle_minutes=30),
+           "daily+idle": parse_config('{session: {reset: {mode: "daily", idleMinutes: 30}}}'
+                                      ).session.reset}[mode]
     reason = reset_reason({"updatedAt": last}, now, cfg)
     assert (reason or "").startswith(expected or "") and (reason is None) == (expected is None)
 

@@ -1,0 +1,63 @@
+"""No config key is silently ignored: honoured, or refused in one line naming it."""
+
+from __future__ import annotations
+
+import pytest
+
+from clawd.commands import Chat
+from clawd.config import parse_config
+from clawd.errors import ConfigError
+from clawd.events import Notice
+from clawd.providers.scripted import ScriptedProvider
+from conftest import make_runtime
+
+
+def test_daily_mode_honours_idle_minutes_in_a_chat(tmp_path, clock):
+    provider = ScriptedProvider(default="fine")
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    runtime.config = parse_config('{session: {reset: {mode: "daily", idleMinutes: 30}}}')
+    chat = Chat(runtime, "agent:main:main")
+    list(chat.handle("first"))
+    first = chat.session.entry["sessionId"]
+    clock.advance(minutes=29)
+    list(chat.handle("second"))
+    assert chat.session.entry["sessionId"] == first
+    clock.advance(minutes=31)  # still the same day: only the idle reset can fire
+    events = list(chat.handle("third"))
+    assert any(isinstance(e, Notice) and "idle for more than 30 minutes" in e.text
+               for e in events)
+    assert chat.session.entry["sessionId"] != first
+
+
+def test_daily_mode_without_idle_minutes_has_no_idle_reset():
+    reset = parse_config('{session: {reset: {mode: "daily"}}}').session.reset
+    assert reset.idle_limit is None
+    assert parse_config('{session: {reset: {mode: "idle"}}}').session.reset.idle_limit == 120
+    assert parse_config('{session: {reset: {mode: "both"}}}').session.reset.idle_limit == 120
+
+
+@pytest.mark.parametrize("text, says", [
+    ('{session: {reset: {idleMinutes: 30}}}', 'idleMinutes would have no effect while mode'),
+    ('{session: {reset: {mode: "off", atHour: 5}}}', 'atHour would have no effect'),
+    ('{session: {reset: {mode: "idle", atHour: 5}}}', 'use mode "both"'),
+    ('{session: {reset: {mode: "daily"}, reset: {mode: "idle"}}}',
+     "the key 'reset' is given twice"),
+    ('{agents: {defaults: {memorySearch: {sources: ["memory", "sessions"]}}}}',
+     'experimental.sessionMemory is off'),
+    ('{agents: {defaults: {memorySearch: {experimental: {sessionMemory: true}}}}}',
+     'sources lacks "sessions"'),
+    ('{agents: {defaults: {memorySearch: {sources: ["memory", "sessions"], experimental: '
+     '{sessionMemory: true}}}, list: [{id: "main"}, {id: "work", memorySearch: '
+     '{experimental: {sessionMemory: false}}}]}}', "agent work: memorySearch.sources"),
+])
+def test_keys_that_would_be_ignored_are_refused(text, says):
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, "clawd.json")
+    message = str(caught.value)
+    assert says in message and message.startswith("clawd.json") and "\n" not in message
+
+
+def test_the_pairs_are_fine_together():
+    parse_config('{session: {reset: {mode: "both", atHour: 5, idleMinutes: 30}}}')
+    parse_config('{agents: {defaults: {memorySearch: {sources: ["memory", "sessions"], '
+                 'experimental: {sessionMemory: true}}}}}')
