@@ -286,16 +286,16 @@ class Models(Model):
 class Reset(Model):
     mode: Literal["off", "daily", "idle", "both"] = "off"
     at_hour: int = Field(4, ge=0, le=23)
-    idle_minutes: int | None = Field(None, ge=1)
+    idle_minutes: int = Field(DEFAULT_IDLE_MINUTES, ge=1)
 
     @model_validator(mode="after")
     def _nothing_ignored(self) -> Reset:
         given = {"atHour" if f == "at_hour" else "idleMinutes"
                  for f in self.model_fields_set & {"at_hour", "idle_minutes"}}
-        if self.mode == "off" and given:
-            raise ValueError(f"{' and '.join(sorted(given))} would have no effect while mode is "
-                             f"\"off\" (the default): set mode to \"daily\", \"idle\" or "
-                             f"\"both\"")
+        if "mode" not in self.model_fields_set and given:
+            raise ValueError(f"{' and '.join(sorted(given))} would have no effect without a "
+                             f"mode (the default is \"off\"): set mode to \"daily\", "
+                             f"\"idle\" or \"both\"")
         if self.mode == "idle" and "atHour" in given:
             raise ValueError("atHour would have no effect with mode \"idle\": use mode "
                              "\"both\" for a daily reset as well")
@@ -303,12 +303,13 @@ class Reset(Model):
 
     @property
     def idle_limit(self) -> int | None:
-        """Minutes of silence after which a session starts afresh: ``idleMinutes`` (default
-        120) in idle and both modes, and in daily mode when it is given — whichever of the
-        daily and the idle reset comes first, as in OpenClaw."""
-        if self.mode in ("idle", "both"):
-            return self.idle_minutes or DEFAULT_IDLE_MINUTES
-        return self.idle_minutes if self.mode == "daily" else None
+        """Minutes of silence after which a session starts afresh: ``idleMinutes`` in idle
+        and both modes, and in daily mode when it is given — whichever of the daily and the
+        idle reset comes first, as in OpenClaw."""
+        if self.mode in ("idle", "both") or (
+                self.mode == "daily" and "idle_minutes" in self.model_fields_set):
+            return self.idle_minutes
+        return None
 
 
 class Session(Model):

@@ -37,8 +37,8 @@ def test_daily_mode_without_idle_minutes_has_no_idle_reset():
 
 
 @pytest.mark.parametrize("text, says", [
-    ('{session: {reset: {idleMinutes: 30}}}', 'idleMinutes would have no effect while mode'),
-    ('{session: {reset: {mode: "off", atHour: 5}}}', 'atHour would have no effect'),
+    ('{session: {reset: {idleMinutes: 30}}}', 'idleMinutes would have no effect without a mode'),
+    ('{session: {reset: {atHour: 5, idleMinutes: 9}}}', 'atHour and idleMinutes would have'),
     ('{session: {reset: {mode: "idle", atHour: 5}}}', 'use mode "both"'),
     ('{session: {reset: {mode: "daily"}, reset: {mode: "idle"}}}',
      "the key 'reset' is given twice"),
@@ -58,6 +58,7 @@ def test_keys_that_would_be_ignored_are_refused(text, says):
 
 
 def test_the_pairs_are_fine_together():
+    parse_config('{session: {reset: {mode: "off", atHour: 5, idleMinutes: 30}}}')  # said: off
     parse_config('{session: {reset: {mode: "both", atHour: 5, idleMinutes: 30}}}')
     parse_config('{agents: {defaults: {memorySearch: {sources: ["memory", "sessions"], '
                  'experimental: {sessionMemory: true}}}}}')
