@@ -3,8 +3,11 @@
 Queue replies (text, tool calls, errors, or functions of the request) and the provider plays
 them back in order, streaming text in small pieces and recording every request it was sent,
 so tests can assert what the model saw. ``assert_done()`` checks that every reply was used.
-Usage is computed from the request with the same estimator the loop uses, so token
-accounting behaves as with a real model.
+Usage is computed from the request with the loop's own estimator, unless told to count
+differently: ``token_ratio`` scales it (a provider whose tokenizer yields more or fewer tokens
+than clawd's estimate) and ``count`` replaces it (another tokenizer altogether). The count
+is what the provider reports and what its ``context_window`` is checked against, so tests
+can tell whether the loop follows the provider's numbers or merely its own estimates.
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ class ScriptedProvider:
 
     def __init__(self, steps: list[Step] | None = None, *, model: str = "scripted",
                  name: str = "scripted", default: Step | None = None,
-                 chunk_size: int = 8, context_window: int | None = None):
+                 chunk_size: int = 8, context_window: int | None = None,
+                 token_ratio: float = 1.0,
+                 count: Callable[[ModelRequest], int] | None = None):
         self.name = name
         self.model = model
         self.steps: list[Step] = list(steps or [])
@@ -51,6 +56,12 @@ class ScriptedProvider:
         self.requests: list[ModelRequest] = []
         self.chunk_size = chunk_size
         self.context_window = context_window
+        self.token_ratio = token_ratio
+        self._count = count or estimate_request
+
+    def count(self, request: ModelRequest) -> int:
+        """The prompt's size in this provider's tokens."""
+        return round(self._count(request) * self.token_ratio)
 
     def add(self, *steps: Step) -> ScriptedProvider:
         self.steps.extend(steps)
@@ -70,14 +81,14 @@ class ScriptedProvider:
             raise step
         reply = Reply(text=step) if isinstance(step, str) else step
         if self.context_window is not None:
-            prompt = estimate_request(request)
+            prompt = self.count(request)
             if prompt > self.context_window:
                 from clawd.errors import ContextOverflowError
                 raise ContextOverflowError(
                     f"prompt is too long: {prompt} tokens > {self.context_window} maximum")
         for i in range(0, len(reply.text), self.chunk_size):
             yield TextDelta(reply.text[i:i + self.chunk_size])
-        usage = reply.usage or Usage(input_tokens=estimate_request(request),
+        usage = reply.usage or Usage(input_tokens=self.count(request),
                                      output_tokens=max(1, len(reply.text) // 4))
         stop = reply.stop_reason or ("toolUse" if reply.tool_calls else "stop")
         message = Message.assistant(reply.text, reply.tool_calls, usage=usage,
