@@ -3,8 +3,8 @@
 A *group* session (a key with ``:group:`` or ``:channel:``, in any case) is private-safe:
 MEMORY.md and the daily logs are not injected, and its memory tools and ``read`` reach only
 the notes ``memorySearch.shareablePaths`` marks as shareable — with none marked (the
-default) it is offered no memory tools at all. Its memory flush may write only where other
-group sessions cannot read (never into a shareable path).
+default) it is offered no memory tools at all. Its memory flush and its session-memory file
+are written only where other group sessions cannot read (never into a shareable path).
 
 ``workspaceAccess``: ``rw`` everything; ``ro`` no ``write``/``edit`` (and no memory flush,
 ``/memory add`` or session-memory file); ``none`` no workspace at all: no files injected and
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from clawd.errors import ToolError
 from clawd.sessions import is_group_key
-from clawd.workspace import is_private_memory, is_shareable
+from clawd.workspace import MEMORY_DIR, is_private_memory, is_shareable
 
 WRITE_TOOLS = frozenset({"write", "edit"})
 WORKSPACE_TOOLS = frozenset({"read", "write", "edit", "exec", "memory_search", "memory_get"})
@@ -66,6 +66,10 @@ class Access:
         if self.group and is_private_memory(rel_path) and not self.may_read(rel_path):
             raise ToolError(f"{rel_path} is private memory: group and channel sessions read "
                             f"only what memorySearch.shareablePaths marks as shareable")
+
+    def may_save_session(self) -> bool:
+        """The session-memory file (``memory/<date>-<slug>.md``) follows the flush's rule."""
+        return not (self.group and is_shareable(f"{MEMORY_DIR}/session.md", list(self.shareable)))
 
     def check_flush_write(self, rel_path: str) -> None:
         """A group session's flush never writes where other group sessions can read."""

@@ -72,6 +72,8 @@ class Chat:
         saved, unsaved = None, None
         if not is_writable(self.runtime.workspace, self.runtime.settings.workspace_access):
             unsaved = "the workspace is not writable"
+        elif not old.access.may_save_session():
+            unsaved = "memory/ is shareable and this is a group session"
         else:
             try:
                 provider = old.provider

@@ -230,3 +230,20 @@ def test_group_flush_notes_by_reply_never_land_in_a_shared_daily_log(tmp_path):
     events = list(session.flush())
     assert not list((rt.workspace / "memory").iterdir())
     assert any("not saved" in getattr(e, "text", "") for e in events)
+
+
+def test_a_group_session_is_not_saved_into_a_shared_memory_folder(tmp_path):
+    from clawd.commands import Chat
+    from clawd.events import Notice
+
+    provider = ScriptedProvider(default="fine")
+    rt = make_runtime(tmp_path, provider, settings={"memorySearch": {"shareablePaths": ["memory"]}})
+    chat = Chat(rt, GROUP)
+    list(chat.handle("the group plans a trip"))
+    events = list(chat.handle("/new"))
+    assert any(isinstance(e, Notice) and "shareable" in e.text for e in events)
+    assert not list((rt.workspace / "memory").iterdir())
+    private = Chat(rt, "agent:main:main")
+    list(private.handle("my own plans"))
+    list(private.handle("/new"))
+    assert (rt.workspace / "memory" / "2026-11-22-fine.md").exists()  # private: saved
