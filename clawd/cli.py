@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from typing import Any
 
 from clawd import __version__
+from clawd.cli_io import (STDOUT_CLOSED, ChatOutput, decode_input, script_lines,
+                          stdout_gone)
 
 # the composition root (its names are used from here too)
 from clawd.compose import (  # noqa: F401
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a reader that went away is noticed here, not at exit
         return code
     except BrokenPipeError:
-        return _stdout_gone()
+        return stdout_gone()
     except ConfigError as exc:
         print(f"clawd: {exc}", file=sys.stderr)
         return 2
@@ -174,64 +175,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("clawd: interrupted", file=sys.stderr)
         return 130
-
-
-STDOUT_CLOSED = 141  # 128 + SIGPIPE, as `yes | head` reports it
-
-
-def _stdout_gone() -> int:
-    """The reader of stdout went away (``| head``): stop quietly, with no traceback and no
-    complaint when Python flushes stdout at exit."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):  # no real file descriptor (tests)
-        pass
-    return STDOUT_CLOSED
-
-
-class _Output:
-    """stdout for a chat: once the reader is gone, writes are dropped (and ``gone`` is
-    set) so the turn under way finishes and persists everything; no more lines run."""
-
-    def __init__(self, stream: Any):
-        self.stream, self.gone = stream, False
-
-    def write(self, text: str) -> None:
-        self._do(self.stream.write, text)
-
-    def flush(self) -> None:
-        self._do(self.stream.flush)
-
-    def isatty(self) -> bool:
-        return self.stream.isatty()
-
-    def _do(self, action: Any, *args: Any) -> None:
-        if self.gone:
-            return
-        try:
-            action(*args)
-        except BrokenPipeError:
-            self.gone = True
-            _stdout_gone()
-
-
-def _text(raw: bytes | str, what: str, warned: set[str]) -> str:
-    """Input as text: bytes that are not UTF-8 (and the stand-ins Python puts in argv for
-    them) become U+FFFD, with one warning per input, before anything is written."""
-    if isinstance(raw, str):
-        try:
-            raw.encode("utf-8")
-            return raw
-        except UnicodeEncodeError:
-            raw = raw.encode("utf-8", "surrogateescape")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        if what not in warned:
-            warned.add(what)
-            logging.getLogger("clawd").warning("%s is not valid UTF-8; the invalid bytes were "
-                                               "replaced with \ufffd", what)
-        return raw.decode("utf-8", "replace")
 
 
 def chat_key(runtime: Any, args: argparse.Namespace) -> str:
@@ -250,9 +193,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     config = load_config()
     # checked before any session is touched: the message as it will be stored
-    message = _text(args.message, "the message", set()) if args.message else None
+    message = decode_input(args.message, "the message", set()) if args.message else None
     if args.session:
-        args.session = _text(args.session, "--session", set())
+        args.session = decode_input(args.session, "--session", set())
     interactive = not args.message and not args.script and sys.stdin.isatty()
     if interactive:
         from clawd.repl import run_repl
@@ -266,12 +209,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
     chat = Chat(runtime, key, args.model)
     from clawd.render import Renderer
 
-    out = _Output(sys.stdout)
+    out = ChatOutput(sys.stdout)
     render = Renderer(out, side=sys.stderr, as_json=args.json).event
     if args.message:
         lines = [message]
     else:
-        lines = _script_lines(args.script or "-")
+        lines = script_lines(args.script or "-")
     try:
         return _run_lines(chat, lines, render, out)
     finally:
@@ -279,7 +222,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             runtime.memory.close()
 
 
-def _run_lines(chat: Any, lines: Any, render: Any, out: _Output) -> int:
+def _run_lines(chat: Any, lines: Any, render: Any, out: ChatOutput) -> int:
     """Each non-empty line as a message or command, in order. Exit code 1 if any turn
     failed; 130 on Ctrl-C (the turn keeps its partial reply; no further line runs);
     ``STDOUT_CLOSED`` once stdout is closed (the line under way is finished first)."""
@@ -305,27 +248,3 @@ def _run_lines(chat: Any, lines: Any, render: Any, out: _Output) -> int:
         if quit_:
             break
     return 1 if failed else 0
-
-
-def _script_lines(source: str):
-    """Lines of a script file or stdin, read directly (no terminal handling on a pipe) and
-    decoded leniently (``_text``)."""
-    from clawd.errors import ClawdError
-
-    warned: set[str] = set()
-    if source == "-":
-        stream = getattr(sys.stdin, "buffer", sys.stdin)
-        what = "the input"
-    else:
-        try:
-            stream = open(source, "rb")  # noqa: SIM115 - closed below, after the last line
-        except OSError as exc:
-            raise ClawdError(f"cannot read script {source}: {exc.strerror}") from None
-        what = f"script {source}"
-    try:
-        for raw in stream:
-            yield _text(raw, what, warned).rstrip("\r\n")
-    finally:
-        if stream is not getattr(sys.stdin, "buffer", sys.stdin):
-            stream.close()
-
