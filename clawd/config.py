@@ -409,6 +409,12 @@ def _ignored(settings: AgentDefaults) -> str | None:
     """A key one agent's merged settings would silently ignore (checked after the merge,
     since a default and an agent's override may each hold half of the pair)."""
     memory = settings.memory_search
+    remote = memory.remote
+    if (memory.provider == "local" and memory.fallback not in ("openai", "gemini")
+            and (remote.base_url or remote.api_key or remote.headers)):
+        return ("memorySearch.remote is set but provider is \"local\" (and fallback is not "
+                "a remote provider), so it would never be used: choose provider \"openai\" "
+                "or \"gemini\", or remove remote")
     if ("sessions" in memory.sources) == memory.experimental.session_memory:
         return None
     half = ("memorySearch.experimental.sessionMemory is on but sources lacks \"sessions\""

@@ -49,6 +49,8 @@ def test_daily_mode_without_idle_minutes_has_no_idle_reset():
     ('{agents: {defaults: {memorySearch: {sources: ["memory", "sessions"], experimental: '
      '{sessionMemory: true}}}, list: [{id: "main"}, {id: "work", memorySearch: '
      '{experimental: {sessionMemory: false}}}]}}', "agent work: memorySearch.sources"),
+    ('{agents: {defaults: {memorySearch: {provider: "local", remote: {baseUrl: "http://x"}}}}}',
+     'remote is set but provider is "local"'),
 ])
 def test_keys_that_would_be_ignored_are_refused(text, says):
     with pytest.raises(ConfigError) as caught:
@@ -62,3 +64,5 @@ def test_the_pairs_are_fine_together():
     parse_config('{session: {reset: {mode: "both", atHour: 5, idleMinutes: 30}}}')
     parse_config('{agents: {defaults: {memorySearch: {sources: ["memory", "sessions"], '
                  'experimental: {sessionMemory: true}}}}}')
+    parse_config('{agents: {defaults: {memorySearch: {provider: "local", fallback: "openai", '
+                 'remote: {baseUrl: "http://x"}}}}}')
