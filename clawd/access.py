@@ -2,7 +2,8 @@
 
 A *group* session (a key with ``:group:`` or ``:channel:``, in any case) is private-safe:
 MEMORY.md and the daily logs are not injected, and its memory tools and ``read`` reach only
-the notes ``memorySearch.shareablePaths`` marks as shareable — with none marked (the
+the notes (MEMORY.md, ``memory/``, ``extraPaths`` in the workspace) that
+``memorySearch.shareablePaths`` marks as shareable — with none marked (the
 default) it is offered no memory tools at all. Its memory flush and its session-memory file
 are written only where other group sessions cannot read (never into a shareable path).
 
@@ -14,10 +15,12 @@ no tool that touches the workspace (``read``, ``write``, ``edit``, ``exec``, the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from clawd.errors import ToolError
+from clawd.memory.sources import extra_roots, is_under
 from clawd.sessions import is_group_key
-from clawd.workspace import MEMORY_DIR, is_private_memory, is_shareable
+from clawd.workspace import MEMORY_DIR, is_private_memory, is_shareable, relative
 
 WRITE_TOOLS = frozenset({"write", "edit"})
 WORKSPACE_TOOLS = frozenset({"read", "write", "edit", "exec", "memory_search", "memory_get"})
@@ -31,11 +34,17 @@ class Access:
     workspace: str = "rw"  # rw | ro | none
     group: bool = False
     shareable: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # extraPaths inside the workspace: private memory too
 
     @classmethod
-    def of(cls, key: str, settings) -> Access:
-        return cls(settings.workspace_access, is_group_key(key),
-                   tuple(settings.memory_search.shareable_paths))
+    def of(cls, key: str, settings, workspace: Path) -> Access:
+        group = is_group_key(key)
+        root = workspace.resolve()
+        notes = tuple(relative(root, extra) for extra in
+                      extra_roots(root, settings.memory_search) if is_under(root, extra)
+                      ) if group else ()
+        return cls(settings.workspace_access, group,
+                   tuple(settings.memory_search.shareable_paths), notes)
 
     @property
     def private(self) -> bool:
@@ -63,7 +72,8 @@ class Access:
 
     def check_read(self, rel_path: str) -> None:
         """Refuse ``read`` of private memory in a group session."""
-        if self.group and is_private_memory(rel_path) and not self.may_read(rel_path):
+        private = is_private_memory(rel_path) or is_shareable(rel_path, list(self.notes))
+        if self.group and private and not self.may_read(rel_path):
             raise ToolError(f"{rel_path} is private memory: group and channel sessions read "
                             f"only what memorySearch.shareablePaths marks as shareable")
 

@@ -88,7 +88,7 @@ def agent_budget(rt: Runtime, model_ref: str) -> Budget:
 
 def agent_layers(rt: Runtime, key: str, budget: Budget) -> ctxmod.Layers:
     """Layers 0 and 1 of a request in session ``key``: system prompt and workspace files."""
-    access = Access.of(key, rt.settings)
+    access = Access.of(key, rt.settings, rt.workspace)
     return ctxmod.build_layers(
         rt.workspace, [t.spec for t in offered(rt.tools, access)], private=access.private,
         workspace_files=access.workspace_files, now=rt.clock(),
@@ -129,7 +129,7 @@ class Session:
         then it is used by this process only (``--model``, one-shot as in ``llm -m``)."""
         self.rt = runtime
         self.key = normalize_key(key)
-        self.access = Access.of(self.key, runtime.settings)
+        self.access = Access.of(self.key, runtime.settings, runtime.workspace)
         self.tools = offered(runtime.tools, self.access)
         self.store = runtime.store
         # one writer per session: held until this Session is closed or collected

@@ -247,3 +247,19 @@ def test_a_group_session_is_not_saved_into_a_shared_memory_folder(tmp_path):
     list(private.handle("my own plans"))
     list(private.handle("/new"))
     assert (rt.workspace / "memory" / "2026-11-22-fine.md").exists()  # private: saved
+
+
+def test_extra_paths_in_the_workspace_are_private_memory_too(tmp_path):
+    provider = ScriptedProvider([Reply(tool_calls=[tool("read", path="notes/diary.md")]), "ok",
+                                 Reply(tool_calls=[tool("read", path="notes/diary.md")]), "ok"])
+    rt = make_runtime(tmp_path, provider, settings={"memorySearch": {"extraPaths": ["notes"]}})
+    (rt.workspace / "notes").mkdir()
+    (rt.workspace / "notes" / "diary.md").write_text("SECRET-DIARY")
+    group = Session(rt, GROUP)
+    list(group.run_turn("read the diary"))
+    result = next(m for m in group.history.messages if m.role == "toolResult")
+    assert result.is_error and "SECRET" not in result.text
+    private = Session(rt, "agent:main:main")
+    list(private.run_turn("read the diary"))
+    assert "SECRET-DIARY" in next(m for m in private.history.messages
+                                  if m.role == "toolResult").text
