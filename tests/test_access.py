@@ -39,3 +39,12 @@ def test_none_refuses_a_tool_call_it_never_offered(tmp_path):
     list(session.run_turn("read it"))
     result = next(m for m in session.history.messages if m.role == "toolResult")
     assert result.is_error and "SOUL-TEXT" not in result.text
+
+
+def test_memory_habits_are_taught_only_where_the_model_can_write(tmp_path):
+    for access, taught in (("rw", True), ("ro", False), ("none", False)):
+        provider = ScriptedProvider(["hi"])
+        rt = make_runtime(tmp_path / access, provider, settings={"workspaceAccess": access},
+                          tools=ALL)
+        list(Session(rt, "agent:main:main").run_turn("hello"))
+        assert ("## Memory habits" in provider.requests[-1].system[0]) is taught
