@@ -11,6 +11,7 @@ from pathlib import Path
 
 def cmd_history(args: argparse.Namespace) -> int:
     from clawd import history
+    from clawd.errors import ClawdError
     from clawd.config import load_config, resolve_agent
 
     _, settings = resolve_agent(load_config(), args.agent)
@@ -27,7 +28,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     if action == "show":
         sys.stdout.write(version.path.read_text(encoding="utf-8", errors="replace"))
         return 0
-    saved = history.restore(root, version, datetime.now())
+    try:
+        saved = history.restore(root, version, datetime.now())
+    except OSError as exc:
+        raise ClawdError(f"cannot restore {version.name}: {exc.strerror or exc}; it is "
+                         f"unchanged") from None
     print(f"restored {version.name} from {version.ref}"
           + (f"; what it held before is kept as {saved.ref}" if saved else ""))
     return 0

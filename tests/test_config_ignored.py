@@ -66,3 +66,12 @@ def test_the_pairs_are_fine_together():
                  'experimental: {sessionMemory: true}}}}}')
     parse_config('{agents: {defaults: {memorySearch: {provider: "local", fallback: "openai", '
                  'remote: {baseUrl: "http://x"}}}}}')
+
+
+def test_a_config_that_is_not_utf8_is_one_line(tmp_path):
+    from clawd.config import load_config
+
+    path = tmp_path / "clawd.json"
+    path.write_bytes(b'{agents: {defaults: {model: "caf\xe9"}}}')
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_config(path)
