@@ -254,3 +254,32 @@ def test_unwritable_workspace_through_the_cli(home, server):
     err = result.stderr.decode()
     assert "keep me" in err and "was not saved" in err
     assert result.returncode == 1  # the /memory add failed, and said so
+
+
+def test_permission_denied_is_reported_like_any_unwritable_workspace(tmp_path, monkeypatch):
+    """What a read-only directory does for a user who is not root (these tests may run as
+    root, where permission bits do not stop a write): every write raises PermissionError."""
+    import pathlib
+
+    provider = ScriptedProvider([Reply(tool_calls=[tool("write", path="SOUL.md",
+                                                        content="new")]), "ok"],
+                                default="fine")
+    rt = make_runtime(tmp_path, provider)
+    chat = Chat(rt, "agent:main:main")
+    real_open = pathlib.Path.open
+
+    def denied(self, mode="r", *args, **kwargs):
+        if any(flag in mode for flag in "wax+") and rt.workspace in self.parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "open", denied)
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)
+    events = list(chat.handle("change your soul"))
+    failed = next(e for e in events if isinstance(e, ToolFinished))
+    assert failed.is_error and "Permission denied" in failed.preview
+    events = list(chat.handle("/memory add milk"))
+    assert isinstance(events[0], ErrorEvent) and "Permission denied" in events[0].message
+    assert "milk" in events[0].message
+    events = list(chat.handle("/new"))
+    assert any(isinstance(e, Notice) and "not saved" in e.text for e in events)
