@@ -382,9 +382,9 @@ def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
         # a key given twice would be silently overridden by its last value: refused
         raw = json5.loads(text, allow_duplicate_keys=False) if text.strip() else {}
     except ValueError as exc:
-        duplicate = re.match(r'Duplicate key "(.*)" found', str(exc))
-        if duplicate:
-            raise ConfigError(f"{path}: the key {duplicate.group(1)!r} is given twice in one "
+        twice = re.match(r'Duplicate key "(.*)" found', str(exc))
+        if twice:
+            raise ConfigError(f"{path}: the key {twice.group(1)!r} is given twice in one "
                               f"object (only the last would count); keep one") from None
         raise ConfigError(f"{path}: not valid JSON5: {exc}") from exc
     if not isinstance(raw, dict):
