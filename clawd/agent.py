@@ -318,8 +318,10 @@ class Session:
             appended = True
             while True:
                 steps += 1
+                # asked again after a blank answer: in words this time, no tool calls
                 result = yield from self._step(self.history.messages, show=True,
-                                               extra_system=nudge, retry_blank=nudge is None)
+                                               extra_system=nudge, retry_blank=nudge is None,
+                                               tool_choice="none" if nudge else "auto")
                 if result is None:
                     if self.last_partial:  # cut off mid-stream: the reply so far, kept
                         reply, aborted = self.last_partial, True
@@ -366,12 +368,13 @@ class Session:
         self.transcript.append_message(message)
         (self.history.messages if target is None else target).append(message)
 
-    def _request(self, messages: list[Message], extra_system: str | None = None):
+    def _request(self, messages: list[Message], extra_system: str | None = None,
+                 tool_choice: str = "auto"):
         layers = self.layers()
         request = ctxmod.assemble(layers, self.history.summary, self._pruned(messages),
                                   self.tool_specs, max_tokens=self.max_tokens,
                                   cache=self.rt.uses_cache(self.model_ref),
-                                  extra_system=extra_system)
+                                  extra_system=extra_system, tool_choice=tool_choice)
         return request, layers
 
     def _pruned(self, messages: list[Message]) -> list[Message]:
@@ -402,8 +405,8 @@ class Session:
         return pruned.messages
 
     def _step(self, messages: list[Message], *, show: bool, flush: bool = False,
-              extra_system: str | None = None, retry_blank: bool = False
-              ) -> Iterator[Event]:
+              extra_system: str | None = None, retry_blank: bool = False,
+              tool_choice: str = "auto") -> Iterator[Event]:
         """One model call with overflow recovery; returns the assistant message (or None).
 
         ``retry_blank``: a final answer that shows nothing is marked ``retried`` and kept
@@ -411,7 +414,7 @@ class Session:
         again without the blank answer in the request.
         """
         for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
-            request, layers = self._request(messages, extra_system)
+            request, layers = self._request(messages, extra_system, tool_choice)
             silent, partial = SilentFilter(), []
             self.last_partial = ""
             try:

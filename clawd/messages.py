@@ -180,7 +180,8 @@ class ModelRequest:
 
     ``system`` is a list of segments (the system prompt, then the project context); adapters
     that support prompt caching put a cache breakpoint after the last segment and on the
-    newest message when ``cache`` is true.
+    newest message when ``cache`` is true. ``tool_choice`` ``"none"``: the tools are
+    described (the history may hold tool calls) but the model must answer in words.
     """
 
     system: list[str]
@@ -188,6 +189,7 @@ class ModelRequest:
     tools: list[ToolSpec] = field(default_factory=list)
     max_tokens: int = 4096
     cache: bool = False
+    tool_choice: str = "auto"
 
 
 @dataclass(slots=True)

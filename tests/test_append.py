@@ -54,3 +54,16 @@ def test_the_schema_documents_append():
     spec = next(t.spec for t in file_tools() if t.spec.name == "write")
     assert spec.parameters["properties"]["append"]["type"] == "boolean"
     assert "append: true" in spec.description and "append" not in spec.parameters["required"]
+
+
+def test_a_failed_edit_of_a_daily_log_says_how_to_append(ctx):
+    """What a 1.5B model did: edit a log that did not exist yet, oldText == newText."""
+    args = {"path": DAILY, "oldText": "budget 2400", "newText": "budget 2400"}
+    with pytest.raises(ToolError, match=f'file not found: {DAILY}; to add notes to it, call '
+                                        f'write with path "{DAILY}", append: true'):
+        edit(args, ctx)
+    (ctx.workspace / DAILY).write_text("- other\n")
+    with pytest.raises(ToolError, match="oldText was not found.*append: true"):
+        edit(args, ctx)
+    with pytest.raises(ToolError, match=r"^file not found: notes\.md$"):
+        edit({"path": "notes.md", "oldText": "a", "newText": "b"}, ctx)

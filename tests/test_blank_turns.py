@@ -43,6 +43,7 @@ def test_a_blank_answer_is_asked_again_once_without_it_in_the_request(tmp_path, 
     first, second = provider.requests
     assert "not shown" not in first.system[0]
     assert "Your last answer was not shown" in second.system[0]
+    assert first.tool_choice == "auto" and second.tool_choice == "none"  # words this time
     assert [m.role for m in second.messages] == ["user"]  # the blank answer is not sent
     # on disk: the blank answer is kept, marked, and stays out of the reloaded history
     on_disk = entries(session)
@@ -109,6 +110,8 @@ def test_every_front_end_shows_the_notice(local_config, server, capsys, monkeypa
                 "again once); nothing to show"} in events
     else:
         assert "· the model returned an empty reply twice" in err
+    first, second = (r.json() for r in server.requests)
+    assert "tool_choice" not in first and second["tool_choice"] == "none"
 
 
 # --- the flush stays silent -----------------------------------------------------------------

@@ -102,6 +102,8 @@ def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
         params["system"] = system
     if request.tools:
         params["tools"] = [tool_param(spec) for spec in request.tools]
+        if request.tool_choice == "none":
+            params["tool_choice"] = {"type": "none"}
     return params
 
 

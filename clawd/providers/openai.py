@@ -120,6 +120,8 @@ def build_params(model: str, request: ModelRequest,
                               "stream_options": {"include_usage": True}}
     if request.tools:
         params["tools"] = [tool_param(spec) for spec in request.tools]
+        if request.tool_choice == "none":
+            params["tool_choice"] = "none"
     return params
 
 

@@ -57,6 +57,12 @@ def read(args: dict[str, Any], ctx: ToolContext) -> str:
     return text or "(empty file)"
 
 
+def _how_to_add(rel: str) -> str:
+    """The hint after a failed edit of a daily log: appending needs no oldText at all."""
+    return (f"; to add notes to it, call write with path \"{rel}\", append: true and only the "
+            f"new lines as content (the file is created if missing)") if is_daily_log(rel) else ""
+
+
 def _append_only(rel: str) -> ToolError:
     return ToolError(f"{rel} is a daily log and is append-only: to add to it, call write with "
                      f"path \"{rel}\", append: true and only the new lines as content")
@@ -111,10 +117,11 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> str:
     try:
         content = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ToolError(f"file not found: {rel}") from None
+        raise ToolError(f"file not found: {rel}" + _how_to_add(rel)) from None
     count = content.count(old_text)
     if count == 0:
-        raise ToolError(f"oldText was not found in {rel}; read the file and copy the exact text")
+        raise ToolError(f"oldText was not found in {rel}; read the file and copy the exact text"
+                        + _how_to_add(rel))
     if count > 1:
         raise ToolError(f"oldText occurs {count} times in {rel}; include more surrounding text "
                         f"so it is unique")
