@@ -55,10 +55,14 @@ class Usage:
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> Usage | None:
+        """The usage recorded in a transcript; None when absent or not token counts (the
+        message is kept, its usage ignored)."""
         if not isinstance(data, dict):
             return None
-        return cls(int(data.get("input", 0)), int(data.get("output", 0)),
-                   int(data.get("cacheRead", 0)), int(data.get("cacheWrite", 0)))
+        values = [data.get(name, 0) for name in ("input", "output", "cacheRead", "cacheWrite")]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+            return None
+        return cls(*values)
 
 
 @dataclass(slots=True)
@@ -150,12 +154,17 @@ class Message:
             content = [{"type": "text", "text": content}]
         if not isinstance(content, list) or entry.get("role") not in ROLES:
             raise ValueError("not a message entry")
+        bad = next((b for b in content if not _valid_block(b)), None)
+        if bad is not None:  # the whole line is reported and skipped, never half-read
+            raise ValueError(f"a malformed content block: {str(bad)[:60]}")
         return cls(entry["role"], content, id=str(entry.get("id") or new_id()),
                    timestamp=str(entry.get("timestamp") or ""),
-                   tool_call_id=entry.get("toolCallId"), tool_name=entry.get("toolName"),
+                   tool_call_id=_str_or_none(entry.get("toolCallId")),
+                   tool_name=_str_or_none(entry.get("toolName")),
                    is_error=bool(entry.get("isError", False)),
                    usage=Usage.from_json(entry.get("usage")),
-                   stop_reason=entry.get("stopReason"), model=entry.get("model"),
+                   stop_reason=_str_or_none(entry.get("stopReason")),
+                   model=_str_or_none(entry.get("model")),
                    flush=bool(entry.get("flush", False)),
                    aborted=bool(entry.get("aborted", False)),
                    retried=bool(entry.get("retried", False)),
@@ -163,6 +172,23 @@ class Message:
 
 
 ROLES = ("user", "assistant", "toolResult")
+
+
+def _valid_block(block: Any) -> bool:
+    """A content block the providers and the token estimates can use."""
+    if not isinstance(block, dict):
+        return False
+    kind = block.get("type")
+    if kind == "text":
+        return isinstance(block.get("text"), str)
+    if kind == "toolCall":
+        return (isinstance(block.get("id"), str) and isinstance(block.get("name"), str)
+                and isinstance(block.get("arguments", {}), dict))
+    return isinstance(kind, str)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass(slots=True)

@@ -129,7 +129,7 @@ class SessionStore:
             if data is None and not transcripts(self.path.parent):
                 return {}
             if data is not None and not _malformed(data) and not any(
-                    map(needs_migration, data.values())):
+                    needs_migration(e) or _bad_fields(e) for e in data.values()):
                 return data
         except _Corrupt:
             pass
@@ -236,6 +236,20 @@ class SessionStore:
             self._write(data)
             log.info("%s: %d entries now use OpenClaw's field meanings (the old file is kept "
                      "as %s)", self.path, len(old), kept.name)
+        wrong = {key: _bad_fields(entry) for key, entry in data.items()}
+        wrong = {key: names for key, names in wrong.items() if names}
+        if wrong:
+            shutil.copy2(self.path, aside)
+            for key, names in wrong.items():
+                for name in names:
+                    if name in COUNTERS:  # a counter is always there: it starts again
+                        data[key][name] = 0
+                    else:
+                        data[key].pop(name)
+            self._write(data)
+            log.warning("%s: dropped fields of the wrong type (%s; counters start again at "
+                        "0); the file as it was is kept as %s", self.path, "; ".join(f"{k}: {', '.join(n)}"
+                                                      for k, n in wrong.items()), aside.name)
         return data
 
     def _write(self, data: dict[str, Any]) -> None:
@@ -301,6 +315,41 @@ def _latest(entry: dict[str, Any]) -> dict[str, Any]:
     path = Path(entry.get("sessionFile") or "")
     summary = read_summary(path) if path.is_file() else None
     return summary.latest if summary is not None else {}
+
+
+_INT = (int,)
+_NUMBER = (int, float)
+# What each known field holds (None is allowed for all but the counters); a field of another
+# type (a hand edit) is dropped, so no reader trips over it.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    **{name: _INT for name in (*COUNTERS, "inputTokens", "outputTokens", "totalTokens")},
+    "contextTokens": _INT, "contextUsedTokens": _INT, "memoryFlushCompactionCount": _INT,
+    "createdAt": (str,), "updatedAt": (str,), "memoryFlushAt": (str,), "model": (str,),
+    "modelOverride": (str,), "totalTokensFresh": (bool,), "lastModelCallAt": _NUMBER,
+    "tokenRatio": _NUMBER, "prunedResults": (dict,), "invalidLines": (list,)}
+_OPTIONAL = {"contextTokens", "contextUsedTokens", "memoryFlushCompactionCount", "createdAt",
+             "updatedAt", "memoryFlushAt", "model", "modelOverride", "lastModelCallAt"}
+
+
+def _bad_fields(entry: dict[str, Any]) -> list[str]:
+    """Known fields of an entry that hold a value of the wrong type."""
+    bad = []
+    for name, kinds in _FIELD_TYPES.items():
+        if name not in entry or entry[name] is None and name in _OPTIONAL:
+            continue
+        value = entry[name]
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        if ok and name == "tokenRatio":
+            ok = 0.01 <= value <= 100
+        elif ok and name == "prunedResults":
+            ok = all(isinstance(v, str) for v in value.values())
+        elif ok and name == "invalidLines":
+            ok = all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        elif ok and kinds is _INT:
+            ok = value >= 0
+        if not ok:
+            bad.append(name)
+    return bad
 
 
 def _malformed(data: dict[str, Any]) -> list[str]:

@@ -133,9 +133,15 @@ def chunk_text(text: str, tokens: int = 400, overlap: int = 80,
             else:
                 carried = []
             carried += held
-            # The carried lines must leave room for the new line, or the chunk never advances.
+            # The carried lines must leave room for the new line, or the chunk never advances;
+            # a held heading no chunk holds yet becomes a chunk of its own, never dropped.
+            unsent: list[_Line] = []
             while carried and sum(c.tokens for c in carried) + line.tokens > tokens:
-                carried.pop(0)
+                dropped = carried.pop(0)
+                if any(dropped is h for h in held):
+                    unsent.append(dropped)
+            if any(u.text.strip() for u in unsent):
+                chunks.append(_make_chunk(unsent))
             current, size = carried, sum(c.tokens for c in carried)
         current.append(line)
         size += line.tokens
