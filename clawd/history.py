@@ -8,7 +8,8 @@ second). An append (the old content stays as it was, at the start) loses nothing
 no copy. The newest ``KEEP`` versions of each file are kept. A version is named
 ``FILE@STAMP`` (``SOUL.md@20261123-024512``); ``FILE`` alone means its newest version.
 ``restore`` keeps the current content as a version first, so a restore can be undone too.
-The tools refuse to write under ``.clawd/``, so the model cannot rewrite this record.
+The tools refuse to write under ``.clawd/``, so the model cannot rewrite this record;
+``.clawd/.gitignore`` keeps it out of git when the workspace is a repository.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ def keep(root: Path, rel_path: str, now: datetime) -> Version:
     """Copy the current ``rel_path`` into the history; the new version."""
     directory = root / HISTORY_DIR / rel_path
     directory.mkdir(parents=True, exist_ok=True)
+    ignore = root / STATE_DIR / ".gitignore"
+    if not ignore.exists():  # a workspace under git does not list clawd's records
+        ignore.write_text("# clawd's own records (clawd history); not part of the notes\n*\n")
     base = now.strftime("%Y%m%d-%H%M%S")
     taken = [_order(p.stem)[1] for p in directory.glob(f"{base}*.md")]
     stamp = f"{base}-{max(taken) + 1}" if taken else base  # after any, even pruned ones

@@ -34,6 +34,7 @@ def test_overwriting_a_bootstrap_file_keeps_the_previous_version(ctx):
     assert f"clawd history restore {version.ref}" in result
     assert version.path.read_text() == "I am kind and curious.\n"
     assert (ctx.workspace / "SOUL.md").read_text() == ""
+    assert (ctx.workspace / ".clawd" / ".gitignore").read_text().endswith("*\n")
 
 
 def test_edit_of_memory_keeps_a_version_but_appends_and_other_files_do_not(ctx):
