@@ -207,15 +207,12 @@ class Session:
             entry["modelOverride"] = model
         return self.store.update(self.key, lambda old: entry) or entry
 
-    def _patch(self, add: dict[str, int] | None = None, **fields: Any) -> None:
-        """Set fields and add to counters in the store (re-creating a vanished entry from
-        this copy); ``self.entry`` becomes what is on disk."""
-        entry = self.store.patch(self.key, base=self.entry, add=add, **fields)
-        if entry is None:  # not expected: patch re-creates; keep the copy consistent anyway
-            entry = {**self.entry, **fields}
-            for name, delta in (add or {}).items():
-                entry[name] = (entry.get(name) or 0) + delta
-        self.entry = entry
+    def _patch(self, add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
+               **fields: Any) -> None:
+        """Set fields, add to counters and copy fields in the store, against what is on disk
+        (re-creating a vanished entry from this copy); ``self.entry`` becomes what is there."""
+        self.entry = self.store.patch(self.key, base=self.entry, add=add, copy=copy,
+                                      **fields) or self.entry
 
     @property
     def model_ref(self) -> str:
@@ -630,7 +627,7 @@ class Session:
                 yield Notice(f"the memory flush's notes were not saved: {exc}")
         log.info("memory flush: %d entries, wrote %s", len(turn) - start, files or "nothing")
         self._patch(memoryFlushAt=self.rt.clock().isoformat(timespec="seconds"),
-                    memoryFlushCompactionCount=self.entry.get("compactionCount", 0),
+                    copy={"memoryFlushCompactionCount": "compactionCount"},
                     add={"memoryFlushCount": 1})
         if self.rt.memory is not None and files:
             self.rt.memory.mark_dirty()

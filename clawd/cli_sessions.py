@@ -183,7 +183,9 @@ def delete(store: SessionStore, row: Row, *, purge: bool) -> str:
 
     s = row.summary
     # a session in use by another process is not deleted under it
-    held = session_lock.acquire(store.path.parent, row.key, wait=0) if row.key else None
+    held = (session_lock.acquire(store.path.parent, row.key, wait=0,
+                                 hint="leave that chat first, then delete it")
+            if row.key else None)
     try:
         for k, e in store.entries().items():
             if isinstance(e, dict) and e.get("sessionId") == s.session_id:

@@ -41,8 +41,13 @@ def lock_path(sessions_dir: Path, key: str) -> Path:
     return sessions_dir / "locks" / f"{readable}-{digest}.lock"
 
 
-def acquire(sessions_dir: Path, key: str, wait: float | None = None) -> Path:
-    """Hold the session ``key`` for this process; returns the handle for ``release``."""
+CHAT_HINT = "wait for it to finish, or use --session NAME for another session"
+
+
+def acquire(sessions_dir: Path, key: str, wait: float | None = None,
+            hint: str = CHAT_HINT) -> Path:
+    """Hold the session ``key`` for this process; returns the handle for ``release``.
+    ``hint`` ends the busy message: what the user can do."""
     path = lock_path(sessions_dir, key)
     with _guard:
         if path in _held:
@@ -58,8 +63,7 @@ def acquire(sessions_dir: Path, key: str, wait: float | None = None) -> Path:
                 handle.close()
                 raise SessionBusyError(
                     f"session {key} is in use by another clawd process"
-                    f"{f' (pid {holder})' if holder else ''}; wait for it to finish, or use "
-                    f"--session NAME for another session")
+                    f"{f' (pid {holder})' if holder else ''}; {hint}")
             time.sleep(POLL_SECONDS)
         handle.seek(0)
         handle.truncate()

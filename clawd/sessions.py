@@ -182,8 +182,10 @@ class SessionStore:
             return entry
 
     def patch(self, key: str, base: dict[str, Any] | None = None,
-              add: dict[str, int] | None = None, **fields: Any) -> dict[str, Any] | None:
-        """Set ``fields`` and add ``add`` to counters of one entry, against what is on disk.
+              add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
+              **fields: Any) -> dict[str, Any] | None:
+        """Set ``fields`` and add ``add`` to counters of one entry, against what is on disk;
+        ``copy`` sets fields to the value another field has there (``{target: source}``).
 
         An entry that is missing (the store was deleted or set aside meanwhile) is
         re-created from ``base``, the writer's own copy; without ``base`` nothing is written.
@@ -197,6 +199,8 @@ class SessionStore:
             entry.update(fields)
             for name, delta in (add or {}).items():
                 entry[name] = _count(entry.get(name)) + delta
+            for target, source in (copy or {}).items():
+                entry[target] = entry.get(source, 0)
             return entry
         return self.update(key, change)
 

@@ -173,3 +173,20 @@ def test_an_entry_deleted_under_a_running_session_comes_back(tmp_path):
     entry = json.loads(session.store.path.read_text())[KEY]
     assert entry["sessionId"] == session.entry["sessionId"]
     assert entry["cumulativeInputTokens"] >= 200
+
+
+def test_a_session_in_use_is_not_deleted_under_its_holder(tmp_path):
+    from clawd.cli_sessions import delete, resolve
+
+    transcript = _first_session(tmp_path)
+    holder = _child(tmp_path, "holder", 0, hold=60)
+    try:
+        _wait_for(tmp_path / "holder.ready")
+        store = make_runtime(tmp_path, ScriptedProvider()).store
+        row = resolve(store, "main", "main")
+        with pytest.raises(session_lock.SessionBusyError, match=f"pid {holder.pid}.*leave"):
+            delete(store, row, purge=True)
+        assert transcript.exists() and store.get(KEY) is not None
+    finally:
+        holder.kill()
+        holder.wait(10)
