@@ -67,7 +67,19 @@ def test_only_the_newest_versions_are_kept(ctx, monkeypatch):
         write({"path": "SOUL.md", "content": f"version {n}"}, ctx)
     kept = history.versions(ctx.workspace, "SOUL.md")
     assert [v.path.read_text() for v in kept] == ["version 2", "version 3", "version 4"]
-    assert [v.stamp[16:] for v in kept] == ["4", "5", "6"]  # one second: numbered
+
+
+def test_versions_within_one_second_are_numbered_after_any_kept_before(ctx, monkeypatch):
+    monkeypatch.setattr(history, "KEEP", 2)
+    now = datetime(2026, 11, 23, 2, 45, 12)
+    stamps = []
+    for n in range(4):
+        (ctx.workspace / "SOUL.md").write_text(f"v{n}")
+        stamps.append(history.keep(ctx.workspace, "SOUL.md", now).stamp)
+    assert stamps == ["20261123-024512", "20261123-024512-2", "20261123-024512-3",
+                      "20261123-024512-4"]
+    assert [v.path.read_text() for v in history.versions(ctx.workspace, "SOUL.md")] == [
+        "v2", "v3"]
 
 
 def test_find_and_restore(ctx):
