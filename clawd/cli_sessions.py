@@ -19,8 +19,14 @@ from typing import Any
 
 from clawd.errors import ClawdError
 from clawd.messages import Message
-from clawd.session_files import (DELETED_DIR, Summary, entry_from, find_transcript,
-                                 read_summary, transcripts)
+from clawd.session_files import (
+    DELETED_DIR,
+    Summary,
+    entry_from,
+    find_transcript,
+    read_summary,
+    transcripts,
+)
 from clawd.sessions import SessionStore, main_key
 
 LAST_MESSAGES = 6
@@ -76,12 +82,12 @@ def format_show(row: Row, count: int) -> str:
         f"Title:      {s.title or '(no messages)'}",
         f"Model:      {s.model or '?'}",
         f"Started:    {_when(s.created)} · last activity {_when(s.last_activity)}",
-        f"Messages:   {s.messages} · compactions {entry['compactionCount']} · memory flushes "
-        f"{entry['memoryFlushCount']}",
-        f"Usage:      in {entry['cumulativeInputTokens']:,} · out "
-        f"{entry['cumulativeOutputTokens']:,} · cache read "
-        f"{entry['cumulativeCacheReadTokens']:,} · cache write "
-        f"{entry['cumulativeCacheWriteTokens']:,}",
+        (f"Messages:   {s.messages} · compactions {entry['compactionCount']} · memory "
+         f"flushes {entry['memoryFlushCount']}"),
+        (f"Usage:      in {entry['cumulativeInputTokens']:,} · out "
+         f"{entry['cumulativeOutputTokens']:,} · cache read "
+         f"{entry['cumulativeCacheReadTokens']:,} · cache write "
+         f"{entry['cumulativeCacheWriteTokens']:,}"),
         f"Transcript: {s.path}",
     ]
     last = _conversation(s)[-count:] if count else []
@@ -284,7 +290,7 @@ def _who(message: Message) -> str:
 
 def _short_key(key: str, agent_id: str) -> str:
     prefix = f"agent:{agent_id}:"
-    return key[len(prefix):] if key.startswith(prefix) else key
+    return key.removeprefix(prefix)
 
 
 def _when(stamp: str | None) -> str:

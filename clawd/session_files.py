@@ -76,10 +76,10 @@ def read_summary(path: Path) -> Summary | None:
             title = title or _one_line(message.text)
         if not message.flush and message.role in ("user", "assistant"):
             count += 1
-        if message.role == "assistant" and message.model:
-            # a provider/model reference; a bare model id says less than the header does
-            if "/" in message.model or not header.get("model"):
-                model = message.model
+        # a provider/model reference; a bare model id says less than the header does
+        if message.role == "assistant" and message.model and (
+                "/" in message.model or not header.get("model")):
+            model = message.model
         usage = message.usage
         if usage is None:
             continue

@@ -55,7 +55,7 @@ def acquire(sessions_dir: Path, key: str, wait: float | None = None,
             _held[path] = (handle, count + 1)
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+b")
+        handle = open(path, "a+b")  # noqa: SIM115 - held open while the session is held
         deadline = time.monotonic() + (WAIT_SECONDS if wait is None else wait)
         while not _try_lock(handle):
             if time.monotonic() >= deadline:

@@ -15,6 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from conftest import make_runtime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,6 @@ from clawd.messages import Message
 from clawd.providers.scripted import ScriptedProvider
 from clawd.sessions import SessionStore
 from clawd.transcript import Transcript, build_history
-from conftest import make_runtime
 
 EXAMPLES = int(os.environ.get("CLAWD_FUZZ_EXAMPLES", "40"))
 _SETTINGS = {"deadline": None, "derandomize": not os.environ.get("CLAWD_FUZZ_EXAMPLES"),
@@ -111,8 +111,7 @@ def test_a_session_opens_on_any_transcript_and_its_next_turn_is_sent(tmp_path_fa
     del first
     gc.collect()
     with open(path, "ab") as handle:
-        for shape in shapes:
-            handle.write(json.dumps(shape).encode() + b"\n")
+        handle.writelines(json.dumps(shape).encode() + b"\n" for shape in shapes)
     session = Session(runtime, "agent:main:main")
     list(session.run_turn(said))
     assert provider.requests[-1].messages[-1].text == said

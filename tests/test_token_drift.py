@@ -9,15 +9,16 @@ far too early.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from conftest import make_runtime
+from loopmodel import LoopModel, is_flush, is_summary
+from test_compaction_loop import KEY, SETTINGS, WINDOW, lines, markers, user_text
 
 from clawd.agent import Session
 from clawd.events import Compacted, ErrorEvent
 from clawd.providers.scripted import ScriptedProvider
-
-from conftest import make_runtime
-from loopmodel import LoopModel, is_flush, is_summary
-from test_compaction_loop import KEY, SETTINGS, WINDOW, lines, markers, user_text
 
 
 def _chars_over_three(request) -> int:
@@ -52,7 +53,7 @@ def test_thresholds_follow_the_providers_count(tmp_path, ratio, count):
     first_flush = next(i for i, r in enumerate(provider.requests) if is_flush(r))
     before = [n for n, r in zip(sizes[:first_flush], provider.requests[:first_flush])
               if not is_summary(r)]
-    turn = max(b - a for a, b in zip(before, before[1:]))  # one turn's growth
+    turn = max(b - a for a, b in itertools.pairwise(before))  # one turn's growth
     assert budget.flush_at - 2 * turn <= before[-1] < budget.flush_at
     if count is None:  # it learnt the provider's ratio
         assert session.token_ratio == pytest.approx(ratio, rel=0.05)
