@@ -126,3 +126,17 @@ def test_a_message_larger_than_the_window_is_refused_with_its_size(tmp_path):
     assert session.history.messages == [] and Session(runtime, KEY).history.messages == []
     events = list(session.run_turn("a short one"))  # the session goes on
     assert events[-1].text == "Short answer."
+
+
+def test_the_workspace_template_fits_an_8k_window_untruncated(tmp_path):
+    from clawd.init import apply, plan_init
+
+    workspace = tmp_path / "ws"
+    apply(plan_init(tmp_path / "state", tmp_path / "state" / "clawd.json", workspace))
+    provider = ScriptedProvider(["Hello."])
+    runtime = make_runtime(tmp_path, provider, window=8192)
+    runtime.workspace = workspace
+    session = Session(runtime, KEY)
+    layers = session.layers()
+    assert layers.files and not any(f.truncated for f in layers.files)
+    assert layers.project.rstrip().endswith("Answer the user's latest message.")
