@@ -9,7 +9,6 @@ print.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,8 +43,7 @@ class Chat:
         if memory is None:
             return
         if memory.settings.sync.on_session_start:
-            threading.Thread(target=_sync_quietly, args=(memory,), daemon=True,
-                             name="clawd-memory-sync").start()
+            memory.sync_in_background()
         memory.start_watcher()
 
     def handle(self, line: str) -> Iterator[Event]:
@@ -99,13 +97,6 @@ class Chat:
             note += (f"; the last one was not saved to {MEMORY_DIR}/ ({unsaved}), its "
                      f"transcript is kept: {old.transcript.path}")
         yield Notice(note)
-
-
-def _sync_quietly(memory) -> None:
-    try:
-        memory.sync()
-    except Exception as exc:  # noqa: BLE001 - the next search syncs again and reports
-        log.warning("memory sync failed: %s", exc)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,9 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
         from clawd.memory import open_index
         from clawd.tools.memory import memory_tools
 
-        memory = open_index(agent_id, workspace, settings.memory_search, state, sessions_dir)
+        openai = config.models.providers.get("openai")
+        memory = open_index(agent_id, workspace, settings.memory_search, state, sessions_dir,
+                            openai_base_url=openai.base_url if openai else None)
         tools += memory_tools()
     return Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,

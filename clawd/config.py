@@ -462,6 +462,11 @@ def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, Age
     except ValidationError as exc:
         raise ConfigError(_describe(exc, f"{config.source or 'config'} (agent {agent_id})")
                           ) from None
+    extra = override.get("memory_search", {}).get("extra_paths")
+    if extra is not None:
+        # An agent's extraPaths add to the defaults' list (as in OpenClaw), not replace it.
+        settings.memory_search.extra_paths = list(dict.fromkeys(
+            config.agents.defaults.memory_search.extra_paths + extra))
     if ("workspace" not in override and len(config.agents.entries) > 1
             and agent_id != config.default_agent_id()):
         # Agents are isolated: a non-default agent without its own workspace gets one of its own.

@@ -230,10 +230,12 @@ def test_gemini_http_error(server):
 
 @pytest.mark.parametrize("provider,env,remote_key,expected", [
     ("auto", {}, None, "local"),
-    ("auto", {"OPENAI_API_KEY": "sk"}, None, "openai"),
-    ("auto", {"GEMINI_API_KEY": "g"}, None, "gemini"),
-    ("auto", {"OPENAI_API_KEY": "sk", "GEMINI_API_KEY": "g"}, None, "openai"),
-    ("auto", {}, "sk-remote", "openai"),
+    # a chat key in the environment never moves embeddings off the machine
+    ("auto", {"OPENAI_API_KEY": "sk"}, None, "local"),
+    ("auto", {"GEMINI_API_KEY": "g"}, None, "local"),
+    ("auto", {"OPENAI_API_KEY": "sk", "GEMINI_API_KEY": "g"}, None, "local"),
+    ("auto", {}, "sk-remote", "openai"),  # the memory config itself names a remote key
+    ("openai", {"OPENAI_API_KEY": "sk"}, None, "openai"),
     ("local", {"OPENAI_API_KEY": "sk"}, None, "local"),
     ("gemini", {}, None, "gemini"),
 ])

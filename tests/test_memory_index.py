@@ -92,7 +92,9 @@ def test_knn_query_uses_match_and_k(ws, tmp_path):
     index = make(ws, tmp_path)
     index.sync()
     traced = []
-    index.store.conn.exec_trace = lambda cursor, sql, bindings: traced.append(sql) or True
+    index.search("gateway", mode="vector")  # opens this thread's read connection
+    index.store._readers.conn.exec_trace = lambda cursor, sql, bindings: traced.append(sql) \
+        or True
     index.search("gateway", mode="vector")
     knn = [sql for sql in traced if "chunks_vec" in sql]
     assert knn and "MATCH ?" in knn[0] and "k = ?" in knn[0] and "ORDER BY" not in knn[0]
@@ -263,6 +265,8 @@ def test_dirty_index_syncs_on_search_and_drops_deleted_files(ws, tmp_path):
     (ws / "memory" / "2025-01-03.md").unlink()
     assert index.search("zanzibar")["results"] == []  # not dirty: no sync
     index.mark_dirty()
+    index.search("zanzibar")  # starts a sync in the background, answers from the index
+    assert index.settle(10)
     assert paths(index.search("zanzibar")) == ["memory/2025-02-01.md"]
     assert "memory/2025-01-03.md" not in index.store.files()
     assert index.status()["dirty"] is False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -29,7 +30,8 @@ def test_watcher_picks_up_a_new_file(tmp_path: Path):
     index.start_watcher()
     try:
         assert index.status()["watching"]
-        assert index._watcher.ready.wait(30)
+        watcher = index._watcher
+        assert watcher.ready.wait(30)
         # memory/ does not exist yet: the folder and the note appear together, and under load
         # the note lands before the watch on the new folder is in place (only the folder's
         # own event reports it).
@@ -45,7 +47,11 @@ def test_watcher_picks_up_a_new_file(tmp_path: Path):
         assert result["results"][0]["path"] == "memory/2025-03-01.md"
     finally:
         index.close()
-    assert index.status is not None and index._watcher is None
+    # closing the index ends the watch: no watcher left, its thread gone
+    assert index._watcher is None
+    assert not any(t.name == "clawd-memory-watch" and t.is_alive()
+                   for t in threading.enumerate())
+    assert watcher._thread is None
 
 
 def test_watch_off_starts_nothing(tmp_path: Path):

@@ -4,7 +4,8 @@ An embedder turns texts into L2-normalised float32 vectors. Providers: ``local``
 MiniLM on the CPU, see ``local.py``), ``openai`` (the embeddings endpoint of the OpenAI SDK,
 or any compatible server via ``remote.baseUrl``/``apiKey``/``headers``; large backfills go
 through the Batch API with ``remote.batch``) and ``gemini`` (see ``gemini.py``). ``auto``
-takes a remote provider whose key is set, else ``local``. ``fallback`` names the provider
+is ``local`` unless the memory config sets ``remote.apiKey``: a key in the environment (set
+for chat) never moves embeddings off the machine. ``fallback`` names the provider
 used when the primary cannot start or fails; the index records which one built it.
 
 Each embedder exposes ``provider``, ``model``, ``fingerprint`` (of the endpoint, never the key
@@ -424,20 +425,22 @@ def _gemini_key(settings: MemorySearch, env: Mapping[str, str]) -> str | None:
 
 
 def resolve_provider(settings: MemorySearch, env: Mapping[str, str] | None = None) -> str:
-    """The primary provider: ``auto`` is a remote one with a key set, else ``local``."""
-    env = os.environ if env is None else env
+    """The primary provider. ``auto`` is ``local`` unless the memory config itself sets a
+    remote key (``memorySearch.remote.apiKey``, then ``openai``): notes leave the machine
+    only when the config says so, never because a chat key is in the environment. ``env`` is
+    accepted for symmetry with ``create_embedder`` and deliberately not consulted."""
+    del env
     if settings.provider != "auto":
         return settings.provider
-    if env.get("OPENAI_API_KEY") or (settings.remote.api_key and not env.get("GEMINI_API_KEY")):
-        return "openai"
-    if env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY"):
-        return "gemini"
-    return "local"
+    return "openai" if settings.remote.api_key else "local"
 
 
 def create_embedder(provider: str, settings: MemorySearch,
-                    env: Mapping[str, str] | None = None, *, primary: bool = True) -> Embedder:
-    """An embedder for ``provider``; ``EmbeddingError`` when it cannot be set up."""
+                    env: Mapping[str, str] | None = None, *, primary: bool = True,
+                    openai_base_url: str | None = None) -> Embedder:
+    """An embedder for ``provider``; ``EmbeddingError`` when it cannot be set up.
+    ``openai_base_url`` (``models.providers.openai.baseUrl``) is used when
+    ``remote.baseUrl`` is not set."""
     env = os.environ if env is None else env
     # memorySearch.model names the primary's model; a fallback uses its own default.
     model = settings.model if primary else None
@@ -451,7 +454,8 @@ def create_embedder(provider: str, settings: MemorySearch,
         if not key:
             raise EmbeddingError("openai embeddings need a key: set OPENAI_API_KEY or "
                                  "memorySearch.remote.apiKey")
-        return OpenAIEmbedder(settings, key, model=model)
+        return OpenAIEmbedder(settings, key, model=model,
+                              base_url=settings.remote.base_url or openai_base_url)
     if provider == "gemini":
         from clawd.memory.gemini import GeminiEmbedder
 

@@ -45,7 +45,7 @@ from typing import Any
 import apsw
 
 from clawd.config import MemorySearch
-from clawd.memory import batches, indexing
+from clawd.memory import batches, indexing, keywords
 from clawd.memory import search as policy
 from clawd.memory.embeddings import (
     Embedder,
@@ -74,8 +74,10 @@ class Embedders:
     """The primary embedder and, when it fails, the configured fallback."""
 
     def __init__(self, settings: MemorySearch, env: Mapping[str, str] | None,
-                 primary: Embedder | None = None, fallback: Embedder | None = None):
+                 primary: Embedder | None = None, fallback: Embedder | None = None,
+                 openai_base_url: str | None = None):
         self.settings, self.env = settings, env
+        self.openai_base_url = openai_base_url
         self.primary_name = primary.provider if primary else resolve_provider(settings, env)
         self.fallback_name = fallback.provider if fallback else settings.fallback
         self._primary, self._fallback = primary, fallback
@@ -83,16 +85,19 @@ class Embedders:
         self.fallback_info: dict[str, str] | None = None
         self.error: str | None = None
         self._tried = False
+        self._lock = threading.RLock()
 
     def get(self) -> Embedder | None:
-        if self.active is None and not self._tried:
-            self._tried = True
-            try:
-                self.active = self._primary or create_embedder(self.primary_name,
-                                                               self.settings, self.env)
-            except EmbeddingError as exc:
-                self.fail(exc)
-        return self.active
+        with self._lock:  # a search and a background sync may both ask first
+            if self.active is None and not self._tried:
+                self._tried = True
+                try:
+                    self.active = self._primary or create_embedder(
+                        self.primary_name, self.settings, self.env,
+                        openai_base_url=self.openai_base_url)
+                except EmbeddingError as exc:
+                    self.fail(exc)
+            return self.active
 
     def fail(self, exc: Exception) -> Embedder | None:
         """The primary failed: switch to the fallback once; None when there is none."""
@@ -103,7 +108,8 @@ class Embedders:
             self.fallback_info = {"from": failed, "to": self.fallback_name, "reason": str(exc)}
             try:
                 self.active = self._fallback or create_embedder(
-                    self.fallback_name, self.settings, self.env, primary=False)
+                    self.fallback_name, self.settings, self.env, primary=False,
+                    openai_base_url=self.openai_base_url)
                 return self.active
             except EmbeddingError as second:
                 log.warning("memory embeddings fallback (%s) failed: %s", self.fallback_name,
@@ -119,19 +125,24 @@ class MemoryIndex:
     def __init__(self, agent_id: str, workspace: Path, settings: MemorySearch,
                  state_dir: Path, sessions_dir: Path | None = None, *,
                  embedder: Embedder | None = None, fallback: Embedder | None = None,
-                 env: Mapping[str, str] | None = None):
+                 env: Mapping[str, str] | None = None, openai_base_url: str | None = None):
         self.agent_id = agent_id
         self.workspace = workspace
         self.settings = settings
         self.sessions_dir = sessions_dir
         self.path = store_path(agent_id, settings, state_dir)
         self._store: Store | None = None  # opened on first use, off the start-up path
-        self.embedders = Embedders(settings, env, embedder, fallback)
+        self.embedders = Embedders(settings, env, embedder, fallback, openai_base_url)
         self.dirty = True
         self.last_sync: dict[str, Any] | None = None
         self._polled_at = 0.0  # time.monotonic() of the last sync
         self.batch_seen = batches.Seen()  # what this process saw of the batch jobs
         self._lock = threading.RLock()
+        self._sync_lock = threading.Lock()  # one sync at a time
+        self._cancel = threading.Event()  # set by close(): a running sync gives up
+        self._changes = 0  # mark_dirty() calls, to tell a change made during a sync
+        self._background: threading.Thread | None = None
+        self.synced = False  # this process has synced the index at least once
         self._matrix: Any = None  # in-process vectors when sqlite-vec is unavailable
         self._watcher: Any = None
         self._pool: Any = None
@@ -148,19 +159,80 @@ class MemoryIndex:
     # --- freshness --------------------------------------------------------------------------
 
     def mark_dirty(self) -> None:
-        self.dirty = True
+        with self._lock:
+            self.dirty = True
+            self._changes += 1
 
     def sync(self, force: bool = False, progress: Progress | None = None) -> dict[str, Any]:
-        """Bring the index in line with the files; a summary of what was done."""
-        with self._lock:
+        """Bring the index in line with the files; a summary of what was done.
+
+        One sync runs at a time (a second waits for the first). Reading, chunking and
+        embedding happen outside every lock searches take; only the final commit is
+        serialised with other writers, and searches keep reading the last committed state.
+        ``SyncCancelled`` when ``close()`` was called meanwhile (nothing of it is committed
+        except embeddings already cached, so the next sync resumes from there).
+        """
+        with self._sync_lock:
+            with self._lock:
+                changes = self._changes
             result = indexing.sync(self, force=force, progress=progress)
-            self._matrix = None
-            self.dirty = False
-            self.last_sync = {**result, "at": datetime.now(timezone.utc).isoformat(
-                timespec="seconds")}
-            self.store.set_meta(LAST_SYNC_META, json.dumps(self.last_sync))
-            self._polled_at = time.monotonic()
+            with self._lock:
+                self._matrix = None
+                self.dirty = self._changes != changes  # a change seen during the sync
+                self.synced = True
+                self.last_sync = {**result, "at": datetime.now(timezone.utc).isoformat(
+                    timespec="seconds")}
+                self.store.set_meta(LAST_SYNC_META, json.dumps(self.last_sync))
+                self._polled_at = time.monotonic()
             return result
+
+    def _refresh(self) -> None:
+        """Before a search (``sync.onSearch``): bring the index up to date without waiting.
+
+        When this process has not compared the index with the files yet and no sync is
+        running (a one-shot search), the search syncs first, so it sees the files as they
+        are; otherwise a sync is started in the background and the search reads the last
+        committed state.
+        """
+        if not ((self.dirty or self._batches_due()) and self.settings.sync.on_search):
+            return
+        if not self.synced and self._sync_lock.acquire(blocking=False):
+            self._sync_lock.release()
+            try:
+                self.sync()
+            except Exception as exc:  # noqa: BLE001 - a stale index beats no answer
+                log.warning("memory sync before search failed: %s", exc)
+            return
+        self.sync_in_background()
+
+    def sync_in_background(self) -> None:
+        """Start a sync on a daemon thread unless one is already running (or closing)."""
+        with self._lock:
+            if self._cancel.is_set() or (self._background is not None
+                                         and self._background.is_alive()):
+                return
+            self._background = threading.Thread(target=self._sync_quietly, daemon=True,
+                                                name="clawd-memory-sync")
+            self._background.start()
+
+    def _sync_quietly(self) -> None:
+        try:
+            self.sync()
+        except indexing.SyncCancelled:
+            pass
+        except Exception as exc:  # noqa: BLE001 - a background sync must not kill anything
+            log.warning("memory sync failed: %s", exc)
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait for a background sync to end; whether none is left running."""
+        thread = self._background
+        if thread is not None:
+            thread.join(timeout)
+        return thread is None or not thread.is_alive()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
 
     def _batches_due(self) -> bool:
         """Batch jobs are pending, some chunk still lacks its vector, and the jobs were last
@@ -186,15 +258,23 @@ class MemoryIndex:
         return self._pool
 
     def close(self) -> None:
+        """Stop watching and release the index at once: a sync still running is cancelled
+        at its next step and never waited for (it resumes next time from the cache)."""
+        self._cancel.set()
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        with self._lock:
-            if self._store is not None:
-                self._store.close()
+        if not self._sync_lock.acquire(timeout=0.5):
+            return  # the sync's thread dies with the process; SQLite's WAL keeps the file whole
+        try:
+            with self._lock:
+                if self._store is not None:
+                    self._store.close()
+        finally:
+            self._sync_lock.release()
 
     # --- search -----------------------------------------------------------------------------
 
@@ -210,22 +290,17 @@ class MemoryIndex:
         threshold = cfg.min_score if min_score is None else float(min_score)
         if not cfg.hybrid.enabled and mode == "hybrid":
             mode = "vector"
-        with self._lock:
-            if (self.dirty or self._batches_due()) and self.settings.sync.on_search:
-                try:
-                    self.sync()
-                except Exception as exc:  # noqa: BLE001 - a stale index beats no answer
-                    log.warning("memory sync before search failed: %s", exc)
-            pool = limit * cfg.hybrid.candidate_multiplier
-            for _ in range(WIDEN_STEPS + 1):
-                merged, used_vector, used_text, full = self._candidates(query, pool, mode)
-                ranked = policy.select(merged, threshold, len(merged))
-                rows = self.store.get_chunks(s.chunk_id for s in ranked)
-                chosen, repeats = policy.distinct(ranked, partial(_place, rows), limit)
-                # Repeats of one place (pieces of one long line) crowded the pool out.
-                if len(chosen) >= limit or not repeats or not full:
-                    break
-                pool *= 4
+        self._refresh()
+        pool = limit * cfg.hybrid.candidate_multiplier
+        for _ in range(WIDEN_STEPS + 1):
+            merged, used_vector, used_text, full = self._candidates(query, pool, mode)
+            ranked = policy.select(merged, threshold, len(merged))
+            rows = self.store.get_chunks(s.chunk_id for s in ranked)
+            chosen, repeats = policy.distinct(ranked, partial(_place, rows), limit)
+            # Repeats of one place (pieces of one long line) crowded the pool out.
+            if len(chosen) >= limit or not repeats or not full:
+                break
+            pool *= 4
         terms = policy.query_terms(query)
         results = [{"path": rows[s.chunk_id].path, "startLine": rows[s.chunk_id].start_line,
                     "endLine": rows[s.chunk_id].end_line, "score": round(s.score, 4),
@@ -244,10 +319,9 @@ class MemoryIndex:
         """The merged candidates of up to ``pool`` chunks from each side, best first; whether
         vectors and keywords were used; whether either side filled its pool."""
         cfg = self.settings.query
-        match = policy.fts_query(query)
-        used_text = mode != "vector" and self.store.fts_available and match is not None
+        used_text = mode != "vector" and self.store.fts_available
         # The keyword query runs on its own connection while the vector query runs here.
-        pending = self._executor().submit(self.store.fts_search, match, pool) \
+        pending = self._executor().submit(_keyword_hits, self.store, query, pool) \
             if used_text else None
         vector: dict[int, float] = {}
         qvec = None
@@ -256,12 +330,15 @@ class MemoryIndex:
         used_vector = qvec is not None
         full = len(vector) >= pool
         text: dict[int, float] = {}
+        cover: dict[int, float] = {}
         if pending is not None:
             try:
-                text = dict(pending.result())
+                found = pending.result()
             except apsw.Error as exc:
                 log.warning("memory keyword search failed: %s", exc)
-                used_text = False
+                found = None
+            used_text = found is not None
+            text, cover = found or ({}, {})
         full = full or len(text) >= pool
         unembedded: set[int] = set()
         if used_vector and text:
@@ -288,6 +365,8 @@ class MemoryIndex:
                                            s.vector if guess is None else guess, s.text)
                              if s.chunk_id in unembedded else s for s in merged),
                             key=lambda s: (-s.score, -s.text, s.chunk_id))
+        if used_text:
+            merged = policy.keyword_floor(merged, cover, keyword_only=not used_vector)
         return merged, used_vector, used_text, full
 
     # --- status -----------------------------------------------------------------------------
@@ -325,6 +404,22 @@ class MemoryIndex:
         }
 
 
+def _keyword_hits(store: Store, query: str,
+              pool: int) -> tuple[dict[int, float], dict[int, float]] | None:
+    """The best ``pool`` keyword hits (chunk id -> -bm25) and each one's coverage of the
+    query; None when the query has no word to look for. Runs off the index lock, on the
+    store's second connection."""
+    plan = keywords.plan(policy.query_terms(query), policy.compounds(query),
+                         store.fts_tokens, store.term_stats)
+    if plan.match is None:
+        return None
+    hits = dict(store.fts_search(plan.match, pool))
+    texts = store.chunk_texts(hits)
+    cover = {c: keywords.coverage(plan.terms, set(store.fts_tokens(keywords.fts_text(t))))
+             for c, t in texts.items()}
+    return hits, cover
+
+
 def _place(rows: Mapping[int, Any], chunk_id: int) -> tuple[str, int, int] | None:
     """Where a chunk is: (path, first line, last line); None if it vanished."""
     row = rows.get(chunk_id)
@@ -342,8 +437,12 @@ def _json_meta(value: str | None) -> dict[str, Any] | None:
 def open_index(agent_id: str, workspace: Path, settings: MemorySearch, state_dir: Path,
                sessions_dir: Path | None = None, *, embedder: Embedder | None = None,
                fallback: Embedder | None = None,
-               env: Mapping[str, str] | None = None) -> MemoryIndex:
+               env: Mapping[str, str] | None = None,
+               openai_base_url: str | None = None) -> MemoryIndex:
     """The agent's memory index (created on first use). ``embedder``/``fallback`` replace
-    the configured providers (tests, benchmarks); ``env`` replaces ``os.environ`` for keys."""
+    the configured providers (tests, benchmarks); ``env`` replaces ``os.environ`` for keys;
+    ``openai_base_url`` (``models.providers.openai.baseUrl``) serves remote embeddings when
+    ``remote.baseUrl`` is not set."""
     return MemoryIndex(agent_id, workspace, settings, state_dir, sessions_dir,
-                       embedder=embedder, fallback=fallback, env=env)
+                       embedder=embedder, fallback=fallback, env=env,
+                       openai_base_url=openai_base_url)

@@ -53,6 +53,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SKIPPED_META = "skippedFiles"
+
+
+class SyncCancelled(Exception):
+    """The index was closed while this sync ran; nothing of it was committed."""
+
+
+def _check(index: MemoryIndex) -> None:
+    if index.cancelled:
+        raise SyncCancelled("memory sync cancelled: the index was closed")
 EMBED_STEP = 256  # texts per embed_documents call (cached after each)
 
 
@@ -62,7 +71,7 @@ def text_hash(text: str) -> str:
 
 def _chunking_signature(index: MemoryIndex) -> str:
     cfg = index.settings.chunking
-    return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 1})
+    return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 2})
 
 
 # --- sync -----------------------------------------------------------------------------------
@@ -77,6 +86,7 @@ def sync(index: MemoryIndex, *, force: bool = False,
     rebuild = force or store.get_meta("chunking") != chunking or (
         embedding is not None and stored_embedding is not None and embedding != stored_embedding)
 
+    _check(index)
     links: dict[str, str] = {}
     sources = all_sources(index.workspace, index.settings, index.sessions_dir, links)
     known = store.files()
@@ -133,6 +143,9 @@ def sync(index: MemoryIndex, *, force: bool = False,
     embed_stats = {"embedded": 0, "cached": 0, "submitted": 0,
                    "collected": len(collected.vectors)}
     orphans: list[Any] = []
+    if embedder is not None and todo and embedder.provider != "local" \
+            and embedding != stored_embedding:
+        _announce_upload(embedder, stored_embedding, total)
     if embedder is not None and todo:
         try:
             vectors = _vectorise(index, embedder, todo, progress, total, embed_stats,
@@ -150,6 +163,7 @@ def sync(index: MemoryIndex, *, force: bool = False,
         progress(total, total)
     dims = embedder.dims or 0 if embedder else 0
 
+    _check(index)
     with store.lock, store.transaction():
         if rebuild:
             store.reset(dims)
@@ -193,6 +207,17 @@ def sync(index: MemoryIndex, *, force: bool = False,
             "provider": embedder.provider if embedder else None, **embed_stats,
             "pendingBatches": jobs, "pendingEmbeddings": awaited,
             "unembeddedChunks": counts["chunks"] - counts["embedded"]}
+
+
+def _announce_upload(embedder: Embedder, stored: str | None, count: int) -> None:
+    """Said before the first note goes to a remote embedding service (a new index, or a
+    provider change): which service, where, and how much is sent."""
+    where = getattr(embedder, "base_url", None) or embedder.provider
+    before = json.loads(stored) if stored else None
+    change = (f" (the index was built with {before.get('provider')} "
+              f"{before.get('model')}; it is rebuilt)") if isinstance(before, dict) else ""
+    log.warning("memory embeddings: sending %d chunks of your notes to %s %s at %s%s",
+                count, embedder.provider, embedder.model, where, change)
 
 
 def skipped_files(store: Any) -> dict[str, tuple[str, str]]:
@@ -275,6 +300,7 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
 
     def advance(count: int) -> None:
         nonlocal done_texts
+        _check(index)  # between embedding batches: leaving never waits for a long backfill
         done_texts += count
         if progress:
             progress(sum(1 for b in bounds if b <= done_texts) if done_texts < len(texts)

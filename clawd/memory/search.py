@@ -28,6 +28,8 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
+from clawd.memory import keywords
+
 SNIPPET_CHARS = 700
 
 # English function words dropped from keyword queries (kept when a query has nothing else).
@@ -75,12 +77,18 @@ def fts_query(query: str) -> str | None:
     terms = query_terms(query)
     if not terms:
         return None
-    parts = [f'"{t}"' for t in terms]
+    parts = [f'"{t}"' for t in terms] + ['"' + " ".join(p) + '"' for p in compounds(query)]
+    return " OR ".join(dict.fromkeys(parts))
+
+
+def compounds(query: str) -> list[list[str]]:
+    """The lower-cased words of each compound token (``ZX-4471``, ``OPENAI_API_KEY``)."""
+    found = []
     for token in _COMPOUND.findall(query):
         pieces = [w.lower() for w in _WORD.findall(token)]
         if len(pieces) > 1:
-            parts.append('"' + " ".join(pieces) + '"')
-    return " OR ".join(dict.fromkeys(parts))
+            found.append(pieces)
+    return found
 
 
 def min_max(scores: Mapping[int, float]) -> dict[int, float]:
@@ -130,6 +138,21 @@ def merge_hybrid(vector: Mapping[int, float], text: Mapping[int, float],
         merged.append(Scored(chunk_id, vector_weight * v + text_weight * t, v, t))
     merged.sort(key=lambda s: (-s.score, -s.text, s.chunk_id))
     return merged
+
+
+def keyword_floor(merged: Iterable[Scored], cover: Mapping[int, float],
+                  keyword_only: bool = False) -> list[Scored]:
+    """Either side is enough on its own: a chunk's score is at least what its keyword
+    coverage earns alone (``keywords.alone``). With no vector half the score is the
+    min-max keyword score times coverage squared, so the best of a pool of poor matches (one
+    word of a three-word query) does not score 1. Best first again."""
+    raised = []
+    for s in merged:
+        c = cover.get(s.chunk_id, 0.0)
+        score = s.text * c * c if keyword_only else s.score
+        raised.append(Scored(s.chunk_id, max(score, keywords.alone(c)), s.vector, s.text))
+    raised.sort(key=lambda s: (-s.score, -s.text, s.chunk_id))
+    return raised
 
 
 def select(merged: Iterable[Scored], min_score: float, max_results: int) -> list[Scored]:

@@ -28,6 +28,8 @@ from typing import Any
 
 import apsw
 
+from clawd.memory.keywords import fts_text
+
 log = logging.getLogger(__name__)
 
 # Each migration runs once, in order, inside one transaction; never edit a released one.
@@ -57,8 +59,9 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 
+FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 FTS_SQL = ("CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5("
-           "heading, text, tokenize = 'porter unicode61 remove_diacritics 2')")
+           f"heading, text, tokenize = '{FTS_TOKENIZER[0]} {' '.join(FTS_TOKENIZER[1])}')")
 
 
 def _batches(ids: Sequence[Any], size: int = 500) -> Iterable[tuple[list[Any], str]]:
@@ -132,8 +135,11 @@ class Store:
         self._migrate()
         self.fts_available = self._init_fts()
         self.vec_available = self.vec_version is not None
-        self._reader: apsw.Connection | None = None
+        self._extension_path = extension_path
+        self._readers = threading.local()
+        self._all_readers: list[apsw.Connection] = []
         self._reader_lock = threading.Lock()
+        self._tokenizer: Any = None
         if self.vec_available and self.dims:
             self._ensure_vec_table(self.dims)
 
@@ -225,7 +231,7 @@ class Store:
         chunk_id = self.conn.last_insert_rowid()
         if self.fts_available:
             self.conn.execute("INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
-                              (chunk_id, heading, text))
+                              (chunk_id, fts_text(heading), fts_text(text)))
         if embedding is not None:
             self._insert_vec(chunk_id, embedding)
         return chunk_id
@@ -275,23 +281,20 @@ class Store:
     def get_chunks(self, ids: Iterable[int]) -> dict[int, ChunkRow]:
         ids = list(ids)
         out: dict[int, ChunkRow] = {}
-        with self.lock:
-            for part, marks in _batches(ids):
-                for row in self.conn.execute(
-                        "SELECT id, path, source, start_line, end_line, heading, text FROM "
-                        f"chunks WHERE id IN ({marks})", part):
-                    out[row[0]] = ChunkRow(*row)
+        for part, marks in _batches(ids):
+            for row in self._read("SELECT id, path, source, start_line, end_line, heading, "
+                                  f"text FROM chunks WHERE id IN ({marks})", part):
+                out[row[0]] = ChunkRow(*row)
         return out
 
     def get_vectors(self, ids: Iterable[int]) -> dict[int, tuple[bytes | None, bytes | None]]:
         """chunk id -> (chunk vector, segment vectors) as stored."""
         ids = list(ids)
         out: dict[int, tuple[bytes | None, bytes | None]] = {}
-        with self.lock:
-            for part, marks in _batches(ids):
-                for row in self.conn.execute("SELECT id, embedding, segments FROM chunks "
-                                             f"WHERE id IN ({marks})", part):
-                    out[row[0]] = (row[1], row[2])
+        for part, marks in _batches(ids):
+            for row in self._read("SELECT id, embedding, segments FROM chunks "
+                                  f"WHERE id IN ({marks})", part):
+                out[row[0]] = (row[1], row[2])
         return out
 
     def all_vectors(self) -> list[tuple[int, bytes]]:
@@ -301,28 +304,71 @@ class Store:
 
     def vec_knn(self, query: bytes, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) of the ``k`` nearest chunk vectors, by vec0 KNN."""
-        with self.lock:
-            rows = self.conn.execute(
-                "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ?",
-                (query, int(k))).fetchall()
+        rows = self._read("SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? "
+                          "AND k = ?", (query, int(k)))
         return [(int(rowid), 1.0 - float(distance)) for rowid, distance in rows]
+
+    def _read(self, sql: str, params: Any = ()) -> list[Any]:
+        """Rows of a query on this thread's read-only connection.
+
+        Searches read through these: in WAL mode a reader sees the last committed state and
+        never waits for a writer, so a sync committing on ``conn`` does not hold up a search,
+        and the keyword and vector halves of one search (two threads) run side by side
+        (apsw releases the GIL while SQLite works).
+        """
+        reader = getattr(self._readers, "conn", None)
+        if reader is None:
+            reader = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+            reader.set_busy_timeout(5000)
+            reader.execute("PRAGMA mmap_size=1073741824")
+            if self.vec_available:
+                load_vec_extension(reader, self._extension_path)
+            if self.fts_available:
+                reader.execute("CREATE VIRTUAL TABLE temp.chunks_vocab USING "
+                               "fts5vocab(main, chunks_fts, row)")
+            self._readers.conn = reader
+            with self._reader_lock:
+                self._all_readers.append(reader)
+        return reader.execute(sql, params).fetchall()
 
     def fts_search(self, match: str, k: int) -> list[tuple[int, float]]:
         """(chunk id, -bm25) for the best ``k`` FTS matches: higher is better, always > 0.
 
         SQLite's ``bm25()`` is negative with lower = better; it is negated here once so no
-        caller ever handles the inverted sign. Runs on a second, read-only connection so it
-        can proceed in parallel with a vector query on the main one (WAL lets readers run
-        beside each other; apsw releases the GIL while SQLite works).
+        caller ever handles the inverted sign.
         """
         sql = ("SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
                "ORDER BY bm25(chunks_fts) LIMIT ?")
+        return [(int(r), float(s)) for r, s in self._read(sql, (match, int(k)))]
+
+    def fts_tokens(self, text: str) -> list[str]:
+        """``text`` as FTS5 tokenizes it for a query (lower-cased, Porter-stemmed)."""
         with self._reader_lock:
-            if self._reader is None:
-                self._reader = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
-                self._reader.set_busy_timeout(5000)
-                self._reader.execute("PRAGMA mmap_size=1073741824")
-            return [(int(r), float(s)) for r, s in self._reader.execute(sql, (match, int(k)))]
+            if self._tokenizer is None:
+                self._tokenizer = self.conn.fts5_tokenizer(*FTS_TOKENIZER)
+        found = self._tokenizer(text.encode("utf-8", "replace"), apsw.FTS5_TOKENIZE_QUERY,
+                                    None, include_offsets=False)
+        return [item[0] for item in found]
+
+    def term_stats(self, tokens: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(chunks in the index, chunks holding each token) from the FTS5 vocabulary."""
+        total = self._read("SELECT count(*) FROM chunks")[0][0]
+        docs: dict[str, int] = {}
+        for part, marks in _batches(list(tokens)):
+            for term, count in self._read(
+                    f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", part):
+                docs[term] = int(count)
+        return int(total), docs
+
+    def chunk_texts(self, ids: Iterable[int]) -> dict[int, str]:
+        """chunk id -> heading and text."""
+        ids = list(ids)
+        out: dict[int, str] = {}
+        for part, marks in _batches(ids):
+            for chunk_id, heading, text in self._read(
+                    f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part):
+                out[int(chunk_id)] = f"{heading}\n{text}"
+        return out
 
     # --- embedding cache --------------------------------------------------------------------
 
@@ -402,8 +448,8 @@ class Store:
 
     def close(self) -> None:
         with self._reader_lock:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
+            for reader in self._all_readers:
+                reader.close()
+            self._all_readers.clear()
         with self.lock:
             self.conn.close()

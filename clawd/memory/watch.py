@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawd.memory.indexing import SyncCancelled
 from clawd.memory.sources import extra_roots, is_under
 from clawd.workspace import MEMORY_DIR, MEMORY_FILE
 
@@ -92,6 +93,8 @@ class Watcher:
                 try:
                     self.index.sync()
                     self.syncs += 1
+                except SyncCancelled:
+                    break  # the index is closing
                 except Exception as exc:  # noqa: BLE001 - the watcher must outlive a bad sync
                     log.warning("memory sync after a file change failed: %s", exc)
         except Exception as exc:  # noqa: BLE001

@@ -1,0 +1,112 @@
+"""The keyword half's evidence: CJK-aware FTS text, query plans, and keyword coverage.
+
+Pure functions; ``index.py`` supplies the FTS tokenizer and the term statistics.
+
+- CJK: SQLite's ``unicode61`` tokenizer keeps a run of Han/kana characters as one token, so
+  ``会议`` inside ``东京的会议改到下周三`` would never match. The text given to FTS5 has a space
+  around each such character (``fts_text``), and a CJK run in a query becomes the phrase of
+  its characters, which matches exactly that substring.
+- Coverage: how much of a query a chunk holds, as the IDF-weighted share of the query's
+  terms that occur in it (``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``, as in BM25). A
+  chunk holding a rare identifier that is the whole query has coverage 1; one that shares
+  only a common word with a longer question has little. Unlike the min-max normalised BM25
+  score, coverage is absolute: it does not make the best of a poor pool look perfect.
+- A keyword hit on its own scores ``KEYWORD_ALONE * coverage ** 2``: a chunk holding the
+  whole query scores 0.6 (above the default ``minScore`` 0.35) whatever the vector half
+  says, one holding under about three quarters of its weight stays under it.
+- At scale, the commonest terms are left out of the MATCH expression while the chunks its
+  terms occur in add up to more than ``POSTINGS_BUDGET`` (the rarest term is always kept;
+  left-out terms still count in coverage): walking long posting lists is what makes a
+  common-word query slow on a large index, and such terms have an IDF near zero anyway. On
+  a small index nothing is left out, so ranking there is plain BM25.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+KEYWORD_ALONE = 0.6
+POSTINGS_BUDGET = 20_000
+
+# Han (with extensions and compatibility ideographs), hiragana and katakana: written without
+# spaces between words. Hangul is written with spaces, so unicode61 already splits it.
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+                  "\U00020000-\U0002ebef]")
+_CJK_RUN = re.compile(_CJK.pattern + "+")
+
+Tokenize = Callable[[str], list[str]]
+
+
+def fts_text(text: str) -> str:
+    """``text`` as given to FTS5: each CJK character a token of its own."""
+    return _CJK.sub(lambda m: f" {m.group(0)} ", text) if _CJK.search(text) else text
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One query term: its FTS tokens (several for a CJK run) and its IDF weight."""
+
+    text: str
+    tokens: tuple[str, ...]
+    idf: float
+    docs: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the keyword half asks FTS5 (``match``) and how coverage is weighed (``terms``)."""
+
+    match: str | None
+    terms: tuple[Term, ...]
+
+
+def idf(docs: int, total: int) -> float:
+    return math.log(1.0 + (total - docs + 0.5) / (docs + 0.5))
+
+
+def _quoted(words: Iterable[str]) -> str:
+    """A phrase for MATCH; FTS5 tokenizes (and stems) it as it did the text."""
+    return '"' + " ".join(fts_text(w).replace('"', '""') for w in words) + '"'
+
+
+def plan(words: Sequence[str], phrases: Sequence[Sequence[str]], tokenize: Tokenize,
+         stats: Callable[[list[str]], tuple[int, Mapping[str, int]]]) -> Plan:
+    """The keyword query for ``words`` (query terms, stop words already dropped) plus the
+    ``phrases`` of compound identifiers; ``stats(tokens)`` gives (chunk count, df per token).
+    """
+    raw: list[tuple[str, tuple[str, ...]]] = []
+    for word in words:
+        tokens = tuple(tokenize(fts_text(word)))
+        if tokens:
+            raw.append((word, tokens))
+    raw = list({tokens: (word, tokens) for word, tokens in raw}.values())
+    if not raw:
+        return Plan(None, ())
+    total, docs = stats(sorted({t for _, tokens in raw for t in tokens}))
+    terms = []
+    for word, tokens in raw:
+        df = min(docs.get(t, 0) for t in tokens)  # a phrase is at most as common as its rarest
+        terms.append(Term(word, tokens, idf(df, total), df))
+    asked = sorted(terms, key=lambda t: t.docs)
+    while len(asked) > 1 and sum(t.docs for t in asked) > POSTINGS_BUDGET:
+        asked.pop()
+    asked.sort(key=terms.index)
+    parts = [_quoted([t.text]) for t in asked] + [_quoted(p) for p in phrases if len(p) > 1]
+    return Plan(" OR ".join(dict.fromkeys(parts)), tuple(terms))
+
+
+def coverage(terms: Sequence[Term], chunk_tokens: set[str]) -> float:
+    """The IDF-weighted share of the query's terms all of whose tokens the chunk holds."""
+    weight = sum(t.idf for t in terms)
+    if weight <= 0:
+        return 0.0
+    held = sum(t.idf for t in terms if all(tok in chunk_tokens for tok in t.tokens))
+    return held / weight
+
+
+def alone(cover: float) -> float:
+    """The score a keyword hit earns on its own from its coverage."""
+    return KEYWORD_ALONE * cover * cover
