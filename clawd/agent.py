@@ -33,6 +33,7 @@ from clawd.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from clawd.providers.base import Provider
 from clawd.pruning import cap_tool_result, prune, reapply
 from clawd import session_lock
+from clawd.session_files import KEY_ENTRY, session_key_of
 from clawd.sessions import SessionStore, new_entry, normalize_key
 from clawd.templates import render
 from clawd.tokens import (MIN_ROOM, Budget, calibration, estimate_messages, estimate_request,
@@ -151,6 +152,9 @@ class Session:
                                             modelOverride=entry.get("modelOverride"),
                                             timestamp=entry.get("createdAt"))
         loaded = self.transcript.load(quiet=True)
+        if loaded.header is not None and session_key_of(loaded) is None:
+            # written before headers named the key: recorded once, so a rebuilt store finds it
+            self.transcript.append({"type": KEY_ENTRY, "key": self.key})
         self.warnings = self._new_warnings(loaded.invalid_lines, loaded.warnings)
         try:
             window = runtime.context_window_for(self.model_ref)

@@ -19,6 +19,8 @@ from clawd.messages import Message
 from clawd.transcript import Loaded, Transcript
 
 TITLE_CHARS = 60
+# An entry naming the session key, appended to a transcript whose header predates the key.
+KEY_ENTRY = "session-key"
 DELETED_DIR = "deleted"  # transcripts of deleted sessions: kept, but out of every listing
 
 
@@ -41,6 +43,15 @@ class Summary:
     flush_at: str | None = None
     flush_cycle: int | None = None  # compactionCount when the latest flush ran
     loaded: Loaded | None = None
+
+
+def session_key_of(loaded: Loaded) -> str | None:
+    """The session key a transcript names: its header's, else a later key entry's."""
+    key = _text((loaded.header or {}).get("key"))
+    for entry in loaded.entries:
+        if entry.get("type") == KEY_ENTRY:
+            key = key or _text(entry.get("key"))
+    return key
 
 
 def read_summary(path: Path) -> Summary | None:
@@ -93,7 +104,7 @@ def read_summary(path: Path) -> Summary | None:
         if usage.prompt_tokens:
             latest = {"totalTokens": usage.prompt_tokens, "totalTokensFresh": True}
     return Summary(path=path, session_id=header["id"], agent_id=_text(header.get("agentId")),
-                   key=_text(header.get("key")), created=_text(header.get("timestamp")),
+                   key=session_key_of(loaded), created=_text(header.get("timestamp")),
                    last_activity=last, model=model or _text(header.get("model")),
                    model_override=_text(header.get("modelOverride")), title=title,
                    messages=count, counters=counters, latest={**turn, **latest},

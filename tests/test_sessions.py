@@ -199,3 +199,31 @@ def test_patch_adds_and_recreates(tmp_path):
     assert store.patch("k", base=base, add={"compactionCount": 1})["compactionCount"] == 1
     assert store.patch("k", add={"compactionCount": 2})["compactionCount"] == 3
     assert store.read()["k"]["sessionId"] == "sid"
+
+
+def test_an_older_transcript_gets_its_key_recorded_once_when_opened(tmp_path):
+    import gc
+
+    from clawd.agent import Session
+    from clawd.providers.scripted import ScriptedProvider
+    from conftest import make_runtime
+
+    runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
+    sessions = runtime.sessions_dir
+    sessions.mkdir(parents=True)
+    old = sessions / "old1.jsonl"
+    old.write_text(
+        '{"type":"session","version":1,"id":"old1","agentId":"main","timestamp":"2026-01-01T00:00:00Z"}\n'
+        '{"type":"message","id":"m1","timestamp":"2026-01-01T00:00:01Z","role":"user",'
+        '"content":[{"type":"text","text":"old times"}]}\n')
+    entry = new_entry("old1", old, "m")
+    runtime.store.path.write_text(json.dumps({"agent:main:work": entry}))
+    for _ in range(2):
+        session = Session(runtime, "agent:main:work")
+        assert [m.text for m in session.history.messages][:1] == ["old times"]
+        session.close()
+        del session
+        gc.collect()
+    assert old.read_text().count('"session-key"') == 1
+    runtime.store.path.unlink()
+    assert runtime.store.get("agent:main:work")["sessionId"] == "old1"
