@@ -46,7 +46,7 @@ def daily_section(request: ModelRequest, path: str) -> str | None:
     marker = f"## {path}\n\n"
     if marker not in project:
         return None
-    return project.split(marker, 1)[1].rstrip()
+    return project.split(marker, 1)[1].split("\n# End of the workspace files", 1)[0].rstrip()
 
 
 class LoopModel:
