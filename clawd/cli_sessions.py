@@ -157,7 +157,7 @@ def resume_key(runtime: Any, wanted: str, session: str | None) -> str:
     store = runtime.store
     row = resolve_by_id(store, wanted)
     s = row.summary
-    key = row.key or s.key or f"agent:{runtime.agent_id}:session-{s.session_id}"
+    key = main_key(runtime.agent_id, row.key or s.key or f"session-{s.session_id}")
     if session and main_key(runtime.agent_id, session) != key:
         raise ClawdError(f"session {s.session_id} belongs to {key}; leave out --session "
                          f"(or use --session {key})")
