@@ -161,7 +161,7 @@ class Session:
         except ClawdError:  # an unusable model is reported when the session is used
             window = self.entry.get("contextTokens")
         if self.entry.get("contextTokens") != window:  # OpenClaw's meaning: the window
-            self._patch(contextTokens=window)
+            self._patch(contextTokens=window, touch=False)
         self.history: History = build_history(loaded.entries)
         # (reported prompt + output, history length, fixed-layer tokens) of the last call;
         # None when no call since the last compaction reported usage: estimate everything.
@@ -186,7 +186,7 @@ class Session:
         for warning in fresh:
             log.warning(warning)
         if fresh:
-            self._patch(invalidLines=sorted(known | set(invalid)))
+            self._patch(invalidLines=sorted(known | set(invalid)), touch=False)
         return fresh
 
     def _reported_base(self) -> tuple[int, int, None] | None:
@@ -212,11 +212,12 @@ class Session:
         return self.store.update(self.key, lambda old: entry) or entry
 
     def _patch(self, add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
-               **fields: Any) -> None:
+               touch: bool = True, **fields: Any) -> None:
         """Set fields, add to counters and copy fields in the store, against what is on disk
-        (re-creating a vanished entry from this copy); ``self.entry`` becomes what is there."""
+        (re-creating a vanished entry from this copy); ``self.entry`` becomes what is there.
+        ``touch=False``: housekeeping, not activity (``updatedAt`` is left alone)."""
         self.entry = self.store.patch(self.key, base=self.entry, add=add, copy=copy,
-                                      **fields) or self.entry
+                                      touch=touch, **fields) or self.entry
 
     @property
     def model_ref(self) -> str:

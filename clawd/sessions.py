@@ -162,12 +162,13 @@ class SessionStore:
     def get(self, key: str) -> dict[str, Any] | None:
         return self.entries().get(normalize_key(key))
 
-    def update(self, key: str, change: Callable[[dict[str, Any] | None], dict[str, Any] | None]
-               ) -> dict[str, Any] | None:
+    def update(self, key: str, change: Callable[[dict[str, Any] | None], dict[str, Any] | None],
+               *, touch: bool = True) -> dict[str, Any] | None:
         """Apply ``change`` to one entry under the lock; return the new entry.
 
         ``change`` receives the current entry (or None) and returns the new one (None
-        removes it). ``updatedAt`` is set on every write.
+        removes it). ``updatedAt`` (the last activity, which idle resets read) is set on
+        every write unless ``touch`` is false (housekeeping that is no activity).
         """
         key = normalize_key(key)
         with self._locked():
@@ -176,14 +177,15 @@ class SessionStore:
             if entry is None:
                 data.pop(key, None)
             else:
-                entry["updatedAt"] = self.now()
+                if touch or not entry.get("updatedAt"):
+                    entry["updatedAt"] = self.now()
                 data[key] = entry
             self._write(data)
             return entry
 
     def patch(self, key: str, base: dict[str, Any] | None = None,
               add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
-              **fields: Any) -> dict[str, Any] | None:
+              touch: bool = True, **fields: Any) -> dict[str, Any] | None:
         """Set ``fields`` and add ``add`` to counters of one entry, against what is on disk;
         ``copy`` sets fields to the value another field has there (``{target: source}``).
 
@@ -202,7 +204,7 @@ class SessionStore:
             for target, source in (copy or {}).items():
                 entry[target] = entry.get(source, 0)
             return entry
-        return self.update(key, change)
+        return self.update(key, change, touch=touch)
 
     def _read_repairing(self) -> dict[str, Any]:
         """The store, repaired (under the lock): an unparseable file is moved aside and a

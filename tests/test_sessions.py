@@ -227,3 +227,26 @@ def test_an_older_transcript_gets_its_key_recorded_once_when_opened(tmp_path):
     assert old.read_text().count('"session-key"') == 1
     runtime.store.path.unlink()
     assert runtime.store.get("agent:main:work")["sessionId"] == "old1"
+
+
+def test_opening_a_session_is_not_activity(tmp_path):
+    """Setting the window (contextTokens) or noting a torn line when a session opens leaves
+    updatedAt alone: idle resets read it as the last activity."""
+    from clawd.agent import Session
+    from clawd.providers.scripted import ScriptedProvider
+    from conftest import make_runtime
+
+    runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
+    runtime.sessions_dir.mkdir(parents=True)
+    transcript = runtime.sessions_dir / "sid.jsonl"
+    transcript.write_text(
+        '{"type":"session","version":1,"id":"sid","agentId":"main","timestamp":"t",'
+        '"key":"agent:main:main"}\n{"torn')
+    entry = {**new_entry("sid", transcript, "m", "2026-11-01T09:00:00.000+00:00"),
+             "contextTokens": 1234}
+    runtime.store.path.write_text(json.dumps({"agent:main:main": entry}))
+    session = Session(runtime, "agent:main:main")
+    stored = runtime.store.get("agent:main:main")
+    assert stored["contextTokens"] == 200_000 and stored["invalidLines"] == [2]
+    assert stored["updatedAt"] == "2026-11-01T09:00:00.000+00:00"
+    session.close()
