@@ -177,8 +177,6 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
         status.refresh()
     renderer.line(banner(chat.runtime.agent_id, chat.session.key, chat.session.model_ref),
                   DIM)
-    for warning in chat.session.warnings:
-        renderer.line(f"· {warning}", YELLOW)
     while True:
         try:
             line = session.prompt(PROMPT)
