@@ -13,7 +13,6 @@ import apsw
 import pytest
 from memory_fakes import BrokenEmbedder, FakeEmbedder, settings, write
 
-from clawd.memory import indexing
 from clawd.memory import store as store_module
 from clawd.memory.index import open_index, store_path
 from clawd.memory.store import MIGRATIONS
@@ -82,9 +81,18 @@ def test_vec0_is_the_vector_path_on_this_machine(ws, tmp_path, monkeypatch):
     calls = []
     real_knn = index.store.vec_knn
     monkeypatch.setattr(index.store, "vec_knn", lambda q, k: calls.append(k) or real_knn(q, k))
-    monkeypatch.setattr(indexing, "_scan", lambda *a: pytest.fail("in-process scan used"))
+    # The in-process matrix is not in step yet: vec0 answers while it loads.
     result = index.search("gateway Mac Studio office", mode="vector")
     assert calls == [6 * 4] and paths(result)[0] == "MEMORY.md"
+    index.vectors.settle(10)
+    # In step now: the matrix answers, with what vec0 answered.
+    again = index.search("gateway Mac Studio office", mode="vector")
+    assert calls == [6 * 4] and again["results"] == result["results"]
+    # A sync commit puts it out of step again (in this process or another one).
+    write(ws, "memory/2025-01-09.md", "# Jan 9\n\n- moved the gateway to the rack\n")
+    index.sync()
+    index.search("gateway Mac Studio office", mode="vector")
+    assert calls == [6 * 4, 6 * 4]
     index.close()
 
 
@@ -92,7 +100,7 @@ def test_knn_query_uses_match_and_k(ws, tmp_path):
     index = make(ws, tmp_path)
     index.sync()
     traced = []
-    index.search("gateway", mode="vector")  # opens this thread's read connection
+    index.store.generation()  # opens this thread's read connection
     index.store._readers.conn.exec_trace = lambda cursor, sql, bindings: traced.append(sql) \
         or True
     index.search("gateway", mode="vector")

@@ -53,6 +53,7 @@ from clawd.memory.embeddings import (
     create_embedder,
     resolve_provider,
 )
+from clawd.memory.matrix import VectorMatrix
 from clawd.memory.store import Store
 
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ class MemoryIndex:
         self._changes = 0  # mark_dirty() calls, to tell a change made during a sync
         self._background: threading.Thread | None = None
         self.synced = False  # this process has synced the index at least once
-        self._matrix: Any = None  # in-process vectors when sqlite-vec is unavailable
+        self.vectors = VectorMatrix()  # the vector stage's in-process fast path
         self._watcher: Any = None
         self._pool: Any = None
 
@@ -177,7 +178,6 @@ class MemoryIndex:
                 changes = self._changes
             result = indexing.sync(self, force=force, progress=progress)
             with self._lock:
-                self._matrix = None
                 self.dirty = self._changes != changes  # a change seen during the sync
                 self.synced = True
                 self.last_sync = {**result, "at": datetime.now(timezone.utc).isoformat(
@@ -267,6 +267,7 @@ class MemoryIndex:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        self.vectors.settle(2)  # a load in progress reads through the store
         if not self._sync_lock.acquire(timeout=0.5):
             return  # the sync's thread dies with the process; SQLite's WAL keeps the file whole
         try:

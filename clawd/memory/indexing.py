@@ -69,7 +69,7 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _chunking_signature(index: MemoryIndex) -> str:
+def chunking_signature(index: MemoryIndex) -> str:
     cfg = index.settings.chunking
     return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 2})
 
@@ -80,7 +80,7 @@ def sync(index: MemoryIndex, *, force: bool = False,
          progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     store = index.store
     embedder = index.embedders.get()
-    chunking = _chunking_signature(index)
+    chunking = chunking_signature(index)
     embedding = signature(embedder) if embedder else None
     stored_embedding = store.get_meta("embedding")
     rebuild = force or store.get_meta("chunking") != chunking or (
@@ -165,6 +165,7 @@ def sync(index: MemoryIndex, *, force: bool = False,
 
     _check(index)
     with store.lock, store.transaction():
+        store.bump_generation()
         if rebuild:
             store.reset(dims)
         elif dims and store.dims != dims:
@@ -371,30 +372,13 @@ def vector_candidates(index: MemoryIndex, query: str,
     qvec = _query_vector(index, query)
     if qvec is None or not index.store.dims:
         return {}, None
-    if index.store.vec_available:
+    # The in-process matrix when it is in step with the store, else vec0 (the matrix loads
+    # meanwhile); without sqlite-vec the matrix is the only way and is loaded in line.
+    nearest = index.vectors.nearest(index.store, qvec, pool,
+                                    wait=not index.store.vec_available)
+    if nearest is None:
         nearest = [cid for cid, _ in index.store.vec_knn(qvec.tobytes(), pool)]
-    else:
-        nearest = _scan(index, qvec, pool)
     return vector_scores(index, qvec, nearest), qvec
-
-
-def _scan(index: MemoryIndex, qvec: Any, pool: int) -> list[int]:
-    """In-process KNN over all chunk vectors (sqlite-vec missing or disabled)."""
-    import numpy as np
-
-    if index._matrix is None:
-        rows = index.store.all_vectors()
-        ids = np.array([r[0] for r in rows], dtype=np.int64)
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
-            len(rows), -1) if rows else np.zeros((0, len(qvec)), dtype=np.float32)
-        index._matrix = (ids, matrix)
-    ids, matrix = index._matrix
-    if not len(ids):
-        return []
-    sims = matrix @ qvec
-    k = min(pool, len(ids))
-    top = np.argpartition(-sims, k - 1)[:k]
-    return [int(ids[i]) for i in top[np.argsort(-sims[top])]]
 
 
 def vector_scores(index: MemoryIndex, qvec: Any, chunk_ids: list[int]) -> dict[int, float]:

@@ -297,6 +297,30 @@ class Store:
                 out[row[0]] = (row[1], row[2])
         return out
 
+    def generation(self) -> str:
+        """Changes with every committed sync (``bump_generation``), in any process."""
+        rows = self._read("SELECT value FROM meta WHERE key = 'generation'")
+        return str(rows[0][0]) if rows else "0"
+
+    def bump_generation(self) -> None:
+        """Inside a sync's transaction: cached copies of the index are out of date."""
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+
+    def vector_matrix(self) -> tuple[Any, Any]:
+        """(chunk ids, float32 matrix of their vectors), read in one snapshot."""
+        import numpy as np
+
+        rows = self._read("SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL "
+                          "ORDER BY id")
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        dims = len(rows[0][1]) // 4 if rows else 0
+        matrix = np.empty((len(rows), dims), dtype=np.float32)
+        for row, (_, blob) in enumerate(rows):
+            matrix[row] = np.frombuffer(blob, dtype=np.float32)
+        return ids, matrix
+
     def all_vectors(self) -> list[tuple[int, bytes]]:
         with self.lock:
             return list(self.conn.execute(
