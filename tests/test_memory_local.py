@@ -85,3 +85,38 @@ def test_paraphrase_without_shared_words_comes_back_with_defaults(local, tmp_pat
     assert index.search("thyroid")["results"][0]["path"] == "memory/pets.md"
     assert index.status()["vector"]["mode"] == "vec0"
     index.close()
+
+
+def test_model_and_tokenizer_are_checked_by_sha256_before_loading(monkeypatch, tmp_path):
+    from clawd.memory import local as local_module
+    from clawd.memory.embeddings import EmbeddingError
+
+    spec = local_module.PACKAGED_MODELS[DEFAULT_LOCAL_MODEL]
+    monkeypatch.setitem(local_module.PACKAGED_MODELS, DEFAULT_LOCAL_MODEL,
+                        local_module.PackagedModel(spec.name, spec.distribution,
+                                                   spec.relative_path, "0" * 64))
+    with pytest.raises(EmbeddingError, match="does not match its known SHA-256"):
+        LocalEmbedder().embed_query("hello")
+    monkeypatch.undo()
+    monkeypatch.setattr(local_module, "SHIPPED_TOKENIZER_SHA256", "f" * 64)
+    with pytest.raises(EmbeddingError, match="shipped tokenizer .* does not match"):
+        LocalEmbedder().count_tokens("hello")
+    unknown = tmp_path / "model.onnx"
+    unknown.write_bytes(b"onnx")
+    with pytest.raises(EmbeddingError, match="no known SHA-256"):
+        local_module.verify(unknown, None, "local model x")
+
+
+def test_a_tampered_model_leaves_search_keyword_only(monkeypatch, tmp_path):
+    from clawd.memory import local as local_module
+
+    monkeypatch.setattr(local_module, "SHIPPED_TOKENIZER_SHA256", "f" * 64)
+    write(tmp_path / "ws", "MEMORY.md", "# Memory\n\n- the gateway runs on the Mac Studio\n")
+    index = open_index("main", tmp_path / "ws", settings(sync={"watch": False}, provider="local",
+                                                         fallback="none"),
+                       tmp_path / "state", env={})
+    index.sync()
+    result = index.search("gateway")
+    assert result["mode"] == "keyword" and result["results"][0]["path"] == "MEMORY.md"
+    assert "SHA-256" in index.status()["embeddingError"]
+    index.close()

