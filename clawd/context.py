@@ -66,9 +66,14 @@ def history_messages(summary: str | None, messages: list[Message]) -> list[Messa
 def assemble(layers: Layers, summary: str | None, messages: list[Message],
              tools: list[ToolSpec], *, max_tokens: int, cache: bool,
              extra_system: str | None = None, tool_choice: str = "auto") -> ModelRequest:
-    """One request: system segments (system prompt [+ extra], project context) + history."""
-    system = layers.system + (f"\n\n{extra_system}" if extra_system else "")
-    segments = [system] + ([layers.project] if layers.project else [])
+    """One request: system segments (system prompt, project context [, extra]) + history.
+
+    The extra text (the flush's instructions, the note after a blank answer) comes last, so
+    the system prompt and the workspace files stay a prefix the server has cached: a local
+    model need not read them again for the flush turn.
+    """
+    segments = ([layers.system] + ([layers.project] if layers.project else [])
+                + ([extra_system] if extra_system else []))
     return ModelRequest(system=segments, messages=history_messages(summary, messages),
                         tools=tools, max_tokens=max_tokens, cache=cache,
                         tool_choice=tool_choice)

@@ -153,7 +153,7 @@ class Model:
         from clawd.config import DEFAULT_FLUSH_SYSTEM
 
         kind = ("summary" if not request.tools
-                else "flush" if DEFAULT_FLUSH_SYSTEM in request.system[0] else "chat")
+                else "flush" if DEFAULT_FLUSH_SYSTEM in request.system[-1] else "chat")
         self.kinds.append(kind)
         if kind == "summary":
             return self.summarise(request)

@@ -87,7 +87,7 @@ class Model:
         from clawd.providers.scripted import Reply, tool
 
         kind = ("summary" if not request.tools
-                else "flush" if DEFAULT_FLUSH_SYSTEM in request.system[0] else "chat")
+                else "flush" if DEFAULT_FLUSH_SYSTEM in request.system[-1] else "chat")
         self.log.append((kind, self.clock().timestamp()))
         if kind == "summary":
             return ("Summary: the user ran a series of test targets; all passed except "

@@ -51,7 +51,7 @@ class Model:
             self.kinds.append("summary")
             return "## Goal\nPlan a trip.\n## Progress\n- " + words(self.rng, 140, 160)
         last = request.messages[-1]
-        if DEFAULT_FLUSH_SYSTEM in request.system[0]:
+        if DEFAULT_FLUSH_SYSTEM in request.system[-1]:
             self.kinds.append("flush")
             if last.role == "user":
                 path = last.text.split("memory/", 1)[1].split(";", 1)[0].rstrip(".")

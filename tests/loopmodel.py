@@ -33,7 +33,7 @@ def filler(words: int, seed: int = 0) -> str:
 
 
 def is_flush(request: ModelRequest) -> bool:
-    return bool(request.tools) and DEFAULT_FLUSH_SYSTEM in request.system[0]
+    return bool(request.tools) and DEFAULT_FLUSH_SYSTEM in request.system[-1]
 
 
 def is_summary(request: ModelRequest) -> bool:

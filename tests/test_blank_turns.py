@@ -41,8 +41,8 @@ def test_a_blank_answer_is_asked_again_once_without_it_in_the_request(tmp_path, 
     assert events[-1].text == "Your budget is 2400 euros."
     assert not [e for e in events if isinstance(e, Notice)]
     first, second = provider.requests
-    assert "not shown" not in first.system[0]
-    assert "Your last answer was not shown" in second.system[0]
+    assert not any("not shown" in s for s in first.system)
+    assert second.system[-1].startswith("## Your last answer was not shown")
     assert first.tool_choice == "auto" and second.tool_choice == "none"  # words this time
     assert [m.role for m in second.messages] == ["user"]  # the blank answer is not sent
     # on disk: the blank answer is kept, marked, and stays out of the reloaded history
