@@ -393,3 +393,29 @@ def test_agents_have_separate_indexes(ws, tmp_path):
     assert a.search("narwhal project")["results"] == []
     assert paths(b.search("narwhal project")) == ["MEMORY.md"]
     a.close(), b.close()
+
+
+def test_in_process_vectors_follow_a_sync_made_elsewhere(ws, tmp_path):
+    # Two index objects on one file stand for two processes: the matrix of one is never
+    # used once the other has committed, and is rebuilt from the store, not from disk state.
+    reader, writer = make(ws, tmp_path), make(ws, tmp_path)
+    writer.sync()
+    reader.synced = True  # answer from the index as it is, as a running chat would
+    reader.dirty = False
+    reader.search("gateway", mode="vector")
+    reader.vectors.settle(10)
+    before = reader.vectors.nearest(reader.store, reader.embedders.get().embed_query(
+        "zanzibar trip"), 10, wait=False)
+    assert before is not None and len(before) == 3
+    write(ws, "memory/2025-02-01.md", "# Feb\n\n- zanzibar trip planned\n")
+    writer.mark_dirty()
+    writer.sync()
+    qvec = reader.embedders.get().embed_query("zanzibar trip")
+    assert reader.vectors.nearest(reader.store, qvec, 10, wait=False) is None  # out of step
+    assert paths(reader.search("zanzibar trip", mode="vector"))[0] == "memory/2025-02-01.md"
+    reader.vectors.settle(10)
+    after = reader.vectors.nearest(reader.store, qvec, 10, wait=False)
+    assert after is not None and len(after) == 4
+    assert reader.store.get_chunks(after[:1])[after[0]].path == "memory/2025-02-01.md"
+    reader.close()
+    writer.close()

@@ -140,6 +140,7 @@ class Store:
         self._all_readers: list[apsw.Connection] = []
         self._reader_lock = threading.Lock()
         self._tokenizer: Any = None
+        self._chunk_count: tuple[str, int] | None = None  # (generation, chunks)
         if self.vec_available and self.dims:
             self._ensure_vec_table(self.dims)
 
@@ -376,7 +377,13 @@ class Store:
 
     def term_stats(self, tokens: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(chunks in the index, chunks holding each token) from the FTS5 vocabulary."""
-        total = self._read("SELECT count(*) FROM chunks")[0][0]
+        generation = self.generation()
+        cached = self._chunk_count
+        if cached is None or cached[0] != generation:
+            # count(*) walks the whole table: once per committed sync, not per search
+            cached = (generation, int(self._read("SELECT count(*) FROM chunks")[0][0]))
+            self._chunk_count = cached
+        total = cached[1]
         docs: dict[str, int] = {}
         for part, marks in _batches(list(tokens)):
             for term, count in self._read(
