@@ -139,7 +139,6 @@ class Store:
         self._readers = threading.local()
         self._all_readers: list[apsw.Connection] = []
         self._reader_lock = threading.Lock()
-        self._tokenizer: Any = None
         self._chunk_count: tuple[str, int] | None = None  # (generation, chunks)
         if self.vec_available and self.dims:
             self._ensure_vec_table(self.dims)
@@ -341,6 +340,10 @@ class Store:
         and the keyword and vector halves of one search (two threads) run side by side
         (apsw releases the GIL while SQLite works).
         """
+        return self._reader().execute(sql, params).fetchall()
+
+    def _reader(self) -> apsw.Connection:
+        """This thread's read-only connection (opened on first use)."""
         reader = getattr(self._readers, "conn", None)
         if reader is None:
             reader = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
@@ -354,7 +357,7 @@ class Store:
             self._readers.conn = reader
             with self._reader_lock:
                 self._all_readers.append(reader)
-        return reader.execute(sql, params).fetchall()
+        return reader
 
     def fts_search(self, match: str, k: int) -> list[tuple[int, float]]:
         """(chunk id, -bm25) for the best ``k`` FTS matches: higher is better, always > 0.
@@ -368,10 +371,12 @@ class Store:
 
     def fts_tokens(self, text: str) -> list[str]:
         """``text`` as FTS5 tokenizes it for a query (lower-cased, Porter-stemmed)."""
-        with self._reader_lock:
-            if self._tokenizer is None:
-                self._tokenizer = self.conn.fts5_tokenizer(*FTS_TOKENIZER)
-        found = self._tokenizer(text.encode("utf-8", "replace"), apsw.FTS5_TOKENIZE_QUERY,
+        # The tokenizer belongs to this thread's connection: one in use by another thread
+        # (a sync writing) would refuse it.
+        tokenizer = getattr(self._readers, "tokenizer", None)
+        if tokenizer is None:
+            tokenizer = self._readers.tokenizer = self._reader().fts5_tokenizer(*FTS_TOKENIZER)
+        found = tokenizer(text.encode("utf-8", "replace"), apsw.FTS5_TOKENIZE_QUERY,
                                     None, include_offsets=False)
         return [item[0] for item in found]
 
