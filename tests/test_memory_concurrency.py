@@ -80,7 +80,7 @@ def test_closing_cancels_a_sync_at_once_and_the_next_one_resumes(tmp_path: Path)
         time.sleep(0.01)
     started = time.monotonic()
     index.close()
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.0  # not the minutes a backfill takes
     assert index.settle(5)  # the sync gave up at its next step
     again = SlowEmbedder()
     reopened = open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
