@@ -64,9 +64,16 @@ def append_flush_notes(workspace: Path, text: str, now: datetime) -> str:
     return rel
 
 
+def _unwrapped(text: str) -> str:
+    """The text without what small models put before a bare token: blanks, a code fence,
+    quotes, emphasis (a coder model answers "```\nNO_REPLY")."""
+    return text.lstrip(" \t\r\n`'\"*")
+
+
 def is_silent(text: str) -> bool:
-    """Whether a reply is the silent token (alone, or leading the reply)."""
-    return text.lstrip().startswith(SILENT)
+    """Whether a reply is the silent token (alone, or leading the reply; a code fence or
+    quotes before it do not count)."""
+    return _unwrapped(text).startswith(SILENT)
 
 
 class SilentFilter:
@@ -83,7 +90,7 @@ class SilentFilter:
         if self._decided is True:
             return ""
         self._held += delta
-        probe = self._held.lstrip()
+        probe = _unwrapped(self._held)
         if probe.startswith(SILENT):
             self._decided = True
             return ""

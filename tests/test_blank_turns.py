@@ -159,9 +159,10 @@ def test_a_flush_that_answers_in_words_keeps_them_in_the_daily_log(tmp_path):
     assert events[-1].text == "Sure."
 
 
-def test_a_flush_that_writes_or_says_no_reply_adds_no_flush_notes(tmp_path):
+@pytest.mark.parametrize("silent", ["NO_REPLY", "```\nNO_REPLY\n"])  # a coder model fences it
+def test_a_flush_that_says_no_reply_adds_no_flush_notes(tmp_path, silent):
     provider = ScriptedProvider()
     runtime, session = near_flush(tmp_path, provider)
-    provider.add("NO_REPLY", "Sure.")
+    provider.add(silent, "Sure.")
     list(session.run_turn(f"one more {filler(400)}"))
     assert not (runtime.workspace / DAILY).exists()

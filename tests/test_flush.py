@@ -65,6 +65,8 @@ def test_flush_prompt_puts_in_todays_date():
     ("NO_REPLY - nothing to store", True), ("NO_REPLYING", True),
     ("NO", False), ("NO_REPL", False), ("NO, really", False), ("", False),
     ("Done. NO_REPLY", False), ("no_reply", False), ("N O_REPLY", False),
+    ("```\nNO_REPLY\n", True), ('"NO_REPLY"', True), ("**NO_REPLY**", True),  # small models
+    ("```python\nprint(1)\n```", False),
 ])
 def test_is_silent(text, silent):
     assert is_silent(text) is silent
