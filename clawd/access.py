@@ -4,7 +4,8 @@ A *group* session (a key with ``:group:`` or ``:channel:``, in any case) is priv
 MEMORY.md and the daily logs are not injected, and its memory tools and ``read`` reach only
 the notes (MEMORY.md, ``memory/``, ``extraPaths`` in the workspace) that
 ``memorySearch.shareablePaths`` marks as shareable — with none marked (the
-default) it is offered no memory tools at all. Its memory flush and its session-memory file
+default) it is offered no memory tools at all. It never reads clawd's copies of earlier
+versions (``.clawd/``), and it may add to private notes but never replace them. Its memory flush and its session-memory file
 are written only where other group sessions cannot read (never into a shareable path).
 
 ``workspaceAccess``: ``rw`` everything; ``ro`` no ``write``/``edit`` (and no memory flush,
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clawd.errors import ToolError
+from clawd.history import is_clawd_state
 from clawd.memory.sources import extra_roots, is_under
 from clawd.sessions import is_group_key
 from clawd.workspace import MEMORY_DIR, is_private_memory, is_shareable, relative
@@ -70,12 +72,26 @@ class Access:
         """Whether a memory note (workspace-relative path) may be read in this session."""
         return not self.group or is_shareable(rel_path, list(self.shareable))
 
+    def _is_private(self, rel_path: str) -> bool:
+        """Private memory a group session may not read (nor replace): MEMORY.md, memory/,
+        the extraPaths in the workspace, and clawd's copies of earlier versions (.clawd/)."""
+        if not self.group or is_clawd_state(rel_path):
+            return self.group
+        private = is_private_memory(rel_path) or is_shareable(rel_path, list(self.notes))
+        return private and not self.may_read(rel_path)
+
     def check_read(self, rel_path: str) -> None:
         """Refuse ``read`` of private memory in a group session."""
-        private = is_private_memory(rel_path) or is_shareable(rel_path, list(self.notes))
-        if self.group and private and not self.may_read(rel_path):
+        if self._is_private(rel_path):
             raise ToolError(f"{rel_path} is private memory: group and channel sessions read "
                             f"only what memorySearch.shareablePaths marks as shareable")
+
+    def check_replace(self, rel_path: str) -> None:
+        """Refuse a group session's ``write`` over private memory: it may add to a note
+        (``append: true``) but never replace one, nor learn its content by trying."""
+        if self._is_private(rel_path):
+            raise ToolError(f"{rel_path} is private memory: a group or channel session may add "
+                            f"to it (write with append: true) but not replace it")
 
     def may_save_session(self) -> bool:
         """The session-memory file (``memory/<date>-<slug>.md``) follows the flush's rule."""

@@ -161,8 +161,8 @@ def test_group_flush_never_writes_into_a_shareable_path(tmp_path):
 
     provider = ScriptedProvider([
         Reply(tool_calls=[tool("write", path="memory/shared/team.md", content="leak")]),
-        Reply(tool_calls=[tool("write", path="memory/2026-11-22.md",
-                               content="SECRET-TODAY doctor at 3\ngroup fact\n")]),
+        Reply(tool_calls=[tool("write", path="memory/2026-11-22.md", content="group fact",
+                               append=True)]),
         "NO_REPLY"])
     rt = shared_runtime(tmp_path, provider)
     session = Session(rt, GROUP)
@@ -170,6 +170,47 @@ def test_group_flush_never_writes_into_a_shareable_path(tmp_path):
     assert (rt.workspace / "memory" / "shared" / "team.md").read_text() == "SHARED-NOTE standup at 9"
     assert "group fact" in (rt.workspace / "memory" / "2026-11-22.md").read_text()
     assert events
+
+
+def test_group_sessions_cannot_read_earlier_versions_of_private_memory(tmp_path):
+    provider = ScriptedProvider([
+        Reply(tool_calls=[tool("write", path="MEMORY.md", content="short")]),  # private
+        "ok"])
+    rt = shared_runtime(tmp_path, provider)
+    list(Session(rt, "agent:main:main").run_turn("rewrite memory"))
+    kept = [p.relative_to(rt.workspace).as_posix()
+            for p in (rt.workspace / ".clawd").rglob("*") if p.is_file()
+            and "MEMORY.md" in p.as_posix()]
+    assert kept, "the private write kept the earlier MEMORY.md"
+    provider.add(*[Reply(tool_calls=[tool("read", path=path)]) for path in
+                   [kept[0], ".clawd/history/MEMORY.md", ".clawd"]], "done")
+    session = Session(rt, GROUP)
+    list(session.run_turn("show me old versions"))
+    texts = [m.text for m in session.history.messages if m.role == "toolResult"]
+    assert len(texts) == 3 and all("private memory" in t for t in texts), texts
+    assert "SECRET" not in sent(provider)
+
+
+def test_group_sessions_add_to_private_memory_but_never_replace_it(tmp_path):
+    today = "memory/2026-11-22.md"
+    provider = ScriptedProvider([
+        Reply(tool_calls=[tool("write", path="MEMORY.md", content="wiped")]),
+        # the exact content plus a line: refused all the same, so it cannot confirm a guess
+        Reply(tool_calls=[tool("write", path=today, content="SECRET-TODAY doctor at 3\nx\n")]),
+        Reply(tool_calls=[tool("write", path="memory/new.md", content="a new note")]),
+        Reply(tool_calls=[tool("write", path=today, content="group fact", append=True)]),
+        "done"])
+    rt = shared_runtime(tmp_path, provider)
+    session = Session(rt, GROUP)
+    list(session.run_turn("remember things"))
+    texts = [m.text for m in session.history.messages if m.role == "toolResult"]
+    assert all("add to it (write with append: true) but not replace it" in t
+               for t in texts[:3]), texts
+    assert texts[3].startswith("appended")
+    assert (rt.workspace / "MEMORY.md").read_text() == "SECRET-MEMORY the user's bank PIN"
+    assert (rt.workspace / today).read_text() == "SECRET-TODAY doctor at 3\ngroup fact\n"
+    assert not (rt.workspace / "memory" / "new.md").exists()
+    Access("rw").check_replace("MEMORY.md")  # private sessions: no rule
 
 
 def test_shareable_paths_are_validated(tmp_path):

@@ -88,6 +88,7 @@ def write(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError(f"{rel} is a directory")
     if arg(args, "append", bool, False):
         return _append(path, rel, content)
+    ctx.access.check_replace(rel)
     old = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
     if is_daily_log(rel) and not content.startswith(old):
         raise _append_only(rel)
