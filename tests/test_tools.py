@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from datetime import date
+from typing import Annotated
 
 import pytest
 
 from clawd.config import AgentDefaults
 from clawd.errors import SandboxError, ToolError
-from clawd.tools.base import ToolContext
+from clawd.tools.base import Param, ToolContext, tool
 from clawd.tools.exec import run_exec
 from clawd.tools.files import edit, read, write
 from clawd.workspace import read_context_files, resolve, truncate
@@ -136,3 +137,33 @@ def test_context_files_cap_and_window(tmp_path):
                                  max_chars=1000)
     assert [f.name for f in private] == ["AGENTS.md", "MEMORY.md", "memory/2026-11-21.md",
                                          "memory/2026-11-22.md"]
+
+
+def test_a_tool_is_declared_once_by_its_signature(ctx):
+    from typing import Annotated
+
+    from clawd.tools.base import Param, tool
+
+    @tool("probe", "Echo typed arguments.")
+    def probe(ctx, *, name: str, count: Annotated[int, Param("how many", minimum=1)] = 2,
+              ratio: float | None = None,
+              loud: Annotated[bool, Param(name="LOUD")] = False) -> str:
+        return f"{name}*{count} {ratio} {loud}"
+
+    assert probe.spec.name == "probe" and probe.spec.description == "Echo typed arguments."
+    assert probe.spec.parameters == {
+        "type": "object", "required": ["name"], "additionalProperties": False,
+        "properties": {"name": {"type": "string"},
+                       "count": {"type": "integer", "minimum": 1, "description": "how many"},
+                       "ratio": {"type": "number"}, "LOUD": {"type": "boolean"}}}
+    # parsed from the same declaration, leniently where small models slip (quoted values)
+    assert probe({"name": "a", "count": "3", "ratio": 1, "LOUD": "true"}, ctx) == "a*3 1.0 True"
+    assert probe({"name": "a", "count": None}, ctx) == "a*2 None False"
+    with pytest.raises(ToolError, match="missing required argument 'name'"):
+        probe({}, ctx)
+    with pytest.raises(ToolError, match="argument 'count' must be int"):
+        probe({"name": "a", "count": True}, ctx)
+    with pytest.raises(ToolError, match="argument 'LOUD' must be bool"):
+        probe({"name": "a", "LOUD": "maybe"}, ctx)
+    with pytest.raises(TypeError, match="unsupported type"):
+        tool("bad", "x")(lambda ctx, *, items: "")  # no annotation to declare it from

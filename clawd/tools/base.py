@@ -1,22 +1,31 @@
-"""What a tool is: a schema for the model and a function that runs it.
+"""What a tool is, declared once: a typed function whose signature gives the schema.
 
-A tool function takes the model's arguments and a ``ToolContext`` and returns the result
-text. It raises ``ClawdError`` (usually ``ToolError`` or ``SandboxError``) to report a
-failure; the loop turns that into an error result for the model and carries on.
+``@tool(name, description)`` turns a function ``fn(ctx, *, arg: type = default, ...)`` into a
+``Tool``: its JSON schema for the model comes from the parameters (their types, defaults and
+``Annotated[..., Param(...)]`` descriptions), and the model's arguments are parsed against the
+same declaration before the function is called (as simonw/llm and pydantic-ai build tools from
+signatures). A tool function raises ``ClawdError`` (usually ``ToolError`` or
+``SandboxError``) to report a failure; the loop turns that into an error result for the model
+and carries on.
 """
 
 from __future__ import annotations
 
+import inspect
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from clawd.access import Access
 from clawd.config import AgentDefaults
 from clawd.errors import ToolError
 from clawd.messages import ToolSpec
+
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
 @dataclass
@@ -35,8 +44,75 @@ class ToolContext:
 
 @dataclass
 class Tool:
+    """A tool the model can call: what it is told (``spec``) and what runs (``run``)."""
+
     spec: ToolSpec
     run: Callable[[dict[str, Any], ToolContext], str]
+
+    def __call__(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        return self.run(args, ctx)
+
+
+@dataclass(frozen=True)
+class Param:
+    """What the schema says of one parameter, beyond its type and default."""
+
+    description: str | None = None
+    name: str | None = None  # the model's name, when it is not a Python name ("from")
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+@dataclass(frozen=True)
+class _Parameter:
+    python: str
+    name: str
+    kind: type
+    default: Any
+    info: Param
+
+    def schema(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"type": JSON_TYPES[self.kind]}
+        for key in ("minimum", "maximum", "description"):
+            if (value := getattr(self.info, key)) is not None:
+                entry[key] = value
+        return entry
+
+
+def tool(name: str, description: str) -> Callable[[Callable[..., str]], Tool]:
+    """Declare a tool from a function ``fn(ctx, *, ...)``: see the module docstring."""
+    def declare(fn: Callable[..., str]) -> Tool:
+        parameters = _parameters(fn)
+        spec = ToolSpec(name, description, schema(
+            {p.name: p.schema() for p in parameters},
+            [p.name for p in parameters if p.default is inspect.Parameter.empty]))
+
+        def run(args: dict[str, Any], ctx: ToolContext) -> str:
+            values = {p.python: arg(args, p.name, p.kind,
+                                    ... if p.default is inspect.Parameter.empty else p.default)
+                      for p in parameters}
+            return fn(ctx, **values)
+
+        run.__doc__ = fn.__doc__
+        return Tool(spec, run)
+    return declare
+
+
+def _parameters(fn: Callable[..., str]) -> list[_Parameter]:
+    """The keyword parameters after ``ctx``, with their types and ``Param`` annotations."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    found = []
+    for python, parameter in list(inspect.signature(fn).parameters.items())[1:]:
+        hint, info = hints.get(python), Param()
+        if typing.get_origin(hint) is Annotated:
+            hint, *extras = typing.get_args(hint)
+            info = next((e for e in extras if isinstance(e, Param)), info)
+        if isinstance(hint, types.UnionType):  # ``int | None``: optional, default None
+            hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        if hint not in JSON_TYPES:
+            raise TypeError(f"{fn.__name__}: parameter {python} has an unsupported type {hint}")
+        found.append(_Parameter(python, info.name or python, hint, parameter.default, info))
+    return found
 
 
 def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

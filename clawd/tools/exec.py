@@ -13,20 +13,20 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Any
+from typing import Annotated
 
 from clawd.errors import ToolError
-from clawd.messages import ToolSpec
-from clawd.tools.base import Tool, ToolContext, arg, schema
+from clawd.tools.base import Param, Tool, ToolContext, tool
 
 MAX_TIMEOUT = 3600.0
 GRACE_SECONDS = 2.0  # between TERM and KILL for a group that ignores TERM
 
 
-def run_exec(args: dict[str, Any], ctx: ToolContext) -> str:
-    command = arg(args, "command", str)
-    timeout = min(arg(args, "timeout", float, ctx.settings.tools.exec.timeout_seconds),
-                  MAX_TIMEOUT)
+@tool("exec", "Run a shell command in the workspace directory and return its output and exit "
+      "code.")
+def run_exec(ctx: ToolContext, *, command: str,
+             timeout: Annotated[float | None, Param("seconds", minimum=1)] = None) -> str:
+    timeout = min(timeout or ctx.settings.tools.exec.timeout_seconds, MAX_TIMEOUT)
     if not command.strip():
         raise ToolError("command is empty")
     if ctx.approve is not None:
@@ -83,9 +83,4 @@ def _decode(data: bytes) -> str:
 
 
 def exec_tool() -> Tool:
-    return Tool(ToolSpec("exec", "Run a shell command in the workspace directory and return "
-                         "its output and exit code.",
-                         schema({"command": {"type": "string"},
-                                 "timeout": {"type": "number", "minimum": 1,
-                                             "description": "seconds"}}, ["command"])),
-                run_exec)
+    return run_exec

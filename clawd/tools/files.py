@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
 from clawd.errors import ToolError
 from clawd.history import (HISTORY_DIR, STATE_DIR, is_clawd_state, is_protected, keep,
                            loses_content)
-from clawd.tools.base import Tool, ToolContext, arg, schema
+from clawd.tools.base import Param, Tool, ToolContext, tool
 from clawd.workspace import is_daily_log, relative, resolve
 
 DEFAULT_READ_LINES = 2000
@@ -29,11 +29,12 @@ def _writable(ctx: ToolContext) -> None:
         raise ToolError("the workspace is read-only in this session")
 
 
-def read(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = resolve(ctx.workspace, arg(args, "path", str))
+@tool("read", "Read a text file (or list a directory) in the workspace. Use offset/limit "
+      "(1-based lines) for long files.")
+def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)] = 1,
+         limit: Annotated[int, Param(minimum=1)] = DEFAULT_READ_LINES) -> str:
+    given, path = path, resolve(ctx.workspace, path)
     ctx.access.check_read(relative(ctx.workspace, path))
-    offset = arg(args, "offset", int, 1)
-    limit = arg(args, "limit", int, DEFAULT_READ_LINES)
     if offset < 1 or limit < 1:
         raise ToolError("offset and limit must be positive line numbers/counts")
     if path.is_dir():
@@ -42,11 +43,11 @@ def read(args: dict[str, Any], ctx: ToolContext) -> str:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise ToolError(f"file not found: {args['path']}") from None
+        raise ToolError(f"file not found: {given}") from None
     except OSError as exc:
-        raise ToolError(f"cannot read {args['path']}: {exc.strerror}") from None
+        raise ToolError(f"cannot read {given}: {exc.strerror}") from None
     if b"\x00" in data[:8192]:
-        raise ToolError(f"{args['path']} is a binary file ({len(data)} bytes)")
+        raise ToolError(f"{given} is a binary file ({len(data)} bytes)")
     lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
     chunk = lines[offset - 1:offset - 1 + limit]
     text = "".join(chunk)
@@ -68,10 +69,10 @@ def _append_only(rel: str) -> ToolError:
                      f"path \"{rel}\", append: true and only the new lines as content")
 
 
-def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str]:
+def _target(given: str, ctx: ToolContext) -> tuple[Path, str]:
     """The file a ``write`` or ``edit`` may change, and its workspace-relative path."""
     _writable(ctx)
-    path = resolve(ctx.workspace, arg(args, "path", str))
+    path = resolve(ctx.workspace, given)
     rel = relative(ctx.workspace, path)
     if is_clawd_state(rel):
         raise ToolError(f"{rel} is in {STATE_DIR}/, clawd's own record of earlier versions of "
@@ -81,18 +82,22 @@ def _target(args: dict[str, Any], ctx: ToolContext) -> tuple[Path, str]:
     return path, rel
 
 
-def write(args: dict[str, Any], ctx: ToolContext) -> str:
-    path, rel = _target(args, ctx)
-    content = arg(args, "content", str)
-    if path.is_dir():
+@tool("write", "Create or overwrite a file in the workspace; with append: true, add content "
+      "to the end of the file instead. Daily logs (memory/YYYY-MM-DD.md) are append-only: "
+      "always use append: true.")
+def write(ctx: ToolContext, *, path: str, content: str,
+          append: Annotated[bool, Param("true: add content at the end of the file (created "
+                                        "if missing), keeping what is there")] = False) -> str:
+    target, rel = _target(path, ctx)
+    if target.is_dir():
         raise ToolError(f"{rel} is a directory")
-    if arg(args, "append", bool, False):
-        return _append(path, rel, content)
+    if append:
+        return _append(target, rel, content)
     ctx.access.check_replace(rel)
-    old = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    old = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
     if is_daily_log(rel) and not content.startswith(old):
         raise _append_only(rel)
-    kept = _save(ctx, path, rel, old, content)
+    kept = _save(ctx, target, rel, old, content)
     return f"wrote {len(content)} characters to {rel}{kept}"
 
 
@@ -109,14 +114,16 @@ def _append(path: Path, rel: str, content: str) -> str:
     return f"appended {len(content)} characters to {rel}"
 
 
-def edit(args: dict[str, Any], ctx: ToolContext) -> str:
-    path, rel = _target(args, ctx)
-    old_text, new_text = arg(args, "oldText", str), arg(args, "newText", str)
+@tool("edit", "Replace one exact, unique occurrence of oldText with newText in a workspace "
+      "file.")
+def edit(ctx: ToolContext, *, path: str, old_text: Annotated[str, Param(name="oldText")],
+         new_text: Annotated[str, Param(name="newText")]) -> str:
+    target, rel = _target(path, ctx)
     ctx.access.check_read(rel)  # an edit of private memory would reveal it piece by piece
     if not old_text:
         raise ToolError("oldText must not be empty")
     try:
-        content = path.read_text(encoding="utf-8")
+        content = target.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ToolError(f"file not found: {rel}" + _how_to_add(rel)) from None
     count = content.count(old_text)
@@ -128,7 +135,7 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> str:
                         f"so it is unique")
     if is_daily_log(rel) and old_text not in new_text:
         raise _append_only(rel)
-    kept = _save(ctx, path, rel, content, content.replace(old_text, new_text, 1))
+    kept = _save(ctx, target, rel, content, content.replace(old_text, new_text, 1))
     return f"edited {rel}{kept}"
 
 
@@ -149,26 +156,4 @@ def _save(ctx: ToolContext, path: Path, rel: str, old: str, new: str) -> str:
 
 
 def file_tools() -> list[Tool]:
-    from clawd.messages import ToolSpec
-
-    return [
-        Tool(ToolSpec("read", "Read a text file (or list a directory) in the workspace. "
-                      "Use offset/limit (1-based lines) for long files.",
-                      schema({"path": {"type": "string"},
-                              "offset": {"type": "integer", "minimum": 1},
-                              "limit": {"type": "integer", "minimum": 1}}, ["path"])), read),
-        Tool(ToolSpec("write", "Create or overwrite a file in the workspace; with append: true, "
-                      "add content to the end of the file instead. Daily logs "
-                      "(memory/YYYY-MM-DD.md) are append-only: always use append: true.",
-                      schema({"path": {"type": "string"}, "content": {"type": "string"},
-                              "append": {"type": "boolean",
-                                         "description": "true: add content at the end of "
-                                         "the file (created if missing), keeping what is "
-                                         "there"}},
-                             ["path", "content"])), write),
-        Tool(ToolSpec("edit", "Replace one exact, unique occurrence of oldText with newText "
-                      "in a workspace file.",
-                      schema({"path": {"type": "string"}, "oldText": {"type": "string"},
-                              "newText": {"type": "string"}},
-                             ["path", "oldText", "newText"])), edit),
-    ]
+    return [read, write, edit]

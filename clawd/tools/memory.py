@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
 from clawd.errors import SandboxError, ToolError
 from clawd.memory.sources import NotText, decode_text, extra_roots, is_under
-from clawd.messages import ToolSpec
-from clawd.tools.base import Tool, ToolContext, arg, schema
+from clawd.tools.base import Param, Tool, ToolContext, tool
 from clawd.workspace import MEMORY_DIR, MEMORY_FILE, relative, resolve
 
 DEFAULT_LINES = 200
@@ -73,10 +72,12 @@ def memory_path(ctx: ToolContext, path: str) -> tuple[Path, str]:
     return real, key
 
 
-def run_memory_get(args: dict[str, Any], ctx: ToolContext) -> str:
-    path = arg(args, "path", str)
-    start = arg(args, "from", int, 1)
-    count = arg(args, "lines", int, DEFAULT_LINES)
+@tool("memory_get", GET_DESCRIPTION)
+def memory_get(ctx: ToolContext, *,
+               path: Annotated[str, Param("e.g. MEMORY.md or memory/2025-01-31.md")],
+               start: Annotated[int, Param("first line (1-based)", name="from", minimum=1)] = 1,
+               count: Annotated[int, Param(f"how many lines (default {DEFAULT_LINES})",
+                                           name="lines", minimum=1)] = DEFAULT_LINES) -> str:
     if start < 1:
         raise ToolError("argument 'from' must be 1 or more")
     if count < 1:
@@ -107,12 +108,14 @@ def run_memory_get(args: dict[str, Any], ctx: ToolContext) -> str:
     return text
 
 
-def run_memory_search(args: dict[str, Any], ctx: ToolContext) -> str:
-    query = arg(args, "query", str)
+@tool("memory_search", SEARCH_DESCRIPTION)
+def memory_search(ctx: ToolContext, *, query: Annotated[str, Param("what to look for")],
+                  max_results: Annotated[int | None, Param(
+                      "default 6", name="maxResults", minimum=1, maximum=MAX_RESULTS)] = None,
+                  min_score: Annotated[float | None, Param(
+                      "default 0.35", name="minScore", minimum=0, maximum=1)] = None) -> str:
     if not query.strip():
         raise ToolError("argument 'query' must not be empty")
-    max_results = arg(args, "maxResults", int, None)
-    min_score = arg(args, "minScore", float, None)
     if max_results is not None and max_results < 1:
         raise ToolError(f"argument 'maxResults' must be between 1 and {MAX_RESULTS}")
     if max_results is not None:
@@ -135,26 +138,6 @@ def run_memory_search(args: dict[str, Any], ctx: ToolContext) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-MEMORY_SEARCH = Tool(
-    ToolSpec("memory_search", SEARCH_DESCRIPTION, schema({
-        "query": {"type": "string", "description": "what to look for"},
-        "maxResults": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS,
-                       "description": "default 6"},
-        "minScore": {"type": "number", "minimum": 0, "maximum": 1,
-                     "description": "default 0.35"},
-    }, ["query"])),
-    run_memory_search)
-
-MEMORY_GET = Tool(
-    ToolSpec("memory_get", GET_DESCRIPTION, schema({
-        "path": {"type": "string", "description": "e.g. MEMORY.md or memory/2025-01-31.md"},
-        "from": {"type": "integer", "minimum": 1, "description": "first line (1-based)"},
-        "lines": {"type": "integer", "minimum": 1,
-                  "description": f"how many lines (default {DEFAULT_LINES})"},
-    }, ["path"])),
-    run_memory_get)
-
-
 def memory_tools() -> list[Tool]:
     """The memory tools, for agents with ``memorySearch.enabled``."""
-    return [MEMORY_SEARCH, MEMORY_GET]
+    return [memory_search, memory_get]
