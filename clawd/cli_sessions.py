@@ -28,6 +28,7 @@ from clawd.session_files import (
     transcripts,
 )
 from clawd.sessions import SessionStore, main_key
+from clawd.textcut import shorten
 
 LAST_MESSAGES = 6
 SHOW_CHARS = 400
@@ -94,9 +95,7 @@ def format_show(row: Row, count: int) -> str:
     if last:
         lines.append(f"\nLast {len(last)} messages:")
         for message in last:
-            text = " ".join(_plain(message).split())
-            if len(text) > SHOW_CHARS:
-                text = text[:SHOW_CHARS - 1] + "…"
+            text = shorten(" ".join(_plain(message).split()), SHOW_CHARS)
             lines.append(f"  {_who(message)}: {text}")
     return "\n".join(lines)
 

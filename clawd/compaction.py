@@ -24,6 +24,7 @@ from clawd.errors import ProviderError
 from clawd.messages import Message, ModelRequest
 from clawd.providers.base import complete
 from clawd.templates import render
+from clawd.textcut import keep_ends
 from clawd.tokens import estimate_message, estimate_text
 
 if TYPE_CHECKING:
@@ -128,9 +129,9 @@ def _blocked_cuts(messages: list[Message]) -> set[int]:
 def _clip(text: str, limit: int, what: str) -> str:
     if len(text) <= limit:
         return text
-    head, tail = limit * 3 // 4, limit // 4
-    return (f"{text[:head]}\n[... {what} clipped: {len(text) - head - tail} of {len(text)} "
-            f"characters omitted ...]\n{text[-tail:]}")
+    return keep_ends(text, limit * 3 // 4, limit // 4,
+                     lambda omitted: f"\n[... {what} clipped: {omitted} of {len(text)} "
+                                     f"characters omitted ...]\n")
 
 
 def render_message(message: Message) -> str:

@@ -26,6 +26,7 @@ from fnmatch import fnmatchcase
 
 from clawd.config import ContextPruning, ToolGlobs, parse_duration
 from clawd.messages import Message
+from clawd.textcut import keep_ends
 from clawd.tokens import IMAGE_TOKENS
 
 CHARS_PER_TOKEN = 4
@@ -124,9 +125,9 @@ def _soft_trimmed(text: str, cfg: ContextPruning) -> str | None:
     head, tail = cfg.soft_trim.head_chars, cfg.soft_trim.tail_chars
     if len(text) <= cfg.soft_trim.max_chars or head + tail >= len(text):
         return None
-    tail_text = text[len(text) - tail:] if tail else ""
-    return (f"{text[:head]}\n...\n{tail_text}\n\n[Tool result trimmed: kept first {head} "
-            f"and last {tail} of {len(text)} characters.]")
+    return keep_ends(text, head, tail, lambda omitted: "\n...\n") + (
+        f"\n\n[Tool result trimmed: kept first {head} and last {tail} of {len(text)} "
+        f"characters.]")
 
 
 def _with_text(message: Message, text: str) -> Message:
@@ -263,7 +264,8 @@ def cap_tool_result(text: str, max_chars: int) -> str:
     if budget <= 0:
         return text[:max_chars]
     head, tail = budget - budget // 2, budget // 2
-    return f"{text[:head]}{sep}{text[len(text) - tail:]}\n\n{_cap_note(head, tail, len(text))}"
+    return (keep_ends(text, head, tail, lambda omitted: sep)
+            + f"\n\n{_cap_note(head, tail, len(text))}")
 
 
 def _cap_note(head: int, tail: int, size: int) -> str:

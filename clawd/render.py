@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from clawd import events as ev
+from clawd.textcut import shorten
 
 DIM, RED, YELLOW, RESET = "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[0m"
 
@@ -27,7 +28,7 @@ def brief_arguments(name: str, arguments: dict[str, Any], width: int = 100) -> s
         text = " ".join(f"{k}={v!r}" for k, v in arguments.items()
                         if k not in ("content", "newText", "oldText"))
     text = " ".join(text.split())
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return shorten(text, width, "...")
 
 
 def event_json(event: Any) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from clawd.errors import SandboxError
+from clawd.textcut import keep_ends
 
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
 MEMORY_FILE = "MEMORY.md"
@@ -81,10 +82,10 @@ def truncate(text: str, max_chars: int, name: str) -> tuple[str, bool]:
     """Cap ``text``: keep the first 70% and last 20% of ``max_chars`` with a marker between."""
     if len(text) <= max_chars:
         return text, False
-    head, tail = int(max_chars * 0.7), int(max_chars * 0.2)
-    marker = (f"\n\n[... {name} truncated: {len(text) - head - tail} of {len(text)} characters "
-              f"omitted; read the file for the rest ...]\n\n")
-    return text[:head] + marker + text[len(text) - tail:], True
+    return keep_ends(text, int(max_chars * 0.7), int(max_chars * 0.2),
+                     lambda omitted: f"\n\n[... {name} truncated: {omitted} of {len(text)} "
+                                     f"characters omitted; read the file for the rest ...]\n\n"
+                     ), True
 
 
 @dataclass(slots=True)

@@ -167,3 +167,14 @@ def test_a_tool_is_declared_once_by_its_signature(ctx):
         probe({"name": "a", "LOUD": "maybe"}, ctx)
     with pytest.raises(TypeError, match="unsupported type"):
         tool("bad", "x")(lambda ctx, *, items: "")  # no annotation to declare it from
+
+
+def test_one_helper_cuts_text_for_everyone():
+    from clawd.textcut import keep_ends, shorten
+
+    marker = lambda omitted: f"[{omitted} cut]"  # noqa: E731
+    assert keep_ends("abcdefghij", 3, 2, marker) == "abc[5 cut]ij"
+    assert keep_ends("abcdefghij", 4, 0, marker) == "abcd[6 cut]"  # no tail: nothing after
+    assert keep_ends("abcdef", 3, 3, marker) == "abcdef"  # nothing to cut
+    assert shorten("abcdefghij", 5) == "abcd…" and shorten("abc", 5) == "abc"
+    assert shorten("abcdefghij", 6, "...") == "abc..."

@@ -22,6 +22,7 @@ from typing import Any
 
 from clawd.errors import ContextOverflowError, ProviderError, ProviderSetupError
 from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta
+from clawd.textcut import shorten
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def backoff_delay(attempt: int, base: float, retry_after: float | None = None,
 def one_line(text: str, limit: int = 300) -> str:
     """Collapse whitespace so a message fits on one line; cut it at ``limit`` characters."""
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+    return shorten(flat, limit)
 
 
 def status_error(name: str, status: int | None, message: str, *, kind: str | None = None,
