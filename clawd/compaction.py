@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from clawd.errors import ProviderError
-from clawd.messages import Message, ModelRequest
+from clawd.messages import ImagePart, Message, ModelRequest, TextPart, ToolCall
 from clawd.providers.base import complete
 from clawd.templates import render
 from clawd.textcut import keep_ends
@@ -144,19 +144,18 @@ def render_message(message: Message) -> str:
     else:
         label = f"[{message.role}]"
     parts = [label]
-    for block in message.content:
-        kind = block.get("type")
-        if kind == "text" and block.get("text", "").strip():
-            text = block["text"].strip()
-            if message.role == "toolResult":
-                text = _clip(text, TOOL_RESULT_CHARS, "tool result")
-            parts.append(text)
-        elif kind == "toolCall":
-            args = json.dumps(block.get("arguments") or {}, ensure_ascii=False)
-            parts.append(f"[tool call: {block.get('name', '?')}] "
-                         f"{_clip(args, TOOL_ARGS_CHARS, 'arguments')}")
-        elif kind == "image":
-            parts.append("[image omitted]")
+    for part in message.content:
+        match part:
+            case TextPart(text) if text.strip():
+                text = text.strip()
+                if message.role == "toolResult":
+                    text = _clip(text, TOOL_RESULT_CHARS, "tool result")
+                parts.append(text)
+            case ToolCall(_, name, arguments):
+                args = json.dumps(arguments, ensure_ascii=False)
+                parts.append(f"[tool call: {name}] {_clip(args, TOOL_ARGS_CHARS, 'arguments')}")
+            case ImagePart():
+                parts.append("[image omitted]")
     return "\n".join(parts)
 
 

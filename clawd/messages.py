@@ -1,10 +1,13 @@
-"""Provider-neutral conversation data: messages, content blocks, tool calls, usage, requests.
+"""Provider-neutral conversation data: messages, typed content parts, usage, requests.
 
-A message's ``content`` is a list of blocks, each a small dict with a ``type``:
-``{"type": "text", "text": ...}``, ``{"type": "toolCall", "id", "name", "arguments"}`` (in
-assistant messages) and ``{"type": "image", "mimeType", "data"}``. The same shape is written
-to the transcript, so a message round-trips through JSON unchanged. Provider adapters
-translate to and from their wire formats; nothing above ``providers/`` sees SDK types.
+A message's ``content`` is a list of typed parts, a closed union (``Part``): ``TextPart``,
+``ToolCall`` (in assistant messages), ``ImagePart`` and ``OtherPart`` (a block of a kind clawd
+does not use, kept as it was read and never sent). Code dispatches on the part's class
+(``match``/``isinstance``), never on strings. ``part_from_json``/``part_to_json`` are the one
+place that converts parts to and from the transcript's JSON blocks (``{"type": "text", "text":
+...}``, ``{"type": "toolCall", "id", "name", "arguments"}``, ``{"type": "image", "mimeType",
+"data"}``), so a message round-trips unchanged. Provider adapters translate parts to and from
+their wire formats; nothing above ``providers/`` sees SDK types.
 """
 
 from __future__ import annotations
@@ -65,13 +68,74 @@ class Usage:
         return cls(*values)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """Text written by the user, the model or a tool."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A request from the model to run one tool."""
+    """A request from the model to run one tool (a part of an assistant message)."""
 
     id: str
     name: str
     arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image, base64-encoded."""
+
+    data: str
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OtherPart:
+    """A content block of a kind clawd does not use (from a hand edit or another tool):
+    kept as it was read, counted in the context, never sent."""
+
+    block: dict[str, Any]
+
+
+Part = TextPart | ToolCall | ImagePart | OtherPart
+
+
+def part_from_json(block: Any) -> Part:
+    """The part a transcript block holds; ``ValueError`` when it is malformed."""
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        raise ValueError(f"a malformed content block: {str(block)[:60]}")
+    kind = block["type"]
+    if kind == "text" and isinstance(block.get("text"), str):
+        return TextPart(block["text"])
+    if (kind == "toolCall" and isinstance(block.get("id"), str)
+            and isinstance(block.get("name"), str)
+            and isinstance(block.get("arguments", {}), dict)):
+        return ToolCall(block["id"], block["name"], block.get("arguments") or {})
+    if kind == "image":
+        data, mime = block.get("data"), block.get("mimeType")
+        return ImagePart(data if isinstance(data, str) else "",
+                         mime if isinstance(mime, str) else None)
+    if kind in ("text", "toolCall"):
+        raise ValueError(f"a malformed content block: {str(block)[:60]}")
+    return OtherPart(block)
+
+
+def part_to_json(part: Part) -> dict[str, Any]:
+    """The transcript block of a part (``part_from_json`` reads it back)."""
+    match part:
+        case TextPart(text):
+            return {"type": "text", "text": text}
+        case ToolCall(id, name, arguments):
+            return {"type": "toolCall", "id": id, "name": name, "arguments": arguments}
+        case ImagePart(data, mime):
+            return {"type": "image", "data": data,
+                    **({"mimeType": mime} if mime is not None else {})}
+        case OtherPart(block):
+            return block
+    raise TypeError(f"not a content part: {part!r}")
 
 
 @dataclass(slots=True)
@@ -79,7 +143,7 @@ class Message:
     """One conversation message: ``user``, ``assistant`` or ``toolResult``."""
 
     role: str
-    content: list[dict[str, Any]]
+    content: list[Part]
     id: str = field(default_factory=new_id)
     timestamp: str = field(default_factory=now_iso)
     tool_call_id: str | None = None
@@ -97,37 +161,34 @@ class Message:
 
     @classmethod
     def user(cls, text: str, **kw: Any) -> Message:
-        return cls("user", [{"type": "text", "text": text}], **kw)
+        return cls("user", [TextPart(text)], **kw)
 
     @classmethod
     def assistant(cls, text: str = "", tool_calls: list[ToolCall] | None = None,
                   **kw: Any) -> Message:
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-        for call in tool_calls or []:
-            blocks.append({"type": "toolCall", "id": call.id, "name": call.name,
-                           "arguments": call.arguments})
-        return cls("assistant", blocks, **kw)
+        parts: list[Part] = [TextPart(text)] if text else []
+        return cls("assistant", [*parts, *(tool_calls or [])], **kw)
 
     @classmethod
     def tool_result(cls, call: ToolCall, text: str, is_error: bool = False,
                     **kw: Any) -> Message:
-        return cls("toolResult", [{"type": "text", "text": text}], tool_call_id=call.id,
+        return cls("toolResult", [TextPart(text)], tool_call_id=call.id,
                    tool_name=call.name, is_error=is_error, **kw)
 
     @property
     def text(self) -> str:
-        """The concatenated text blocks."""
-        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+        """The concatenated text parts."""
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        return [ToolCall(b["id"], b["name"], b.get("arguments") or {})
-                for b in self.content if b.get("type") == "toolCall"]
+        return [p for p in self.content if isinstance(p, ToolCall)]
 
     def to_entry(self) -> dict[str, Any]:
         """The transcript line for this message."""
         entry: dict[str, Any] = {"type": "message", "id": self.id, "timestamp": self.timestamp,
-                                 "role": self.role, "content": self.content}
+                                 "role": self.role,
+                                 "content": [part_to_json(p) for p in self.content]}
         if self.tool_call_id is not None:
             entry["toolCallId"] = self.tool_call_id
             entry["toolName"] = self.tool_name
@@ -154,10 +215,9 @@ class Message:
             content = [{"type": "text", "text": content}]
         if not isinstance(content, list) or entry.get("role") not in ROLES:
             raise ValueError("not a message entry")
-        bad = next((b for b in content if not _valid_block(b)), None)
-        if bad is not None:  # the whole line is reported and skipped, never half-read
-            raise ValueError(f"a malformed content block: {str(bad)[:60]}")
-        return cls(entry["role"], content, id=str(entry.get("id") or new_id()),
+        # a malformed block raises: the whole line is reported and skipped, never half-read
+        parts = [part_from_json(block) for block in content]
+        return cls(entry["role"], parts, id=str(entry.get("id") or new_id()),
                    timestamp=str(entry.get("timestamp") or ""),
                    tool_call_id=_str_or_none(entry.get("toolCallId")),
                    tool_name=_str_or_none(entry.get("toolName")),
@@ -172,19 +232,6 @@ class Message:
 
 
 ROLES = ("user", "assistant", "toolResult")
-
-
-def _valid_block(block: Any) -> bool:
-    """A content block the providers and the token estimates can use."""
-    if not isinstance(block, dict):
-        return False
-    kind = block.get("type")
-    if kind == "text":
-        return isinstance(block.get("text"), str)
-    if kind == "toolCall":
-        return (isinstance(block.get("id"), str) and isinstance(block.get("name"), str)
-                and isinstance(block.get("arguments", {}), dict))
-    return isinstance(kind, str)
 
 
 def _str_or_none(value: Any) -> str | None:

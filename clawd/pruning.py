@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from clawd.config import ContextPruning, ToolGlobs, parse_duration
-from clawd.messages import Message
+from clawd.messages import ImagePart, Message, OtherPart, TextPart, ToolCall
 from clawd.textcut import keep_ends
 from clawd.tokens import IMAGE_TOKENS
 
@@ -76,18 +76,16 @@ class PruneResult:
 def message_chars(message: Message) -> int:
     """Approximate characters a message adds to the context."""
     chars = 0
-    for block in message.content:
-        kind = block.get("type")
-        if kind == "text":
-            chars += len(block.get("text", ""))
-        elif kind == "image":
-            chars += IMAGE_CHARS
-        elif kind == "toolCall":
-            chars += len(block.get("name", "")) + len(json.dumps(block.get("arguments") or {}))
-        elif kind == "thinking":
-            chars += len(block.get("thinking", ""))
-        else:
-            chars += len(json.dumps(block, default=str))
+    for part in message.content:
+        match part:
+            case TextPart(text):
+                chars += len(text)
+            case ImagePart():
+                chars += IMAGE_CHARS
+            case ToolCall(_, name, arguments):
+                chars += len(name) + len(json.dumps(arguments))
+            case OtherPart(block):
+                chars += len(json.dumps(block, default=str))
     return chars
 
 
@@ -100,11 +98,11 @@ def is_tool_prunable(name: str | None, globs: ToolGlobs) -> bool:
 
 
 def _text_only(message: Message) -> bool:
-    return all(block.get("type") == "text" for block in message.content)
+    return all(isinstance(part, TextPart) for part in message.content)
 
 
 def _joined_text(message: Message) -> str:
-    return "\n".join(block.get("text", "") for block in message.content)
+    return "\n".join(part.text for part in message.content if isinstance(part, TextPart))
 
 
 def _protected_from(messages: list[Message], keep: int) -> int | None:
@@ -131,7 +129,7 @@ def _soft_trimmed(text: str, cfg: ContextPruning) -> str | None:
 
 
 def _with_text(message: Message, text: str) -> Message:
-    return dataclasses.replace(message, content=[{"type": "text", "text": text}])
+    return dataclasses.replace(message, content=[TextPart(text)])
 
 
 def chars_per_token(messages: list[Message], chars: int,

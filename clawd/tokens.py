@@ -19,10 +19,9 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from clawd.messages import Message, ModelRequest, ToolSpec
+from clawd.messages import ImagePart, Message, ModelRequest, TextPart, ToolCall, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -120,16 +119,15 @@ def _estimate_long(text: str) -> int:
 def estimate_message(message: Message) -> int:
     """Tokens of one message as sent: its text, tool calls and images, plus overhead."""
     total = MESSAGE_OVERHEAD
-    for block in message.content:
-        kind = block.get("type")
-        if kind == "text":
-            total += estimate_text(block.get("text", ""))
-        elif kind == "toolCall":
-            import orjson
-            total += estimate_text(block.get("name", "")) + estimate_text(
-                orjson.dumps(block.get("arguments") or {}).decode())
-        elif kind == "image":
-            total += IMAGE_TOKENS
+    for part in message.content:
+        match part:
+            case TextPart(text):
+                total += estimate_text(text)
+            case ToolCall(_, name, arguments):
+                import orjson
+                total += estimate_text(name) + estimate_text(orjson.dumps(arguments).decode())
+            case ImagePart():
+                total += IMAGE_TOKENS
     return total
 
 
@@ -140,8 +138,9 @@ def estimate_messages(messages: Iterable[Message]) -> int:
     """Tokens of a list of messages (memoised per message id and content size)."""
     total = 0
     for message in messages:
-        key = (message.id, sum(len(str(b.get("text", b.get("arguments", ""))))
-                               for b in message.content))
+        key = (message.id, sum(len(p.text) if isinstance(p, TextPart) else
+                               len(str(p.arguments)) if isinstance(p, ToolCall) else 0
+                               for p in message.content))
         cached = _message_cache.get(key)
         if cached is None:
             cached = estimate_message(message)

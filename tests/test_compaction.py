@@ -9,7 +9,7 @@ import pytest
 from clawd.compaction import chunk_sizes, find_cut, render_history, summarize
 from clawd.config import Compaction
 from clawd.errors import ContextOverflowError, ProviderError
-from clawd.messages import Message, ModelRequest, ToolCall
+from clawd.messages import Message, ModelRequest, TextPart, ToolCall
 from clawd.providers.scripted import ScriptedProvider
 from clawd.tokens import estimate_message, estimate_text
 
@@ -153,7 +153,7 @@ def long_history(turns: int = 12) -> list[Message]:
     spec = " ".join(f"u:20 c:30 r:150 a:{120 + t}" for t in range(turns))
     messages = conversation(spec)
     for t, message in enumerate(m for m in messages if m.role == "user"):
-        message.content = [{"type": "text", "text": f"request number {t}: {message.text}"}]
+        message.content = [TextPart(f"request number {t}: {message.text}")]
     return messages
 
 
@@ -285,9 +285,8 @@ def test_falls_back_to_the_simple_prompt() -> None:
 def test_total_failure_writes_a_truncation_note_naming_what_was_dropped() -> None:
     provider = ScriptedProvider(default=ProviderError("upstream 500"))
     messages = conversation("u:5 c:5 r:5 a:5 u:5 C:5 r:5 r:5 a:5")
-    messages[0].content = [{"type": "text", "text": "Deploy the service to staging\n  and "
-                            "then run the migration scripts in db/migrations/ before noon "
-                            "tomorrow please"}]
+    messages[0].content = [TextPart("Deploy the service to staging\n  and then run the migration "
+                                    "scripts in db/migrations/ before noon tomorrow please")]
     summary = summarize(provider, messages, previous_summary="## Goal\n- earlier goal",
                         instructions=None, settings=Compaction(max_retries=1))
     assert summary.method == "truncated"

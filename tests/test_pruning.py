@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clawd.config import ContextPruning
-from clawd.messages import Message, ToolCall
+from clawd.messages import ImagePart, Message, OtherPart, TextPart, ToolCall
 from clawd.pruning import PruneResult, cap_tool_result, message_chars, prune, reapply
 
 PLACEHOLDER = "[Old tool result content cleared]"
@@ -165,10 +165,9 @@ def test_allow_deny_globs(allow, deny, pruned):
 
 
 @pytest.mark.parametrize("blocks", [
-    [{"type": "image", "mimeType": "image/png", "data": "QUJD"}],
-    [{"type": "text", "text": "x" * 20000},
-     {"type": "image", "mimeType": "image/png", "data": "QUJD"}],
-    [{"type": "text", "text": "x" * 20000}, {"type": "resource", "uri": "file:///a"}],
+    [ImagePart("QUJD", "image/png")],
+    [TextPart("x" * 20000), ImagePart("QUJD", "image/png")],
+    [TextPart("x" * 20000), OtherPart({"type": "resource", "uri": "file:///a"})],
 ])
 @pytest.mark.parametrize("mode", ["adaptive", "aggressive"])
 def test_non_text_tool_results_untouched(blocks, mode):
@@ -315,15 +314,14 @@ def test_reapply_reproduces_earlier_decisions_exactly():
 def test_reapply_only_touches_text_tool_results(role, text, action, changed):
     call = ToolCall("c1", "exec", {})
     message = (Message.tool_result(call, text) if role == "toolResult"
-               else Message(role, [{"type": "text", "text": text}]))
+               else Message(role, [TextPart(text)]))
     out, entries = reapply([message], {message.id: action}, cfg())
     assert (out[0] is not message) is changed and bool(entries) is changed
 
 
 def test_reapply_keeps_images_and_ignores_unknown_ids():
     call = ToolCall("c1", "screenshot", {})
-    image = Message("toolResult", [{"type": "text", "text": body(9000)},
-                                   {"type": "image", "mimeType": "image/png", "data": "AAAA"}],
+    image = Message("toolResult", [TextPart(body(9000)), ImagePart("AAAA", "image/png")],
                     tool_call_id="c1", tool_name="screenshot")
     plain = Message.tool_result(call, body(9000))
     msgs = [image, plain]

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from clawd.errors import ContextOverflowError, ProviderError
-from clawd.messages import Message, ModelRequest, ToolSpec
+from clawd.messages import Message, ModelRequest, ToolCall, ToolSpec
 from clawd.providers.openai import OpenAIProvider
 from fakeserver import FakeServer, Response, openai_chunks, stream_response
 
@@ -116,8 +116,7 @@ def test_tool_calls_with_empty_content_round_trip(server):
     first = [e for e in llm.stream(request(tools=[read]))][-1].message
     assert first.text == "" and [c.name for c in first.tool_calls] == ["read"]
     assert first.tool_calls[0].arguments == {"path": "a.md"}
-    assert first.content == [{"type": "toolCall", "id": "c1", "name": "read",
-                              "arguments": {"path": "a.md"}}]  # no empty text block
+    assert first.content == [ToolCall("c1", "read", {"path": "a.md"})]  # no empty text part
     result = Message.tool_result(first.tool_calls[0], "hello")
     second = [e for e in llm.stream(request(Message.user("hi"), first, result,
                                             tools=[read]))][-1].message

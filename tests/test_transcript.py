@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from clawd.messages import Message, ToolCall, Usage
+import pytest
+
+from clawd.messages import ImagePart, Message, ToolCall, Usage
 from clawd.transcript import Transcript, build_history
 
 
@@ -16,7 +18,7 @@ def test_round_trip(tmp_path):
             Message.assistant("let me look", [call], usage=Usage(10, 5, 3, 2),
                               stop_reason="toolUse", model="m"),
             Message.tool_result(call, "content", is_error=False),
-            Message("user", [{"type": "image", "mimeType": "image/png", "data": "AAA="}])]
+            Message("user", [ImagePart("AAA=", "image/png")])]
     for m in sent:
         t.append_message(m)
     loaded = Transcript(path).load()
@@ -119,3 +121,26 @@ def test_a_torn_line_is_warned_about_once_not_on_every_run(tmp_path, caplog):
     third = Session(runtime, "agent:main:main")
     assert third.warnings == [] and "skipped" not in caplog.text
     assert [m.text for m in third.history.messages] == ["one", "ok", "two", "ok"]
+
+
+def test_parts_are_typed_and_round_trip_through_the_transcript_json():
+    from clawd.messages import OtherPart, TextPart, part_from_json, part_to_json
+
+    blocks = [{"type": "text", "text": "hi"},
+              {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}},
+              {"type": "image", "data": "AAA=", "mimeType": "image/png"},
+              {"type": "thinking", "thinking": "hmm", "signature": "x"}]
+    parts = [part_from_json(b) for b in blocks]
+    assert [type(p).__name__ for p in parts] == ["TextPart", "ToolCall", "ImagePart",
+                                                 "OtherPart"]
+    assert [part_to_json(p) for p in parts] == blocks  # unknown kinds are kept as read
+    message = Message.from_entry({"type": "message", "role": "assistant", "content": blocks})
+    assert message.text == "hi" and message.tool_calls == [parts[1]]
+    assert Message.from_entry(message.to_entry()).content == parts
+    assert Message.from_entry({"type": "message", "role": "user", "content": "plain"}
+                              ).content == [TextPart("plain")]
+    assert isinstance(part_from_json({"type": "video", "url": "x"}), OtherPart)
+    for bad in ({"type": "text", "text": None}, {"type": "toolCall", "id": 1, "name": "x"},
+                {"text": "no type"}, "a string"):
+        with pytest.raises(ValueError, match="malformed content block"):
+            part_from_json(bad)

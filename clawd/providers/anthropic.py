@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawd.errors import ProviderError
-from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta, ToolSpec, Usage
+from clawd.messages import (ImagePart, Message, ModelRequest, ModelResponse, Part, TextDelta,
+                            TextPart, ToolCall, ToolSpec, Usage)
 from clawd.providers.common import (RetryInfo, SdkProvider, pair_tool_calls,
                                     parse_arguments, parse_retry_after, status_error, stop_reason, transport_error)
 
@@ -123,7 +124,7 @@ def to_wire(messages: list[Message]) -> list[dict[str, Any]]:
         if message.role == "toolResult":
             role, blocks = "user", [_tool_result(message)]
         elif message.role == "assistant":
-            role, blocks = "assistant", _assistant_blocks(message)
+            role, blocks = "assistant", _content_blocks(message.content)
         else:
             role, blocks = "user", _content_blocks(message.content)
         if not blocks:
@@ -135,28 +136,20 @@ def to_wire(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _content_blocks(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _content_blocks(content: list[Part]) -> list[dict[str, Any]]:
+    """The wire blocks of a message's parts (tool calls as ``tool_use``; parts of kinds
+    clawd does not use are not sent)."""
     blocks: list[dict[str, Any]] = []
-    for block in content:
-        kind = block.get("type")
-        if kind == "text" and block.get("text"):
-            blocks.append({"type": "text", "text": block["text"]})
-        elif kind == "image" and block.get("data"):
-            blocks.append({"type": "image", "source": {
-                "type": "base64", "media_type": block.get("mimeType") or "image/png",
-                "data": block["data"]}})
-    return blocks
-
-
-def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for block in message.content:
-        if block.get("type") == "toolCall":
-            args = block.get("arguments")
-            blocks.append({"type": "tool_use", "id": block["id"], "name": block["name"],
-                           "input": args if isinstance(args, dict) else {}})
-        else:
-            blocks.extend(_content_blocks([block]))
+    for part in content:
+        match part:
+            case TextPart(text) if text:
+                blocks.append({"type": "text", "text": text})
+            case ImagePart(data, mime) if data:
+                blocks.append({"type": "image", "source": {
+                    "type": "base64", "media_type": mime or "image/png", "data": data}})
+            case ToolCall(call_id, name, arguments):
+                blocks.append({"type": "tool_use", "id": call_id, "name": name,
+                               "input": arguments})
     return blocks
 
 
@@ -227,17 +220,16 @@ class _Reply:
                 setattr(self.usage, ours, int(value))
 
     def message(self) -> Message:
-        content: list[dict[str, Any]] = []
+        content: list[Part] = []
         for index in sorted(self.blocks):
             block = self.blocks[index]
             if block["type"] == "text":
                 if block["text"]:
-                    content.append({"type": "text", "text": block["text"]})
+                    content.append(TextPart(block["text"]))
                 continue
             arguments = parse_arguments(block["json"]) if block["json"].strip() \
                 else dict(block["input"])
-            content.append({"type": "toolCall", "id": block["id"], "name": block["name"],
-                            "arguments": arguments})
+            content.append(ToolCall(block["id"], block["name"], arguments))
         return Message("assistant", content, usage=self.usage, stop_reason=stop_reason(self.stop),
                        model=self.model)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from clawd.errors import ContextOverflowError, ProviderError, ProviderSetupError
-from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta
+from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta, TextPart
 from clawd.textcut import shorten
 
 log = logging.getLogger(__name__)
@@ -274,7 +274,7 @@ def pair_tool_calls(messages: list[Message]) -> list[Message]:
         pending = {}
         if message.role == "assistant" and message.aborted and message.text:
             message = dataclasses.replace(message, content=[
-                *message.content, {"type": "text", "text": INTERRUPTED_REPLY}])
+                *message.content, TextPart(INTERRUPTED_REPLY)])
         out.append(message)
         if message.role == "assistant":
             pending = {call.id: call.name for call in message.tool_calls}

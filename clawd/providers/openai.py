@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawd.errors import ProviderError
-from clawd.messages import (Message, ModelRequest, ModelResponse, TextDelta, ToolCall,
-                            ToolSpec, Usage, new_id)
+from clawd.messages import (ImagePart, Message, ModelRequest, ModelResponse, TextDelta,
+                            TextPart, ToolCall, ToolSpec, Usage, new_id)
 from clawd.providers.common import (RetryInfo, SdkProvider, pair_tool_calls,
                                     parse_arguments, parse_retry_after, status_error, stop_reason, transport_error)
 
@@ -158,19 +158,20 @@ def to_wire(messages: list[Message]) -> list[dict[str, Any]]:
 
 
 def _has_image(message: Message) -> bool:
-    return any(b.get("type") == "image" for b in message.content)
+    return any(isinstance(part, ImagePart) for part in message.content)
 
 
 def _user_content(message: Message) -> str | list[dict[str, Any]]:
     if not _has_image(message):
         return message.text
     parts: list[dict[str, Any]] = []
-    for block in message.content:
-        if block.get("type") == "text" and block.get("text"):
-            parts.append({"type": "text", "text": block["text"]})
-        elif block.get("type") == "image" and block.get("data"):
-            url = f"data:{block.get('mimeType') or 'image/png'};base64,{block['data']}"
-            parts.append({"type": "image_url", "image_url": {"url": url}})
+    for part in message.content:
+        match part:
+            case TextPart(text) if text:
+                parts.append({"type": "text", "text": text})
+            case ImagePart(data, mime) if data:
+                url = f"data:{mime or 'image/png'};base64,{data}"
+                parts.append({"type": "image_url", "image_url": {"url": url}})
     return parts
 
 
