@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -180,6 +180,15 @@ def test_reset_policy(mode, last, now, expected):
                                       ).session.reset}[mode]
     reason = reset_reason({"updatedAt": last}, now, cfg)
     assert (reason or "").startswith(expected or "") and (reason is None) == (expected is None)
+
+
+@pytest.mark.parametrize("minutes, expected", [(1, "idle for more than 1 minute"),
+                                               (2, "idle for more than 2 minutes")])
+def test_idle_reason_says_minute_or_minutes(minutes, expected):
+    last = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+    now = last + timedelta(minutes=minutes)
+    assert reset_reason({"updatedAt": last.isoformat()}, now,
+                        Reset(mode="idle", idle_minutes=minutes)) == expected
 
 
 def test_idle_reset_on_next_message_tells_the_user(tmp_path, clock):
