@@ -347,7 +347,8 @@ class Session:
             reply = self.last_partial or reply
             if not appended:  # interrupted during a flush or compaction: keep what was typed
                 self._append(message)
-            yield Notice("reply interrupted; the partial reply was kept")
+            yield Notice("reply interrupted" + ("" if is_blank(reply)
+                                                else "; the partial reply was kept"))
         yield TurnDone("" if is_silent(reply) else reply, aborted, steps, interrupted)
 
     def _too_large(self, message: Message) -> str | None:
