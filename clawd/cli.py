@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("-m", "--message", metavar="TEXT", help="run one turn and exit")
     mode.add_argument("--script", metavar="FILE|-",
                       help="run each non-empty line in order (lines starting with # are "
-                      "skipped)")
+                      "skipped; start a line with \\# to send a literal #)")
     chat.add_argument("--json", action="store_true",
                       help="print events as JSON lines (see docs/json-events.md)")
     chat.add_argument("--stream", action="store_true",

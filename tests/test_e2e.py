@@ -108,6 +108,18 @@ def test_script_file_and_error_exit_code(setup, server, capsys, tmp_path):
     assert code == 1 and "cannot read script" in err
 
 
+def test_script_comment_lines_are_skipped_and_escaped_ones_sent(setup, server, capsys,
+                                                                tmp_path):
+    server.default("POST", OPENAI_PATH, lambda r: openai_stream("ok"))
+    script = tmp_path / "conv.txt"
+    script.write_text("# a comment\n  # an indented one\n\\# Heading\n"
+                      "\\\\# two backslashes\nplain # not a comment\n")
+    code, _, err = run_cli(["chat", "--script", str(script)], capsys)
+    assert code == 0, err
+    sent = [r.json()["messages"][-1]["content"] for r in server.requests]
+    assert sent == ["# Heading", "\\# two backslashes", "plain # not a comment"]
+
+
 def test_json_reply_cut_off_mid_stream_carries_the_partial_text(setup, server, capsys):
     # 1 role chunk + 3 text chunks of 5 characters, then the connection drops
     server.queue("POST", OPENAI_PATH, lambda r: openai_stream(
