@@ -6,7 +6,7 @@ import json
 
 from clawd.agent import Session
 from clawd.events import ErrorEvent, Notice, TextDelta, ToolFinished, ToolStarted, TurnDone
-from clawd.errors import ProviderError
+from clawd.errors import ProviderError, ProviderSetupError
 from clawd.messages import ModelResponse, TextDelta as Delta
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
@@ -220,3 +220,14 @@ def test_ctrl_c_at_an_approval_prompt_claims_no_partial_reply(tmp_path):
     assert notices == ["reply interrupted"]
     assert events[-1].interrupted and events[-1].text == ""
 
+
+
+def test_an_unusable_provider_mid_session_ends_the_turn_as_failed(tmp_path):
+    def unusable(ref):
+        raise ProviderSetupError("no key for this model")
+
+    runtime = make_runtime(tmp_path, ScriptedProvider([]))
+    runtime.provider_for = unusable
+    events = list(Session(runtime, KEY).run_turn("hi"))
+    assert [type(e) for e in events] == [ErrorEvent, TurnDone]
+    assert "no key" in events[0].message and events[-1].failed

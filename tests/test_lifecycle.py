@@ -10,7 +10,7 @@ import pytest
 
 from clawd.commands import Chat
 from clawd.config import parse_config, Reset, SessionMemoryHook
-from clawd.events import CommandOutput, Notice, TurnDone
+from clawd.events import CommandOutput, ErrorEvent, Notice, TurnDone
 from clawd.hooks import end_session_memory, reset_reason, sanitize_slug
 from clawd.messages import Message
 from clawd.providers.scripted import Reply, ScriptedProvider
@@ -237,3 +237,18 @@ def test_agents_are_isolated(tmp_path, clock):
     assert "agent:main:main" not in store_b
     text_b = "".join(p.read_text() for p in b.sessions_dir.glob("*.jsonl"))
     assert "alpha secret" not in text_b
+
+
+def test_a_reset_that_fails_still_ends_the_turn(tmp_path, clock):
+    provider = ScriptedProvider(default=slug_or("fine"))
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    runtime.config.session.reset = Reset(mode="idle", idle_minutes=60)
+    chat = Chat(runtime, KEY)
+    list(chat.handle("first"))
+    clock.advance(minutes=61)
+    runtime.context_window_for = lambda ref: 1500  # the new session cannot start
+    events = list(chat.handle("second"))
+    assert any(isinstance(e, ErrorEvent) and "too small" in e.message for e in events)
+    done = events[-1]
+    assert isinstance(done, TurnDone) and done.failed and done.text == ""
+    assert done.usage.input_tokens == 0 and done.session_key == KEY
