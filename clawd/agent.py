@@ -116,8 +116,8 @@ def check_window(rt: Runtime, key: str, model_ref: str) -> None:
 
 
 def session_model(entry: dict[str, Any] | None, settings: Any) -> str:
-    """The model a session uses: the one chosen for it (``--model``, ``/model``, ``/new
-    MODEL``), else the agent's configured model, so a config change reaches old sessions."""
+    """The model a session uses: the one pinned to it (``/model``, ``/new MODEL``), else the
+    agent's configured model, so a config change reaches old sessions."""
     return (entry or {}).get("modelOverride") or settings.model
 
 

@@ -64,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="continue the session with this id (or a unique prefix of it; "
                       "see clawd sessions list --all)")
     chat.add_argument("--model", metavar="PROVIDER/MODEL",
-                      help="the model for this run only (in the REPL: for the session; "
-                      "/model pins one)")
+                      help="the model for this run only (the session is left as it was; "
+                      "/model in the chat pins one to it)")
     mode = chat.add_mutually_exclusive_group()
     mode.add_argument("-m", "--message", metavar="TEXT", help="run one turn and exit")
     mode.add_argument("--script", metavar="FILE|-",
