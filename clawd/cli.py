@@ -1,9 +1,9 @@
 """The command line and composition root: reads env and flags, builds the runtime, renders.
 
 ``clawd init | chat | memory | sessions``. Only this module (and the REPL) prints, and only
-here do errors become exit codes: a ``ClawdError`` is one line on stderr and exit code 1
-(2 for usage and config errors), and with ``chat --json`` an ``error`` event on stdout too. Heavy modules are imported inside the commands so that
-``clawd --help`` stays fast.
+here do errors become exit codes: a ``ClawdError`` is one line on stderr (with ``chat
+--json``, an ``error`` event on stdout too) and exit code 1 (2 for usage and config errors).
+Heavy modules are imported inside the commands so that ``clawd --help`` stays fast.
 """
 
 from __future__ import annotations

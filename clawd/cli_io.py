@@ -78,7 +78,6 @@ def decode_input(raw: bytes | str, what: str, warned: set[str]) -> str:
         return raw.decode("utf-8", "replace")
 
 
-
 def uncomment(line: str) -> str | None:
     """A script line as it is run: None for a comment (first non-blank character ``#``);
     a backslash before a leading ``#`` is dropped, so ``\\# heading`` sends ``# heading``
