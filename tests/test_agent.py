@@ -221,7 +221,6 @@ def test_ctrl_c_at_an_approval_prompt_claims_no_partial_reply(tmp_path):
     assert events[-1].interrupted and events[-1].text == ""
 
 
-
 def test_an_unusable_provider_mid_session_ends_the_turn_as_failed(tmp_path):
     def unusable(ref):
         raise ProviderSetupError("no key for this model")

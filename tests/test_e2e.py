@@ -162,8 +162,7 @@ def test_json_stream_prints_deltas_that_add_up_to_the_reply(setup, server, capsy
     assert events[-1]["model"] == "local/qwen-test"
 
 
-def test_json_failed_turn_is_an_error_and_a_done_without_a_reply(setup, server, capsys,
-                                                                  tmp_path):
+def test_json_failed_turn_is_an_error_and_a_done_without_a_reply(setup, server, capsys):
     server.queue("POST", OPENAI_PATH, lambda r: openai_stream(
         "", [{"id": "call_9", "name": "read", "arguments": {"path": "missing.md"}}]))
     server.queue("POST", OPENAI_PATH, lambda r: openai_error(400, "bad request here"))
