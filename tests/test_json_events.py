@@ -6,10 +6,17 @@ import io
 import json
 
 import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
 
 from clawd import events as ev
+from clawd.commands import Chat
 from clawd.messages import TextDelta, Usage
+from clawd.providers.scripted import ScriptedProvider
 from clawd.render import RESULT_CHARS, Renderer, event_json
+from clawd.repl import repl_loop
+
+from conftest import make_runtime
 
 
 def rendered(events, **kw) -> list[dict]:
@@ -54,3 +61,17 @@ def test_tool_result_text_is_capped_and_says_so():
                      "text": "x" * RESULT_CHARS, "truncated": False}
     assert long["text"] == "y" * RESULT_CHARS and long["truncated"] is True
     assert long["id"] == "c2" and long["isError"] is True
+
+
+def test_the_repl_with_json_and_stream_prints_deltas(tmp_path):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider(["forty-two"], chunk_size=4)),
+                "agent:main:main")
+    out = io.StringIO()
+    with create_pipe_input() as pipe:
+        pipe.send_text("what is it?\r/quit\r")
+        pipe.close()
+        assert repl_loop(chat, input=pipe, output=DummyOutput(), stream=out, as_json=True,
+                         deltas=True, warm=False) == 0
+    events = [json.loads(line) for line in out.getvalue().splitlines()[1:]]  # after the banner
+    assert "".join(e["text"] for e in events if e["type"] == "delta") == "forty-two"
+    assert [e["type"] for e in events if e["type"] != "delta"] == ["reply", "done", "command"]
