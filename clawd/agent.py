@@ -116,8 +116,8 @@ def check_window(rt: Runtime, key: str, model_ref: str) -> None:
 
 
 def session_model(entry: dict[str, Any] | None, settings: Any) -> str:
-    """The model a session uses: the one chosen for it (``--model``, ``/model``, ``/new
-    MODEL``), else the agent's configured model, so a config change reaches old sessions."""
+    """The model a session uses: the one pinned to it (``/model``, ``/new MODEL``), else the
+    agent's configured model, so a config change reaches old sessions."""
     return (entry or {}).get("modelOverride") or settings.model
 
 
@@ -172,7 +172,7 @@ class Session:
         self._flush_skip_logged: int | None = None  # the cycle whose skip was logged
         self.last_pruned: list[str] = []
         self.last_partial = ""  # text of the last reply cut off mid-stream
-        self._turn_usage = [0, 0]
+        self._turn_usage = Usage()  # the current (or last) user turn's model calls
 
     def close(self) -> None:
         """Let other processes use this session (also done when the Session is collected)."""
@@ -306,13 +306,13 @@ class Session:
         """
         message = Message.user(text)
         steps, reply, aborted, appended, nudge = 0, "", False, False, None
-        interrupted = False
-        self._turn_usage = [0, 0]  # this turn's input and output tokens
+        interrupted = failed = False
+        self._turn_usage = Usage()
         if (refusal := self._too_large(message)) is not None:
             message.refused = True
             self.transcript.append_message(message)  # kept on disk, never sent
             yield ErrorEvent(refusal)
-            yield TurnDone("", False, 0)
+            yield self.turn_done("", failed=True)
             return
         try:
             yield from self._maintain([message])
@@ -324,7 +324,8 @@ class Session:
                 result = yield from self._step(self.history.messages, show=True,
                                                extra_system=nudge, retry_blank=nudge is None,
                                                tool_choice="none" if nudge else "auto")
-                if result is None:
+                if result is None:  # an error, said in an ErrorEvent
+                    failed = True
                     if self.last_partial:  # cut off mid-stream: the reply so far, kept
                         reply, aborted = self.last_partial, True
                     break
@@ -347,8 +348,22 @@ class Session:
             reply = self.last_partial or reply
             if not appended:  # interrupted during a flush or compaction: keep what was typed
                 self._append(message)
-            yield Notice("reply interrupted; the partial reply was kept")
-        yield TurnDone("" if is_silent(reply) else reply, aborted, steps, interrupted)
+            yield Notice("reply interrupted" + ("" if is_blank(reply)
+                                                else "; the partial reply was kept"))
+        except ClawdError as exc:  # e.g. a pinned model that cannot be used: said, then ended
+            failed = True
+            yield ErrorEvent(str(exc))
+        yield self.turn_done("" if is_silent(reply) else reply, aborted, steps, interrupted,
+                             failed)
+
+    def turn_done(self, text: str, aborted: bool = False, steps: int = 0,
+                  interrupted: bool = False, failed: bool = False,
+                  usage: Usage | None = None) -> TurnDone:
+        """The event that ends a user turn, with where it happened and its usage (by default
+        that of the model calls of the turn that ``run_turn`` ran last)."""
+        return TurnDone(text, aborted, steps, interrupted, failed,
+                        self._turn_usage if usage is None else usage,
+                        self.key, self.entry["sessionId"], self.model_ref)
 
     def _too_large(self, message: Message) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""
@@ -490,17 +505,16 @@ class Session:
         if messages is self.history.messages and usage.prompt_tokens:
             self._base = (usage.prompt_tokens + usage.output_tokens,
                           len(self.history.messages), self._fixed_tokens(layers))
-        turn = self._turn_usage
         if messages is self.history.messages:  # the user's turn (OpenClaw: the latest run)
-            turn[0] += usage.input_tokens
-            turn[1] += usage.output_tokens
+            self._turn_usage += usage
         latest = ({"totalTokens": usage.prompt_tokens, "totalTokensFresh": True}
                   if usage.prompt_tokens else {})
         self._patch(add={"cumulativeInputTokens": usage.input_tokens,
                          "cumulativeOutputTokens": usage.output_tokens,
                          "cumulativeCacheReadTokens": usage.cache_read_tokens,
                          "cumulativeCacheWriteTokens": usage.cache_write_tokens},
-                    inputTokens=turn[0], outputTokens=turn[1], **latest,
+                    inputTokens=self._turn_usage.input_tokens,
+                    outputTokens=self._turn_usage.output_tokens, **latest,
                     contextTokens=self.budget.context_window,
                     contextUsedTokens=self.context_tokens(layers=layers),
                     tokenRatio=round(self.token_ratio, 4),
@@ -517,7 +531,7 @@ class Session:
                 result = Message.tool_result(call, text, is_error, flush=flush)
                 self._append(result, target)
                 pending.pop(0)
-                yield ToolFinished(call.id, call.name, is_error, text[:200])
+                yield ToolFinished(call.id, call.name, is_error, text)
         except KeyboardInterrupt:
             for call in pending:  # every call keeps a result, so the history stays valid
                 self._append(Message.tool_result(call, "interrupted by the user", True,

@@ -1,9 +1,9 @@
 """The command line and composition root: reads env and flags, builds the runtime, renders.
 
 ``clawd init | chat | memory | sessions``. Only this module (and the REPL) prints, and only
-here do errors become exit codes: a ``ClawdError`` is one line on stderr and exit code 1
-(2 for usage and config errors). Heavy modules are imported inside the commands so that
-``clawd --help`` stays fast.
+here do errors become exit codes: a ``ClawdError`` is one line on stderr (with ``chat
+--json``, an ``error`` event on stdout too) and exit code 1 (2 for usage and config errors).
+Heavy modules are imported inside the commands so that ``clawd --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -64,13 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="continue the session with this id (or a unique prefix of it; "
                       "see clawd sessions list --all)")
     chat.add_argument("--model", metavar="PROVIDER/MODEL",
-                      help="the model for this run only (in the REPL: for the session; "
-                      "/model pins one)")
+                      help="the model for this run only (the session is left as it was; "
+                      "/model in the chat pins one to it)")
     mode = chat.add_mutually_exclusive_group()
     mode.add_argument("-m", "--message", metavar="TEXT", help="run one turn and exit")
     mode.add_argument("--script", metavar="FILE|-",
                       help="run each non-empty line in order (lines starting with # are "
-                      "skipped)")
+                      "skipped; start a line with \\# to send a literal #)")
     chat.add_argument("--json", action="store_true",
                       help="print events as JSON lines (see docs/json-events.md)")
     chat.add_argument("--stream", action="store_true",
@@ -167,14 +167,27 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return stdout_gone()
     except ConfigError as exc:
-        print(f"clawd: {exc}", file=sys.stderr)
-        return 2
+        return _failed(args, exc, 2)
     except ClawdError as exc:
-        print(f"clawd: {exc}", file=sys.stderr)
-        return 1
+        return _failed(args, exc, 1)
     except KeyboardInterrupt:
         print("clawd: interrupted", file=sys.stderr)
         return 130
+
+
+def _failed(args: argparse.Namespace, exc: Exception, code: int) -> int:
+    """An error as one line on stderr; ``chat --json`` also has it as an ``error`` event
+    on stdout, so a reader of the events sees why there are no more."""
+    print(f"clawd: {exc}", file=sys.stderr)
+    if args.command == "chat" and args.json:
+        from clawd.events import ErrorEvent
+        from clawd.render import Renderer
+
+        try:
+            Renderer(sys.stdout, as_json=True).event(ErrorEvent(str(exc)))
+        except BrokenPipeError:
+            return stdout_gone()
+    return code
 
 
 def chat_key(runtime: Any, args: argparse.Namespace) -> str:
@@ -210,7 +223,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from clawd.render import Renderer
 
     out = ChatOutput(sys.stdout)
-    render = Renderer(out, side=sys.stderr, as_json=args.json).event
+    render = Renderer(out, side=sys.stderr, as_json=args.json, deltas=args.stream).event
     if args.message:
         lines = [message]
     else:

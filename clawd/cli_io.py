@@ -5,6 +5,7 @@ Input from ``-m``, stdin or a ``--script`` file is decoded before anything is wr
 that are not UTF-8 become U+FFFD, with one warning per input. When stdout's reader goes
 away, clawd stops quietly with ``STDOUT_CLOSED`` (141, 128 + SIGPIPE, as ``yes | head``
 reports it) — a chat first finishes the turn under way, so nothing is left half-done.
+A script's comment lines (``#``) are left out; ``\\#`` starts a line with a literal ``#``.
 """
 
 from __future__ import annotations
@@ -77,11 +78,21 @@ def decode_input(raw: bytes | str, what: str, warned: set[str]) -> str:
         return raw.decode("utf-8", "replace")
 
 
+def uncomment(line: str) -> str | None:
+    """A script line as it is run: None for a comment (first non-blank character ``#``);
+    a backslash before a leading ``#`` is dropped, so ``\\# heading`` sends ``# heading``
+    (and ``\\\\#`` sends ``\\#``)."""
+    body = line.lstrip()
+    if body.startswith("#"):
+        return None
+    if body.startswith("\\") and body.lstrip("\\").startswith("#"):
+        return line[:len(line) - len(body)] + body[1:]
+    return line
 
 
 def script_lines(source: str) -> Iterator[str]:
     """Lines of a script file or stdin, read directly (no terminal handling on a pipe) and
-    decoded leniently (``decode_input``)."""
+    decoded leniently (``decode_input``), comments left out (``uncomment``)."""
     warned: set[str] = set()
     if source == "-":
         stream = getattr(sys.stdin, "buffer", sys.stdin)
@@ -94,7 +105,9 @@ def script_lines(source: str) -> Iterator[str]:
         what = f"script {source}"
     try:
         for raw in stream:
-            yield decode_input(raw, what, warned).rstrip("\r\n")
+            line = uncomment(decode_input(raw, what, warned).rstrip("\r\n"))
+            if line is not None:
+                yield line
     finally:
         if stream is not getattr(sys.stdin, "buffer", sys.stdin):
             stream.close()

@@ -19,7 +19,7 @@ from clawd.context import report
 from clawd.errors import ClawdError
 from clawd.events import CommandOutput, Compacted, ErrorEvent, Event, Notice
 from clawd.hooks import end_session_memory, reset_reason
-from clawd.messages import parse_iso
+from clawd.messages import Usage, parse_iso
 from clawd.memory.notes import append_to_daily_log
 from clawd.workspace import MEMORY_DIR, MEMORY_FILE, is_writable
 
@@ -60,6 +60,8 @@ class Chat:
                 yield from self.session.run_turn(line.rstrip("\n"))
         except ClawdError as exc:
             yield ErrorEvent(str(exc))
+            if text and not text.startswith("/"):  # the turn did not start (a failed reset)
+                yield self.session.turn_done("", failed=True, usage=Usage())
 
     def new_session(self, reason: str, model: str | None = None) -> Iterator[Event]:
         """End the current session (flush, session-memory file) and start a new one."""

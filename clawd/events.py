@@ -3,7 +3,8 @@
 A turn yields ``TextDelta`` as the reply streams, ``ToolStarted``/``ToolFinished`` around each
 tool call, ``Flushed`` after a silent memory-flush turn, ``Compacted`` after compaction,
 ``Notice`` for things the user should know (a reset, a skipped flush), ``ErrorEvent`` for a
-failure the turn survived, and finally ``TurnDone``. Slash commands yield ``CommandOutput``.
+failure (one the turn survived, or the one that ended it), and finally ``TurnDone`` with the
+turn's usage and session. Slash commands yield ``CommandOutput``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawd.messages import TextDelta
+from clawd.messages import TextDelta, Usage
 
 __all__ = ["TextDelta", "ToolStarted", "ToolFinished", "Flushed", "Compacted", "Notice",
            "ErrorEvent", "TurnDone", "CommandOutput", "Event"]
@@ -29,7 +30,11 @@ class ToolFinished:
     call_id: str
     name: str
     is_error: bool
-    preview: str
+    text: str  # the result as the model gets it (capped at ``tools.maxOutputChars``)
+
+    @property
+    def preview(self) -> str:
+        return self.text[:200]
 
 
 @dataclass(slots=True)
@@ -60,10 +65,21 @@ class ErrorEvent:
 
 @dataclass(slots=True)
 class TurnDone:
+    """The end of a user turn: the reply, how the turn ended, and what it used.
+
+    ``failed``: an error ended the turn (the ``ErrorEvent`` before says which); ``text`` is
+    then the part of the reply that streamed before it, if any. ``usage`` adds up the
+    turn's own model calls (not a memory flush's or a summary's)."""
+
     text: str
     aborted: bool = False
     steps: int = 0
     interrupted: bool = False  # ended by Ctrl-C (``aborted`` alone: cut off by an error)
+    failed: bool = False
+    usage: Usage = field(default_factory=Usage)
+    session_key: str = ""
+    session_id: str = ""
+    model: str = ""
 
 
 @dataclass(slots=True)

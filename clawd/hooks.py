@@ -36,7 +36,7 @@ def reset_reason(entry: dict[str, Any], now: datetime, cfg: Reset) -> str | None
         return None
     idle = cfg.idle_limit
     if idle is not None and now - last >= timedelta(minutes=idle):
-        return f"idle for more than {idle} minutes"
+        return f"idle for more than {idle} minute{'' if idle == 1 else 's'}"
     if cfg.mode in ("daily", "both"):
         boundary = now.replace(hour=cfg.at_hour, minute=0, second=0, microsecond=0)
         if now < boundary:

@@ -52,6 +52,12 @@ class Usage:
         """Everything the model read: fresh input plus cache reads and writes."""
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens,
+                     self.cache_read_tokens + other.cache_read_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens)
+
     def to_json(self) -> dict[str, int]:
         return {"input": self.input_tokens, "output": self.output_tokens,
                 "cacheRead": self.cache_read_tokens, "cacheWrite": self.cache_write_tokens}

@@ -3,8 +3,8 @@
 ``Renderer`` writes replies as they stream to one stream and everything said about the turn
 (tool calls, flushes, compactions, notices, errors) as whole lines to a side stream, which is
 the same stream in the REPL and stderr for ``-m``/``--script``. ``event_json`` is the
-``--json`` form of an event (SPEC §11); ``drive`` feeds a stream of events to a renderer,
-passing a Ctrl-C during rendering back into the turn.
+``--json`` form of an event (SPEC §11; every line in docs/json-events.md); ``drive`` feeds a
+stream of events to a renderer, passing a Ctrl-C during rendering back into the turn.
 """
 
 from __future__ import annotations
@@ -31,41 +31,57 @@ def brief_arguments(name: str, arguments: dict[str, Any], width: int = 100) -> s
     return shorten(text, width, "...")
 
 
-def event_json(event: Any) -> dict[str, Any] | None:
-    if isinstance(event, ev.TurnDone):
-        return {"type": "reply", "text": event.text, "aborted": event.aborted}
-    if isinstance(event, ev.CommandOutput):
-        return {"type": "command", "name": event.name, "text": event.text}
-    if isinstance(event, ev.Flushed):
-        return {"type": "flush", "files": event.files, "skipped": event.skipped}
-    if isinstance(event, ev.Compacted):
-        return {"type": "compaction", "tokensBefore": event.tokens_before,
-                "tokensAfter": event.tokens_after, "method": event.method}
-    if isinstance(event, ev.ErrorEvent):
-        return {"type": "error", "message": event.message}
-    if isinstance(event, ev.ToolStarted):
-        return {"type": "tool", "name": event.name, "arguments": event.arguments}
-    if isinstance(event, ev.ToolFinished):
-        return {"type": "toolResult", "name": event.name, "isError": event.is_error}
-    if isinstance(event, ev.Notice):
-        return {"type": "notice", "text": event.text}
-    return None
+RESULT_CHARS = 2000  # of a tool result in a ``toolResult`` event
 
+
+def event_json(event: Any, *, deltas: bool = False) -> list[dict[str, Any]]:
+    """The ``--json`` lines of an event (docs/json-events.md); text deltas only with
+    ``deltas``. A turn ends with its ``reply`` (left out when an error ended the turn before
+    any text) and a ``done`` line."""
+    if isinstance(event, ev.TextDelta):
+        return [{"type": "delta", "text": event.text}] if deltas and event.text else []
+    if isinstance(event, ev.TurnDone):
+        done = {"type": "done", "sessionKey": event.session_key, "sessionId": event.session_id,
+                "model": event.model, "usage": event.usage.to_json(), "steps": event.steps,
+                "aborted": event.aborted, "interrupted": event.interrupted,
+                "failed": event.failed}
+        if not event.text and (event.failed or event.interrupted):
+            return [done]
+        return [{"type": "reply", "text": event.text, "aborted": event.aborted}, done]
+    if isinstance(event, ev.CommandOutput):
+        return [{"type": "command", "name": event.name, "text": event.text}]
+    if isinstance(event, ev.Flushed):
+        return [{"type": "flush", "files": event.files, "skipped": event.skipped}]
+    if isinstance(event, ev.Compacted):
+        return [{"type": "compaction", "tokensBefore": event.tokens_before,
+                 "tokensAfter": event.tokens_after, "method": event.method}]
+    if isinstance(event, ev.ErrorEvent):
+        return [{"type": "error", "message": event.message}]
+    if isinstance(event, ev.ToolStarted):
+        return [{"type": "tool", "id": event.call_id, "name": event.name,
+                 "arguments": event.arguments}]
+    if isinstance(event, ev.ToolFinished):
+        return [{"type": "toolResult", "id": event.call_id, "name": event.name,
+                 "isError": event.is_error, "text": event.text[:RESULT_CHARS],
+                 "truncated": len(event.text) > RESULT_CHARS}]
+    if isinstance(event, ev.Notice):
+        return [{"type": "notice", "text": event.text}]
+    return []
 
 
 class Renderer:
     """Writes events to a text stream: replies as they stream, the rest on lines of their own.
 
     ``color`` adds ANSI styling (dim for tool calls and notices, red for errors); ``as_json``
-    writes the JSON lines of ``clawd chat --json`` instead.
+    writes the JSON lines of ``clawd chat --json`` instead, with text deltas when ``deltas``.
     """
 
     def __init__(self, stream: TextIO | None = None, *, side: TextIO | None = None,
-                 color: bool | None = None, as_json: bool = False):
+                 color: bool | None = None, as_json: bool = False, deltas: bool = False):
         self.stream = stream if stream is not None else sys.stdout
         self.side = side if side is not None else self.stream
         self.color = (self.side.isatty() if color is None else color) and not as_json
-        self.as_json = as_json
+        self.as_json, self.deltas = as_json, deltas
         self.midline = False
 
     def _style(self, code: str, text: str) -> str:
@@ -88,8 +104,7 @@ class Renderer:
     def event(self, event: Any) -> bool:
         """Render one event; True when the REPL should stop."""
         if self.as_json:
-            out = event_json(event)
-            if out is not None:
+            for out in event_json(event, deltas=self.deltas):
                 self._write(json.dumps(out, ensure_ascii=False) + "\n")
             return bool(getattr(event, "quit", False))
         if isinstance(event, ev.TextDelta):

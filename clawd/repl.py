@@ -150,14 +150,16 @@ class _Warmup:
 
 def repl_loop(chat: Chat, *, input: Any = None, output: Any = None,
               history: Path | History | None = None, stream: TextIO | None = None,
-              color: bool | None = None, as_json: bool = False, warm: bool = True) -> int:
+              color: bool | None = None, as_json: bool = False, deltas: bool = False,
+              warm: bool = True) -> int:
     """Prompt, run, render, until ``/quit`` or Ctrl-D; returns the exit code.
 
     ``input``/``output`` are prompt-toolkit's (a pipe and ``DummyOutput`` in tests); replies
     go to ``stream`` (stdout). ``history`` is a file path or a prompt-toolkit ``History``.
     """
     with create_app_session(input=input, output=output):
-        return _loop(chat, history, Renderer(stream, color=color, as_json=as_json), warm)
+        return _loop(chat, history,
+                     Renderer(stream, color=color, as_json=as_json, deltas=deltas), warm)
 
 
 def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: bool) -> int:
@@ -209,7 +211,8 @@ def run_repl(config: Any, args: Any) -> int:
     _, state = cli.agent_paths(runtime.agent_id)
     try:
         return repl_loop(chat, history=history_path(state, runtime.agent_id),
-                         as_json=bool(getattr(args, "json", False)))
+                         as_json=bool(getattr(args, "json", False)),
+                         deltas=bool(getattr(args, "stream", False)))
     finally:
         if runtime.memory is not None:
             runtime.memory.close()

@@ -121,7 +121,8 @@ def merge_bound(index, questions: list[tuple[str, list]], k: int) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                        help=f"the LoCoMo conversations (default: {DEFAULT_DATA})")
     parser.add_argument("--provider", default="local")
     parser.add_argument("--model", default=None)
     parser.add_argument("--conversations", default="0-4", help="e.g. 0-4 or 0,2")
@@ -133,7 +134,14 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
-    data = json.loads(args.data.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(args.data.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        parser.exit(2, f"bench_retrieval: cannot read LoCoMo data at {args.data} "
+                    f"({getattr(exc, 'strerror', None) or exc}); it is expected at "
+                    f"../shared/data/locomo-dev.json beside the repository (conversations 0-4 "
+                    f"of data/locomo10.json from github.com/snap-research/LoCoMo, CC BY-NC "
+                    f"4.0); pass --data PATH to read it from elsewhere\n")
     if "-" in args.conversations:
         lo, hi = map(int, args.conversations.split("-"))
         chosen = list(range(lo, hi + 1))

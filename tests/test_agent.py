@@ -6,7 +6,7 @@ import json
 
 from clawd.agent import Session
 from clawd.events import ErrorEvent, Notice, TextDelta, ToolFinished, ToolStarted, TurnDone
-from clawd.errors import ProviderError
+from clawd.errors import ProviderError, ProviderSetupError
 from clawd.messages import ModelResponse, TextDelta as Delta
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
@@ -111,6 +111,8 @@ def test_ctrl_c_mid_reply_keeps_partial_and_marks_it(tmp_path):
     session = Session(make_runtime(tmp_path, Interrupting()), KEY)
     events = list(session.run_turn("tell me"))
     assert events[-1].aborted is True
+    assert [e.text for e in events if isinstance(e, Notice)] == [
+        "reply interrupted; the partial reply was kept"]
     entries = lines(session)
     assert entries[-2]["role"] == "user" and entries[-2]["content"][0]["text"] == "tell me"
     assert entries[-1]["aborted"] is True and entries[-1]["content"][0]["text"] == "Half a th"
@@ -204,3 +206,27 @@ def test_context_report_agrees_with_a_provider_that_counts_differently(tmp_path)
     reported = session._base[0]  # prompt + output of the last call, as the provider said
     assert abs(total - reported) / reported < 0.03
     assert "scaled ×1.25" in text
+
+
+def test_ctrl_c_at_an_approval_prompt_claims_no_partial_reply(tmp_path):
+    def refuse_by_ctrl_c(command):
+        raise KeyboardInterrupt
+
+    provider = ScriptedProvider([Reply(tool_calls=[tool("exec", command="ls")])])
+    runtime = make_runtime(tmp_path, provider)
+    runtime.approve = refuse_by_ctrl_c
+    events = list(Session(runtime, KEY).run_turn("list the files"))
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert notices == ["reply interrupted"]
+    assert events[-1].interrupted and events[-1].text == ""
+
+
+def test_an_unusable_provider_mid_session_ends_the_turn_as_failed(tmp_path):
+    def unusable(ref):
+        raise ProviderSetupError("no key for this model")
+
+    runtime = make_runtime(tmp_path, ScriptedProvider([]))
+    runtime.provider_for = unusable
+    events = list(Session(runtime, KEY).run_turn("hi"))
+    assert [type(e) for e in events] == [ErrorEvent, TurnDone]
+    assert "no key" in events[0].message and events[-1].failed

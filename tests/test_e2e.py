@@ -75,9 +75,19 @@ def test_multi_step_tool_turn_through_anthropic_sdk(setup, server, capsys):
                               "what does AGENTS.md say?"], capsys)
     assert code == 0, err
     events = [json.loads(line) for line in out.splitlines()]
-    assert events[-1] == {"type": "reply", "text": "It says be brief.", "aborted": False}
-    assert [e["type"] for e in events if e["type"] in ("tool", "toolResult")] == [
-        "tool", "toolResult"]
+    assert [e["type"] for e in events] == ["tool", "toolResult", "reply", "done"]
+    tool_call, result, reply, done = events
+    assert tool_call == {"type": "tool", "id": "toolu_1", "name": "read",
+                         "arguments": {"path": "AGENTS.md"}}
+    assert result == {"type": "toolResult", "id": "toolu_1", "name": "read", "isError": False,
+                      "text": "Be brief.", "truncated": False}
+    assert reply == {"type": "reply", "text": "It says be brief.", "aborted": False}
+    store = json.loads((setup.parent / ".clawd/agents/main/sessions/sessions.json").read_text())
+    assert done == {"type": "done", "sessionKey": "agent:main:main",
+                    "sessionId": store["agent:main:main"]["sessionId"],
+                    "model": "anthropic/claude-test-1",
+                    "usage": {"input": 910, "output": 10, "cacheRead": 100, "cacheWrite": 0},
+                    "steps": 2, "aborted": False, "interrupted": False, "failed": False}
     second = server.requests[1].json()
     results = second["messages"][-1]["content"]
     assert results[0]["type"] == "tool_result" and "Be brief." in json.dumps(results)
@@ -91,10 +101,10 @@ def test_script_from_piped_stdin_with_commands(setup, server, capsys, monkeypatc
     assert code == 0, err
     events = [json.loads(line) for line in out.splitlines()]
     kinds = [(e["type"], e.get("name")) for e in events]
-    assert kinds == [("reply", None), ("command", "status"), ("command", "context"),
-                     ("reply", None)]
-    assert "local/qwen-test" in events[1]["text"] and "32,000" in events[1]["text"]
-    assert "AGENTS.md" in events[2]["text"]
+    assert kinds == [("reply", None), ("done", None), ("command", "status"),
+                     ("command", "context"), ("reply", None), ("done", None)]
+    assert "local/qwen-test" in events[2]["text"] and "32,000" in events[2]["text"]
+    assert "AGENTS.md" in events[3]["text"]
     assert len(server.requests) == 2
 
 
@@ -108,6 +118,18 @@ def test_script_file_and_error_exit_code(setup, server, capsys, tmp_path):
     assert code == 1 and "cannot read script" in err
 
 
+def test_script_comment_lines_are_skipped_and_escaped_ones_sent(setup, server, capsys,
+                                                                tmp_path):
+    server.default("POST", OPENAI_PATH, lambda r: openai_stream("ok"))
+    script = tmp_path / "conv.txt"
+    script.write_text("# a comment\n  # an indented one\n\\# Heading\n"
+                      "\\\\# two backslashes\nplain # not a comment\n")
+    code, _, err = run_cli(["chat", "--script", str(script)], capsys)
+    assert code == 0, err
+    sent = [r.json()["messages"][-1]["content"] for r in server.requests]
+    assert sent == ["# Heading", "\\# two backslashes", "plain # not a comment"]
+
+
 def test_json_reply_cut_off_mid_stream_carries_the_partial_text(setup, server, capsys):
     # 1 role chunk + 3 text chunks of 5 characters, then the connection drops
     server.queue("POST", OPENAI_PATH, lambda r: openai_stream(
@@ -116,13 +138,66 @@ def test_json_reply_cut_off_mid_stream_carries_the_partial_text(setup, server, c
     code, out, _ = run_cli(["chat", "--json", "-m", "tell me"], capsys)
     events = [json.loads(line) for line in out.splitlines()]
     assert code == 1 and events[0]["type"] == "error"
-    assert events[-1] == {"type": "reply", "text": "The quick brown", "aborted": True}
+    assert events[-2] == {"type": "reply", "text": "The quick brown", "aborted": True}
+    assert events[-1]["type"] == "done" and events[-1]["failed"] and events[-1]["aborted"]
     # the next request shows the model where its reply was cut off
     assert run_cli(["chat", "-m", "go on"], capsys)[0] == 0
     sent = server.requests[-1].json()["messages"]
     assert sent[-2]["role"] == "assistant"
     assert sent[-2]["content"].startswith("The quick brown")
     assert sent[-2]["content"].endswith("[this reply was cut off here]")
+
+
+def test_json_stream_prints_deltas_that_add_up_to_the_reply(setup, server, capsys):
+    server.queue("POST", OPENAI_PATH, lambda r: openai_stream(
+        "The quick brown fox.", usage={"prompt_tokens": 700, "completion_tokens": 6,
+                                       "cached_tokens": 200}))
+    code, out, err = run_cli(["chat", "--json", "--stream", "-m", "hi"], capsys)
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    deltas = [e["text"] for e in events if e["type"] == "delta"]
+    assert len(deltas) > 1 and "".join(deltas) == "The quick brown fox."
+    assert [e["type"] for e in events[len(deltas):]] == ["reply", "done"]
+    assert events[-1]["usage"] == {"input": 500, "output": 6, "cacheRead": 200, "cacheWrite": 0}
+    assert events[-1]["model"] == "local/qwen-test"
+
+
+def test_json_failed_turn_is_an_error_and_a_done_without_a_reply(setup, server, capsys):
+    server.queue("POST", OPENAI_PATH, lambda r: openai_stream(
+        "", [{"id": "call_9", "name": "read", "arguments": {"path": "missing.md"}}]))
+    server.queue("POST", OPENAI_PATH, lambda r: openai_error(400, "bad request here"))
+    code, out, _ = run_cli(["chat", "--json", "-m", "read it"], capsys)
+    events = [json.loads(line) for line in out.splitlines()]
+    assert code == 1
+    assert [e["type"] for e in events] == ["tool", "toolResult", "error", "done"]
+    result = events[1]
+    assert result["id"] == "call_9" and result["isError"] is True and "missing.md" in result["text"]
+    assert "bad request here" in events[2]["message"]
+    assert events[3]["failed"] is True and events[3]["aborted"] is False
+    assert events[3]["usage"]["input"] == 10  # the first call's; the failed one reported none
+
+
+@pytest.mark.parametrize("problem", ["missing key", "unknown provider", "bad config",
+                                     "window too small"])
+def test_json_start_up_errors_are_an_error_event_too(isolated_home, capsys, problem):
+    state = isolated_home / ".clawd"
+    state.mkdir()
+    args, expected_code = ["chat", "--json", "-m", "hi"], 1
+    if problem == "unknown provider":
+        args[1:1] = ["--model", "nosuch/model"]
+    elif problem == "bad config":
+        (state / "clawd.json").write_text("{agents: {defaults: {modle: 'x'}}}")
+        expected_code = 2
+    elif problem == "window too small":
+        (state / "clawd.json").write_text(json.dumps({
+            "agents": {"defaults": {"model": "local/tiny", "memorySearch": {"enabled": False}}},
+            "models": {"providers": {"local": {
+                "api": "openai-completions", "baseUrl": "http://127.0.0.1:9/v1",
+                "models": [{"id": "tiny", "contextWindow": 1500}]}}}}))
+    code, out, err = run_cli(args, capsys)
+    assert code == expected_code and err.count("\n") == 1
+    [event] = [json.loads(line) for line in out.splitlines()]
+    assert event == {"type": "error", "message": err.strip().removeprefix("clawd: ")}
 
 
 def test_missing_key_is_one_line(isolated_home, capsys):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from clawd.commands import Chat
 from clawd.config import parse_config, Reset, SessionMemoryHook
-from clawd.events import CommandOutput, Notice, TurnDone
+from clawd.events import CommandOutput, ErrorEvent, Notice, TurnDone
 from clawd.hooks import end_session_memory, reset_reason, sanitize_slug
 from clawd.messages import Message
 from clawd.providers.scripted import Reply, ScriptedProvider
@@ -182,6 +182,15 @@ def test_reset_policy(mode, last, now, expected):
     assert (reason or "").startswith(expected or "") and (reason is None) == (expected is None)
 
 
+@pytest.mark.parametrize("minutes, expected", [(1, "idle for more than 1 minute"),
+                                               (2, "idle for more than 2 minutes")])
+def test_idle_reason_says_minute_or_minutes(minutes, expected):
+    last = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+    now = last + timedelta(minutes=minutes)
+    assert reset_reason({"updatedAt": last.isoformat()}, now,
+                        Reset(mode="idle", idle_minutes=minutes)) == expected
+
+
 def test_idle_reset_on_next_message_tells_the_user(tmp_path, clock):
     provider = ScriptedProvider(default=slug_or("fine"))
     runtime = make_runtime(tmp_path, provider, clock=clock)
@@ -228,3 +237,18 @@ def test_agents_are_isolated(tmp_path, clock):
     assert "agent:main:main" not in store_b
     text_b = "".join(p.read_text() for p in b.sessions_dir.glob("*.jsonl"))
     assert "alpha secret" not in text_b
+
+
+def test_a_reset_that_fails_still_ends_the_turn(tmp_path, clock):
+    provider = ScriptedProvider(default=slug_or("fine"))
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    runtime.config.session.reset = Reset(mode="idle", idle_minutes=60)
+    chat = Chat(runtime, KEY)
+    list(chat.handle("first"))
+    clock.advance(minutes=61)
+    runtime.context_window_for = lambda ref: 1500  # the new session cannot start
+    events = list(chat.handle("second"))
+    assert any(isinstance(e, ErrorEvent) and "too small" in e.message for e in events)
+    done = events[-1]
+    assert isinstance(done, TurnDone) and done.failed and done.text == ""
+    assert done.usage.input_tokens == 0 and done.session_key == KEY

@@ -281,3 +281,15 @@ def test_permission_denied_is_reported_like_any_unwritable_workspace(tmp_path, m
     assert "milk" in events[0].message
     events = list(chat.handle("/new"))
     assert any(isinstance(e, Notice) and "not saved" in e.text for e in events)
+
+
+# --- benchmarks -----------------------------------------------------------------------------
+
+def test_retrieval_benchmark_without_its_data_says_where_to_get_it(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_retrieval.py"
+    result = subprocess.run([sys.executable, str(script), "--data", str(tmp_path / "none.json")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "none.json" in result.stderr and "--data" in result.stderr
+    assert "shared/data/locomo-dev.json" in result.stderr
