@@ -39,7 +39,8 @@ from clawd.templates import render
 from clawd.tokens import (MIN_ROOM, Budget, calibration, estimate_messages, estimate_request,
                           estimate_text, estimate_tools, make_budget)
 from clawd.tools.base import Tool, ToolContext
-from clawd.transcript import History, Transcript, apply_compaction, build_history
+from clawd.transcript import (History, Transcript, apply_compaction, apply_undo,
+                              build_history)
 from clawd.workspace import daily_log_path, is_writable
 
 log = logging.getLogger(__name__)
@@ -349,6 +350,34 @@ class Session:
                 self._append(message)
             yield Notice("reply interrupted; the partial reply was kept")
         yield TurnDone("" if is_silent(reply) else reply, aborted, steps, interrupted)
+
+    def undo_turn(self, verb: str = "undo") -> tuple[Message, bool]:
+        """Take the last turn (its user message and everything after it) out of the history
+        the model sees; the transcript keeps it and records an ``undo`` entry.
+
+        Returns the turn's user message, and whether a memory flush ran after it (the notes
+        it saved stay in ``memory/``). A turn a compaction summarised, even in part, cannot
+        be undone: the summary would still tell it. ``verb`` (``undo``, ``retry``) words the
+        refusal.
+        """
+        messages = self.history.messages
+        request = next((m for m in reversed(messages) if m.role == "user"), None)
+        if request is None:
+            raise ClawdError(f"nothing to {verb}: " + (
+                "the earlier turns are summarised (compacted) and cannot be taken back"
+                if self.history.summary else "this session has no turns yet"))
+        if request.id == self.history.summarised_turn:
+            raise ClawdError(f"cannot {verb}: the last turn was partly summarised by a "
+                             f"compaction")
+        entries = self.transcript.load(quiet=True).entries
+        start = next((i for i, e in enumerate(entries) if e.get("id") == request.id),
+                     len(entries))
+        flushed = any(e.get("flush") and e.get("role") == "user" for e in entries[start:])
+        self.transcript.append({"type": "undo", "messageId": request.id, "reason": verb})
+        apply_undo(self.history, request.id)
+        self._base = self._reported_base()
+        self._patch(contextUsedTokens=self.context_tokens(), totalTokensFresh=False)
+        return request, flushed
 
     def _too_large(self, message: Message) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""

@@ -190,6 +190,25 @@ def _reset(chat: Chat, args: str) -> Iterator[Event]:
     yield from _out("reset", "session reset")
 
 
+@command("retry", "/retry", "send your last message again (the last answer leaves the "
+         "conversation; the transcript keeps it)")
+def _retry(chat: Chat, args: str) -> Iterator[Event]:
+    chat.session.provider  # an unusable model fails before the turn is taken back
+    request, _ = chat.session.undo_turn("retry")
+    yield Notice(f"sending again: {shorten(request.text)}")
+    yield from chat.session.run_turn(request.text)
+
+
+@command("undo", "/undo", "take the last turn out of the conversation (the transcript keeps "
+         "it)")
+def _undo(chat: Chat, args: str) -> Iterator[Event]:
+    request, flushed = chat.session.undo_turn()
+    text = f"undone: {shorten(request.text)} (kept in the transcript, out of the conversation)"
+    if flushed:
+        text += f"; notes the memory flush saved from it stay in {MEMORY_DIR}/"
+    yield from _out("undo", text)
+
+
 @command("compact", "/compact [instructions]", "summarise older history now")
 def _compact(chat: Chat, args: str) -> Iterator[Event]:
     events = list(chat.session.compact(args or None))
@@ -225,6 +244,12 @@ def _memory(chat: Chat, args: str) -> Iterator[Event]:
         yield from _out("memory", f"added to {rel}")
     else:
         raise ClawdError("usage: /memory search QUERY | show | add TEXT | status")
+
+
+def shorten(text: str, width: int = 80) -> str:
+    """One line of at most ``width`` characters, quoted."""
+    line = " ".join(text.split())
+    return f"“{line if len(line) <= width else line[:width - 1].rstrip() + '…'}”"
 
 
 def format_memory_results(found: dict) -> str:
