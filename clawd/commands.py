@@ -17,7 +17,7 @@ from pathlib import Path
 from clawd.agent import Runtime, Session
 from clawd.context import report
 from clawd.errors import ClawdError
-from clawd.events import CommandOutput, Compacted, ErrorEvent, Event, Notice
+from clawd.events import ClearScreen, CommandOutput, Compacted, ErrorEvent, Event, Notice
 from clawd.hooks import end_session_memory, reset_reason
 from clawd.messages import parse_iso
 from clawd.memory.notes import append_to_daily_log
@@ -142,6 +142,11 @@ def _help(chat: Chat, args: str) -> Iterator[Event]:
     width = max(len(c.usage) for c in REGISTRY.values())
     lines = [f"{c.usage.ljust(width)}  {c.help}" for c in REGISTRY.values()]
     yield from _out("help", "\n".join(lines))
+
+
+@command("clear", "/clear", "clear the screen (the conversation is untouched)")
+def _clear(chat: Chat, args: str) -> Iterator[Event]:
+    yield ClearScreen()
 
 
 @command("quit", "/quit", "leave clawd (Ctrl-D too)")

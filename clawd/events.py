@@ -3,7 +3,8 @@
 A turn yields ``TextDelta`` as the reply streams, ``ToolStarted``/``ToolFinished`` around each
 tool call, ``Flushed`` after a silent memory-flush turn, ``Compacted`` after compaction,
 ``Notice`` for things the user should know (a reset, a skipped flush), ``ErrorEvent`` for a
-failure the turn survived, and finally ``TurnDone``. Slash commands yield ``CommandOutput``.
+failure the turn survived, and finally ``TurnDone``. Slash commands yield ``CommandOutput``;
+``/clear`` yields ``ClearScreen``, which only the REPL acts on.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from clawd.messages import TextDelta
 
 __all__ = ["TextDelta", "ToolStarted", "ToolFinished", "Flushed", "Compacted", "Notice",
-           "ErrorEvent", "TurnDone", "CommandOutput", "Event"]
+           "ErrorEvent", "TurnDone", "CommandOutput", "ClearScreen", "Event"]
 
 
 @dataclass(slots=True)
@@ -73,5 +74,10 @@ class CommandOutput:
     quit: bool = False
 
 
+@dataclass(slots=True)
+class ClearScreen:
+    """Clear the terminal (the conversation is untouched)."""
+
+
 Event = (TextDelta | ToolStarted | ToolFinished | Flushed | Compacted | Notice | ErrorEvent
-         | TurnDone | CommandOutput)
+         | TurnDone | CommandOutput | ClearScreen)

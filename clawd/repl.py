@@ -23,8 +23,10 @@ from prompt_toolkit.application.current import create_app_session
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.shortcuts import clear
 
 from clawd.commands import Chat, completions
+from clawd.events import ClearScreen
 from clawd.render import DIM, YELLOW, Renderer, drive
 
 log = logging.getLogger(__name__)
@@ -177,6 +179,13 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
         status.refresh()
     renderer.line(banner(chat.runtime.agent_id, chat.session.key, chat.session.model_ref),
                   DIM)
+
+    def render(event: Any) -> bool:
+        if isinstance(event, ClearScreen):
+            clear()  # through prompt-toolkit's output: the real terminal, or a test's
+            return False
+        return renderer.event(event)
+
     while True:
         try:
             line = session.prompt(PROMPT)
@@ -188,7 +197,7 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
             continue
         try:
             warmup.join()
-            if drive(chat.handle(line), renderer.event):
+            if drive(chat.handle(line), render):
                 return 0
             status.refresh()
         except KeyboardInterrupt:  # outside a turn's own handling: never the end of the REPL
