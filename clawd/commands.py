@@ -2,8 +2,9 @@
 
 ``Chat.handle(line)`` runs a slash command or a user turn and yields events. Each command is a
 ``Command`` (name, usage, help, handler) in one registry that drives dispatch, ``/help`` and
-the REPL's completion. Handlers return events (usually one ``CommandOutput``); they never
-print.
+the REPL's completion; its usage also says whether it takes arguments, which dispatch checks
+for every command alike. A line starting with ``//`` is a message, sent with one ``/`` less.
+Handlers return events (usually one ``CommandOutput``); they never print.
 """
 
 from __future__ import annotations
@@ -50,14 +51,17 @@ class Chat:
         """A slash command or a user message; errors become an ``ErrorEvent``."""
         text = line.strip()
         try:
-            if text.startswith("/"):
+            if text.startswith("/") and not text.startswith(ESCAPE):
                 yield from dispatch(self, text)
             elif text:
+                message = line.rstrip("\n")
+                if text.startswith(ESCAPE):  # a message that itself starts with /
+                    message = message.lstrip()[1:]
                 reason = reset_reason(self.session.entry, self.runtime.clock(),
                                       self.runtime.config.session.reset)
                 if reason:
                     yield from self.new_session(reason)
-                yield from self.session.run_turn(line.rstrip("\n"))
+                yield from self.session.run_turn(message)
         except ClawdError as exc:
             yield ErrorEvent(str(exc))
 
@@ -106,9 +110,15 @@ class Command:
     help: str
     handler: Callable[[Chat, str], Iterator[Event]]
 
+    @property
+    def takes_arguments(self) -> bool:
+        """Whether the usage names any (``/status`` does not: ``/status foo`` is an error)."""
+        return " " in self.usage
+
 
 REGISTRY: dict[str, Command] = {}
 ALIASES = {"exit": "quit", "q": "quit", "?": "help"}
+ESCAPE = "//"  # starts a message that begins with "/": "//etc/hosts" sends "/etc/hosts"
 
 
 def command(name: str, usage: str, help_text: str):
@@ -119,13 +129,17 @@ def command(name: str, usage: str, help_text: str):
 
 
 def dispatch(chat: Chat, text: str) -> Iterator[Event]:
-    name, _, args = text[1:].partition(" ")
-    name = ALIASES.get(name.lower(), name.lower())
+    word, *rest = text[1:].split(None, 1) or [""]
+    args = rest[0].strip() if rest else ""
+    name = ALIASES.get(word.lower(), word.lower())
     found = REGISTRY.get(name)
     if found is None:
-        yield ErrorEvent(f"unknown command /{name} (try /help)")
-        return
-    yield from found.handler(chat, args.strip())
+        yield ErrorEvent(f"unknown command /{word} (try /help); to send it as a message, "
+                         f"start it with {ESCAPE}")
+    elif args and not found.takes_arguments:
+        yield ErrorEvent(f"/{word} takes no arguments (got {args!r})")
+    else:
+        yield from found.handler(chat, args)
 
 
 def completions() -> list[str]:
@@ -139,9 +153,11 @@ def _out(name: str, text: str, **kw) -> Iterator[Event]:
 
 @command("help", "/help", "list the commands")
 def _help(chat: Chat, args: str) -> Iterator[Event]:
-    width = max(len(c.usage) for c in REGISTRY.values())
-    lines = [f"{c.usage.ljust(width)}  {c.help}" for c in REGISTRY.values()]
-    yield from _out("help", "\n".join(lines))
+    rows = [(c.usage, c.help) for c in REGISTRY.values()]
+    rows.append((f"{ESCAPE}TEXT", f"send a message that starts with / ({ESCAPE}etc/hosts sends "
+                                  f"/etc/hosts)"))
+    width = max(len(usage) for usage, _ in rows)
+    yield from _out("help", "\n".join(f"{usage.ljust(width)}  {text}" for usage, text in rows))
 
 
 @command("clear", "/clear", "clear the screen (the conversation is untouched)")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clawd.agent import Session
-from clawd.commands import Chat
+from clawd.commands import ALIASES, REGISTRY, Chat
 from clawd.errors import ProviderError
 from clawd.events import CommandOutput, ErrorEvent, Notice, TurnDone
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
@@ -154,3 +154,51 @@ def test_retry_with_nothing_to_send(tmp_path):
     assert said(list(chat.handle("/retry"))) == ("nothing to retry: this session has no "
                                                  "turns yet")
     assert entries(chat) == []
+
+
+# --- arguments and the // escape ------------------------------------------------------------
+
+NO_ARGUMENTS = sorted(name for name, c in REGISTRY.items() if not c.takes_arguments)
+ALIASED = sorted(alias for alias, name in ALIASES.items() if name in NO_ARGUMENTS)
+
+
+def test_the_registry_says_which_commands_take_no_arguments():
+    assert {"help", "quit", "status", "reset", "retry", "undo", "clear"} <= set(NO_ARGUMENTS)
+    assert not {"context", "model", "new", "compact", "memory"} & set(NO_ARGUMENTS)
+
+
+@pytest.mark.parametrize("name", NO_ARGUMENTS + ALIASED)
+def test_an_argument_to_a_command_that_takes_none_is_one_line_and_does_nothing(tmp_path,
+                                                                                name):
+    provider = ScriptedProvider(["one"])
+    runtime = make_runtime(tmp_path, provider)
+    chat = Chat(runtime, KEY)
+    list(chat.handle("first"))
+    before = chat.session.transcript.path.read_bytes()
+    session_id = chat.session.entry["sessionId"]
+    events = list(chat.handle(f"/{name}  foo bar"))
+    assert events == [ErrorEvent(f"/{name} takes no arguments (got 'foo bar')")]
+    assert chat.session.transcript.path.read_bytes() == before  # no undo, retry or reset
+    assert chat.session.entry["sessionId"] == session_id
+    provider.assert_done()
+
+
+def test_a_command_reads_its_arguments_after_any_whitespace(tmp_path):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider()), KEY)
+    assert "list the commands" in said(list(chat.handle("/HELP")))
+    events = list(chat.handle("/memory\tadd a note\nover two lines"))
+    assert said(events) == "added to memory/2026-11-22.md"
+    assert "- a note over two lines" in (chat.runtime.workspace /
+                                          "memory/2026-11-22.md").read_text()
+
+
+def test_a_double_slash_sends_a_message_that_starts_with_a_slash(tmp_path):
+    provider = ScriptedProvider(["That is the hosts file."])
+    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    events = list(chat.handle("  //etc/hosts is what?\n"))
+    assert events[-1].text == "That is the hosts file."
+    assert texts(provider.requests[0].messages) == ["/etc/hosts is what?"]
+    unknown = said(list(chat.handle("/etc/hosts is what?")))
+    assert unknown == ("unknown command /etc/hosts (try /help); to send it as a message, "
+                       "start it with //")
+    assert "//TEXT" in said(list(chat.handle("/help")))
