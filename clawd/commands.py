@@ -22,6 +22,7 @@ from clawd.events import ClearScreen, CommandOutput, Compacted, ErrorEvent, Even
 from clawd.hooks import end_session_memory, reset_reason
 from clawd.messages import parse_iso
 from clawd.memory.notes import append_to_daily_log
+from clawd.transcript import History
 from clawd.workspace import MEMORY_DIR, MEMORY_FILE, is_writable
 
 log = logging.getLogger(__name__)
@@ -216,7 +217,7 @@ def _reset(chat: Chat, args: str) -> Iterator[Event]:
 def _retry(chat: Chat, args: str) -> Iterator[Event]:
     chat.session.provider  # an unusable model fails before the turn is taken back
     request, _ = chat.session.undo_turn("retry")
-    yield Notice(f"sending again: {shorten(request.text)}")
+    yield Notice(f"sending again: “{shorten(request.text)}”")
     yield from chat.session.run_turn(request.text)
 
 
@@ -224,7 +225,7 @@ def _retry(chat: Chat, args: str) -> Iterator[Event]:
          "it)")
 def _undo(chat: Chat, args: str) -> Iterator[Event]:
     request, flushed = chat.session.undo_turn()
-    text = f"undone: {shorten(request.text)} (kept in the transcript, out of the conversation)"
+    text = f"undone: “{shorten(request.text)}” (kept in the transcript, out of the conversation)"
     if flushed:
         text += f"; notes the memory flush saved from it stay in {MEMORY_DIR}/"
     yield from _out("undo", text)
@@ -268,9 +269,33 @@ def _memory(chat: Chat, args: str) -> Iterator[Event]:
 
 
 def shorten(text: str, width: int = 80) -> str:
-    """One line of at most ``width`` characters, quoted."""
+    """One line of at most ``width`` characters."""
     line = " ".join(text.split())
-    return f"“{line if len(line) <= width else line[:width - 1].rstrip() + '…'}”"
+    return line if len(line) <= width else line[:width - 1].rstrip() + "…"
+
+
+def format_recap(history: History, pairs: int = 3) -> str:
+    """The last ``pairs`` exchanges (your message, the answer), one short line each, shown
+    when a session is reopened; "" for a session with none."""
+    messages = history.messages
+    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+    if not starts:
+        return "· earlier turns are summarised (compacted)" if history.summary else ""
+    earlier = len(starts) > pairs or history.summary
+    lines = ["· where this session left off" + (" (earlier turns not shown):" if earlier
+                                                 else ":")]
+    shown = starts[-pairs:]
+    for start, end in zip(shown, shown[1:] + [len(messages)]):
+        lines.append(f"  you: {shorten(messages[start].text)}")
+        turn = [m for m in messages[start + 1:end] if m.role == "assistant"]
+        answer = next((m for m in reversed(turn) if m.text.strip()), None)
+        tools = sorted({c.name for m in turn for c in m.tool_calls})
+        if answer is not None:
+            text = shorten(answer.text) + (" (interrupted)" if answer.aborted else "")
+        else:
+            text = f"(used {', '.join(tools)}; no answer in words)" if tools else "(no answer)"
+        lines.append(f"  assistant: {text}")
+    return "\n".join(lines)
 
 
 def format_memory_results(found: dict) -> str:

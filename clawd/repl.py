@@ -3,7 +3,8 @@
 ``run_repl`` wires a ``Chat`` for the terminal; ``repl_loop`` is the prompt loop itself and
 takes the chat, the prompt-toolkit input/output and the text stream replies go to, so tests
 drive it through a pipe. Events are rendered by ``clawd.render.Renderer``; ``banner`` and
-``toolbar_text`` are the REPL's own text. Enter sends, Esc+Enter (Alt+Enter) starts a
+``toolbar_text`` are the REPL's own text; a reopened session starts with its last few
+exchanges (``format_recap``), and ``/clear`` clears the screen. Enter sends, Esc+Enter (Alt+Enter) starts a
 new line, a bracketed paste stays one message; Ctrl-C while a reply streams is thrown into
 the turn (which keeps the partial reply), Ctrl-C at the prompt clears the line, Ctrl-D
 leaves. The provider SDK and the tokenizer load in a background thread once the first prompt
@@ -25,7 +26,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.shortcuts import clear
 
-from clawd.commands import Chat, completions
+from clawd.commands import Chat, completions, format_recap
 from clawd.events import ClearScreen
 from clawd.render import DIM, YELLOW, Renderer, drive
 
@@ -179,6 +180,8 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
         status.refresh()
     renderer.line(banner(chat.runtime.agent_id, chat.session.key, chat.session.model_ref),
                   DIM)
+    if not renderer.as_json and (recap := format_recap(chat.session.history)):
+        renderer.line(recap, DIM)  # a reopened session: where it left off
 
     def render(event: Any) -> bool:
         if isinstance(event, ClearScreen):

@@ -8,11 +8,13 @@ import json
 import pytest
 
 from clawd.agent import Session
-from clawd.commands import ALIASES, REGISTRY, Chat
+from clawd.commands import ALIASES, REGISTRY, Chat, format_recap
 from clawd.errors import ProviderError
 from clawd.events import CommandOutput, ErrorEvent, Notice, TurnDone
+from clawd.messages import Message
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.session_files import read_summary
+from clawd.transcript import History
 
 from conftest import make_runtime
 from loopmodel import is_flush
@@ -202,3 +204,23 @@ def test_a_double_slash_sends_a_message_that_starts_with_a_slash(tmp_path):
     assert unknown == ("unknown command /etc/hosts (try /help); to send it as a message, "
                        "start it with //")
     assert "//TEXT" in said(list(chat.handle("/help")))
+
+
+# --- the recap of a reopened session --------------------------------------------------------
+
+def test_recap_of_turns_without_a_spoken_answer_and_of_a_summary_only():
+    call = tool("exec", command="ls")
+    history = History(messages=[
+        Message.user("list it"), Message.assistant("", [call]),
+        Message.tool_result(call, "a.md"), Message.assistant(""),
+        Message.user("and now?"), Message.assistant("I was say", aborted=True),
+        Message.user("hello?")])
+    assert format_recap(history).splitlines() == [
+        "· where this session left off:",
+        "  you: list it", "  assistant: (used exec; no answer in words)",
+        "  you: and now?", "  assistant: I was say (interrupted)",
+        "  you: hello?", "  assistant: (no answer)"]
+    assert format_recap(History()) == ""
+    assert format_recap(History(summary="S")) == "· earlier turns are summarised (compacted)"
+    assert format_recap(History(summary="S", messages=history.messages[4:]),
+                        pairs=5).startswith("· where this session left off (earlier turns")
