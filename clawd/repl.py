@@ -82,17 +82,28 @@ def key_bindings() -> KeyBindings:
     return keys
 
 
-def confirm_exec(command: str) -> bool:
-    """Ask before the model runs a shell command; anything but y/yes declines.
+class ExecApproval:
+    """The runtime's ``approve`` callback: asks before the model runs a shell command.
 
+    y/yes runs it; a/always runs it and every later command until clawd exits, without
+    asking (remembered by this object only, never written down); anything else declines.
     Ctrl-C here propagates: it cancels the reply, and the loop records the call as
-    interrupted. Used as the runtime's ``approve`` callback.
+    interrupted.
     """
-    try:
-        answer = PromptSession().prompt(f"run `{command}`? [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
+
+    def __init__(self) -> None:
+        self.always = False
+
+    def __call__(self, command: str) -> bool:
+        if self.always:
+            return True
+        try:
+            answer = PromptSession().prompt(
+                f"run `{command}`? [y/N, a = always in this session] ").strip().lower()
+        except EOFError:
+            return False
+        self.always = answer in ("a", "always")
+        return self.always or answer in ("y", "yes")
 
 
 def history_path(state: Path, agent_id: str) -> Path:
@@ -212,7 +223,7 @@ def run_repl(config: Any, args: Any) -> int:
     from clawd import cli
 
     runtime = cli.build_runtime(config, cli.chat_agent(config, args.agent, args.session),
-                                allow_exec=args.allow_exec, approve=confirm_exec)
+                                allow_exec=args.allow_exec, approve=ExecApproval())
     key = cli.chat_key(runtime, args)
     # A missing key or unknown model is one line before any prompt (and before the session
     # is touched); the SDK itself is imported in the warm-up, after the prompt is on screen.

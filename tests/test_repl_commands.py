@@ -16,7 +16,7 @@ from clawd.commands import Chat
 from clawd.config import parse_config
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.render import Renderer
-from clawd.repl import repl_loop, run_repl
+from clawd.repl import ExecApproval, repl_loop, run_repl
 
 from conftest import make_runtime
 
@@ -104,3 +104,21 @@ def test_resume_shows_where_the_resumed_session_left_off(tmp_path, isolated_home
     out = capsys.readouterr().out
     assert "  you: the first session\n  assistant: one\n" in out
     assert "the second session" not in out
+
+
+def test_exec_approved_always_is_not_asked_again_in_this_session(tmp_path):
+    provider = ScriptedProvider([Reply("", [tool("exec", command="echo one")]),
+                                 Reply("", [tool("exec", command="echo two")]), "done",
+                                 Reply("", [tool("exec", command="echo three")]), "ok"])
+    runtime = make_runtime(tmp_path, provider)
+    runtime.approve = approval = ExecApproval()
+    chat = Chat(runtime, KEY)
+    # one answer, "a", for all three commands: "next" is sent as a message, not an answer
+    run(chat, f"go{ENTER}a{ENTER}next{ENTER}{CTRL_D}", tmp_path)
+    results = [m for m in chat.session.history.messages if m.role == "toolResult"]
+    assert [(m.text.split()[0], m.is_error) for m in results] == [
+        ("one", False), ("two", False), ("three", False)]
+    assert [m.text for m in chat.session.history.messages if m.role == "user"] == [
+        "go", "next"]
+    assert approval.always and not ExecApproval().always  # the next process asks again
+    provider.assert_done()
