@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime
@@ -31,7 +31,7 @@ from clawd.flush import (SilentFilter, append_flush_notes, flush_due, flush_prom
                          flush_system, is_blank, is_silent)
 from clawd.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage, new_id
 from clawd.providers.base import Provider
-from clawd.pruning import cap_tool_result, prune, reapply
+from clawd.pruning import PrunedEntry, cap_tool_result, prune, reapply
 from clawd import session_lock
 from clawd.session_files import KEY_ENTRY, session_key_of
 from clawd.sessions import SessionStore, new_entry, normalize_key
@@ -116,6 +116,14 @@ def check_window(rt: Runtime, key: str, model_ref: str) -> None:
         f"{need:,}) and run its server with it, or choose a model with a larger window")
 
 
+def _pruned_lines(entries: Iterable[PrunedEntry], messages: list[Message]) -> list[str]:
+    """One line per pruned tool result, in the order of ``messages``."""
+    order = {m.id: i for i, m in enumerate(messages)}
+    return [f"{p.tool_name or 'tool'} result {p.message_id}: {p.action} "
+            f"({p.chars_before} → {p.chars_after} chars)"
+            for p in sorted(entries, key=lambda p: order[p.message_id])]
+
+
 def session_model(entry: dict[str, Any] | None, settings: Any) -> str:
     """The model a session uses: the one chosen for it (``--model``, ``/model``, ``/new
     MODEL``), else the agent's configured model, so a config change reaches old sessions."""
@@ -171,7 +179,7 @@ class Session:
         # provider tokens per estimated token, learnt from each call's reported usage
         self.token_ratio: float = float(self.entry.get("tokenRatio") or 1.0)
         self._flush_skip_logged: int | None = None  # the cycle whose skip was logged
-        self.last_pruned: list[str] = []
+        self.last_pruned: list[str] | None = None  # None: no request from this process yet
         self.last_partial = ""  # text of the last reply cut off mid-stream
         self._turn_usage = [0, 0]
 
@@ -412,7 +420,7 @@ class Session:
         """The messages to send: earlier pruning decisions (kept in ``sessions.json`` as
         ``prunedResults``) applied again, identically, then this request's own pruning."""
         cfg = self.rt.settings.context_pruning
-        mode = cfg.mode or ("cache-ttl" if self.rt.uses_cache(self.model_ref) else "off")
+        mode = self._prune_mode()
         stored: dict[str, str] = self.entry.get("prunedResults") or {}
         decisions = dict(stored)
         sent, kept = reapply(messages, decisions if mode != "off" else {}, cfg)
@@ -428,12 +436,27 @@ class Session:
         if decisions != stored:
             live = {m.id for m in self.history.messages} | {m.id for m in messages}
             self._patch(prunedResults={k: v for k, v in decisions.items() if k in live})
-        order = {m.id: i for i, m in enumerate(messages)}
         merged = {e.message_id: e for e in kept} | {e.message_id: e for e in pruned.entries}
-        self.last_pruned = [f"{p.tool_name or 'tool'} result {p.message_id}: {p.action} "
-                            f"({p.chars_before} → {p.chars_after} chars)"
-                            for p in sorted(merged.values(), key=lambda p: order[p.message_id])]
+        self.last_pruned = _pruned_lines(merged.values(), messages)
         return pruned.messages
+
+    def _prune_mode(self) -> str:
+        cfg = self.rt.settings.context_pruning
+        return cfg.mode or ("cache-ttl" if self.rt.uses_cache(self.model_ref) else "off")
+
+    def pruned_results(self) -> list[str]:
+        """What pruning took out of the last request, one line per tool result (``/context
+        detail``): this process's last request, or before there is one, the decisions
+        remembered in ``sessions.json`` (``prunedResults``) as the next request re-applies
+        them."""
+        if self.last_pruned is not None:
+            return self.last_pruned
+        if self._prune_mode() == "off":
+            return []
+        messages = self.history.messages
+        _, kept = reapply(messages, self.entry.get("prunedResults") or {},
+                          self.rt.settings.context_pruning)
+        return _pruned_lines(kept, messages)
 
     def _step(self, messages: list[Message], *, show: bool, flush: bool = False,
               extra_system: str | None = None, retry_blank: bool = False,

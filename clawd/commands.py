@@ -407,7 +407,7 @@ def format_status(session: Session) -> str:
 def format_context(session: Session, *, detail: bool) -> str:
     layers = session.layers()
     rep = report(layers, session.history.summary, session.history.messages, session.tool_specs,
-                 session.last_pruned)
+                 session.pruned_results())
     window = session.budget.context_window
     ratio = session.token_ratio
 
