@@ -225,7 +225,8 @@ def _retry(chat: Chat, args: str) -> Iterator[Event]:
          "it)")
 def _undo(chat: Chat, args: str) -> Iterator[Event]:
     request, flushed = chat.session.undo_turn()
-    text = f"undone: “{shorten(request.text)}” (kept in the transcript, out of the conversation)"
+    text = (f"undone: “{shorten(request.text)}” (kept in the transcript, out of the "
+            f"conversation)")
     if flushed:
         text += f"; notes the memory flush saved from it stay in {MEMORY_DIR}/"
     yield from _out("undo", text)
@@ -281,7 +282,7 @@ def format_recap(history: History, pairs: int = 3) -> str:
     starts = [i for i, m in enumerate(messages) if m.role == "user"]
     if not starts:
         return "· earlier turns are summarised (compacted)" if history.summary else ""
-    earlier = len(starts) > pairs or history.summary
+    earlier = len(starts) > pairs or history.summary is not None
     lines = ["· where this session left off" + (" (earlier turns not shown):" if earlier
                                                  else ":")]
     shown = starts[-pairs:]

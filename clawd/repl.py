@@ -4,11 +4,13 @@
 takes the chat, the prompt-toolkit input/output and the text stream replies go to, so tests
 drive it through a pipe. Events are rendered by ``clawd.render.Renderer``; ``banner`` and
 ``toolbar_text`` are the REPL's own text; a reopened session starts with its last few
-exchanges (``format_recap``), and ``/clear`` clears the screen. Enter sends, Esc+Enter (Alt+Enter) starts a
-new line, a bracketed paste stays one message; Ctrl-C while a reply streams is thrown into
-the turn (which keeps the partial reply), Ctrl-C at the prompt clears the line, Ctrl-D
-leaves. The provider SDK and the tokenizer load in a background thread once the first prompt
-is on screen, so the prompt appears without waiting for either.
+exchanges (``format_recap``), and ``/clear`` clears the screen. Enter sends, Esc+Enter
+(Alt+Enter) starts a new line, a bracketed paste stays one message; Ctrl-C while a reply
+streams is thrown into the turn (which keeps the partial reply), Ctrl-C at the prompt clears
+the line, Ctrl-D leaves. ``ExecApproval`` asks before each shell command the model wants to
+run (``a``: not again in this process). The provider SDK and the tokenizer load in a
+background thread once the first prompt is on screen, so the prompt appears without waiting
+for either.
 """
 
 from __future__ import annotations
