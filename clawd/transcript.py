@@ -3,9 +3,9 @@
 Line 1 is the header ``{"type":"session","version":1,"id","agentId","timestamp"}`` plus the
 session ``key`` (and ``model`` / ``modelOverride``), so the session store can be rebuilt from
 the transcripts alone; every later line is an entry with ``type``, ``id`` and ``timestamp``
-(messages, compactions and undos). Nothing is ever rewritten. A torn or invalid line is skipped and
-reported (naming the file and line), and the next append starts on a fresh line so one bad
-write never spoils the next.
+(messages, compactions and undos). Nothing is ever rewritten. A torn or invalid line is
+skipped and reported (naming the file and line), and the next append starts on a fresh line
+so one bad write never spoils the next.
 ``History`` is what the model sees: the latest compaction summary, then every message kept
 by it and appended since (flush-turn entries, blank replies that were asked again, messages
 refused as too large and turns taken back by an undo entry stay on disk but out of the
