@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime
@@ -31,7 +31,7 @@ from clawd.flush import (SilentFilter, append_flush_notes, flush_due, flush_prom
                          flush_system, is_blank, is_silent)
 from clawd.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage, new_id
 from clawd.providers.base import Provider
-from clawd.pruning import cap_tool_result, prune, reapply
+from clawd.pruning import PrunedEntry, cap_tool_result, prune, reapply
 from clawd import session_lock
 from clawd.session_files import KEY_ENTRY, session_key_of
 from clawd.sessions import SessionStore, new_entry, normalize_key
@@ -39,7 +39,8 @@ from clawd.templates import render
 from clawd.tokens import (MIN_ROOM, Budget, calibration, estimate_messages, estimate_request,
                           estimate_text, estimate_tools, make_budget)
 from clawd.tools.base import Tool, ToolContext
-from clawd.transcript import History, Transcript, apply_compaction, build_history
+from clawd.transcript import (History, Transcript, apply_compaction, apply_undo,
+                              build_history)
 from clawd.workspace import daily_log_path, is_writable
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,14 @@ def check_window(rt: Runtime, key: str, model_ref: str) -> None:
         f"{need:,}) and run its server with it, or choose a model with a larger window")
 
 
+def _pruned_lines(entries: Iterable[PrunedEntry], messages: list[Message]) -> list[str]:
+    """One line per pruned tool result, in the order of ``messages``."""
+    order = {m.id: i for i, m in enumerate(messages)}
+    return [f"{p.tool_name or 'tool'} result {p.message_id}: {p.action} "
+            f"({p.chars_before} → {p.chars_after} chars)"
+            for p in sorted(entries, key=lambda p: order[p.message_id])]
+
+
 def session_model(entry: dict[str, Any] | None, settings: Any) -> str:
     """The model a session uses: the one pinned to it (``/model``, ``/new MODEL``), else the
     agent's configured model, so a config change reaches old sessions."""
@@ -170,7 +179,7 @@ class Session:
         # provider tokens per estimated token, learnt from each call's reported usage
         self.token_ratio: float = float(self.entry.get("tokenRatio") or 1.0)
         self._flush_skip_logged: int | None = None  # the cycle whose skip was logged
-        self.last_pruned: list[str] = []
+        self.last_pruned: list[str] | None = None  # None: no request from this process yet
         self.last_partial = ""  # text of the last reply cut off mid-stream
         self._turn_usage = Usage()  # the current (or last) user turn's model calls
 
@@ -365,6 +374,34 @@ class Session:
                         self._turn_usage if usage is None else usage,
                         self.key, self.entry["sessionId"], self.model_ref)
 
+    def undo_turn(self, verb: str = "undo") -> tuple[Message, bool]:
+        """Take the last turn (its user message and everything after it) out of the history
+        the model sees; the transcript keeps it and records an ``undo`` entry.
+
+        Returns the turn's user message, and whether a memory flush ran after it (the notes
+        it saved stay in ``memory/``). A turn a compaction summarised, even in part, cannot
+        be undone: the summary would still tell it. ``verb`` (``undo``, ``retry``) words the
+        refusal.
+        """
+        messages = self.history.messages
+        request = next((m for m in reversed(messages) if m.role == "user"), None)
+        if request is None:
+            raise ClawdError(f"nothing to {verb}: " + (
+                "the earlier turns are summarised (compacted) and cannot be taken back"
+                if self.history.summary else "this session has no turns yet"))
+        if request.id == self.history.summarised_turn:
+            raise ClawdError(f"cannot {verb}: the last turn was partly summarised by a "
+                             f"compaction")
+        entries = self.transcript.load(quiet=True).entries
+        start = next((i for i, e in enumerate(entries) if e.get("id") == request.id),
+                     len(entries))
+        flushed = any(e.get("flush") and e.get("role") == "user" for e in entries[start:])
+        self.transcript.append({"type": "undo", "messageId": request.id, "reason": verb})
+        apply_undo(self.history, request.id)
+        self._base = self._reported_base()
+        self._patch(contextUsedTokens=self.context_tokens(), totalTokensFresh=False)
+        return request, flushed
+
     def _too_large(self, message: Message) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""
         layers = self.layers()
@@ -398,7 +435,7 @@ class Session:
         """The messages to send: earlier pruning decisions (kept in ``sessions.json`` as
         ``prunedResults``) applied again, identically, then this request's own pruning."""
         cfg = self.rt.settings.context_pruning
-        mode = cfg.mode or ("cache-ttl" if self.rt.uses_cache(self.model_ref) else "off")
+        mode = self._prune_mode()
         stored: dict[str, str] = self.entry.get("prunedResults") or {}
         decisions = dict(stored)
         sent, kept = reapply(messages, decisions if mode != "off" else {}, cfg)
@@ -414,12 +451,27 @@ class Session:
         if decisions != stored:
             live = {m.id for m in self.history.messages} | {m.id for m in messages}
             self._patch(prunedResults={k: v for k, v in decisions.items() if k in live})
-        order = {m.id: i for i, m in enumerate(messages)}
         merged = {e.message_id: e for e in kept} | {e.message_id: e for e in pruned.entries}
-        self.last_pruned = [f"{p.tool_name or 'tool'} result {p.message_id}: {p.action} "
-                            f"({p.chars_before} → {p.chars_after} chars)"
-                            for p in sorted(merged.values(), key=lambda p: order[p.message_id])]
+        self.last_pruned = _pruned_lines(merged.values(), messages)
         return pruned.messages
+
+    def _prune_mode(self) -> str:
+        cfg = self.rt.settings.context_pruning
+        return cfg.mode or ("cache-ttl" if self.rt.uses_cache(self.model_ref) else "off")
+
+    def pruned_results(self) -> list[str]:
+        """What pruning took out of the last request, one line per tool result (``/context
+        detail``): this process's last request, or before there is one, the decisions
+        remembered in ``sessions.json`` (``prunedResults``) as the next request re-applies
+        them."""
+        if self.last_pruned is not None:
+            return self.last_pruned
+        if self._prune_mode() == "off":
+            return []
+        messages = self.history.messages
+        _, kept = reapply(messages, self.entry.get("prunedResults") or {},
+                          self.rt.settings.context_pruning)
+        return _pruned_lines(kept, messages)
 
     def _step(self, messages: list[Message], *, show: bool, flush: bool = False,
               extra_system: str | None = None, retry_blank: bool = False,

@@ -2,8 +2,9 @@
 
 ``Chat.handle(line)`` runs a slash command or a user turn and yields events. Each command is a
 ``Command`` (name, usage, help, handler) in one registry that drives dispatch, ``/help`` and
-the REPL's completion. Handlers return events (usually one ``CommandOutput``); they never
-print.
+the REPL's completion; its usage also says whether it takes arguments, which dispatch checks
+for every command alike. A line starting with ``//`` is a message, sent with one ``/`` less.
+Handlers return events (usually one ``CommandOutput``); they never print.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from pathlib import Path
 from clawd.agent import Runtime, Session
 from clawd.context import report
 from clawd.errors import ClawdError
-from clawd.events import CommandOutput, Compacted, ErrorEvent, Event, Notice
+from clawd.events import ClearScreen, CommandOutput, Compacted, ErrorEvent, Event, Notice
 from clawd.hooks import end_session_memory, reset_reason
 from clawd.messages import Usage, parse_iso
 from clawd.memory.notes import append_to_daily_log
+from clawd.transcript import History
 from clawd.workspace import MEMORY_DIR, MEMORY_FILE, is_writable
 
 log = logging.getLogger(__name__)
@@ -50,14 +52,17 @@ class Chat:
         """A slash command or a user message; errors become an ``ErrorEvent``."""
         text = line.strip()
         try:
-            if text.startswith("/"):
+            if text.startswith("/") and not text.startswith(ESCAPE):
                 yield from dispatch(self, text)
             elif text:
+                message = line.rstrip("\n")
+                if text.startswith(ESCAPE):  # a message that itself starts with /
+                    message = message.lstrip()[1:]
                 reason = reset_reason(self.session.entry, self.runtime.clock(),
                                       self.runtime.config.session.reset)
                 if reason:
                     yield from self.new_session(reason)
-                yield from self.session.run_turn(line.rstrip("\n"))
+                yield from self.session.run_turn(message)
         except ClawdError as exc:
             yield ErrorEvent(str(exc))
             if text and not text.startswith("/"):  # the turn did not start (a failed reset)
@@ -108,9 +113,15 @@ class Command:
     help: str
     handler: Callable[[Chat, str], Iterator[Event]]
 
+    @property
+    def takes_arguments(self) -> bool:
+        """Whether the usage names any (``/status`` does not: ``/status foo`` is an error)."""
+        return " " in self.usage
+
 
 REGISTRY: dict[str, Command] = {}
 ALIASES = {"exit": "quit", "q": "quit", "?": "help"}
+ESCAPE = "//"  # starts a message that begins with "/": "//etc/hosts" sends "/etc/hosts"
 
 
 def command(name: str, usage: str, help_text: str):
@@ -121,13 +132,17 @@ def command(name: str, usage: str, help_text: str):
 
 
 def dispatch(chat: Chat, text: str) -> Iterator[Event]:
-    name, _, args = text[1:].partition(" ")
-    name = ALIASES.get(name.lower(), name.lower())
+    word, *rest = text[1:].split(None, 1) or [""]
+    args = rest[0].strip() if rest else ""
+    name = ALIASES.get(word.lower(), word.lower())
     found = REGISTRY.get(name)
     if found is None:
-        yield ErrorEvent(f"unknown command /{name} (try /help)")
-        return
-    yield from found.handler(chat, args.strip())
+        yield ErrorEvent(f"unknown command /{word} (try /help); to send it as a message, "
+                         f"start it with {ESCAPE}")
+    elif args and not found.takes_arguments:
+        yield ErrorEvent(f"/{word} takes no arguments (got {args!r})")
+    else:
+        yield from found.handler(chat, args)
 
 
 def completions() -> list[str]:
@@ -141,9 +156,16 @@ def _out(name: str, text: str, **kw) -> Iterator[Event]:
 
 @command("help", "/help", "list the commands")
 def _help(chat: Chat, args: str) -> Iterator[Event]:
-    width = max(len(c.usage) for c in REGISTRY.values())
-    lines = [f"{c.usage.ljust(width)}  {c.help}" for c in REGISTRY.values()]
-    yield from _out("help", "\n".join(lines))
+    rows = [(c.usage, c.help) for c in REGISTRY.values()]
+    rows.append((f"{ESCAPE}TEXT", f"send a message that starts with / ({ESCAPE}etc/hosts sends "
+                                  f"/etc/hosts)"))
+    width = max(len(usage) for usage, _ in rows)
+    yield from _out("help", "\n".join(f"{usage.ljust(width)}  {text}" for usage, text in rows))
+
+
+@command("clear", "/clear", "clear the screen (the conversation is untouched)")
+def _clear(chat: Chat, args: str) -> Iterator[Event]:
+    yield ClearScreen()
 
 
 @command("quit", "/quit", "leave clawd (Ctrl-D too)")
@@ -192,6 +214,26 @@ def _reset(chat: Chat, args: str) -> Iterator[Event]:
     yield from _out("reset", "session reset")
 
 
+@command("retry", "/retry", "send your last message again (the last answer leaves the "
+         "conversation; the transcript keeps it)")
+def _retry(chat: Chat, args: str) -> Iterator[Event]:
+    chat.session.provider  # an unusable model fails before the turn is taken back
+    request, _ = chat.session.undo_turn("retry")
+    yield Notice(f"sending again: “{shorten(request.text)}”")
+    yield from chat.session.run_turn(request.text)
+
+
+@command("undo", "/undo", "take the last turn out of the conversation (the transcript keeps "
+         "it)")
+def _undo(chat: Chat, args: str) -> Iterator[Event]:
+    request, flushed = chat.session.undo_turn()
+    text = (f"undone: “{shorten(request.text)}” (kept in the transcript, out of the "
+            f"conversation)")
+    if flushed:
+        text += f"; notes the memory flush saved from it stay in {MEMORY_DIR}/"
+    yield from _out("undo", text)
+
+
 @command("compact", "/compact [instructions]", "summarise older history now")
 def _compact(chat: Chat, args: str) -> Iterator[Event]:
     events = list(chat.session.compact(args or None))
@@ -227,6 +269,36 @@ def _memory(chat: Chat, args: str) -> Iterator[Event]:
         yield from _out("memory", f"added to {rel}")
     else:
         raise ClawdError("usage: /memory search QUERY | show | add TEXT | status")
+
+
+def shorten(text: str, width: int = 80) -> str:
+    """One line of at most ``width`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[:width - 1].rstrip() + "…"
+
+
+def format_recap(history: History, pairs: int = 3) -> str:
+    """The last ``pairs`` exchanges (your message, the answer), one short line each, shown
+    when a session is reopened; "" for a session with none."""
+    messages = history.messages
+    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+    if not starts:
+        return "· earlier turns are summarised (compacted)" if history.summary else ""
+    earlier = len(starts) > pairs or history.summary is not None
+    lines = ["· where this session left off" + (" (earlier turns not shown):" if earlier
+                                                 else ":")]
+    shown = starts[-pairs:]
+    for start, end in zip(shown, shown[1:] + [len(messages)]):
+        lines.append(f"  you: {shorten(messages[start].text)}")
+        turn = [m for m in messages[start + 1:end] if m.role == "assistant"]
+        answer = next((m for m in reversed(turn) if m.text.strip()), None)
+        tools = sorted({c.name for m in turn for c in m.tool_calls})
+        if answer is not None:
+            text = shorten(answer.text) + (" (interrupted)" if answer.aborted else "")
+        else:
+            text = f"(used {', '.join(tools)}; no answer in words)" if tools else "(no answer)"
+        lines.append(f"  assistant: {text}")
+    return "\n".join(lines)
 
 
 def format_memory_results(found: dict) -> str:
@@ -338,7 +410,7 @@ def format_status(session: Session) -> str:
 def format_context(session: Session, *, detail: bool) -> str:
     layers = session.layers()
     rep = report(layers, session.history.summary, session.history.messages, session.tool_specs,
-                 session.last_pruned)
+                 session.pruned_results())
     window = session.budget.context_window
     ratio = session.token_ratio
 

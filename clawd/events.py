@@ -4,7 +4,8 @@ A turn yields ``TextDelta`` as the reply streams, ``ToolStarted``/``ToolFinished
 tool call, ``Flushed`` after a silent memory-flush turn, ``Compacted`` after compaction,
 ``Notice`` for things the user should know (a reset, a skipped flush), ``ErrorEvent`` for a
 failure (one the turn survived, or the one that ended it), and finally ``TurnDone`` with the
-turn's usage and session. Slash commands yield ``CommandOutput``.
+turn's usage and session. Slash commands yield ``CommandOutput``; ``/clear`` yields
+``ClearScreen``, which only the REPL acts on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from clawd.messages import TextDelta, Usage
 
 __all__ = ["TextDelta", "ToolStarted", "ToolFinished", "Flushed", "Compacted", "Notice",
-           "ErrorEvent", "TurnDone", "CommandOutput", "Event"]
+           "ErrorEvent", "TurnDone", "CommandOutput", "ClearScreen", "Event"]
 
 
 @dataclass(slots=True)
@@ -89,5 +90,10 @@ class CommandOutput:
     quit: bool = False
 
 
+@dataclass(slots=True)
+class ClearScreen:
+    """Clear the terminal (the conversation is untouched)."""
+
+
 Event = (TextDelta | ToolStarted | ToolFinished | Flushed | Compacted | Notice | ErrorEvent
-         | TurnDone | CommandOutput)
+         | TurnDone | CommandOutput | ClearScreen)

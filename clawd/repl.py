@@ -3,11 +3,14 @@
 ``run_repl`` wires a ``Chat`` for the terminal; ``repl_loop`` is the prompt loop itself and
 takes the chat, the prompt-toolkit input/output and the text stream replies go to, so tests
 drive it through a pipe. Events are rendered by ``clawd.render.Renderer``; ``banner`` and
-``toolbar_text`` are the REPL's own text. Enter sends, Esc+Enter (Alt+Enter) starts a
-new line, a bracketed paste stays one message; Ctrl-C while a reply streams is thrown into
-the turn (which keeps the partial reply), Ctrl-C at the prompt clears the line, Ctrl-D
-leaves. The provider SDK and the tokenizer load in a background thread once the first prompt
-is on screen, so the prompt appears without waiting for either.
+``toolbar_text`` are the REPL's own text; a reopened session starts with its last few
+exchanges (``format_recap``), and ``/clear`` clears the screen. Enter sends, Esc+Enter
+(Alt+Enter) starts a new line, a bracketed paste stays one message; Ctrl-C while a reply
+streams is thrown into the turn (which keeps the partial reply), Ctrl-C at the prompt clears
+the line, Ctrl-D leaves. ``ExecApproval`` asks before each shell command the model wants to
+run (``a``: not again in this process). The provider SDK and the tokenizer load in a
+background thread once the first prompt is on screen, so the prompt appears without waiting
+for either.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from prompt_toolkit.application.current import create_app_session
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.shortcuts import clear
 
-from clawd.commands import Chat, completions
+from clawd.commands import Chat, completions, format_recap
+from clawd.events import ClearScreen
 from clawd.render import DIM, YELLOW, Renderer, drive
 
 log = logging.getLogger(__name__)
@@ -79,17 +84,28 @@ def key_bindings() -> KeyBindings:
     return keys
 
 
-def confirm_exec(command: str) -> bool:
-    """Ask before the model runs a shell command; anything but y/yes declines.
+class ExecApproval:
+    """The runtime's ``approve`` callback: asks before the model runs a shell command.
 
+    y/yes runs it; a/always runs it and every later command until clawd exits, without
+    asking (remembered by this object only, never written down); anything else declines.
     Ctrl-C here propagates: it cancels the reply, and the loop records the call as
-    interrupted. Used as the runtime's ``approve`` callback.
+    interrupted.
     """
-    try:
-        answer = PromptSession().prompt(f"run `{command}`? [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
+
+    def __init__(self) -> None:
+        self.always = False
+
+    def __call__(self, command: str) -> bool:
+        if self.always:
+            return True
+        try:
+            answer = PromptSession().prompt(
+                f"run `{command}`? [y/N, a = always in this session] ").strip().lower()
+        except EOFError:
+            return False
+        self.always = answer in ("a", "always")
+        return self.always or answer in ("y", "yes")
 
 
 def history_path(state: Path, agent_id: str) -> Path:
@@ -179,6 +195,15 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
         status.refresh()
     renderer.line(banner(chat.runtime.agent_id, chat.session.key, chat.session.model_ref),
                   DIM)
+    if not renderer.as_json and (recap := format_recap(chat.session.history)):
+        renderer.line(recap, DIM)  # a reopened session: where it left off
+
+    def render(event: Any) -> bool:
+        if isinstance(event, ClearScreen):
+            clear()  # through prompt-toolkit's output: the real terminal, or a test's
+            return False
+        return renderer.event(event)
+
     while True:
         try:
             line = session.prompt(PROMPT)
@@ -190,7 +215,7 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
             continue
         try:
             warmup.join()
-            if drive(chat.handle(line), renderer.event):
+            if drive(chat.handle(line), render):
                 return 0
             status.refresh()
         except KeyboardInterrupt:  # outside a turn's own handling: never the end of the REPL
@@ -202,7 +227,7 @@ def run_repl(config: Any, args: Any) -> int:
     from clawd import cli
 
     runtime = cli.build_runtime(config, cli.chat_agent(config, args.agent, args.session),
-                                allow_exec=args.allow_exec, approve=confirm_exec)
+                                allow_exec=args.allow_exec, approve=ExecApproval())
     key = cli.chat_key(runtime, args)
     # A missing key or unknown model is one line before any prompt (and before the session
     # is touched); the SDK itself is imported in the warm-up, after the prompt is on screen.

@@ -71,6 +71,7 @@ def read_summary(path: Path) -> Summary | None:
         last = _text(entry.get("timestamp")) or last
         if entry.get("type") == "compaction":
             counters["compactionCount"] += 1
+        if entry.get("type") in ("compaction", "undo"):  # the history changed since
             latest["totalTokensFresh"] = False
             continue
         if entry.get("type") != "message":

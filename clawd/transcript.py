@@ -3,12 +3,13 @@
 Line 1 is the header ``{"type":"session","version":1,"id","agentId","timestamp"}`` plus the
 session ``key`` (and ``model`` / ``modelOverride``), so the session store can be rebuilt from
 the transcripts alone; every later line is an entry with ``type``, ``id`` and ``timestamp``
-(messages and compactions). Nothing is ever rewritten. A torn or invalid line is skipped and
-reported (naming the file and line), and the next append starts on a fresh line so one bad
-write never spoils the next.
+(messages, compactions and undos). Nothing is ever rewritten. A torn or invalid line is
+skipped and reported (naming the file and line), and the next append starts on a fresh line
+so one bad write never spoils the next.
 ``History`` is what the model sees: the latest compaction summary, then every message kept
-by it and appended since (flush-turn entries, blank replies that were asked again and messages
-refused as too large stay on disk but out of the history).
+by it and appended since (flush-turn entries, blank replies that were asked again, messages
+refused as too large and turns taken back by an undo entry stay on disk but out of the
+history).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class History:
     # messages[after_compaction:] were written after the latest compaction, so the usage
     # they report describes this history
     after_compaction: int = 0
+    # the user message of a turn the latest compaction summarised in part (kept verbatim
+    # before the turn's kept steps): that turn can no longer be undone
+    summarised_turn: str | None = None
 
 
 @dataclass
@@ -128,7 +132,8 @@ def _short(exc: Exception) -> str:
 
 
 def build_history(entries: list[dict[str, Any]]) -> History:
-    """The model's view of a transcript: latest summary, then the kept and newer messages."""
+    """The model's view of a transcript: latest summary, then the kept and newer messages,
+    less the turns undone since."""
     history = History()
     for entry in entries:
         kind = entry.get("type")
@@ -145,6 +150,9 @@ def build_history(entries: list[dict[str, Any]]) -> History:
                 log.warning("skipped a compaction entry %s without a summary", entry.get("id"))
                 continue
             apply_compaction(history, entry)
+        elif kind == "undo" and not apply_undo(history, entry.get("messageId")):
+            log.warning("skipped an undo entry %s: its turn is not in the history",
+                        entry.get("id"))
     return history
 
 
@@ -165,3 +173,15 @@ def apply_compaction(history: History, entry: dict[str, Any]) -> None:
     history.summary = entry.get("summary") or history.summary
     history.compactions += 1
     history.after_compaction = len(history.messages)
+    history.summarised_turn = request.id if request is not None else None
+
+
+def apply_undo(history: History, message_id: Any) -> bool:
+    """Drop the turn that starts at user message ``message_id``, and everything after it;
+    False (nothing dropped) when that message is not in the history."""
+    index = next((i for i, m in enumerate(history.messages) if m.id == message_id), None)
+    if index is None:
+        return False
+    del history.messages[index:]
+    history.after_compaction = min(history.after_compaction, index)
+    return True

@@ -323,3 +323,17 @@ def test_version_and_an_empty_message(isolated_home, capsys):
     with pytest.raises(SystemExit) as done:
         cli.main(["chat", "-m", "  "])
     assert done.value.code == 2 and "the message is empty" in capsys.readouterr().err
+
+
+def test_script_with_undo_retry_the_slash_escape_and_a_stray_argument(setup, server, capsys,
+                                                                      tmp_path):
+    server.default("POST", OPENAI_PATH, lambda r: openai_stream("pong"))
+    script = tmp_path / "conv.txt"
+    script.write_text("first\n/undo\n//etc/hosts is odd\n/retry\n/status foo\n")
+    code, out, err = run_cli(["chat", "--script", str(script)], capsys)
+    assert code == 1  # the stray argument
+    assert "error: /status takes no arguments (got 'foo')" in err
+    assert "undone: “first”" in out and "· sending again: “/etc/hosts is odd”" in err
+    users = [[m["content"] for m in r.json()["messages"] if m["role"] == "user"]
+             for r in server.requests]
+    assert users == [["first"], ["/etc/hosts is odd"], ["/etc/hosts is odd"]]

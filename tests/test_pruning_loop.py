@@ -298,6 +298,17 @@ def test_context_detail_lists_the_pruned_results(tmp_path, clock):
     assert "pruned" not in output(chat, "/context")  # the summary view stays short
 
 
+def test_context_detail_in_a_new_process_shows_the_remembered_pruning(tmp_path, clock):
+    session, provider = pruned_session(tmp_path, clock)
+    rt, logs = session.rt, by_tag(session)
+    session.close()
+    fresh = Chat(rt, KEY)  # nothing sent from this process yet
+    text = output(fresh, "/context detail")
+    section = text.split("Pruned in the last request:\n", 1)[1].splitlines()
+    assert section == [f"  {line}" for line in session.last_pruned]
+    assert [line.split()[2].rstrip(":") for line in section] == [logs[t].id for t in "ABC"]
+
+
 # --- (e) a single oversized result is capped before it reaches the transcript --------------
 
 def test_oversized_tool_result_is_capped_in_the_transcript(tmp_path, clock):

@@ -20,7 +20,7 @@ from clawd.errors import ProviderSetupError
 from clawd.messages import TextDelta
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.render import Renderer, brief_arguments
-from clawd.repl import (SlashCompleter, confirm_exec, drive, repl_loop, run_repl,
+from clawd.repl import (ExecApproval, SlashCompleter, drive, repl_loop, run_repl,
                         toolbar_text)
 
 from conftest import make_runtime
@@ -130,12 +130,12 @@ def test_tool_calls_errors_and_approval(tmp_path, history):
     assert "error: unknown command /nosuch (try /help)" in out
 
 
-def test_confirm_exec_reads_the_answer_from_the_terminal():
+def test_exec_approval_reads_the_answer_from_the_terminal():
     for keys, expected in ((f"y{ENTER}", True), (f"YES{ENTER}", True), (f"{ENTER}", False),
                            (f"n{ENTER}", False), (CTRL_D, False)):
         with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
             pipe.send_text(keys)
-            assert confirm_exec("rm -rf build") is expected, keys
+            assert ExecApproval()("rm -rf build") is expected, keys
 
 
 def test_ctrl_c_while_rendering_is_thrown_into_the_turn(tmp_path):

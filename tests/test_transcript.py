@@ -144,3 +144,29 @@ def test_parts_are_typed_and_round_trip_through_the_transcript_json():
                 {"text": "no type"}, "a string"):
         with pytest.raises(ValueError, match="malformed content block"):
             part_from_json(bad)
+
+
+def test_history_leaves_out_undone_turns(caplog):
+    msgs = [Message.user("q1"), Message.assistant("a1"), Message.user("q2"),
+            Message.assistant("a2"), Message.user("q3")]
+    entries = [m.to_entry() for m in msgs[:4]]
+    entries.append({"type": "undo", "id": "u1", "messageId": msgs[2].id})
+    entries.append(msgs[4].to_entry())
+    entries.append({"type": "undo", "id": "u2", "messageId": "no-such-message"})
+    history = build_history(entries)
+    assert [m.text for m in history.messages] == ["q1", "a1", "q3"]
+    assert "skipped an undo entry u2" in caplog.text
+
+
+def test_an_undo_after_a_compaction_and_the_turn_it_summarised_in_part():
+    msgs = [Message.user("q1"), Message.assistant("a1"), Message.user("q2"),
+            Message.assistant("step"), Message.assistant("a2")]
+    entries = [m.to_entry() for m in msgs]
+    entries.insert(4, {"type": "compaction", "id": "c1", "summary": "S", "firstKeptId":
+                       msgs[4].id, "turnMessageId": msgs[2].id})
+    history = build_history(entries)
+    assert [m.text for m in history.messages] == ["q2", "a2"]
+    assert history.summarised_turn == msgs[2].id and history.after_compaction == 1
+    history = build_history(entries + [{"type": "undo", "id": "u", "messageId": msgs[2].id}])
+    assert history.messages == [] and history.summary == "S"
+    assert history.after_compaction == 0
