@@ -16,31 +16,20 @@ from clawd.compose import build_runtime
 # --- init -----------------------------------------------------------------------------------
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from clawd.config import (
-        DEFAULT_AGENT_ID,
-        config_path,
-        load_config,
-        resolve_agent,
-        state_dir,
-    )
-    from clawd.init import apply, plan_init
+    from clawd.config import config_path, load_config, state_dir
+    from clawd.init import apply, init_target, plan_init
 
     config_file = config_path()
-    agent = args.agent or DEFAULT_AGENT_ID
-    if args.workspace:
-        workspace = Path(args.workspace).expanduser()
-    elif config_file.exists():
-        workspace = Path(resolve_agent(load_config(config_file), args.agent)[1].workspace
-                         ).expanduser()
-    else:
-        workspace = Path("~/clawd").expanduser()
-    actions = plan_init(state_dir(), config_file, workspace.expanduser(), agent)
+    config = load_config(config_file) if config_file.exists() else None
+    agent, workspace = init_target(config, args.agent, args.workspace)
+    actions = plan_init(state_dir(), config_file, workspace, agent)
     done = actions if args.dry_run else apply(actions)
     for action in done:
         print(action.describe())
     if not args.dry_run:
-        created = sum(1 for a in done if a.status == "created")
-        print(f"{created} created, {len(done) - created} kept. Workspace: {workspace}")
+        created = sum(1 for a in done if a.status == "created" and a.kind != "edit")
+        kept = sum(1 for a in done if a.status == "exists")
+        print(f"{created} created, {kept} kept. Workspace: {workspace}")
     return 0
 
 

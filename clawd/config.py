@@ -540,9 +540,14 @@ def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, Age
             config.agents.defaults.memory_search.extra_paths + extra))
     if ("workspace" not in override and len(config.agents.entries) > 1
             and agent_id != config.default_agent_id()):
-        # Agents are isolated: a non-default agent without its own workspace gets one of its own.
-        settings.workspace = str(Path(settings.workspace).expanduser()) + f"-{agent_id}"
+        settings.workspace = own_workspace(settings.workspace, agent_id)
     return agent_id, _checked(config, agent_id, settings)
+
+
+def own_workspace(workspace: str, agent_id: str) -> str:
+    """The workspace of a non-default agent that names none: agents are isolated, so it is
+    the default one plus ``-<id>`` (``~/clawd-work``), never the default agent's."""
+    return str(Path(workspace).expanduser()) + f"-{agent_id}"
 
 
 def _checked(config: Config, agent_id: str, settings: AgentDefaults) -> AgentDefaults:
