@@ -30,7 +30,43 @@ def cmd_init(args: argparse.Namespace) -> int:
         created = sum(1 for a in done if a.status == "created" and a.kind != "edit")
         kept = sum(1 for a in done if a.status == "exists")
         print(f"{created} created, {kept} kept. Workspace: {workspace}")
+        print(next_step(load_config(config_file), agent))
     return 0
+
+
+def next_step(config: Any, agent_id: str, env: Any = None) -> str:
+    """What to do after ``clawd init``: ``clawd chat``, once the agent's model is usable (a key
+    in the environment or the config, or a declared server); before that, the exact lines
+    that set a key or declare a local OpenAI-compatible server."""
+    import os
+
+    from clawd.config import resolve_agent
+    from clawd.errors import MissingKeyError, ProviderSetupError
+    from clawd.init import local_server_example
+    from clawd.providers import registry
+
+    env = os.environ if env is None else env
+    chat = "clawd chat" + (f" --agent {agent_id}" if agent_id != config.default_agent_id()
+                           else "")
+    model = resolve_agent(config, agent_id)[1].model
+    try:
+        registry.resolve(config, model, env=env)
+    except MissingKeyError:
+        pass
+    except ProviderSetupError as exc:
+        return f"Next: {exc}; then {chat}"
+    else:
+        return f"Next: {chat}"
+    provider = registry.split_ref(model)[0]
+    snippet, local_model = local_server_example()
+    server = "\n".join("    " + line for line in snippet.splitlines())
+    return (f"Next: {model} needs an API key; set it in your shell:\n"
+            f"    export {registry.key_variable(provider)}=...\n"
+            f"or run a local OpenAI-compatible server (Ollama, vLLM, llama.cpp) and declare "
+            f"it in {config.source}, under models.providers:\n{server}\n"
+            f"and under agents.defaults:\n"
+            f"    model: \"{local_model}\",\n"
+            f"Then:\n    {chat}")
 
 
 # --- memory ---------------------------------------------------------------------------------

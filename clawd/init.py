@@ -13,7 +13,8 @@ init may change is an existing config that lacks the agent: its ``agents.list`` 
 the workspace) is inserted as text, keeping every comment (``clawd.config_text``), once a
 copy of the file as it was is saved beside it (``clawd.json.bak``, never replacing an older
 copy); when that is not possible, init stops with the exact entry to paste.
-``init_target`` picks the agent and workspace.
+``init_target`` picks the agent and workspace; ``local_server_example`` is the starter's
+example of a local server, for the next step ``clawd init`` prints.
 """
 
 from __future__ import annotations
@@ -204,6 +205,23 @@ def _set_line(text: str, pattern: str, build: Callable[[str, str], str]) -> str:
     if count != 1:  # the shipped starter and this code disagree: fail loudly in tests
         raise ClawdError(f"starter config has no line matching {pattern!r}")
     return new
+
+
+def local_server_example() -> tuple[str, str]:
+    """The starter config's commented example of a local OpenAI-compatible server, as a
+    ``models.providers`` member to paste, and the model reference it declares."""
+    lines = starter_config_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "// ollama: {")
+    indent = lines[start].index("//") + len("// ")
+    block = []
+    for line in lines[start:]:
+        block.append(line[indent:])
+        if line.strip() == "// },":
+            break
+    snippet = "\n".join(block)
+    providers = parse_config(f"{{models: {{providers: {{{snippet}}}}}}}").models.providers
+    name, declared = next(iter(providers.items()))
+    return snippet, f"{name}/{declared.models[0].id}"
 
 
 def _agent_edit(config_file: Path, agent_id: str, workspace: Path) -> list[Action]:

@@ -336,7 +336,7 @@ def test_a_config_changed_after_planning_is_not_edited(home):
     assert paths["config_file"].read_text() == "{}"
 
 
-# --- through the command line ------------------------------------------------------------
+# --- through the command line: the agent's entry, and the next step ---------------------------
 
 def run(args, capsys):
     from clawd import cli
@@ -352,7 +352,45 @@ def test_cli_init_agent_adds_it_and_the_agent_works(isolated_home, capsys):
     assert "added agents 'main' and 'work' to agents.list" in out
     workspace = isolated_home / "clawd-work"
     assert f"Workspace: {workspace}\n" in out and (workspace / "AGENTS.md").is_file()
+    assert out.rstrip().endswith("\n    clawd chat --agent work")
     code, out, err = run(["sessions", "--agent", "work"], capsys)
     assert code == 0 and "agent work" in out, err
     code, out, _ = run(["--agent", "work", "init"], capsys)
     assert "0 created" in out and "added" not in out
+
+
+def test_cli_init_ends_with_lines_that_make_the_model_usable(isolated_home, capsys):
+    code, out, _ = run(["init"], capsys)
+    step = out[out.index("Next:"):]
+    assert step.startswith("Next: anthropic/claude-sonnet-4-6 needs an API key")
+    assert "\n    export ANTHROPIC_API_KEY=...\n" in step
+    assert step.rstrip().endswith("Then:\n    clawd chat")
+    # Doing what it says, the local server way, is enough: the next init says "clawd chat".
+    server = step.split("under models.providers:\n")[1].split("\nand under agents.defaults:")[0]
+    model = step.split("and under agents.defaults:\n")[1].split("\nThen:")[0]
+    config_file = isolated_home / ".clawd" / "clawd.json"
+    text = config_file.read_text().replace("    providers: {\n", f"    providers: {{\n{server}\n")
+    config_file.write_text(re.sub(r"^ *// model: .*$", model, text, count=1, flags=re.M))
+    code, out, err = run(["init"], capsys)
+    assert code == 0 and out.endswith("\nNext: clawd chat\n"), err
+    assert resolve_agent(load_config(config_file))[1].model == "ollama/llama3.1:8b"
+
+
+@pytest.mark.parametrize("model, variable", [("anthropic/claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
+                                             ("openai/gpt-4o", "OPENAI_API_KEY")])
+def test_cli_init_with_the_key_set_says_clawd_chat(isolated_home, capsys, monkeypatch, model,
+                                                   variable):
+    (isolated_home / ".clawd").mkdir()
+    (isolated_home / ".clawd" / "clawd.json").write_text(
+        f"{{agents: {{defaults: {{model: '{model}'}}}}}}")
+    assert f"\n    export {variable}=...\n" in run(["init"], capsys)[1]
+    monkeypatch.setenv(variable, "sk-test")
+    assert run(["init"], capsys)[1].endswith("\nNext: clawd chat\n")
+
+
+def test_cli_init_names_what_else_stands_in_the_way(isolated_home, capsys):
+    (isolated_home / ".clawd").mkdir()
+    (isolated_home / ".clawd" / "clawd.json").write_text(
+        "{agents: {defaults: {model: 'local/qwen'}}}")
+    out = run(["init"], capsys)[1]
+    assert "\nNext: unknown provider 'local'" in out and out.endswith("; then clawd chat\n")
