@@ -84,8 +84,7 @@ def _only_added(before: Config, text: str, agent_id: str) -> bool:
     """Whether ``text`` holds ``before``'s settings and agents, unchanged (the default one
     too), plus ``agent_id``."""
     try:
-        after = parse_config(text, before.source or "clawd.json")
-        resolve_agent(after, agent_id)
+        after = parse_config(text, before.source or "clawd.json")  # resolves every agent
     except ConfigError:
         return False
     old = before.agent_ids()

@@ -19,7 +19,6 @@ example of a local server, for the next step ``clawd init`` prints.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import re
@@ -145,6 +144,7 @@ def apply(actions: list[Action]) -> list[Action]:
             continue
         if action.kind == "edit":
             _edit(action)
+            log.info("added %s in %s", action.source, action.path)
             done.append(replace(action, status="created"))
             continue
         created = _make_dir(action) if action.kind == "dir" else _write_new(action)
@@ -245,11 +245,11 @@ def _agent_edit(config_file: Path, agent_id: str, workspace: Path) -> list[Actio
 
 def _backup_path(path: Path) -> Path:
     """``clawd.json.bak``, else the first free ``clawd.json.bak.N``: no backup is replaced."""
-    for n in itertools.count(1):
-        backup = path.with_name(f"{path.name}.bak" + (f".{n}" if n > 1 else ""))
-        if not _exists(backup):
-            return backup
-    raise AssertionError("unreachable")
+    backup, n = path.with_name(f"{path.name}.bak"), 1
+    while _exists(backup):
+        n += 1
+        backup = path.with_name(f"{path.name}.bak.{n}")
+    return backup
 
 
 def _edit(action: Action) -> None:
