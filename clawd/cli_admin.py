@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from clawd.compose import build_runtime
@@ -16,32 +15,57 @@ from clawd.compose import build_runtime
 # --- init -----------------------------------------------------------------------------------
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from clawd.config import (
-        DEFAULT_AGENT_ID,
-        config_path,
-        load_config,
-        resolve_agent,
-        state_dir,
-    )
-    from clawd.init import apply, plan_init
+    from clawd.config import config_path, load_config, state_dir
+    from clawd.init import apply, init_target, plan_init
 
     config_file = config_path()
-    agent = args.agent or DEFAULT_AGENT_ID
-    if args.workspace:
-        workspace = Path(args.workspace).expanduser()
-    elif config_file.exists():
-        workspace = Path(resolve_agent(load_config(config_file), args.agent)[1].workspace
-                         ).expanduser()
-    else:
-        workspace = Path("~/clawd").expanduser()
-    actions = plan_init(state_dir(), config_file, workspace.expanduser(), agent)
+    config = load_config(config_file) if config_file.exists() else None
+    agent, workspace = init_target(config, args.agent, args.workspace)
+    actions = plan_init(state_dir(), config_file, workspace, agent)
     done = actions if args.dry_run else apply(actions)
     for action in done:
         print(action.describe())
     if not args.dry_run:
-        created = sum(1 for a in done if a.status == "created")
-        print(f"{created} created, {len(done) - created} kept. Workspace: {workspace}")
+        created = sum(1 for a in done if a.status == "created" and a.kind != "edit")
+        kept = sum(1 for a in done if a.status == "exists")
+        print(f"{created} created, {kept} kept. Workspace: {workspace}")
+        print(next_step(load_config(config_file), agent))
     return 0
+
+
+def next_step(config: Any, agent_id: str, env: Any = None) -> str:
+    """What to do after ``clawd init``: ``clawd chat``, once the agent's model is usable (a key
+    in the environment or the config, or a declared server); before that, the exact lines
+    that set a key or declare a local OpenAI-compatible server."""
+    import os
+
+    from clawd.config import resolve_agent
+    from clawd.errors import MissingKeyError, ProviderSetupError
+    from clawd.init import local_server_example
+    from clawd.providers import registry
+
+    env = os.environ if env is None else env
+    chat = "clawd chat" + (f" --agent {agent_id}" if agent_id != config.default_agent_id()
+                           else "")
+    model = resolve_agent(config, agent_id)[1].model
+    try:
+        registry.resolve(config, model, env=env)
+    except MissingKeyError:
+        pass
+    except ProviderSetupError as exc:
+        return f"Next: {exc}; then {chat}"
+    else:
+        return f"Next: {chat}"
+    provider = registry.split_ref(model)[0]
+    snippet, local_model = local_server_example()
+    server = "\n".join("    " + line for line in snippet.splitlines())
+    return (f"Next: {model} needs an API key; set it in your shell:\n"
+            f"    export {registry.key_variable(provider)}=...\n"
+            f"or run a local OpenAI-compatible server (Ollama, vLLM, llama.cpp) and declare "
+            f"it in {config.source}, under models.providers:\n{server}\n"
+            f"and under agents.defaults:\n"
+            f"    model: \"{local_model}\",\n"
+            f"Then:\n    {chat}")
 
 
 # --- memory ---------------------------------------------------------------------------------

@@ -1,19 +1,26 @@
 """Typed configuration: ``clawd.json`` (JSON5) validated once at load.
 
 Every key has the camelCase name of the SPEC and a default; an unknown or mistyped key is a
-``ConfigError`` naming the key path and the file. ``agents.list[]`` entries override
+``ConfigError`` naming the key path and the file, and the valid key of that level it is
+closest to (``did you mean 'model'?``). Values are not guessed at: a boolean is ``true`` or
+``false`` (not ``"yes"`` or ``1``) and a number is a JSON5 number (not ``"4096"`` or
+``true``) — the ``Bool``, ``Int`` and ``Float`` field types. ``agents.list[]`` entries override
 ``agents.defaults`` key by key (deep merge); ``resolve_agent`` returns the merged settings of
 one agent. ``state_dir()`` and ``config_path()`` honour ``CLAWD_HOME`` and ``CLAWD_CONFIG``.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
+                      ValidationError, model_validator)
 
 from clawd.errors import ConfigError
 
@@ -23,6 +30,30 @@ DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 DEFAULT_FLUSH_SYSTEM = "Session nearing compaction. Store durable memories now."
 DEFAULT_FLUSH_PROMPT = ("Write any lasting notes to memory/YYYY-MM-DD.md; "
                         "reply with NO_REPLY if nothing to store.")
+
+
+def _boolean(value: Any) -> Any:
+    if not isinstance(value, bool):
+        raise ValueError(f"use true or false, not {_json5(value)}")
+    return value
+
+
+def _number(value: Any) -> Any:
+    # Python counts True as 1 and pydantic would read "4096" as 4096: both hide a mistake.
+    if isinstance(value, (bool, str)):
+        raise ValueError(f"use a number, not {_json5(value)}")
+    return value
+
+
+def _json5(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# Config scalars: a boolean must be true or false (not "yes", "true" or 1) and a number a
+# JSON5 number (not a quoted one, not true); whole floats such as 1e3 still fit an int.
+Bool = Annotated[bool, BeforeValidator(_boolean)]
+Int = Annotated[int, BeforeValidator(_number)]
+Float = Annotated[float, BeforeValidator(_number)]
 
 
 def _camel(name: str) -> str:
@@ -40,33 +71,33 @@ class Model(BaseModel):
 # --- compaction and the memory flush --------------------------------------------------------
 
 class MemoryFlush(Model):
-    enabled: bool = True
-    soft_threshold_tokens: int = Field(4000, ge=0)
-    soft_threshold: float | None = Field(None, gt=0, lt=1)
+    enabled: Bool = True
+    soft_threshold_tokens: Int = Field(4000, ge=0)
+    soft_threshold: Float | None = Field(None, gt=0, lt=1)
     system_prompt: str = DEFAULT_FLUSH_SYSTEM
     prompt: str = DEFAULT_FLUSH_PROMPT
 
 
 class Compaction(Model):
-    enabled: bool = True
-    reserve_tokens_floor: int = Field(20000, ge=0)
-    keep_recent_tokens: int = Field(20000, ge=0)
-    threshold_ratio: float | None = Field(None, gt=0, le=1)
-    chunk_tokens: int = Field(30000, ge=1000)
-    max_retries: int = Field(3, ge=1)
+    enabled: Bool = True
+    reserve_tokens_floor: Int = Field(20000, ge=0)
+    keep_recent_tokens: Int = Field(20000, ge=0)
+    threshold_ratio: Float | None = Field(None, gt=0, le=1)
+    chunk_tokens: Int = Field(30000, ge=1000)
+    max_retries: Int = Field(3, ge=1)
     memory_flush: MemoryFlush = MemoryFlush()
 
 
 # --- context pruning ------------------------------------------------------------------------
 
 class SoftTrim(Model):
-    max_chars: int = Field(4000, ge=0)
-    head_chars: int = Field(1500, ge=0)
-    tail_chars: int = Field(1500, ge=0)
+    max_chars: Int = Field(4000, ge=0)
+    head_chars: Int = Field(1500, ge=0)
+    tail_chars: Int = Field(1500, ge=0)
 
 
 class HardClear(Model):
-    enabled: bool = True
+    enabled: Bool = True
     placeholder: str = "[Old tool result content cleared]"
 
 
@@ -78,10 +109,10 @@ class ToolGlobs(Model):
 class ContextPruning(Model):
     mode: Literal["off", "cache-ttl", "adaptive", "aggressive"] | None = None
     ttl: str = "5m"
-    keep_last_assistants: int = Field(3, ge=0)
-    soft_trim_ratio: float = Field(0.3, ge=0, le=1)
-    hard_clear_ratio: float = Field(0.5, ge=0, le=1)
-    min_prunable_tool_chars: int = Field(50000, ge=0)
+    keep_last_assistants: Int = Field(3, ge=0)
+    soft_trim_ratio: Float = Field(0.3, ge=0, le=1)
+    hard_clear_ratio: Float = Field(0.5, ge=0, le=1)
+    min_prunable_tool_chars: Int = Field(50000, ge=0)
     soft_trim: SoftTrim = SoftTrim()
     hard_clear: HardClear = HardClear()
     tools: ToolGlobs = ToolGlobs()
@@ -104,11 +135,11 @@ def parse_duration(text: str) -> float:
 # --- memory search --------------------------------------------------------------------------
 
 class Batch(Model):
-    enabled: bool = True
-    wait: bool = True
-    concurrency: int = Field(2, ge=1)
-    poll_interval_ms: int = Field(2000, ge=10)
-    timeout_minutes: float = Field(60, gt=0)
+    enabled: Bool = True
+    wait: Bool = True
+    concurrency: Int = Field(2, ge=1)
+    poll_interval_ms: Int = Field(2000, ge=10)
+    timeout_minutes: Float = Field(60, gt=0)
 
 
 class Remote(Model):
@@ -124,15 +155,15 @@ class Local(Model):
 
 
 class Chunking(Model):
-    tokens: int = Field(400, ge=16)
-    overlap: int = Field(80, ge=0)
+    tokens: Int = Field(400, ge=16)
+    overlap: Int = Field(80, ge=0)
 
 
 class Hybrid(Model):
-    enabled: bool = True
-    vector_weight: float = Field(0.7, ge=0)
-    text_weight: float = Field(0.3, ge=0)
-    candidate_multiplier: int = Field(4, ge=1)
+    enabled: Bool = True
+    vector_weight: Float = Field(0.7, ge=0)
+    text_weight: Float = Field(0.3, ge=0)
+    candidate_multiplier: Int = Field(4, ge=1)
 
     @model_validator(mode="after")
     def _normalise(self) -> Hybrid:
@@ -144,13 +175,13 @@ class Hybrid(Model):
 
 
 class Query(Model):
-    max_results: int = Field(6, ge=1)
-    min_score: float = Field(0.35, ge=0, le=1)
+    max_results: Int = Field(6, ge=1)
+    min_score: Float = Field(0.35, ge=0, le=1)
     hybrid: Hybrid = Hybrid()
 
 
 class VectorStore(Model):
-    enabled: bool = True
+    enabled: Bool = True
     extension_path: str | None = None
 
 
@@ -160,23 +191,23 @@ class Store(Model):
 
 
 class Cache(Model):
-    enabled: bool = True
-    max_entries: int = Field(50000, ge=0)
+    enabled: Bool = True
+    max_entries: Int = Field(50000, ge=0)
 
 
 class Sync(Model):
-    watch: bool = True
-    watch_debounce_ms: int = Field(1500, ge=0)
-    on_session_start: bool = True
-    on_search: bool = True
+    watch: Bool = True
+    watch_debounce_ms: Int = Field(1500, ge=0)
+    on_session_start: Bool = True
+    on_search: Bool = True
 
 
 class Experimental(Model):
-    session_memory: bool = False
+    session_memory: Bool = False
 
 
 class MemorySearch(Model):
-    enabled: bool = True
+    enabled: Bool = True
     provider: Literal["auto", "openai", "gemini", "local"] = "auto"
     model: str | None = None
     fallback: Literal["openai", "gemini", "local", "none"] = "local"
@@ -212,14 +243,14 @@ def shareable_path(entry: str) -> str:
 # --- tools ----------------------------------------------------------------------------------
 
 class ExecTool(Model):
-    enabled: bool = True
-    allow_in_scripts: bool = False
-    timeout_seconds: float = Field(60, gt=0)
+    enabled: Bool = True
+    allow_in_scripts: Bool = False
+    timeout_seconds: Float = Field(60, gt=0)
 
 
 class Tools(Model):
     exec: ExecTool = ExecTool()
-    max_output_chars: int = Field(50000, ge=1000)
+    max_output_chars: Int = Field(50000, ge=1000)
 
 
 # --- agents ---------------------------------------------------------------------------------
@@ -227,11 +258,11 @@ class Tools(Model):
 class AgentDefaults(Model):
     workspace: str = "~/clawd"
     model: str = DEFAULT_MODEL
-    context_tokens: int | None = Field(None, ge=1000)
-    max_tokens: int = Field(4096, ge=1)
-    bootstrap_max_chars: int = Field(20000, ge=100)
+    context_tokens: Int | None = Field(None, ge=1000)
+    max_tokens: Int = Field(4096, ge=1)
+    bootstrap_max_chars: Int = Field(20000, ge=100)
     workspace_access: Literal["rw", "ro", "none"] = "rw"
-    max_steps: int = Field(25, ge=1)
+    max_steps: Int = Field(25, ge=1)
     compaction: Compaction = Compaction()
     context_pruning: ContextPruning = ContextPruning()
     memory_search: MemorySearch = MemorySearch()
@@ -243,7 +274,7 @@ class AgentEntry(AgentDefaults):
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
     name: str | None = None
-    default: bool = False
+    default: Bool = False
 
 
 class Agents(Model):
@@ -256,16 +287,16 @@ class Agents(Model):
 class ModelCost(Model):
     """US dollars per million tokens; shown as the cost of each turn in the REPL."""
 
-    input: float = Field(0, ge=0)
-    output: float = Field(0, ge=0)
-    cache_read: float = Field(0, ge=0)
-    cache_write: float = Field(0, ge=0)
+    input: Float = Field(0, ge=0)
+    output: Float = Field(0, ge=0)
+    cache_read: Float = Field(0, ge=0)
+    cache_write: Float = Field(0, ge=0)
 
 
 class ModelInfo(Model):
     id: str
-    context_window: int | None = Field(None, ge=1000)
-    max_tokens: int | None = Field(None, ge=1)
+    context_window: Int | None = Field(None, ge=1000)
+    max_tokens: Int | None = Field(None, ge=1)
     cost: ModelCost | None = None
 
 
@@ -275,8 +306,8 @@ class ProviderConfig(Model):
     api_key: str | None = None
     headers: dict[str, str] = {}
     models: list[ModelInfo] = []
-    timeout_seconds: float = Field(120, gt=0)
-    max_retries: int = Field(3, ge=0)
+    timeout_seconds: Float = Field(120, gt=0)
+    max_retries: Int = Field(3, ge=0)
 
 
 class Models(Model):
@@ -285,8 +316,8 @@ class Models(Model):
 
 class Reset(Model):
     mode: Literal["off", "daily", "idle", "both"] = "off"
-    at_hour: int = Field(4, ge=0, le=23)
-    idle_minutes: int = Field(DEFAULT_IDLE_MINUTES, ge=1)
+    at_hour: Int = Field(4, ge=0, le=23)
+    idle_minutes: Int = Field(DEFAULT_IDLE_MINUTES, ge=1)
 
     @model_validator(mode="after")
     def _nothing_ignored(self) -> Reset:
@@ -317,9 +348,9 @@ class Session(Model):
 
 
 class SessionMemoryHook(Model):
-    enabled: bool = True
-    messages: int = Field(15, ge=1)
-    slug_timeout_seconds: float = Field(15, gt=0)
+    enabled: Bool = True
+    messages: Int = Field(15, ge=1)
+    slug_timeout_seconds: Float = Field(15, gt=0)
 
 
 class Hooks(Model):
@@ -334,8 +365,16 @@ class Config(Model):
     session: Session = Session()
     hooks: Hooks = Hooks()
 
-    # where the file was read from (not a config key)
-    source: Path | None = Field(None, exclude=True)
+    # where the file was read from: private, so not a key a config file could set
+    _source: Path | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> Path | None:
+        return self._source
+
+    @source.setter
+    def source(self, path: Path | None) -> None:
+        self._source = path
 
     def agent_ids(self) -> list[str]:
         ids = [entry.id for entry in self.agents.entries]
@@ -425,15 +464,47 @@ def _ignored(settings: AgentDefaults) -> str | None:
     return f"{half}; transcripts are indexed only with both, so set both or neither"
 
 
-def _describe(exc: ValidationError, path: Path | str) -> str:
+def _describe(exc: ValidationError, path: Path | str, root: type[BaseModel] = Config) -> str:
     first = exc.errors()[0]
     key = ".".join(str(part) for part in first["loc"])
     if first["type"] == "extra_forbidden":
         problem = f"unknown key {key!r}"
+        guess = _closest_key(root, first["loc"])
+        if guess:
+            problem += f" (did you mean {guess!r}?)"
     else:
-        problem = f"bad value for {key!r}: {first['msg']}"
+        problem = f"bad value for {key!r}: {first['msg'].removeprefix('Value error, ')}"
     more = len(exc.errors()) - 1
     return f"{path}: {problem}" + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+
+
+def _closest_key(root: type[BaseModel], loc: tuple[int | str, ...]) -> str | None:
+    """The valid key nearest to the unknown last part of ``loc`` at its level, if any is
+    close (case is ignored: ``maxtokens`` finds ``maxTokens``)."""
+    section: Any = root
+    for part in loc[:-1]:  # from the root's type down to the type holding the unknown key
+        section = _without_none(section)
+        if get_origin(section) in (list, dict):  # ``part`` is an index or a dict's own key
+            section = get_args(section)[-1]
+        elif isinstance(section, type) and issubclass(section, BaseModel):
+            field = next((f for name, f in section.model_fields.items()
+                          if part in (f.alias, name)), None)
+            section = field and field.annotation
+        else:
+            return None
+    section = _without_none(section)
+    if not (isinstance(section, type) and issubclass(section, BaseModel)):
+        return None
+    keys = {(f.alias or name).lower(): f.alias or name for name, f in section.model_fields.items()}
+    close = difflib.get_close_matches(str(loc[-1]).lower(), keys, n=1, cutoff=0.6)
+    return keys[close[0]] if close else None
+
+
+def _without_none(annotation: Any) -> Any:
+    """``X`` for ``X | None``; any other type as it is."""
+    if get_origin(annotation) in (Union, UnionType):
+        return next(arg for arg in get_args(annotation) if arg is not type(None))
+    return annotation
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -460,8 +531,8 @@ def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, Age
     try:
         settings = AgentDefaults.model_validate(_deep_merge(base, override))
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, f"{config.source or 'config'} (agent {agent_id})")
-                          ) from None
+        raise ConfigError(_describe(exc, f"{config.source or 'config'} (agent {agent_id})",
+                                    AgentDefaults)) from None
     extra = override.get("memory_search", {}).get("extra_paths")
     if extra is not None:
         # An agent's extraPaths add to the defaults' list (as in OpenClaw), not replace it.
@@ -469,9 +540,14 @@ def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, Age
             config.agents.defaults.memory_search.extra_paths + extra))
     if ("workspace" not in override and len(config.agents.entries) > 1
             and agent_id != config.default_agent_id()):
-        # Agents are isolated: a non-default agent without its own workspace gets one of its own.
-        settings.workspace = str(Path(settings.workspace).expanduser()) + f"-{agent_id}"
+        settings.workspace = own_workspace(settings.workspace, agent_id)
     return agent_id, _checked(config, agent_id, settings)
+
+
+def own_workspace(workspace: str, agent_id: str) -> str:
+    """The workspace of a non-default agent that names none: agents are isolated, so it is
+    the default one plus ``-<id>`` (``~/clawd-work``), never the default agent's."""
+    return str(Path(workspace).expanduser()) + f"-{agent_id}"
 
 
 def _checked(config: Config, agent_id: str, settings: AgentDefaults) -> AgentDefaults:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import typing
 
-from clawd.config import (DEFAULT_FLUSH_PROMPT, Config, config_path, load_config, parse_config,
-                          parse_duration, resolve_agent, state_dir)
+import pytest
+from pydantic import ValidationError
+
+from clawd.config import (DEFAULT_FLUSH_PROMPT, Config, Model, config_path, load_config,
+                          parse_config, parse_duration, resolve_agent, state_dir)
 from clawd.errors import ConfigError
 
 
@@ -48,6 +51,12 @@ def test_json5_comments_and_trailing_commas(tmp_path):
     ("{agents: {list: [{id: 'a'}, {id: 'a'}]}}", "the id 'a' twice"),
     ("{agents: {list: [{id: 'a', default: true}, {id: 'b', default: true}]}}",
      "more than one agent as default (a, b)"),
+    ("{agents: {defaults: {compaction: {memoryFlush: {enabled: 'yes'}}}}}",
+     "agents.defaults.compaction.memoryFlush.enabled': use true or false, not \"yes\""),
+    ("{agents: {list: [{id: 'a', default: 1}]}}", "'agents.list.0.default': use true or false"),
+    ("{models: {providers: {local: {models: [{id: 'm', contextWindow: '8k'}]}}}}",
+     "models.providers.local.models.0.contextWindow"),
+    ("{source: '/elsewhere'}", "unknown key 'source'"),
     ("{agents: {", "not valid JSON5"),
     ("[1, 2]", "top level must be an object"),
 ])
@@ -58,6 +67,101 @@ def test_bad_config_names_key_and_file(tmp_path, text, fragment):
         load_config(path)
     assert fragment in str(info.value)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("text, key, guess", [
+    ("{agents: {defaults: {modle: 'x'}}}", "agents.defaults.modle", "model"),
+    ("{agents: {defaults: {maxtokens: 10}}}", "agents.defaults.maxtokens", "maxTokens"),
+    ("{agnets: {}}", "agnets", "agents"),
+    ("{agents: {list: [{id: 'a', workspce: '/w'}]}}", "agents.list.0.workspce", "workspace"),
+    ("{models: {providers: {local: {baseurl: 'http://h'}}}}", "models.providers.local.baseurl",
+     "baseUrl"),
+    ("{models: {providers: {local: {models: [{id: 'm', contextWindw: 8192}]}}}}",
+     "models.providers.local.models.0.contextWindw", "contextWindow"),
+    ("{agents: {defaults: {compaction: {memoryFlush: {softThresholdToken: 1}}}}}",
+     "agents.defaults.compaction.memoryFlush.softThresholdToken", "softThresholdTokens"),
+    ("{session: {reset: {mdoe: 'daily'}}}", "session.reset.mdoe", "mode"),
+])
+def test_unknown_key_suggests_the_closest_valid_key(text, key, guess):
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, "/etc/clawd.json")
+    assert str(info.value) == (f"/etc/clawd.json: unknown key {key!r} "
+                               f"(did you mean {guess!r}?)")
+
+
+@pytest.mark.parametrize("text", ["{xyzzy: 1}", "{agents: {defaults: {zzz: 1}}}",
+                                  "{models: {providers: {local: {qqqq: 1}}}}"])
+def test_unknown_key_with_nothing_close_has_no_guess(text):
+    with pytest.raises(ConfigError, match="unknown key") as info:
+        parse_config(text)
+    assert "did you mean" not in str(info.value)
+
+
+def config_sections() -> list[type[Model]]:
+    found, todo = [], [Model]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            found.append(sub)
+            todo.append(sub)
+    return found
+
+
+def scalar_fields(kind: type) -> list[tuple[type[Model], str]]:
+    """(section, camelCase key) of every config field holding ``kind`` (or ``kind | None``)."""
+    return [(section, info.alias or name) for section in config_sections()
+            for name, info in section.model_fields.items()
+            if info.annotation is kind or kind in typing.get_args(info.annotation)
+            or any(typing.get_args(arg)[:1] == (kind,)
+                   for arg in typing.get_args(info.annotation))]
+
+
+def rejected(section: type[Model], key: str, value) -> str | None:
+    """The error message for ``key: value`` in ``section``, if that key is refused."""
+    try:
+        section.model_validate({key: value})
+    except ValidationError as exc:
+        return next((e["msg"] for e in exc.errors() if e["loc"] == (key,)), None)
+    return None
+
+
+def test_every_boolean_is_strict():
+    fields = scalar_fields(bool)
+    assert len(fields) >= 15  # the walk found them (enabled, default, wait, watch, ...)
+    for section, key in fields:
+        for wrong in ("yes", "true", "false", 1, 0):
+            assert rejected(section, key, wrong), (section.__name__, key, wrong)
+        assert not rejected(section, key, True) and not rejected(section, key, False)
+
+
+@pytest.mark.parametrize("kind", [int, float])
+def test_every_number_refuses_booleans_and_quoted_numbers(kind):
+    fields = scalar_fields(kind)
+    assert len(fields) >= (30 if kind is int else 10)
+    for section, key in fields:
+        for wrong in (True, False, "5", "0.5"):
+            assert rejected(section, key, wrong), (section.__name__, key, wrong)
+
+
+def test_json5_numbers_stay_numbers():
+    config = parse_config("""{agents: {defaults: {maxTokens: 0x1000, contextTokens: 6.4e4,
+        compaction: {thresholdRatio: 1, memoryFlush: {softThreshold: .5}},
+        tools: {exec: {timeoutSeconds: 90}}}}}""")
+    settings = resolve_agent(config)[1]
+    assert settings.max_tokens == 4096 and type(settings.max_tokens) is int
+    assert settings.context_tokens == 64000 and type(settings.context_tokens) is int
+    assert settings.compaction.threshold_ratio == 1.0
+    assert settings.compaction.memory_flush.soft_threshold == 0.5
+    assert settings.tools.exec.timeout_seconds == 90.0
+    with pytest.raises(ConfigError, match="'agents.defaults.maxTokens': .*fractional"):
+        parse_config("{agents: {defaults: {maxTokens: 4096.5}}}")
+
+
+def test_agent_entry_values_are_checked_with_their_own_key():
+    with pytest.raises(ConfigError) as info:
+        parse_config("{agents: {list: [{id: 'a'}, {id: 'b', tools: {exec: {enabled: 'no'}}}]}}",
+                     "c.json")
+    assert str(info.value) == ("c.json: bad value for 'agents.list.1.tools.exec.enabled': "
+                               "use true or false, not \"no\"")
 
 
 def test_hybrid_weights_are_normalised():

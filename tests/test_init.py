@@ -259,3 +259,138 @@ def test_default_workspace_stays_commented(home):
 def test_action_describe_names_the_source():
     action = Action("file", Path("/w/AGENTS.md"), "workspace_template/AGENTS.md")
     assert action.describe() == "would create file /w/AGENTS.md (from workspace_template/AGENTS.md)"
+
+
+# --- an agent added to an existing config -----------------------------------------------------
+
+def test_a_new_agent_is_added_to_the_existing_config_keeping_its_comments(home):
+    paths = layout(home)
+    apply(plan_init(**paths))
+    config_file, state = paths["config_file"], paths["state_dir"]
+    before = config_file.read_text(encoding="utf-8")
+    work = home / "work-ws"
+
+    actions = plan_init(state, config_file, work, "work")
+    [edit] = [a for a in actions if a.kind == "edit"]
+    assert edit.describe() == (f"would add agents 'main' and 'work' to agents.list in "
+                               f"{config_file} (old version kept as {config_file}.bak)")
+    assert config_file.read_text(encoding="utf-8") == before  # planning changes nothing
+    done = apply(actions)
+    assert next(a for a in done if a.kind == "edit").describe().startswith("added agents")
+
+    after = config_file.read_text(encoding="utf-8")
+    assert config_file.with_name("clawd.json.bak").read_text(encoding="utf-8") == before
+    remaining = iter(after.splitlines())
+    assert all(line in remaining for line in before.splitlines())  # every comment kept
+    config = load_config(config_file)
+    assert config.agent_ids() == ["main", "work"] and config.default_agent_id() == "main"
+    assert Path(resolve_agent(config, "main")[1].workspace) == paths["workspace"]
+    assert Path(resolve_agent(config, "work")[1].workspace) == work
+    assert (work / "AGENTS.md").is_file() and (state / "agents" / "work" / "sessions").is_dir()
+    if os.name == "posix":
+        for path in (config_file, config_file.with_name("clawd.json.bak")):
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+    assert not [a for a in plan_init(state, config_file, work, "work") if a.kind == "edit"]
+    apply(plan_init(state, config_file, home / "x", "x"))  # a third: one entry, a new backup
+    assert load_config(config_file).agent_ids() == ["main", "work", "x"]
+    assert config_file.with_name("clawd.json.bak").read_text(encoding="utf-8") == before
+    assert config_file.with_name("clawd.json.bak.2").read_text(encoding="utf-8") == after
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_a_symlinked_config_is_edited_where_it_lives(home):
+    paths = layout(home)
+    real = home / "dotfiles" / "clawd.json"
+    real.parent.mkdir()
+    real.write_text("{agents: {list: [{id: 'main'}]}}")
+    paths["state_dir"].mkdir()
+    paths["config_file"].symlink_to(real)
+    apply(plan_init(**paths | {"agent_id": "work"}))
+    assert paths["config_file"].is_symlink()
+    assert load_config(real).agent_ids() == ["main", "work"]
+
+
+def test_a_config_that_cannot_be_edited_as_text_gives_the_entry_to_paste(home):
+    paths = layout(home)
+    paths["state_dir"].mkdir()
+    text = "{agents: {entries: [{id: 'a'}]}}"  # the field's own name: a list would replace it
+    paths["config_file"].write_text(text)
+    with pytest.raises(ClawdError) as info:
+        plan_init(**paths | {"agent_id": "work"})
+    assert str(info.value) == (
+        f"{paths['config_file']}: agent 'work' is not in the config and clawd cannot add it "
+        f"without rewriting the file: add {{ id: \"work\", workspace: \"{paths['workspace']}\" "
+        f"}} to agents.list, then run clawd init again")
+    assert paths["config_file"].read_text() == text
+    assert sorted(p.name for p in paths["state_dir"].iterdir()) == ["clawd.json"]
+
+
+def test_a_config_changed_after_planning_is_not_edited(home):
+    paths = layout(home)
+    apply(plan_init(**paths))
+    actions = plan_init(**paths | {"agent_id": "work"})
+    paths["config_file"].write_text("{}")
+    with pytest.raises(ClawdError, match="changed while clawd init ran"):
+        apply(actions)
+    assert paths["config_file"].read_text() == "{}"
+
+
+# --- through the command line: the agent's entry, and the next step ---------------------------
+
+def run(args, capsys):
+    from clawd import cli
+    code = cli.main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_init_agent_adds_it_and_the_agent_works(isolated_home, capsys):
+    assert run(["init"], capsys)[0] == 0
+    code, out, err = run(["init", "--agent", "work"], capsys)
+    assert code == 0, err
+    assert "added agents 'main' and 'work' to agents.list" in out
+    workspace = isolated_home / "clawd-work"
+    assert f"Workspace: {workspace}\n" in out and (workspace / "AGENTS.md").is_file()
+    assert out.rstrip().endswith("\n    clawd chat --agent work")
+    code, out, err = run(["sessions", "--agent", "work"], capsys)
+    assert code == 0 and "agent work" in out, err
+    code, out, _ = run(["--agent", "work", "init"], capsys)
+    assert "0 created" in out and "added" not in out
+
+
+def test_cli_init_ends_with_lines_that_make_the_model_usable(isolated_home, capsys):
+    code, out, _ = run(["init"], capsys)
+    step = out[out.index("Next:"):]
+    assert step.startswith("Next: anthropic/claude-sonnet-4-6 needs an API key")
+    assert "\n    export ANTHROPIC_API_KEY=...\n" in step
+    assert step.rstrip().endswith("Then:\n    clawd chat")
+    # Doing what it says, the local server way, is enough: the next init says "clawd chat".
+    server = step.split("under models.providers:\n")[1].split("\nand under agents.defaults:")[0]
+    model = step.split("and under agents.defaults:\n")[1].split("\nThen:")[0]
+    config_file = isolated_home / ".clawd" / "clawd.json"
+    text = config_file.read_text().replace("    providers: {\n", f"    providers: {{\n{server}\n")
+    config_file.write_text(re.sub(r"^ *// model: .*$", model, text, count=1, flags=re.M))
+    code, out, err = run(["init"], capsys)
+    assert code == 0 and out.endswith("\nNext: clawd chat\n"), err
+    assert resolve_agent(load_config(config_file))[1].model == "ollama/llama3.1:8b"
+
+
+@pytest.mark.parametrize("model, variable", [("anthropic/claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
+                                             ("openai/gpt-4o", "OPENAI_API_KEY")])
+def test_cli_init_with_the_key_set_says_clawd_chat(isolated_home, capsys, monkeypatch, model,
+                                                   variable):
+    (isolated_home / ".clawd").mkdir()
+    (isolated_home / ".clawd" / "clawd.json").write_text(
+        f"{{agents: {{defaults: {{model: '{model}'}}}}}}")
+    assert f"\n    export {variable}=...\n" in run(["init"], capsys)[1]
+    monkeypatch.setenv(variable, "sk-test")
+    assert run(["init"], capsys)[1].endswith("\nNext: clawd chat\n")
+
+
+def test_cli_init_names_what_else_stands_in_the_way(isolated_home, capsys):
+    (isolated_home / ".clawd").mkdir()
+    (isolated_home / ".clawd" / "clawd.json").write_text(
+        "{agents: {defaults: {model: 'local/qwen'}}}")
+    out = run(["init"], capsys)[1]
+    assert "\nNext: unknown provider 'local'" in out and out.endswith("; then clawd chat\n")
