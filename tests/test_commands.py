@@ -130,7 +130,9 @@ def test_retry_sends_the_last_message_again_without_the_last_answer(tmp_path):
     list(chat.handle("second"))
     events = list(chat.handle("/retry"))
     assert said(events) == "sending again: “second”"
-    assert events[-1] == TurnDone("a better answer", False, 1)
+    done = events[-1]
+    assert isinstance(done, TurnDone) and (done.text, done.aborted, done.steps) == (
+        "a better answer", False, 1)
     assert texts(provider.requests[-1].messages) == ["first", "one", "second"]
     assert texts(chat.session.history.messages) == ["first", "one", "second",
                                                     "a better answer"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 from typing import Annotated
 
 from clawd.errors import ToolError
@@ -39,10 +40,10 @@ def run_exec(ctx: ToolContext, *, command: str,
 
 
 def _run(command: str, ctx: ToolContext, timeout: float) -> str:
-    process = subprocess.Popen(command, shell=True, cwd=ctx.workspace, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process, interrupted = _start(command, ctx)
     try:
+        if interrupted:
+            raise KeyboardInterrupt
         out, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         output = _decode(_end_group(process))
@@ -51,6 +52,27 @@ def _run(command: str, ctx: ToolContext, timeout: float) -> str:
         _end_group(process)
         raise
     return f"{_decode(out).rstrip()}\n[exit code {process.returncode}]".lstrip()
+
+
+def _start(command: str, ctx: ToolContext) -> tuple[subprocess.Popen, bool]:
+    """Start the command; whether a Ctrl-C came while it was starting.
+
+    A Ctrl-C that lands inside ``Popen`` (the child is already running, but no process
+    object exists yet to end it with) would orphan the command, so in the main thread it is
+    held back until ``Popen`` returns and then reported, to be handled like any other.
+    """
+    caught: list[int] = []
+    hold = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is not None)
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(1)) if hold else None
+    try:
+        process = subprocess.Popen(command, shell=True, cwd=ctx.workspace,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    finally:
+        if hold:
+            signal.signal(signal.SIGINT, previous)
+    return process, bool(caught)
 
 
 def _end_group(process: subprocess.Popen) -> bytes:
