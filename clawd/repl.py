@@ -150,14 +150,18 @@ class _Warmup:
 
 def repl_loop(chat: Chat, *, input: Any = None, output: Any = None,
               history: Path | History | None = None, stream: TextIO | None = None,
-              color: bool | None = None, as_json: bool = False, warm: bool = True) -> int:
+              color: bool | None = None, as_json: bool = False, warm: bool = True,
+              width: int | None = None) -> int:
     """Prompt, run, render, until ``/quit`` or Ctrl-D; returns the exit code.
 
     ``input``/``output`` are prompt-toolkit's (a pipe and ``DummyOutput`` in tests); replies
-    go to ``stream`` (stdout). ``history`` is a file path or a prompt-toolkit ``History``.
+    go to ``stream`` (stdout), as Markdown wrapped to ``width`` (the terminal's if not given)
+    when ``color`` is on (a terminal's default). ``history`` is a file path or a
+    prompt-toolkit ``History``.
     """
     with create_app_session(input=input, output=output):
-        return _loop(chat, history, Renderer(stream, color=color, as_json=as_json), warm)
+        renderer = Renderer(stream, color=color, as_json=as_json, markdown=True, width=width)
+        return _loop(chat, history, renderer, warm)
 
 
 def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: bool) -> int:

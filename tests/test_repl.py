@@ -36,7 +36,7 @@ def run(chat: Chat, keys: str, history: Path, **kw) -> tuple[int, str]:
         pipe.send_text(keys)
         pipe.close()  # the end of the keys is an end of input, not a hang, if one is not read
         code = repl_loop(chat, input=pipe, output=DummyOutput(), history=history, stream=out,
-                         color=False, **kw)
+                         **{"color": False, **kw})
     return code, out.getvalue()
 
 
@@ -202,6 +202,36 @@ def test_renderer_colors_and_json():
     renderer.event(TextDelta("hi"))
     renderer.event(ev.TurnDone("hi"))
     assert json.loads(out.getvalue()) == {"type": "reply", "text": "hi", "aborted": False}
+
+
+def test_renderer_markdown_on_a_colour_terminal():
+    out = io.StringIO()
+    renderer = Renderer(out, color=True, markdown=True, width=20)
+    for event in [TextDelta("# Plan\nLet me **look** at"), TextDelta(" it."),
+                  ev.ToolStarted("1", "read", {"path": "a.md"}), TextDelta("- one two three"),
+                  TextDelta(" four five"), ev.TurnDone("")]:
+        renderer.event(event)
+    assert out.getvalue() == ("\x1b[0;1mPlan\x1b[0m\nLet me \x1b[0;1mlook\x1b[0m at it.\n"
+                              "\x1b[2m· read path='a.md'\x1b[0m\n"
+                              "• one two three four\n  five\n")
+
+
+@pytest.mark.parametrize("options", [{"color": False, "markdown": True},
+                                     {"color": True, "markdown": False}])
+def test_renderer_writes_raw_text_without_colour_or_markdown(options):
+    out = io.StringIO()
+    renderer = Renderer(out, width=20, **options)
+    renderer.event(TextDelta("**a** - b\n| c |"))
+    renderer.event(ev.TurnDone(""))
+    assert out.getvalue() == "**a** - b\n| c |\n"
+
+
+def test_repl_renders_replies_as_markdown_with_colour(tmp_path, history):
+    provider = ScriptedProvider(["Use `ls` and **then** this:\n```sh\nls -la\n```"])
+    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    _, out = run(chat, f"how?{ENTER}{CTRL_D}", history, color=True, width=40)
+    assert "Use \x1b[0;36mls\x1b[0m and \x1b[0;1mthen\x1b[0m this:\n" in out
+    assert "\x1b[0;2m```sh\x1b[0m\n" in out and "\x1b[0;2m```\x1b[0m\n" in out
 
 
 @pytest.mark.parametrize("text, expected", [
