@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application.current import create_app_session
+from prompt_toolkit.application.current import create_app_session, get_app
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 
 from clawd.commands import Chat, completions
+from clawd.config import ModelCost
+from clawd.markdown import cell_width
+from clawd.providers.registry import model_info
 from clawd.render import DIM, YELLOW, Renderer, drive
 
 log = logging.getLogger(__name__)
@@ -38,14 +41,51 @@ def banner(agent_id: str, key: str, model: str) -> str:
     return f"clawd · agent {agent_id} · session {key} · model {model} · /help for commands"
 
 
-def toolbar_text(model: str, used: int | None, window: int) -> str:
-    """The status line: model and how full the context window is."""
-    if used is None:
-        context = "context …"
-    else:
-        pct = 100.0 * used / window if window else 0.0
-        context = f"context {pct:.0f}% ({used:,} / {window:,})"
-    return f" {model} · {context} · Esc+Enter: new line · /help "
+def _tokens(n: int) -> str:
+    return f"{n / 1_000_000:.1f}M" if n >= 999_500 else f"{n / 1000:.1f}k" if n >= 1000 \
+        else str(n)
+
+
+def _dollars(cost: float) -> str:
+    return "$0" if cost == 0 else f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
+# What goes first when the status line is too wide: each step shortens or drops one part.
+_ORDER = ("model", "context", "turn", "cost", "keys", "help")
+_NARROWING = ("keys", "context", "turn", "help", "context", "model", "turn", "cost", "context")
+
+
+def toolbar_text(model: str, used: int | None, window: int, *, width: int = 80,
+                 turn: tuple[int, int] | None = None, cost: float | None = None) -> str:
+    """The status line: the model, how full the context window is, the last turn's tokens
+    (read, written) and cost, and key hints; fitted to ``width`` by shortening or dropping
+    the less useful parts first, then the provider's name, the model's last."""
+    pct = 100.0 * used / window if window and used is not None else 0.0
+    forms = {
+        "model": [model, model.partition("/")[2] or model],
+        "context": ["context …", ""] if used is None else
+                   [f"context {pct:.0f}% ({used:,} / {window:,})", f"context {pct:.0f}%",
+                    f"{pct:.0f}%", ""],
+        "turn": [""] if turn is None else
+                [f"last turn {turn[0]:,} in, {turn[1]:,} out",
+                 f"{_tokens(turn[0])} in {_tokens(turn[1])} out", ""],
+        "cost": [""] if cost is None else [_dollars(cost), ""],
+        "keys": ["Esc+Enter: new line", ""],
+        "help": ["/help", ""],
+    }
+    level = dict.fromkeys(forms, 0)
+
+    def text() -> str:
+        return " " + " · ".join(f for name in _ORDER if (f := forms[name][level[name]])) + " "
+
+    for part in _NARROWING:
+        if cell_width(text()) <= width:
+            break
+        level[part] = min(level[part] + 1, len(forms[part]) - 1)
+    line = text()
+    while cell_width(line) > width and len(line) > 2:  # the model's name alone is too long
+        line = line[:-3] + "… "
+    return line
 
 
 # --- input ----------------------------------------------------------------------------------
@@ -98,12 +138,47 @@ def history_path(state: Path, agent_id: str) -> Path:
 
 # --- the loop -------------------------------------------------------------------------------
 
+_USAGE = ("cumulativeInputTokens", "cumulativeOutputTokens", "cumulativeCacheReadTokens",
+          "cumulativeCacheWriteTokens")
+
+
 class _Status:
-    """The context size shown in the toolbar, measured after each turn, never per keypress."""
+    """What the status line shows, measured before and after each turn, never per keypress:
+    the context size, and the last turn's tokens and cost (from the session's usage counters,
+    so a memory flush in the turn counts too)."""
 
     def __init__(self, chat: Chat):
         self.chat = chat
         self.used: int | None = chat.session.entry.get("contextUsedTokens") or None
+        self.turn: tuple[int, int] | None = None
+        self.cost: float | None = None
+        self._before = self._usage()
+
+    def _usage(self) -> tuple[str | None, list[int]]:
+        entry = self.chat.session.entry
+        return entry.get("sessionId"), [int(entry.get(name) or 0) for name in _USAGE]
+
+    def start_turn(self) -> None:
+        self._before = self._usage()
+
+    def end_turn(self) -> None:
+        """The tokens the line just handled used, if it called the model."""
+        session, after = self._usage()
+        # after /new or /reset, the counters are the new session's, from zero
+        before = self._before[1] if session == self._before[0] else [0] * len(_USAGE)
+        fresh, output, read, written = (a - b for a, b in zip(after, before))
+        if fresh or output or read or written:
+            self.turn = (fresh + read + written, output)
+            price = self._price()
+            self.cost = price.dollars(fresh, output, read, written) if price else None
+        self.refresh()
+
+    def _price(self) -> ModelCost | None:
+        try:
+            info = model_info(self.chat.runtime.config, self.chat.session.model_ref)
+        except Exception:  # noqa: BLE001 - no price is shown then
+            return None
+        return info.cost if info else None
 
     def refresh(self) -> None:
         try:
@@ -111,13 +186,16 @@ class _Status:
         except Exception:  # noqa: BLE001 - a status line must not end the REPL
             log.debug("context size unavailable", exc_info=True)
 
-    def text(self) -> str:
+    def text(self, width: int | None = None) -> str:
         session = self.chat.session
         try:
             window = session.budget.context_window
         except Exception:  # noqa: BLE001 - e.g. a model the registry no longer knows
             window = 0
-        return toolbar_text(session.model_ref, self.used, window)
+        if width is None:
+            width = get_app().output.get_size().columns
+        return toolbar_text(session.model_ref, self.used, window, width=width,
+                            turn=self.turn, cost=self.cost)
 
 
 class _Warmup:
@@ -192,9 +270,10 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
             continue
         try:
             warmup.join()
+            status.start_turn()
             if drive(chat.handle(line), renderer.event):
                 return 0
-            status.refresh()
+            status.end_turn()
         except KeyboardInterrupt:  # outside a turn's own handling: never the end of the REPL
             renderer.line("· interrupted", YELLOW)
 

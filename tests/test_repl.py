@@ -5,19 +5,23 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import threading
 from pathlib import Path
 
 import pytest
 from prompt_toolkit.application.current import create_app_session
 from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.data_structures import Size
 from prompt_toolkit.output import DummyOutput
+from prompt_toolkit.output.vt100 import Vt100_Output
 
 from clawd import events as ev
+from clawd import repl
 from clawd.commands import Chat
 from clawd.config import parse_config
 from clawd.errors import ProviderSetupError
-from clawd.messages import TextDelta
+from clawd.messages import TextDelta, Usage
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.render import Renderer, brief_arguments
 from clawd.repl import (SlashCompleter, confirm_exec, drive, repl_loop, run_repl,
@@ -266,3 +270,80 @@ def test_brief_arguments(name, arguments, expected):
 def test_toolbar_text(used, window, expected):
     text = toolbar_text("openai/gpt-4o", used, window)
     assert text.startswith(" openai/gpt-4o · ") and expected in text
+
+
+@pytest.mark.parametrize("width, expected", [
+    (140, " anthropic/claude-sonnet-4-5 · context 25% (50,000 / 200,000) · last turn 48,210 "
+          "in, 1,234 out · $0.1634 · Esc+Enter: new line · /help "),
+    (120, " anthropic/claude-sonnet-4-5 · context 25% (50,000 / 200,000) · last turn 48,210 "
+          "in, 1,234 out · $0.1634 · /help "),
+    (80, " anthropic/claude-sonnet-4-5 · context 25% · 48.2k in 1.2k out · $0.1634 "),
+    (70, " anthropic/claude-sonnet-4-5 · 25% · 48.2k in 1.2k out · $0.1634 "),
+    (60, " claude-sonnet-4-5 · 25% · 48.2k in 1.2k out · $0.1634 "),
+    (40, " claude-sonnet-4-5 · 25% · $0.1634 "),
+    (30, " claude-sonnet-4-5 · 25% "),
+    (20, " claude-sonnet-4-5 "),
+    (12, " claude-so… "),
+])
+def test_toolbar_fits_narrow_terminals(width, expected):
+    text = toolbar_text("anthropic/claude-sonnet-4-5", 50_000, 200_000, width=width,
+                        turn=(48_210, 1_234), cost=0.1634)
+    assert text == expected and len(text) <= width
+
+
+@pytest.mark.parametrize("turn, cost, expected", [
+    (None, None, " m · context 1% (2,000 / 200,000) · Esc+Enter: new line · /help "),
+    ((999, 1_000_000), 0.0, " m · context 1% (2,000 / 200,000) · last turn 999 in, "
+                            "1,000,000 out · $0 · /help "),
+    ((120, 3), 1234.5, " m · context 1% (2,000 / 200,000) · last turn 120 in, 3 out · "
+                       "$1234.50 · /help "),
+])
+def test_toolbar_turn_and_cost(turn, cost, expected):
+    assert toolbar_text("m", 2_000, 200_000, width=90, turn=turn, cost=cost) == expected
+
+
+class ScreenOutput(Vt100_Output):
+    """A terminal that is a string: prompt-toolkit draws the toolbar when it knows how many
+    rows are below the cursor."""
+
+    def __init__(self):
+        super().__init__(io.StringIO(), lambda: Size(rows=24, columns=100), term="xterm")
+
+    def get_rows_below_cursor_position(self) -> int:
+        return 20
+
+
+PRICED = {"models": {"providers": {"local": {
+    "api": "openai-completions", "baseUrl": "http://127.0.0.1:9/v1",
+    "models": [{"id": "m", "cost": {"input": 3, "output": 15, "cacheRead": 0.3,
+                                    "cacheWrite": 3.75}}]}}}}
+
+
+@pytest.mark.parametrize("config, cost", [(PRICED, " · $0.0169 · "), ({}, " · /help ")])
+def test_status_line_shows_the_last_turn_tokens_and_cost(tmp_path, history, monkeypatch,
+                                                         config, cost):
+    provider = ScriptedProvider([Reply("ok", usage=Usage(1000, 200, 30_000, 500))])
+    runtime = make_runtime(tmp_path, provider, settings={"model": "local/m"})
+    runtime.config = parse_config(json.dumps(config))
+    chat = Chat(runtime, KEY)
+    shown: list[str] = []
+    with create_pipe_input() as pipe:
+        def spy(*args, **kw) -> str:
+            shown.append(toolbar_text(*args, **kw))
+            if kw.get("turn"):
+                pipe.send_text(CTRL_D)  # seen after the turn: leave
+            return shown[-1]
+
+        monkeypatch.setattr(repl, "toolbar_text", spy)
+        give_up = threading.Timer(20, pipe.send_text, [CTRL_D])
+        give_up.start()
+        pipe.send_text(f"hi{ENTER}/status{ENTER}")
+        try:
+            repl_loop(chat, input=pipe, output=ScreenOutput(), history=history,
+                      stream=io.StringIO(), color=False)
+        finally:
+            give_up.cancel()
+    assert shown[0].startswith(" local/m · context ") and "last turn" not in shown[0]
+    # 31,500 read: 1,000 fresh + 30,000 from the cache + 500 written to it; a command after
+    # the turn (/status) leaves the turn's figures in place
+    assert f"last turn 31,500 in, 200 out{cost}" in shown[-1]
