@@ -1,9 +1,9 @@
 """Slash commands as data, and ``Chat``: the one entry point every front end drives.
 
 ``Chat.handle(line)`` runs a slash command or a user turn and yields events. Each command is a
-``Command`` (name, usage, help, handler) in one registry that drives dispatch, ``/help`` and
-the REPL's completion. Handlers return events (usually one ``CommandOutput``); they never
-print.
+``Command`` (name, usage, help, handler, subcommands) in one registry that drives dispatch,
+``/help`` and the REPL's completion. Handlers return events (usually one ``CommandOutput``);
+they never print.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class Chat:
                  background: bool = False):
         self.runtime = runtime
         self.session = Session(runtime, key, model, pin=False)
+        self.keys: list[tuple[str, str]] = []  # the front end's keys and what they do, for /help
         memory = runtime.memory
         if memory is not None and memory.settings.sync.on_session_start and not background:
             memory.mark_dirty()  # one-shot runs sync on their first search
@@ -105,15 +106,16 @@ class Command:
     usage: str
     help: str
     handler: Callable[[Chat, str], Iterator[Event]]
+    subcommands: tuple[str, ...] = ()  # first words of the arguments, for completion
 
 
 REGISTRY: dict[str, Command] = {}
 ALIASES = {"exit": "quit", "q": "quit", "?": "help"}
 
 
-def command(name: str, usage: str, help_text: str):
+def command(name: str, usage: str, help_text: str, subcommands: tuple[str, ...] = ()):
     def register(handler: Callable[[Chat, str], Iterator[Event]]):
-        REGISTRY[name] = Command(name, usage, help_text, handler)
+        REGISTRY[name] = Command(name, usage, help_text, handler, subcommands)
         return handler
     return register
 
@@ -128,19 +130,21 @@ def dispatch(chat: Chat, text: str) -> Iterator[Event]:
     yield from found.handler(chat, args.strip())
 
 
-def completions() -> list[str]:
-    """Every command word, for the REPL's completer."""
-    return sorted(f"/{name}" for name in REGISTRY)
+def completions() -> dict[str, tuple[str, ...]]:
+    """Every command word and its subcommands, for the REPL's completer."""
+    return {f"/{name}": REGISTRY[name].subcommands for name in sorted(REGISTRY)}
 
 
 def _out(name: str, text: str, **kw) -> Iterator[Event]:
     yield CommandOutput(name, text, **kw)
 
 
-@command("help", "/help", "list the commands")
+@command("help", "/help", "list the commands (and the keys, in the REPL)")
 def _help(chat: Chat, args: str) -> Iterator[Event]:
     width = max(len(c.usage) for c in REGISTRY.values())
     lines = [f"{c.usage.ljust(width)}  {c.help}" for c in REGISTRY.values()]
+    if chat.keys:
+        lines += ["", "Keys:"] + [f"{key.ljust(width)}  {does}" for key, does in chat.keys]
     yield from _out("help", "\n".join(lines))
 
 
@@ -154,7 +158,8 @@ def _status(chat: Chat, args: str) -> Iterator[Event]:
     yield from _out("status", format_status(chat.session))
 
 
-@command("context", "/context [list|detail]", "tokens per layer (detail: per file and tool)")
+@command("context", "/context [list|detail]", "tokens per layer (detail: per file and tool)",
+         ("list", "detail"))
 def _context(chat: Chat, args: str) -> Iterator[Event]:
     if args not in ("", "list", "detail"):
         raise ClawdError("usage: /context [list|detail]")
@@ -202,7 +207,7 @@ def _compact(chat: Chat, args: str) -> Iterator[Event]:
 
 @command("memory", "/memory search QUERY | show | add TEXT | status",
          "search memory, show MEMORY.md and the memory files, add a note to today's log, "
-         "or show the state of the memory index")
+         "or show the state of the memory index", ("search", "show", "add", "status"))
 def _memory(chat: Chat, args: str) -> Iterator[Event]:
     action, _, rest = args.partition(" ")
     runtime, rest = chat.runtime, rest.strip()

@@ -3,10 +3,11 @@
 ``run_repl`` wires a ``Chat`` for the terminal; ``repl_loop`` is the prompt loop itself and
 takes the chat, the prompt-toolkit input/output and the text stream replies go to, so tests
 drive it through a pipe. Events are rendered by ``clawd.render.Renderer``; ``banner`` and
-``toolbar_text`` are the REPL's own text. Enter sends, Esc+Enter (Alt+Enter) starts a
-new line, a bracketed paste stays one message; Ctrl-C while a reply streams is thrown into
-the turn (which keeps the partial reply), Ctrl-C at the prompt clears the line, Ctrl-D
-leaves. The provider SDK and the tokenizer load in a background thread once the first prompt
+``toolbar_text`` (the status line, fitted to the terminal's width) are the REPL's own text.
+Enter sends, Esc+Enter (Alt+Enter) starts a new line, a bracketed paste stays one message;
+Ctrl-C while a reply streams is thrown into the turn (which keeps the partial reply), Ctrl-C
+at the prompt clears the line, Ctrl-D leaves; ``KEYS`` says so to ``/help``. Tab completes
+command words and their subcommands, both from the command registry. The provider SDK and the tokenizer load in a background thread once the first prompt
 is on screen, so the prompt appears without waiting for either.
 """
 
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application.current import create_app_session, get_app
 from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.filters import is_searching
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 
@@ -91,24 +93,46 @@ def toolbar_text(model: str, used: int | None, window: int, *, width: int = 80,
 # --- input ----------------------------------------------------------------------------------
 
 class SlashCompleter(Completer):
-    """Completes command words, and only at the start of a line beginning with ``/``."""
+    """Completes a command word at the start of a line beginning with ``/``, then its
+    subcommand (``commands``: each command word and its subcommands)."""
 
-    def __init__(self, words: Iterable[str]):
-        self.words = sorted(words)
+    def __init__(self, commands: Mapping[str, Sequence[str]]):
+        self.commands = commands
 
     def get_completions(self, document, complete_event):
         text = document.text_before_cursor
-        if not text.startswith("/") or " " in text or "\n" in text:
+        if not text.startswith("/") or "\n" in text:
             return
-        for word in self.words:
-            if word.startswith(text.lower()):
-                yield Completion(word, start_position=-len(text))
+        name, space, rest = text.partition(" ")
+        if not space:
+            words, typed = sorted(self.commands), text
+        elif " " not in rest:
+            words, typed = sorted(self.commands.get(name.lower(), ())), rest
+        else:
+            return
+        for word in words:
+            if word.startswith(typed.lower()):
+                yield Completion(word, start_position=-len(typed))
+
+
+# The keys and what they do, for /help: Enter and Esc+Enter are bound below, the others are
+# prompt-toolkit's own (Emacs mode) or the loop's.
+KEYS = [
+    ("Enter", "send the message"),
+    ("Esc Enter, Alt+Enter", "a new line in the message (a paste stays one message)"),
+    ("Tab", "complete a /command, then its subcommand"),
+    ("Up, Down", "earlier messages (in a message of several lines: the line above, below)"),
+    ("Ctrl-R", "search earlier messages"),
+    ("Ctrl-C", "stop the reply (what came is kept); at the prompt: clear the line"),
+    ("Ctrl-D", "leave (on an empty line)"),
+    ("Ctrl-L", "clear the screen"),
+]
 
 
 def key_bindings() -> KeyBindings:
     keys = KeyBindings()
 
-    @keys.add("enter")
+    @keys.add("enter", filter=~is_searching)  # while searching (Ctrl-R), Enter takes the match
     def _submit(event) -> None:
         event.current_buffer.validate_and_handle()
 
@@ -247,6 +271,7 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
         history.parent.mkdir(parents=True, exist_ok=True)
         history = FileHistory(str(history))
     status = _Status(chat)
+    chat.keys = KEYS
     session: PromptSession = PromptSession(
         history=history or InMemoryHistory(), completer=SlashCompleter(completions()),
         complete_while_typing=True, key_bindings=key_bindings(), multiline=True,

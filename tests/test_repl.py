@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from prompt_toolkit.output.vt100 import Vt100_Output
 
 from clawd import events as ev
 from clawd import repl
-from clawd.commands import Chat
+from clawd.commands import Chat, completions
 from clawd.config import parse_config
 from clawd.errors import ProviderSetupError
 from clawd.messages import TextDelta, Usage
@@ -30,7 +31,7 @@ from clawd.repl import (SlashCompleter, confirm_exec, drive, repl_loop, run_repl
 from conftest import make_runtime
 
 KEY = "agent:main:main"
-ENTER, ESC_ENTER, CTRL_C, CTRL_D = "\r", "\x1b\r", "\x03", "\x04"
+ENTER, ESC_ENTER, CTRL_C, CTRL_D, CTRL_R = "\r", "\x1b\r", "\x03", "\x04", "\x12"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 
 
@@ -238,18 +239,81 @@ def test_repl_renders_replies_as_markdown_with_colour(tmp_path, history):
     assert "\x1b[0;2m```sh\x1b[0m\n" in out and "\x1b[0;2m```\x1b[0m\n" in out
 
 
+COMMANDS = {"/compact": (), "/context": ("list", "detail"), "/help": (),
+            "/memory": ("search", "show", "add", "status"), "/quit": ()}
+
+
 @pytest.mark.parametrize("text, expected", [
-    ("/", ["/compact", "/context", "/help", "/model", "/quit", "/status"]),
+    ("/", ["/compact", "/context", "/help", "/memory", "/quit"]),
     ("/co", ["/compact", "/context"]),
-    ("/ST", ["/status"]),
-    ("hello /st", []),
-    ("/status now", []),
+    ("/HE", ["/help"]),
+    ("/memory ", ["add", "search", "show", "status"]),
+    ("/memory s", ["search", "show", "status"]),
+    ("/MEMORY SE", ["search"]),
+    ("/context ", ["detail", "list"]),
+    ("/quit ", []),
+    ("/memory search wor", []),
+    ("/nosuch ", []),
+    ("hello /he", []),
+    ("/memory\ns", []),
     ("", []),
 ])
 def test_slash_completion(text, expected):
-    completer = SlashCompleter(["/compact", "/context", "/help", "/model", "/quit", "/status"])
+    completer = SlashCompleter(COMMANDS)
     found = [c.text for c in completer.get_completions(Document(text), None)]
     assert found == expected
+
+
+def test_completion_comes_from_the_command_registry():
+    found = completions()
+    assert found["/memory"] == ("search", "show", "add", "status")
+    assert found["/context"] == ("list", "detail")
+    assert found["/status"] == () and list(found) == sorted(found)
+
+
+def test_tab_completes_a_command_then_its_subcommand(tmp_path, history, monkeypatch):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider([])), KEY)
+    with create_pipe_input() as pipe:
+        # the next keys go in once the completions for what is typed are known
+        then = {"/mem": "\t sta", "/memory sta": f"\t{ENTER}{CTRL_D}"}
+
+        class Completer(SlashCompleter):
+            def get_completions(self, document, complete_event):
+                yield from super().get_completions(document, complete_event)
+                if document.text_before_cursor in then:
+                    pipe.send_text(then.pop(document.text_before_cursor))
+
+        monkeypatch.setattr(repl, "SlashCompleter", Completer)
+        give_up = threading.Timer(20, pipe.send_text, [f"{CTRL_C}{CTRL_D}"])
+        give_up.start()
+        pipe.send_text("/mem")
+        try:
+            repl_loop(chat, input=pipe, output=DummyOutput(), history=history,
+                      stream=io.StringIO(), color=False, warm=False)
+        finally:
+            give_up.cancel()
+    assert history.read_text().splitlines()[-1] == "+/memory status"
+
+
+def test_ctrl_r_finds_an_earlier_message_and_enter_takes_it(tmp_path, history):
+    history.parent.mkdir(parents=True)
+    history.write_text("\n# earlier\n+the first message\n\n# earlier\n+another one\n")
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider(["again"])), KEY)
+    run(chat, f"{CTRL_R}first{ENTER}{ENTER}{CTRL_D}", history)
+    assert [e["content"][0]["text"] for e in transcript(chat)] == ["the first message", "again"]
+
+
+def test_help_lists_the_keys_in_the_repl_only(tmp_path, history):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider([])), KEY)
+    _, out = run(chat, f"/help{ENTER}{CTRL_D}", history)
+    assert "/memory search QUERY | show | add TEXT | status" in out and "\nKeys:\n" in out
+    for key, does in repl.KEYS:
+        assert re.search(rf"\n{re.escape(key)} +{re.escape(does)}\n", out), key
+    for name in ("Enter", "Esc Enter", "Tab", "Ctrl-C", "Ctrl-D", "Ctrl-R"):
+        assert f"\n{name}" in out
+    one_shot = Chat(make_runtime(tmp_path / "other", ScriptedProvider([])), KEY)
+    (text,) = [e.text for e in one_shot.handle("/help")]
+    assert "/quit" in text and "Keys:" not in text
 
 
 @pytest.mark.parametrize("name, arguments, expected", [
