@@ -14,10 +14,12 @@ import json
 import shutil
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from clawd import events as ev
-from clawd.markdown import MarkdownStream
+
+if TYPE_CHECKING:
+    from clawd.markdown import MarkdownStream
 
 DIM, RED, YELLOW, RESET = "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[0m"
 
@@ -102,6 +104,8 @@ class Renderer:
             self.midline = not text.endswith("\n")
             return
         if self._reply is None:
+            from clawd.markdown import MarkdownStream  # not needed before the first reply
+
             self._reply = MarkdownStream(self.width or shutil.get_terminal_size().columns)
         self._write(self._reply.feed(text))
 

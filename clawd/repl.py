@@ -25,10 +25,10 @@ from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.filters import is_searching
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.utils import get_cwidth
 
 from clawd.commands import Chat, completions
 from clawd.config import ModelCost
-from clawd.markdown import cell_width
 from clawd.providers.registry import model_info
 from clawd.render import DIM, YELLOW, Renderer, drive
 
@@ -81,11 +81,11 @@ def toolbar_text(model: str, used: int | None, window: int, *, width: int = 80,
         return " " + " · ".join(f for name in _ORDER if (f := forms[name][level[name]])) + " "
 
     for part in _NARROWING:
-        if cell_width(text()) <= width:
+        if get_cwidth(text()) <= width:
             break
         level[part] = min(level[part] + 1, len(forms[part]) - 1)
     line = text()
-    while cell_width(line) > width and len(line) > 2:  # the model's name alone is too long
+    while get_cwidth(line) > width and len(line) > 2:  # the model's name alone is too long
         line = line[:-3] + "… "
     return line
 
