@@ -221,8 +221,7 @@ def _flow(line: str) -> _Flow:
 
 def _may_stream(line: str) -> bool:
     """Whether an incomplete line is prose for sure, so its first rows can be let out."""
-    start = line.lstrip()[:3]
-    return not (start.startswith(("|", "```", "~~~")) or _RULE.match(line)
+    return not (line.lstrip().startswith(("|", "```", "~~~"))
                 or set(line.strip()) <= set("-*_= "))
 
 
@@ -394,6 +393,7 @@ class MarkdownStream:
 
     def _end_table(self) -> list[str]:
         lines, self.table = self.table, []
-        if len(lines) == 1:  # a line starting with a pipe, not followed by a table's delimiter
-            return _flow(lines[0]).feed(lines[0], True, self.width)
-        return _table(lines, self.width) if lines else []
+        if len(lines) > 1 and _cells(lines[0]):
+            return _table(lines, self.width)
+        # a line starting with a pipe that no delimiter row followed, or a table of no column
+        return [row for line in lines for row in _flow(line).feed(line, True, self.width)]

@@ -7,8 +7,9 @@ drive it through a pipe. Events are rendered by ``clawd.render.Renderer``; ``ban
 Enter sends, Esc+Enter (Alt+Enter) starts a new line, a bracketed paste stays one message;
 Ctrl-C while a reply streams is thrown into the turn (which keeps the partial reply), Ctrl-C
 at the prompt clears the line, Ctrl-D leaves; ``KEYS`` says so to ``/help``. Tab completes
-command words and their subcommands, both from the command registry. The provider SDK and the tokenizer load in a background thread once the first prompt
-is on screen, so the prompt appears without waiting for either.
+command words and their subcommands, both from the command registry. The provider SDK and
+the tokenizer load in a background thread once the first prompt is on screen, so the prompt
+appears without waiting for either.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ KEYS = [
     ("Esc Enter, Alt+Enter", "a new line in the message (a paste stays one message)"),
     ("Tab", "complete a /command, then its subcommand"),
     ("Up, Down", "earlier messages (in a message of several lines: the line above, below)"),
-    ("Ctrl-R", "search earlier messages"),
+    ("Ctrl-R", "search earlier messages (Enter takes the match)"),
     ("Ctrl-C", "stop the reply (what came is kept); at the prompt: clear the line"),
     ("Ctrl-D", "leave (on an empty line)"),
     ("Ctrl-L", "clear the screen"),
@@ -210,16 +211,15 @@ class _Status:
         except Exception:  # noqa: BLE001 - a status line must not end the REPL
             log.debug("context size unavailable", exc_info=True)
 
-    def text(self, width: int | None = None) -> str:
+    def text(self) -> str:
         session = self.chat.session
         try:
             window = session.budget.context_window
         except Exception:  # noqa: BLE001 - e.g. a model the registry no longer knows
             window = 0
-        if width is None:
-            width = get_app().output.get_size().columns
-        return toolbar_text(session.model_ref, self.used, window, width=width,
-                            turn=self.turn, cost=self.cost)
+        return toolbar_text(session.model_ref, self.used, window,
+                            width=get_app().output.get_size().columns, turn=self.turn,
+                            cost=self.cost)
 
 
 class _Warmup:
