@@ -1,10 +1,10 @@
 """Slash commands as data, and ``Chat``: the one entry point every front end drives.
 
 ``Chat.handle(line)`` runs a slash command or a user turn and yields events. Each command is a
-``Command`` (name, usage, help, handler) in one registry that drives dispatch, ``/help`` and
-the REPL's completion; its usage also says whether it takes arguments, which dispatch checks
-for every command alike. A line starting with ``//`` is a message, sent with one ``/`` less.
-Handlers return events (usually one ``CommandOutput``); they never print.
+``Command`` (name, usage, help, handler, subcommands) in one registry that drives dispatch,
+``/help`` and the REPL's completion; its usage also says whether it takes arguments, which
+dispatch checks for every command alike. A line starting with ``//`` is a message, sent with
+one ``/`` less. Handlers return events (usually one ``CommandOutput``); they never print.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class Chat:
                  background: bool = False):
         self.runtime = runtime
         self.session = Session(runtime, key, model, pin=False)
+        self.keys: list[tuple[str, str]] = []  # the front end's keys and what they do, for /help
         memory = runtime.memory
         if memory is not None and memory.settings.sync.on_session_start and not background:
             memory.mark_dirty()  # one-shot runs sync on their first search
@@ -112,6 +113,7 @@ class Command:
     usage: str
     help: str
     handler: Callable[[Chat, str], Iterator[Event]]
+    subcommands: tuple[str, ...] = ()  # first words of the arguments, for completion
 
     @property
     def takes_arguments(self) -> bool:
@@ -124,9 +126,9 @@ ALIASES = {"exit": "quit", "q": "quit", "?": "help"}
 ESCAPE = "//"  # starts a message that begins with "/": "//etc/hosts" sends "/etc/hosts"
 
 
-def command(name: str, usage: str, help_text: str):
+def command(name: str, usage: str, help_text: str, subcommands: tuple[str, ...] = ()):
     def register(handler: Callable[[Chat, str], Iterator[Event]]):
-        REGISTRY[name] = Command(name, usage, help_text, handler)
+        REGISTRY[name] = Command(name, usage, help_text, handler, subcommands)
         return handler
     return register
 
@@ -145,22 +147,25 @@ def dispatch(chat: Chat, text: str) -> Iterator[Event]:
         yield from found.handler(chat, args)
 
 
-def completions() -> list[str]:
-    """Every command word, for the REPL's completer."""
-    return sorted(f"/{name}" for name in REGISTRY)
+def completions() -> dict[str, tuple[str, ...]]:
+    """Every command word and its subcommands, for the REPL's completer."""
+    return {f"/{name}": REGISTRY[name].subcommands for name in sorted(REGISTRY)}
 
 
 def _out(name: str, text: str, **kw) -> Iterator[Event]:
     yield CommandOutput(name, text, **kw)
 
 
-@command("help", "/help", "list the commands")
+@command("help", "/help", "list the commands (and the keys, in the REPL)")
 def _help(chat: Chat, args: str) -> Iterator[Event]:
     rows = [(c.usage, c.help) for c in REGISTRY.values()]
     rows.append((f"{ESCAPE}TEXT", f"send a message that starts with / ({ESCAPE}etc/hosts sends "
                                   f"/etc/hosts)"))
     width = max(len(usage) for usage, _ in rows)
-    yield from _out("help", "\n".join(f"{usage.ljust(width)}  {text}" for usage, text in rows))
+    lines = [f"{usage.ljust(width)}  {text}" for usage, text in rows]
+    if chat.keys:
+        lines += ["", "Keys:"] + [f"{key.ljust(width)}  {does}" for key, does in chat.keys]
+    yield from _out("help", "\n".join(lines))
 
 
 @command("clear", "/clear", "clear the screen (the conversation is untouched)")
@@ -178,7 +183,8 @@ def _status(chat: Chat, args: str) -> Iterator[Event]:
     yield from _out("status", format_status(chat.session))
 
 
-@command("context", "/context [list|detail]", "tokens per layer (detail: per file and tool)")
+@command("context", "/context [list|detail]", "tokens per layer (detail: per file and tool)",
+         ("list", "detail"))
 def _context(chat: Chat, args: str) -> Iterator[Event]:
     if args not in ("", "list", "detail"):
         raise ClawdError("usage: /context [list|detail]")
@@ -246,7 +252,7 @@ def _compact(chat: Chat, args: str) -> Iterator[Event]:
 
 @command("memory", "/memory search QUERY | show | add TEXT | status",
          "search memory, show MEMORY.md and the memory files, add a note to today's log, "
-         "or show the state of the memory index")
+         "or show the state of the memory index", ("search", "show", "add", "status"))
 def _memory(chat: Chat, args: str) -> Iterator[Event]:
     action, _, rest = args.partition(" ")
     runtime, rest = chat.runtime, rest.strip()

@@ -285,12 +285,19 @@ class Agents(Model):
 # --- models, sessions, hooks ----------------------------------------------------------------
 
 class ModelCost(Model):
-    """US dollars per million tokens; shown as the cost of each turn in the REPL."""
+    """A model's prices in US dollars per million tokens: fresh input, output, cache reads and
+    cache writes. ``dollars`` prices a count of each; the REPL's status line shows the cost
+    of the last turn with it."""
 
     input: Float = Field(0, ge=0)
     output: Float = Field(0, ge=0)
     cache_read: Float = Field(0, ge=0)
     cache_write: Float = Field(0, ge=0)
+
+    def dollars(self, input: int, output: int, cache_read: int = 0, cache_write: int = 0
+                ) -> float:
+        return (input * self.input + output * self.output + cache_read * self.cache_read
+                + cache_write * self.cache_write) / 1_000_000
 
 
 class ModelInfo(Model):

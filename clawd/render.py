@@ -2,7 +2,8 @@
 
 ``Renderer`` writes replies as they stream to one stream and everything said about the turn
 (tool calls, flushes, compactions, notices, errors) as whole lines to a side stream, which is
-the same stream in the REPL and stderr for ``-m``/``--script``. ``event_json`` is the
+the same stream in the REPL and stderr for ``-m``/``--script``; in the REPL, replies are
+rendered as Markdown (``clawd.markdown``) when the terminal has colour. ``event_json`` is the
 ``--json`` form of an event (SPEC §11; every line in docs/json-events.md); ``drive`` feeds a
 stream of events to a renderer, passing a Ctrl-C during rendering back into the turn.
 """
@@ -10,12 +11,16 @@ stream of events to a renderer, passing a Ctrl-C during rendering back into the 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from clawd import events as ev
 from clawd.textcut import shorten
+
+if TYPE_CHECKING:
+    from clawd.markdown import MarkdownStream
 
 DIM, RED, YELLOW, RESET = "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[0m"
 
@@ -72,17 +77,23 @@ def event_json(event: Any, *, deltas: bool = False) -> list[dict[str, Any]]:
 class Renderer:
     """Writes events to a text stream: replies as they stream, the rest on lines of their own.
 
-    ``color`` adds ANSI styling (dim for tool calls and notices, red for errors); ``as_json``
-    writes the JSON lines of ``clawd chat --json`` instead, with text deltas when ``deltas``.
+    ``color`` adds ANSI styling (dim for tool calls and notices, red for errors); with
+    ``markdown`` too, replies are rendered as Markdown wrapped to ``width`` (the terminal's,
+    measured at the start of each reply, when not given); ``as_json`` writes the JSON lines
+    of ``clawd chat --json`` instead, with text deltas when ``deltas``.
     """
 
     def __init__(self, stream: TextIO | None = None, *, side: TextIO | None = None,
-                 color: bool | None = None, as_json: bool = False, deltas: bool = False):
+                 color: bool | None = None, as_json: bool = False, deltas: bool = False,
+                 markdown: bool = False, width: int | None = None):
         self.stream = stream if stream is not None else sys.stdout
         self.side = side if side is not None else self.stream
         self.color = (self.side.isatty() if color is None else color) and not as_json
         self.as_json, self.deltas = as_json, deltas
+        self.markdown = markdown and self.color
+        self.width = width
         self.midline = False
+        self._reply: MarkdownStream | None = None  # the Markdown of the reply under way
 
     def _style(self, code: str, text: str) -> str:
         return f"{code}{text}{RESET}" if self.color else text
@@ -91,10 +102,29 @@ class Renderer:
         """A whole line (on the side stream unless ``side`` is false), after ending a reply
         line that is still open on the same stream."""
         target = self.side if side else self.stream
-        if self.midline and target is self.stream:
+        if target is self.stream:
+            self._end_reply()
+        self._write(self._style(code, text) + "\n", target)
+
+    def _end_reply(self) -> None:
+        """End the reply's last line (and let out what its Markdown still holds)."""
+        if self._reply is not None:
+            self._write(self._reply.finish())
+            self._reply = None
+        if self.midline:
             self._write("\n")
             self.midline = False
-        self._write(self._style(code, text) + "\n", target)
+
+    def _text(self, text: str) -> None:
+        if not self.markdown:
+            self._write(text)
+            self.midline = not text.endswith("\n")
+            return
+        if self._reply is None:
+            from clawd.markdown import MarkdownStream  # not needed before the first reply
+
+            self._reply = MarkdownStream(self.width or shutil.get_terminal_size().columns)
+        self._write(self._reply.feed(text))
 
     def _write(self, text: str, target: TextIO | None = None) -> None:
         target = target or self.stream
@@ -109,12 +139,9 @@ class Renderer:
             return bool(getattr(event, "quit", False))
         if isinstance(event, ev.TextDelta):
             if event.text:
-                self._write(event.text)
-                self.midline = not event.text.endswith("\n")
+                self._text(event.text)
         elif isinstance(event, ev.TurnDone):
-            if self.midline:
-                self._write("\n")
-                self.midline = False
+            self._end_reply()
         elif isinstance(event, ev.CommandOutput):
             self.line(event.text, side=False)
             return event.quit

@@ -5,19 +5,24 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
+import threading
 from pathlib import Path
 
 import pytest
 from prompt_toolkit.application.current import create_app_session
 from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.data_structures import Size
 from prompt_toolkit.output import DummyOutput
+from prompt_toolkit.output.vt100 import Vt100_Output
 
 from clawd import events as ev
-from clawd.commands import Chat
+from clawd import repl
+from clawd.commands import Chat, completions
 from clawd.config import parse_config
 from clawd.errors import ProviderSetupError
-from clawd.messages import TextDelta
+from clawd.messages import TextDelta, Usage
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.render import Renderer, brief_arguments
 from clawd.repl import (ExecApproval, SlashCompleter, drive, repl_loop, run_repl,
@@ -26,7 +31,7 @@ from clawd.repl import (ExecApproval, SlashCompleter, drive, repl_loop, run_repl
 from conftest import make_runtime
 
 KEY = "agent:main:main"
-ENTER, ESC_ENTER, CTRL_C, CTRL_D = "\r", "\x1b\r", "\x03", "\x04"
+ENTER, ESC_ENTER, CTRL_C, CTRL_D, CTRL_R = "\r", "\x1b\r", "\x03", "\x04", "\x12"
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 
 
@@ -36,7 +41,7 @@ def run(chat: Chat, keys: str, history: Path, **kw) -> tuple[int, str]:
         pipe.send_text(keys)
         pipe.close()  # the end of the keys is an end of input, not a hang, if one is not read
         code = repl_loop(chat, input=pipe, output=DummyOutput(), history=history, stream=out,
-                         color=False, **kw)
+                         **{"color": False, **kw})
     return code, out.getvalue()
 
 
@@ -205,18 +210,111 @@ def test_renderer_colors_and_json():
     assert reply == {"type": "reply", "text": "hi", "aborted": False}
 
 
+def test_renderer_markdown_on_a_colour_terminal():
+    out = io.StringIO()
+    renderer = Renderer(out, color=True, markdown=True, width=20)
+    for event in [TextDelta("# Plan\nLet me **look** at"), TextDelta(" it."),
+                  ev.ToolStarted("1", "read", {"path": "a.md"}), TextDelta("- one two three"),
+                  TextDelta(" four five"), ev.TurnDone("")]:
+        renderer.event(event)
+    assert out.getvalue() == ("\x1b[0;1mPlan\x1b[0m\nLet me \x1b[0;1mlook\x1b[0m at it.\n"
+                              "\x1b[2m· read path='a.md'\x1b[0m\n"
+                              "• one two three four\n  five\n")
+
+
+@pytest.mark.parametrize("options", [{"color": False, "markdown": True},
+                                     {"color": True, "markdown": False}])
+def test_renderer_writes_raw_text_without_colour_or_markdown(options):
+    out = io.StringIO()
+    renderer = Renderer(out, width=20, **options)
+    renderer.event(TextDelta("**a** - b\n| c |"))
+    renderer.event(ev.TurnDone(""))
+    assert out.getvalue() == "**a** - b\n| c |\n"
+
+
+def test_repl_renders_replies_as_markdown_with_colour(tmp_path, history):
+    provider = ScriptedProvider(["Use `ls` and **then** this:\n```sh\nls -la\n```"])
+    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    _, out = run(chat, f"how?{ENTER}{CTRL_D}", history, color=True, width=40)
+    assert "Use \x1b[0;36mls\x1b[0m and \x1b[0;1mthen\x1b[0m this:\n" in out
+    assert "\x1b[0;2m```sh\x1b[0m\n" in out and "\x1b[0;2m```\x1b[0m\n" in out
+
+
+COMMANDS = {"/compact": (), "/context": ("list", "detail"), "/help": (),
+            "/memory": ("search", "show", "add", "status"), "/quit": ()}
+
+
 @pytest.mark.parametrize("text, expected", [
-    ("/", ["/compact", "/context", "/help", "/model", "/quit", "/status"]),
+    ("/", ["/compact", "/context", "/help", "/memory", "/quit"]),
     ("/co", ["/compact", "/context"]),
-    ("/ST", ["/status"]),
-    ("hello /st", []),
-    ("/status now", []),
+    ("/HE", ["/help"]),
+    ("/memory ", ["add", "search", "show", "status"]),
+    ("/memory s", ["search", "show", "status"]),
+    ("/MEMORY SE", ["search"]),
+    ("/context ", ["detail", "list"]),
+    ("/quit ", []),
+    ("/memory search wor", []),
+    ("/nosuch ", []),
+    ("hello /he", []),
+    ("/memory\ns", []),
     ("", []),
 ])
 def test_slash_completion(text, expected):
-    completer = SlashCompleter(["/compact", "/context", "/help", "/model", "/quit", "/status"])
+    completer = SlashCompleter(COMMANDS)
     found = [c.text for c in completer.get_completions(Document(text), None)]
     assert found == expected
+
+
+def test_completion_comes_from_the_command_registry():
+    found = completions()
+    assert found["/memory"] == ("search", "show", "add", "status")
+    assert found["/context"] == ("list", "detail")
+    assert found["/status"] == () and list(found) == sorted(found)
+
+
+def test_tab_completes_a_command_then_its_subcommand(tmp_path, history, monkeypatch):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider([])), KEY)
+    with create_pipe_input() as pipe:
+        # the next keys go in once the completions for what is typed are known
+        then = {"/mem": "\t sta", "/memory sta": f"\t{ENTER}{CTRL_D}"}
+
+        class Completer(SlashCompleter):
+            def get_completions(self, document, complete_event):
+                yield from super().get_completions(document, complete_event)
+                if document.text_before_cursor in then:
+                    pipe.send_text(then.pop(document.text_before_cursor))
+
+        monkeypatch.setattr(repl, "SlashCompleter", Completer)
+        give_up = threading.Timer(20, pipe.send_text, [f"{CTRL_C}{CTRL_D}"])
+        give_up.start()
+        pipe.send_text("/mem")
+        try:
+            repl_loop(chat, input=pipe, output=DummyOutput(), history=history,
+                      stream=io.StringIO(), color=False, warm=False)
+        finally:
+            give_up.cancel()
+    assert history.read_text().splitlines()[-1] == "+/memory status"
+
+
+def test_ctrl_r_finds_an_earlier_message_and_enter_takes_it(tmp_path, history):
+    history.parent.mkdir(parents=True)
+    history.write_text("\n# earlier\n+the first message\n\n# earlier\n+another one\n")
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider(["again"])), KEY)
+    run(chat, f"{CTRL_R}first{ENTER}{ENTER}{CTRL_D}", history)
+    assert [e["content"][0]["text"] for e in transcript(chat)] == ["the first message", "again"]
+
+
+def test_help_lists_the_keys_in_the_repl_only(tmp_path, history):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider([])), KEY)
+    _, out = run(chat, f"/help{ENTER}{CTRL_D}", history)
+    assert "/memory search QUERY | show | add TEXT | status" in out and "\nKeys:\n" in out
+    for key, does in repl.KEYS:
+        assert re.search(rf"\n{re.escape(key)} +{re.escape(does)}\n", out), key
+    for name in ("Enter", "Esc Enter", "Tab", "Ctrl-C", "Ctrl-D", "Ctrl-R"):
+        assert f"\n{name}" in out
+    one_shot = Chat(make_runtime(tmp_path / "other", ScriptedProvider([])), KEY)
+    (text,) = [e.text for e in one_shot.handle("/help")]
+    assert "/quit" in text and "Keys:" not in text
 
 
 @pytest.mark.parametrize("name, arguments, expected", [
@@ -237,3 +335,80 @@ def test_brief_arguments(name, arguments, expected):
 def test_toolbar_text(used, window, expected):
     text = toolbar_text("openai/gpt-4o", used, window)
     assert text.startswith(" openai/gpt-4o · ") and expected in text
+
+
+@pytest.mark.parametrize("width, expected", [
+    (140, " anthropic/claude-sonnet-4-5 · context 25% (50,000 / 200,000) · last turn 48,210 "
+          "in, 1,234 out · $0.1634 · Esc+Enter: new line · /help "),
+    (120, " anthropic/claude-sonnet-4-5 · context 25% (50,000 / 200,000) · last turn 48,210 "
+          "in, 1,234 out · $0.1634 · /help "),
+    (80, " anthropic/claude-sonnet-4-5 · context 25% · 48.2k in 1.2k out · $0.1634 "),
+    (70, " anthropic/claude-sonnet-4-5 · 25% · 48.2k in 1.2k out · $0.1634 "),
+    (60, " claude-sonnet-4-5 · 25% · 48.2k in 1.2k out · $0.1634 "),
+    (40, " claude-sonnet-4-5 · 25% · $0.1634 "),
+    (30, " claude-sonnet-4-5 · 25% "),
+    (20, " claude-sonnet-4-5 "),
+    (12, " claude-so… "),
+])
+def test_toolbar_fits_narrow_terminals(width, expected):
+    text = toolbar_text("anthropic/claude-sonnet-4-5", 50_000, 200_000, width=width,
+                        turn=(48_210, 1_234), cost=0.1634)
+    assert text == expected and len(text) <= width
+
+
+@pytest.mark.parametrize("turn, cost, expected", [
+    (None, None, " m · context 1% (2,000 / 200,000) · Esc+Enter: new line · /help "),
+    ((999, 1_000_000), 0.0, " m · context 1% (2,000 / 200,000) · last turn 999 in, "
+                            "1,000,000 out · $0 · /help "),
+    ((120, 3), 1234.5, " m · context 1% (2,000 / 200,000) · last turn 120 in, 3 out · "
+                       "$1234.50 · /help "),
+])
+def test_toolbar_turn_and_cost(turn, cost, expected):
+    assert toolbar_text("m", 2_000, 200_000, width=90, turn=turn, cost=cost) == expected
+
+
+class ScreenOutput(Vt100_Output):
+    """A terminal that is a string: prompt-toolkit draws the toolbar when it knows how many
+    rows are below the cursor."""
+
+    def __init__(self):
+        super().__init__(io.StringIO(), lambda: Size(rows=24, columns=100), term="xterm")
+
+    def get_rows_below_cursor_position(self) -> int:
+        return 20
+
+
+PRICED = {"models": {"providers": {"local": {
+    "api": "openai-completions", "baseUrl": "http://127.0.0.1:9/v1",
+    "models": [{"id": "m", "cost": {"input": 3, "output": 15, "cacheRead": 0.3,
+                                    "cacheWrite": 3.75}}]}}}}
+
+
+@pytest.mark.parametrize("config, cost", [(PRICED, " · $0.0169 · "), ({}, " · /help ")])
+def test_status_line_shows_the_last_turn_tokens_and_cost(tmp_path, history, monkeypatch,
+                                                         config, cost):
+    provider = ScriptedProvider([Reply("ok", usage=Usage(1000, 200, 30_000, 500))])
+    runtime = make_runtime(tmp_path, provider, settings={"model": "local/m"})
+    runtime.config = parse_config(json.dumps(config))
+    chat = Chat(runtime, KEY)
+    shown: list[str] = []
+    with create_pipe_input() as pipe:
+        def spy(*args, **kw) -> str:
+            shown.append(toolbar_text(*args, **kw))
+            if kw.get("turn"):
+                pipe.send_text(CTRL_D)  # seen after the turn: leave
+            return shown[-1]
+
+        monkeypatch.setattr(repl, "toolbar_text", spy)
+        give_up = threading.Timer(20, pipe.send_text, [CTRL_D])
+        give_up.start()
+        pipe.send_text(f"hi{ENTER}/status{ENTER}")
+        try:
+            repl_loop(chat, input=pipe, output=ScreenOutput(), history=history,
+                      stream=io.StringIO(), color=False)
+        finally:
+            give_up.cancel()
+    assert shown[0].startswith(" local/m · context ") and "last turn" not in shown[0]
+    # 31,500 read: 1,000 fresh + 30,000 from the cache + 500 written to it; a command after
+    # the turn (/status) leaves the turn's figures in place
+    assert f"last turn 31,500 in, 200 out{cost}" in shown[-1]
