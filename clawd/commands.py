@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from clawd.agent import Runtime, Session
+from clawd.agent import Session
+from clawd.runtime import Runtime
 from clawd.context import report
 from clawd.errors import ClawdError
 from clawd.events import ClearScreen, CommandOutput, Compacted, ErrorEvent, Event, Notice
@@ -73,7 +74,7 @@ class Chat:
         """End the current session (flush, session-memory file) and start a new one."""
         old = self.session
         if model:
-            self.runtime.provider_for(model)  # an unusable model fails before anything ends
+            self.runtime.models(model).connect()  # an unusable model fails before anything ends
         yield from old.flush_before_end()
         saved, unsaved = None, None
         if not is_writable(self.runtime.workspace, self.runtime.settings.workspace_access):

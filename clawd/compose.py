@@ -20,8 +20,8 @@ def agent_paths(agent_id: str) -> tuple[Path, Path]:
 def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
                   approve: Any = None, with_memory: bool = True) -> Any:
     """Everything one agent needs: settings, workspace, providers, tools, memory."""
-    from clawd.agent import Runtime
     from clawd.config import resolve_agent
+    from clawd.runtime import ModelHandle, Runtime
     from clawd.providers import registry
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
@@ -40,14 +40,15 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
         memory = open_index(agent_id, workspace, settings.memory_search, state, sessions_dir,
                             openai_base_url=openai.base_url if openai else None)
         tools += memory_tools()
+    def models(ref: str) -> ModelHandle:
+        return ModelHandle(ref, registry.context_window(config, settings, ref),
+                           registry.max_output_tokens(config, settings, ref),
+                           registry.uses_anthropic_format(config, ref),
+                           lambda: registry.make_provider(config, ref))
+
     return Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,
-        sessions_dir=sessions_dir,
-        provider_for=lambda ref: registry.make_provider(config, ref),
-        context_window_for=lambda ref: registry.context_window(config, settings, ref),
-        uses_cache=lambda ref: registry.uses_anthropic_format(config, ref),
-        max_tokens_for=lambda ref: registry.max_output_tokens(config, settings, ref),
-        tools=tools, memory=memory,
+        sessions_dir=sessions_dir, models=models, tools=tools, memory=memory,
         allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
 
 
@@ -56,7 +57,7 @@ def check_provider(runtime: Any, key: str, model: str | None) -> None:
     used (without importing the SDK, which takes a second). A model pinned to the session is
     not checked here: the session opens, its first turn says the pin is the cause, and
     ``/model`` can switch away."""
-    from clawd.agent import session_model
+    from clawd.runtime import session_model
     from clawd.errors import MissingKeyError
     from clawd.providers import registry
 

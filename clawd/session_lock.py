@@ -26,7 +26,8 @@ WAIT_SECONDS = 10.0
 POLL_SECONDS = 0.1
 
 _held: dict[Path, tuple[IO[bytes], int]] = {}
-_guard = threading.Lock()
+# re-entrant: a Session collected during ``acquire`` releases its own hold from a finalizer
+_guard = threading.RLock()
 
 
 class SessionBusyError(ClawdError):

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from clawd.errors import ClawdError
 from clawd.messages import Message, new_id, now_iso
 
 log = logging.getLogger(__name__)
@@ -174,6 +175,30 @@ def apply_compaction(history: History, entry: dict[str, Any]) -> None:
     history.compactions += 1
     history.after_compaction = len(history.messages)
     history.summarised_turn = request.id if request is not None else None
+
+
+def undo_last(history: History, transcript: Transcript, verb: str = "undo"
+              ) -> tuple[Message, bool]:
+    """Take the last turn (its user message and everything after it) out of ``history``
+    and record an ``undo`` entry in ``transcript``, which keeps the turn itself.
+
+    Returns the turn's user message, and whether a memory flush ran after it (the notes it
+    saved stay in ``memory/``). A turn a compaction summarised, even in part, cannot be
+    undone: the summary would still tell it. ``verb`` (``undo``, ``retry``) words the refusal.
+    """
+    request = next((m for m in reversed(history.messages) if m.role == "user"), None)
+    if request is None:
+        raise ClawdError(f"nothing to {verb}: " + (
+            "the earlier turns are summarised (compacted) and cannot be taken back"
+            if history.summary else "this session has no turns yet"))
+    if request.id == history.summarised_turn:
+        raise ClawdError(f"cannot {verb}: the last turn was partly summarised by a compaction")
+    entries = transcript.load(quiet=True).entries
+    start = next((i for i, e in enumerate(entries) if e.get("id") == request.id), len(entries))
+    flushed = any(e.get("flush") and e.get("role") == "user" for e in entries[start:])
+    transcript.append({"type": "undo", "messageId": request.id, "reason": verb})
+    apply_undo(history, request.id)
+    return request, flushed
 
 
 def apply_undo(history: History, message_id: Any) -> bool:

@@ -231,7 +231,8 @@ class Run:
 
 def run(name: str, flush: bool, plan: list[Turn], facts: list[Fact], docs: dict[str, str],
         root: Path, args: argparse.Namespace) -> Run:
-    from clawd.agent import Runtime, Session
+    from clawd.agent import Session
+    from clawd.runtime import Runtime, fixed_models
     from clawd.config import AgentDefaults, Config
     from clawd.events import Compacted, ErrorEvent
     from clawd.providers.scripted import ScriptedProvider
@@ -254,8 +255,8 @@ def run(name: str, flush: bool, plan: list[Turn], facts: list[Fact], docs: dict[
                        "memoryFlush": {"enabled": flush,
                                        "softThresholdTokens": args.window // 8}}})
     runtime = Runtime(config=Config(), agent_id="main", settings=settings, workspace=workspace,
-                      sessions_dir=root / name / "sessions", provider_for=lambda ref: provider,
-                      context_window_for=lambda ref: args.window, tools=file_tools(),
+                      sessions_dir=root / name / "sessions",
+                      models=fixed_models(provider, args.window), tools=file_tools(),
                       clock=lambda: now[0])
     session = Session(runtime, "agent:main:main")
     result = Run(name)

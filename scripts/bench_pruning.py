@@ -123,7 +123,8 @@ class Run:
 
 
 def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
-    from clawd.agent import Runtime, Session
+    from clawd.agent import Session
+    from clawd.runtime import Runtime, fixed_models
     from clawd.config import AgentDefaults, Config
     from clawd.messages import ToolSpec
     from clawd.providers.scripted import ScriptedProvider
@@ -143,8 +144,8 @@ def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
     settings = AgentDefaults.model_validate({"workspace": str(workspace),
                                              "contextPruning": {"mode": mode}})
     runtime = Runtime(config=Config(), agent_id="main", settings=settings, workspace=workspace,
-                      sessions_dir=root / mode / "sessions", provider_for=lambda ref: provider,
-                      context_window_for=lambda ref: WINDOW, uses_cache=lambda ref: True,
+                      sessions_dir=root / mode / "sessions",
+                      models=fixed_models(provider, WINDOW, cache=True),
                       tools=[exec_tool], clock=clock)
     session = Session(runtime, "agent:main:main")
     for n, turn in enumerate(plan):

@@ -25,6 +25,7 @@ model server. With the local llama.cpp server of ``../shared/tools/local-llm``:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -192,8 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     write_config(state, workspace, args)  # init keeps an existing config; make sure it is ours
     runtime = build_runtime(load_config(state / "clawd.json"), None)
     counter = [0]
-    make = runtime.provider_for
-    runtime.provider_for = lambda ref: Counting(make(ref), counter)
+    resolve = runtime.models
+
+    def counted(ref: str):
+        model = resolve(ref)
+        return dataclasses.replace(model, connect=lambda: Counting(model.connect(), counter))
+
+    runtime.models = counted
     lines: list[str] = []
 
     def log(text: str) -> None:

@@ -75,11 +75,11 @@ class Result:
     seconds: float = 0.0
 
 
-def old_budget(rt, model_ref):
+def old_budget(rt, model):
     """The budget arithmetic before shares of the window: the baseline."""
     from clawd.tokens import Budget
 
-    comp, window = rt.settings.compaction, rt.context_window_for(model_ref)
+    comp, window = rt.settings.compaction, model.context_window
     compact_at = max(window - comp.reserve_tokens_floor, 1)
     flush_at = max(min(compact_at - comp.memory_flush.soft_threshold_tokens, compact_at), 1)
     return Budget(window, flush_at, compact_at, min(comp.keep_recent_tokens, compact_at // 2),
@@ -87,8 +87,8 @@ def old_budget(rt, model_ref):
 
 
 def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Result:
-    from clawd import agent
-    from clawd.agent import Runtime, Session
+    from clawd.agent import Session
+    from clawd.runtime import Runtime, fixed_models
     from clawd.config import AgentDefaults, Config
     from clawd.events import Compacted, ErrorEvent, Flushed
     from clawd.providers.scripted import ScriptedProvider
@@ -107,14 +107,14 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
     provider = ScriptedProvider(default=model, model="bench")
     runtime = Runtime(config=Config(), agent_id="main",
                       settings=AgentDefaults(workspace=str(workspace)), workspace=workspace,
-                      sessions_dir=root / "sessions", provider_for=lambda ref: provider,
-                      context_window_for=lambda ref: window,
+                      sessions_dir=root / "sessions", models=fixed_models(provider, window),
                       tools=file_tools() + [exec_tool()] + memory_tools(),
                       clock=lambda: now[0])
-    saved = agent.agent_budget, agent.check_window, agent.Session._too_large
+    saved = Session._too_large
     if baseline:  # the old arithmetic, which had no window or message-size checks either
-        agent.agent_budget, agent.check_window = old_budget, lambda *a: None
-        agent.Session._too_large = lambda self, message: None
+        runtime.budget = lambda model: old_budget(runtime, model)  # type: ignore[method-assign]
+        runtime.check_window = lambda *a: None  # type: ignore[method-assign]
+        Session._too_large = lambda self, message: None  # type: ignore[method-assign]
     started = time.perf_counter()
     result = Result()
     try:
@@ -131,7 +131,7 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
             result.peak = max(result.peak, session.context_tokens() / window)
         result.requests = len(provider.requests)
     finally:
-        agent.agent_budget, agent.check_window, agent.Session._too_large = saved
+        Session._too_large = saved  # type: ignore[method-assign]
     result.seconds = time.perf_counter() - started
     return result
 

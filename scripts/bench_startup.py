@@ -143,11 +143,11 @@ def fill_transcript(session, count: int) -> None:
 
 def loop_overhead(root: Path, messages: int, turns: int) -> tuple[float, float, float]:
     """(first turn, median turn, load) in seconds of loop time, the model's time excluded."""
-    from clawd.agent import Runtime
     from clawd.commands import Chat
     from clawd.config import AgentDefaults, Config
     from clawd.init import apply, plan_init
     from clawd.providers.scripted import ScriptedProvider
+    from clawd.runtime import Runtime, fixed_models
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
 
@@ -158,8 +158,7 @@ def loop_overhead(root: Path, messages: int, turns: int) -> tuple[float, float, 
     settings = AgentDefaults.model_validate({"workspace": str(workspace)})
     runtime = Runtime(config=Config(), agent_id="main", settings=settings,
                       workspace=workspace, sessions_dir=root / "state" / "sessions",
-                      provider_for=lambda ref: provider,
-                      context_window_for=lambda ref: 1_000_000,
+                      models=fixed_models(provider, 1_000_000),
                       tools=file_tools() + [exec_tool()])
     fill_transcript(Chat(runtime, "agent:main:main").session, messages)
     start = time.perf_counter()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clawd.agent import Runtime
+from clawd.runtime import Runtime, fixed_models
 from clawd.config import AgentDefaults, Config
 from clawd.providers.scripted import ScriptedProvider
 from clawd.tools.exec import exec_tool
@@ -48,8 +48,7 @@ def make_runtime(tmp_path: Path, provider: ScriptedProvider, *, window: int = 20
     agent = AgentDefaults.model_validate({"workspace": str(workspace), **(settings or {})})
     return Runtime(config=Config(), agent_id="main", settings=agent, workspace=workspace,
                    sessions_dir=tmp_path / "state" / "agents" / "main" / "sessions",
-                   provider_for=lambda ref: provider, context_window_for=lambda ref: window,
-                   uses_cache=lambda ref: cache,
+                   models=fixed_models(provider, window, cache=cache),
                    tools=file_tools() + [exec_tool()] if tools is None else tools,
                    allow_exec=allow_exec, clock=clock or Clock())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from clawd.agent import Session
@@ -203,7 +204,7 @@ def test_context_report_agrees_with_a_provider_that_counts_differently(tmp_path)
     assert abs(session.token_ratio - 1.25) < 0.01
     text = "".join(e.text for e in chat.handle("/context list"))
     total = int(re.search(r"total \(estimated\)\s+([\d,]+)", text).group(1).replace(",", ""))
-    reported = session._base[0]  # prompt + output of the last call, as the provider said
+    reported = session.meter.base.reported  # prompt + output of the last call, as reported
     assert abs(total - reported) / reported < 0.03
     assert "scaled ×1.25" in text
 
@@ -222,11 +223,12 @@ def test_ctrl_c_at_an_approval_prompt_claims_no_partial_reply(tmp_path):
 
 
 def test_an_unusable_provider_mid_session_ends_the_turn_as_failed(tmp_path):
-    def unusable(ref):
+    def unusable():
         raise ProviderSetupError("no key for this model")
 
     runtime = make_runtime(tmp_path, ScriptedProvider([]))
-    runtime.provider_for = unusable
+    resolve = runtime.models
+    runtime.models = lambda ref: dataclasses.replace(resolve(ref), connect=unusable)
     events = list(Session(runtime, KEY).run_turn("hi"))
     assert [type(e) for e in events] == [ErrorEvent, TurnDone]
     assert "no key" in events[0].message and events[-1].failed

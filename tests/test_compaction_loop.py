@@ -388,7 +388,7 @@ def test_compact_with_nothing_to_cut_does_not_use_up_the_flush(tmp_path):
 def test_read_only_workspace_skips_the_flush_with_a_log_line(tmp_path, caplog):
     settings = {**SETTINGS, "workspaceAccess": "ro"}
     provider, runtime, session = start(tmp_path, settings=settings)
-    with caplog.at_level(logging.INFO, logger="clawd.agent"):
+    with caplog.at_level(logging.INFO, logger="clawd"):
         events = drive(session, range(100))
     assert not flush_prompts(provider)
     cycles = len([e for e in lines(session) if e["type"] == "compaction"])
@@ -409,7 +409,7 @@ def test_read_only_memory_directory_skips_the_flush(tmp_path, monkeypatch, caplo
     monkeypatch.setattr("clawd.workspace.os.access",
                         lambda p, mode: False if str(p) == memory and mode & os.W_OK
                         else real_access(p, mode))
-    with caplog.at_level(logging.INFO, logger="clawd.agent"):
+    with caplog.at_level(logging.INFO, logger="clawd"):
         drive(session, range(45))
     assert not flush_prompts(provider)
     assert "memory flush skipped" in caplog.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from datetime import datetime, timedelta, timezone
@@ -246,7 +247,8 @@ def test_a_reset_that_fails_still_ends_the_turn(tmp_path, clock):
     chat = Chat(runtime, KEY)
     list(chat.handle("first"))
     clock.advance(minutes=61)
-    runtime.context_window_for = lambda ref: 1500  # the new session cannot start
+    resolve = runtime.models  # the new session cannot start: its window is too small
+    runtime.models = lambda ref: dataclasses.replace(resolve(ref), context_window=1500)
     events = list(chat.handle("second"))
     assert any(isinstance(e, ErrorEvent) and "too small" in e.message for e in events)
     done = events[-1]

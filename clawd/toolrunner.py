@@ -1,0 +1,79 @@
+"""Running the tool calls of one assistant message (``ToolRunner``).
+
+Each call runs in order and its result is persisted at once, so the transcript never holds a
+call without its result: a Ctrl-C between calls gives every remaining call an "interrupted"
+result before it propagates. A tool that fails (``ClawdError``, or a bug in the tool) gives
+an error result the model can act on; nothing here ends the turn. A result is capped at
+``tools.maxOutputChars`` and at half the window (head and tail kept), so it always fits a
+request next to the fixed layers and a summary.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator
+
+from clawd.access import Access
+from clawd.errors import ClawdError
+from clawd.events import Event, ToolFinished, ToolStarted
+from clawd.messages import Message, ToolCall
+from clawd.pruning import cap_tool_result
+from clawd.runtime import Runtime
+from clawd.tokens import estimate_text
+from clawd.tools.base import Tool, ToolContext
+
+log = logging.getLogger(__name__)
+
+
+class ToolRunner:
+    """The tools one session is offered, and how they run there."""
+
+    def __init__(self, runtime: Runtime, tools: list[Tool], access: Access):
+        self.rt, self.tools, self.access = runtime, tools, access
+
+    def run(self, reply: Message, keep: Callable[[Message], None], *, window: int,
+            flush: bool) -> Generator[Event, None, None]:
+        """Run ``reply``'s tool calls; ``keep`` persists each result. ``flush``: the calls
+        come from a memory-flush turn (its writes follow the flush's rules)."""
+        pending = list(reply.tool_calls)
+        try:
+            while pending:
+                call = pending[0]
+                yield ToolStarted(call.id, call.name, call.arguments)
+                text, is_error = self.call(call, window=window, flush=flush)
+                keep(Message.tool_result(call, text, is_error, flush=flush))
+                pending.pop(0)
+                yield ToolFinished(call.id, call.name, is_error, text)
+        except KeyboardInterrupt:
+            for call in pending:  # every call keeps a result, so the history stays valid
+                keep(Message.tool_result(call, "interrupted by the user", True, flush=flush))
+            raise
+
+    def call(self, call: ToolCall, *, window: int, flush: bool = False) -> tuple[str, bool]:
+        """One call's result text and whether it is an error."""
+        tool = next((t for t in self.tools if t.spec.name == call.name), None)
+        if tool is None:
+            return f"unknown tool: {call.name}", True
+        rt = self.rt
+        ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
+                          approve=rt.approve, memory=rt.memory,
+                          today=lambda: rt.clock().date(), access=self.access, flush=flush)
+        try:
+            text, is_error = tool.run(call.arguments, ctx), False
+        except ClawdError as exc:
+            text, is_error = f"error: {exc}", True
+        except Exception as exc:  # noqa: BLE001 - a tool bug must not end the turn
+            # one line for the user (the model gets the error as the result); the
+            # traceback only with debug logging
+            log.warning("tool %s failed: %s: %s", call.name, type(exc).__name__, exc,
+                        exc_info=log.isEnabledFor(logging.DEBUG))
+            text, is_error = f"error: {type(exc).__name__}: {exc}", True
+        return cap_tool_result(text, self._result_chars(text, window)), is_error
+
+    def _result_chars(self, text: str, window: int) -> int:
+        """The cap of one result: ``maxOutputChars``, and at most half the window."""
+        limit, room = self.rt.settings.tools.max_output_chars, window // 2
+        if len(text) <= room:  # a token is at least a character: it fits, no need to count
+            return limit
+        tokens = estimate_text(text)
+        return min(limit, len(text) * room // tokens) if tokens > room else limit
