@@ -7,12 +7,14 @@ import json
 import logging
 import math
 import os
+import threading
 from pathlib import Path
 
 import apsw
 import pytest
 from memory_fakes import BrokenEmbedder, FakeEmbedder, settings, write
 
+from clawd.memory import indexing
 from clawd.memory import matrix as matrix_module
 from clawd.memory import store as store_module
 from clawd.memory.index import open_index, store_path
@@ -328,6 +330,53 @@ def test_segment_embedding_scores_a_chunk_by_its_best_part(ws, tmp_path):
     # the score is that of the best segment ("Mixed" heading + the zebra line), not the blur
     best = 3 / (3 ** 0.5 * 5 ** 0.5)
     assert result["results"][0]["score"] == pytest.approx(math.tanh(best), abs=1e-3)
+    index.close()
+
+
+def test_segments_are_tokenized_once_and_embedded_from_their_ids(ws, tmp_path):
+    fake = FakeEmbedder(segment_tokens=4)
+    tokenized, from_ids = [], []
+    tokenize, embed_tokens = fake.tokenize, fake.embed_tokens
+    fake.tokenize = lambda texts: tokenized.append(list(texts)) or tokenize(texts)
+    fake.embed_tokens = lambda ids, progress=None: from_ids.append(len(ids)) or \
+        embed_tokens(ids, progress)
+    index = make(ws, tmp_path, fake)
+    summary = index.sync()
+    assert len(tokenized) == 1 and len(tokenized[0]) == len(set(tokenized[0]))
+    assert sum(from_ids) == summary["embedded"] == len(fake.embedded) > summary["chunks"]
+    assert paths(index.search("OPENAI_API_KEY 1Password", mode="vector"))[0] == \
+        "memory/2025-01-02.md"
+    index.close()
+
+
+def test_cache_writes_overlap_the_next_embedding_batch(ws, tmp_path, monkeypatch):
+    monkeypatch.setattr(indexing, "EMBED_STEP", 2)
+    fake = FakeEmbedder()
+    second_batch = threading.Event()
+    embed = fake.embed_documents
+    fake.embed_documents = lambda texts, progress=None: (
+        second_batch.set() if fake.calls else None) or embed(texts, progress)
+    index = make(ws, tmp_path, fake)
+    put, waited = index.store.cache_put, []
+    monkeypatch.setattr(index.store, "cache_put", lambda *args: (
+        waited.append(second_batch.wait(10)), put(*args))[1])
+    assert index.sync()["embedded"] == 3
+    # The first batch's commit waited for the model to start on the second: on its own
+    # thread, not in the way of the embedding.
+    assert waited == [True, True] and index.status()["cacheEntries"] == 3
+    index.close()
+
+
+def test_a_failed_cache_write_fails_the_sync(ws, tmp_path, monkeypatch):
+    index = make(ws, tmp_path)
+
+    def full(*args):
+        raise apsw.FullError("database or disk is full")
+
+    monkeypatch.setattr(index.store, "cache_put", full)
+    with pytest.raises(apsw.FullError):
+        index.sync()
+    assert index.status()["chunks"] == 0
     index.close()
 
 
