@@ -80,8 +80,11 @@ class PresetEmbedder:
         """Documents go through the real local model (search during a sync)."""
         return self.documents.embed_documents(texts, progress)
 
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
+    def tokenize(self, texts):
+        return self.documents.tokenize(texts)
+
+    def embed_tokens(self, texts, progress=None):
+        return self.documents.embed_tokens(texts, progress)
 
     @property
     def documents(self):

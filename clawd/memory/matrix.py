@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clawd.memory.store import VectorChanges
 
 log = logging.getLogger(__name__)
 
@@ -90,13 +93,7 @@ class VectorMatrix:
         if not self._updating.acquire(blocking=wait):
             return False  # a background update is running: vec0 answers meanwhile
         try:
-            stamp = self._generation
-            changes = store.vector_changes(stamp) if stamp is not None else None
-            if changes is not None and (wait or len(changes.added) <= INLINE_ROWS):
-                self.apply(store, changes)
-                return True
-            if wait:
-                self.load(store)
+            if self._update(store, None if wait else INLINE_ROWS):
                 return True
         except Exception as exc:  # noqa: BLE001 - the search goes on with vec0
             if wait:
@@ -106,6 +103,21 @@ class VectorMatrix:
             self._updating.release()
         self._start_background(store)
         return False
+
+    def _update(self, store: Any, limit: int | None) -> bool:
+        """Catch up from the store's log, or load afresh when it cannot bridge the gap;
+        False, doing nothing, when that means more than ``limit`` new vectors."""
+        if self._generation == store.generation():
+            return True
+        stamp = self._generation
+        changes = store.vector_changes(stamp) if stamp is not None else None
+        if limit is not None and (changes is None or len(changes.added) > limit):
+            return False
+        if changes is None:
+            self.load(store)
+        else:
+            self.apply(store, changes)
+        return True
 
     def _start_background(self, store: Any) -> None:
         with self._lock:
@@ -118,14 +130,7 @@ class VectorMatrix:
     def _update_quietly(self, store: Any) -> None:
         try:
             with self._updating:
-                if self._generation == store.generation():
-                    return
-                stamp = self._generation
-                changes = store.vector_changes(stamp) if stamp is not None else None
-                if changes is not None:
-                    self.apply(store, changes)
-                else:
-                    self.load(store)
+                self._update(store, None)
         except Exception as exc:  # noqa: BLE001 - vec0 keeps answering meanwhile
             self._generation = None
             log.warning("memory vectors not loaded in process: %s", exc)
@@ -139,7 +144,7 @@ class VectorMatrix:
             self._generation = generation
         log.debug("memory vectors in process: %d × %d", len(ids), matrix.shape[1])
 
-    def apply(self, store: Any, changes: Any) -> None:
+    def apply(self, store: Any, changes: VectorChanges) -> None:
         """Apply one ``VectorChanges`` from the store's log, in place.
 
         Removed rows (and rows whose vector was replaced) are filled by the last rows in
