@@ -483,8 +483,8 @@ def bench_vector_options(sizes: list[int], queries: int, kind: str, data: Path,
                   f"{p50 / base:>7.2f}x | {hits[name] / (10 * queries):>9.3f} | "
                   f"{in_process:>6.1f} {in_sqlite:>6.1f}", flush=True)
         cost = catch_up_cost(store, max(1, size // 10_000))
-        print(f"matrix kept in step: a full load {cost['load_s']:.2f} s ({cost['mb']:.0f} MiB "
-              f"with spare rows) against catching up with a sync changing {cost['changed']} "
+        print(f"matrix kept in step: a full load {cost['load_s']:.2f} s ({cost['mb']:.0f} MiB) "
+              f"against catching up with a sync changing {cost['changed']} "
               f"vectors {cost['catch_up_ms']:.1f} ms ({'in line' if cost['in_line'] else 'in the background'})")
         store.close()
     print(f"load average {os.getloadavg()[0]:.2f} at the end")

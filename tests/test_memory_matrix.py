@@ -96,6 +96,7 @@ def test_the_matrix_agrees_with_exact_knn_through_incremental_syncs(notes, monke
     full = loads(monkeypatch, notes.store)
     vectors.nearest(notes.store, unit(notes.rng, 1)[0], 10, wait=True)
     agrees(vectors, notes)
+    assert vectors.nbytes == 3000 * (8 + DIMS * 4)  # spare rows are not counted
     # Vectors added, files replaced (new ids) and removed, the highest ids among them so
     # that SQLite hands the same ids out again; chunks stored without vectors, then filled.
     for round_ in range(4):

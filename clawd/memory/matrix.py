@@ -77,8 +77,9 @@ class VectorMatrix:
 
     @property
     def nbytes(self) -> int:
-        """Memory held by the ids and the matrix (spare rows included)."""
-        return int(self._ids.nbytes + self._matrix.nbytes)
+        """Memory of the rows in use: the spare rows are reserved, never touched (so never
+        resident) until vectors are appended to them."""
+        return int(self._count * (self._ids.itemsize + self._matrix[0:1].nbytes))
 
     def settle(self, timeout: float | None = None) -> None:
         """Wait for a background update (tests, benchmarks)."""
