@@ -25,13 +25,14 @@ def unit(rng: np.random.Generator, count: int) -> np.ndarray:
 class Notes:
     """A store filled the way syncs fill it: files of chunks, replaced and removed whole."""
 
-    def __init__(self, path: Path, seed: int = 1):
+    def __init__(self, path: Path, seed: int = 1, reset: bool = True):
         self.store = Store(path)
         self.rng = np.random.default_rng(seed)
         self.files = 0
-        with self.store.lock, self.store.transaction():
-            self.store.bump_generation()
-            self.store.reset(DIMS)
+        if reset:
+            with self.store.lock, self.store.transaction():
+                self.store.bump_generation()
+                self.store.reset(DIMS)
 
     def sync(self, add: int = 0, remove: list[str] = (), replace: list[str] = (),
              unembedded: int = 0, fill: bool = False) -> list[str]:
@@ -39,6 +40,8 @@ class Notes:
         store, new = self.store, []
         with store.lock, store.transaction():
             store.bump_generation()
+            if add or fill:
+                store.set_dims(DIMS)  # as a sync does when an index gets its first vectors
             for path in remove:
                 store.delete_file(path)
             for path in replace:
@@ -206,16 +209,14 @@ def test_a_sync_that_dies_before_its_commit_leaves_the_matrix_in_step(notes):
     agrees(vectors, notes)
 
 
-def test_an_index_without_vectors_then_its_first_ones(tmp_path):
-    store = Store(tmp_path / "index.sqlite")
+def test_a_keyword_only_index_then_its_first_vectors(tmp_path, monkeypatch):
+    notes = Notes(tmp_path / "index.sqlite", reset=False)
+    notes.sync(unembedded=20)  # no embedder yet: chunks without vectors, no dimensions
     vectors = VectorMatrix()
+    full = loads(monkeypatch, notes.store)
     qvec = unit(np.random.default_rng(3), 1)[0]
-    assert vectors.nearest(store, qvec, 10, wait=True) == []
-    notes = Notes.__new__(Notes)
-    notes.store, notes.rng, notes.files = store, np.random.default_rng(4), 0
-    with store.lock, store.transaction():
-        store.bump_generation()
-        store.reset(DIMS)
-    notes.sync(add=30)
-    assert vectors.nearest(store, qvec, 10, wait=True) == notes.exact(qvec)
-    store.close()
+    assert vectors.nearest(notes.store, qvec, 10, wait=True) == []
+    notes.sync(add=30, fill=True)  # caught up from the log into a matrix of no width
+    assert vectors.nearest(notes.store, qvec, 10, wait=False) == notes.exact(qvec)
+    assert vectors._count == 50 and full == [1]
+    notes.store.close()
