@@ -324,7 +324,7 @@ class VectorData:
     """
 
     def __init__(self, kind: str, queries: int, data: Path):
-        self.kind, self.queries = kind, queries
+        self.kind = kind
         self.rng = np.random.default_rng(13)
         if kind == "model":
             from clawd.memory.local import LocalEmbedder
@@ -407,7 +407,7 @@ def vector_options(store, ids: np.ndarray, corpus: np.ndarray, scale: float) -> 
         def search(q: np.ndarray) -> list[int]:
             distance = np.bitwise_count(bits ^ np.packbits(q > 0).view(np.uint64)).sum(
                 axis=1, dtype=np.uint16)
-            candidates = np.argpartition(distance, m)[:m]
+            candidates = np.argpartition(distance, min(m, len(ids) - 1))[:m]
             if from_sqlite:
                 return rescored(ids[candidates].tolist(), q)
             return top10(ids[candidates], dot(corpus[candidates], q))
@@ -487,9 +487,10 @@ def bench_vector_options(sizes: list[int], queries: int, kind: str, data: Path,
                   f"{p50 / base:>7.2f}x | {hits[name] / (10 * queries):>9.3f} | "
                   f"{in_process:>6.1f} {in_sqlite:>6.1f}", flush=True)
         cost = catch_up_cost(store, max(1, size // 10_000))
+        where = "in line" if cost["in_line"] else "in the background"
         print(f"matrix kept in step: a full load {cost['load_s']:.2f} s ({cost['mb']:.0f} MiB) "
-              f"against catching up with a sync changing {cost['changed']} "
-              f"vectors {cost['catch_up_ms']:.1f} ms ({'in line' if cost['in_line'] else 'in the background'})")
+              f"against catching up with a sync changing {cost['changed']} vectors "
+              f"{cost['catch_up_ms']:.1f} ms ({where})")
         store.close()
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
