@@ -6,8 +6,10 @@ remembers the 1-based first and last line of its file. Consecutive chunks share 
 a new section is a natural boundary, so it starts clean once the chunk is at least half full.
 Every chunk also carries the heading path in force at its first line, which search uses as
 context (a chunk from the middle of a section still knows which section it is). A line longer
-than a whole chunk is cut at whitespace into pieces that keep the line's number. Pure
-functions over text; token counts come from a callable so tests can use a simple one.
+than a whole chunk is cut at whitespace into pieces that keep the line's number. For small
+embedding models a chunk is further cut into segments by the model's own tokens
+(``segment_chunks``), each carrying its token ids. Pure functions over text; token counts
+and tokens come from callables so tests can use simple ones.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ No key, no download: the ONNX weights come from a package dependency and the Wor
 tokenizer (``data/tokenizer.json``, bert-base-uncased's vocabulary shared by the MiniLM
 family) ships with clawd. Inputs are truncated to the model's 256 tokens; outputs are
 mean-pooled over the attention mask and L2-normalised, as sentence-transformers does.
+Indexing tokenizes each line once (``tokenize``) and hands the segments' ids back
+(``embed_tokens``), so no text is tokenized twice.
 ``local.modelPath`` may point at another ONNX model (a file, or a directory holding
 ``model.onnx`` and ``tokenizer.json``) and ``local.tokenizerPath`` at its tokenizer. The
 session is created on the first embedding, never at import. Before that, the files clawd
