@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from clawd.config import MemorySearch
+from clawd.memory.chunker import Tokens
 from clawd.memory.embeddings import EmbeddingError
 
 WORD = re.compile(r"[a-z0-9]+")
@@ -33,9 +34,22 @@ class FakeEmbedder:
         self.calls: list[list[str]] = []
         self.queries: list[str] = []
         self.fail: Exception | None = None
+        self.vocabulary: dict[str, int] = {}
 
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
+    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+        """Whitespace-separated words are the tokens; ids index ``vocabulary``."""
+        out = []
+        for text in texts:
+            found = list(re.finditer(r"\S+", text))
+            ids = [self.vocabulary.setdefault(m.group(), len(self.vocabulary)) for m in found]
+            out.append(Tokens(ids, [m.span() for m in found]))
+        return out
+
+    def embed_tokens(self, texts: Sequence[Sequence[int]],
+                     progress: Callable[[int], None] | None = None) -> list[Any]:
+        words = {i: word for word, i in self.vocabulary.items()}
+        return self.embed_documents([" ".join(words[i] for i in ids) for ids in texts],
+                                    progress)
 
     def _vector(self, text: str) -> Any:
         vec = np.zeros(self.dims, dtype=np.float32)

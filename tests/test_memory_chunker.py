@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
-from clawd.memory.chunker import chunk_text, segment_texts, split_long_line
+from clawd.memory.chunker import (
+    Tokens,
+    chunk_text,
+    segment_chunks,
+    split_long_line,
+    split_tokens,
+)
 
 
 def words(text: str) -> int:
@@ -108,11 +115,48 @@ def test_default_counter_uses_the_token_estimator():
     assert chunks[1].start_line < chunks[0].end_line  # overlapping by default
 
 
+def word_tokens(texts: list[str], calls: list[list[str]] | None = None) -> list[Tokens]:
+    """Whitespace-separated words as tokens (ids: their lengths)."""
+    if calls is not None:
+        calls.append(list(texts))
+    found = [list(re.finditer(r"\S+", text)) for text in texts]
+    return [Tokens([len(m.group()) for m in ms], [m.span() for m in ms]) for ms in found]
+
+
 def test_segments_pack_lines_under_the_heading():
     chunk = chunk_text("# Day\n" + numbered(6, width=5), 400, 0, words)[0]
-    segments = segment_texts(chunk, 11, words)
-    assert all(s.startswith("Day\n") for s in segments)
+    (segments,) = segment_chunks([chunk], 11, word_tokens)
+    assert all(s.text.startswith("Day\n") for s in segments)
     # 1 heading word + two lines of 5 words fill the 11-token budget
     assert len(segments) == 3
-    assert segments[1].split("\n")[1:] == ["l3 w w w w ", "l4 w w w w "]
-    assert len(segment_texts(chunk, 400, words)) == 1
+    assert segments[1].text.split("\n")[1:] == ["l3 w w w w ", "l4 w w w w "]
+    # A segment's ids are those of its text: the model never tokenizes it again.
+    for segment in segments:
+        assert segment.ids == word_tokens([segment.text])[0].ids
+    assert len(segment_chunks([chunk], 400, word_tokens)[0]) == 1
+
+
+def test_each_distinct_line_is_tokenized_once_in_one_call():
+    text = "# Day\n" + numbered(12, width=4)
+    chunks = chunk_text(text, 20, 8, words)  # overlapping chunks share lines
+    assert len(chunks) > 2
+    calls: list[list[str]] = []
+    segmented = segment_chunks(chunks, 6, lambda texts: word_tokens(texts, calls))
+    assert len(calls) == 1 and len(calls[0]) == len(set(calls[0])) == 12 + 1
+    assert [len(s) for s in segmented] == [len(c.text.split("\n")) - (c.start_line == 1)
+                                          for c in chunks]
+
+
+def test_a_chunk_of_headings_alone_is_one_segment():
+    chunk = chunk_text("# A\n## B\n", 400, 0, words)[0]
+    (segments,) = segment_chunks([chunk], 5, word_tokens)
+    assert [s.text for s in segments] == [chunk.context_text()]
+
+
+def test_long_lines_are_cut_by_tokens_at_spaces():
+    line = "aaa bbb ccc ddd"
+    pieces = split_tokens(line, word_tokens([line])[0], 2)
+    assert pieces == [("aaa bbb ", [3, 3]), ("ccc ddd", [3, 3])]
+    # Without a space in the second half of a piece, it is cut where the budget ends.
+    glued = Tokens([1] * 5, [(i, i + 1) for i in range(5)])  # "abcde", one token a letter
+    assert split_tokens("abcde", glued, 2) == [("ab", [1, 1]), ("cd", [1, 1]), ("e", [1])]

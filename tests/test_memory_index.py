@@ -7,12 +7,15 @@ import json
 import logging
 import math
 import os
+import threading
 from pathlib import Path
 
 import apsw
 import pytest
 from memory_fakes import BrokenEmbedder, FakeEmbedder, settings, write
 
+from clawd.memory import indexing
+from clawd.memory import matrix as matrix_module
 from clawd.memory import store as store_module
 from clawd.memory.index import open_index, store_path
 from clawd.memory.store import MIGRATIONS
@@ -88,11 +91,20 @@ def test_vec0_is_the_vector_path_on_this_machine(ws, tmp_path, monkeypatch):
     # In step now: the matrix answers, with what vec0 answered.
     again = index.search("gateway Mac Studio office", mode="vector")
     assert calls == [6 * 4] and again["results"] == result["results"]
-    # A sync commit puts it out of step again (in this process or another one).
+    # A sync commit puts it out of step again (in this process or another one); the few
+    # vectors it changed are applied before the search, which the matrix still answers.
     write(ws, "memory/2025-01-09.md", "# Jan 9\n\n- moved the gateway to the rack\n")
     index.sync()
-    index.search("gateway Mac Studio office", mode="vector")
+    assert "memory/2025-01-09.md" in paths(index.search("gateway rack", mode="vector"))
+    assert calls == [6 * 4]
+    # A larger catch-up happens in the background while vec0 answers.
+    monkeypatch.setattr(matrix_module, "INLINE_ROWS", 0)
+    write(ws, "memory/2025-01-10.md", "# Jan 10\n\n- the gateway got a new disk\n")
+    index.sync()
+    assert "memory/2025-01-10.md" in paths(index.search("gateway disk", mode="vector"))
     assert calls == [6 * 4, 6 * 4]
+    index.vectors.settle(10)
+    assert index.vectors.generation == index.store.generation()
     index.close()
 
 
@@ -321,6 +333,53 @@ def test_segment_embedding_scores_a_chunk_by_its_best_part(ws, tmp_path):
     index.close()
 
 
+def test_segments_are_tokenized_once_and_embedded_from_their_ids(ws, tmp_path):
+    fake = FakeEmbedder(segment_tokens=4)
+    tokenized, from_ids = [], []
+    tokenize, embed_tokens = fake.tokenize, fake.embed_tokens
+    fake.tokenize = lambda texts: tokenized.append(list(texts)) or tokenize(texts)
+    fake.embed_tokens = lambda ids, progress=None: from_ids.append(len(ids)) or \
+        embed_tokens(ids, progress)
+    index = make(ws, tmp_path, fake)
+    summary = index.sync()
+    assert len(tokenized) == 1 and len(tokenized[0]) == len(set(tokenized[0]))
+    assert sum(from_ids) == summary["embedded"] == len(fake.embedded) > summary["chunks"]
+    assert paths(index.search("OPENAI_API_KEY 1Password", mode="vector"))[0] == \
+        "memory/2025-01-02.md"
+    index.close()
+
+
+def test_cache_writes_overlap_the_next_embedding_batch(ws, tmp_path, monkeypatch):
+    monkeypatch.setattr(indexing, "EMBED_STEP", 2)
+    fake = FakeEmbedder()
+    second_batch = threading.Event()
+    embed = fake.embed_documents
+    fake.embed_documents = lambda texts, progress=None: (
+        second_batch.set() if fake.calls else None) or embed(texts, progress)
+    index = make(ws, tmp_path, fake)
+    put, waited = index.store.cache_put, []
+    monkeypatch.setattr(index.store, "cache_put", lambda *args: (
+        waited.append(second_batch.wait(10)), put(*args))[1])
+    assert index.sync()["embedded"] == 3
+    # The first batch's commit waited for the model to start on the second: on its own
+    # thread, not in the way of the embedding.
+    assert waited == [True, True] and index.status()["cacheEntries"] == 3
+    index.close()
+
+
+def test_a_failed_cache_write_fails_the_sync(ws, tmp_path, monkeypatch):
+    index = make(ws, tmp_path)
+
+    def full(*args):
+        raise apsw.FullError("database or disk is full")
+
+    monkeypatch.setattr(index.store, "cache_put", full)
+    with pytest.raises(apsw.FullError):
+        index.sync()
+    assert index.status()["chunks"] == 0
+    index.close()
+
+
 def test_extra_paths_and_sessions(ws, tmp_path):
     outside = tmp_path / "notes"
     write(outside, "ideas.md", "# Ideas\n\n- build a quokka feeder\n")
@@ -396,26 +455,26 @@ def test_agents_have_separate_indexes(ws, tmp_path):
 
 
 def test_in_process_vectors_follow_a_sync_made_elsewhere(ws, tmp_path):
-    # Two index objects on one file stand for two processes: the matrix of one is never
-    # used once the other has committed, and is rebuilt from the store, not from disk state.
+    # Two index objects on one file stand for two processes: the matrix of one catches up
+    # with what the other committed from the store's vector log, never from its own state.
     reader, writer = make(ws, tmp_path), make(ws, tmp_path)
     writer.sync()
     reader.synced = True  # answer from the index as it is, as a running chat would
     reader.dirty = False
     reader.search("gateway", mode="vector")
     reader.vectors.settle(10)
-    before = reader.vectors.nearest(reader.store, reader.embedders.get().embed_query(
-        "zanzibar trip"), 10, wait=False)
+    qvec = reader.embedders.get().embed_query("zanzibar trip")
+    before = reader.vectors.nearest(reader.store, qvec, 10, wait=False)
     assert before is not None and len(before) == 3
     write(ws, "memory/2025-02-01.md", "# Feb\n\n- zanzibar trip planned\n")
+    write(ws, "memory/2025-01-03.md", LUNCH + "- and the zanzibar budget\n")
     writer.mark_dirty()
     writer.sync()
-    qvec = reader.embedders.get().embed_query("zanzibar trip")
-    assert reader.vectors.nearest(reader.store, qvec, 10, wait=False) is None  # out of step
-    assert paths(reader.search("zanzibar trip", mode="vector"))[0] == "memory/2025-02-01.md"
-    reader.vectors.settle(10)
     after = reader.vectors.nearest(reader.store, qvec, 10, wait=False)
-    assert after is not None and len(after) == 4
-    assert reader.store.get_chunks(after[:1])[after[0]].path == "memory/2025-02-01.md"
+    assert reader.vectors.generation == reader.store.generation()
+    rows = reader.store.get_chunks(after)
+    assert sorted(r.path for r in rows.values()) == sorted(
+        ["MEMORY.md", "memory/2025-01-02.md", "memory/2025-01-03.md", "memory/2025-02-01.md"])
+    assert rows[after[0]].path == "memory/2025-02-01.md"
     reader.close()
     writer.close()

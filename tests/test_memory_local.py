@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from memory_fakes import settings, write
 
+from clawd.memory.chunker import chunk_text, segment_chunks
 from clawd.memory.index import open_index
 from clawd.memory.local import DATA_DIR, DEFAULT_LOCAL_MODEL, LocalEmbedder
 
@@ -35,17 +36,38 @@ def test_input_is_truncated_at_256_tokens(local):
     a = local.embed_query(head + " zebra giraffe")
     b = local.embed_query(head + " quantum physics")
     assert np.allclose(a, b, atol=1e-6)
-    assert local.count_tokens(head) == 300  # counting itself is not truncated
+    assert len(local.tokenize([head])[0].ids) == 300  # tokenizing itself is not truncated
+    # Token ids are framed and truncated as text is.
+    framed = local.embed_tokens([local.tokenize([head + " zebra giraffe"])[0].ids])[0]
+    assert np.allclose(framed, a, atol=1e-6)
 
 
 def test_shipped_tokenizer_is_bert_uncased_wordpiece(local):
     assert (DATA_DIR / "tokenizer.json").is_file()
     assert (DATA_DIR / "NOTICE.md").is_file()
-    local.count_tokens("warm up")
+    local.tokenize(["warm up"])
     tokenizer = local._tokenizer
     assert tokenizer.get_vocab_size() == 30522
     assert tokenizer.encode("Hello world").ids == [101, 7592, 2088, 102]
     assert tokenizer.token_to_id("[PAD]") == 0
+
+
+def test_segments_are_embedded_from_their_token_ids_as_from_their_text(local):
+    # Notes with headings, punctuation, accents, CJK, an emoji and a line longer than a
+    # segment: the ids a segment carries are the model's tokens of its text.
+    text = ("# Trip to Zürich — März\n\n- Flight LX-318 at 07:45, seat 12C (aisle).\n"
+            "- Hotel: Café-Bar «Odeon»; 东京的会议改到下周三 🙂\n"
+            "- " + " ".join(f"item{i}, done;" for i in range(90)) + "\n\n"
+            "## Packing\n\n  * passport\n  * charger\n")
+    chunks = chunk_text(text, 400, 80)
+    segmented = segment_chunks(chunks, 96, local.tokenize)
+    segments = [s for chunk in segmented for s in chunk]
+    assert len(segments) > len(chunks)
+    for segment in segments:
+        assert segment.ids == local.tokenize([segment.text])[0].ids, segment.text
+    by_ids = local.embed_tokens([s.ids for s in segments])
+    by_text = local.embed_documents([s.text for s in segments])
+    assert np.allclose(np.stack(by_ids), np.stack(by_text), atol=1e-5)
 
 
 def test_importing_memory_loads_no_model_or_sdk():
@@ -100,7 +122,7 @@ def test_model_and_tokenizer_are_checked_by_sha256_before_loading(monkeypatch, t
     monkeypatch.undo()
     monkeypatch.setattr(local_module, "SHIPPED_TOKENIZER_SHA256", "f" * 64)
     with pytest.raises(EmbeddingError, match="shipped tokenizer .* does not match"):
-        LocalEmbedder().count_tokens("hello")
+        LocalEmbedder().tokenize(["hello"])
     unknown = tmp_path / "model.onnx"
     unknown.write_bytes(b"onnx")
     with pytest.raises(EmbeddingError, match="no known SHA-256"):

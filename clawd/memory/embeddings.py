@@ -11,7 +11,10 @@ used when the primary cannot start or fails; the index records which one built i
 Each embedder exposes ``provider``, ``model``, ``fingerprint`` (of the endpoint, never the key
 itself), ``dims`` (known after the first call), ``segment_tokens`` (the size of the pieces a
 chunk is embedded in when the model's window is short, else None) and ``calibration`` (the
-cosine span mapped onto a 0..1 vector score). The OpenAI SDK is imported only when used.
+cosine span mapped onto a 0..1 vector score). An embedder that segments also exposes
+``tokenize(texts)`` (its tokens of each text, as ``chunker.Tokens``) and
+``embed_tokens(ids, progress)``, so the segments are cut by its own token counts and never
+tokenized a second time. The OpenAI SDK is imported only when used.
 
 Embedders with an asynchronous batch endpoint (OpenAI's Batch API, Gemini's async batch
 job) also expose three steps: ``submit_batch_job(texts)`` starts one job and returns its id
@@ -70,8 +73,6 @@ class Embedder(Protocol):
                         progress: Callable[[int], None] | None = None) -> list[Any]: ...
 
     def embed_query(self, text: str) -> Any: ...
-
-    def count_tokens(self, text: str) -> int: ...
 
 
 @dataclass(slots=True)
@@ -231,13 +232,6 @@ def normalise(vectors: Any) -> Any:
     return matrix / np.where(norms > 0, norms, 1.0)
 
 
-def estimate_tokens(text: str) -> int:
-    """Tokens of a remote model's input, by clawd's offline estimate."""
-    from clawd.tokens import estimate_text
-
-    return estimate_text(text)
-
-
 def endpoint_fingerprint(*parts: Any) -> str:
     """A short hash identifying an endpoint; keys and header values never appear in clear."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -276,8 +270,6 @@ class OpenAIEmbedder:
                                          default_headers=self.headers or None,
                                          timeout=60.0, max_retries=3)
         return self._client
-
-    count_tokens = staticmethod(estimate_tokens)
 
     def embed_query(self, text: str) -> Any:
         return self._sync([text])[0]

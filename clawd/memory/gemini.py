@@ -27,7 +27,6 @@ from clawd.memory.embeddings import (
     EmbeddingError,
     embed_waiting,
     endpoint_fingerprint,
-    estimate_tokens,
     normalise,
 )
 
@@ -59,8 +58,6 @@ class GeminiEmbedder:
         self.batch_job_texts = ASYNC_JOB_SIZE
         self.batch_job_bytes: int | None = ASYNC_JOB_BYTES
         self.timeout = 60.0
-
-    count_tokens = staticmethod(estimate_tokens)
 
     def _request(self, method: str, path: str, body: Any = None) -> Any:
         url = path if path.startswith("http") else f"{self.base_url}/{path.lstrip('/')}"

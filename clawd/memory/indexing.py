@@ -32,12 +32,15 @@ import hashlib
 import json
 import logging
 import os
+import queue
+import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clawd.memory import batches
 from clawd.memory import search as policy
-from clawd.memory.chunker import Chunk, chunk_text, segment_texts
+from clawd.memory.chunker import Chunk, chunk_text, segment_chunks
 from clawd.memory.embeddings import (
     Embedder,
     EmbeddingError,
@@ -239,15 +242,17 @@ def _vectorise(index: MemoryIndex, embedder: Embedder, chunks: list[Chunk],
     whose vectors a batch job has yet to deliver."""
     import numpy as np
 
-    per_chunk: list[list[str]] = []
-    for chunk in chunks:
-        if embedder.segment_tokens:
-            per_chunk.append(segment_texts(chunk, embedder.segment_tokens,
-                                           embedder.count_tokens))
-        else:
-            per_chunk.append([chunk.context_text()])
+    token_ids: dict[str, list[int]] | None = None
+    if embedder.segment_tokens:
+        segmented = segment_chunks(chunks, embedder.segment_tokens,
+                                   embedder.tokenize)  # type: ignore[attr-defined]
+        per_chunk = [[segment.text for segment in segments] for segments in segmented]
+        token_ids = {segment.text: segment.ids for segments in segmented for segment in segments}
+    else:
+        per_chunk = [[chunk.context_text()] for chunk in chunks]
     flat = [text for texts in per_chunk for text in texts]
-    found = _embed_cached(index, embedder, flat, progress, per_chunk, total, stats, collected)
+    found = _embed_cached(index, embedder, flat, progress, per_chunk, total, stats, collected,
+                          token_ids)
     out: list[tuple[bytes, bytes | None] | None] = []
     cursor = 0
     for texts in per_chunk:
@@ -266,10 +271,12 @@ def _vectorise(index: MemoryIndex, embedder: Embedder, chunks: list[Chunk],
 
 def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
                   progress: Callable[[int, int], None] | None, per_chunk: list[list[str]],
-                  total: int, stats: dict[str, int],
-                  collected: batches.Collected) -> list[Any | None]:
+                  total: int, stats: dict[str, int], collected: batches.Collected,
+                  token_ids: dict[str, list[int]] | None = None) -> list[Any | None]:
     """A vector per text (None while a batch job owes it): from the cache, from batch jobs
-    that just completed, or embedded now (or submitted as jobs, ``wait: false``)."""
+    that just completed, or embedded now (or submitted as jobs, ``wait: false``). Texts in
+    ``token_ids`` are embedded from those ids. What is embedded now is cached batch by
+    batch on a writer thread while the model embeds the next batch."""
     import numpy as np
 
     store, cache = index.store, index.settings.cache
@@ -315,14 +322,27 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
         advance(len(items) - len(now))  # submitted, or left to the next sync
         items = now
     stats["embedded"] += len(items)
+    writer = CacheWriter(store, key, cache.max_entries) \
+        if items and cache.enabled and cache.max_entries > 0 else None
 
     def keep(part: list[tuple[str, Any]]) -> None:
         fresh = [(h, np.asarray(v, dtype=np.float32)) for h, v in part]
         vectors.update(fresh)
-        if cache.enabled and cache.max_entries > 0:
-            store.cache_put(*key, [(h, len(v), v.tobytes()) for h, v in fresh],
-                            cache.max_entries)
+        if writer is not None:
+            writer.put([(h, len(v), v.tobytes()) for h, v in fresh])
 
+    try:
+        _embed_now(embedder, items, keep, advance, token_ids)
+    finally:
+        if writer is not None:
+            writer.close(quiet=sys.exc_info()[0] is not None)
+    return [vectors.get(h) for h in hashes]
+
+
+def _embed_now(embedder: Embedder, items: list[tuple[str, str]],
+               keep: Callable[[list[tuple[str, Any]]], None], advance: Callable[[int], None],
+               token_ids: dict[str, list[int]] | None) -> None:
+    """Embed (hash, text) items, handing each finished batch's vectors to ``keep``."""
     if waits_for_batches(embedder, len(items)):
         # Batch jobs waited for: each job's vectors are cached (and counted) as soon as it
         # completes, so a backfill stopped by a failed job resumes from the cache.
@@ -331,7 +351,7 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
             advance(len(got))
 
         run_batch_jobs(embedder, [t for _, t in items], on_done=on_job)  # type: ignore[arg-type]
-        return [vectors.get(h) for h in hashes]
+        return
     for start in range(0, len(items), EMBED_STEP):
         part = items[start:start + EMBED_STEP]
         reported = 0
@@ -341,11 +361,47 @@ def _embed_cached(index: MemoryIndex, embedder: Embedder, texts: list[str],
             reported += count
             advance(count)
 
-        result = embedder.embed_documents([t for _, t in part], on_batch)
+        if token_ids is not None:
+            result = embedder.embed_tokens(  # type: ignore[attr-defined]
+                [token_ids[t] for _, t in part], on_batch)
+        else:
+            result = embedder.embed_documents([t for _, t in part], on_batch)
         keep([(h, v) for (h, _), v in zip(part, result)])
         if reported < len(part):
             advance(len(part) - reported)
-    return [vectors.get(h) for h in hashes]
+
+
+class CacheWriter:
+    """Commits freshly embedded vectors to the embedding cache on a thread of its own, so
+    the model goes on with the next batch meanwhile. ``close`` waits for the last commit
+    and raises what a commit raised (unless ``quiet``: another error is on its way)."""
+
+    def __init__(self, store: Any, key: tuple[str, str, str], max_entries: int):
+        self._queue: queue.SimpleQueue[list[tuple[str, int, bytes]] | None] = \
+            queue.SimpleQueue()
+        self._error: Exception | None = None
+        self._thread = threading.Thread(target=self._run, args=(store, key, max_entries),
+                                        daemon=True, name="clawd-memory-cache")
+        self._thread.start()
+
+    def put(self, items: list[tuple[str, int, bytes]]) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(items)
+
+    def close(self, quiet: bool = False) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if self._error is not None and not quiet:
+            raise self._error
+
+    def _run(self, store: Any, key: tuple[str, str, str], max_entries: int) -> None:
+        while (items := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    store.cache_put(*key, items, max_entries)
+                except Exception as exc:  # noqa: BLE001 - handed to the sync by put/close
+                    self._error = exc
 
 
 # --- vector scoring -------------------------------------------------------------------------

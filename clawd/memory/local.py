@@ -4,6 +4,8 @@ No key, no download: the ONNX weights come from a package dependency and the Wor
 tokenizer (``data/tokenizer.json``, bert-base-uncased's vocabulary shared by the MiniLM
 family) ships with clawd. Inputs are truncated to the model's 256 tokens; outputs are
 mean-pooled over the attention mask and L2-normalised, as sentence-transformers does.
+Indexing tokenizes each line once (``tokenize``) and hands the segments' ids back
+(``embed_tokens``), so no text is tokenized twice.
 ``local.modelPath`` may point at another ONNX model (a file, or a directory holding
 ``model.onnx`` and ``tokenizer.json``) and ``local.tokenizerPath`` at its tokenizer. The
 session is created on the first embedding, never at import. Before that, the files clawd
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clawd.memory.chunker import Tokens
 from clawd.memory.embeddings import EmbeddingError
 
 log = logging.getLogger(__name__)
@@ -151,6 +154,7 @@ class LocalEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._counter: Any = None
+        self._frame: tuple[list[int], list[int]] = ([], [])  # special tokens around a text
         self._inputs: list[str] = []
         self._lock = threading.Lock()
 
@@ -177,62 +181,81 @@ class LocalEmbedder:
             raise EmbeddingError(f"cannot load local model {self.model}: {exc}") from None
         tokenizer.enable_truncation(self.max_tokens)
         tokenizer.no_padding()
-        # A second copy counts without truncation, so long lines are seen at their length.
+        # A second copy tokenizes without truncation or special tokens (``tokenize``), so
+        # long lines are seen at their length.
         counter.no_truncation()
         counter.no_padding()
         self._counter = counter
+        plain = counter.encode("a", add_special_tokens=False).ids
+        framed = counter.encode("a").ids
+        at = next((i for i in range(len(framed)) if framed[i:i + len(plain)] == plain), None)
+        if at is not None:
+            self._frame = (framed[:at], framed[at + len(plain):])
         self._inputs = [i.name for i in session.get_inputs()]
         self._tokenizer, self._session = tokenizer, session
 
-    def count_tokens(self, text: str) -> int:
-        """Model tokens in ``text`` (without the two special tokens)."""
+    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+        """The model's tokens of each text, untruncated, without special tokens."""
         with self._lock:
             self._load()
-            return len(self._counter.encode(text, add_special_tokens=False).ids)
+            encodings = self._counter.encode_batch(list(texts), add_special_tokens=False)
+        return [Tokens(e.ids, e.offsets) for e in encodings]
+
+    def embed_tokens(self, texts: Sequence[Sequence[int]],
+                     progress: Callable[[int], None] | None = None) -> list[Any]:
+        """Vectors of texts already tokenized (``tokenize``): the ids are framed by the
+        special tokens and truncated here, as ``embed_documents`` would."""
+        with self._lock:
+            self._load()
+            first, last = self._frame
+            room = self.max_tokens - len(first) - len(last)
+            return list(self._run([first + list(ids[:room]) + last for ids in texts],
+                                  progress))
 
     def embed_documents(self, texts: Sequence[str],
                         progress: Callable[[int], None] | None = None) -> list[Any]:
-        return list(self._embed(texts, progress))
-
-    def embed_query(self, text: str) -> Any:
-        return self._embed([text], None)[0]
-
-    def _embed(self, texts: Sequence[str], progress: Callable[[int], None] | None) -> Any:
-        import numpy as np
-
         with self._lock:
             self._load()
-            encodings = self._tokenizer.encode_batch(list(texts))
-            out = np.zeros((len(texts), self.dims or 0), dtype=np.float32) if self.dims \
-                else None
-            # Sorting by length keeps padding, and so wasted work, small in every batch.
-            order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-            for start in range(0, len(order), BATCH_SIZE):
-                batch = order[start:start + BATCH_SIZE]
-                width = max(len(encodings[i].ids) for i in batch)
-                ids = np.zeros((len(batch), width), dtype=np.int64)
-                mask = np.zeros_like(ids)
-                for row, index in enumerate(batch):
-                    n = len(encodings[index].ids)
-                    ids[row, :n] = encodings[index].ids
-                    mask[row, :n] = 1
-                feeds = {"input_ids": ids, "attention_mask": mask}
-                if "token_type_ids" in self._inputs:
-                    feeds["token_type_ids"] = np.zeros_like(ids)
-                try:
-                    outputs = self._session.run(None, feeds)
-                except Exception as exc:  # noqa: BLE001
-                    raise EmbeddingError(f"local model {self.model} failed: {exc}") from None
-                hidden = next(o for o in outputs if getattr(o, "ndim", 0) == 3)
-                weights = mask[..., None].astype(np.float32)
-                pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-                pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-                if out is None:
-                    self.dims = int(pooled.shape[1])
-                    out = np.zeros((len(texts), self.dims), dtype=np.float32)
-                out[batch] = pooled
-                if progress:
-                    progress(len(batch))
+            return list(self._run([e.ids for e in self._tokenizer.encode_batch(list(texts))],
+                                  progress))
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed_documents([text])[0]
+
+    def _run(self, rows: list[list[int]], progress: Callable[[int], None] | None) -> Any:
+        """Vectors of token id rows (special tokens included), under ``_lock``."""
+        import numpy as np
+
+        out = np.zeros((len(rows), self.dims or 0), dtype=np.float32) if self.dims \
+            else None
+        # Sorting by length keeps padding, and so wasted work, small in every batch.
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+        for start in range(0, len(order), BATCH_SIZE):
+            batch = order[start:start + BATCH_SIZE]
+            width = max(len(rows[i]) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, index in enumerate(batch):
+                n = len(rows[index])
+                ids[row, :n] = rows[index]
+                mask[row, :n] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            try:
+                outputs = self._session.run(None, feeds)
+            except Exception as exc:  # noqa: BLE001
+                raise EmbeddingError(f"local model {self.model} failed: {exc}") from None
+            hidden = next(o for o in outputs if getattr(o, "ndim", 0) == 3)
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
             if out is None:
-                out = np.zeros((0, self.dims or 0), dtype=np.float32)
-            return out
+                self.dims = int(pooled.shape[1])
+                out = np.zeros((len(rows), self.dims), dtype=np.float32)
+            out[batch] = pooled
+            if progress:
+                progress(len(batch))
+        if out is None:
+            out = np.zeros((0, self.dims or 0), dtype=np.float32)
+        return out

@@ -6,8 +6,10 @@ chunk vector and the vectors of its segments as float32 blobs), ``chunks_fts`` (
 heading and text, Porter-stemmed, rowid = chunk id), ``chunks_vec`` (a sqlite-vec ``vec0``
 table of chunk vectors, cosine distance, rowid = chunk id), ``embedding_cache`` and
 ``embedding_batches`` (batch jobs submitted without waiting, ``remote.batch.wait: false``:
-the job id, the embedder it belongs to, and the text hashes it embeds, in order). The
-schema evolves by numbered migrations recorded in ``PRAGMA user_version``.
+the job id, the embedder it belongs to, and the text hashes it embeds, in order) and
+``vector_log`` (the chunk ids whose vectors each sync removed or added, by generation: how an
+in-process copy of the vectors catches up without reading them all). The schema evolves by
+numbered migrations recorded in ``PRAGMA user_version``.
 
 Python's own ``sqlite3`` is often built without extension loading, so the binding is
 ``apsw`` (a current SQLite with FTS5, able to load extensions). If FTS5 or sqlite-vec is
@@ -21,7 +23,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +60,29 @@ MIGRATIONS: tuple[str, ...] = (
         attempt INTEGER NOT NULL, submitted_at REAL NOT NULL,
         PRIMARY KEY (provider, job));
     """,
+    """
+    CREATE TABLE vector_log (
+        generation INTEGER NOT NULL, chunk_id INTEGER NOT NULL, added INTEGER NOT NULL);
+    CREATE INDEX vector_log_generation ON vector_log(generation);
+    """,
 )
+
+# The vector log keeps the chunk ids whose vectors each sync removed or added, so a copy of
+# the vectors held elsewhere (``matrix.py``) catches up without reading them all again. It
+# holds every change of the generations after ``vectorLogSince`` up to ``vectorLogAt``; a
+# commit by a writer that does not keep it leaves ``vectorLogAt`` behind the generation.
+LOG_SINCE, LOG_AT = "vectorLogSince", "vectorLogAt"
+LOG_GENERATIONS = 64  # generations kept: a copy older than that is loaded afresh
+
+
+@dataclass(slots=True)
+class VectorChanges:
+    """What the syncs after one generation did to the chunk vectors, up to ``generation``:
+    ids whose vectors are gone, ids whose vectors are new or replaced."""
+
+    generation: str
+    removed: list[int]
+    added: list[int]
 
 FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 FTS_SQL = ("CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5("
@@ -140,6 +165,7 @@ class Store:
         self._all_readers: list[apsw.Connection] = []
         self._reader_lock = threading.Lock()
         self._chunk_count: tuple[str, int] | None = None  # (generation, chunks)
+        self._log_generation: int | None = None  # the generation this transaction logs
         if self.vec_available and self.dims:
             self._ensure_vec_table(self.dims)
 
@@ -186,12 +212,22 @@ class Store:
 
     # --- writes (callers wrap these in ``transaction()``) -----------------------------------
 
-    def transaction(self) -> Any:
-        return self.conn
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        try:
+            with self.conn:
+                yield
+        finally:
+            self._log_generation = None
 
     def reset(self, dims: int) -> None:
         """Drop every chunk and vector; the vector table is recreated for ``dims``."""
-        self.conn.execute("DELETE FROM chunks; DELETE FROM files;")
+        self.conn.execute("DELETE FROM chunks; DELETE FROM files; DELETE FROM vector_log;")
+        # Every copy of the vectors is out of date: the log restarts after this generation.
+        self.set_meta(LOG_SINCE, self.conn.execute(
+            "SELECT coalesce((SELECT value FROM meta WHERE key = 'generation'), '0')"
+        ).fetchall()[0][0])
+        self._log_generation = None
         if self.fts_available:
             self.conn.execute("DELETE FROM chunks_fts")
         if self.vec_available:
@@ -220,6 +256,7 @@ class Store:
                 self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
             if self.vec_available and self.dims:
                 self.conn.execute(f"DELETE FROM chunks_vec WHERE rowid IN ({marks})", part)
+        self._log(ids, added=False)
 
     def insert_chunk(self, path: str, source: str, start_line: int, end_line: int,
                      heading: str, text: str, text_hash: str, embedding: bytes | None,
@@ -234,6 +271,7 @@ class Store:
                               (chunk_id, fts_text(heading), fts_text(text)))
         if embedding is not None:
             self._insert_vec(chunk_id, embedding)
+            self._log([chunk_id], added=True)
         return chunk_id
 
     def set_embedding(self, chunk_id: int, embedding: bytes, segments: bytes | None) -> None:
@@ -242,11 +280,18 @@ class Store:
         if self.vec_available and self.dims:
             self.conn.execute("DELETE FROM chunks_vec WHERE rowid = ?", (chunk_id,))
         self._insert_vec(chunk_id, embedding)
+        self._log([chunk_id], added=True)
 
     def _insert_vec(self, chunk_id: int, embedding: bytes) -> None:
         if self.vec_available and self.dims:
             self.conn.execute("INSERT INTO chunks_vec(rowid, embedding) VALUES (?, ?)",
                               (chunk_id, embedding))
+
+    def _log(self, ids: Sequence[int], *, added: bool) -> None:
+        if self._log_generation is not None and ids:
+            self.conn.executemany(
+                "INSERT INTO vector_log(generation, chunk_id, added) VALUES (?, ?, ?)",
+                [(self._log_generation, chunk_id, int(added)) for chunk_id in ids])
 
     def upsert_file(self, path: str, source: str, file_hash: str, mtime: float,
                     size: int) -> None:
@@ -303,23 +348,89 @@ class Store:
         return str(rows[0][0]) if rows else "0"
 
     def bump_generation(self) -> None:
-        """Inside a sync's transaction: cached copies of the index are out of date."""
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES ('generation', '1') ON CONFLICT(key) "
-            "DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+        """First thing in a sync's transaction: cached copies of the index are out of date.
 
-    def vector_matrix(self) -> tuple[Any, Any]:
-        """(chunk ids, float32 matrix of their vectors), read in one snapshot."""
+        The vector changes written in the rest of the transaction are logged under the new
+        generation. When the log missed the previous generation (a writer that does not
+        keep it committed it), it restarts here; generations older than the last
+        ``LOG_GENERATIONS`` are forgotten.
+        """
+        meta = dict(self.conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('generation', ?, ?)", (LOG_SINCE, LOG_AT)))
+        old = int(meta.get("generation", 0))
+        new = old + 1
+        since = int(meta[LOG_SINCE]) if LOG_SINCE in meta and meta.get(LOG_AT) == str(old) \
+            else old
+        since = max(since, new - LOG_GENERATIONS)
+        self.conn.execute("DELETE FROM vector_log WHERE generation <= ?", (since,))
+        for key, value in (("generation", new), (LOG_SINCE, since), (LOG_AT, new)):
+            self.set_meta(key, str(value))
+        self._log_generation = new
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """Reads of this thread inside see one committed state of the index."""
+        reader = self._reader()
+        reader.execute("BEGIN")
+        try:
+            yield
+        finally:
+            reader.execute("COMMIT")
+
+    def vector_matrix(self, headroom: float = 0.0) -> tuple[str, Any, Any]:
+        """(generation, chunk ids, float32 matrix of their vectors), read in one snapshot.
+        The matrix has ``headroom`` × as many rows again, uninitialised, to grow into."""
         import numpy as np
 
-        rows = self._read("SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL "
-                          "ORDER BY id")
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        dims = len(rows[0][1]) // 4 if rows else 0
-        matrix = np.empty((len(rows), dims), dtype=np.float32)
-        for row, (_, blob) in enumerate(rows):
-            matrix[row] = np.frombuffer(blob, dtype=np.float32)
-        return ids, matrix
+        with self._snapshot():
+            generation = self.generation()
+            count = int(self._read("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL")
+                        [0][0])
+            dims = self._read("SELECT value FROM meta WHERE key = 'dims'")
+            ids = np.empty(count, dtype=np.int64)
+            matrix = np.empty((count + int(count * headroom), int(dims[0][0]) if dims else 0),
+                              dtype=np.float32)
+            # Straight into the matrix, row by row: no second copy of the vectors in memory.
+            for row, (chunk_id, blob) in enumerate(self._reader().execute(
+                    "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL")):
+                ids[row] = chunk_id
+                matrix[row] = np.frombuffer(blob, dtype=np.float32)
+        return generation, ids, matrix
+
+    def vector_changes(self, since: str) -> VectorChanges | None:
+        """The vector changes committed after generation ``since``, read in one snapshot;
+        None when the log does not reach back to it (the vectors must be read afresh)."""
+        with self._snapshot():
+            meta = dict(self._read("SELECT key, value FROM meta WHERE key IN "
+                                   "('generation', ?, ?)", (LOG_SINCE, LOG_AT)))
+            generation = str(meta.get("generation", "0"))
+            if generation == since:
+                return VectorChanges(generation, [], [])
+            if meta.get(LOG_AT) != generation or not since.isdigit() \
+                    or int(since) < int(meta.get(LOG_SINCE, generation)):
+                return None
+            rows = self._read("SELECT chunk_id, added FROM vector_log WHERE generation > ? "
+                              "ORDER BY generation, added", (int(since),))
+        final: dict[int, int] = {}
+        for chunk_id, added in rows:  # a sync removes before it adds; the last change holds
+            final[int(chunk_id)] = int(added)
+        return VectorChanges(generation, [c for c, a in final.items() if not a],
+                             [c for c, a in final.items() if a])
+
+    def vectors_of(self, ids: Sequence[int]) -> tuple[Any, Any]:
+        """(chunk ids, float32 matrix of their vectors) of those of ``ids`` that have one."""
+        import numpy as np
+
+        found: list[int] = []
+        blobs: list[bytes] = []
+        for part, marks in _batches(ids):
+            for chunk_id, blob in self._read("SELECT id, embedding FROM chunks WHERE embedding "
+                                             f"IS NOT NULL AND id IN ({marks})", part):
+                found.append(int(chunk_id))
+                blobs.append(blob)
+        dims = len(blobs[0]) // 4 if blobs else 0
+        return (np.array(found, dtype=np.int64),
+                np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(found), dims))
 
     def all_vectors(self) -> list[tuple[int, bytes]]:
         with self.lock:
