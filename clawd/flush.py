@@ -13,6 +13,7 @@ flush that writes no file but answers in words keeps those words as notes
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,24 @@ def flush_system(cfg: MemoryFlush, today: date) -> str:
 def is_blank(text: str) -> bool:
     """Whether a reply shows the user nothing: empty, whitespace, or silent."""
     return not text.strip() or is_silent(text)
+
+
+# the words of a bare acknowledgement ("Done.", "OK, noted!"): a flush answer made only of
+# them wrote nothing and says nothing worth keeping
+ACK_WORDS = frozenset("done ok okay noted saved sure got it understood all set yes thanks thank "
+                      "you i have will nothing to store new".split())
+
+
+def is_acknowledgement(text: str) -> bool:
+    """Whether a reply is a bare acknowledgement with no content of its own."""
+    words = re.findall(r"[\w']+", text.lower())
+    return bool(words) and len(words) <= 4 and all(w in ACK_WORDS for w in words)
+
+
+def flush_retry_prompt(answer: str, today: date) -> str:
+    """The flush turn's second request, after a bare acknowledgement that wrote nothing."""
+    return render("flush_retry.md.j2", answer=answer.strip(),
+                  daily_log=daily_log_path(today)).strip()
 
 
 def append_flush_notes(workspace: Path, text: str, now: datetime) -> str:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from clawd.compaction import find_cut, summarize
 from clawd.errors import ClawdError
 from clawd.events import Compacted, Event, Flushed, Notice
-from clawd.flush import append_flush_notes, flush_due, flush_prompt, flush_system, is_blank
+from clawd.flush import (append_flush_notes, flush_due, flush_prompt, flush_retry_prompt,
+                         flush_system, is_acknowledgement, is_blank)
 from clawd.messages import Message, new_id
 from clawd.tokens import estimate_messages
 from clawd.transcript import apply_compaction
@@ -73,7 +74,8 @@ class Upkeep:
         history no longer fits a request, so it sees the part about to be summarised. Its
         tool calls are not shown; only the ``Flushed`` event says which files were written.
         A flush that writes no file but answers with words other than ``NO_REPLY`` has those
-        words appended to today's daily log (flush by reply).
+        words appended to today's daily log (flush by reply); a bare acknowledgement ("Done.")
+        with nothing written is asked once more for the notes themselves, and never saved.
         """
         s = self.s
         cfg, clock = s.rt.settings.compaction.memory_flush, s.rt.clock
@@ -82,7 +84,7 @@ class Upkeep:
         start = len(turn)
         s.append(Message.user(flush_prompt(cfg, today), flush=True), turn)
         files: list[str] = []
-        answer = ""
+        answer, asked_again = "", False
         for _ in range(s.rt.settings.max_steps):
             step = yield from s.step(turn, show=False, flush=True,
                                      extra_system=flush_system(cfg, today))
@@ -91,6 +93,11 @@ class Upkeep:
                 return
             answer = step.message.text
             calls = step.message.tool_calls
+            if not calls and not files and is_acknowledgement(answer) and not asked_again:
+                # "Done." with nothing written (a weak model's habit): ask once for the notes
+                s.append(Message.user(flush_retry_prompt(answer, today), flush=True), turn)
+                asked_again = True
+                continue
             if not calls:
                 break
             for _event in s.tools.run(step.message, lambda m: s.append(m, turn),
@@ -98,7 +105,7 @@ class Upkeep:
                 pass  # the flush is silent: no tool lines or events
             files += [str(c.arguments.get("path")) for c, r in zip(calls, turn[-len(calls):])
                       if c.name in ("write", "edit") and not r.is_error]
-        if not files and not is_blank(answer):
+        if not files and not is_blank(answer) and not is_acknowledgement(answer):
             try:
                 s.access.check_flush_write(daily_log_path(today))
                 files.append(append_flush_notes(s.rt.workspace, answer, clock()))

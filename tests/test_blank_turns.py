@@ -166,3 +166,34 @@ def test_a_flush_that_says_no_reply_adds_no_flush_notes(tmp_path, silent):
     provider.add(silent, "Sure.")
     list(session.run_turn(f"one more {filler(400)}"))
     assert not (runtime.workspace / DAILY).exists()
+
+
+@pytest.mark.parametrize("second, saved", [
+    ("- Ines arrives in Lisbon on May 14.", "- Ines arrives in Lisbon on May 14."),
+    ("NO_REPLY", None),
+    ("Done!", None),  # a second bare acknowledgement is not saved either
+])
+def test_a_flush_that_only_says_done_is_asked_once_for_the_notes(tmp_path, second, saved):
+    provider = ScriptedProvider()
+    runtime, session = near_flush(tmp_path, provider)
+    provider.add("Done", second, "Sure.")
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    asked = [r.messages[-1] for r in provider.requests if r.messages[-1].flush]
+    assert len(asked) == 2 and 'You replied "Done" but no note was written' in asked[1].text
+    assert events[-1].text == "Sure."
+    log = runtime.workspace / DAILY
+    if saved is None:
+        assert not log.exists() or "Done" not in log.read_text()
+    else:
+        assert log.read_text().endswith(f"reply)\n\n{saved}\n")
+    provider.assert_done()
+
+
+def test_acknowledgements_are_told_from_notes():
+    from clawd.flush import is_acknowledgement
+
+    for ack in ("Done", "Done.", "OK, noted!", "**Saved.**", "Nothing to store", "Got it"):
+        assert is_acknowledgement(ack), ack
+    for note in ("- budget 2400", "Budget: 2400 euros", "Ines arrives May 14", "", "NO_REPLY",
+                 "Done: the hotel is booked"):
+        assert not is_acknowledgement(note), note
