@@ -71,7 +71,7 @@ def next_step(config: Any, agent_id: str, env: Any = None) -> str:
 # --- memory ---------------------------------------------------------------------------------
 
 def cmd_memory(args: argparse.Namespace) -> int:
-    from clawd.commands import format_memory_results, format_memory_status
+    from clawd.reports import format_memory_results, format_memory_status
     from clawd.config import load_config
 
     runtime = build_runtime(load_config(), args.agent)

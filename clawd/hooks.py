@@ -1,4 +1,5 @@
-"""Session lifecycle: when a session resets by itself, and the session-memory file on reset.
+"""Session lifecycle, the hooks the chat calls around a session: when it resets by itself
+(``due_reset``), and what ends it (``end_session``: the memory flush, the session-memory file).
 
 ``reset_reason`` (pure) says whether the ``session.reset`` policy — ``daily`` at ``atHour``
 local time (and after ``idleMinutes`` when that is given too), ``idle`` after
@@ -13,15 +14,21 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Generator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawd.config import Reset, SessionMemoryHook
+from clawd.errors import ClawdError
+from clawd.events import Event
 from clawd.messages import Message, ModelRequest, parse_iso
 from clawd.providers.base import Provider, complete
 from clawd.templates import render
-from clawd.workspace import MEMORY_DIR
+from clawd.workspace import MEMORY_DIR, is_writable
+
+if TYPE_CHECKING:
+    from clawd.agent import Session
 
 log = logging.getLogger(__name__)
 SLUG_MAX = 30
@@ -126,6 +133,44 @@ def save_session(workspace: Path, messages: list[Message], *, key: str, session_
 def _when(stamp: str) -> str:
     parsed = parse_iso(stamp)
     return parsed.astimezone().strftime("%Y-%m-%d %H:%M") if parsed else "?"
+
+
+def due_reset(session: Session) -> str | None:
+    """Why ``session`` must start afresh before the next message (``session.reset``)."""
+    rt = session.rt
+    return reset_reason(session.entry, rt.clock(), rt.config.session.reset)
+
+
+def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
+    """What ends a session (``/new``, ``/reset``, an automatic reset): the once-per-cycle
+    memory flush, then the session-memory file. Returns what the notice of the new session
+    adds about the old one (where it was saved, or why not and where its transcript is)."""
+    rt = old.rt
+    yield from old.flush_before_end()
+    saved, unsaved = None, None
+    if not is_writable(rt.workspace, rt.settings.workspace_access):
+        unsaved = "the workspace is not writable"
+    elif not old.access.may_save_session():
+        unsaved = "memory/ is shareable and this is a group session"
+    else:
+        try:
+            provider = old.provider
+        except ClawdError:
+            provider = None
+        try:
+            saved = end_session_memory(
+                provider, rt.workspace, old.history.messages, cfg=rt.config.hooks.session_memory,
+                key=old.key, session_id=old.entry["sessionId"], reason=reason, now=rt.clock())
+        except OSError as exc:
+            unsaved = f"cannot write to {MEMORY_DIR}/: {exc.strerror or exc}"
+    if saved is not None:
+        if rt.memory is not None:
+            rt.memory.mark_dirty()
+        return f"; the last one was saved to {saved.relative_to(rt.workspace)}"
+    if unsaved and any(m.role == "user" for m in old.history.messages):
+        return (f"; the last one was not saved to {MEMORY_DIR}/ ({unsaved}), its transcript "
+                f"is kept: {old.transcript.path}")
+    return ""
 
 
 def end_session_memory(provider: Provider | None, workspace: Path, messages: list[Message], *,

@@ -31,7 +31,8 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.shortcuts import clear
 from prompt_toolkit.utils import get_cwidth
 
-from clawd.commands import Chat, completions, format_recap
+from clawd.commands import Chat, completions
+from clawd.reports import format_recap
 from clawd.config import ModelCost
 from clawd.events import ClearScreen
 from clawd.providers.registry import model_info

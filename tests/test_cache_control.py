@@ -12,7 +12,8 @@ import json
 import pytest
 
 from clawd.cli import build_runtime
-from clawd.commands import Chat, format_status
+from clawd.commands import Chat
+from clawd.reports import format_status
 from clawd.config import Config
 from clawd.events import CommandOutput, TurnDone
 from fakeserver import FakeServer, anthropic_stream

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from clawd.agent import Session
-from clawd.commands import ALIASES, REGISTRY, Chat, format_recap
+from clawd.commands import ALIASES, REGISTRY, Chat
+from clawd.reports import format_recap
 from clawd.errors import ProviderError
 from clawd.events import CommandOutput, ErrorEvent, Notice, TurnDone
 from clawd.messages import Message

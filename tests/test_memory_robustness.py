@@ -12,7 +12,7 @@ import pytest
 from memory_fakes import FakeEmbedder, settings, write
 
 from clawd import cli
-from clawd.commands import format_memory_status
+from clawd.reports import format_memory_status
 from clawd.config import AgentDefaults
 from clawd.errors import ToolError
 from clawd.init import apply, plan_init
