@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from clawd import __version__
@@ -223,11 +224,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from clawd.render import Renderer
 
     out = ChatOutput(sys.stdout)
-    render = Renderer(out, side=sys.stderr, as_json=args.json, deltas=args.stream).event
-    if args.message:
-        lines = [message]
-    else:
-        lines = script_lines(args.script or "-")
+    render = Renderer(out, side=sys.stderr, as_json=args.json,  # type: ignore[arg-type]
+                      deltas=args.stream).event
+    lines: Iterable[Any] = [message] if args.message else script_lines(args.script or "-")
     try:
         return _run_lines(chat, lines, render, out)
     finally:

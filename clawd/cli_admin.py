@@ -192,7 +192,7 @@ def model_rows(config: Any, env: Any = None) -> list[dict[str, Any]]:
             problem = f"models.providers.{name}.baseUrl is not set"
         models = []
         for ref in refs:
-            _, settings = resolve_agent(config, (used.get(ref) or [None])[0])
+            _, settings = resolve_agent(config, (used.get(ref) or [None])[0])  # type: ignore[list-item]
             info = registry.model_info(config, ref)
             cost = info.cost.model_dump(by_alias=True) if info and info.cost else None
             models.append({"ref": ref, "contextWindow": registry.context_window(
@@ -260,7 +260,7 @@ def doctor_checks(agent: str | None):
         except ClawdError as exc:
             yield False, f"model {ref}", str(exc)
             continue
-        ok, text = provider.check()
+        ok, text = provider.check()  # type: ignore[attr-defined]  # every adapter has it
         yield ok, f"model {ref}", text
     try:
         runtime = build_runtime(config, agent_id)

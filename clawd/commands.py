@@ -10,7 +10,7 @@ one ``/`` less. Handlers return events (usually one ``CommandOutput``); they nev
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 from clawd.agent import Session
@@ -48,7 +48,7 @@ class Chat:
             memory.sync_in_background()
         memory.start_watcher()
 
-    def handle(self, line: str) -> Iterator[Event]:
+    def handle(self, line: str) -> Generator[Event, None, None]:
         """A slash command or a user message; errors become an ``ErrorEvent``."""
         text = line.strip()
         try:
@@ -66,7 +66,7 @@ class Chat:
             if text and not text.startswith("/"):  # the turn did not start (a failed reset)
                 yield self.session.turn_done("", failed=True, usage=Usage())
 
-    def new_session(self, reason: str, model: str | None = None) -> Iterator[Event]:
+    def new_session(self, reason: str, model: str | None = None) -> Generator[Event, None, None]:
         """End the current session (``hooks.end_session``) and start a new one."""
         old = self.session
         if model:
@@ -84,7 +84,7 @@ class Command:
     name: str
     usage: str
     help: str
-    handler: Callable[[Chat, str], Iterator[Event]]
+    handler: Callable[[Chat, str], Generator[Event, None, None]]
     subcommands: tuple[str, ...] = ()  # first words of the arguments, for completion
 
     @property
@@ -99,13 +99,13 @@ ESCAPE = "//"  # starts a message that begins with "/": "//etc/hosts" sends "/et
 
 
 def command(name: str, usage: str, help_text: str, subcommands: tuple[str, ...] = ()):
-    def register(handler: Callable[[Chat, str], Iterator[Event]]):
+    def register(handler: Callable[[Chat, str], Generator[Event, None, None]]):
         REGISTRY[name] = Command(name, usage, help_text, handler, subcommands)
         return handler
     return register
 
 
-def dispatch(chat: Chat, text: str) -> Iterator[Event]:
+def dispatch(chat: Chat, text: str) -> Generator[Event, None, None]:
     word, *rest = text[1:].split(None, 1) or [""]
     args = rest[0].strip() if rest else ""
     name = ALIASES.get(word.lower(), word.lower())
@@ -124,12 +124,12 @@ def completions() -> dict[str, tuple[str, ...]]:
     return {f"/{name}": REGISTRY[name].subcommands for name in sorted(REGISTRY)}
 
 
-def _out(name: str, text: str, **kw) -> Iterator[Event]:
+def _out(name: str, text: str, **kw) -> Generator[Event, None, None]:
     yield CommandOutput(name, text, **kw)
 
 
 @command("help", "/help", "list the commands (and the keys, in the REPL)")
-def _help(chat: Chat, args: str) -> Iterator[Event]:
+def _help(chat: Chat, args: str) -> Generator[Event, None, None]:
     rows = [(c.usage, c.help) for c in REGISTRY.values()]
     rows.append((f"{ESCAPE}TEXT", f"send a message that starts with / ({ESCAPE}etc/hosts sends "
                                   f"/etc/hosts)"))
@@ -141,23 +141,23 @@ def _help(chat: Chat, args: str) -> Iterator[Event]:
 
 
 @command("clear", "/clear", "clear the screen (the conversation is untouched)")
-def _clear(chat: Chat, args: str) -> Iterator[Event]:
+def _clear(chat: Chat, args: str) -> Generator[Event, None, None]:
     yield ClearScreen()
 
 
 @command("quit", "/quit", "leave clawd (Ctrl-D too)")
-def _quit(chat: Chat, args: str) -> Iterator[Event]:
+def _quit(chat: Chat, args: str) -> Generator[Event, None, None]:
     yield from _out("quit", "bye", quit=True)
 
 
 @command("status", "/status", "model, context used, compactions, flushes, session age")
-def _status(chat: Chat, args: str) -> Iterator[Event]:
+def _status(chat: Chat, args: str) -> Generator[Event, None, None]:
     yield from _out("status", format_status(chat.session))
 
 
 @command("context", "/context [list|detail]", "tokens per layer (detail: per file and tool)",
          ("list", "detail"))
-def _context(chat: Chat, args: str) -> Iterator[Event]:
+def _context(chat: Chat, args: str) -> Generator[Event, None, None]:
     if args not in ("", "list", "detail"):
         raise ClawdError("usage: /context [list|detail]")
     yield from _out("context", format_context(chat.session, detail=args == "detail"))
@@ -166,7 +166,7 @@ def _context(chat: Chat, args: str) -> Iterator[Event]:
 @command("model", "/model [PROVIDER/MODEL | default]",
          "show the model and where it comes from, pin one to this session, or follow the "
          "config again")
-def _model(chat: Chat, args: str) -> Iterator[Event]:
+def _model(chat: Chat, args: str) -> Generator[Event, None, None]:
     session = chat.session
     if args == "default":
         session.set_model(None)
@@ -181,20 +181,20 @@ def _model(chat: Chat, args: str) -> Iterator[Event]:
 
 
 @command("new", "/new [PROVIDER/MODEL]", "start a new session (the old one is saved to memory/)")
-def _new(chat: Chat, args: str) -> Iterator[Event]:
+def _new(chat: Chat, args: str) -> Generator[Event, None, None]:
     yield from chat.new_session("/new", args or None)
     yield from _out("new", f"new session started ({chat.session.model_ref})")
 
 
 @command("reset", "/reset", "start this session afresh (same as /new with the same model)")
-def _reset(chat: Chat, args: str) -> Iterator[Event]:
+def _reset(chat: Chat, args: str) -> Generator[Event, None, None]:
     yield from chat.new_session("/reset")
     yield from _out("reset", "session reset")
 
 
 @command("retry", "/retry", "send your last message again (the last answer leaves the "
          "conversation; the transcript keeps it)")
-def _retry(chat: Chat, args: str) -> Iterator[Event]:
+def _retry(chat: Chat, args: str) -> Generator[Event, None, None]:
     chat.session.provider  # an unusable model fails before the turn is taken back
     request, _ = chat.session.undo_turn("retry")
     yield Notice(f"sending again: “{one_line(request.text)}”")
@@ -203,7 +203,7 @@ def _retry(chat: Chat, args: str) -> Iterator[Event]:
 
 @command("undo", "/undo", "take the last turn out of the conversation (the transcript keeps "
          "it)")
-def _undo(chat: Chat, args: str) -> Iterator[Event]:
+def _undo(chat: Chat, args: str) -> Generator[Event, None, None]:
     request, flushed = chat.session.undo_turn()
     text = (f"undone: “{one_line(request.text)}” (kept in the transcript, out of the "
             f"conversation)")
@@ -213,7 +213,7 @@ def _undo(chat: Chat, args: str) -> Iterator[Event]:
 
 
 @command("compact", "/compact [instructions]", "summarise older history now")
-def _compact(chat: Chat, args: str) -> Iterator[Event]:
+def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
     events = list(chat.session.compact(args or None))
     yield from events
     done = next((e for e in events if isinstance(e, Compacted)), None)
@@ -225,7 +225,7 @@ def _compact(chat: Chat, args: str) -> Iterator[Event]:
 @command("memory", "/memory search QUERY | show | add TEXT | status",
          "search memory, show MEMORY.md and the memory files, add a note to today's log, "
          "or show the state of the memory index", ("search", "show", "add", "status"))
-def _memory(chat: Chat, args: str) -> Iterator[Event]:
+def _memory(chat: Chat, args: str) -> Generator[Event, None, None]:
     action, _, rest = args.partition(" ")
     runtime, rest = chat.runtime, rest.strip()
     if action in ("search", "status") and runtime.memory is None:

@@ -75,11 +75,11 @@ class Action:
     def describe(self) -> str:
         """One line for a front end, e.g. ``created file ~/clawd/AGENTS.md``."""
         if self.kind == "edit":
-            verb = "would add" if self.status == "create" else "added"
-            return f"{verb} {self.source} in {self.path} (old version kept as {self.backup})"
-        verb = {"create": "would create", "created": "created", "exists": "exists, kept"}
+            added = "would add" if self.status == "create" else "added"
+            return f"{added} {self.source} in {self.path} (old version kept as {self.backup})"
+        verbs = {"create": "would create", "created": "created", "exists": "exists, kept"}
         origin = f" (from {self.source})" if self.source and self.status != "exists" else ""
-        return f"{verb[self.status]} {self.kind} {self.path}{origin}"
+        return f"{verbs[self.status]} {self.kind} {self.path}{origin}"
 
 
 def init_target(config: Config | None, agent_id: str | None, workspace: str | None
@@ -258,6 +258,7 @@ def _edit(action: Action) -> None:
     target = action.path.resolve()  # a symlinked config is edited where it lives
     if target.read_bytes() != action.original:
         raise ClawdError(f"{action.path} changed while clawd init ran; run it again")
+    assert action.backup is not None  # an edit always plans its backup
     if not _write_new(Action("file", action.backup, content=action.original,
                              mode=PRIVATE_FILE_MODE)):
         raise ClawdError(f"{action.backup} appeared while clawd init ran; run it again")

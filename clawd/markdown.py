@@ -231,7 +231,7 @@ class _Code:
     """A fenced code block under way: its lines, and pygments' lexer for its language."""
 
     def __init__(self, fence: str, lang: str):
-        self.fence, self.lines = fence, []
+        self.fence, self.lines = fence, list[str]()
         self.lexer = _lexer(lang) if lang else None
 
     def closes(self, line: str) -> bool:
@@ -318,7 +318,7 @@ def _table(lines: list[str], width: int) -> list[str]:
 
 
 def _wrap(words: list[Word], width: int) -> list[str]:
-    rows = []
+    rows: list[str] = []
     while words or not rows:
         row, words = _take_row(words, width)
         rows.append(_styled(row))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from clawd import events as ev
@@ -164,7 +164,7 @@ class Renderer:
         return False
 
 
-def drive(events: Iterator[Any], render: Callable[[Any], bool], *, reraise: bool = False
+def drive(events: Generator[Any, None, Any], render: Callable[[Any], bool], *, reraise: bool = False
           ) -> bool:
     """Render a stream of events; True when one of them asks to quit.
 

@@ -165,7 +165,7 @@ class ExecApproval:
         if self.always:
             return True
         try:
-            answer = PromptSession().prompt(
+            answer: str = PromptSession().prompt(
                 f"run `{command}`? [y/N, a = always in this session] ").strip().lower()
         except EOFError:
             return False

@@ -112,11 +112,11 @@ except ImportError:  # Windows: a byte-range lock far past the pid
     def _try_lock(handle: IO[bytes]) -> bool:
         handle.seek(1 << 20)
         try:
-            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
             return True
         except OSError:
             return False
 
     def _unlock(handle: IO[bytes]) -> None:
         handle.seek(1 << 20)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]

@@ -58,6 +58,7 @@ def open_entry(rt: Runtime, key: str, access: Access, pinned: str | None, *,
         log.warning(warning)
     if warnings:
         housekeeping["invalidLines"] = sorted(known | set(loaded.invalid_lines))
+    window: int | None
     try:
         window = rt.models(run_model or session_model(entry, rt.settings)).context_window
     except ClawdError:  # an unusable model is reported when the session is used

@@ -382,11 +382,11 @@ except ImportError:  # Windows
         handle.seek(0)
         while True:
             try:
-                msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
                 return
             except OSError:
                 time.sleep(0.01)
 
     def _unlock(handle: Any) -> None:
         handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]

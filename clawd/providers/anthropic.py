@@ -90,7 +90,8 @@ class AnthropicProvider(SdkProvider):
 
 def build_params(model: str, request: ModelRequest) -> dict[str, Any]:
     """The keyword arguments of ``messages.create`` for ``request`` (without ``stream``)."""
-    system = [{"type": "text", "text": s} for s in request.system if s.strip()]
+    system: list[dict[str, Any]] = [{"type": "text", "text": s} for s in request.system
+                                    if s.strip()]
     messages = to_wire(request.messages)
     if request.cache:
         if system:

@@ -348,7 +348,7 @@ class SdkProvider:
     def _attempt(self, params: dict[str, Any]) -> Iterator[TextDelta | ModelResponse]:
         raise NotImplementedError
 
-    def _convert(self, exc: BaseException) -> Any:
+    def _convert(self, exc: Exception) -> RetryInfo:
         raise NotImplementedError
 
     def check(self, timeout: float = 10.0) -> tuple[bool, str]:

@@ -33,21 +33,21 @@ def _writable(ctx: ToolContext) -> None:
       "(1-based lines) for long files.")
 def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)] = 1,
          limit: Annotated[int, Param(minimum=1)] = DEFAULT_READ_LINES) -> str:
-    given, path = path, resolve(ctx.workspace, path)
-    ctx.access.check_read(relative(ctx.workspace, path))
+    target = resolve(ctx.workspace, path)
+    ctx.access.check_read(relative(ctx.workspace, target))
     if offset < 1 or limit < 1:
         raise ToolError("offset and limit must be positive line numbers/counts")
-    if path.is_dir():
-        names = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
+    if target.is_dir():
+        names = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir())
         return "\n".join(names) or "(empty directory)"
     try:
-        data = path.read_bytes()
+        data = target.read_bytes()
     except FileNotFoundError:
-        raise ToolError(f"file not found: {given}") from None
+        raise ToolError(f"file not found: {path}") from None
     except OSError as exc:
-        raise ToolError(f"cannot read {given}: {exc.strerror}") from None
+        raise ToolError(f"cannot read {path}: {exc.strerror}") from None
     if b"\x00" in data[:8192]:
-        raise ToolError(f"{given} is a binary file ({len(data)} bytes)")
+        raise ToolError(f"{path} is a binary file ({len(data)} bytes)")
     lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
     chunk = lines[offset - 1:offset - 1 + limit]
     text = "".join(chunk)
