@@ -14,6 +14,13 @@ Pure functions; ``index.py`` supplies the FTS tokenizer and the term statistics.
 - A keyword hit on its own scores ``KEYWORD_ALONE * coverage ** 2``: a chunk holding the
   whole query scores 0.6 (above the default ``minScore`` 0.35) whatever the vector half
   says, one holding under about three quarters of its weight stays under it.
+- Line evidence: BM25 and coverage rate a whole chunk, so a chunk with the query's words
+  scattered over fifteen lines can beat the one line that holds them together. A chunk's line
+  evidence is its best line's share of the query, with each term weighed by how rare it is
+  among the lines of the keyword hits (the same IDF formula over lines): a term in every
+  chunk, such as a speaker's name in a transcript or the owner's name in notes, still tells
+  one line from another. A question that ends a chunk (a line ending in ``?``) counts half:
+  its answer is the next line, in the next chunk.
 - At scale, the commonest terms are left out of the MATCH expression while the chunks its
   terms occur in add up to more than ``POSTINGS_BUDGET`` (the rarest term is always kept;
   left-out terms still count in coverage): walking long posting lists is what makes a
@@ -25,11 +32,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 KEYWORD_ALONE = 0.6
 POSTINGS_BUDGET = 20_000
+TRAILING_QUESTION = 0.5
 
 # Han (with extensions and compatibility ideographs), hiragana and katakana: written without
 # spaces between words. Hangul is written with spaces, so unicode61 already splits it.
@@ -98,12 +106,46 @@ def plan(words: Sequence[str], phrases: Sequence[Sequence[str]], tokenize: Token
     return Plan(" OR ".join(dict.fromkeys(parts)), tuple(terms))
 
 
-def coverage(terms: Sequence[Term], chunk_tokens: set[str]) -> float:
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One non-blank line of a chunk as FTS tokens, and whether it asks a question."""
+
+    tokens: frozenset[str]
+    asks: bool
+
+
+def line(text: str, tokenize: Tokenize) -> Line:
+    return Line(frozenset(tokenize(fts_text(text))), text.rstrip().endswith("?"))
+
+
+def _holds(term: Term, tokens: Set[str]) -> bool:
+    return all(tok in tokens for tok in term.tokens)
+
+
+def line_evidence(terms: Sequence[Term], chunks: Mapping[int, Sequence[Line]]) -> dict[int, float]:
+    """Each chunk's best line's share of the query, terms weighed by IDF over all the lines
+    of ``chunks``; a question on a chunk's last line counts ``TRAILING_QUESTION``."""
+    lines = [ln for chunk in chunks.values() for ln in chunk]
+    weights = [idf(sum(1 for ln in lines if _holds(t, ln.tokens)), len(lines)) for t in terms]
+    total = sum(weights)
+    evidence = dict.fromkeys(chunks, 0.0)
+    if total <= 0:
+        return evidence
+    for chunk_id, chunk in chunks.items():
+        for number, ln in enumerate(chunk):
+            share = sum(w for t, w in zip(terms, weights) if _holds(t, ln.tokens)) / total
+            if ln.asks and number == len(chunk) - 1:
+                share *= TRAILING_QUESTION
+            evidence[chunk_id] = max(evidence[chunk_id], share)
+    return evidence
+
+
+def coverage(terms: Sequence[Term], chunk_tokens: Set[str]) -> float:
     """The IDF-weighted share of the query's terms all of whose tokens the chunk holds."""
     weight = sum(t.idf for t in terms)
     if weight <= 0:
         return 0.0
-    held = sum(t.idf for t in terms if all(tok in chunk_tokens for tok in t.tokens))
+    held = sum(t.idf for t in terms if _holds(t, chunk_tokens))
     return held / weight
 
 
