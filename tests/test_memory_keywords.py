@@ -1,6 +1,8 @@
 """Line evidence: a chunk holding the query's terms together on one line outranks one that
 scatters them over lines, terms are weighed by how rare they are among lines, and a question
-that ends a chunk lends it only half its match (the answer is in the next chunk)."""
+that ends a chunk lends it only half its match (the answer is in the next chunk). The keyword
+stage stays bounded on a large index: a query of common words only ranks the newest matches,
+and a rare token is still found."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from memory_fakes import FakeEmbedder, settings, write
 
 from clawd.memory import keywords
 from clawd.memory import search as policy
-from clawd.memory.index import open_index
+from clawd.memory.index import _keyword_hits, open_index
 
 
 def term(text: str) -> keywords.Term:
@@ -20,7 +22,7 @@ def term(text: str) -> keywords.Term:
 
 
 def line(text: str) -> keywords.Line:
-    return keywords.line(text, lambda t: re.findall(r"\w+", t.lower()))
+    return keywords.Line(frozenset(re.findall(r"\w+", text.lower())), text.endswith("?"))
 
 
 def test_terms_on_one_line_beat_terms_scattered_over_lines():
@@ -100,3 +102,52 @@ def test_the_line_holding_the_query_ranks_first(index, monkeypatch):
     monkeypatch.setattr(policy, "LINE_SHARE", 0.0)
     found = index.search(query, mode="text", min_score=0)["results"]
     assert found[0]["score"] == found[1]["score"]
+
+
+def test_only_common_words_rank_the_newest_matches_only():
+    docs = {"team": 60_000, "meeting": 30_000, "roadmap": 300, "zx": 90, "4471": 2}
+
+    def stats(tokens):
+        return 100_000, {t: docs.get(t, 0) for t in tokens}
+
+    common = keywords.plan(["team", "meeting"], [], str.split, stats)
+    assert common.match == '"meeting"' and common.newest == keywords.POSTINGS_BUDGET
+    assert keywords.plan(["team", "roadmap"], [], str.split, stats).newest is None
+    # a phrase walks the posting lists of its words too
+    phrase = keywords.plan(["zx", "4471"], [["team", "meeting"]], str.split, stats)
+    assert phrase.newest == keywords.POSTINGS_BUDGET
+    assert keywords.plan(["zx", "4471"], [["zx", "4471"]], str.split, stats).newest is None
+    # on a small index nothing is bounded
+    assert keywords.plan(["team"], [], str.split, lambda t: (100, {"team": 90})).newest is None
+
+
+def test_compounds_leave_clitics_out():
+    assert policy.compounds("What's Nate's favorite ZX-4471 don't") == [["zx", "4471"]]
+    assert policy.compounds("state-of-the-art") == [["state", "of", "the", "art"]]
+
+
+@pytest.fixture
+def crowded(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(keywords, "POSTINGS_BUDGET", 4)
+    write(tmp_path / "ws", "memory/00-old.md",
+          "# Old\n\nThe team meeting about ticket OPS-1182.\n")
+    for number in range(1, 10):
+        write(tmp_path / "ws", f"memory/{number:02d}.md",
+              f"# Day {number}\n\nThe team meeting ran long, item {number}.\n")
+    idx = open_index("main", tmp_path / "ws", settings(sync={"watch": False}),
+                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    idx.sync()
+    yield idx
+    idx.close()
+
+
+def test_a_common_query_ranks_the_newest_matches_and_a_rare_token_is_kept(crowded):
+    ids = [row[0] for row in crowded.store.conn.execute("SELECT id FROM chunks ORDER BY id")]
+    found = crowded.store.fts_search('"team"', 24, newest=4)
+    assert sorted(c for c, _ in found) == ids[-4:]
+    assert len(crowded.store.fts_search('"team"', 24)) == len(ids)
+    hits, _, _ = _keyword_hits(crowded.store, "team meeting", 24)
+    assert len(hits) == 4
+    hits, _, _ = _keyword_hits(crowded.store, "OPS-1182 team meeting", 24)
+    paths = {row.path for row in crowded.store.get_chunks(hits).values()}
+    assert "memory/00-old.md" in paths

@@ -415,13 +415,12 @@ def _keyword_hits(store: Store, query: str, pool: int
                          store.fts_tokens, store.term_stats)
     if plan.match is None:
         return None
-    hits = dict(store.fts_search(plan.match, pool))
+    hits = dict(store.fts_search(plan.match, pool, plan.newest))
     cover: dict[int, float] = {}
     chunks: dict[int, list[keywords.Line]] = {}
     for chunk_id, text in store.chunk_texts(hits).items():
         heading, _, body = text.partition("\n")
-        chunks[chunk_id] = [keywords.line(ln, store.fts_tokens)
-                            for ln in body.split("\n") if ln.strip()]
+        chunks[chunk_id] = keywords.chunk_lines(body, store.fts_line_tokens, plan.terms)
         held = set(store.fts_tokens(keywords.fts_text(heading)))
         held.update(*(ln.tokens for ln in chunks[chunk_id]))
         cover[chunk_id] = keywords.coverage(plan.terms, held)

@@ -85,10 +85,17 @@ def fts_query(query: str) -> str | None:
 
 
 def compounds(query: str) -> list[list[str]]:
-    """The lower-cased words of each compound token (``ZX-4471``, ``OPENAI_API_KEY``)."""
+    """The lower-cased words of each compound token (``ZX-4471``, ``OPENAI_API_KEY``).
+
+    Stop words at either end are not part of it: ``Nate's`` or ``don't`` are no compounds
+    (the phrase ``nate s`` adds nothing, and walks the posting list of ``s``)."""
     found = []
     for token in _COMPOUND.findall(query):
         pieces = [w.lower() for w in _WORD.findall(token)]
+        while pieces and pieces[-1] in STOP_WORDS:
+            pieces.pop()
+        while pieces and pieces[0] in STOP_WORDS:
+            pieces.pop(0)
         if len(pieces) > 1:
             found.append(pieces)
     return found
