@@ -87,7 +87,7 @@ def fts_query(query: str) -> str | None:
 def compounds(query: str) -> list[list[str]]:
     """The lower-cased words of each compound token (``ZX-4471``, ``OPENAI_API_KEY``).
 
-    Stop words at either end are not part of it: ``Nate's`` or ``don't`` are no compounds
+    Stop words at either end are not part of it: ``Nate's`` and ``don't`` are not compounds
     (the phrase ``nate s`` adds nothing, and walks the posting list of ``s``)."""
     found = []
     for token in _COMPOUND.findall(query):
