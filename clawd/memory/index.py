@@ -332,6 +332,7 @@ class MemoryIndex:
         full = len(vector) >= pool
         text: dict[int, float] = {}
         cover: dict[int, float] = {}
+        lines: dict[int, float] = {}
         if pending is not None:
             try:
                 found = pending.result()
@@ -339,7 +340,7 @@ class MemoryIndex:
                 log.warning("memory keyword search failed: %s", exc)
                 found = None
             used_text = found is not None
-            text, cover = found or ({}, {})
+            text, cover, lines = found or ({}, {}, {})
         full = full or len(text) >= pool
         unembedded: set[int] = set()
         if used_vector and text:
@@ -351,7 +352,7 @@ class MemoryIndex:
             unembedded = {c for c in missing if c not in scored}
         weights = (cfg.hybrid.vector_weight if used_vector else 0.0,
                    cfg.hybrid.text_weight if used_text else 0.0)
-        merged = policy.merge_hybrid(vector, text, *weights)
+        merged = policy.merge_hybrid(vector, text, *weights, lines=lines)
         if unembedded:
             # Instead of a vector score of 0 (under minScore), a chunk whose vector is still
             # owed gets the mean vector score of the keyword hits that have one, so its
@@ -405,20 +406,25 @@ class MemoryIndex:
         }
 
 
-def _keyword_hits(store: Store, query: str,
-              pool: int) -> tuple[dict[int, float], dict[int, float]] | None:
-    """The best ``pool`` keyword hits (chunk id -> -bm25) and each one's coverage of the
-    query; None when the query has no word to look for. Runs off the index lock, on the
-    store's second connection."""
+def _keyword_hits(store: Store, query: str, pool: int
+                  ) -> tuple[dict[int, float], dict[int, float], dict[int, float]] | None:
+    """The best ``pool`` keyword hits (chunk id -> -bm25), each one's coverage of the query
+    and its line evidence; None when the query has no word to look for. Runs off the index
+    lock, on the store's second connection."""
     plan = keywords.plan(policy.query_terms(query), policy.compounds(query),
                          store.fts_tokens, store.term_stats)
     if plan.match is None:
         return None
-    hits = dict(store.fts_search(plan.match, pool))
-    texts = store.chunk_texts(hits)
-    cover = {c: keywords.coverage(plan.terms, set(store.fts_tokens(keywords.fts_text(t))))
-             for c, t in texts.items()}
-    return hits, cover
+    hits = dict(store.fts_search(plan.match, pool, plan.newest))
+    cover: dict[int, float] = {}
+    chunks: dict[int, list[keywords.Line]] = {}
+    for chunk_id, text in store.chunk_texts(hits).items():
+        heading, _, body = text.partition("\n")
+        chunks[chunk_id] = keywords.chunk_lines(body, store.fts_line_tokens, plan.terms)
+        held = set(store.fts_tokens(keywords.fts_text(heading)))
+        held.update(*(ln.tokens for ln in chunks[chunk_id]))
+        cover[chunk_id] = keywords.coverage(plan.terms, held)
+    return hits, cover, keywords.line_evidence(plan.terms, chunks)
 
 
 def _place(rows: Mapping[int, Any], chunk_id: int) -> tuple[str, int, int] | None:

@@ -14,22 +14,34 @@ Pure functions; ``index.py`` supplies the FTS tokenizer and the term statistics.
 - A keyword hit on its own scores ``KEYWORD_ALONE * coverage ** 2``: a chunk holding the
   whole query scores 0.6 (above the default ``minScore`` 0.35) whatever the vector half
   says, one holding under about three quarters of its weight stays under it.
+- Line evidence: BM25 and coverage rate a whole chunk, so a chunk with the query's words
+  scattered over fifteen lines can beat the one line that holds them together. A chunk's line
+  evidence is its best line's share of the query, with each term weighed by how rare it is
+  among the lines of the keyword hits (the same IDF formula over lines): a term in every
+  chunk, such as a speaker's name in a transcript or the owner's name in notes, still tells
+  one line from another. A question that ends a chunk (a line ending in ``?``) counts half:
+  its answer is the next line, in the next chunk.
 - At scale, the commonest terms are left out of the MATCH expression while the chunks its
   terms occur in add up to more than ``POSTINGS_BUDGET`` (the rarest term is always kept;
   left-out terms still count in coverage): walking long posting lists is what makes a
-  common-word query slow on a large index, and such terms have an IDF near zero anyway. On
-  a small index nothing is left out, so ranking there is plain BM25.
+  common-word query slow on a large index, and such terms have an IDF near zero anyway. When
+  even what is left is over the budget (a query made only of common words, or a phrase of
+  them), only the newest ``POSTINGS_BUDGET`` chunks it matches are ranked (``Plan.newest``):
+  FTS5 walks its posting lists newest first and stops there, where ranking every match by
+  BM25 would visit all of them. A rare token is never cut this way. On a small index nothing
+  is left out, so ranking there is plain BM25.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 KEYWORD_ALONE = 0.6
-POSTINGS_BUDGET = 20_000
+POSTINGS_BUDGET = 5_000
+TRAILING_QUESTION = 0.5
 
 # Han (with extensions and compatibility ideographs), hiragana and katakana: written without
 # spaces between words. Hangul is written with spaces, so unicode61 already splits it.
@@ -38,6 +50,7 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(_CJK.pattern + "+")
 
 Tokenize = Callable[[str], list[str]]
+TokenizeLines = Callable[[str], list[list[str]]]
 
 
 def fts_text(text: str) -> str:
@@ -57,10 +70,12 @@ class Term:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What the keyword half asks FTS5 (``match``) and how coverage is weighed (``terms``)."""
+    """What the keyword half asks FTS5 (``match``), how many of the newest matching chunks
+    it ranks (``newest``, None for all), and how coverage is weighed (``terms``)."""
 
     match: str | None
     terms: tuple[Term, ...]
+    newest: int | None = None
 
 
 def idf(docs: int, total: int) -> float:
@@ -85,7 +100,10 @@ def plan(words: Sequence[str], phrases: Sequence[Sequence[str]], tokenize: Token
     raw = list({tokens: (word, tokens) for word, tokens in raw}.values())
     if not raw:
         return Plan(None, ())
-    total, docs = stats(sorted({t for _, tokens in raw for t in tokens}))
+    joined = [p for p in phrases if len(p) > 1]
+    phrase_tokens = [[t for w in p for t in tokenize(fts_text(w))] for p in joined]
+    total, docs = stats(sorted({t for _, tokens in raw for t in tokens}
+                               | {t for tokens in phrase_tokens for t in tokens}))
     terms = []
     for word, tokens in raw:
         df = min(docs.get(t, 0) for t in tokens)  # a phrase is at most as common as its rarest
@@ -94,16 +112,67 @@ def plan(words: Sequence[str], phrases: Sequence[Sequence[str]], tokenize: Token
     while len(asked) > 1 and sum(t.docs for t in asked) > POSTINGS_BUDGET:
         asked.pop()
     asked.sort(key=terms.index)
-    parts = [_quoted([t.text]) for t in asked] + [_quoted(p) for p in phrases if len(p) > 1]
-    return Plan(" OR ".join(dict.fromkeys(parts)), tuple(terms))
+    postings = sum(t.docs for t in asked) + sum(
+        min((docs.get(t, 0) for t in tokens), default=0) for tokens in phrase_tokens)
+    parts = [_quoted([t.text]) for t in asked] + [_quoted(p) for p in joined]
+    return Plan(" OR ".join(dict.fromkeys(parts)), tuple(terms),
+                POSTINGS_BUDGET if postings > POSTINGS_BUDGET else None)
 
 
-def coverage(terms: Sequence[Term], chunk_tokens: set[str]) -> float:
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One non-blank line of a chunk: the query's FTS tokens it holds, and whether it asks
+    a question."""
+
+    tokens: frozenset[str]
+    asks: bool
+
+
+def chunk_lines(text: str, tokenize_lines: TokenizeLines, terms: Sequence[Term]) -> list[Line]:
+    """The non-blank lines of ``text`` with the tokens of ``terms`` each holds;
+    ``tokenize_lines`` gives the tokens of each line."""
+    wanted = {tok for t in terms for tok in t.tokens}
+    return [Line(frozenset(wanted.intersection(tokens)), raw.rstrip().endswith("?"))
+            for raw, tokens in zip(text.split("\n"), tokenize_lines(fts_text(text)))
+            if raw.strip()]
+
+
+def _holds(term: Term, tokens: Set[str]) -> bool:
+    return all(tok in tokens for tok in term.tokens)
+
+
+def line_evidence(terms: Sequence[Term], chunks: Mapping[int, Sequence[Line]]) -> dict[int, float]:
+    """Each chunk's best line's share of the query, terms weighed by IDF over all the lines
+    of ``chunks``; a question on a chunk's last line counts ``TRAILING_QUESTION``."""
+    held = {chunk_id: [[i for i, t in enumerate(terms) if _holds(t, ln.tokens)]
+                       if ln.tokens else [] for ln in chunk]
+            for chunk_id, chunk in chunks.items()}
+    docs = [0] * len(terms)
+    for per_line in held.values():
+        for found in per_line:
+            for i in found:
+                docs[i] += 1
+    lines = sum(len(chunk) for chunk in chunks.values())
+    weights = [idf(df, lines) for df in docs]
+    total = sum(weights)
+    evidence = dict.fromkeys(chunks, 0.0)
+    if total <= 0:
+        return evidence
+    for chunk_id, chunk in chunks.items():
+        for number, (ln, found) in enumerate(zip(chunk, held[chunk_id])):
+            share = sum(weights[i] for i in found) / total
+            if ln.asks and number == len(chunk) - 1:
+                share *= TRAILING_QUESTION
+            evidence[chunk_id] = max(evidence[chunk_id], share)
+    return evidence
+
+
+def coverage(terms: Sequence[Term], chunk_tokens: Set[str]) -> float:
     """The IDF-weighted share of the query's terms all of whose tokens the chunk holds."""
     weight = sum(t.idf for t in terms)
     if weight <= 0:
         return 0.0
-    held = sum(t.idf for t in terms if all(tok in chunk_tokens for tok in t.tokens))
+    held = sum(t.idf for t in terms if _holds(t, chunk_tokens))
     return held / weight
 
 

@@ -6,6 +6,8 @@ Both halves are brought to 0..1 with higher = better before they are mixed:
 - text: the store hands over ``-bm25()`` (SQLite's ``bm25()`` is negative, lower = better,
   and is negated exactly once, in ``store.fts_search``); it is min-max normalised over the
   candidate pool, so the best keyword match scores 1 and a chunk without a match scores 0.
+  Half of the text score (``LINE_SHARE``) is the chunk's line evidence
+  (``keywords.line_evidence``): the query's terms together on one line.
 - vector: cosine similarity is mapped through the embedder's calibration span (for the
   local MiniLM models 0.1 becomes 0, 0.5 becomes 0.76, saturating towards 1), so a
   paraphrase at the typical 0.35-0.6 of these models is a strong vector hit instead of one
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from clawd.memory import keywords
 
 SNIPPET_CHARS = 700
+LINE_SHARE = 0.5
 
 # English function words dropped from keyword queries (kept when a query has nothing else).
 _STOP_TEXT = """
@@ -82,10 +85,17 @@ def fts_query(query: str) -> str | None:
 
 
 def compounds(query: str) -> list[list[str]]:
-    """The lower-cased words of each compound token (``ZX-4471``, ``OPENAI_API_KEY``)."""
+    """The lower-cased words of each compound token (``ZX-4471``, ``OPENAI_API_KEY``).
+
+    Stop words at either end are not part of it: ``Nate's`` and ``don't`` are not compounds
+    (the phrase ``nate s`` adds nothing, and walks the posting list of ``s``)."""
     found = []
     for token in _COMPOUND.findall(query):
         pieces = [w.lower() for w in _WORD.findall(token)]
+        while pieces and pieces[-1] in STOP_WORDS:
+            pieces.pop()
+        while pieces and pieces[0] in STOP_WORDS:
+            pieces.pop(0)
         if len(pieces) > 1:
             found.append(pieces)
     return found
@@ -119,14 +129,20 @@ def combine_cosines(chunk: float, best_segment: float) -> float:
 
 
 def merge_hybrid(vector: Mapping[int, float], text: Mapping[int, float],
-                 vector_weight: float, text_weight: float) -> list[Scored]:
+                 vector_weight: float, text_weight: float,
+                 lines: Mapping[int, float] | None = None) -> list[Scored]:
     """Union of both candidate pools, best first.
 
-    ``vector`` holds 0..1 vector scores, ``text`` raw positive keyword scores (``-bm25``).
-    A chunk one side did not return scores 0 on that side. The caller passes weight 0 for
-    a half that is unavailable (no embeddings, no FTS5) so the other carries the score.
+    ``vector`` holds 0..1 vector scores, ``text`` raw positive keyword scores (``-bm25``),
+    ``lines`` the 0..1 line evidence of the keyword hits (when given, it is ``LINE_SHARE`` of
+    the text score). A chunk one side did not return scores 0 on that side. The caller
+    passes weight 0 for a half that is unavailable (no embeddings, no FTS5) so the other
+    carries the score.
     """
     text_norm = min_max(text)
+    if lines is not None:
+        text_norm = {chunk_id: (1 - LINE_SHARE) * t + LINE_SHARE * lines.get(chunk_id, 0.0)
+                     for chunk_id, t in text_norm.items()}
     total = vector_weight + text_weight
     if total <= 0:
         vector_weight, text_weight = 0.5, 0.5

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -470,26 +471,55 @@ class Store:
                 self._all_readers.append(reader)
         return reader
 
-    def fts_search(self, match: str, k: int) -> list[tuple[int, float]]:
+    def fts_search(self, match: str, k: int,
+                   newest: int | None = None) -> list[tuple[int, float]]:
         """(chunk id, -bm25) for the best ``k`` FTS matches: higher is better, always > 0.
+        With ``newest``, only the newest that many matches (highest ids) are ranked: FTS5
+        walks the posting lists in id order and stops there.
 
         SQLite's ``bm25()`` is negative with lower = better; it is negated here once so no
         caller ever handles the inverted sign.
         """
-        sql = ("SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
-               "ORDER BY bm25(chunks_fts) LIMIT ?")
-        return [(int(r), float(s)) for r, s in self._read(sql, (match, int(k)))]
+        if newest is None:
+            sql = ("SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+                   "ORDER BY bm25(chunks_fts) LIMIT ?")
+            rows = self._read(sql, (match, int(k)))
+        else:
+            sql = ("SELECT rowid, score FROM (SELECT rowid, -bm25(chunks_fts) AS score "
+                   "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?) "
+                   "ORDER BY score DESC LIMIT ?")
+            rows = self._read(sql, (match, int(newest), int(k)))
+        return [(int(r), float(s)) for r, s in rows]
 
-    def fts_tokens(self, text: str) -> list[str]:
-        """``text`` as FTS5 tokenizes it for a query (lower-cased, Porter-stemmed)."""
+    def _tokenizer(self) -> Any:
         # The tokenizer belongs to this thread's connection: one in use by another thread
         # (a sync writing) would refuse it.
         tokenizer = getattr(self._readers, "tokenizer", None)
         if tokenizer is None:
             tokenizer = self._readers.tokenizer = self._reader().fts5_tokenizer(*FTS_TOKENIZER)
-        found = tokenizer(text.encode("utf-8", "replace"), apsw.FTS5_TOKENIZE_QUERY,
-                                    None, include_offsets=False)
+        return tokenizer
+
+    def fts_tokens(self, text: str) -> list[str]:
+        """``text`` as FTS5 tokenizes it for a query (lower-cased, Porter-stemmed)."""
+        found = self._tokenizer()(text.encode("utf-8", "replace"), apsw.FTS5_TOKENIZE_QUERY,
+                                  None, include_offsets=False)
         return [item[0] for item in found]
+
+    def fts_line_tokens(self, text: str) -> list[list[str]]:
+        """``fts_tokens`` of each line of ``text`` (split at ``\\n``), in one tokenizer call."""
+        data = text.encode("utf-8", "replace")
+        ends = [m.start() for m in re.finditer(b"\n", data)] + [len(data)]
+        lines: list[list[str]] = [[] for _ in ends]
+        number, end, current = 0, ends[0], lines[0]
+        for start, _, token in self._tokenizer()(data, apsw.FTS5_TOKENIZE_QUERY, None,
+                                                 include_colocated=False):
+            if start > end:  # tokens come in order: move on to the line this one starts in
+                while start > end:
+                    number += 1
+                    end = ends[number]
+                current = lines[number]
+            current.append(token)
+        return lines
 
     def term_stats(self, tokens: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(chunks in the index, chunks holding each token) from the FTS5 vocabulary."""
