@@ -16,6 +16,7 @@ from typing import Any
 
 from clawd.errors import ClawdError
 from clawd.messages import Message
+from clawd.session_entry import new_entry
 from clawd.transcript import Loaded, Transcript
 
 TITLE_CHARS = 60
@@ -114,8 +115,6 @@ def read_summary(path: Path) -> Summary | None:
 
 def entry_from(summary: Summary, default_model: str = "") -> dict[str, Any]:
     """A ``sessions.json`` entry that says what the transcript says."""
-    from clawd.sessions import new_entry
-
     created = summary.created or summary.last_activity
     entry = new_entry(summary.session_id, summary.path, summary.model or default_model,
                       created)

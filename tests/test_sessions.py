@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 
-from clawd.sessions import SessionStore, is_group_key, main_key, new_entry
+from clawd.session_entry import new_entry
+from clawd.sessions import SessionStore, is_group_key, main_key
 
 
 def _bump(path: str, key: str, times: int) -> None:
