@@ -191,15 +191,6 @@ def _failed(args: argparse.Namespace, exc: Exception, code: int) -> int:
     return code
 
 
-def chat_key(runtime: Any, args: argparse.Namespace) -> str:
-    """The session key ``chat`` uses: ``--session``, or the key ``--resume ID`` points at
-    that session."""
-    if getattr(args, "resume", None):
-        from clawd.cli_sessions import resume_key
-        return resume_key(runtime, args.resume, args.session)
-    return session_key(runtime.agent_id, args.session)
-
-
 # --- commands -------------------------------------------------------------------------------
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -214,6 +205,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if interactive:
         from clawd.repl import run_repl
         return run_repl(config, args)
+    from clawd.cli_sessions import chat_key
     from clawd.commands import Chat
 
     runtime = build_runtime(config, chat_agent(config, args.agent, args.session),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clawd.compose import agent_paths, session_key
 from clawd.errors import ClawdError
 from clawd.messages import Message
 from clawd.session_files import (
@@ -146,6 +147,14 @@ def resolve(store: SessionStore, agent_id: str, wanted: str) -> Row:
     return resolve_by_id(store, wanted)
 
 
+def chat_key(runtime: Any, args: argparse.Namespace) -> str:
+    """The session key ``chat`` uses: ``--session``, or the key ``--resume ID`` points at
+    that session."""
+    if getattr(args, "resume", None):
+        return resume_key(runtime, args.resume, args.session)
+    return session_key(runtime.agent_id, args.session)
+
+
 def resume_key(runtime: Any, wanted: str, session: str | None) -> str:
     """Point the session's key at the session ``wanted`` (``chat --resume``); return the key.
 
@@ -208,7 +217,6 @@ def delete(store: SessionStore, row: Row, *, purge: bool) -> str:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from clawd.cli import agent_paths
     from clawd.config import load_config, resolve_agent
 
     agent_id, _ = resolve_agent(load_config(), args.agent)

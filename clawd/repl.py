@@ -331,16 +331,17 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
 
 def run_repl(config: Any, args: Any) -> int:
     """``clawd chat`` on a terminal."""
-    from clawd import cli
+    from clawd.cli_sessions import chat_key
+    from clawd.compose import agent_paths, build_runtime, chat_agent, check_provider
 
-    runtime = cli.build_runtime(config, cli.chat_agent(config, args.agent, args.session),
-                                allow_exec=args.allow_exec, approve=ExecApproval())
-    key = cli.chat_key(runtime, args)
+    runtime = build_runtime(config, chat_agent(config, args.agent, args.session),
+                            allow_exec=args.allow_exec, approve=ExecApproval())
+    key = chat_key(runtime, args)
     # A missing key or unknown model is one line before any prompt (and before the session
     # is touched); the SDK itself is imported in the warm-up, after the prompt is on screen.
-    cli.check_provider(runtime, key, args.model)
+    check_provider(runtime, key, args.model)
     chat = Chat(runtime, key, args.model, background=True)
-    _, state = cli.agent_paths(runtime.agent_id)
+    _, state = agent_paths(runtime.agent_id)
     try:
         return repl_loop(chat, history=history_path(state, runtime.agent_id),
                          as_json=bool(getattr(args, "json", False)),
