@@ -5,7 +5,8 @@ MEMORY.md and the daily logs are not injected, and its memory tools and ``read``
 the notes (MEMORY.md, ``memory/``, ``extraPaths`` in the workspace) that
 ``memorySearch.shareablePaths`` marks as shareable — with none marked (the
 default) it is offered no memory tools at all. It never reads clawd's copies of earlier
-versions (``.clawd/``), and it may add to private notes but never replace them. Its memory flush and its session-memory file
+versions (``.clawd/``), and it may add to private notes but never replace them.
+Its memory flush and its session-memory file
 are written only where other group sessions cannot read (never into a shareable path).
 
 ``workspaceAccess``: ``rw`` everything; ``ro`` no ``write``/``edit`` (and no memory flush,

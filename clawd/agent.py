@@ -31,11 +31,11 @@ from clawd.providers.base import Provider
 from clawd.runtime import ModelHandle, Runtime, session_model
 from clawd.session_open import open_entry
 from clawd.sessions import normalize_key
+from clawd.stepper import Stepper, StepResult
 from clawd.templates import render
 from clawd.tokens import Budget, estimate_messages, estimate_text, estimate_tools
 from clawd.toolrunner import ToolRunner
 from clawd.transcript import History, undo_last
-from clawd.stepper import Stepper, StepResult
 from clawd.upkeep import Upkeep
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,8 @@ class Session:
         self.run_model = None if pin else model
         opened = open_entry(runtime, self.key, self.access, model if pin else None,
                             run_model=self.run_model, fresh=fresh)
-        self.entry, self.transcript, self.warnings = opened.entry, opened.transcript, opened.warnings
+        self.entry, self.transcript = opened.entry, opened.transcript
+        self.warnings = opened.warnings
         self.history: History = opened.history
         self.meter = TokenMeter(self.history, float(self.entry.get("tokenRatio") or 1.0))
         self.ledger = PruningLedger(runtime.settings.context_pruning)

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from clawd import __version__
-from clawd.cli_io import (STDOUT_CLOSED, ChatOutput, decode_input, script_lines,
-                          stdout_gone)
+from clawd.cli_io import STDOUT_CLOSED, ChatOutput, decode_input, script_lines, stdout_gone
 
 # the composition root (its names are used from here too)
 from clawd.compose import (  # noqa: F401

@@ -71,8 +71,8 @@ def next_step(config: Any, agent_id: str, env: Any = None) -> str:
 # --- memory ---------------------------------------------------------------------------------
 
 def cmd_memory(args: argparse.Namespace) -> int:
-    from clawd.reports import format_memory_results, format_memory_status
     from clawd.config import load_config
+    from clawd.reports import format_memory_results, format_memory_status
 
     runtime = build_runtime(load_config(), args.agent)
     index = runtime.memory

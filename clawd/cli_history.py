@@ -11,8 +11,8 @@ from pathlib import Path
 
 def cmd_history(args: argparse.Namespace) -> int:
     from clawd import history
-    from clawd.errors import ClawdError
     from clawd.config import load_config, resolve_agent
+    from clawd.errors import ClawdError
 
     _, settings = resolve_agent(load_config(), args.agent)
     root = Path(settings.workspace).expanduser().resolve()

@@ -10,6 +10,7 @@ A script's comment lines (``#``) are left out; ``\\#`` starts a line with a lite
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -26,10 +27,8 @@ STDOUT_CLOSED = 141  # 128 + SIGPIPE, as `yes | head` reports it
 def stdout_gone() -> int:
     """The reader of stdout went away (``| head``): stop quietly, with no traceback and no
     complaint when Python flushes stdout at exit."""
-    try:
+    with contextlib.suppress(OSError, ValueError):  # no real file descriptor (tests)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):  # no real file descriptor (tests)
-        pass
     return STDOUT_CLOSED
 
 

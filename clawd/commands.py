@@ -14,14 +14,20 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 from clawd.agent import Session
-from clawd.runtime import Runtime
 from clawd.errors import ClawdError
 from clawd.events import ClearScreen, CommandOutput, Compacted, ErrorEvent, Event, Notice
 from clawd.hooks import due_reset, end_session
-from clawd.messages import Usage
 from clawd.memory.notes import append_to_daily_log
-from clawd.reports import (format_context, format_memory_files, format_memory_results,
-                           format_memory_status, format_status, one_line)
+from clawd.messages import Usage
+from clawd.reports import (
+    format_context,
+    format_memory_files,
+    format_memory_results,
+    format_memory_status,
+    format_status,
+    one_line,
+)
+from clawd.runtime import Runtime
 from clawd.workspace import MEMORY_DIR
 
 log = logging.getLogger(__name__)
@@ -195,7 +201,7 @@ def _reset(chat: Chat, args: str) -> Generator[Event, None, None]:
 @command("retry", "/retry", "send your last message again (the last answer leaves the "
          "conversation; the transcript keeps it)")
 def _retry(chat: Chat, args: str) -> Generator[Event, None, None]:
-    chat.session.provider  # an unusable model fails before the turn is taken back
+    _ = chat.session.provider  # an unusable model fails before the turn is taken back
     request, _ = chat.session.undo_turn("retry")
     yield Notice(f"sending again: “{one_line(request.text)}”")
     yield from chat.session.run_turn(request.text)

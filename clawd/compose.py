@@ -21,8 +21,8 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
                   approve: Any = None, with_memory: bool = True) -> Any:
     """Everything one agent needs: settings, workspace, providers, tools, memory."""
     from clawd.config import resolve_agent
-    from clawd.runtime import ModelHandle, Runtime
     from clawd.providers import registry
+    from clawd.runtime import ModelHandle, Runtime
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
 
@@ -57,9 +57,9 @@ def check_provider(runtime: Any, key: str, model: str | None) -> None:
     used (without importing the SDK, which takes a second). A model pinned to the session is
     not checked here: the session opens, its first turn says the pin is the cause, and
     ``/model`` can switch away."""
-    from clawd.runtime import session_model
     from clawd.errors import MissingKeyError
     from clawd.providers import registry
+    from clawd.runtime import session_model
 
     entry = runtime.store.get(key)
     if model is None and (entry or {}).get("modelOverride"):

@@ -25,16 +25,53 @@ from pydantic import ValidationError
 
 from clawd.config_agents import own_workspace, resolve_agent
 from clawd.config_errors import describe
-from clawd.config_schema import (DEFAULT_AGENT_ID, DEFAULT_IDLE_MINUTES, DEFAULT_MODEL,
-                                 AgentDefaults, AgentEntry, Agents, Config, Hooks, ModelCost,
-                                 ModelInfo, Models, ProviderConfig, Reset, Session,
-                                 SessionMemoryHook)
-from clawd.config_sections import (DEFAULT_FLUSH_PROMPT, DEFAULT_FLUSH_SYSTEM, Batch, Bool,
-                                   Cache, Chunking, Compaction, ContextPruning, ExecTool,
-                                   Experimental, Float, HardClear, Hybrid, Int, Local,
-                                   MemoryFlush, MemorySearch, Model, Query, Remote, SoftTrim,
-                                   Store, Sync, Tools, ToolGlobs, VectorStore, parse_duration,
-                                   shareable_path)
+from clawd.config_schema import (
+    DEFAULT_AGENT_ID,
+    DEFAULT_IDLE_MINUTES,
+    DEFAULT_MODEL,
+    AgentDefaults,
+    AgentEntry,
+    Agents,
+    Config,
+    Hooks,
+    ModelCost,
+    ModelInfo,
+    Models,
+    ProviderConfig,
+    Reset,
+    Session,
+    SessionMemoryHook,
+)
+from clawd.config_sections import (
+    DEFAULT_FLUSH_PROMPT,
+    DEFAULT_FLUSH_SYSTEM,
+    Batch,
+    Bool,
+    Cache,
+    Chunking,
+    Compaction,
+    ContextPruning,
+    ExecTool,
+    Experimental,
+    Float,
+    HardClear,
+    Hybrid,
+    Int,
+    Local,
+    MemoryFlush,
+    MemorySearch,
+    Model,
+    Query,
+    Remote,
+    SoftTrim,
+    Store,
+    Sync,
+    ToolGlobs,
+    Tools,
+    VectorStore,
+    parse_duration,
+    shareable_path,
+)
 from clawd.errors import ConfigError
 
 __all__ = [

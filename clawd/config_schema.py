@@ -12,8 +12,16 @@ from typing import Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from clawd.config_sections import (Bool, Compaction, ContextPruning, Float, Int,
-                                   MemorySearch, Model, Tools)
+from clawd.config_sections import (
+    Bool,
+    Compaction,
+    ContextPruning,
+    Float,
+    Int,
+    MemorySearch,
+    Model,
+    Tools,
+)
 
 DEFAULT_AGENT_ID = "main"
 DEFAULT_IDLE_MINUTES = 120

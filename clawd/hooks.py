@@ -3,7 +3,8 @@
 
 ``reset_reason`` (pure) says whether the ``session.reset`` policy — ``daily`` at ``atHour``
 local time (and after ``idleMinutes`` when that is given too), ``idle`` after
-``idleMinutes``, or ``both`` — ends a session before the next message. ``save_session`` writes the ending session's last user/assistant messages to
+``idleMinutes``, or ``both`` — ends a session before the next message.
+``save_session`` writes the ending session's last user/assistant messages to
 ``memory/YYYY-MM-DD-<slug>.md`` (slug from the model, ``HHMM`` when that fails or times out),
 never overwriting a file, so the next session can find it with ``memory_search``.
 """

@@ -29,8 +29,15 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from clawd.config import (DEFAULT_AGENT_ID, AgentDefaults, Config, load_config, own_workspace,
-                          parse_config, resolve_agent)
+from clawd.config import (
+    DEFAULT_AGENT_ID,
+    AgentDefaults,
+    Config,
+    load_config,
+    own_workspace,
+    parse_config,
+    resolve_agent,
+)
 from clawd.config_text import add_agent, agent_snippet, json5_string
 from clawd.errors import ClawdError
 from clawd.templates import data_dir

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from clawd import events as ev

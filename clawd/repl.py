@@ -32,11 +32,11 @@ from prompt_toolkit.shortcuts import clear
 from prompt_toolkit.utils import get_cwidth
 
 from clawd.commands import Chat, completions
-from clawd.reports import format_recap
 from clawd.config import ModelCost
 from clawd.events import ClearScreen
 from clawd.providers.registry import model_info
 from clawd.render import DIM, YELLOW, Renderer, drive
+from clawd.reports import format_recap
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ class _Warmup:
 
     def _run(self) -> None:
         try:
-            self.status.chat.session.provider
+            _ = self.status.chat.session.provider
         except Exception:  # noqa: BLE001 - the turn reports it, as an error event
             log.debug("provider not ready", exc_info=True)
         self.status.refresh()

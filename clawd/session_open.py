@@ -17,8 +17,8 @@ from clawd.access import Access
 from clawd.errors import ClawdError
 from clawd.messages import new_id
 from clawd.runtime import Runtime, session_model
-from clawd.session_files import KEY_ENTRY, session_key_of
 from clawd.session_entry import new_entry
+from clawd.session_files import KEY_ENTRY, session_key_of
 from clawd.transcript import History, Transcript, build_history
 
 log = logging.getLogger(__name__)

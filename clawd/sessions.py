@@ -208,9 +208,9 @@ class SessionStore:
                     else:
                         data[key].pop(name)
             self._write(data)
+            dropped = "; ".join(f"{k}: {', '.join(n)}" for k, n in wrong.items())
             log.warning("%s: dropped fields of the wrong type (%s; counters start again at "
-                        "0); the file as it was is kept as %s", self.path, "; ".join(f"{k}: {', '.join(n)}"
-                                                      for k, n in wrong.items()), aside.name)
+                        "0); the file as it was is kept as %s", self.path, dropped, aside.name)
         return data
 
     def _write(self, data: dict[str, Any]) -> None:

@@ -17,8 +17,15 @@ from typing import TYPE_CHECKING
 from clawd.compaction import find_cut, summarize
 from clawd.errors import ClawdError
 from clawd.events import Compacted, Event, Flushed, Notice
-from clawd.flush import (append_flush_notes, flush_due, flush_prompt, flush_retry_prompt,
-                         flush_system, is_acknowledgement, is_blank)
+from clawd.flush import (
+    append_flush_notes,
+    flush_due,
+    flush_prompt,
+    flush_retry_prompt,
+    flush_system,
+    is_acknowledgement,
+    is_blank,
+)
 from clawd.messages import Message, new_id
 from clawd.tokens import estimate_messages
 from clawd.transcript import apply_compaction

@@ -68,8 +68,7 @@ def is_writable(root: Path, access: str = "rw") -> bool:
 
 def is_private_memory(rel_path: str) -> bool:
     """MEMORY.md and everything under memory/: the notes only private sessions see."""
-    return rel_path == MEMORY_FILE or rel_path == MEMORY_DIR or rel_path.startswith(
-        f"{MEMORY_DIR}/")
+    return rel_path in (MEMORY_FILE, MEMORY_DIR) or rel_path.startswith(f"{MEMORY_DIR}/")
 
 
 def is_shareable(rel_path: str, shareable: list[str]) -> bool:

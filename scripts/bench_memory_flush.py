@@ -232,10 +232,10 @@ class Run:
 def run(name: str, flush: bool, plan: list[Turn], facts: list[Fact], docs: dict[str, str],
         root: Path, args: argparse.Namespace) -> Run:
     from clawd.agent import Session
-    from clawd.runtime import Runtime, fixed_models
     from clawd.config import AgentDefaults, Config
     from clawd.events import Compacted, ErrorEvent
     from clawd.providers.scripted import ScriptedProvider
+    from clawd.runtime import Runtime, fixed_models
     from clawd.tokens import estimate_request
     from clawd.tools.files import file_tools
 

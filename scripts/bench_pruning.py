@@ -124,10 +124,10 @@ class Run:
 
 def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
     from clawd.agent import Session
-    from clawd.runtime import Runtime, fixed_models
     from clawd.config import AgentDefaults, Config
     from clawd.messages import ToolSpec
     from clawd.providers.scripted import ScriptedProvider
+    from clawd.runtime import Runtime, fixed_models
     from clawd.tokens import estimate_request
     from clawd.tools.base import Tool, schema
 

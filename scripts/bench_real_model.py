@@ -225,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     chat_turns, chat_requests = tally.turns, counter[0]
     log("\n> /new")
     for event in chat.handle("/new"):
-        log(f"  {type(event).__name__}: {getattr(event, 'text', '') or getattr(event, 'files', '')}")
+        shown = getattr(event, 'text', '') or getattr(event, 'files', '')
+        log(f"  {type(event).__name__}: {shown}")
     noted = notes_outside_dump(workspace)
     recalled = []
     for i, (_, question, pattern) in enumerate(facts):

@@ -198,7 +198,7 @@ def main() -> int:
             per_mode[mode] = answers
         per_mode["plain-bm25"] = plain_bm25(index, questions, max(KS))
         for mode in modes:
-            for (question, evidence), results in zip(questions, per_mode[mode]):
+            for (_question, evidence), results in zip(questions, per_mode[mode]):
                 for k in KS:
                     any_hit, share = hits(results, evidence, k)
                     totals[mode][k][0] += any_hit

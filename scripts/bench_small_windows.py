@@ -88,10 +88,10 @@ def old_budget(rt, model):
 
 def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Result:
     from clawd.agent import Session
-    from clawd.runtime import Runtime, fixed_models
     from clawd.config import AgentDefaults, Config
     from clawd.events import Compacted, ErrorEvent, Flushed
     from clawd.providers.scripted import ScriptedProvider
+    from clawd.runtime import Runtime, fixed_models
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
     from clawd.tools.memory import memory_tools

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from clawd.runtime import Runtime, fixed_models
 from clawd.config import AgentDefaults, Config
 from clawd.providers.scripted import ScriptedProvider
+from clawd.runtime import Runtime, fixed_models
 from clawd.tools.exec import exec_tool
 from clawd.tools.files import file_tools
 

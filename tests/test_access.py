@@ -9,6 +9,7 @@ from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.exec import exec_tool
 from clawd.tools.files import file_tools
 from clawd.tools.memory import memory_tools
+
 from conftest import make_runtime
 
 ALL = file_tools() + [exec_tool()] + memory_tools()

@@ -6,9 +6,10 @@ import dataclasses
 import json
 
 from clawd.agent import Session
-from clawd.events import ErrorEvent, Notice, TextDelta, ToolFinished, ToolStarted, TurnDone
 from clawd.errors import ProviderError, ProviderSetupError
-from clawd.messages import ModelResponse, TextDelta as Delta
+from clawd.events import ErrorEvent, Notice, TextDelta, ToolFinished, ToolStarted, TurnDone
+from clawd.messages import ModelResponse
+from clawd.messages import TextDelta as Delta
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
 from conftest import make_runtime

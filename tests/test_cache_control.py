@@ -13,9 +13,10 @@ import pytest
 
 from clawd.cli import build_runtime
 from clawd.commands import Chat
-from clawd.reports import format_status
 from clawd.config import Config
 from clawd.events import CommandOutput, TurnDone
+from clawd.reports import format_status
+
 from fakeserver import FakeServer, anthropic_stream
 
 KEY = "agent:main:main"

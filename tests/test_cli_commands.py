@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakeserver import FakeServer, Response
 
 from clawd import cli
+
+from fakeserver import FakeServer, Response
 
 
 def run(args, capsys):

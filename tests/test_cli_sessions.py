@@ -7,9 +7,10 @@ import gc
 import json
 
 import pytest
-from fakeserver import FakeServer, openai_stream
 
 from clawd import cli
+
+from fakeserver import FakeServer, openai_stream
 
 OPENAI_PATH = "/v1/chat/completions"
 

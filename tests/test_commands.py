@@ -9,11 +9,11 @@ import pytest
 
 from clawd.agent import Session
 from clawd.commands import ALIASES, REGISTRY, Chat
-from clawd.reports import format_recap
 from clawd.errors import ProviderError
 from clawd.events import CommandOutput, ErrorEvent, Notice, TurnDone
 from clawd.messages import Message
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.reports import format_recap
 from clawd.session_files import read_summary
 from clawd.transcript import History
 

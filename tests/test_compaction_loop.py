@@ -17,8 +17,7 @@ import pytest
 from clawd.agent import Session
 from clawd.commands import Chat
 from clawd.errors import ContextOverflowError, ProviderError
-from clawd.events import (CommandOutput, Compacted, ErrorEvent, Flushed, Notice, TextDelta,
-                          TurnDone)
+from clawd.events import CommandOutput, Compacted, ErrorEvent, Flushed, Notice, TextDelta, TurnDone
 from clawd.messages import ModelRequest
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 

@@ -7,8 +7,17 @@ import typing
 import pytest
 from pydantic import ValidationError
 
-from clawd.config import (DEFAULT_FLUSH_PROMPT, Config, Model, config_path, load_config,
-                          parse_config, parse_duration, resolve_agent, state_dir)
+from clawd.config import (
+    DEFAULT_FLUSH_PROMPT,
+    Config,
+    Model,
+    config_path,
+    load_config,
+    parse_config,
+    parse_duration,
+    resolve_agent,
+    state_dir,
+)
 from clawd.errors import ConfigError
 
 

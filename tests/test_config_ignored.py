@@ -9,6 +9,7 @@ from clawd.config import parse_config
 from clawd.errors import ConfigError
 from clawd.events import Notice
 from clawd.providers.scripted import ScriptedProvider
+
 from conftest import make_runtime
 
 

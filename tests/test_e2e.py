@@ -8,6 +8,7 @@ import json
 import pytest
 
 from clawd import cli
+
 from fakeserver import FakeServer, anthropic_stream, openai_error, openai_stream
 
 OPENAI_PATH = "/v1/chat/completions"
@@ -249,7 +250,8 @@ def test_a_session_follows_the_configured_model_unless_one_was_chosen(setup, ser
     assert server.requests[-1].path == ANTHROPIC_PATH
     # the transcript names every reply's model the same way: provider/model
     entry = json.loads(store.read_text())["agent:main:main"]
-    models = {json.loads(line).get("model") for line in open(entry["sessionFile"])} - {None}
+    with open(entry["sessionFile"]) as transcript:
+        models = {json.loads(line).get("model") for line in transcript} - {None}
     assert models == {"local/qwen-test", "anthropic/claude-test-1"}
 
 

@@ -15,7 +15,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from conftest import make_runtime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +26,8 @@ from clawd.messages import Message
 from clawd.providers.scripted import ScriptedProvider
 from clawd.sessions import SessionStore
 from clawd.transcript import Transcript, build_history
+
+from conftest import make_runtime
 
 EXAMPLES = int(os.environ.get("CLAWD_FUZZ_EXAMPLES", "40"))
 _SETTINGS = {"deadline": None, "derandomize": not os.environ.get("CLAWD_FUZZ_EXAMPLES"),

@@ -15,6 +15,7 @@ from clawd.errors import ClawdError, ToolError
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.base import ToolContext
 from clawd.tools.files import edit, write
+
 from conftest import make_runtime
 
 

@@ -11,8 +11,14 @@ import pytest
 
 from clawd.config import Config, load_config, parse_config, resolve_agent
 from clawd.errors import ClawdError
-from clawd.init import (Action, apply, plan_init, render_starter_config, starter_config_text,
-                        template_files)
+from clawd.init import (
+    Action,
+    apply,
+    plan_init,
+    render_starter_config,
+    starter_config_text,
+    template_files,
+)
 
 WORKSPACE_FILES = ["AGENTS.md", "IDENTITY.md", "MEMORY.md", "SOUL.md", "TOOLS.md", "USER.md",
                    "templates/daily.md", "templates/project-tracking.md",

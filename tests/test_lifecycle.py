@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from clawd.commands import Chat
-from clawd.config import parse_config, Reset, SessionMemoryHook
+from clawd.config import Reset, SessionMemoryHook, parse_config
 from clawd.events import CommandOutput, ErrorEvent, Notice, TurnDone
 from clawd.hooks import end_session_memory, reset_reason, sanitize_slug
 from clawd.messages import Message

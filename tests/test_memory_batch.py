@@ -13,12 +13,13 @@ import struct
 from pathlib import Path
 
 import pytest
-from fakeserver import FakeServer, Request, Response, openai_error
-from memory_fakes import FakeEmbedder, settings, write
 
 from clawd.memory.chunker import Chunk
 from clawd.memory.embeddings import create_embedder, normalise
 from clawd.memory.index import open_index
+
+from fakeserver import FakeServer, Request, Response, openai_error
+from memory_fakes import FakeEmbedder, settings, write
 
 WORD = re.compile(r"[a-z0-9]+")
 GATEWAY = "# Infra\n\nThe gateway runs on the Mac Studio in the office.\n"

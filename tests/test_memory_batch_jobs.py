@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_fakes import FakeEmbedder, settings, write
 
 from clawd.memory import keywords
 from clawd.memory.embeddings import BatchStatus, EmbeddingError
 from clawd.memory.index import open_index
+
+from memory_fakes import FakeEmbedder, settings, write
 
 GATEWAY = "# Infra\n\nThe gateway runs on the Mac Studio in the office.\n"
 BIRDS = "# Birds\n\nThe heron nests by the lake behind the boathouse.\n"

@@ -8,10 +8,10 @@ import threading
 import time
 from pathlib import Path
 
-from memory_fakes import FakeEmbedder, settings, write
-
 from clawd.memory import indexing
 from clawd.memory.index import open_index
+
+from memory_fakes import FakeEmbedder, settings, write
 
 
 class GatedEmbedder(FakeEmbedder):

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from fakeserver import FakeServer, Request, Response
-from memory_fakes import FakeEmbedder, settings, write
 
 from clawd.memory.embeddings import (
     EmbeddingError,
@@ -18,6 +16,9 @@ from clawd.memory.embeddings import (
 )
 from clawd.memory.gemini import GeminiEmbedder
 from clawd.memory.index import open_index
+
+from fakeserver import FakeServer, Request, Response
+from memory_fakes import FakeEmbedder, settings, write
 
 
 def vector_for(text: str, dims: int = 8) -> list[float]:

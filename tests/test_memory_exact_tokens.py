@@ -9,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from memory_fakes import FakeEmbedder, settings, write
 
 from clawd.memory import keywords
 from clawd.memory.index import open_index
+
+from memory_fakes import FakeEmbedder, settings, write
 
 DAILY = """# 2026-03-14
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import apsw
 import pytest
-from memory_fakes import BrokenEmbedder, FakeEmbedder, settings, write
 
 from clawd.memory import indexing
 from clawd.memory import matrix as matrix_module
 from clawd.memory import store as store_module
 from clawd.memory.index import open_index, store_path
 from clawd.memory.store import MIGRATIONS
+
+from memory_fakes import BrokenEmbedder, FakeEmbedder, settings, write
 
 GATEWAY = "# Infra\n\nThe gateway runs on the Mac Studio in the office.\n"
 IDS = "# 2025-01-02\n\n- Fixed bug a828e60 in the loader\n- OPENAI_API_KEY lives in 1Password\n"

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from memory_fakes import settings, write
 
 from clawd.memory.chunker import chunk_text, segment_chunks
 from clawd.memory.index import open_index
 from clawd.memory.local import DATA_DIR, DEFAULT_LOCAL_MODEL, LocalEmbedder
+
+from memory_fakes import settings, write
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from memory_fakes import settings, write
 
 from clawd.memory.index import open_index
 from clawd.memory.local import LocalEmbedder
 from clawd.memory.search import STOP_WORDS, query_terms
+
+from memory_fakes import settings, write
 
 DATA = json.loads((Path(__file__).parent / "data" / "memory_paraphrases.json").read_text())
 

@@ -7,13 +7,14 @@ import logging
 from pathlib import Path
 
 import pytest
-from fakeserver import FakeServer
-from memory_fakes import settings, write
 from test_memory_embeddings import openai_embeddings
 
 from clawd.compose import build_runtime
 from clawd.config import parse_config, resolve_agent
 from clawd.memory.index import open_index
+
+from fakeserver import FakeServer
+from memory_fakes import settings, write
 
 
 @pytest.fixture

@@ -9,17 +9,18 @@ import random
 from pathlib import Path
 
 import pytest
-from memory_fakes import FakeEmbedder, settings, write
 
 from clawd import cli
-from clawd.reports import format_memory_status
 from clawd.config import AgentDefaults
 from clawd.errors import ToolError
 from clawd.init import apply, plan_init
 from clawd.memory import search as policy
 from clawd.memory.index import open_index
+from clawd.reports import format_memory_status
 from clawd.tools.base import ToolContext
 from clawd.tools.memory import memory_tools
+
+from memory_fakes import FakeEmbedder, settings, write
 
 NOTE = "# Servers\n\n- ferro-db-01 is the primary Postgres host in rack 4\n"
 CONTROL = {chr(c) for c in range(32) if chr(c) not in "\n\t"} | {"\x7f", "\x9b"}

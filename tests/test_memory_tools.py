@@ -7,7 +7,6 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from memory_fakes import FakeEmbedder, write
 
 from clawd.config import AgentDefaults
 from clawd.errors import ClawdError, ToolError
@@ -15,6 +14,8 @@ from clawd.memory.index import open_index
 from clawd.memory.notes import append_to_daily_log
 from clawd.tools.base import ToolContext
 from clawd.tools.memory import memory_tools
+
+from memory_fakes import FakeEmbedder, write
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ import threading
 import time
 from pathlib import Path
 
-from memory_fakes import FakeEmbedder, settings, write
-
 from clawd.memory.index import open_index
+
+from memory_fakes import FakeEmbedder, settings, write
 
 
 def wait_for(condition, timeout: float = 30.0) -> bool:

@@ -36,7 +36,8 @@ def outputs(events):
 
 def test_memory_commands_in_chat(tmp_path, clock):
     runtime = memory_runtime(tmp_path, ScriptedProvider(), clock)
-    (runtime.workspace / "MEMORY.md").write_text("# Memory\n- The gateway runs on the Mac Studio.\n")
+    (runtime.workspace / "MEMORY.md").write_text(
+        "# Memory\n- The gateway runs on the Mac Studio.\n")
     chat = Chat(runtime, KEY)
     text = outputs(chat.handle("/memory add Deploy key rotates every 90 days"))
     assert "memory/2026-11-22.md" in text

@@ -17,8 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_runtime
-from fakeserver import FakeServer, Response, openai_chunks, openai_stream
 
 from clawd.agent import Session
 from clawd.commands import Chat
@@ -26,6 +24,9 @@ from clawd.events import ErrorEvent, Notice, ToolFinished
 from clawd.messages import ToolSpec
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.base import Tool
+
+from conftest import make_runtime
+from fakeserver import FakeServer, Response, openai_chunks, openai_stream
 
 CHAT = "/v1/chat/completions"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import make_runtime
 
 from clawd import cli
 from clawd.access import Access
@@ -16,6 +15,8 @@ from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.sessions import SessionStore, is_group_key, main_key
 from clawd.tools.files import file_tools
 from clawd.tools.memory import memory_tools
+
+from conftest import make_runtime
 
 GROUP = "agent:main:telegram:Group:42"
 
@@ -167,7 +168,8 @@ def test_group_flush_never_writes_into_a_shareable_path(tmp_path):
     rt = shared_runtime(tmp_path, provider)
     session = Session(rt, GROUP)
     events = list(session.flush())
-    assert (rt.workspace / "memory" / "shared" / "team.md").read_text() == "SHARED-NOTE standup at 9"
+    shared = rt.workspace / "memory" / "shared" / "team.md"
+    assert shared.read_text() == "SHARED-NOTE standup at 9"
     assert "group fact" in (rt.workspace / "memory" / "2026-11-22.md").read_text()
     assert events
 
@@ -219,7 +221,7 @@ def test_shareable_paths_are_validated(tmp_path):
     assert ok.agents.defaults.memory_search.shareable_paths == ["memory/shared", "notes/team.md"]
     for bad in ['"/etc"', '"../x"', '"memory/../../x"', '"~/x"', '""', '"C:/x"']:
         with pytest.raises(ConfigError, match="shareablePaths"):
-            parse_config('{agents: {defaults: {memorySearch: {shareablePaths: [%s]}}}}' % bad)
+            parse_config('{agents: {defaults: {memorySearch: {shareablePaths: [' + bad + ']}}}}')
 
 
 def test_a_full_session_key_names_its_agent():

@@ -14,9 +14,17 @@ from clawd.providers import common
 from clawd.providers.anthropic import AnthropicProvider
 from clawd.providers.base import complete
 from clawd.providers.openai import OpenAIProvider
-from fakeserver import (FakeServer, anthropic_error, anthropic_events,
-                        anthropic_stream, anthropic_stream_error, openai_error, openai_stream,
-                        stream_response)
+
+from fakeserver import (
+    FakeServer,
+    anthropic_error,
+    anthropic_events,
+    anthropic_stream,
+    anthropic_stream_error,
+    openai_error,
+    openai_stream,
+    stream_response,
+)
 
 ANTHROPIC_PATH = "/v1/messages"
 OPENAI_PATH = "/v1/chat/completions"

@@ -12,9 +12,18 @@ from clawd.messages import Message, ModelRequest, ModelResponse
 from clawd.providers.anthropic import AnthropicProvider
 from clawd.providers.base import Provider, complete
 from clawd.providers.openai import OpenAIProvider
-from clawd.providers.registry import (PLACEHOLDER_KEY, context_window, key_variable,
-                                      make_provider, max_output_tokens, resolve, split_ref,
-                                      uses_anthropic_format, wire_api)
+from clawd.providers.registry import (
+    PLACEHOLDER_KEY,
+    context_window,
+    key_variable,
+    make_provider,
+    max_output_tokens,
+    resolve,
+    split_ref,
+    uses_anthropic_format,
+    wire_api,
+)
+
 from fakeserver import FakeServer, anthropic_stream, openai_stream
 
 

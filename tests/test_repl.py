@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from prompt_toolkit.application.current import create_app_session
+from prompt_toolkit.data_structures import Size
 from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
-from prompt_toolkit.data_structures import Size
 from prompt_toolkit.output import DummyOutput
 from prompt_toolkit.output.vt100 import Vt100_Output
 
@@ -25,8 +25,7 @@ from clawd.errors import ProviderSetupError
 from clawd.messages import TextDelta, Usage
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.render import Renderer, brief_arguments
-from clawd.repl import (ExecApproval, SlashCompleter, drive, repl_loop, run_repl,
-                        toolbar_text)
+from clawd.repl import ExecApproval, SlashCompleter, drive, repl_loop, run_repl, toolbar_text
 
 from conftest import make_runtime
 
@@ -96,7 +95,8 @@ def test_run_repl_wires_the_agent_session_and_history(tmp_path, isolated_home, c
         pipe.close()
         assert run_repl(config, chat_args(session="work")) == 0
     out = capsys.readouterr().out
-    assert "session agent:main:work · model local/m" in out and "\nmodel: local/m (from the config)\n" in out
+    assert ("session agent:main:work · model local/m" in out
+            and "\nmodel: local/m (from the config)\n" in out)
     history = isolated_home / ".clawd" / "history" / "main.txt"
     assert "+/model" in history.read_text()
 

@@ -15,6 +15,7 @@ import pytest
 from clawd.errors import ContextOverflowError, ProviderError
 from clawd.messages import Message, ModelRequest, ToolCall, ToolSpec
 from clawd.providers.openai import OpenAIProvider
+
 from fakeserver import FakeServer, Response, openai_chunks, stream_response
 
 PATH = "/v1/chat/completions"

@@ -13,12 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_runtime
 
 from clawd import session_lock
 from clawd.agent import Session
 from clawd.messages import Usage
 from clawd.providers.scripted import Reply, ScriptedProvider
+
+from conftest import make_runtime
 
 KEY = "agent:main:main"
 

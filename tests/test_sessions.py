@@ -94,6 +94,7 @@ def _two_sessions(tmp_path):
     from clawd.agent import Session
     from clawd.messages import Usage
     from clawd.providers.scripted import Reply, ScriptedProvider
+
     from conftest import make_runtime
 
     provider = ScriptedProvider(default=Reply("ok", usage=Usage(120, 7, 30, 5)))
@@ -207,6 +208,7 @@ def test_an_older_transcript_gets_its_key_recorded_once_when_opened(tmp_path):
 
     from clawd.agent import Session
     from clawd.providers.scripted import ScriptedProvider
+
     from conftest import make_runtime
 
     runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
@@ -235,6 +237,7 @@ def test_opening_a_session_is_not_activity(tmp_path):
     updatedAt alone: idle resets read it as the last activity."""
     from clawd.agent import Session
     from clawd.providers.scripted import ScriptedProvider
+
     from conftest import make_runtime
 
     runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))

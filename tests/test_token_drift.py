@@ -12,13 +12,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from conftest import make_runtime
-from loopmodel import LoopModel, is_flush, is_summary
 from test_compaction_loop import KEY, SETTINGS, WINDOW, lines, markers, user_text
 
 from clawd.agent import Session
 from clawd.events import Compacted, ErrorEvent
 from clawd.providers.scripted import ScriptedProvider
+
+from conftest import make_runtime
+from loopmodel import LoopModel, is_flush, is_summary
 
 
 def _chars_over_three(request) -> int:

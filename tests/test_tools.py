@@ -140,10 +140,6 @@ def test_context_files_cap_and_window(tmp_path):
 
 
 def test_a_tool_is_declared_once_by_its_signature(ctx):
-    from typing import Annotated
-
-    from clawd.tools.base import Param, tool
-
     @tool("probe", "Echo typed arguments.")
     def probe(ctx, *, name: str, count: Annotated[int, Param("how many", minimum=1)] = 2,
               ratio: float | None = None,

@@ -97,6 +97,7 @@ def test_a_torn_line_is_warned_about_once_not_on_every_run(tmp_path, caplog):
 
     from clawd.agent import Session
     from clawd.providers.scripted import ScriptedProvider
+
     from conftest import make_runtime
 
     runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))

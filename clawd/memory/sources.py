@@ -5,7 +5,8 @@ folder) leading out of the workspace is skipped, and reported in the ``skipped``
 caller passes so that the index can warn once, not on every sync. ``extraPaths`` entries
 (files or directories of ``.md`` files, relative to the workspace or absolute) are the
 user's explicit choice and may lie outside it. Files inside the workspace are keyed by
-their workspace-relative path, others by their absolute path. Session transcripts are indexed only with ``experimental.sessionMemory`` on
+their workspace-relative path, others by their absolute path.
+Session transcripts are indexed only with ``experimental.sessionMemory`` on
 and ``"sessions"`` in ``sources``: each JSONL line becomes one text line (user and assistant
 text, everything else blank) so a result's line range is the transcript's own line range.
 

@@ -312,7 +312,8 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         with self.lock:
-            one = lambda sql: self.conn.execute(sql).fetchall()[0][0]
+            def one(sql: str) -> int:
+                return self.conn.execute(sql).fetchall()[0][0]
             return {"files": one("SELECT count(*) FROM files"),
                     "chunks": one("SELECT count(*) FROM chunks"),
                     "embedded": one("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL"),

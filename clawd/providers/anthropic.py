@@ -16,10 +16,28 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawd.errors import ProviderError
-from clawd.messages import (ImagePart, Message, ModelRequest, ModelResponse, Part, TextDelta,
-                            TextPart, ToolCall, ToolSpec, Usage)
-from clawd.providers.common import (RetryInfo, SdkProvider, pair_tool_calls,
-                                    parse_arguments, parse_retry_after, status_error, stop_reason, transport_error)
+from clawd.messages import (
+    ImagePart,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Part,
+    TextDelta,
+    TextPart,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from clawd.providers.common import (
+    RetryInfo,
+    SdkProvider,
+    pair_tool_calls,
+    parse_arguments,
+    parse_retry_after,
+    status_error,
+    stop_reason,
+    transport_error,
+)
 
 CACHE_CONTROL = {"type": "ephemeral"}
 # Error types Anthropic sends inside a stream that has already started with HTTP 200.

@@ -17,10 +17,28 @@ from collections.abc import Iterator
 from typing import Any
 
 from clawd.errors import ProviderError
-from clawd.messages import (ImagePart, Message, ModelRequest, ModelResponse, TextDelta,
-                            TextPart, ToolCall, ToolSpec, Usage, new_id)
-from clawd.providers.common import (RetryInfo, SdkProvider, pair_tool_calls,
-                                    parse_arguments, parse_retry_after, status_error, stop_reason, transport_error)
+from clawd.messages import (
+    ImagePart,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    TextPart,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    new_id,
+)
+from clawd.providers.common import (
+    RetryInfo,
+    SdkProvider,
+    pair_tool_calls,
+    parse_arguments,
+    parse_retry_after,
+    status_error,
+    stop_reason,
+    transport_error,
+)
 
 # Error types an OpenAI-style server may report inside a stream that started with HTTP 200.
 RETRYABLE_STREAM_ERRORS = frozenset({"server_error", "overloaded_error", "rate_limit_exceeded",

@@ -15,11 +15,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from clawd.errors import ProviderError
-from clawd.messages import (Message, ModelRequest, ModelResponse, TextDelta, ToolCall,
-                            Usage, new_id)
+from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta, ToolCall, Usage, new_id
 from clawd.tokens import estimate_request
 
 
@@ -33,7 +32,7 @@ class Reply:
     usage: Usage | None = None
 
 
-Step = Union[Reply, str, BaseException, Callable[[ModelRequest], Any]]
+Step = Reply | str | BaseException | Callable[[ModelRequest], Any]
 
 
 def tool(name: str, **arguments: Any) -> ToolCall:

@@ -11,6 +11,7 @@ and carries on.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import types
 import typing
@@ -133,10 +134,8 @@ def arg(args: dict[str, Any], name: str, kind: type, default: Any = ...) -> Any:
     if kind is bool and isinstance(value, str) and value.strip().lower() in ("true", "false"):
         value = value.strip().lower() == "true"  # small models often quote booleans
     if kind is float and isinstance(value, (int, str)) and not isinstance(value, bool):
-        try:
+        with contextlib.suppress(ValueError):
             value = float(value)
-        except ValueError:
-            pass
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ToolError(f"argument '{name}' must be {kind.__name__}")
     return value

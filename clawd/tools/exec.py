@@ -10,6 +10,7 @@ child it started is left running.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -94,10 +95,8 @@ def _signal_group(process: subprocess.Popen, sig: int) -> None:
     if os.name == "nt":  # no process groups to signal: end the command itself
         process.kill()
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
         os.killpg(process.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is gone already
 
 
 def _decode(data: bytes) -> str:

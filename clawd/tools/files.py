@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 from clawd.errors import ToolError
-from clawd.history import (HISTORY_DIR, STATE_DIR, is_clawd_state, is_protected, keep,
-                           loses_content)
+from clawd.history import HISTORY_DIR, STATE_DIR, is_clawd_state, is_protected, keep, loses_content
 from clawd.tools.base import Param, Tool, ToolContext, tool
 from clawd.workspace import is_daily_log, relative, resolve
 
