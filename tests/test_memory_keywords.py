@@ -10,11 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
-from memory_fakes import FakeEmbedder, settings, write
 
 from clawd.memory import keywords
 from clawd.memory import search as policy
 from clawd.memory.index import _keyword_hits, open_index
+
+from memory_fakes import FakeEmbedder, settings, write
 
 
 def term(text: str) -> keywords.Term:
