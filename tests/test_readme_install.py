@@ -16,11 +16,15 @@ def readme_commands() -> list[str]:
     return [line.strip() for line in block.group(1).splitlines() if line.strip()]
 
 
+STATIC_CHECKS = [".venv/bin/python -m ruff check clawd scripts tests", ".venv/bin/python -m mypy"]
+
+
 def test_ci_runs_exactly_the_readme_commands():
+    """The README's install and test commands, as written, then the static checks."""
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     body = [line.strip() for line in ci if line.strip() and not line.startswith("#")
             and not line.startswith(("set ", "cd "))]
-    assert body == readme_commands()
+    assert body == readme_commands() + STATIC_CHECKS
 
 
 def test_readme_commands_need_neither_python_nor_a_system_wide_pip():
