@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from clawd.memory.base import normalise
 from clawd.memory.chunker import Chunk
-from clawd.memory.embeddings import create_embedder, normalise
+from clawd.memory.embeddings import create_embedder
 from clawd.memory.index import open_index
 
 from fakeserver import FakeServer, Request, Response, openai_error

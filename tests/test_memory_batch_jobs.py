@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clawd.memory import keywords
-from clawd.memory.embeddings import BatchStatus, EmbeddingError
+from clawd.memory.base import BatchStatus, EmbeddingError
 from clawd.memory.index import open_index
 
 from memory_fakes import FakeEmbedder, settings, write

@@ -8,14 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from clawd.memory.embeddings import (
-    EmbeddingError,
-    OpenAIEmbedder,
-    create_embedder,
-    resolve_provider,
-)
+from clawd.memory.embeddings import EmbeddingError, create_embedder, resolve_provider
 from clawd.memory.gemini import GeminiEmbedder
 from clawd.memory.index import open_index
+from clawd.memory.openai_embed import OpenAIEmbedder
 
 from fakeserver import FakeServer, Request, Response
 from memory_fakes import FakeEmbedder, settings, write

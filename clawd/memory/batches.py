@@ -34,13 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from clawd.config import MemorySearch
-from clawd.memory.embeddings import (
-    BatchEmbedder,
-    BatchStatus,
-    Embedder,
-    split_batch_jobs,
-    supports_batches,
-)
+from clawd.memory.base import BatchEmbedder, BatchStatus, Embedder
+from clawd.memory.jobs import split_batch_jobs, supports_batches
 from clawd.memory.store import BatchJobRow
 
 if TYPE_CHECKING:

@@ -4,10 +4,11 @@ Queries use ``models/<model>:embedContent`` with task type ``RETRIEVAL_QUERY``; 
 to ``:batchEmbedContents`` (up to 100 per call) with ``RETRIEVAL_DOCUMENT``, or, for large
 backfills with ``remote.batch.enabled``, to the asynchronous ``:asyncBatchEmbedContent``
 job (``submit_batch_job`` / ``poll_batch_job`` / ``cancel_batch_job``, the steps shared
-with OpenAI in ``embeddings.py``): with ``wait`` it is polled every ``pollIntervalMs`` until
+with OpenAI in ``base.py``): with ``wait`` it is polled every ``pollIntervalMs`` until
 it succeeds, fails or reaches ``timeoutMinutes``; with ``wait: false`` the index collects it
 on a later sync. The key travels in the ``x-goog-api-key`` header; ``remote.baseUrl`` and
-``remote.headers`` point the client at a proxy.
+``remote.headers`` point the client at a proxy. Failed requests are retried by the policy
+of ``retry.py``.
 """
 
 from __future__ import annotations
@@ -20,18 +21,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from clawd.config import MemorySearch
-from clawd.memory.embeddings import (
+from clawd.memory import retry
+from clawd.memory.base import (
     BATCH_MIN_TEXTS,
-    GEMINI_DEFAULT_MODEL,
     BatchStatus,
     EmbeddingError,
-    embed_waiting,
     endpoint_fingerprint,
     normalise,
 )
+from clawd.memory.jobs import embed_waiting
 
 log = logging.getLogger(__name__)
 
+GEMINI_DEFAULT_MODEL = "gemini-embedding-001"
 GEMINI_DEFAULT_BASE = "https://generativelanguage.googleapis.com/v1beta"
 SYNC_BATCH = 100  # the batchEmbedContents limit
 ASYNC_JOB_SIZE = 5000  # inlined requests per async job
@@ -65,9 +67,13 @@ class GeminiEmbedder:
         headers = {"content-type": "application/json", "x-goog-api-key": self.api_key,
                    **self.headers}
         request = urllib.request.Request(url, data=data, method=method, headers=headers)
-        try:
+
+        def send() -> bytes:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read() or b"null")
+                return response.read()
+
+        try:
+            return json.loads(retry.call(send, _failure, what=f"gemini {method}") or b"null")
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode(errors="replace")
             raise EmbeddingError(f"gemini embeddings failed: HTTP {exc.code}: {detail}") \
@@ -152,6 +158,16 @@ class GeminiEmbedder:
         if found is not None:
             self.dims = len(found)
         return BatchStatus("completed", error or state or "done", vectors)
+
+
+def _failure(exc: Exception) -> retry.Failure | None:
+    """How the retry policy sees a failed request (a reply that is not JSON is no failure
+    of the request)."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return retry.for_status(exc.code, exc.headers)
+    if isinstance(exc, (urllib.error.URLError, TimeoutError, OSError)):
+        return retry.TRANSIENT
+    return None
 
 
 def _state(job: dict[str, Any]) -> str:

@@ -47,12 +47,8 @@ import apsw
 from clawd.config import MemorySearch
 from clawd.memory import batches, indexing, keywords
 from clawd.memory import search as policy
-from clawd.memory.embeddings import (
-    Embedder,
-    EmbeddingError,
-    create_embedder,
-    resolve_provider,
-)
+from clawd.memory.base import Embedder
+from clawd.memory.embeddings import Embedders
 from clawd.memory.matrix import VectorMatrix
 from clawd.memory.store import Store
 
@@ -69,55 +65,6 @@ def store_path(agent_id: str, settings: MemorySearch, state_dir: Path) -> Path:
     if settings.store.path:
         return Path(settings.store.path.replace("{agentId}", agent_id)).expanduser()
     return state_dir / "memory" / f"{agent_id}.sqlite"
-
-
-class Embedders:
-    """The primary embedder and, when it fails, the configured fallback."""
-
-    def __init__(self, settings: MemorySearch, env: Mapping[str, str] | None,
-                 primary: Embedder | None = None, fallback: Embedder | None = None,
-                 openai_base_url: str | None = None):
-        self.settings, self.env = settings, env
-        self.openai_base_url = openai_base_url
-        self.primary_name = primary.provider if primary else resolve_provider(settings, env)
-        self.fallback_name = fallback.provider if fallback else settings.fallback
-        self._primary, self._fallback = primary, fallback
-        self.active: Embedder | None = None
-        self.fallback_info: dict[str, str] | None = None
-        self.error: str | None = None
-        self._tried = False
-        self._lock = threading.RLock()
-
-    def get(self) -> Embedder | None:
-        with self._lock:  # a search and a background sync may both ask first
-            if self.active is None and not self._tried:
-                self._tried = True
-                try:
-                    self.active = self._primary or create_embedder(
-                        self.primary_name, self.settings, self.env,
-                        openai_base_url=self.openai_base_url)
-                except EmbeddingError as exc:
-                    self.fail(exc)
-            return self.active
-
-    def fail(self, exc: Exception) -> Embedder | None:
-        """The primary failed: switch to the fallback once; None when there is none."""
-        failed = self.active.provider if self.active else self.primary_name
-        log.warning("memory embeddings (%s) failed: %s", failed, exc)
-        self.error = str(exc)
-        if self.fallback_info is None and self.fallback_name not in ("none", failed):
-            self.fallback_info = {"from": failed, "to": self.fallback_name, "reason": str(exc)}
-            try:
-                self.active = self._fallback or create_embedder(
-                    self.fallback_name, self.settings, self.env, primary=False,
-                    openai_base_url=self.openai_base_url)
-                return self.active
-            except EmbeddingError as second:
-                log.warning("memory embeddings fallback (%s) failed: %s", self.fallback_name,
-                            second)
-                self.error = f"{exc}; fallback: {second}"
-        self.active = None
-        return None
 
 
 class MemoryIndex:

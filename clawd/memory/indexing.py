@@ -40,14 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 from clawd.memory import batches
 from clawd.memory import search as policy
+from clawd.memory.base import Embedder, EmbeddingError
 from clawd.memory.chunker import Chunk, chunk_text, segment_chunks
-from clawd.memory.embeddings import (
-    Embedder,
-    EmbeddingError,
-    run_batch_jobs,
-    signature,
-    waits_for_batches,
-)
+from clawd.memory.embeddings import signature
+from clawd.memory.jobs import run_batch_jobs, waits_for_batches
 from clawd.memory.sources import NotText, all_sources, read_source
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clawd.memory.base import EmbeddingError
 from clawd.memory.chunker import Tokens
-from clawd.memory.embeddings import EmbeddingError
 
 log = logging.getLogger(__name__)
 
