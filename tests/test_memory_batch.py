@@ -618,7 +618,8 @@ def test_gemini_wait_false(server, ws, tmp_path, caplog):
 def test_an_index_from_before_batch_jobs_is_migrated(tmp_path):
     import apsw
 
-    from clawd.memory.store import MIGRATIONS, Store
+    from clawd.memory.schema import MIGRATIONS
+    from clawd.memory.store import Store
 
     path = tmp_path / "old.sqlite"
     conn = apsw.Connection(str(path))

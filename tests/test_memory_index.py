@@ -15,9 +15,9 @@ import pytest
 
 from clawd.memory import indexing
 from clawd.memory import matrix as matrix_module
-from clawd.memory import store as store_module
+from clawd.memory import schema as schema_module
 from clawd.memory.index import open_index, store_path
-from clawd.memory.store import MIGRATIONS
+from clawd.memory.schema import MIGRATIONS
 
 from memory_fakes import BrokenEmbedder, FakeEmbedder, settings, write
 
@@ -221,7 +221,7 @@ def test_without_fts5_search_is_vector_only(ws, tmp_path, monkeypatch):
     def no_fts(conn):
         raise apsw.SQLError("no such module: fts5")
 
-    monkeypatch.setattr(store_module, "_create_fts", no_fts)
+    monkeypatch.setattr(schema_module, "_create_fts", no_fts)
     index = make(ws, tmp_path)
     index.sync()
     assert index.status()["fts"] == {"available": False}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from clawd.memory import matrix as matrix_module
-from clawd.memory import store as store_module
+from clawd.memory import vector_log as vector_log_module
 from clawd.memory.matrix import VectorMatrix
 from clawd.memory.store import Store
 
@@ -183,7 +183,7 @@ def test_a_matrix_older_than_the_log_is_loaded_afresh(notes, monkeypatch):
     notes.sync(add=50)
     vectors = VectorMatrix()
     vectors.nearest(notes.store, unit(notes.rng, 1)[0], 10, wait=True)
-    monkeypatch.setattr(store_module, "LOG_GENERATIONS", 3)
+    monkeypatch.setattr(vector_log_module, "LOG_GENERATIONS", 3)
     for _ in range(4):
         notes.sync(add=1)
     assert notes.store.vector_changes(vectors.generation) is None

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from clawd.config import MemorySearch
 from clawd.memory.base import BatchEmbedder, BatchStatus, Embedder
+from clawd.memory.embedding_tables import BatchJobRow
 from clawd.memory.jobs import split_batch_jobs, supports_batches
-from clawd.memory.store import BatchJobRow
 
 if TYPE_CHECKING:
     from clawd.memory.index import MemoryIndex

@@ -30,7 +30,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clawd.memory.store import VectorChanges
+    from clawd.memory.vector_log import VectorChanges
 
 log = logging.getLogger(__name__)
 
