@@ -3,7 +3,7 @@
 An index of N chunks (default 100k) of the synthetic corpus of ``bench_memory_latency.py``
 (about 300 Zipf-distributed words per chunk, a quarter of them stop words) is filled
 directly through the store, without vectors. Three kinds of question run through the
-keyword stage (``index._keyword_hits``: query plan, FTS5, coverage and line evidence):
+keyword stage (``candidates.keyword_hits``: query plan, FTS5, coverage and line evidence):
 
 - common: two or three words each found in 20-100% of the chunks, nothing rarer;
 - mixed: such words with a word found in 0.5-5% of the chunks;
@@ -36,7 +36,7 @@ from bench_memory_latency import COMMON, percentile, vocabulary, zipf_words
 
 from clawd.memory import keywords
 from clawd.memory import search as policy
-from clawd.memory.index import _keyword_hits
+from clawd.memory.candidates import keyword_hits
 from clawd.memory.store import Store
 
 POOL = 24  # candidates at the defaults: maxResults 6 x candidateMultiplier 4
@@ -92,7 +92,7 @@ def main() -> int:
         asked = questions(store, vocab, args.queries)
         for kind in asked:  # warm the page cache and the chunk count
             for q in asked[kind][:3]:
-                _keyword_hits(store, q, POOL)
+                keyword_hits(store, q, POOL)
                 store.fts_search(policy.fts_query(q), POOL)
         print(f"keyword stage at {args.size} chunks (built in {build_s:.0f} s), pool {POOL}, "
               f"{args.queries} questions per kind; p50 / p95 in ms")
@@ -106,7 +106,7 @@ def main() -> int:
                                      store.fts_tokens, store.term_stats)
                 bounded += plan.newest is not None
                 t = time.perf_counter()
-                hits = _keyword_hits(store, q, POOL)
+                hits = keyword_hits(store, q, POOL)
                 stage.append((time.perf_counter() - t) * 1000)
                 t = time.perf_counter()
                 store.fts_search(plan.match, POOL)

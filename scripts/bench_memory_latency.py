@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np
 
 from clawd.config import MemorySearch
-from clawd.memory import indexing
+from clawd.memory import plan
 from clawd.memory.chunker import chunk_text
 from clawd.memory.embeddings import signature
 from clawd.memory.index import open_index
@@ -138,7 +138,7 @@ def build(size: int, state: Path, seed: int = 7):
                                (i % 20) * 30 + 30, "Notes", lines, str(i),
                                mean.tobytes(), segments.tobytes())
         store.set_meta("embedding", signature(embedder))
-        store.set_meta("chunking", indexing.chunking_signature(index))
+        store.set_meta("chunking", plan.chunking_signature(index.settings))
     index.dirty = False
     return index, embedder, vocab, time.perf_counter() - started
 

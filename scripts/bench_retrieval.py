@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from clawd.config import MemorySearch
-from clawd.memory import indexing
+from clawd.memory import candidates
 from clawd.memory import search as policy
 from clawd.memory.index import open_index
 
@@ -108,7 +108,8 @@ def merge_bound(index, questions: list[tuple[str, list]], k: int) -> int:
     for question, evidence in questions:
         match = policy.fts_query(question)
         text = dict(index.store.fts_search(match, size)) if match else {}
-        vector, _ = indexing.vector_candidates(index, question, size)
+        vector, _ = candidates.vector_candidates(index.store, index.embedders, index.vectors,
+                                                question, size)
         for weight in weights:
             top = policy.merge_hybrid(vector, text, weight, 1 - weight)[:k]
             if any(rows[s.chunk_id].path == path

@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from clawd.memory import indexing
+from clawd.memory import vectors
 from clawd.memory.index import open_index
 
 from memory_fakes import FakeEmbedder, settings, write
@@ -69,14 +69,14 @@ def test_search_reads_the_committed_index_while_a_sync_embeds(tmp_path: Path):
 
 def test_closing_cancels_a_sync_at_once_and_the_next_one_resumes(tmp_path: Path):
     ws = tmp_path / "ws"
-    for number in range(indexing.EMBED_STEP + 80):
+    for number in range(vectors.EMBED_STEP + 80):
         write(ws, f"memory/note-{number:03d}.md", f"# Note {number}\n\n- item {number}\n")
     embedder = SlowEmbedder()
     index = open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
                        embedder=embedder, env={})
     index.sync_in_background()
     deadline = time.monotonic() + 30
-    while len(embedder.calls) < indexing.EMBED_STEP + 10 and time.monotonic() < deadline:
+    while len(embedder.calls) < vectors.EMBED_STEP + 10 and time.monotonic() < deadline:
         time.sleep(0.01)
     started = time.monotonic()
     index.close()
@@ -86,8 +86,8 @@ def test_closing_cancels_a_sync_at_once_and_the_next_one_resumes(tmp_path: Path)
     reopened = open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
                           embedder=again, env={})
     result = reopened.sync()
-    assert result["indexed"] == indexing.EMBED_STEP + 80
-    assert result["cached"] >= indexing.EMBED_STEP  # the first step is not embedded again
+    assert result["indexed"] == vectors.EMBED_STEP + 80
+    assert result["cached"] >= vectors.EMBED_STEP  # the first step is not embedded again
     assert len(again.calls) <= 80
     assert reopened.search("item 300")["results"][0]["path"] == "memory/note-300.md"
     reopened.close()

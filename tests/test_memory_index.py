@@ -13,9 +13,9 @@ from pathlib import Path
 import apsw
 import pytest
 
-from clawd.memory import indexing
 from clawd.memory import matrix as matrix_module
 from clawd.memory import schema as schema_module
+from clawd.memory import vectors
 from clawd.memory.index import open_index, store_path
 from clawd.memory.schema import MIGRATIONS
 
@@ -351,7 +351,7 @@ def test_segments_are_tokenized_once_and_embedded_from_their_ids(ws, tmp_path):
 
 
 def test_cache_writes_overlap_the_next_embedding_batch(ws, tmp_path, monkeypatch):
-    monkeypatch.setattr(indexing, "EMBED_STEP", 2)
+    monkeypatch.setattr(vectors, "EMBED_STEP", 2)
     fake = FakeEmbedder()
     second_batch = threading.Event()
     embed = fake.embed_documents

@@ -13,7 +13,8 @@ import pytest
 
 from clawd.memory import keywords
 from clawd.memory import search as policy
-from clawd.memory.index import _keyword_hits, open_index
+from clawd.memory.candidates import keyword_hits
+from clawd.memory.index import open_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -147,8 +148,8 @@ def test_a_common_query_ranks_the_newest_matches_and_a_rare_token_is_kept(crowde
     found = crowded.store.fts_search('"team"', 24, newest=4)
     assert sorted(c for c, _ in found) == ids[-4:]
     assert len(crowded.store.fts_search('"team"', 24)) == len(ids)
-    hits, _, _ = _keyword_hits(crowded.store, "team meeting", 24)
+    hits, _, _ = keyword_hits(crowded.store, "team meeting", 24)
     assert len(hits) == 4
-    hits, _, _ = _keyword_hits(crowded.store, "OPS-1182 team meeting", 24)
+    hits, _, _ = keyword_hits(crowded.store, "OPS-1182 team meeting", 24)
     paths = {row.path for row in crowded.store.get_chunks(hits).values()}
     assert "memory/00-old.md" in paths

@@ -31,15 +31,13 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clawd.config import MemorySearch
 from clawd.memory.base import BatchEmbedder, BatchStatus, Embedder
 from clawd.memory.embedding_tables import BatchJobRow
 from clawd.memory.jobs import split_batch_jobs, supports_batches
-
-if TYPE_CHECKING:
-    from clawd.memory.index import MemoryIndex
+from clawd.memory.target import Seen, Target
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +58,6 @@ class Collected:
     wanted: set[str] = field(default_factory=set)  # pending hashes some chunk still needs
 
 
-@dataclass
-class Seen:
-    """What this process remembers about an index's jobs between syncs
-    (``MemoryIndex.batch_seen``)."""
-
-    cancelled: set[str] = field(default_factory=set)  # jobs cancelled for their age
-    unreachable: set[str] = field(default_factory=set)  # jobs whose poll failed (warned once)
-    refused: dict[str, int] = field(default_factory=dict)  # hash -> submissions that raised
-
-
-
 def deferred(embedder: Embedder, settings: MemorySearch) -> bool:
     """Whether a sync submits batch jobs without waiting for them."""
     batch = settings.remote.batch
@@ -86,7 +73,7 @@ def _key(embedder: Embedder) -> tuple[str, str, str]:
     return embedder.provider, embedder.model, embedder.fingerprint
 
 
-def collect(index: MemoryIndex, embedder: Embedder) -> Collected:
+def collect(target: Target, embedder: Embedder) -> Collected:
     """Poll each pending job of ``embedder`` once; what completed, failed or still runs.
 
     The vectors found go to the embedding cache with ``remember``, once the sync has read
@@ -95,10 +82,10 @@ def collect(index: MemoryIndex, embedder: Embedder) -> Collected:
     if not supports_batches(embedder):
         return out
     batcher: BatchEmbedder = embedder  # type: ignore[assignment]
-    timeout = job_timeout(index.settings)
-    seen = index.batch_seen
+    timeout = job_timeout(target.settings)
+    seen = target.seen
     now = time.time()
-    for job in index.store.batch_jobs(*_key(embedder)):
+    for job in target.store.batch_jobs(*_key(embedder)):
         try:
             status = _look(batcher, job, now - job.submitted_at, timeout, seen)
             if status.state == "pending":
@@ -169,19 +156,19 @@ def _finish(embedder: Embedder, job: BatchJobRow, status: BatchStatus, out: Coll
     out.finished.append(job)
 
 
-def remember(index: MemoryIndex, embedder: Embedder, collected: Collected) -> None:
+def remember(target: Target, embedder: Embedder, collected: Collected) -> None:
     """Put the collected vectors into the embedding cache."""
-    cache = index.settings.cache
+    cache = target.settings.cache
     if not collected.vectors or not cache.enabled or cache.max_entries <= 0:
         return
     import numpy as np
 
     rows = [(h, len(v), np.asarray(v, dtype=np.float32).tobytes())
             for h, v in collected.vectors.items()]
-    index.store.cache_put(*_key(embedder), rows, cache.max_entries)
+    target.store.cache_put(*_key(embedder), rows, cache.max_entries)
 
 
-def orphans(index: MemoryIndex, embedder: Embedder, collected: Collected) -> list[BatchJobRow]:
+def orphans(embedder: Embedder, collected: Collected) -> list[BatchJobRow]:
     """Pending jobs none of whose texts a chunk still needs (their notes changed or went
     away): cancelled here, to be forgotten when the sync commits."""
     lost = [job for job in collected.waiting if collected.wanted.isdisjoint(job.hashes)]
@@ -195,7 +182,7 @@ def orphans(index: MemoryIndex, embedder: Embedder, collected: Collected) -> lis
     return lost
 
 
-def submit(index: MemoryIndex, embedder: Embedder, items: list[tuple[str, str]],
+def submit(target: Target, embedder: Embedder, items: list[tuple[str, str]],
            retry: dict[str, int]) -> tuple[list[tuple[str, str]], set[str]]:
     """Send (hash, text) items as batch jobs without waiting.
 
@@ -206,7 +193,7 @@ def submit(index: MemoryIndex, embedder: Embedder, items: list[tuple[str, str]],
     that failed one way or the other, they go through the synchronous endpoint.
     """
     batcher: BatchEmbedder = embedder  # type: ignore[assignment]
-    refusals = index.batch_seen.refused
+    refusals = target.seen.refused
     groups: dict[int, list[tuple[str, str]]] = {}
     for item in items:
         attempt = retry.get(item[0], 0) + refusals.get(item[0], 0) + 1
@@ -217,21 +204,21 @@ def submit(index: MemoryIndex, embedder: Embedder, items: list[tuple[str, str]],
         if attempt > BATCH_ATTEMPTS or len(group) < batcher.batch_min_texts:
             now.extend(group)
             continue
-        accepted, refused = _submit_jobs(index, batcher, group, attempt)
+        accepted, refused = _submit_jobs(target, batcher, group, attempt)
         now.extend(refused)
         awaited.update(accepted)
     return now, awaited
 
 
-def _submit_jobs(index: MemoryIndex, embedder: BatchEmbedder, items: list[tuple[str, str]],
+def _submit_jobs(target: Target, embedder: BatchEmbedder, items: list[tuple[str, str]],
                  attempt: int) -> tuple[set[str], list[tuple[str, str]]]:
     """Submit ``items`` as jobs, recording each as soon as it is accepted. Returns the
     hashes now awaited and the items of jobs the provider refused at once; a job whose
     submission raised is counted in ``Seen.refused`` and warned about once per sync."""
     spans = split_batch_jobs(embedder, [t for _, t in items])
     parts = [items[start:end] for start, end in spans]
-    workers = max(1, min(len(parts), index.settings.remote.batch.concurrency))
-    refusals = index.batch_seen.refused
+    workers = max(1, min(len(parts), target.settings.remote.batch.concurrency))
+    refusals = target.seen.refused
     accepted: set[str] = set()
     refused: list[tuple[str, str]] = []
     errors: list[tuple[list[tuple[str, str]], Exception]] = []
@@ -251,7 +238,7 @@ def _submit_jobs(index: MemoryIndex, embedder: BatchEmbedder, items: list[tuple[
                             len(part))
                 refused.extend(part)
                 continue
-            index.store.add_batch_job(*_key(embedder), job_id, [h for h, _ in part], attempt,
+            target.store.add_batch_job(*_key(embedder), job_id, [h for h, _ in part], attempt,
                                       time.time())
             accepted.update(h for h, _ in part)
             log.info("memory index: %s batch %s submitted (%d texts)", embedder.provider,

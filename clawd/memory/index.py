@@ -27,7 +27,10 @@
   has compared the index with the files (or after a change marks it so).
 
 The index file is ``<state>/memory/<agentId>.sqlite`` unless ``store.path`` says otherwise
-(``{agentId}`` is replaced). Indexing and vector scoring live in ``indexing.py``.
+(``{agentId}`` is replaced). ``MemoryIndex`` decides when a sync runs and runs one at a time;
+the sync itself is the pipeline of ``sync.py`` (plan -> vectors -> commit), which works on a
+``Target`` and never sees the index. The candidates of a search come from
+``candidates.py``; the index owns the in-process vector matrix they are read through.
 """
 
 from __future__ import annotations
@@ -42,15 +45,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import apsw
-
 from clawd.config import MemorySearch
-from clawd.memory import batches, indexing, keywords
+from clawd.memory import candidates
 from clawd.memory import search as policy
+from clawd.memory import sync as pipeline
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
 from clawd.memory.matrix import VectorMatrix
+from clawd.memory.plan import skipped_files
 from clawd.memory.store import Store
+from clawd.memory.target import Seen, SyncCancelled, Target
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +88,7 @@ class MemoryIndex:
         self.dirty = True
         self.last_sync: dict[str, Any] | None = None
         self._polled_at = 0.0  # time.monotonic() of the last sync
-        self.batch_seen = batches.Seen()  # what this process saw of the batch jobs
+        self.batch_seen = Seen()  # what this process saw of the batch jobs
         self._lock = threading.RLock()
         self._sync_lock = threading.Lock()  # one sync at a time
         self._cancel = threading.Event()  # set by close(): a running sync gives up
@@ -123,7 +127,8 @@ class MemoryIndex:
         with self._sync_lock:
             with self._lock:
                 changes = self._changes
-            result = indexing.sync(self, force=force, progress=progress)
+            result = pipeline.run(self._target(), self.embedders, force=force,
+                                  progress=progress)
             with self._lock:
                 self.dirty = self._changes != changes  # a change seen during the sync
                 self.synced = True
@@ -132,6 +137,10 @@ class MemoryIndex:
                 self.store.set_meta(LAST_SYNC_META, json.dumps(self.last_sync))
                 self._polled_at = time.monotonic()
             return result
+
+    def _target(self) -> Target:
+        return Target(self.store, self.settings, self.workspace, self.sessions_dir,
+                      self.batch_seen, self._cancel)
 
     def _refresh(self) -> None:
         """Before a search (``sync.onSearch``): bring the index up to date without waiting.
@@ -165,7 +174,7 @@ class MemoryIndex:
     def _sync_quietly(self) -> None:
         try:
             self.sync()
-        except indexing.SyncCancelled:
+        except SyncCancelled:
             pass
         except Exception as exc:  # noqa: BLE001 - a background sync must not kill anything
             log.warning("memory sync failed: %s", exc)
@@ -176,10 +185,6 @@ class MemoryIndex:
         if thread is not None:
             thread.join(timeout)
         return thread is None or not thread.is_alive()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancel.is_set()
 
     def _batches_due(self) -> bool:
         """Batch jobs are pending, some chunk still lacks its vector, and the jobs were last
@@ -194,8 +199,13 @@ class MemoryIndex:
         if self._watcher is None and self.settings.sync.watch:
             from clawd.memory.watch import Watcher
 
-            self._watcher = Watcher(self)
+            self._watcher = Watcher(self.workspace, self.settings, self.sessions_dir,
+                                    self._sync_after_change)
             self._watcher.start()
+
+    def _sync_after_change(self) -> None:
+        self.mark_dirty()
+        self.sync()
 
     def _executor(self) -> Any:
         if self._pool is None:
@@ -241,7 +251,9 @@ class MemoryIndex:
         self._refresh()
         pool = limit * cfg.hybrid.candidate_multiplier
         for _ in range(WIDEN_STEPS + 1):
-            merged, used_vector, used_text, full = self._candidates(query, pool, mode)
+            merged, used_vector, used_text, full = candidates.gather(
+                self.store, self.embedders, self.vectors, cfg, self._executor, query, pool,
+                mode)
             ranked = policy.select(merged, threshold, len(merged))
             rows = self.store.get_chunks(s.chunk_id for s in ranked)
             chosen, repeats = policy.distinct(ranked, partial(_place, rows), limit)
@@ -262,62 +274,6 @@ class MemoryIndex:
                 "model": embedder.model if embedder else None,
                 "fallback": self.embedders.fallback_info, "mode": kind}
 
-    def _candidates(self, query: str, pool: int,
-                    mode: str) -> tuple[list[policy.Scored], bool, bool, bool]:
-        """The merged candidates of up to ``pool`` chunks from each side, best first; whether
-        vectors and keywords were used; whether either side filled its pool."""
-        cfg = self.settings.query
-        used_text = mode != "vector" and self.store.fts_available
-        # The keyword query runs on its own connection while the vector query runs here.
-        pending = self._executor().submit(_keyword_hits, self.store, query, pool) \
-            if used_text else None
-        vector: dict[int, float] = {}
-        qvec = None
-        if mode != "text":
-            vector, qvec = indexing.vector_candidates(self, query, pool)
-        used_vector = qvec is not None
-        full = len(vector) >= pool
-        text: dict[int, float] = {}
-        cover: dict[int, float] = {}
-        lines: dict[int, float] = {}
-        if pending is not None:
-            try:
-                found = pending.result()
-            except apsw.Error as exc:
-                log.warning("memory keyword search failed: %s", exc)
-                found = None
-            used_text = found is not None
-            text, cover, lines = found or ({}, {}, {})
-        full = full or len(text) >= pool
-        unembedded: set[int] = set()
-        if used_vector and text:
-            # Keyword hits the vector pool missed still get their real vector score.
-            missing = [c for c in text if c not in vector]
-            scored = indexing.vector_scores(self, qvec, missing)
-            vector.update(scored)
-            # Chunks still without a vector (a batch job has yet to deliver it).
-            unembedded = {c for c in missing if c not in scored}
-        weights = (cfg.hybrid.vector_weight if used_vector else 0.0,
-                   cfg.hybrid.text_weight if used_text else 0.0)
-        merged = policy.merge_hybrid(vector, text, *weights, lines=lines)
-        if unembedded:
-            # Instead of a vector score of 0 (under minScore), a chunk whose vector is still
-            # owed gets the mean vector score of the keyword hits that have one, so its
-            # keywords place it among them; when no keyword hit has a vector yet, they are
-            # scored by keywords alone, as in a keyword-only index.
-            known = [vector[c] for c in text if c in vector]
-            guess = sum(known) / len(known) if known else None
-            total = sum(weights)
-            vw, tw = (weights[0] / total, weights[1] / total) if total > 0 else (0.5, 0.5)
-            merged = sorted((policy.Scored(s.chunk_id, s.text if guess is None else
-                                           vw * guess + tw * s.text,
-                                           s.vector if guess is None else guess, s.text)
-                             if s.chunk_id in unembedded else s for s in merged),
-                            key=lambda s: (-s.score, -s.text, s.chunk_id))
-        if used_text:
-            merged = policy.keyword_floor(merged, cover, keyword_only=not used_vector)
-        return merged, used_vector, used_text, full
-
     # --- status -----------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
@@ -326,7 +282,7 @@ class MemoryIndex:
             stored = self.store.get_meta("embedding")
             jobs, awaited = self.store.batch_counts()
             last_sync = self.last_sync or _json_meta(self.store.get_meta(LAST_SYNC_META))
-            skipped = indexing.skipped_files(self.store)
+            skipped = skipped_files(self.store)
         embedding = json.loads(stored) if stored else {}
         active = self.embedders.active
         vector_mode = "off" if not self.settings.store.vector.enabled else \
@@ -351,27 +307,6 @@ class MemoryIndex:
             "skippedFiles": [{"path": key, "reason": reason}
                              for key, (reason, _) in sorted(skipped.items())],
         }
-
-
-def _keyword_hits(store: Store, query: str, pool: int
-                  ) -> tuple[dict[int, float], dict[int, float], dict[int, float]] | None:
-    """The best ``pool`` keyword hits (chunk id -> -bm25), each one's coverage of the query
-    and its line evidence; None when the query has no word to look for. Runs off the index
-    lock, on the store's second connection."""
-    plan = keywords.plan(policy.query_terms(query), policy.compounds(query),
-                         store.fts_tokens, store.term_stats)
-    if plan.match is None:
-        return None
-    hits = dict(store.fts_search(plan.match, pool, plan.newest))
-    cover: dict[int, float] = {}
-    chunks: dict[int, list[keywords.Line]] = {}
-    for chunk_id, text in store.chunk_texts(hits).items():
-        heading, _, body = text.partition("\n")
-        chunks[chunk_id] = keywords.chunk_lines(body, store.fts_line_tokens, plan.terms)
-        held = set(store.fts_tokens(keywords.fts_text(heading)))
-        held.update(*(ln.tokens for ln in chunks[chunk_id]))
-        cover[chunk_id] = keywords.coverage(plan.terms, held)
-    return hits, cover, keywords.line_evidence(plan.terms, chunks)
 
 
 def _place(rows: Mapping[int, Any], chunk_id: int) -> tuple[str, int, int] | None:

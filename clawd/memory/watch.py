@@ -11,43 +11,44 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from clawd.memory.indexing import SyncCancelled
+from clawd.config import MemorySearch
 from clawd.memory.sources import extra_roots, is_under
+from clawd.memory.target import SyncCancelled
 from clawd.workspace import MEMORY_DIR, MEMORY_FILE
-
-if TYPE_CHECKING:
-    from clawd.memory.index import MemoryIndex
 
 log = logging.getLogger(__name__)
 
 
 class Watcher:
-    def __init__(self, index: MemoryIndex):
-        self.index = index
+    """Calls ``on_change`` (mark the index dirty and sync it) after each burst of changes."""
+
+    def __init__(self, workspace: Path, settings: MemorySearch, sessions_dir: Path | None,
+                 on_change: Callable[[], None]):
+        self.settings, self.sessions_dir, self.on_change = settings, sessions_dir, on_change
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.syncs = 0  # completed syncs triggered by changes
         self.ready = threading.Event()  # set once the watch is in place
-        self.workspace = index.workspace.resolve()
-        self.extras = extra_roots(index.workspace, index.settings)
+        self.workspace = workspace.resolve()
+        self.extras = extra_roots(workspace, settings)
 
     def roots(self) -> list[Path]:
-        index = self.index
         roots = [self.workspace]
         roots += [r for r in self.extras if not is_under(self.workspace, r)]
-        memory = index.settings
+        memory, sessions = self.settings, self.sessions_dir
         if memory.experimental.session_memory and "sessions" in memory.sources \
-                and index.sessions_dir is not None and index.sessions_dir.is_dir():
-            roots.append(index.sessions_dir.resolve())
+                and sessions is not None and sessions.is_dir():
+            roots.append(sessions.resolve())
         return roots
 
     def _relevant(self, _change: Any, path: str) -> bool:
         p = Path(path)
         if p.suffix == ".jsonl":
-            return self.index.sessions_dir is not None
+            return self.sessions_dir is not None
         # A new folder counts too: a note written into it before the watch on the folder is
         # in place raises no event of its own (a race under load); the sync scans the files.
         folder = p.suffix.lower() != ".md"
@@ -76,7 +77,7 @@ class Watcher:
             log.warning("watchfiles is not installed; memory files are not watched")
             self.ready.set()
             return
-        debounce = self.index.settings.sync.watch_debounce_ms
+        debounce = self.settings.sync.watch_debounce_ms
         try:
             for _changes in watchfiles.watch(
                     *self.roots(), watch_filter=self._relevant, debounce=debounce,
@@ -89,9 +90,8 @@ class Watcher:
                     break
                 if not _changes:
                     continue
-                self.index.mark_dirty()
                 try:
-                    self.index.sync()
+                    self.on_change()
                     self.syncs += 1
                 except SyncCancelled:
                     break  # the index is closing

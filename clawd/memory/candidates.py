@@ -1,0 +1,157 @@
+"""The candidates of one search: keyword hits through FTS5, vector hits through the
+in-process matrix or vec0, merged into scored candidates.
+
+``gather`` runs the keyword query on the index's FTS thread (its own read connection) while
+the vector query runs in the calling thread, gives keyword hits the vector pool missed their
+real vector score, and merges both sides by the hybrid weights (``search.py``). Without
+embeddings it is keyword-only, without FTS5 vector-only. A chunk still waiting for its
+vector from a batch job is ranked with an estimated vector score: the mean of the keyword
+hits that have one. Vector scores are calibrated cosines; a chunk embedded as segments
+combines the chunk's cosine with its best segment's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any
+
+import apsw
+
+from clawd.config import Query
+from clawd.memory import keywords
+from clawd.memory import search as policy
+from clawd.memory.base import EmbeddingError
+from clawd.memory.embeddings import Embedders, signature
+from clawd.memory.matrix import VectorMatrix
+from clawd.memory.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def gather(store: Store, embedders: Embedders, matrix: VectorMatrix, cfg: Query,
+           executor: Callable[[], Executor], query: str, pool: int,
+           mode: str) -> tuple[list[policy.Scored], bool, bool, bool]:
+    """The merged candidates of up to ``pool`` chunks from each side, best first; whether
+    vectors and keywords were used; whether either side filled its pool."""
+    used_text = mode != "vector" and store.fts_available
+    # The keyword query runs on its own connection while the vector query runs here.
+    pending = executor().submit(keyword_hits, store, query, pool) if used_text else None
+    vector: dict[int, float] = {}
+    qvec = None
+    if mode != "text":
+        vector, qvec = vector_candidates(store, embedders, matrix, query, pool)
+    used_vector = qvec is not None
+    full = len(vector) >= pool
+    text: dict[int, float] = {}
+    cover: dict[int, float] = {}
+    lines: dict[int, float] = {}
+    if pending is not None:
+        try:
+            found = pending.result()
+        except apsw.Error as exc:
+            log.warning("memory keyword search failed: %s", exc)
+            found = None
+        used_text = found is not None
+        text, cover, lines = found or ({}, {}, {})
+    full = full or len(text) >= pool
+    unembedded: set[int] = set()
+    if used_vector and text:
+        # Keyword hits the vector pool missed still get their real vector score.
+        missing = [c for c in text if c not in vector]
+        scored = vector_scores(store, embedders, qvec, missing)
+        vector.update(scored)
+        # Chunks still without a vector (a batch job has yet to deliver it).
+        unembedded = {c for c in missing if c not in scored}
+    weights = (cfg.hybrid.vector_weight if used_vector else 0.0,
+               cfg.hybrid.text_weight if used_text else 0.0)
+    merged = policy.merge_hybrid(vector, text, *weights, lines=lines)
+    if unembedded:
+        # Instead of a vector score of 0 (under minScore), a chunk whose vector is still
+        # owed gets the mean vector score of the keyword hits that have one, so its
+        # keywords place it among them; when no keyword hit has a vector yet, they are
+        # scored by keywords alone, as in a keyword-only index.
+        known = [vector[c] for c in text if c in vector]
+        guess = sum(known) / len(known) if known else None
+        total = sum(weights)
+        vw, tw = (weights[0] / total, weights[1] / total) if total > 0 else (0.5, 0.5)
+        merged = sorted((policy.Scored(s.chunk_id, s.text if guess is None else
+                                       vw * guess + tw * s.text,
+                                       s.vector if guess is None else guess, s.text)
+                         if s.chunk_id in unembedded else s for s in merged),
+                        key=lambda s: (-s.score, -s.text, s.chunk_id))
+    if used_text:
+        merged = policy.keyword_floor(merged, cover, keyword_only=not used_vector)
+    return merged, used_vector, used_text, full
+
+
+def keyword_hits(store: Store, query: str, pool: int
+                 ) -> tuple[dict[int, float], dict[int, float], dict[int, float]] | None:
+    """The best ``pool`` keyword hits (chunk id -> -bm25), each one's coverage of the query
+    and its line evidence; None when the query has no word to look for. Runs off the index
+    lock, on the store's second connection."""
+    plan = keywords.plan(policy.query_terms(query), policy.compounds(query),
+                         store.fts_tokens, store.term_stats)
+    if plan.match is None:
+        return None
+    hits = dict(store.fts_search(plan.match, pool, plan.newest))
+    cover: dict[int, float] = {}
+    chunks: dict[int, list[keywords.Line]] = {}
+    for chunk_id, text in store.chunk_texts(hits).items():
+        heading, _, body = text.partition("\n")
+        chunks[chunk_id] = keywords.chunk_lines(body, store.fts_line_tokens, plan.terms)
+        held = set(store.fts_tokens(keywords.fts_text(heading)))
+        held.update(*(ln.tokens for ln in chunks[chunk_id]))
+        cover[chunk_id] = keywords.coverage(plan.terms, held)
+    return hits, cover, keywords.line_evidence(plan.terms, chunks)
+
+
+def query_vector(store: Store, embedders: Embedders, query: str) -> Any | None:
+    """The query's vector, or None when the index has no usable vectors for it."""
+    embedder = embedders.get()
+    if embedder is None or store.get_meta("embedding") != signature(embedder):
+        return None
+    try:
+        import numpy as np
+
+        return np.asarray(embedder.embed_query(query), dtype=np.float32)
+    except EmbeddingError as exc:
+        log.warning("memory search is keyword-only: %s", exc)
+        embedders.error = str(exc)
+        return None
+
+
+def vector_candidates(store: Store, embedders: Embedders, matrix: VectorMatrix, query: str,
+                      pool: int) -> tuple[dict[int, float], Any | None]:
+    """The ``pool`` nearest chunks with 0..1 vector scores, and the query vector (None when
+    vector search is unavailable)."""
+    qvec = query_vector(store, embedders, query)
+    if qvec is None or not store.dims:
+        return {}, None
+    # The in-process matrix when it is in step with the store, else vec0 (the matrix loads
+    # meanwhile); without sqlite-vec the matrix is the only way and is loaded in line.
+    nearest = matrix.nearest(store, qvec, pool, wait=not store.vec_available)
+    if nearest is None:
+        nearest = [cid for cid, _ in store.vec_knn(qvec.tobytes(), pool)]
+    return vector_scores(store, embedders, qvec, nearest), qvec
+
+
+def vector_scores(store: Store, embedders: Embedders, qvec: Any,
+                  chunk_ids: list[int]) -> dict[int, float]:
+    """Calibrated 0..1 vector scores of the given chunks for the query vector."""
+    import numpy as np
+
+    embedder = embedders.active
+    if qvec is None or embedder is None or not chunk_ids:
+        return {}
+    scores: dict[int, float] = {}
+    for chunk_id, (blob, segments) in store.get_vectors(chunk_ids).items():
+        if blob is None:
+            continue
+        cosine = float(np.frombuffer(blob, dtype=np.float32) @ qvec)
+        if segments:
+            matrix = np.frombuffer(segments, dtype=np.float32).reshape(-1, len(qvec))
+            cosine = policy.combine_cosines(cosine, float((matrix @ qvec).max()))
+        scores[chunk_id] = policy.calibrate(cosine, embedder.calibration)
+    return scores
