@@ -66,7 +66,8 @@ class EmbeddingTables:
                 "INSERT OR REPLACE INTO embedding_cache(provider, model, fingerprint, hash, "
                 "dims, embedding, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(provider, model, fingerprint, h, dims, blob, now) for h, dims, blob in items])
-            total = self.conn.execute("SELECT count(*) FROM embedding_cache").fetchall()[0][0]
+            total = int(self.conn.execute("SELECT count(*) FROM embedding_cache")
+                        .fetchall()[0][0] or 0)
             if total > max_entries:
                 # Least recently used entries go first.
                 self.conn.execute(
@@ -112,4 +113,4 @@ class EmbeddingTables:
         with self.lock:
             jobs, texts = self.conn.execute(
                 "SELECT count(*), coalesce(sum(count), 0) FROM embedding_batches").fetchall()[0]
-        return int(jobs), int(texts)
+        return int(jobs or 0), int(texts or 0)

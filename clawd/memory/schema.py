@@ -88,7 +88,7 @@ def load_vec_extension(conn: apsw.Connection, extension_path: str | None) -> str
 
 def migrate(conn: apsw.Connection, path: Path) -> None:
     """Apply the migrations ``conn``'s file has not had yet."""
-    version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+    version = int(conn.execute("PRAGMA user_version").fetchall()[0][0] or 0)
     for number, sql in enumerate(MIGRATIONS[version:], start=version + 1):
         with conn:
             conn.execute(sql)

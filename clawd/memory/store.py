@@ -77,7 +77,7 @@ class Store(VectorLog, EmbeddingTables):
     def get_meta(self, key: str) -> str | None:
         with self.lock:
             rows = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchall()
-        return rows[0][0] if rows else None
+        return str(rows[0][0]) if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
         with self.lock:
@@ -103,9 +103,9 @@ class Store(VectorLog, EmbeddingTables):
         """Drop every chunk and vector; the vector table is recreated for ``dims``."""
         self.conn.execute("DELETE FROM chunks; DELETE FROM files; DELETE FROM vector_log;")
         # Every copy of the vectors is out of date: the log restarts after this generation.
-        self.set_meta(LOG_SINCE, self.conn.execute(
+        self.set_meta(LOG_SINCE, str(self.conn.execute(
             "SELECT coalesce((SELECT value FROM meta WHERE key = 'generation'), '0')"
-        ).fetchall()[0][0])
+        ).fetchall()[0][0]))
         self._log_generation = None
         if self.fts_available:
             self.conn.execute("DELETE FROM chunks_fts")
@@ -185,7 +185,7 @@ class Store(VectorLog, EmbeddingTables):
     def counts(self) -> dict[str, int]:
         with self.lock:
             def one(sql: str) -> int:
-                return self.conn.execute(sql).fetchall()[0][0]
+                return int(self.conn.execute(sql).fetchall()[0][0] or 0)
             return {"files": one("SELECT count(*) FROM files"),
                     "chunks": one("SELECT count(*) FROM chunks"),
                     "embedded": one("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL"),

@@ -70,10 +70,11 @@ def vectorise(target: Target, embedder: Embedder, chunks: list[Chunk],
     for texts in per_chunk:
         parts = found[cursor:cursor + len(texts)]
         cursor += len(texts)
-        if any(p is None for p in parts):
+        present = [p for p in parts if p is not None]
+        if len(present) < len(parts):
             out.append(None)
             continue
-        matrix = np.stack(parts).astype(np.float32)
+        matrix = np.stack(present).astype(np.float32)
         mean = matrix.mean(axis=0)
         mean /= max(float(np.linalg.norm(mean)), 1e-12)
         out.append((mean.astype(np.float32).tobytes(),
