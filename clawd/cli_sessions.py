@@ -233,8 +233,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             print(format_list(found, agent_id))
     elif action == "rebuild":
         recounted, added = store.rebuild()
-        print(f"{store.path}: {recounted} entries recounted from their transcripts, "
-              f"{added} added")
+        print(f"{store.path}: {recounted} {'entry' if recounted == 1 else 'entries'} "
+              f"recounted from their transcripts, {added} added")
     else:
         row = resolve(store, agent_id, args.session)
         if action == "show":

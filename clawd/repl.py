@@ -166,7 +166,7 @@ class ExecApproval:
             return True
         try:
             answer: str = PromptSession().prompt(
-                f"run `{command}`? [y/N, a = always in this session] ").strip().lower()
+                f"run `{command}`? [y/N, a = always, until clawd exits] ").strip().lower()
         except EOFError:
             return False
         self.always = answer in ("a", "always")

@@ -177,7 +177,8 @@ class SessionStore:
             data = _normalized(rebuild(self.path.parent))
             if data:
                 self._write(data)
-                log.warning("%s: rebuilt %d entries from the transcripts", self.path, len(data))
+                log.warning("%s: rebuilt %d %s from the transcripts", self.path, len(data),
+                            "entry" if len(data) == 1 else "entries")
             return data
         bad = malformed(data)
         if bad:

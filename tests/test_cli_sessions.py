@@ -136,6 +136,14 @@ def test_a_store_deleted_under_the_user_is_rebuilt(sessions_dir, capsys):
     assert code == 0 and "2 entries recounted" in out
 
 
+def test_a_rebuild_of_one_session_says_entry(sessions_dir, capsys, caplog):
+    _chat(capsys, "-m", "remember the lighthouse")
+    (sessions_dir / "sessions.json").unlink()
+    code, out, _ = run(["sessions", "rebuild"], capsys)
+    assert code == 0 and ": 1 entry recounted from their transcripts, 0 added" in out
+    assert "rebuilt 1 entry from the transcripts" in caplog.text
+
+
 def test_show_of_an_unknown_session_is_one_line(sessions_dir, capsys):
     code, _, err = run(["sessions", "show", "nothing-here"], capsys)
     assert code == 1 and err.count("\n") == 1 and "no session" in err

@@ -143,6 +143,18 @@ def test_exec_approval_reads_the_answer_from_the_terminal():
             assert ExecApproval()("rm -rf build") is expected, keys
 
 
+def test_exec_approval_question_says_how_long_always_lasts():
+    # "a" holds for the process (a /new does not end it), so the question says so
+    out = io.StringIO()
+    with create_pipe_input() as pipe, create_app_session(
+            input=pipe, output=Vt100_Output(out, lambda: Size(rows=24, columns=120))):
+        pipe.send_text(f"n{ENTER}")
+        assert ExecApproval()("ls") is False
+    question = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert "a = always, until clawd exits" in question
+    assert "in this session" not in question
+
+
 def test_ctrl_c_while_rendering_is_thrown_into_the_turn(tmp_path):
     provider = ScriptedProvider(["a long reply that streams in several pieces"], chunk_size=4)
     chat = Chat(make_runtime(tmp_path, provider), KEY)
