@@ -68,19 +68,7 @@ def gather(store: Store, embedders: Embedders, matrix: VectorMatrix, cfg: Query,
                cfg.hybrid.text_weight if used_text else 0.0)
     merged = policy.merge_hybrid(vector, text, *weights, lines=lines)
     if unembedded:
-        # Instead of a vector score of 0 (under minScore), a chunk whose vector is still
-        # owed gets the mean vector score of the keyword hits that have one, so its
-        # keywords place it among them; when no keyword hit has a vector yet, they are
-        # scored by keywords alone, as in a keyword-only index.
-        known = [vector[c] for c in text if c in vector]
-        guess = sum(known) / len(known) if known else None
-        total = sum(weights)
-        vw, tw = (weights[0] / total, weights[1] / total) if total > 0 else (0.5, 0.5)
-        merged = sorted((policy.Scored(s.chunk_id, s.text if guess is None else
-                                       vw * guess + tw * s.text,
-                                       s.vector if guess is None else guess, s.text)
-                         if s.chunk_id in unembedded else s for s in merged),
-                        key=lambda s: (-s.score, -s.text, s.chunk_id))
+        merged = policy.estimate_owed(merged, vector, text, unembedded, *weights)
     if used_text:
         merged = policy.keyword_floor(merged, cover, keyword_only=not used_vector)
     return merged, used_vector, used_text, full

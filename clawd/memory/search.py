@@ -128,6 +128,31 @@ def combine_cosines(chunk: float, best_segment: float) -> float:
     return max(chunk, best_segment)
 
 
+def shares(vector_weight: float, text_weight: float) -> tuple[float, float]:
+    """The two weights as shares of 1 (half each when both are 0)."""
+    total = vector_weight + text_weight
+    if total <= 0:
+        return 0.5, 0.5
+    return vector_weight / total, text_weight / total
+
+
+def estimate_owed(merged: list[Scored], vector: Mapping[int, float],
+                  text: Mapping[int, float], owed: set[int], vector_weight: float,
+                  text_weight: float) -> list[Scored]:
+    """``merged`` with a guess for the chunks whose vector is still owed (a batch job has
+    yet to deliver it): instead of a vector score of 0 (under minScore), the mean vector
+    score of the keyword hits that have one, so their keywords place them among those;
+    when no keyword hit has a vector yet, they are scored by keywords alone, as in a
+    keyword-only index."""
+    known = [vector[c] for c in text if c in vector]
+    guess = sum(known) / len(known) if known else None
+    vw, tw = shares(vector_weight, text_weight)
+    return sorted((Scored(s.chunk_id, s.text if guess is None else vw * guess + tw * s.text,
+                          s.vector if guess is None else guess, s.text)
+                   if s.chunk_id in owed else s for s in merged),
+                  key=lambda s: (-s.score, -s.text, s.chunk_id))
+
+
 def merge_hybrid(vector: Mapping[int, float], text: Mapping[int, float],
                  vector_weight: float, text_weight: float,
                  lines: Mapping[int, float] | None = None) -> list[Scored]:
@@ -143,11 +168,7 @@ def merge_hybrid(vector: Mapping[int, float], text: Mapping[int, float],
     if lines is not None:
         text_norm = {chunk_id: (1 - LINE_SHARE) * t + LINE_SHARE * lines.get(chunk_id, 0.0)
                      for chunk_id, t in text_norm.items()}
-    total = vector_weight + text_weight
-    if total <= 0:
-        vector_weight, text_weight = 0.5, 0.5
-    else:
-        vector_weight, text_weight = vector_weight / total, text_weight / total
+    vector_weight, text_weight = shares(vector_weight, text_weight)
     merged = []
     for chunk_id in set(vector) | set(text_norm):
         v, t = vector.get(chunk_id, 0.0), text_norm.get(chunk_id, 0.0)
