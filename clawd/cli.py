@@ -155,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "chat" and args.message is not None and not args.message.strip():
         parser.error("chat -m: the message is empty")
+    if args.command == "chat" and args.stream and not args.json:
+        parser.error("chat --stream: text deltas are JSON events; add --json (without it, "
+                     "the reply already streams as it arrives)")
     from clawd import cli_admin, cli_history, cli_sessions
 
     handler = {"init": cli_admin.cmd_init, "chat": cmd_chat, "memory": cli_admin.cmd_memory,

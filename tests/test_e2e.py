@@ -325,6 +325,9 @@ def test_version_and_an_empty_message(isolated_home, capsys):
     with pytest.raises(SystemExit) as done:
         cli.main(["chat", "-m", "  "])
     assert done.value.code == 2 and "the message is empty" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:  # --stream means JSON deltas: never ignored
+        cli.main(["chat", "--stream", "-m", "hi"])
+    assert done.value.code == 2 and "add --json" in capsys.readouterr().err
 
 
 def test_script_with_undo_retry_the_slash_escape_and_a_stray_argument(setup, server, capsys,
