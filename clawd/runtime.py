@@ -22,7 +22,7 @@ from clawd.config import AgentDefaults, Config
 from clawd.errors import ClawdError
 from clawd.providers.base import Provider
 from clawd.sessions import SessionStore
-from clawd.tokens import MIN_ROOM, Budget, estimate_text, estimate_tools, make_budget
+from clawd.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
 from clawd.tools.base import Tool
 
 
@@ -90,8 +90,13 @@ class Runtime:
         prompt, tool schemas, workspace files) and leave ``MIN_ROOM`` for the conversation."""
         budget = self.budget(model)
         layers = self.layers(access, budget)
+        specs = [t.spec for t in self.tools]
+        bound = at_most(layers.system) + at_most(layers.project) + sum(
+            at_most(f"{s.name} {s.description} {s.parameters}") for s in specs)
+        if bound + MIN_ROOM <= budget.compact_at:
+            return  # fits whatever the count: the tokenizer loads after the first prompt
         fixed = (estimate_text(layers.system) + estimate_text(layers.project)
-                 + estimate_tools([t.spec for t in self.tools]))
+                 + estimate_tools(specs))
         if fixed + MIN_ROOM <= budget.compact_at:
             return
         need = -(-(fixed + MIN_ROOM) * 4 // 3 // 1024) * 1024  # compaction at 3/4, 1k steps

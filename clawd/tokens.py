@@ -100,6 +100,12 @@ def encoder_name() -> str:
     return _encoder_name or "chars/4"
 
 
+def at_most(text: str) -> int:
+    """An upper bound on the tokens of ``text`` that needs no tokenizer: its UTF-8 bytes (a
+    BPE token is at least one byte), so a check that passes on it passes on the real count."""
+    return len(text.encode("utf-8", errors="replace"))
+
+
 def estimate_text(text: str) -> int:
     """Tokens in a string (long texts, such as the system prompt, are remembered)."""
     if not text:

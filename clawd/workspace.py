@@ -18,6 +18,7 @@ from pathlib import Path
 
 from clawd.errors import SandboxError
 from clawd.textcut import keep_ends
+from clawd.tokens import at_most
 
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
 MEMORY_FILE = "MEMORY.md"
@@ -143,6 +144,8 @@ def fit_files(files: list[ContextFile], budget: int,
     then the other files shrink in proportion, each keeping its head and tail around a
     marker. A file is never dropped without a marker naming it.
     """
+    if sum(at_most(f.text) for f in files) <= budget:
+        return files  # fits whatever the count: no tokenizer needed (start-up stays fast)
     sizes = [count(f.text) for f in files]
     over = sum(sizes) - budget
     if over <= 0:

@@ -140,3 +140,25 @@ def test_the_workspace_template_fits_an_8k_window_untruncated(tmp_path):
     layers = session.layers()
     assert layers.files and not any(f.truncated for f in layers.files)
     assert layers.project.rstrip().endswith("Answer the user's latest message.")
+
+
+def test_files_and_a_window_that_surely_fit_need_no_tokenizer(tmp_path, monkeypatch):
+    """The tokenizer takes most of a second to load: a start-up whose fixed layers fit by
+    their byte count alone (a token is at least a byte) does not wait for it."""
+    from clawd import runtime as runtime_module
+    from clawd.tokens import at_most
+
+    assert at_most("naïve 東京 🙂") >= len("naïve 東京 🙂".encode()) > len("naïve 東京 🙂")
+
+    def no_count(text):
+        raise AssertionError("counted with the tokenizer")
+
+    files = [ContextFile("AGENTS.md", 800, "be kind " * 100, False)]
+    assert fit_files(files, 10_000, no_count) == files
+    rt = make_runtime(tmp_path, ScriptedProvider([]), window=200_000)
+    monkeypatch.setattr(runtime_module, "estimate_text", no_count)
+    monkeypatch.setattr(runtime_module, "estimate_tools", no_count)
+    Session(rt, "agent:main:main")  # opened without counting
+    small = make_runtime(tmp_path / "small", ScriptedProvider([]), window=2_000)
+    with pytest.raises(AssertionError, match="counted"):  # close to the limit: counted
+        Session(small, "agent:main:main")
