@@ -168,9 +168,10 @@ class Session:
     def pruned_results(self) -> list[str]:
         """What pruning took out of the last request (``/context detail``)."""
         return self.ledger.describe(self.history.messages, self.entry.get("prunedResults") or {},
-                                    self._prune_mode())
+                                    self.pruning_mode())
 
-    def _prune_mode(self) -> str:
+    def pruning_mode(self) -> str:
+        """``contextPruning.mode``, its default decided by the current model."""
         return prune_mode(self.rt.settings.context_pruning, self.model.uses_cache)
 
     # --- a turn -----------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from clawd.access import Access
-from clawd.errors import ClawdError
 from clawd.messages import new_id
 from clawd.runtime import Runtime, session_model
 from clawd.session_entry import new_entry
@@ -38,7 +37,9 @@ def open_entry(rt: Runtime, key: str, access: Access, pinned: str | None, *,
     to it (``modelOverride``); ``run_model`` is used by this process only."""
     store = rt.store
     entry = store.get(key)
-    rt.check_window(access, rt.models(run_model or pinned or session_model(entry, rt.settings)))
+    # the session's model from here on (a pin below names the same one)
+    model = rt.models(run_model or pinned or session_model(entry, rt.settings))
+    rt.check_window(access, model)
     if fresh or entry is None or not entry.get("sessionId"):
         entry = _start(rt, key, pinned)
     elif pinned and pinned != entry.get("modelOverride"):
@@ -58,13 +59,8 @@ def open_entry(rt: Runtime, key: str, access: Access, pinned: str | None, *,
         log.warning(warning)
     if warnings:
         housekeeping["invalidLines"] = sorted(known | set(loaded.invalid_lines))
-    window: int | None
-    try:
-        window = rt.models(run_model or session_model(entry, rt.settings)).context_window
-    except ClawdError:  # an unusable model is reported when the session is used
-        window = entry.get("contextTokens")
-    if entry.get("contextTokens") != window:  # OpenClaw's meaning: the window
-        housekeeping["contextTokens"] = window
+    if entry.get("contextTokens") != model.context_window:  # OpenClaw's meaning: the window
+        housekeeping["contextTokens"] = model.context_window
     if housekeeping:  # not activity: updatedAt (read by idle resets) is left alone
         entry = store.patch(key, base=entry, touch=False, **housekeeping) or entry
     return Opened(entry, transcript, build_history(loaded.entries), warnings)

@@ -54,7 +54,7 @@ class Stepper:
         layers, model, budget = s.layers(), s.model, s.budget
         stored = s.entry.get("prunedResults") or {}
         sent, decisions = s.ledger.apply(
-            messages, stored, mode=s._prune_mode(), now=s.rt.clock().timestamp(),
+            messages, stored, mode=s.pruning_mode(), now=s.rt.clock().timestamp(),
             last_call_at=s.entry.get("lastModelCallAt"),
             context_window=budget.context_window,
             tokens_of=lambda m: estimate_messages(m) * s.meter.ratio)
