@@ -18,7 +18,7 @@ from pathlib import Path
 from clawd.messages import Message, ModelRequest, ToolSpec
 from clawd.templates import render
 from clawd.tokens import estimate_messages, estimate_text, estimate_tools
-from clawd.workspace import ContextFile, fit_files, read_context_files
+from clawd.workspace import ContextFile, daily_log_path, fit_files, read_context_files
 
 SUMMARY_ID = "compaction-summary"
 
@@ -49,7 +49,10 @@ def build_layers(workspace: Path, tools: list[ToolSpec], *, private: bool, now: 
                     # prefix every minute and no request could ever read the prompt cache
                     now=now.strftime("%Y-%m-%d %A"),
                     timezone=now.astimezone().tzname() or "local time")
-    project = render("project_context.md.j2", files=files) if files else ""
+    # the last words before the conversation are what a small model follows best
+    note_to = (daily_log_path(now.date()) if not read_only
+               and any(t.name == "write" for t in tools) else None)
+    project = render("project_context.md.j2", files=files, note_to=note_to) if files else ""
     return Layers(system, project, files)
 
 

@@ -9,6 +9,9 @@ models answer nothing. ``NO_REPLY`` (alone or leading) marks a reply that is nev
 ``SilentFilter`` holds back streamed text until it is clear whether the reply is silent. A
 flush that writes no file but answers in words keeps those words as notes
 (``append_flush_notes``), so a model that cannot drive tools still saves what it was asked to.
+A flush that wrote nothing and answered only "Done." or ``NO_REPLY``, in a conversation
+where nothing was written to memory either, is asked once more for the notes themselves
+(``should_ask_again``); of that second answer only the list lines are kept (``listed``).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import MemoryFlush
+from clawd.messages import Message
 from clawd.templates import render
-from clawd.workspace import daily_log_path, resolve
+from clawd.workspace import daily_log_path, is_private_memory, resolve
 
 SILENT = "NO_REPLY"
 
@@ -62,10 +66,43 @@ def is_acknowledgement(text: str) -> bool:
     return bool(words) and len(words) <= 4 and all(w in ACK_WORDS for w in words)
 
 
+def wrote_memory(messages: list[Message]) -> bool:
+    """Whether the conversation holds a successful ``write`` or ``edit`` of a memory file
+    (MEMORY.md or under ``memory/``)."""
+    failed = {m.tool_call_id for m in messages if m.role == "toolResult" and m.is_error}
+    return any(call.name in ("write", "edit") and call.id not in failed
+               and is_private_memory(str(call.arguments.get("path", "")).lstrip("./"))
+               for m in messages if m.role == "assistant" for call in m.tool_calls)
+
+
+def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> bool:
+    """Whether a flush answer that called no tool is asked once more for the notes: a bare
+    acknowledgement with nothing written, or a silent (or empty) answer when nothing was
+    written to memory in the flush or in the conversation it saw (a weak model answers
+    ``NO_REPLY`` to every flush; a model that keeps notes as it goes is not asked)."""
+    if wrote:
+        return False
+    if is_acknowledgement(answer):
+        return True
+    return is_blank(answer) and any(m.role == "user" for m in conversation) \
+        and not wrote_memory(conversation)
+
+
 def flush_retry_prompt(answer: str, today: date) -> str:
-    """The flush turn's second request, after a bare acknowledgement that wrote nothing."""
+    """The flush turn's second request. It offers no way out: a weak model takes any
+    "reply X if there is nothing" it is offered, while a capable one that has nothing to
+    keep says so in words, which ``listed`` drops."""
     return render("flush_retry.md.j2", answer=answer.strip(),
+                  acknowledged=is_acknowledgement(answer),
                   daily_log=daily_log_path(today)).strip()
+
+
+LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S")
+
+
+def listed(answer: str) -> str:
+    """The list lines of an answer (``- ``, ``* ``, ``1. ``), the notes asked for."""
+    return "\n".join(line.rstrip() for line in answer.splitlines() if LIST_LINE.match(line))
 
 
 def append_flush_notes(workspace: Path, text: str, now: datetime) -> str:

@@ -25,6 +25,8 @@ from clawd.flush import (
     flush_system,
     is_acknowledgement,
     is_blank,
+    listed,
+    should_ask_again,
 )
 from clawd.messages import Message, new_id
 from clawd.tokens import estimate_messages
@@ -81,8 +83,10 @@ class Upkeep:
         history no longer fits a request, so it sees the part about to be summarised. Its
         tool calls are not shown; only the ``Flushed`` event says which files were written.
         A flush that writes no file but answers with words other than ``NO_REPLY`` has those
-        words appended to today's daily log (flush by reply); a bare acknowledgement ("Done.")
-        with nothing written is asked once more for the notes themselves, and never saved.
+        words appended to today's daily log (flush by reply); a bare acknowledgement ("Done."),
+        or ``NO_REPLY`` when nothing was written to memory in the conversation either, is
+        asked once more for the notes themselves, and only the list lines of that second
+        answer are saved.
         """
         s = self.s
         cfg, clock = s.rt.settings.compaction.memory_flush, s.rt.clock
@@ -100,8 +104,9 @@ class Upkeep:
                 return
             answer = step.message.text
             calls = step.message.tool_calls
-            if not calls and not files and is_acknowledgement(answer) and not asked_again:
-                # "Done." with nothing written (a weak model's habit): ask once for the notes
+            if not calls and not asked_again and should_ask_again(answer, bool(files),
+                                                                   turn[:start]):
+                # "Done." or NO_REPLY with nothing written (a weak model's habit): ask once
                 s.append(Message.user(flush_retry_prompt(answer, today), flush=True), turn)
                 asked_again = True
                 continue
@@ -112,10 +117,11 @@ class Upkeep:
                 pass  # the flush is silent: no tool lines or events
             files += [str(c.arguments.get("path")) for c, r in zip(calls, turn[-len(calls):])
                       if c.name in ("write", "edit") and not r.is_error]
-        if not files and not is_blank(answer) and not is_acknowledgement(answer):
+        notes = listed(answer) if asked_again else answer
+        if not files and not is_blank(notes) and not is_acknowledgement(notes):
             try:
                 s.access.check_flush_write(daily_log_path(today))
-                files.append(append_flush_notes(s.rt.workspace, answer, clock()))
+                files.append(append_flush_notes(s.rt.workspace, notes, clock()))
             except (ClawdError, OSError) as exc:  # the notes stay in the transcript
                 yield Notice(f"the memory flush's notes were not saved: {exc}")
         log.info("memory flush: %d entries, wrote %s", len(turn) - start, files or "nothing")

@@ -150,11 +150,16 @@ def turn(chat, text: str, tally: Tally, log) -> str:
     return reply
 
 
-def notes_outside_dump(workspace: Path) -> str:
-    """Every memory file except the /new dump (memory/YYYY-MM-DD-<slug>.md)."""
+def memory_files(workspace: Path) -> set[Path]:
+    return set((workspace / "memory").glob("*.md"))
+
+
+def notes_outside_dump(workspace: Path, before_new: set[Path]) -> str:
+    """Every memory file except the ones ``/new`` saved the session to (new files named
+    memory/YYYY-MM-DD-<slug>.md); a note the model filed under such a name itself counts."""
     dump = re.compile(r"^\d{4}-\d{2}-\d{2}-.+\.md$")
-    texts = [p.read_text(errors="replace") for p in sorted((workspace / "memory").glob("*.md"))
-             if not dump.match(p.name)]
+    texts = [p.read_text(errors="replace") for p in sorted(memory_files(workspace))
+             if p in before_new or not dump.match(p.name)]
     memory = workspace / "MEMORY.md"
     if memory.exists():
         texts.append(memory.read_text(errors="replace"))
@@ -171,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--facts", type=int, default=2, help=f"1..{len(FACTS)}")
     parser.add_argument("--cycles", type=int, default=2, help="compactions before /new")
     parser.add_argument("--max-turns", type=int, default=16)
-    parser.add_argument("--memory-search", action="store_true",
-                        help="offer memory_search/memory_get (local embedder)")
+    parser.add_argument("--memory-search", action=argparse.BooleanOptionalAction,
+                        default=True, help="offer memory_search/memory_get (the local "
+                        "embedder), as clawd does by default")
     parser.add_argument("--keep", type=Path, default=None, help="where to leave the run")
     parser.add_argument("--quiet", action="store_true", help="no transcript on stdout")
     args = parser.parse_args(argv)
@@ -223,11 +229,12 @@ def main(argv: list[str] | None = None) -> int:
         if planted == len(facts) and tally.compactions >= args.cycles:
             break
     chat_turns, chat_requests = tally.turns, counter[0]
+    before_new = memory_files(workspace)
     log("\n> /new")
     for event in chat.handle("/new"):
         shown = getattr(event, 'text', '') or getattr(event, 'files', '')
         log(f"  {type(event).__name__}: {shown}")
-    noted = notes_outside_dump(workspace)
+    noted = notes_outside_dump(workspace, before_new)
     recalled = []
     for i, (_, question, pattern) in enumerate(facts):
         fresh = Chat(runtime, f"agent:main:recall-{i}")

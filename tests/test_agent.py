@@ -158,6 +158,25 @@ def test_context_layers_in_request(tmp_path, clock):
     assert project.index("yesterday note") < project.index("today note")
 
 
+def test_the_last_words_before_the_conversation_say_where_facts_go(tmp_path, clock):
+    """A small model follows what comes right before the conversation best."""
+    from clawd.context import build_layers
+    from clawd.tools.files import file_tools
+
+    (tmp_path / "AGENTS.md").write_text("agents rules")
+    tools = [t.spec for t in file_tools()]
+    project = build_layers(tmp_path, tools, private=True, now=clock(), max_chars=20_000,
+                           read_only=False).project
+    assert project.endswith("Answer the user's latest message. When it tells you something "
+                            "worth keeping (a fact, a number, a name, a date, a decision), "
+                            "first add it to memory/2026-11-22.md with `write` and "
+                            "`append: true`.")
+    for read_only, offered in ((True, tools), (False, [t for t in tools if t.name != "write"])):
+        project = build_layers(tmp_path, offered, private=True, now=clock(), max_chars=20_000,
+                               read_only=read_only).project
+        assert project.endswith("Answer the user's latest message.")
+
+
 def test_group_sessions_never_see_memory_md(tmp_path):
     provider = ScriptedProvider(["ok", "ok"])
     runtime = make_runtime(tmp_path, provider)

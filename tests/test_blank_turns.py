@@ -160,12 +160,57 @@ def test_a_flush_that_answers_in_words_keeps_them_in_the_daily_log(tmp_path):
 
 
 @pytest.mark.parametrize("silent", ["NO_REPLY", "```\nNO_REPLY\n"])  # a coder model fences it
-def test_a_flush_that_says_no_reply_adds_no_flush_notes(tmp_path, silent):
+@pytest.mark.parametrize("second, saved", [
+    ("- Ines arrives in Lisbon on May 14.", "- Ines arrives in Lisbon on May 14."),
+    ("Here they are:\n\n- budget 2400 euros\n* Ines: May 14\nThat is all.",
+     "- budget 2400 euros\n* Ines: May 14"),  # only the list lines
+    ("The user told me nothing worth keeping.", None),  # words without a list: not notes
+    ("NO_REPLY", None),
+])
+def test_a_silent_flush_of_a_conversation_that_noted_nothing_is_asked_once(
+        tmp_path, silent, second, saved):
     provider = ScriptedProvider()
     runtime, session = near_flush(tmp_path, provider)
-    provider.add(silent, "Sure.")
-    list(session.run_turn(f"one more {filler(400)}"))
-    assert not (runtime.workspace / DAILY).exists()
+    provider.add(silent, second, "Sure.")
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    asked = [r.messages[-1] for r in provider.requests if r.messages[-1].flush]
+    assert len(asked) == 2 and asked[1].text.startswith("Nothing has been saved from this "
+                                                        "conversation yet. List every fact")
+    assert "NO_REPLY" not in asked[1].text  # no way out offered: a weak model takes it
+    assert events[-1].text == "Sure."
+    log = runtime.workspace / DAILY
+    if saved is None:
+        assert not log.exists()
+        assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
+    else:
+        assert log.read_text().endswith(f"reply)\n\n{saved}\n")
+    provider.assert_done()
+
+
+@pytest.mark.parametrize("write_failed", [False, True])
+def test_a_silent_flush_after_notes_were_written_is_not_asked_again(tmp_path, write_failed):
+    provider = ScriptedProvider()
+    comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
+            "memoryFlush": {"softThresholdTokens": 1000}}
+    runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
+    session = Session(runtime, KEY)
+    if write_failed:  # an edit of a file that does not exist: nothing was written
+        provider.add(Reply("", [tool("edit", path=DAILY, oldText="a", newText="b")]), "Noted.")
+    else:
+        provider.add(Reply("", [tool("write", path=DAILY, content="- budget 2400\n",
+                                     append=True)]), "Noted.")
+    list(session.run_turn("My budget is 2400 euros."))
+    i = 0
+    while session.context_tokens() < session.budget.flush_at - 300:
+        provider.add("Noted.")
+        list(session.run_turn(f"Turn {i}. {filler(200, i)}"))
+        i += 1
+    provider.add("NO_REPLY", *(["- budget 2400"] if write_failed else []), "Sure.")
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    asked = [r.messages[-1] for r in provider.requests if r.messages[-1].flush]
+    assert len(asked) == (2 if write_failed else 1)
+    assert events[-1].text == "Sure."
+    provider.assert_done()
 
 
 @pytest.mark.parametrize("second, saved", [

@@ -200,7 +200,7 @@ def test_flush_request_carries_the_flush_prompts_and_tools(tmp_path):
     runtime, session = near_flush(
         tmp_path, provider, systemPrompt="Compaction soon: write things down.",
         prompt="Save notes to memory/YYYY-MM-DD.md or say NO_REPLY.")
-    provider.add("NO_REPLY", "Sure.")
+    provider.add("NO_REPLY", "No facts to keep.", "Sure.")  # nothing noted: asked again
     before = len(provider.requests)
     events = list(session.run_turn(f"one more {filler(400)}"))
     flush = provider.requests[before]
@@ -211,14 +211,14 @@ def test_flush_request_carries_the_flush_prompts_and_tools(tmp_path):
     assert "NO_REPLY" in flush.system[-1] and "append: true" in flush.system[-1]
     assert flush.messages[-1].text == "Save notes to memory/2026-11-22.md or say NO_REPLY."
     assert {t.name for t in flush.tools} >= {"read", "write", "edit"}
-    chat = provider.requests[before + 1]
+    chat = provider.requests[before + 2]
     assert "Compaction soon" not in chat.system[0] and "NO_REPLY" not in chat.system[0]
     assert all("NO_REPLY" not in s for s in chat.system)
     assert events[-1].text == "Sure."
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
     entries = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]
     flushed = [e for e in entries if e.get("flush")]
-    assert [e["role"] for e in flushed] == ["user", "assistant"]
+    assert [e["role"] for e in flushed] == ["user", "assistant"] * 2
     entry = session.store.get(KEY)
     assert entry["memoryFlushAt"] == "2026-11-22T10:00:00+00:00"
     assert entry["memoryFlushCompactionCount"] == 0 and entry["memoryFlushCount"] == 1
@@ -233,7 +233,7 @@ def test_a_failed_flush_is_not_counted_and_is_tried_again(tmp_path):
     assert any(isinstance(e, Notice) and "did not complete" in e.text for e in events)
     assert events[-1].text == "First."
     assert session.store.get(KEY)["memoryFlushCompactionCount"] is None
-    provider.add("NO_REPLY", "Second.")
+    provider.add("NO_REPLY", "Nothing new.", "Second.")
     events = list(session.run_turn("and again"))
     assert any(isinstance(e, Flushed) for e in events) and events[-1].text == "Second."
     assert session.store.get(KEY)["memoryFlushCompactionCount"] == 0

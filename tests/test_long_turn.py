@@ -124,7 +124,7 @@ def test_persistent_overflow_still_ends_with_a_clear_error(tmp_path):
 
 def test_compact_on_a_short_history_compacts_what_precedes_the_latest_turn(tmp_path):
     provider = ScriptedProvider(["First answer.", "Second answer.", "NO_REPLY",
-                                 "## Goal\nsmall talk"])
+                                 "The user told me no facts.", "## Goal\nsmall talk"])
     runtime = make_runtime(tmp_path, provider)
     chat = Chat(runtime, KEY)
     list(chat.handle("first question"))
