@@ -115,8 +115,10 @@ def free_path(directory: Path, stem: str) -> Path:
 
 
 def save_session(workspace: Path, messages: list[Message], *, key: str, session_id: str,
-                 reason: str, now: datetime, slug: str | None) -> Path:
-    """Write the session-memory file; never overwrites an existing file."""
+                 reason: str, now: datetime, slug: str | None,
+                 summary: str | None = None) -> Path:
+    """Write the session-memory file (the compaction summary of the earlier messages, when
+    there is one, then the last messages); never overwrites an existing file."""
     slug = slug or now.strftime("%H%M")
     directory = workspace / MEMORY_DIR
     directory.mkdir(parents=True, exist_ok=True)
@@ -124,7 +126,7 @@ def save_session(workspace: Path, messages: list[Message], *, key: str, session_
             for m in messages]
     text = render("session_memory.md.j2", date=now.date().isoformat(),
                   time=now.strftime("%H:%M"), slug=slug, key=key, session_id=session_id,
-                  reason=reason, messages=rows) + "\n"
+                  reason=reason, messages=rows, summary=(summary or "").strip()) + "\n"
     path = free_path(directory, f"{now.date().isoformat()}-{slug}")
     with open(path, "x", encoding="utf-8") as handle:  # "x": a race never overwrites
         handle.write(text)
@@ -161,7 +163,8 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
         try:
             saved = end_session_memory(
                 provider, rt.workspace, old.history.messages, cfg=rt.config.hooks.session_memory,
-                key=old.key, session_id=old.entry["sessionId"], reason=reason, now=rt.clock())
+                key=old.key, session_id=old.entry["sessionId"], reason=reason, now=rt.clock(),
+                summary=old.history.summary)
         except OSError as exc:
             unsaved = f"cannot write to {MEMORY_DIR}/: {exc.strerror or exc}"
     if saved is not None:
@@ -176,11 +179,13 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
 
 def end_session_memory(provider: Provider | None, workspace: Path, messages: list[Message], *,
                        cfg: SessionMemoryHook, key: str, session_id: str, reason: str,
-                       now: datetime) -> Path | None:
-    """The whole hook: pick messages, name them, write the file (None: nothing to save)."""
+                       now: datetime, summary: str | None = None) -> Path | None:
+    """The whole hook: pick messages, name them, write the file (None: nothing to save).
+    The summary of what compaction took out of the history is saved with them: without
+    it the file would keep only the session's end."""
     chosen = recent_messages(messages, cfg.messages)
     if not cfg.enabled or not chosen:
         return None
     slug = model_slug(provider, chosen, cfg.slug_timeout_seconds) if provider else None
     return save_session(workspace, chosen, key=key, session_id=session_id, reason=reason,
-                        now=now, slug=slug)
+                        now=now, slug=slug, summary=summary)

@@ -53,6 +53,31 @@ def test_new_starts_a_fresh_session_and_keeps_the_old_transcript(tmp_path, clock
     assert "memory/2026-11-22-api-rate-limits.md" in notice.text
 
 
+def test_the_saved_session_keeps_the_summary_of_what_compaction_took_out(tmp_path, clock):
+    def reply(request):
+        last = request.messages[-1]
+        if "file-name slug" in last.text:
+            return "lisbon-trip"
+        if not request.tools:  # the compaction summary
+            return "## Goal\nPlan the Lisbon trip; the budget is 2400 euros in total."
+        return "- budget 2400 euros" if last.flush else "ok"
+
+    provider = ScriptedProvider(default=reply)
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    chat = Chat(runtime, KEY)
+    for text in ("my budget for the Lisbon trip is 2400 euros", "and a museum list?",
+                 "which day is best?"):
+        list(chat.handle(text))
+    list(chat.handle("/compact"))
+    assert "2400" not in " ".join(m.text for m in chat.session.history.messages)
+    list(chat.handle("/new"))
+    text = (runtime.workspace / "memory" / "2026-11-22-lisbon-trip.md").read_text()
+    assert "after a summary of the earlier ones" in text
+    summary = text.index("## Summary of the earlier messages\n\n## Goal\nPlan the Lisbon "
+                         "trip; the budget is 2400 euros in total.\n")
+    assert summary < text.index("## Conversation") < text.index("which day is best?")
+
+
 def test_new_with_model_switches_model(tmp_path, clock):
     provider = ScriptedProvider(default=slug_or("ok"))
     chat = Chat(make_runtime(tmp_path, provider, clock=clock), KEY)
