@@ -9,9 +9,9 @@ models answer nothing. ``NO_REPLY`` (alone or leading) marks a reply that is nev
 ``SilentFilter`` holds back streamed text until it is clear whether the reply is silent. A
 flush that writes no file but answers in words keeps those words as notes
 (``append_flush_notes``), so a model that cannot drive tools still saves what it was asked to.
-A flush that wrote nothing and answered only "Done." or ``NO_REPLY``, in a conversation
-where nothing was written to memory either, is asked once more for the notes themselves
-(``should_ask_again``); of that second answer only the list lines are kept (``listed``).
+A flush that wrote nothing and answered only "Done.", or ``NO_REPLY`` when the user said
+something after the last note written in the conversation, is asked once more for the
+notes themselves (``should_ask_again``); of that second answer only the list lines are kept (``listed``).
 """
 
 from __future__ import annotations
@@ -66,26 +66,31 @@ def is_acknowledgement(text: str) -> bool:
     return bool(words) and len(words) <= 4 and all(w in ACK_WORDS for w in words)
 
 
-def wrote_memory(messages: list[Message]) -> bool:
-    """Whether the conversation holds a successful ``write`` or ``edit`` of a memory file
-    (MEMORY.md or under ``memory/``)."""
+def said_since_last_note(messages: list[Message]) -> bool:
+    """Whether a user message comes after the conversation's last successful ``write`` or
+    ``edit`` of a memory file (MEMORY.md or under ``memory/``), or there is no such note."""
     failed = {m.tool_call_id for m in messages if m.role == "toolResult" and m.is_error}
-    return any(call.name in ("write", "edit") and call.id not in failed
-               and is_private_memory(str(call.arguments.get("path", "")).lstrip("./"))
-               for m in messages if m.role == "assistant" for call in m.tool_calls)
+    for message in reversed(messages):
+        if message.role == "user":
+            return True
+        if message.role == "assistant" and any(
+                call.name in ("write", "edit") and call.id not in failed
+                and is_private_memory(str(call.arguments.get("path", "")).lstrip("./"))
+                for call in message.tool_calls):
+            return False
+    return False
 
 
 def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> bool:
     """Whether a flush answer that called no tool is asked once more for the notes: a bare
-    acknowledgement with nothing written, or a silent (or empty) answer when nothing was
-    written to memory in the flush or in the conversation it saw (a weak model answers
-    ``NO_REPLY`` to every flush; a model that keeps notes as it goes is not asked)."""
+    acknowledgement with nothing written, or a silent (or empty) answer when the user said
+    something after the last note written in the conversation (a weak model answers
+    ``NO_REPLY`` to every flush; a model whose notes are up to date is not asked)."""
     if wrote:
         return False
     if is_acknowledgement(answer):
         return True
-    return is_blank(answer) and any(m.role == "user" for m in conversation) \
-        and not wrote_memory(conversation)
+    return is_blank(answer) and said_since_last_note(conversation)
 
 
 def flush_retry_prompt(answer: str, today: date) -> str:

@@ -84,7 +84,7 @@ class Upkeep:
         tool calls are not shown; only the ``Flushed`` event says which files were written.
         A flush that writes no file but answers with words other than ``NO_REPLY`` has those
         words appended to today's daily log (flush by reply); a bare acknowledgement ("Done."),
-        or ``NO_REPLY`` when nothing was written to memory in the conversation either, is
+        or ``NO_REPLY`` when the user said something after the conversation's last note, is
         asked once more for the notes themselves, and only the list lines of that second
         answer are saved.
         """

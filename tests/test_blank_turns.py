@@ -187,28 +187,38 @@ def test_a_silent_flush_of_a_conversation_that_noted_nothing_is_asked_once(
     provider.assert_done()
 
 
-@pytest.mark.parametrize("write_failed", [False, True])
-def test_a_silent_flush_after_notes_were_written_is_not_asked_again(tmp_path, write_failed):
+@pytest.mark.parametrize("case, asked", [
+    ("noted last", 1),  # the notes are up to date: NO_REPLY is taken at its word
+    ("talked after the note", 2),
+    ("the note failed", 2),
+])
+def test_a_silent_flush_is_asked_again_when_the_user_spoke_after_the_last_note(
+        tmp_path, case, asked):
     provider = ScriptedProvider()
     comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
             "memoryFlush": {"softThresholdTokens": 1000}}
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
     session = Session(runtime, KEY)
-    if write_failed:  # an edit of a file that does not exist: nothing was written
-        provider.add(Reply("", [tool("edit", path=DAILY, oldText="a", newText="b")]), "Noted.")
-    else:
-        provider.add(Reply("", [tool("write", path=DAILY, content="- budget 2400\n",
-                                     append=True)]), "Noted.")
-    list(session.run_turn("My budget is 2400 euros."))
+    note = (tool("edit", path=DAILY, oldText="a", newText="b") if case == "the note failed"
+            else tool("write", path=DAILY, content="- budget 2400\n", append=True))
+
+    def note_turn():
+        provider.add(Reply("", [note]), "Noted.")
+        list(session.run_turn("My budget is 2400 euros."))
+
+    if case == "talked after the note":
+        note_turn()
     i = 0
-    while session.context_tokens() < session.budget.flush_at - 300:
+    while session.context_tokens() < session.budget.flush_at - 600:
         provider.add("Noted.")
         list(session.run_turn(f"Turn {i}. {filler(200, i)}"))
         i += 1
-    provider.add("NO_REPLY", *(["- budget 2400"] if write_failed else []), "Sure.")
-    events = list(session.run_turn(f"one more {filler(400)}"))
-    asked = [r.messages[-1] for r in provider.requests if r.messages[-1].flush]
-    assert len(asked) == (2 if write_failed else 1)
+    if case != "talked after the note":
+        note_turn()
+    provider.add("NO_REPLY", *(["- budget 2400"] if asked == 2 else []), "Sure.")
+    events = list(session.run_turn(f"one more {filler(500)}"))
+    assert [e for e in events if isinstance(e, Flushed)]
+    assert len([r for r in provider.requests if r.messages[-1].flush]) == asked
     assert events[-1].text == "Sure."
     provider.assert_done()
 
