@@ -11,7 +11,8 @@ flush that writes no file but answers in words keeps those words as notes
 (``append_flush_notes``), so a model that cannot drive tools still saves what it was asked to.
 A flush that wrote nothing and answered only "Done.", or ``NO_REPLY`` when the user said
 something after the last note written in the conversation, is asked once more for the
-notes themselves (``should_ask_again``); of that second answer only the list lines are kept (``listed``).
+notes themselves (``should_ask_again``); of that second answer only the list lines are
+kept (``listed``).
 """
 
 from __future__ import annotations
