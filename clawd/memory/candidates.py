@@ -86,10 +86,9 @@ def keyword_hits(store: Store, query: str, pool: int
     hits = dict(store.fts_search(plan.match, pool, plan.newest))
     cover: dict[int, float] = {}
     chunks: dict[int, list[keywords.Line]] = {}
-    for chunk_id, text in store.chunk_texts(hits).items():
-        heading, _, body = text.partition("\n")
-        chunks[chunk_id] = keywords.chunk_lines(body, store.fts_line_tokens, plan.terms)
-        held = set(store.fts_tokens(keywords.fts_text(heading)))
+    for chunk_id, (body, heading, lines) in store.keyword_chunks(hits).items():
+        chunks[chunk_id] = keywords.chunk_lines(body, lines, plan.terms)
+        held = set(heading)
         held.update(*(ln.tokens for ln in chunks[chunk_id]))
         cover[chunk_id] = keywords.coverage(plan.terms, held)
     return hits, cover, keywords.line_evidence(plan.terms, chunks)

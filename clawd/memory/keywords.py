@@ -50,7 +50,6 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(_CJK.pattern + "+")
 
 Tokenize = Callable[[str], list[str]]
-TokenizeLines = Callable[[str], list[list[str]]]
 
 
 def fts_text(text: str) -> str:
@@ -128,12 +127,13 @@ class Line:
     asks: bool
 
 
-def chunk_lines(text: str, tokenize_lines: TokenizeLines, terms: Sequence[Term]) -> list[Line]:
+def chunk_lines(text: str, line_tokens: Sequence[Iterable[str]],
+                terms: Sequence[Term]) -> list[Line]:
     """The non-blank lines of ``text`` with the tokens of ``terms`` each holds;
-    ``tokenize_lines`` gives the tokens of each line."""
+    ``line_tokens`` are the FTS tokens of each line of ``text``."""
     wanted = {tok for t in terms for tok in t.tokens}
     return [Line(frozenset(wanted.intersection(tokens)), raw.rstrip().endswith("?"))
-            for raw, tokens in zip(text.split("\n"), tokenize_lines(fts_text(text)))
+            for raw, tokens in zip(text.split("\n"), line_tokens)
             if raw.strip()]
 
 
