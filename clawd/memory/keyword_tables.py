@@ -34,7 +34,8 @@ from clawd.memory.schema import FTS_TOKENIZER, batched
 FILL_PER_SYNC = 2_000  # chunks given their line tokens by one sync (about 0.3 s)
 DF_CACHE_MAX = 50_000  # token counts kept per generation before the cache starts afresh
 
-ChunkTokens = tuple[str, list[str], list[list[str]]]  # text, heading tokens, tokens per line
+# text, heading tokens, each line's tokens separated by spaces
+ChunkTokens = tuple[str, list[str], list[str]]
 
 
 def encode_line_tokens(heading: Sequence[str], lines: Iterable[Sequence[str]]) -> str:
@@ -42,10 +43,11 @@ def encode_line_tokens(heading: Sequence[str], lines: Iterable[Sequence[str]]) -
     return "\n".join([" ".join(heading), *(" ".join(line) for line in lines)])
 
 
-def decode_line_tokens(stored: str) -> tuple[list[str], list[list[str]]]:
-    """(heading tokens, tokens of each line) from ``encode_line_tokens``."""
+def decode_line_tokens(stored: str) -> tuple[list[str], list[str]]:
+    """(heading tokens, each line's tokens separated by spaces) from
+    ``encode_line_tokens``."""
     heading, *lines = stored.split("\n")
-    return heading.split(), [line.split() for line in lines]
+    return heading.split(), lines
 
 
 class KeywordTables:
@@ -129,8 +131,8 @@ class KeywordTables:
         return encode_line_tokens(head, lines)
 
     def keyword_chunks(self, ids: Iterable[int]) -> dict[int, ChunkTokens]:
-        """chunk id -> (text, heading tokens, tokens of each line of the text): stored
-        tokens where the chunk has them, else tokenized now."""
+        """chunk id -> (text, heading tokens, each line's tokens separated by spaces):
+        stored tokens where the chunk has them, else tokenized now."""
         ids = list(ids)
         out: dict[int, ChunkTokens] = {}
         for part, marks in batched(ids):
@@ -138,12 +140,13 @@ class KeywordTables:
                     f"SELECT id, heading, text, line_tokens FROM chunks WHERE id IN ({marks})",
                     part):
                 if stored is None:
-                    out[int(chunk_id)] = self.chunk_tokens(heading, text)
+                    body, head, tokens = self.chunk_tokens(heading, text)
+                    out[int(chunk_id)] = (body, head, [" ".join(line) for line in tokens])
                 else:
                     head, lines = decode_line_tokens(stored)
                     if "\n" in heading:  # as in ``chunk_tokens``
                         text = f"{heading}\n{text}".partition("\n")[2]
-                    out[int(chunk_id)] = (text, head, lines)
+                    out[int(chunk_id)] = (str(text), head, lines)
         return out
 
     def fill_line_tokens(self, limit: int | None = None) -> int:
