@@ -108,8 +108,9 @@ def merge_bound(index, questions: list[tuple[str, list]], k: int) -> int:
     for question, evidence in questions:
         match = policy.fts_query(question)
         text = dict(index.store.fts_search(match, size)) if match else {}
-        vector, _ = candidates.vector_candidates(index.store, index.embedders, index.vectors,
-                                                question, size)
+        nearest, qvec = candidates.vector_candidates(index.store, index.embedders,
+                                                     index.vectors, question, size)
+        vector = candidates.vector_scores(index.store, index.embedders, qvec, nearest)
         for weight in weights:
             top = policy.merge_hybrid(vector, text, weight, 1 - weight)[:k]
             if any(rows[s.chunk_id].path == path

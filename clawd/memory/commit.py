@@ -53,6 +53,7 @@ def commit(store: Store, plan: Plan, vectors: Vectors | None, embedder: Embedder
             for (chunk_id, _, _, _), item in zip(plan.missing, vectors[cursor:]):
                 if item is not None:
                     store.set_embedding(chunk_id, *item)
+        store.fill_line_tokens()  # chunks written before their line tokens were stored
         for job in done_jobs:
             store.delete_batch_job(job.provider, job.job)
         if embedder is not None:

@@ -50,7 +50,6 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_RUN = re.compile(_CJK.pattern + "+")
 
 Tokenize = Callable[[str], list[str]]
-TokenizeLines = Callable[[str], list[list[str]]]
 
 
 def fts_text(text: str) -> str:
@@ -128,13 +127,26 @@ class Line:
     asks: bool
 
 
-def chunk_lines(text: str, tokenize_lines: TokenizeLines, terms: Sequence[Term]) -> list[Line]:
+_NOTHING = (Line(frozenset(), False), Line(frozenset(), True))  # lines without a wanted token
+
+
+def chunk_lines(text: str, line_tokens: Sequence[str], terms: Sequence[Term]) -> list[Line]:
     """The non-blank lines of ``text`` with the tokens of ``terms`` each holds;
-    ``tokenize_lines`` gives the tokens of each line."""
+    ``line_tokens`` are the FTS tokens of each line of ``text``, separated by spaces."""
     wanted = {tok for t in terms for tok in t.tokens}
-    return [Line(frozenset(wanted.intersection(tokens)), raw.rstrip().endswith("?"))
-            for raw, tokens in zip(text.split("\n"), tokenize_lines(fts_text(text)))
-            if raw.strip()]
+    lines = []
+    for raw, tokens in zip(text.split("\n"), line_tokens):
+        if not raw.strip():
+            continue
+        asks = raw.rstrip().endswith("?")
+        # A wanted token that is no substring of the line is surely not one of its tokens.
+        for tok in wanted:
+            if tok in tokens:
+                lines.append(Line(frozenset(wanted.intersection(tokens.split())), asks))
+                break
+        else:
+            lines.append(_NOTHING[asks])
+    return lines
 
 
 def _holds(term: Term, tokens: Set[str]) -> bool:
@@ -160,6 +172,8 @@ def line_evidence(terms: Sequence[Term], chunks: Mapping[int, Sequence[Line]]) -
         return evidence
     for chunk_id, chunk in chunks.items():
         for number, (ln, found) in enumerate(zip(chunk, held[chunk_id])):
+            if not found:
+                continue  # a share of 0 raises nothing
             share = sum(weights[i] for i in found) / total
             if ln.asks and number == len(chunk) - 1:
                 share *= TRAILING_QUESTION

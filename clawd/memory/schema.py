@@ -50,6 +50,12 @@ MIGRATIONS: tuple[str, ...] = (
         generation INTEGER NOT NULL, chunk_id INTEGER NOT NULL, added INTEGER NOT NULL);
     CREATE INDEX vector_log_generation ON vector_log(generation);
     """,
+    # Each chunk's FTS tokens line by line (keyword_tables.py); chunks written before have
+    # none until a sync fills them in, found through the partial index.
+    """
+    ALTER TABLE chunks ADD COLUMN line_tokens TEXT;
+    CREATE INDEX chunks_without_line_tokens ON chunks(id) WHERE line_tokens IS NULL;
+    """,
 )
 
 FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])

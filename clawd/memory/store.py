@@ -2,10 +2,11 @@
 
 Tables: ``meta`` (key/value: the index signature, vector dimensions, the generation),
 ``files`` (one row per indexed file with its content hash), ``chunks`` (text, 1-based line
-range, heading path, the chunk vector and the vectors of its segments as float32 blobs),
-``chunks_fts`` and ``chunks_vec`` (keyword and vector search over the chunks), the embedding
-cache and pending batch jobs (``embedding_tables.py``) and ``vector_log``
-(``vector_log.py``). The schema and its migrations are in ``schema.py``.
+range, heading path, the chunk vector and the vectors of its segments as float32 blobs, its
+FTS tokens line by line), ``chunks_fts`` and ``chunks_vec`` (keyword and vector search over
+the chunks), the embedding cache and pending batch jobs (``embedding_tables.py``) and
+``vector_log`` (``vector_log.py``). The keyword half's reads are in ``keyword_tables.py``;
+the schema and its migrations are in ``schema.py``.
 
 Writes go through the one writer connection, in a sync's transaction; searches read through
 a read-only connection per thread, so a sync committing never holds up a search. If FTS5 or
@@ -15,7 +16,6 @@ works and the search falls back accordingly.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,8 +28,9 @@ import apsw
 
 from clawd.memory import schema
 from clawd.memory.embedding_tables import EmbeddingTables
+from clawd.memory.keyword_tables import KeywordTables
 from clawd.memory.keywords import fts_text
-from clawd.memory.schema import FTS_TOKENIZER, batched, load_vec_extension
+from clawd.memory.schema import batched, load_vec_extension
 from clawd.memory.vector_log import LOG_SINCE, VectorLog
 
 
@@ -44,7 +45,7 @@ class ChunkRow:
     text: str
 
 
-class Store(VectorLog, EmbeddingTables):
+class Store(VectorLog, EmbeddingTables, KeywordTables):
     """One open index file. Methods are serialised by a lock: the watcher thread shares it."""
 
     def __init__(self, path: Path, *, vector_enabled: bool = True,
@@ -68,6 +69,7 @@ class Store(VectorLog, EmbeddingTables):
         self._all_readers: list[apsw.Connection] = []
         self._reader_lock = threading.Lock()
         self._chunk_count: tuple[str, int] | None = None  # (generation, chunks)
+        self._doc_counts: tuple[str, dict[str, int]] | None = None  # (generation, df)
         self._log_generation: int | None = None  # the generation this transaction logs
         if self.vec_available and self.dims:
             schema.ensure_vec_table(self.conn, self.dims)
@@ -142,8 +144,9 @@ class Store(VectorLog, EmbeddingTables):
                      segments: bytes | None) -> int:
         self.conn.execute(
             "INSERT INTO chunks(path, source, start_line, end_line, heading, text, hash, "
-            "embedding, segments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (path, source, start_line, end_line, heading, text, text_hash, embedding, segments))
+            "embedding, segments, line_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (path, source, start_line, end_line, heading, text, text_hash, embedding, segments,
+             self.stored_line_tokens(heading, text)))
         chunk_id = self.conn.last_insert_rowid()
         if self.fts_available:
             self.conn.execute("INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
@@ -258,82 +261,6 @@ class Store(VectorLog, EmbeddingTables):
             with self._reader_lock:
                 self._all_readers.append(reader)
         return reader
-
-    def fts_search(self, match: str, k: int,
-                   newest: int | None = None) -> list[tuple[int, float]]:
-        """(chunk id, -bm25) for the best ``k`` FTS matches: higher is better, always > 0.
-        With ``newest``, only the newest that many matches (highest ids) are ranked: FTS5
-        walks the posting lists in id order and stops there.
-
-        SQLite's ``bm25()`` is negative with lower = better; it is negated here once so no
-        caller ever handles the inverted sign.
-        """
-        if newest is None:
-            sql = ("SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
-                   "ORDER BY bm25(chunks_fts) LIMIT ?")
-            rows = self._read(sql, (match, int(k)))
-        else:
-            sql = ("SELECT rowid, score FROM (SELECT rowid, -bm25(chunks_fts) AS score "
-                   "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?) "
-                   "ORDER BY score DESC LIMIT ?")
-            rows = self._read(sql, (match, int(newest), int(k)))
-        return [(int(r), float(s)) for r, s in rows]
-
-    def _tokenizer(self) -> Any:
-        # The tokenizer belongs to this thread's connection: one in use by another thread
-        # (a sync writing) would refuse it.
-        tokenizer = getattr(self._readers, "tokenizer", None)
-        if tokenizer is None:
-            tokenizer = self._readers.tokenizer = self._reader().fts5_tokenizer(*FTS_TOKENIZER)
-        return tokenizer
-
-    def fts_tokens(self, text: str) -> list[str]:
-        """``text`` as FTS5 tokenizes it for a query (lower-cased, Porter-stemmed)."""
-        found = self._tokenizer()(text.encode("utf-8", "replace"), apsw.FTS5_TOKENIZE_QUERY,
-                                  None, include_offsets=False)
-        return [item[0] for item in found]
-
-    def fts_line_tokens(self, text: str) -> list[list[str]]:
-        """``fts_tokens`` of each line of ``text`` (split at ``\\n``), in one tokenizer call."""
-        data = text.encode("utf-8", "replace")
-        ends = [m.start() for m in re.finditer(b"\n", data)] + [len(data)]
-        lines: list[list[str]] = [[] for _ in ends]
-        number, end, current = 0, ends[0], lines[0]
-        for start, _, token in self._tokenizer()(data, apsw.FTS5_TOKENIZE_QUERY, None,
-                                                 include_colocated=False):
-            if start > end:  # tokens come in order: move on to the line this one starts in
-                while start > end:
-                    number += 1
-                    end = ends[number]
-                current = lines[number]
-            current.append(token)
-        return lines
-
-    def term_stats(self, tokens: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(chunks in the index, chunks holding each token) from the FTS5 vocabulary."""
-        generation = self.generation()
-        cached = self._chunk_count
-        if cached is None or cached[0] != generation:
-            # count(*) walks the whole table: once per committed sync, not per search
-            cached = (generation, int(self._read("SELECT count(*) FROM chunks")[0][0]))
-            self._chunk_count = cached
-        total = cached[1]
-        docs: dict[str, int] = {}
-        for part, marks in batched(list(tokens)):
-            for term, count in self._read(
-                    f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", part):
-                docs[term] = int(count)
-        return int(total), docs
-
-    def chunk_texts(self, ids: Iterable[int]) -> dict[int, str]:
-        """chunk id -> heading and text."""
-        ids = list(ids)
-        out: dict[int, str] = {}
-        for part, marks in batched(ids):
-            for chunk_id, heading, text in self._read(
-                    f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part):
-                out[int(chunk_id)] = f"{heading}\n{text}"
-        return out
 
     def close(self) -> None:
         with self._reader_lock:

@@ -1,0 +1,196 @@
+"""The keyword half's reads of the memory index: FTS5 queries, the FTS tokenizer, term
+statistics, and each chunk's tokens line by line, stored when the chunk is written.
+
+Line evidence and coverage (``keywords.py``) need the FTS tokens of every line of each
+keyword hit. Tokenizing the ~24 hits of a search line by line cost about 3 ms of Python, so
+a chunk's tokens are computed once, when it is inserted, and kept in ``chunks.line_tokens``:
+the heading's tokens on the first line, then those of each line of the text (blank lines
+kept), tokens separated by spaces (the tokenizer never puts a space or a line break inside
+a token). A chunk's text never changes under its id (a changed chunk is deleted and
+inserted anew), so stored tokens are never stale: a chunk written without them (before
+this column existed, or by a writer that does not fill it) has ``NULL`` there, is tokenized
+at search time instead, and gets its tokens from a later sync (``fill_line_tokens``).
+
+``term_stats`` counts the chunks holding each token; for a common word FTS5 walks its whole
+posting list (about 3 ms at 100k chunks), so the counts are kept per generation of the index
+(every committed sync increments it, in any process).
+
+``KeywordTables`` is a part of ``store.Store``: it uses the store's writer connection and its
+per-thread read-only connections.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from clawd.memory.keywords import fts_text
+from clawd.memory.schema import FTS_TOKENIZER, batched
+
+FILL_PER_SYNC = 2_000  # chunks given their line tokens by one sync (about 0.3 s)
+DF_CACHE_MAX = 50_000  # token counts kept per generation before the cache starts afresh
+
+# text, heading tokens, each line's tokens separated by spaces
+ChunkTokens = tuple[str, list[str], list[str]]
+
+
+def encode_line_tokens(heading: Sequence[str], lines: Iterable[Sequence[str]]) -> str:
+    """The stored form: the heading's tokens, then each line's, one line each."""
+    return "\n".join([" ".join(heading), *(" ".join(line) for line in lines)])
+
+
+def decode_line_tokens(stored: str) -> tuple[list[str], list[str]]:
+    """(heading tokens, each line's tokens separated by spaces) from
+    ``encode_line_tokens``."""
+    heading, *lines = stored.split("\n")
+    return heading.split(), lines
+
+
+class KeywordTables:
+    """FTS5 search, tokenizing, term statistics and stored line tokens of ``Store``."""
+
+    conn: apsw.Connection
+    fts_available: bool
+    _readers: threading.local
+    _chunk_count: tuple[str, int] | None  # (generation, chunks)
+    _doc_counts: tuple[str, dict[str, int]] | None  # (generation, chunks holding a token)
+
+    if TYPE_CHECKING:
+        def _read(self, sql: str, params: Any = ()) -> list[Any]: ...
+
+        def _reader(self) -> apsw.Connection: ...
+
+        def generation(self) -> str: ...
+
+    def fts_search(self, match: str, k: int,
+                   newest: int | None = None) -> list[tuple[int, float]]:
+        """(chunk id, -bm25) for the best ``k`` FTS matches: higher is better, always > 0.
+        With ``newest``, only the newest that many matches (highest ids) are ranked: FTS5
+        walks the posting lists in id order and stops there.
+
+        SQLite's ``bm25()`` is negative with lower = better; it is negated here once so no
+        caller ever handles the inverted sign.
+        """
+        if newest is None:
+            sql = ("SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
+                   "ORDER BY bm25(chunks_fts) LIMIT ?")
+            rows = self._read(sql, (match, int(k)))
+        else:
+            sql = ("SELECT rowid, score FROM (SELECT rowid, -bm25(chunks_fts) AS score "
+                   "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?) "
+                   "ORDER BY score DESC LIMIT ?")
+            rows = self._read(sql, (match, int(newest), int(k)))
+        return [(int(r), float(s)) for r, s in rows]
+
+    def _tokenizer(self) -> Any:
+        # The tokenizer belongs to this thread's connection: one in use by another thread
+        # (a sync writing) would refuse it.
+        tokenizer = getattr(self._readers, "tokenizer", None)
+        if tokenizer is None:
+            tokenizer = self._readers.tokenizer = self._reader().fts5_tokenizer(*FTS_TOKENIZER)
+        return tokenizer
+
+    def fts_tokens(self, text: str) -> list[str]:
+        """``text`` as FTS5 tokenizes it for a query (lower-cased, Porter-stemmed)."""
+        found = self._tokenizer()(text.encode("utf-8", "replace"), apsw.FTS5_TOKENIZE_QUERY,
+                                  None, include_offsets=False)
+        return [item[0] for item in found]
+
+    def fts_line_tokens(self, text: str) -> list[list[str]]:
+        """``fts_tokens`` of each line of ``text`` (split at ``\\n``), in one tokenizer call."""
+        data = text.encode("utf-8", "replace")
+        ends = [m.start() for m in re.finditer(b"\n", data)] + [len(data)]
+        lines: list[list[str]] = [[] for _ in ends]
+        number, end, current = 0, ends[0], lines[0]
+        for start, _, token in self._tokenizer()(data, apsw.FTS5_TOKENIZE_QUERY, None,
+                                                 include_colocated=False):
+            if start > end:  # tokens come in order: move on to the line this one starts in
+                while start > end:
+                    number += 1
+                    end = ends[number]
+                current = lines[number]
+            current.append(token)
+        return lines
+
+    def chunk_tokens(self, heading: str, text: str) -> tuple[str, list[str], list[list[str]]]:
+        """A chunk as the keyword half reads it: its text, the FTS tokens of its heading and
+        those of each line of its text (blank lines included)."""
+        # The heading ends at the first line break, as in the text the search reads.
+        heading, _, body = f"{heading}\n{text}".partition("\n")
+        return body, self.fts_tokens(fts_text(heading)), self.fts_line_tokens(fts_text(body))
+
+    def stored_line_tokens(self, heading: str, text: str) -> str | None:
+        """What ``chunks.line_tokens`` holds for a chunk (None without FTS5)."""
+        if not self.fts_available:
+            return None
+        _, head, lines = self.chunk_tokens(heading, text)
+        return encode_line_tokens(head, lines)
+
+    def keyword_chunks(self, ids: Iterable[int]) -> dict[int, ChunkTokens]:
+        """chunk id -> (text, heading tokens, each line's tokens separated by spaces):
+        stored tokens where the chunk has them, else tokenized now."""
+        ids = list(ids)
+        out: dict[int, ChunkTokens] = {}
+        for part, marks in batched(ids):
+            for chunk_id, heading, text, stored in self._read(
+                    f"SELECT id, heading, text, line_tokens FROM chunks WHERE id IN ({marks})",
+                    part):
+                if stored is None:
+                    body, head, tokens = self.chunk_tokens(heading, text)
+                    out[int(chunk_id)] = (body, head, [" ".join(line) for line in tokens])
+                else:
+                    head, lines = decode_line_tokens(stored)
+                    if "\n" in heading:  # as in ``chunk_tokens``
+                        text = f"{heading}\n{text}".partition("\n")[2]
+                    out[int(chunk_id)] = (str(text), head, lines)
+        return out
+
+    def fill_line_tokens(self, limit: int | None = None) -> int:
+        """Within a sync's transaction: store the line tokens of up to ``limit`` chunks
+        without them (``FILL_PER_SYNC``); how many were filled."""
+        if not self.fts_available:
+            return 0
+        rows = list(self.conn.execute(
+            "SELECT id, heading, text FROM chunks WHERE line_tokens IS NULL LIMIT ?",
+            (FILL_PER_SYNC if limit is None else int(limit),)))
+        self.conn.executemany("UPDATE chunks SET line_tokens = ? WHERE id = ?",
+                              [(self.stored_line_tokens(heading, text), chunk_id)
+                               for chunk_id, heading, text in rows])
+        return len(rows)
+
+    def term_stats(self, tokens: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(chunks in the index, chunks holding each token) from the FTS5 vocabulary; both
+        are kept until the index's generation changes."""
+        generation = self.generation()
+        cached = self._chunk_count
+        if cached is None or cached[0] != generation:
+            # count(*) walks the whole table: once per committed sync, not per search
+            cached = (generation, int(self._read("SELECT count(*) FROM chunks")[0][0]))
+            self._chunk_count = cached
+        counts = self._doc_counts
+        if counts is None or counts[0] != generation or len(counts[1]) > DF_CACHE_MAX:
+            counts = self._doc_counts = (generation, {})
+        known = counts[1]
+        wanted = list(dict.fromkeys(tokens))
+        for part, marks in batched([t for t in wanted if t not in known]):
+            found = dict.fromkeys(part, 0)
+            for term, count in self._read(
+                    f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", part):
+                found[term] = int(count)
+            known.update(found)
+        docs = {t: known[t] for t in wanted if known.get(t)}
+        return cached[1], docs
+
+    def chunk_texts(self, ids: Iterable[int]) -> Mapping[int, str]:
+        """chunk id -> heading and text."""
+        ids = list(ids)
+        out: dict[int, str] = {}
+        for part, marks in batched(ids):
+            for chunk_id, heading, text in self._read(
+                    f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part):
+                out[int(chunk_id)] = f"{heading}\n{text}"
+        return out
