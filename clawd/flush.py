@@ -111,9 +111,25 @@ def listed(answer: str) -> str:
     return "\n".join(line.rstrip() for line in answer.splitlines() if LIST_LINE.match(line))
 
 
+def without_repeats(text: str) -> str:
+    """``text`` without the lines that repeat an earlier one: a small model caught in a loop
+    lists the same notes until its output limit, and they would push the real ones out of
+    the part of the daily log that new sessions see."""
+    seen: set[str] = set()
+    kept = []
+    for line in text.splitlines():
+        key = line.strip()
+        if key and key in seen:
+            continue
+        seen.add(key)
+        kept.append(line)
+    return "\n".join(kept)
+
+
 def append_flush_notes(workspace: Path, text: str, now: datetime) -> str:
-    """Append a flush turn's answer to today's daily log under a marked heading; returns the
-    log's workspace-relative path."""
+    """Append a flush turn's answer, once per distinct line, to today's daily log under a
+    marked heading; returns the log's workspace-relative path."""
+    text = without_repeats(text)
     rel = daily_log_path(now.date())
     path = resolve(workspace, rel)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -159,6 +159,18 @@ def test_a_flush_that_answers_in_words_keeps_them_in_the_daily_log(tmp_path):
     assert events[-1].text == "Sure."
 
 
+def test_flush_notes_caught_in_a_loop_are_saved_once(tmp_path):
+    provider = ScriptedProvider()
+    runtime, session = near_flush(tmp_path, provider)
+    loop = "\n".join(["- Budget: 2400 euros", "- Ines: May 14"]
+                     + ["- Rainy day: no plan suggested", "- Dishes: none suggested"] * 30)
+    provider.add(loop, "Sure.")
+    list(session.run_turn(f"one more {filler(400)}"))
+    assert (runtime.workspace / DAILY).read_text().endswith(
+        "reply)\n\n- Budget: 2400 euros\n- Ines: May 14\n- Rainy day: no plan suggested\n"
+        "- Dishes: none suggested\n")
+
+
 @pytest.mark.parametrize("silent", ["NO_REPLY", "```\nNO_REPLY\n"])  # a coder model fences it
 @pytest.mark.parametrize("second, saved", [
     ("- Ines arrives in Lisbon on May 14.", "- Ines arrives in Lisbon on May 14."),
