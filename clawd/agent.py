@@ -12,6 +12,7 @@ partial reply, marked ``aborted``. Nothing here prints; front ends render the ev
 
 from __future__ import annotations
 
+import json
 import logging
 import weakref
 from collections.abc import Generator
@@ -39,6 +40,8 @@ from clawd.transcript import History, undo_last
 from clawd.upkeep import Upkeep
 
 log = logging.getLogger(__name__)
+
+CHANGES_FILES = ("write", "edit")
 
 __all__ = ["Runtime", "Session", "StepResult", "session_model"]
 
@@ -185,6 +188,7 @@ class Session:
         """
         message = Message.user(text)
         steps, reply, aborted, appended, nudge = 0, "", False, False, None
+        last_calls: list[tuple[str, str]] | None = None  # the step before's tool calls
         interrupted = failed = False
         self.turn_usage = Usage()
         if (refusal := self._too_large(message)) is not None:
@@ -203,7 +207,8 @@ class Session:
                 # asked again after a blank answer: in words this time, no tool calls
                 step = yield from self.step(self.history.messages, show=True,
                                             extra_system=nudge, retry_blank=nudge is None,
-                                            tool_choice="none" if nudge else "auto")
+                                            tool_choice="none" if nudge or last_calls == []
+                                            else "auto")
                 result = step.message
                 if result is None:  # an error, said in an ErrorEvent
                     failed = True
@@ -222,8 +227,15 @@ class Session:
                     elif is_blank(reply):
                         yield Notice(blank_notice(reply, nudge is not None))
                     break
-                yield from self.tools.run(result, self.append, flush=False,
+                calls = [(c.name, json.dumps(c.arguments, sort_keys=True))
+                         for c in result.tool_calls]
+                # the same file changes as the step before (a small model in a loop): not
+                # made again, and the next step answers in words. Other calls may repeat
+                # (polling a command's output with the same `exec` is fine).
+                repeated = calls == last_calls and all(n in CHANGES_FILES for n, _ in calls)
+                yield from self.tools.run(result, self.append, flush=False, repeated=repeated,
                                           window=self.budget.context_window)
+                last_calls = [] if repeated else calls
                 yield from self.upkeep.maintain([])
         except KeyboardInterrupt as exc:
             aborted = interrupted = True

@@ -5,7 +5,9 @@ call without its result: a Ctrl-C between calls gives every remaining call an "i
 result before it propagates. A tool that fails (``ClawdError``, or a bug in the tool) gives
 an error result the model can act on; nothing here ends the turn. A result is capped at
 ``tools.maxOutputChars`` and at half the window (head and tail kept), so it always fits a
-request next to the fixed layers and a summary.
+request next to the fixed layers and a summary. File changes that repeat the step before's
+exactly (a small model in a loop appended the same note 17 times) are not made again: their
+result says so, and the session asks for the next answer in words.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from clawd.tools.base import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
+REPEATED = ("not run again: the step before made this same call with the same arguments, "
+            "and its result is above; answer the user now")
+
 
 class ToolRunner:
     """The tools one session is offered, and how they run there."""
@@ -32,15 +37,17 @@ class ToolRunner:
         self.rt, self.tools, self.access = runtime, tools, access
 
     def run(self, reply: Message, keep: Callable[[Message], None], *, window: int,
-            flush: bool) -> Generator[Event, None, None]:
+            flush: bool, repeated: bool = False) -> Generator[Event, None, None]:
         """Run ``reply``'s tool calls; ``keep`` persists each result. ``flush``: the calls
-        come from a memory-flush turn (its writes follow the flush's rules)."""
+        come from a memory-flush turn (its writes follow the flush's rules). ``repeated``:
+        the calls repeat the step before's exactly, and are answered without running."""
         pending = list(reply.tool_calls)
         try:
             while pending:
                 call = pending[0]
                 yield ToolStarted(call.id, call.name, call.arguments)
-                text, is_error = self.call(call, window=window, flush=flush)
+                text, is_error = (REPEATED, True) if repeated else self.call(
+                    call, window=window, flush=flush)
                 keep(Message.tool_result(call, text, is_error, flush=flush))
                 pending.pop(0)
                 yield ToolFinished(call.id, call.name, is_error, text)

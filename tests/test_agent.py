@@ -177,6 +177,32 @@ def test_the_last_words_before_the_conversation_say_where_facts_go(tmp_path, clo
         assert project.endswith("Answer the user's latest message.")
 
 
+def test_a_tool_call_repeating_the_step_before_is_not_run_again(tmp_path):
+    """A small model in a loop calls the same write again and again."""
+    note = tool("write", path="memory/2026-11-22.md", content="- budget 2400\n", append=True)
+    again = tool("write", path="memory/2026-11-22.md", content="- budget 2400\n", append=True)
+    provider = ScriptedProvider([Reply("", [note]), Reply("", [again]), "Noted: 2400 euros."])
+    runtime = make_runtime(tmp_path, provider)
+    events = list(Session(runtime, KEY).run_turn("My budget is 2400 euros."))
+    assert (runtime.workspace / "memory/2026-11-22.md").read_text() == "- budget 2400\n"
+    repeated = provider.requests[2].messages[-1]
+    assert repeated.is_error and repeated.text.startswith("not run again: the step before "
+                                                          "made this same call")
+    assert [r.tool_choice for r in provider.requests] == ["auto", "auto", "none"]
+    assert events[-1].text == "Noted: 2400 euros."
+    provider.assert_done()
+
+
+def test_a_repeated_read_only_call_still_runs(tmp_path):
+    """Polling a command's output with the same call is fine."""
+    poll = [tool("exec", command="echo tick >> ticks.txt; wc -l < ticks.txt") for _ in range(2)]
+    provider = ScriptedProvider([Reply("", [poll[0]]), Reply("", [poll[1]]), "Two ticks."])
+    runtime = make_runtime(tmp_path, provider, allow_exec=True)
+    list(Session(runtime, KEY).run_turn("tick twice"))
+    assert (runtime.workspace / "ticks.txt").read_text() == "tick\ntick\n"
+    assert [r.tool_choice for r in provider.requests] == ["auto"] * 3
+
+
 def test_group_sessions_never_see_memory_md(tmp_path):
     provider = ScriptedProvider(["ok", "ok"])
     runtime = make_runtime(tmp_path, provider)
