@@ -42,8 +42,9 @@ def build_layers(workspace: Path, tools: list[ToolSpec], *, private: bool, now: 
                                max_chars=max_chars) if workspace_files else []
     if max_tokens is not None:
         files = fit_files(files, max_tokens, estimate_text)
+    search = any(t.name == "memory_search" for t in tools)
     system = render("system.md.j2", tools=tools, workspace=str(workspace),
-                    memory_search=any(t.name == "memory_search" for t in tools),
+                    memory_search=search,
                     read_only=read_only, today=now.date().isoformat(),
                     # the date only: a clock in the system prompt would change the cached
                     # prefix every minute and no request could ever read the prompt cache
@@ -52,7 +53,8 @@ def build_layers(workspace: Path, tools: list[ToolSpec], *, private: bool, now: 
     # the last words before the conversation are what a small model follows best
     note_to = (daily_log_path(now.date()) if not read_only
                and any(t.name == "write" for t in tools) else None)
-    project = render("project_context.md.j2", files=files, note_to=note_to) if files else ""
+    project = render("project_context.md.j2", files=files, note_to=note_to,
+                     search=search) if files else ""
     return Layers(system, project, files)
 
 

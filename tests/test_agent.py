@@ -161,6 +161,7 @@ def test_context_layers_in_request(tmp_path, clock):
 def test_the_last_words_before_the_conversation_say_where_facts_go(tmp_path, clock):
     """A small model follows what comes right before the conversation best."""
     from clawd.context import build_layers
+    from clawd.messages import ToolSpec
     from clawd.tools.files import file_tools
 
     (tmp_path / "AGENTS.md").write_text("agents rules")
@@ -175,6 +176,11 @@ def test_the_last_words_before_the_conversation_say_where_facts_go(tmp_path, clo
         project = build_layers(tmp_path, offered, private=True, now=clock(), max_chars=20_000,
                                read_only=read_only).project
         assert project.endswith("Answer the user's latest message.")
+    search = ToolSpec("memory_search", "find notes", {"type": "object", "properties": {}})
+    project = build_layers(tmp_path, [search], private=True, now=clock(), max_chars=20_000,
+                           read_only=True).project
+    assert project.endswith("Answer the user's latest message. When it asks about something "
+                            "from before, look it up with `memory_search` first.")
 
 
 def test_a_tool_call_repeating_the_step_before_is_not_run_again(tmp_path):
