@@ -21,7 +21,7 @@ from typing import Any
 
 from clawd import context as ctxmod
 from clawd import session_lock
-from clawd.access import Access, offered
+from clawd.access import WRITE_TOOLS, Access, offered
 from clawd.errors import ClawdError, ProviderSetupError
 from clawd.events import ErrorEvent, Event, Notice, TurnDone
 from clawd.flush import is_blank, is_silent
@@ -40,8 +40,6 @@ from clawd.transcript import History, undo_last
 from clawd.upkeep import Upkeep
 
 log = logging.getLogger(__name__)
-
-CHANGES_FILES = ("write", "edit")
 
 __all__ = ["Runtime", "Session", "StepResult", "session_model"]
 
@@ -189,6 +187,7 @@ class Session:
         message = Message.user(text)
         steps, reply, aborted, appended, nudge = 0, "", False, False, None
         last_calls: list[tuple[str, str]] | None = None  # the step before's tool calls
+        answer_now = False  # the step before repeated its file changes: answer in words
         interrupted = failed = False
         self.turn_usage = Usage()
         if (refusal := self._too_large(message)) is not None:
@@ -207,7 +206,7 @@ class Session:
                 # asked again after a blank answer: in words this time, no tool calls
                 step = yield from self.step(self.history.messages, show=True,
                                             extra_system=nudge, retry_blank=nudge is None,
-                                            tool_choice="none" if nudge or last_calls == []
+                                            tool_choice="none" if nudge or answer_now
                                             else "auto")
                 result = step.message
                 if result is None:  # an error, said in an ErrorEvent
@@ -232,10 +231,10 @@ class Session:
                 # the same file changes as the step before (a small model in a loop): not
                 # made again, and the next step answers in words. Other calls may repeat
                 # (polling a command's output with the same `exec` is fine).
-                repeated = calls == last_calls and all(n in CHANGES_FILES for n, _ in calls)
+                repeated = calls == last_calls and all(n in WRITE_TOOLS for n, _ in calls)
                 yield from self.tools.run(result, self.append, flush=False, repeated=repeated,
                                           window=self.budget.context_window)
-                last_calls = [] if repeated else calls
+                last_calls, answer_now = (None if repeated else calls), repeated
                 yield from self.upkeep.maintain([])
         except KeyboardInterrupt as exc:
             aborted = interrupted = True

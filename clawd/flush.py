@@ -22,6 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from clawd.access import WRITE_TOOLS
 from clawd.config import MemoryFlush
 from clawd.messages import Message
 from clawd.templates import render
@@ -75,7 +76,7 @@ def said_since_last_note(messages: list[Message]) -> bool:
         if message.role == "user":
             return True
         if message.role == "assistant" and any(
-                call.name in ("write", "edit") and call.id not in failed
+                call.name in WRITE_TOOLS and call.id not in failed
                 and is_private_memory(str(call.arguments.get("path", "")).lstrip("./"))
                 for call in message.tool_calls):
             return False

@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
+from clawd.access import WRITE_TOOLS
 from clawd.compaction import find_cut, summarize
 from clawd.errors import ClawdError
 from clawd.events import Compacted, Event, Flushed, Notice
@@ -116,7 +117,7 @@ class Upkeep:
                                       window=s.budget.context_window, flush=True):
                 pass  # the flush is silent: no tool lines or events
             files += [str(c.arguments.get("path")) for c, r in zip(calls, turn[-len(calls):])
-                      if c.name in ("write", "edit") and not r.is_error]
+                      if c.name in WRITE_TOOLS and not r.is_error]
         notes = listed(answer) if asked_again else answer
         if not files and not is_blank(notes) and not is_acknowledgement(notes):
             try:

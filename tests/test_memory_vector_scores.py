@@ -8,23 +8,16 @@ from pathlib import Path
 
 import numpy as np
 
-from clawd.memory import search as policy
 from clawd.memory.candidates import vector_scores
 from clawd.memory.index import open_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
 
-def _one_by_one(store, qvec, ids, span) -> dict[int, float]:
+def _one_by_one(store, embedders, qvec, ids) -> dict[int, float]:
     scores = {}
-    for chunk_id, (blob, segments) in store.get_vectors(ids).items():
-        if blob is None:
-            continue
-        cosine = float(np.frombuffer(blob, dtype=np.float32) @ qvec)
-        if segments:
-            matrix = np.frombuffer(segments, dtype=np.float32).reshape(-1, len(qvec))
-            cosine = policy.combine_cosines(cosine, float((matrix @ qvec).max()))
-        scores[chunk_id] = policy.calibrate(cosine, span)
+    for chunk_id in ids:
+        scores.update(vector_scores(store, embedders, qvec, [chunk_id]))
     return scores
 
 
@@ -49,7 +42,7 @@ def test_scores_read_at_once_are_those_of_each_chunk(tmp_path: Path):
         qvec = np.asarray(embedder.embed_query("harbour boats"), dtype=np.float32)
         wanted = ids + [max(ids) + 100]  # a chunk gone meanwhile
         got = vector_scores(store, idx.embedders, qvec, wanted)
-        expected = _one_by_one(store, qvec, wanted, embedder.calibration)
+        expected = _one_by_one(store, idx.embedders, qvec, wanted)
         assert set(got) == set(expected) == set(ids[:-1])
         assert got == expected
         assert vector_scores(store, idx.embedders, qvec, []) == {}
