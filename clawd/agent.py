@@ -23,12 +23,13 @@ from clawd import context as ctxmod
 from clawd import session_lock
 from clawd.access import WRITE_TOOLS, Access, offered
 from clawd.errors import ClawdError, ProviderSetupError
-from clawd.events import ErrorEvent, Event, Notice, TurnDone
+from clawd.events import ErrorEvent, Event, Notice, Recalled, TurnDone
 from clawd.flush import is_blank, is_silent
 from clawd.ledger import PruningLedger, prune_mode
 from clawd.messages import Message, Usage
 from clawd.meter import TokenMeter
 from clawd.providers.base import Provider
+from clawd.recall import Recall, recall
 from clawd.runtime import ModelHandle, Runtime, session_model
 from clawd.session_open import open_entry
 from clawd.sessions import normalize_key
@@ -77,6 +78,7 @@ class Session:
         self.stepper = Stepper(self)
         self._provider: Provider | None = None
         self.turn_usage = Usage()  # the current (or last) user turn's model calls
+        self.recall: Recall | None = None  # notes sent with the current turn's message
 
     def close(self) -> None:
         """Let other processes use this session (also done when the Session is collected)."""
@@ -197,8 +199,12 @@ class Session:
             yield self.turn_done("", failed=True)
             return
         step = StepResult(None)
+        self.recall = self._recall(message)
+        if self.recall:
+            yield Recalled([(h.path, h.start, h.end, h.score) for h in self.recall.hits])
         try:
-            yield from self.upkeep.maintain([message])
+            yield from self.upkeep.maintain(self.recall.apply([message]) if self.recall
+                                            else [message])
             self.append(message)
             appended = True
             while True:
@@ -246,6 +252,8 @@ class Session:
         except ClawdError as exc:  # e.g. a pinned model that cannot be used: said, then ended
             failed = True
             yield ErrorEvent(str(exc))
+        finally:
+            self.recall = None
         yield self.turn_done("" if is_silent(reply) else reply, aborted, steps, interrupted,
                              failed)
 
@@ -265,6 +273,13 @@ class Session:
         self.meter.reset()
         self.patch(contextUsedTokens=self.context_tokens(), totalTokensFresh=False)
         return request, flushed
+
+    def _recall(self, message: Message) -> Recall | None:
+        """Automatic recall for ``message``, when this session is offered memory search."""
+        if not any(t.spec.name == "memory_search" for t in self.tools.tools):
+            return None
+        return recall(self.rt.memory, self.access, self.rt.settings.memory_search, message,
+                      self.layers().project, self.budget.context_window)
 
     def _too_large(self, message: Message) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""

@@ -169,6 +169,16 @@ class Query(Model):
     hybrid: Hybrid = Hybrid()
 
 
+class Recall(Model):
+    """Automatic recall: before each user turn, memory search runs on the user's message and
+    its best hits reach the model with the message (``clawd.recall``)."""
+
+    enabled: Bool = True
+    max_results: Int = Field(3, ge=1, le=20)
+    min_score: Float | None = Field(None, ge=0, le=1)  # None: ``query.minScore``
+    max_chars: Int = Field(1500, ge=200)
+
+
 class VectorStore(Model):
     enabled: Bool = True
     extension_path: str | None = None
@@ -207,6 +217,7 @@ class MemorySearch(Model):
     local: Local = Local()
     chunking: Chunking = Chunking()
     query: Query = Query()
+    recall: Recall = Recall()
     store: Store = Store()
     cache: Cache = Cache()
     sync: Sync = Sync()

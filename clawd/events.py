@@ -1,7 +1,8 @@
 """The events the loop yields; front ends (REPL, one-shot, script, JSON) render them.
 
 A turn yields ``TextDelta`` as the reply streams, ``ToolStarted``/``ToolFinished`` around each
-tool call, ``Flushed`` after a silent memory-flush turn, ``Compacted`` after compaction,
+tool call, ``Flushed`` after a silent memory-flush turn, ``Recalled`` when
+automatic recall found notes for the user's message, ``Compacted`` after compaction,
 ``Notice`` for things the user should know (a reset, a skipped flush), ``ErrorEvent`` for a
 failure (one the turn survived, or the one that ended it), and finally ``TurnDone`` with the
 turn's usage and session. Slash commands yield ``CommandOutput``; ``/clear`` yields
@@ -15,7 +16,7 @@ from typing import Any
 
 from clawd.messages import TextDelta, Usage
 
-__all__ = ["TextDelta", "ToolStarted", "ToolFinished", "Flushed", "Compacted", "Notice",
+__all__ = ["TextDelta", "ToolStarted", "ToolFinished", "Flushed", "Recalled", "Compacted", "Notice",
            "ErrorEvent", "TurnDone", "CommandOutput", "ClearScreen", "Event"]
 
 
@@ -44,6 +45,14 @@ class Flushed:
 
     files: list[str] = field(default_factory=list)
     skipped: str | None = None
+
+
+@dataclass(slots=True)
+class Recalled:
+    """Automatic recall found notes for the user's message: ``(path, startLine, endLine,
+    score)`` of each, sent to the model with the message."""
+
+    places: list[tuple[str, int, int, float]]
 
 
 @dataclass(slots=True)
@@ -95,5 +104,5 @@ class ClearScreen:
     """Clear the terminal (the conversation is untouched)."""
 
 
-Event = (TextDelta | ToolStarted | ToolFinished | Flushed | Compacted | Notice | ErrorEvent
-         | TurnDone | CommandOutput | ClearScreen)
+Event = (TextDelta | ToolStarted | ToolFinished | Flushed | Recalled | Compacted | Notice
+         | ErrorEvent | TurnDone | CommandOutput | ClearScreen)

@@ -57,6 +57,10 @@ def event_json(event: Any, *, deltas: bool = False) -> list[dict[str, Any]]:
         return [{"type": "command", "name": event.name, "text": event.text}]
     if isinstance(event, ev.Flushed):
         return [{"type": "flush", "files": event.files, "skipped": event.skipped}]
+    if isinstance(event, ev.Recalled):
+        return [{"type": "recall", "results": [
+            {"path": path, "startLine": start, "endLine": end, "score": score}
+            for path, start, end, score in event.places]}]
     if isinstance(event, ev.Compacted):
         return [{"type": "compaction", "tokensBefore": event.tokens_before,
                  "tokensAfter": event.tokens_after, "method": event.method}]
@@ -154,6 +158,10 @@ class Renderer:
         elif isinstance(event, ev.Flushed):
             what = event.skipped or ", ".join(event.files) or "nothing to store"
             self.line(f"· memory flush: {what}", DIM)
+        elif isinstance(event, ev.Recalled):
+            self.line("· recalled: " + ", ".join(
+                f"{path}:{start}" + (f"-{end}" if end != start else "")
+                for path, start, end, _ in event.places), DIM)
         elif isinstance(event, ev.Compacted):
             self.line(f"· compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens "
                       f"({event.method})", DIM)

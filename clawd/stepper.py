@@ -47,9 +47,10 @@ class Stepper:
         self.s = weakref.proxy(session)  # no cycle: a dropped session is released at once
 
     def _request(self, messages: list[Message], extra_system: str | None,
-                 tool_choice: str) -> tuple[ModelRequest, ctxmod.Layers]:
+                 tool_choice: str, flush: bool) -> tuple[ModelRequest, ctxmod.Layers]:
         """The request for ``messages``, pruned as the ledger says (its new decisions are
-        remembered in ``sessions.json``)."""
+        remembered in ``sessions.json``), with the notes automatic recall found in front of
+        the user's message (not in a flush)."""
         s = self.s
         layers, model, budget = s.layers(), s.model, s.budget
         stored = s.entry.get("prunedResults") or {}
@@ -61,6 +62,8 @@ class Stepper:
         if decisions != stored:
             live = {m.id for m in s.history.messages} | {m.id for m in messages}
             s.patch(prunedResults={k: v for k, v in decisions.items() if k in live})
+        if s.recall and not flush:
+            sent = s.recall.apply(sent)
         request = ctxmod.assemble(layers, s.history.summary, sent, s.tool_specs,
                                   max_tokens=model.max_tokens or s.rt.settings.max_tokens,
                                   cache=model.uses_cache, extra_system=extra_system,
@@ -77,7 +80,7 @@ class Stepper:
         text streamed so far as its ``partial`` attribute."""
         s = self.s
         for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
-            request, layers = self._request(messages, extra_system, tool_choice)
+            request, layers = self._request(messages, extra_system, tool_choice, flush)
             silent, parts = SilentFilter(), []
             try:
                 final = None

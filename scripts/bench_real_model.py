@@ -117,13 +117,14 @@ def write_config(state: Path, workspace: Path, args: argparse.Namespace) -> None
         provider["apiKey"] = args.api_key
     config = {"agents": {"defaults": {
         "workspace": str(workspace), "model": f"bench/{args.model}",
-        "memorySearch": {"enabled": args.memory_search, "provider": "local"}}},
+        "memorySearch": {"enabled": args.memory_search, "provider": "local",
+                         "recall": {"enabled": args.recall}}}},
         "models": {"providers": {"bench": provider}}}
     (state / "clawd.json").write_text(json.dumps(config, indent=2))
 
 
 def turn(chat, text: str, tally: Tally, log) -> str:
-    from clawd.events import Compacted, ErrorEvent, Flushed, Notice, TurnDone
+    from clawd.events import Compacted, ErrorEvent, Flushed, Notice, Recalled, TurnDone
 
     reply = ""
     log(f"\n> {text}")
@@ -143,6 +144,9 @@ def turn(chat, text: str, tally: Tally, log) -> str:
             tally.flushes += not event.skipped
             tally.flush_files += event.files
             log(f"  flush: {event.files or event.skipped or 'nothing'}")
+        elif isinstance(event, Recalled):
+            log("  recalled: " + ", ".join(f"{p}:{a}-{b} ({score:.2f})"
+                                           for p, a, b, score in event.places))
         elif isinstance(event, Compacted):
             tally.compactions += 1
             log(f"  compacted {event.tokens_before} -> {event.tokens_after} ({event.method})")
@@ -179,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-search", action=argparse.BooleanOptionalAction,
                         default=True, help="offer memory_search/memory_get (the local "
                         "embedder), as clawd does by default")
+    parser.add_argument("--recall", action=argparse.BooleanOptionalAction, default=True,
+                        help="automatic recall before each turn (memorySearch.recall)")
     parser.add_argument("--keep", type=Path, default=None, help="where to leave the run")
     parser.add_argument("--quiet", action="store_true", help="no transcript on stdout")
     args = parser.parse_args(argv)

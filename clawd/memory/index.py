@@ -23,8 +23,9 @@
 - ``status() -> dict`` (with ``pendingBatches`` / ``pendingEmbeddings`` and whether every
   chunk has its vector, ``fullyEmbedded``; ``lastSync``, the summary and ISO time ``at`` of
   the last sync, kept in the ``meta`` table so a new process knows it too; ``skippedFiles``),
-  ``mark_dirty()``, ``start_watcher()``, ``close()``. ``dirty`` is true until this process
-  has compared the index with the files (or after a change marks it so).
+  ``mark_dirty()``, ``catch_up(timeout)``, ``start_watcher()``, ``close()``. ``dirty`` is
+  true until this process has compared the index with the files (or after a change marks
+  it so).
 
 The index file is ``<state>/memory/<agentId>.sqlite`` unless ``store.path`` says otherwise
 (``{agentId}`` is replaced). ``MemoryIndex`` decides when a sync runs and runs one at a time;
@@ -185,6 +186,14 @@ class MemoryIndex:
         if thread is not None:
             thread.join(timeout)
         return thread is None or not thread.is_alive()
+
+    def catch_up(self, timeout: float) -> None:
+        """For a search that can wait a moment (automatic recall before a turn): start the
+        sync a change asked for (``sync.onSearch``) and wait up to ``timeout`` seconds for
+        the running one, so notes written just before are found."""
+        if self.synced and self.dirty and self.settings.sync.on_search:
+            self.sync_in_background()
+        self.settle(timeout)
 
     def _batches_due(self) -> bool:
         """Batch jobs are pending, some chunk still lacks its vector, and the jobs were last

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+from clawd.access import Access
 from clawd.errors import SandboxError, ToolError
 from clawd.memory.sources import NotText, decode_text, extra_roots, is_under
 from clawd.tools.base import Param, Tool, ToolContext, tool
@@ -125,17 +126,23 @@ def memory_search(ctx: ToolContext, *, query: Annotated[str, Param("what to look
     if ctx.memory is None:
         raise ToolError("memory search is not available for this agent "
                         "(memorySearch.enabled is false)")
-    if not ctx.access.group:
-        result = ctx.memory.search(query, max_results=max_results, min_score=min_score)
-        return json.dumps(result, ensure_ascii=False)
-    # A group session sees shareable notes only: search wider, keep those, cut to size.
-    limit = max_results or ctx.memory.settings.query.max_results
-    result = ctx.memory.search(query, max_results=max(limit * SHARED_WIDEN, MAX_RESULTS),
-                               min_score=min_score)
+    return json.dumps(visible_search(ctx.memory, ctx.access, query, max_results, min_score),
+                      ensure_ascii=False)
+
+
+def visible_search(memory: Any, access: Access, query: str, max_results: int | None = None,
+                   min_score: float | None = None) -> dict[str, Any]:
+    """``memory.search`` as a session with ``access`` may see it: a group session gets
+    shareable notes only (searched wider, kept, cut to size)."""
+    if not access.group:
+        return memory.search(query, max_results=max_results, min_score=min_score)
+    limit = max_results or memory.settings.query.max_results
+    result = memory.search(query, max_results=max(limit * SHARED_WIDEN, MAX_RESULTS),
+                           min_score=min_score)
     result["results"] = [r for r in result["results"]
-                         if r.get("source") == "memory" and ctx.access.may_read(r["path"])
+                         if r.get("source") == "memory" and access.may_read(r["path"])
                          ][:limit]
-    return json.dumps(result, ensure_ascii=False)
+    return result
 
 
 def memory_tools() -> list[Tool]:

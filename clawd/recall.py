@@ -1,0 +1,107 @@
+"""Automatic recall: the notes memory search finds for the user's message, sent with it.
+
+A small model rarely calls ``memory_search`` on its own, and the daily logs in the project
+context are cut to their newest lines in a small window, so a note written days (or a
+compaction) ago is out of its sight. Before each user turn clawd runs the search itself on
+the user's message, as the session may see it (``visible_search``: shareable notes only in
+a group session), and the best hits (``memorySearch.recall``) go in front of the message in
+that turn's requests: never into the transcript, never into later turns, so the prompt
+cache keeps everything before the message. A hit whose lines are all in the project context
+already is left out; the block is capped at ``maxChars`` and a fifth of the window (in
+characters, about 5% of its tokens). The search waits up to ``SYNC_WAIT`` for a sync of
+notes written just before (a flush, ``/new``); a failed search leaves the turn as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from clawd.access import Access
+from clawd.config_sections import MemorySearch
+from clawd.messages import Message, TextPart
+from clawd.templates import render
+from clawd.textcut import shorten
+from clawd.tools.memory import visible_search
+
+log = logging.getLogger(__name__)
+
+QUERY_CHARS = 2000  # the embedder reads about 256 tokens; more only slows the keyword half
+MIN_PIECE = 80  # a hit cut shorter than this is left out
+SYNC_WAIT = 2.0  # seconds a turn may wait for the sync of notes written just before
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start: int
+    end: int
+    score: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What was found for one user message: the hits and the text sent in front of it."""
+
+    message_id: str
+    hits: list[Hit] = field(default_factory=list)
+
+    def block(self, message: str) -> str:
+        return render("recall.md.j2", hits=self.hits, message=message).strip()
+
+    def apply(self, messages: list[Message]) -> list[Message]:
+        """``messages`` with the notes in front of the user's message (a copy of it)."""
+        out = []
+        for m in messages:
+            if m.id == self.message_id and self.hits:
+                first, rest = (m.content[0], m.content[1:]) if m.content else (None, [])
+                if isinstance(first, TextPart):
+                    m = replace(m, content=[TextPart(self.block(first.text)), *rest])
+                else:
+                    m = replace(m, content=[TextPart(self.block("")), *m.content])
+            out.append(m)
+        return out
+
+
+def in_view(text: str, shown: str) -> bool:
+    """Whether every non-blank line of ``text`` is already in ``shown``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(line in shown for line in lines)
+
+
+def choose(results: list[dict[str, Any]], shown: str, max_chars: int) -> list[Hit]:
+    """The hits worth sending: not already in view, best first, within ``max_chars``."""
+    hits, room = [], max_chars
+    for r in results:
+        text = str(r.get("snippet") or "").strip()
+        if not text or in_view(text, shown):
+            continue
+        if len(text) > room:
+            if room < MIN_PIECE:
+                break
+            text = shorten(text, room)
+        room -= len(text)
+        hits.append(Hit(str(r["path"]), int(r["startLine"]), int(r["endLine"]),
+                        float(r["score"]), text))
+    return hits
+
+
+def recall(memory: Any, access: Access, settings: MemorySearch, message: Message,
+           shown: str, window: int) -> Recall | None:
+    """Search memory for ``message``; None when recall is off, the message has no text, the
+    search fails or finds nothing new."""
+    cfg = settings.recall
+    query = message.text.strip()[:QUERY_CHARS]
+    if not cfg.enabled or memory is None or not query:
+        return None
+    try:
+        memory.catch_up(SYNC_WAIT)
+        found = visible_search(memory, access, query, max_results=cfg.max_results,
+                               min_score=cfg.min_score)
+    except Exception as exc:  # noqa: BLE001 - recall is a help; the turn goes on without it
+        log.warning("automatic recall skipped: memory search failed: %s", exc)
+        return None
+    hits = choose(found.get("results") or [], shown, min(cfg.max_chars, window // 5))
+    return Recall(message.id, hits) if hits else None

@@ -1,0 +1,212 @@
+"""Automatic recall: notes memory search finds for the user's message go in front of it."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+from clawd.agent import Session
+from clawd.config import MemorySearch
+from clawd.events import Recalled
+from clawd.memory import open_index
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.recall import choose, in_view, recall
+from clawd.render import Renderer, event_json
+from clawd.tools.memory import memory_tools
+
+from conftest import make_runtime
+from memory_fakes import FakeEmbedder
+
+KEY = "agent:main:main"
+NOTE = "- Budget for the Lisbon trip: 2400 euros, flights included\n"
+
+
+def recall_runtime(tmp_path, provider, clock, *, embedder=None, search=None):
+    runtime = make_runtime(tmp_path, provider, clock=clock,
+                           settings={"memorySearch": search or {}})
+    runtime.tools = runtime.tools + memory_tools()
+    runtime.memory = open_index("main", runtime.workspace,
+                                MemorySearch.model_validate(search or {}),
+                                tmp_path / "state", runtime.sessions_dir,
+                                embedder=embedder or FakeEmbedder())
+    # an old daily log: out of the project context, which holds today's and yesterday's
+    (runtime.workspace / "memory" / "2026-11-02.md").write_text(
+        "# 2026-11-02\n\n- Ines is my sister; she lives in Porto\n" + NOTE)
+    return runtime
+
+
+def user_texts(request):
+    return [m.text for m in request.messages if m.role == "user"]
+
+
+def test_notes_found_for_the_message_are_sent_with_it_and_never_stored(tmp_path, clock):
+    provider = ScriptedProvider(["About 2400 euros.", "Sure."])
+    runtime = recall_runtime(tmp_path, provider, clock)
+    session = Session(runtime, KEY)
+    events = list(session.run_turn("What is the budget for the Lisbon trip?"))
+    recalled = [e for e in events if isinstance(e, Recalled)]
+    assert recalled and recalled[0].places[0][:3] == ("memory/2026-11-02.md", 1, 4)
+    sent = user_texts(provider.requests[0])[-1]
+    assert "2400 euros" in sent and "memory/2026-11-02.md, lines 1-4" in sent
+    assert sent.endswith("What is the budget for the Lisbon trip?")  # the message comes last
+    # the transcript keeps what the user wrote, nothing more
+    lines = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
+    stored = [e for e in lines if e.get("role") == "user"]
+    assert [e["content"][0]["text"] for e in stored] == ["What is the budget for the Lisbon trip?"]
+    # the next turn sends the earlier message as it was: the prompt cache keeps the prefix
+    list(session.run_turn("Thanks, see you tomorrow"))
+    assert user_texts(provider.requests[1])[0] == "What is the budget for the Lisbon trip?"
+    assert "2400" not in user_texts(provider.requests[1])[-1]
+    [line] = event_json(recalled[0])
+    assert line["type"] == "recall" and line["results"][0]["path"] == "memory/2026-11-02.md"
+    shown = io.StringIO()
+    Renderer(shown, color=False).event(recalled[0])
+    assert shown.getvalue() == "· recalled: memory/2026-11-02.md:1-4\n"
+    runtime.memory.close()
+
+
+def test_every_step_of_the_turn_keeps_the_notes(tmp_path, clock):
+    provider = ScriptedProvider([Reply("", [tool("read", path="USER.md")]), "2400 euros."])
+    runtime = recall_runtime(tmp_path, provider, clock)
+    (runtime.workspace / "USER.md").write_text("# User\n")
+    list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    assert len(provider.requests) == 2
+    assert all("2400 euros" in user_texts(r)[-1] for r in provider.requests)
+    runtime.memory.close()
+
+
+def test_notes_already_in_view_are_not_repeated(tmp_path, clock):
+    provider = ScriptedProvider(["2400 euros."])
+    runtime = recall_runtime(tmp_path, provider, clock)
+    (runtime.workspace / "memory" / "2026-11-02.md").unlink()
+    (runtime.workspace / "memory" / "2026-11-22.md").write_text("# 2026-11-22\n\n" + NOTE)
+    events = list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    assert not [e for e in events if isinstance(e, Recalled)]
+    request = provider.requests[0]
+    assert user_texts(request)[-1] == "What is the budget for the Lisbon trip?"
+    assert "2400 euros" in "".join(request.system)  # today's log is in the project context
+    runtime.memory.close()
+
+
+def test_nothing_is_sent_for_an_unrelated_message_or_with_recall_off(tmp_path, clock):
+    provider = ScriptedProvider(["Hello!", "2400 euros."])
+    runtime = recall_runtime(tmp_path, provider, clock,
+                             search={"recall": {"enabled": True}})
+    session = Session(runtime, KEY)
+    events = list(session.run_turn("good morning"))
+    assert not [e for e in events if isinstance(e, Recalled)]
+    assert user_texts(provider.requests[0])[-1] == "good morning"
+    runtime.memory.close()
+    provider = ScriptedProvider(["2400 euros."])
+    runtime = recall_runtime(tmp_path / "off", provider, clock,
+                             search={"recall": {"enabled": False}})
+    events = list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    assert not [e for e in events if isinstance(e, Recalled)]
+    assert user_texts(provider.requests[0])[-1] == "What is the budget for the Lisbon trip?"
+    runtime.memory.close()
+
+
+def test_the_flush_request_does_not_carry_the_notes(tmp_path, clock):
+    provider = ScriptedProvider(["About 2400 euros.", "NO_REPLY"])
+    runtime = recall_runtime(tmp_path, provider, clock)
+    session = Session(runtime, KEY)
+    list(session.run_turn("What is the budget for the Lisbon trip?"))
+    assert "2400 euros" in user_texts(provider.requests[0])[-1]
+    # a flush while the notes are out (as on a mid-turn flush): the conversation as it is
+    session.recall = recall(runtime.memory, session.access, runtime.settings.memory_search,
+                            session.history.messages[0], "", 200_000)
+    assert session.recall is not None
+    list(session.flush())
+    assert all("2400" not in text for text in user_texts(provider.requests[1]))
+    runtime.memory.close()
+
+
+def test_group_sessions_recall_shareable_notes_only(tmp_path, clock):
+    provider = ScriptedProvider(["ok", "ok"])
+    runtime = recall_runtime(tmp_path, provider, clock,
+                             search={"shareablePaths": ["memory/shared"]})
+    shared = runtime.workspace / "memory" / "shared"
+    shared.mkdir()
+    (shared / "office.md").write_text("- The Lisbon office wifi password is on the fridge\n")
+    events = list(Session(runtime, "agent:main:discord:group:42").run_turn(
+        "What is the budget for the Lisbon trip and the Lisbon office wifi?"))
+    places = [p for e in events if isinstance(e, Recalled) for p in e.places]
+    assert [p[0] for p in places] == ["memory/shared/office.md"]
+    assert "2400" not in user_texts(provider.requests[0])[-1]
+    runtime.memory.close()
+
+
+def test_a_failed_search_leaves_the_turn_as_it_was(tmp_path, clock, caplog):
+    provider = ScriptedProvider(["Hello."])
+    runtime = recall_runtime(tmp_path, provider, clock)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk I/O error")
+
+    runtime.memory.search = broken
+    with caplog.at_level(logging.WARNING):
+        events = list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    assert events[-1].text == "Hello." and not events[-1].failed
+    assert "automatic recall skipped: memory search failed: disk I/O error" in caplog.text
+    runtime.memory.close()
+
+
+def test_a_note_written_just_before_is_found(tmp_path, clock):
+    provider = ScriptedProvider(["Noted.", "2400 euros."])
+    runtime = recall_runtime(tmp_path, provider, clock)
+    (runtime.workspace / "memory" / "2026-11-02.md").write_text("# 2026-11-02\n")
+    session = Session(runtime, KEY)
+    list(session.run_turn("hello"))  # the index is synced once in this process
+    (runtime.workspace / "memory" / "2026-11-02.md").write_text("# 2026-11-02\n\n" + NOTE)
+    runtime.memory.mark_dirty()  # as a write by a tool or the watcher would
+    list(session.run_turn("What is the budget for the Lisbon trip?"))
+    assert "2400 euros" in user_texts(provider.requests[1])[-1]
+    runtime.memory.close()
+
+
+def test_the_notes_stay_within_their_share_of_the_window(tmp_path, clock):
+    results = [{"path": f"memory/n{i}.md", "startLine": 1, "endLine": 3, "score": 0.9 - i / 10,
+                "snippet": f"note {i} " + "x" * 700} for i in range(3)]
+    hits = choose(results, shown="", max_chars=1000)
+    assert [h.path for h in hits] == ["memory/n0.md", "memory/n1.md"]
+    assert sum(len(h.text) for h in hits) <= 1000 and hits[1].text.endswith("…")
+    assert in_view("- a\n\n- b\n", "x\n- a\n- b\n") and not in_view("- a\n- c", "- a\n- b")
+    assert not in_view("", "anything")
+    # an 8k window: about 1,600 characters, whatever maxChars says
+    provider = ScriptedProvider(["ok"])
+    runtime = recall_runtime(tmp_path, provider, clock, search={"recall": {"maxChars": 50000}})
+    runtime.models = lambda ref: runtime_model(ref, provider)
+    for i in range(8):
+        (runtime.workspace / "memory" / f"2026-10-0{i + 1}.md").write_text(
+            f"- Lisbon trip budget detail {i}: " + "euros " * 150 + "\n")
+    list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    sent = user_texts(provider.requests[0])[-1]
+    assert "Lisbon trip budget detail" in sent and len(sent) < 8192 // 5 + 600
+    runtime.memory.close()
+
+
+def runtime_model(ref, provider):
+    from clawd.runtime import ModelHandle
+
+    return ModelHandle(ref, 8192, None, False, lambda: provider)
+
+
+def test_with_the_local_model_a_question_recalls_and_a_greeting_does_not(tmp_path, clock):
+    provider = ScriptedProvider(["Hello!", "2400 euros.", "She lives in Porto."])
+    runtime = make_runtime(tmp_path, provider, clock=clock)
+    runtime.tools = runtime.tools + memory_tools()
+    runtime.memory = open_index("main", runtime.workspace,
+                                MemorySearch.model_validate({"provider": "local"}),
+                                tmp_path / "state", runtime.sessions_dir)
+    (runtime.workspace / "memory" / "2026-11-02.md").write_text(
+        "# 2026-11-02\n\n- Budget for the Lisbon trip: 2400 euros, flights included\n\n"
+        "## People\n\n- Ines is my sister; she lives in Porto\n")
+    session = Session(runtime, KEY)
+    for text in ("good morning", "what was my budget again?", "who is Ines?"):
+        list(session.run_turn(text))
+    sent = [user_texts(r)[-1] for r in provider.requests]
+    assert sent[0] == "good morning"
+    assert "2400 euros" in sent[1] and sent[1].endswith("what was my budget again?")
+    assert "Porto" in sent[2]
+    runtime.memory.close()
