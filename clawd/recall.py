@@ -6,8 +6,9 @@ compaction) ago is out of its sight. Before each user turn clawd runs the search
 the user's message, as the session may see it (``visible_search``: shareable notes only in
 a group session), and the best hits (``memorySearch.recall``) go in front of the message in
 that turn's requests: never into the transcript, never into later turns, so the prompt
-cache keeps everything before the message. A hit whose lines are all in the project context
-already is left out; the block is capped at ``maxChars`` and a fifth of the window (in
+cache keeps everything before the message. Only the lines of a hit not already in the
+project context are sent (a hit with none left, or only headings and a template's
+placeholders, is left out); the block is capped at ``maxChars`` and a fifth of the window (in
 characters, about 5% of its tokens). The search waits up to ``SYNC_WAIT`` for a sync of
 notes written just before (a flush, ``/new``); a failed search leaves the turn as it was.
 """
@@ -15,6 +16,7 @@ notes written just before (a flush, ``/new``); a failed search leaves the turn a
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 
 QUERY_CHARS = 2000  # the embedder reads about 256 tokens; more only slows the keyword half
 MIN_PIECE = 80  # a hit cut shorter than this is left out
+PLACEHOLDER = re.compile(r"^[-*+]\s*\(.*\)$")  # "- (what goes here)" in a note template
 SYNC_WAIT = 2.0  # seconds a turn may wait for the sync of notes written just before
 
 
@@ -65,18 +68,23 @@ class Recall:
         return out
 
 
-def in_view(text: str, shown: str) -> bool:
-    """Whether every non-blank line of ``text`` is already in ``shown``."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return bool(lines) and all(line in shown for line in lines)
+def unseen(text: str, shown: str) -> str:
+    """The lines of ``text`` worth sending: not blank, not already in ``shown`` and not a
+    template's placeholder (``- (name — who they are)``); empty when no line but headings
+    is left."""
+    keep = [line for line in text.splitlines()
+            if line.strip() and line.strip() not in shown
+            and not PLACEHOLDER.match(line.strip())]
+    return "\n".join(keep) if any(not line.lstrip().startswith("#") for line in keep) else ""
 
 
 def choose(results: list[dict[str, Any]], shown: str, max_chars: int) -> list[Hit]:
-    """The hits worth sending: not already in view, best first, within ``max_chars``."""
+    """The hits worth sending, best first, with only their lines not already in view,
+    within ``max_chars``."""
     hits, room = [], max_chars
     for r in results:
-        text = str(r.get("snippet") or "").strip()
-        if not text or in_view(text, shown):
+        text = unseen(str(r.get("snippet") or ""), shown)
+        if not text:
             continue
         if len(text) > room:
             if room < MIN_PIECE:

@@ -11,7 +11,7 @@ from clawd.config import MemorySearch
 from clawd.events import Recalled
 from clawd.memory import open_index
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.recall import choose, in_view, recall
+from clawd.recall import choose, recall, unseen
 from clawd.render import Renderer, event_json
 from clawd.tools.memory import memory_tools
 
@@ -171,8 +171,11 @@ def test_the_notes_stay_within_their_share_of_the_window(tmp_path, clock):
     hits = choose(results, shown="", max_chars=1000)
     assert [h.path for h in hits] == ["memory/n0.md", "memory/n1.md"]
     assert sum(len(h.text) for h in hits) <= 1000 and hits[1].text.endswith("…")
-    assert in_view("- a\n\n- b\n", "x\n- a\n- b\n") and not in_view("- a\n- c", "- a\n- b")
-    assert not in_view("", "anything")
+    assert unseen("- a\n\n- b\n", "x\n- a\n- b\n") == ""
+    assert unseen("## People\n- a\n- c", "- a\n- b") == "## People\n- c"
+    # a template's headings and placeholders are no notes
+    assert unseen("## People\n\n- (name — who they are)\n", "") == ""
+    assert unseen("", "anything") == ""
     # an 8k window: about 1,600 characters, whatever maxChars says
     provider = ScriptedProvider(["ok"])
     runtime = recall_runtime(tmp_path, provider, clock, search={"recall": {"maxChars": 50000}})
