@@ -156,7 +156,8 @@ def is_silent(text: str) -> bool:
 
 
 class SilentFilter:
-    """Passes streamed text through, except a reply that starts with ``NO_REPLY``."""
+    """Passes streamed text through, except a reply that starts with ``NO_REPLY``; text
+    without a letter or digit yet is held back until some comes or the stream ends."""
 
     def __init__(self) -> None:
         self._held = ""
@@ -173,8 +174,8 @@ class SilentFilter:
         if probe.startswith(SILENT):
             self._decided = True
             return ""
-        if SILENT.startswith(probe):
-            return ""  # still a possible prefix of NO_REPLY: hold it back
+        if SILENT.startswith(probe) or not any(c.isalnum() for c in probe):
+            return ""  # a possible prefix of NO_REPLY, or nothing to read yet ("{"): held
         self._decided = False
         released, self._held = self._held, ""
         return released

@@ -21,7 +21,7 @@ from clawd import context as ctxmod
 from clawd.errors import ContextOverflowError, ProviderError
 from clawd.events import ErrorEvent, Event, TextDelta
 from clawd.flush import SilentFilter, is_blank
-from clawd.messages import Message, ModelRequest, ModelResponse, Usage
+from clawd.messages import Message, ModelRequest, ModelResponse, TextPart, Usage
 from clawd.tokens import estimate_messages
 
 if TYPE_CHECKING:
@@ -38,6 +38,13 @@ class StepResult:
 
     message: Message | None
     partial: str = ""
+
+
+def is_stray(text: str) -> bool:
+    """Text with no letter or digit beside a tool call: not shown, not kept. llama.cpp left
+    a lone ``{`` beside Qwen's tool call; sent back in the history, it taught the 1.5B model
+    to answer every later message as a JSON object."""
+    return bool(text) and not any(c.isalnum() for c in text)
 
 
 class Stepper:
@@ -120,9 +127,12 @@ class Stepper:
             except KeyboardInterrupt as exc:
                 exc.partial = self._keep_partial(parts, messages, flush)  # type: ignore[attr-defined]
                 raise
-            if show and (rest := silent.finish()):
+            rest = silent.finish()
+            if show and rest and not (final.tool_calls and is_stray(rest)):
                 yield TextDelta(rest)
             final.flush, final.model = flush, s.model_ref  # one form: provider/model
+            if final.tool_calls and is_stray(final.text):
+                final.content = [p for p in final.content if not isinstance(p, TextPart)]
             if retry_blank and not final.tool_calls and is_blank(final.text):
                 final.retried = True
                 s.transcript.append_message(final)

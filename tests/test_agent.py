@@ -284,3 +284,22 @@ def test_an_unusable_provider_mid_session_ends_the_turn_as_failed(tmp_path):
     events = list(Session(runtime, KEY).run_turn("hi"))
     assert [type(e) for e in events] == [ErrorEvent, TurnDone]
     assert "no key" in events[0].message and events[-1].failed
+
+
+def test_stray_punctuation_beside_a_tool_call_is_not_sent_back(tmp_path):
+    """llama.cpp left a lone "{" beside Qwen's tool call; seen again in the history, it made
+    the model answer every later message as a JSON object."""
+    note = tool("write", path="memory/2026-11-22.md", content="- budget 2400\n", append=True)
+    look = tool("read", path="memory/2026-11-22.md")
+    provider = ScriptedProvider([Reply("{", [note]), "Noted.",
+                                 Reply("Let me check.", [look]), "2400 euros."])
+    runtime = make_runtime(tmp_path, provider)
+    session = Session(runtime, KEY)
+    shown = [e.text for e in session.run_turn("My budget is 2400 euros.")
+             if isinstance(e, TextDelta)]
+    assert "".join(shown) == "Noted."  # the "{" was never shown either
+    list(session.run_turn("What is my budget?"))
+    sent = [m for m in provider.requests[-1].messages if m.role == "assistant" and m.tool_calls]
+    assert [m.text for m in sent] == ["", "Let me check."]  # words beside a call stay
+    stored = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
+    assert not any(part.get("text") == "{" for e in stored for part in e.get("content", []))
