@@ -3,14 +3,16 @@
 ``Renderer`` writes replies as they stream to one stream and everything said about the turn
 (tool calls, flushes, compactions, notices, errors) as whole lines to a side stream, which is
 the same stream in the REPL and stderr for ``-m``/``--script``; in the REPL, replies are
-rendered as Markdown (``clawd.markdown``) when the terminal has colour. ``event_json`` is the
-``--json`` form of an event (SPEC §11; every line in docs/json-events.md); ``drive`` feeds a
-stream of events to a renderer, passing a Ctrl-C during rendering back into the turn.
+rendered as Markdown (``clawd.markdown``) when the terminal has colour (``NO_COLOR`` unset).
+``event_json`` is the ``--json`` form of an event (SPEC §11; every line in
+docs/json-events.md); ``drive`` feeds a stream of events to a renderer, passing a Ctrl-C
+during rendering back into the turn.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable, Generator
@@ -92,7 +94,9 @@ class Renderer:
                  markdown: bool = False, width: int | None = None):
         self.stream = stream if stream is not None else sys.stdout
         self.side = side if side is not None else self.stream
-        self.color = (self.side.isatty() if color is None else color) and not as_json
+        if color is None:  # a terminal's default, unless NO_COLOR is set (no-color.org)
+            color = self.side.isatty() and not os.environ.get("NO_COLOR")
+        self.color = color and not as_json
         self.as_json, self.deltas = as_json, deltas
         self.markdown = markdown and self.color
         self.width = width

@@ -424,3 +424,21 @@ def test_status_line_shows_the_last_turn_tokens_and_cost(tmp_path, history, monk
     # 31,500 read: 1,000 fresh + 30,000 from the cache + 500 written to it; a command after
     # the turn (/status) leaves the turn's figures in place
     assert f"last turn 31,500 in, 200 out{cost}" in shown[-1]
+
+
+@pytest.mark.parametrize("no_color", ["1", ""])
+def test_a_terminal_with_no_color_set_gets_plain_text(monkeypatch, no_color):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("NO_COLOR", no_color)
+    out = Terminal()
+    renderer = Renderer(out, markdown=True, width=20)
+    renderer.event(ev.ErrorEvent("boom"))
+    renderer.event(TextDelta("**a** b"))
+    renderer.event(ev.TurnDone(""))
+    if no_color:  # no-color.org: any non-empty value
+        assert out.getvalue() == "error: boom\n**a** b\n"
+    else:
+        assert out.getvalue().startswith("\x1b[31merror: boom\x1b[0m\n")
