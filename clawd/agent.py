@@ -12,7 +12,6 @@ partial reply, marked ``aborted``. Nothing here prints; front ends render the ev
 
 from __future__ import annotations
 
-import json
 import logging
 import weakref
 from collections.abc import Generator
@@ -21,7 +20,7 @@ from typing import Any
 
 from clawd import context as ctxmod
 from clawd import session_lock
-from clawd.access import WRITE_TOOLS, Access, offered
+from clawd.access import Access, offered
 from clawd.errors import ClawdError, ProviderSetupError
 from clawd.events import ErrorEvent, Event, Notice, Recalled, TurnDone
 from clawd.flush import is_blank, is_silent
@@ -36,7 +35,7 @@ from clawd.sessions import normalize_key
 from clawd.stepper import Stepper, StepResult
 from clawd.templates import render
 from clawd.tokens import Budget, estimate_messages, estimate_text, estimate_tools
-from clawd.toolrunner import ToolRunner
+from clawd.toolrunner import Calls, ToolRunner, calls_of, repeats_writes
 from clawd.transcript import History, undo_last
 from clawd.upkeep import Upkeep
 
@@ -188,7 +187,7 @@ class Session:
         """
         message = Message.user(text)
         steps, reply, aborted, appended, nudge = 0, "", False, False, None
-        last_calls: list[tuple[str, str]] | None = None  # the step before's tool calls
+        last_calls: Calls | None = None  # the step before's tool calls
         answer_now = False  # the step before repeated its file changes: answer in words
         interrupted = failed = False
         self.turn_usage = Usage()
@@ -232,12 +231,10 @@ class Session:
                     elif is_blank(reply):
                         yield Notice(blank_notice(reply, nudge is not None))
                     break
-                calls = [(c.name, json.dumps(c.arguments, sort_keys=True))
-                         for c in result.tool_calls]
                 # the same file changes as the step before (a small model in a loop): not
-                # made again, and the next step answers in words. Other calls may repeat
-                # (polling a command's output with the same `exec` is fine).
-                repeated = calls == last_calls and all(n in WRITE_TOOLS for n, _ in calls)
+                # made again, and the next step answers in words
+                calls = calls_of(result)
+                repeated = repeats_writes(calls, last_calls)
                 yield from self.tools.run(result, self.append, flush=False, repeated=repeated,
                                           window=self.budget.context_window)
                 last_calls, answer_now = (None if repeated else calls), repeated

@@ -12,10 +12,11 @@ result says so, and the session asks for the next answer in words.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Generator
 
-from clawd.access import Access
+from clawd.access import WRITE_TOOLS, Access
 from clawd.errors import ClawdError
 from clawd.events import Event, ToolFinished, ToolStarted
 from clawd.messages import Message, ToolCall
@@ -28,6 +29,19 @@ log = logging.getLogger(__name__)
 
 REPEATED = ("not run again: the step before made this same call with the same arguments, "
             "and its result is above; answer the user now")
+
+
+Calls = list[tuple[str, str]]  # (name, arguments as sorted JSON) of one step's tool calls
+
+
+def calls_of(reply: Message) -> Calls:
+    return [(c.name, json.dumps(c.arguments, sort_keys=True)) for c in reply.tool_calls]
+
+
+def repeats_writes(calls: Calls, before: Calls | None) -> bool:
+    """Whether a step's calls are the same file changes as the step before's. Other calls
+    may repeat (polling a command's output with the same ``exec`` is fine)."""
+    return calls == before and all(name in WRITE_TOOLS for name, _ in calls)
 
 
 class ToolRunner:

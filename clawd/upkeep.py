@@ -31,6 +31,7 @@ from clawd.flush import (
 )
 from clawd.messages import Message, new_id
 from clawd.tokens import estimate_messages
+from clawd.toolrunner import Calls, calls_of, repeats_writes
 from clawd.transcript import apply_compaction
 from clawd.workspace import daily_log_path, is_writable
 
@@ -97,6 +98,7 @@ class Upkeep:
         s.append(Message.user(flush_prompt(cfg, today), flush=True), turn)
         files: list[str] = []
         answer, asked_again = "", False
+        last_calls: Calls | None = None
         for _ in range(s.rt.settings.max_steps):
             step = yield from s.step(turn, show=False, flush=True,
                                      extra_system=flush_system(cfg, today))
@@ -113,9 +115,16 @@ class Upkeep:
                 continue
             if not calls:
                 break
+            # the same note as the step before (a small model in a loop): not written
+            # again, and the flush ends
+            repeated = repeats_writes(calls_of(step.message), last_calls)
+            last_calls = calls_of(step.message)
             for _event in s.tools.run(step.message, lambda m: s.append(m, turn),
-                                      window=s.budget.context_window, flush=True):
+                                      window=s.budget.context_window, flush=True,
+                                      repeated=repeated):
                 pass  # the flush is silent: no tool lines or events
+            if repeated:
+                break
             files += [str(c.arguments.get("path")) for c, r in zip(calls, turn[-len(calls):])
                       if c.name in WRITE_TOOLS and not r.is_error]
         notes = listed(answer) if asked_again else answer

@@ -171,6 +171,26 @@ def test_flush_notes_caught_in_a_loop_are_saved_once(tmp_path):
         "- Dishes: none suggested\n")
 
 
+def test_a_flush_writing_the_same_note_again_ends(tmp_path):
+    note = {"path": DAILY, "content": "- Budget: 2400 euros\n", "append": True}
+    flush_requests = []
+
+    def model(request):  # the flush writes its note for as long as it is asked
+        if "nearing compaction" in "".join(request.system):
+            flush_requests.append(request)
+            return Reply("", [tool("write", **note)])
+        return "Sure."
+
+    runtime, session = near_flush(tmp_path, ScriptedProvider(default=model))
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    assert (runtime.workspace / DAILY).read_text().count("2400") == 1
+    assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
+    assert len(flush_requests) == 2 and events[-1].text == "Sure."
+    lines = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]
+    results = [e for e in lines if e.get("role") == "toolResult"]
+    assert len(results) == 2 and results[1]["isError"]  # every call has its result
+
+
 @pytest.mark.parametrize("silent", ["NO_REPLY", "```\nNO_REPLY\n"])  # a coder model fences it
 @pytest.mark.parametrize("second, saved", [
     ("- Ines arrives in Lisbon on May 14.", "- Ines arrives in Lisbon on May 14."),
