@@ -17,6 +17,7 @@ kept (``listed``).
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date, datetime
 from pathlib import Path
@@ -149,10 +150,27 @@ def _unwrapped(text: str) -> str:
     return text.lstrip(" \t\r\n`'\"*")
 
 
+def _json_value(text: str) -> str | None:
+    """The value of a reply made of one JSON object with one string value (a coder model
+    answers ``{"response": "NO_REPLY"}``), else None."""
+    body = text.strip().strip("`").strip()
+    body = body[4:].lstrip() if body.startswith("json") else body
+    if not body.startswith("{"):
+        return None
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and len(value) == 1:
+        inner = next(iter(value.values()))
+        return inner if isinstance(inner, str) else None
+    return None
+
+
 def is_silent(text: str) -> bool:
-    """Whether a reply is the silent token (alone, or leading the reply; a code fence or
-    quotes before it do not count)."""
-    return _unwrapped(text).startswith(SILENT)
+    """Whether a reply is the silent token (alone, or leading the reply; a code fence,
+    quotes or a one-field JSON object around it do not count)."""
+    return _unwrapped(_json_value(text) or text).startswith(SILENT)
 
 
 class SilentFilter:

@@ -67,6 +67,8 @@ def test_flush_prompt_puts_in_todays_date():
     ("Done. NO_REPLY", False), ("no_reply", False), ("N O_REPLY", False),
     ("```\nNO_REPLY\n", True), ('"NO_REPLY"', True), ("**NO_REPLY**", True),  # small models
     ("```python\nprint(1)\n```", False),
+    ('{"response": "NO_REPLY"}', True), ('```json\n{\n  "response": "NO_REPLY"\n}\n', True),
+    ('{"response": "Done."}', False), ('{"a": "NO_REPLY", "b": "x"}', False), ("{", False),
 ])
 def test_is_silent(text, silent):
     assert is_silent(text) is silent
@@ -93,7 +95,7 @@ def cuts(text: str, rng: random.Random) -> list[list[str]]:
 @pytest.mark.parametrize("text", [
     "NO_REPLY", "  NO_REPLY", "\n\nNO_REPLY trailing words", "NO_REPLY\n",
     "NO, really", "NO_REPL", "NOTE: keep this", "Hello there", "N", "No reply needed.",
-    " leading space then NO_REPLY", "NO_REPLYING to that",
+    " leading space then NO_REPLY", "NO_REPLYING to that", "- a list", "{", "...", "42",
 ])
 def test_silent_filter_in_odd_sized_pieces(text):
     rng = random.Random(text)
