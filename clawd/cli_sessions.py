@@ -93,11 +93,13 @@ def format_show(row: Row, count: int) -> str:
         f"Transcript: {s.path}",
     ]
     last = _conversation(s)[-count:] if count else []
+    undone = taken_back(s.loaded.entries if s.loaded else [])
     if last:
         lines.append(f"\nLast {len(last)} messages:")
         for message in last:
             text = shorten(" ".join(_plain(message).split()), SHOW_CHARS)
-            lines.append(f"  {_who(message)}: {text}")
+            mark = f" ({UNDONE[undone[message.id]]})" if message.id in undone else ""
+            lines.append(f"  {_who(message)}{mark}: {text}")
     return "\n".join(lines)
 
 
@@ -108,7 +110,9 @@ def export_markdown(row: Row) -> str:
            f"- session: `{s.session_id}` ({row.key or s.key or '?'})",
            f"- model: {s.model or '?'}",
            f"- started: {s.created or '?'} · last activity: {s.last_activity or '?'}", ""]
-    for entry in s.loaded.entries if s.loaded else []:
+    entries = s.loaded.entries if s.loaded else []
+    undone = taken_back(entries)
+    for entry in entries:
         if entry.get("type") == "compaction" and isinstance(entry.get("summary"), str):
             out += ["> **Earlier messages were summarised (compaction):**", ">",
                     *[f"> {line}" for line in entry["summary"].splitlines()], ""]
@@ -122,7 +126,8 @@ def export_markdown(row: Row) -> str:
             out += [f"<details><summary>{label}</summary>", "", _fence(message.text), "",
                     "</details>", ""]
             continue
-        out += [f"## {_who(message).capitalize()} · {_when(message.timestamp)}", ""]
+        mark = f" ({UNDONE[undone[message.id]]})" if message.id in undone else ""
+        out += [f"## {_who(message).capitalize()} · {_when(message.timestamp)}{mark}", ""]
         if message.text:
             out += [message.text, ""]
         for call in message.tool_calls:
@@ -278,6 +283,28 @@ def _message(entry: dict[str, Any]) -> Message | None:
         return Message.from_entry(entry)
     except (ValueError, KeyError, TypeError):
         return None
+
+
+UNDONE = {"undo": "taken back with /undo", "retry": "taken back with /retry"}
+
+
+def taken_back(entries: list[dict[str, Any]]) -> dict[str, str]:
+    """The ids of the messages of every turn an ``undo`` entry took back (a user message and
+    everything after it until the next one), each with the entry's reason."""
+    turns: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    out: dict[str, str] = {}
+    for entry in entries:
+        kind = entry.get("type")
+        if kind == "message" and not entry.get("flush") and isinstance(entry.get("id"), str):
+            if entry.get("role") == "user":
+                current = turns.setdefault(entry["id"], [])
+            if current is not None:
+                current.append(entry["id"])
+        elif kind == "undo" and entry.get("messageId") in turns:
+            reason = str(entry.get("reason")) if entry.get("reason") in UNDONE else "undo"
+            out.update(dict.fromkeys(turns[entry["messageId"]], reason))
+    return out
 
 
 def _conversation(s: Summary) -> list[Message]:

@@ -82,6 +82,19 @@ def test_list_show_export(sessions_dir, capsys):
     assert target.read_text() == md
 
 
+def test_show_and_export_mark_the_turns_taken_back(sessions_dir, capsys):
+    script = sessions_dir.parent.parent.parent / "undo.txt"
+    script.write_text("first question\n/undo\nsecond question\n/retry\n")
+    _chat(capsys, "--script", str(script))
+    code, out, _ = run(["sessions", "show", "main", "-n", "6"], capsys)
+    assert "you (taken back with /undo): first question" in out
+    assert "assistant (taken back with /undo): answer to t question" in out
+    assert "you (taken back with /retry): second question" in out
+    assert out.rstrip().endswith("assistant: answer to d question")  # the retried turn
+    md = run(["sessions", "export", "main"], capsys)[1]
+    assert md.count("(taken back with /undo)") == 2 and md.count("(taken back with /retry)") == 2
+
+
 def test_new_leaves_an_ended_session_that_resume_brings_back(sessions_dir, capsys):
     _chat(capsys, "-m", "first topic")
     first = json.loads(run(["sessions", "list", "--json"], capsys)[1])[0]["sessionId"]
