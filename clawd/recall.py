@@ -72,9 +72,11 @@ def unseen(text: str, shown: str) -> str:
     """The lines of ``text`` worth sending: not blank, not already in ``shown`` and not a
     template's placeholder (``- (name — who they are)``); empty when no line but headings
     is left."""
-    keep = [line for line in text.splitlines()
-            if line.strip() and line.strip() not in shown
-            and not PLACEHOLDER.match(line.strip())]
+    keep = []
+    for line in text.splitlines():
+        probe = line.strip().removesuffix("…").rstrip()  # a snippet's last line may be cut
+        if probe and probe not in shown and not PLACEHOLDER.match(probe):
+            keep.append(line)
     return "\n".join(keep) if any(not line.lstrip().startswith("#") for line in keep) else ""
 
 

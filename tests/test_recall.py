@@ -176,6 +176,7 @@ def test_the_notes_stay_within_their_share_of_the_window(tmp_path, clock):
     # a template's headings and placeholders are no notes
     assert unseen("## People\n\n- (name — who they are)\n", "") == ""
     assert unseen("", "anything") == ""
+    assert unseen("- a\n- b c…", "- a\n- b c d\n") == ""  # a snippet cut mid-line
     # an 8k window: about 1,600 characters, whatever maxChars says
     provider = ScriptedProvider(["ok"])
     runtime = recall_runtime(tmp_path, provider, clock, search={"recall": {"maxChars": 50000}})
