@@ -69,19 +69,26 @@ def is_acknowledgement(text: str) -> bool:
     return bool(words) and len(words) <= 4 and all(w in ACK_WORDS for w in words)
 
 
-def said_since_last_note(messages: list[Message]) -> bool:
-    """Whether a user message comes after the conversation's last successful ``write`` or
-    ``edit`` of a memory file (MEMORY.md or under ``memory/``), or there is no such note."""
+def _notes(messages: list[Message]) -> list[int]:
+    """The places of the assistant messages that wrote a memory file (MEMORY.md or under
+    ``memory/``) with ``write`` or ``edit`` and did not fail."""
     failed = {m.tool_call_id for m in messages if m.role == "toolResult" and m.is_error}
-    for message in reversed(messages):
-        if message.role == "user":
-            return True
-        if message.role == "assistant" and any(
-                call.name in WRITE_TOOLS and call.id not in failed
-                and is_private_memory(str(call.arguments.get("path", "")).lstrip("./"))
-                for call in message.tool_calls):
-            return False
-    return False
+    return [i for i, m in enumerate(messages) if m.role == "assistant" and any(
+        call.name in WRITE_TOOLS and call.id not in failed
+        and is_private_memory(str(call.arguments.get("path", "")).lstrip("./"))
+        for call in m.tool_calls)]
+
+
+def noted(messages: list[Message]) -> bool:
+    """Whether the conversation wrote a memory note."""
+    return bool(_notes(messages))
+
+
+def said_since_last_note(messages: list[Message]) -> bool:
+    """Whether a user message comes after the conversation's last memory note (or there is
+    a user message and no note)."""
+    notes = _notes(messages)
+    return any(m.role == "user" for m in messages[notes[-1] + 1 if notes else 0:])
 
 
 def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> bool:
@@ -96,12 +103,13 @@ def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> b
     return is_blank(answer) and said_since_last_note(conversation)
 
 
-def flush_retry_prompt(answer: str, today: date) -> str:
-    """The flush turn's second request. It offers no way out: a weak model takes any
-    "reply X if there is nothing" it is offered, while a capable one that has nothing to
-    keep says so in words, which ``listed`` drops."""
+def flush_retry_prompt(answer: str, today: date, noted_before: bool = False) -> str:
+    """The flush turn's second request (``noted_before``: the conversation wrote a note
+    earlier). It offers no way out: a weak model takes any "reply X if there is nothing" it
+    is offered, while a capable one that has nothing to keep says so in words, which
+    ``listed`` drops."""
     return render("flush_retry.md.j2", answer=answer.strip(),
-                  acknowledged=is_acknowledgement(answer),
+                  acknowledged=is_acknowledgement(answer), noted=noted_before,
                   daily_log=daily_log_path(today)).strip()
 
 

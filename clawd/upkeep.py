@@ -27,6 +27,7 @@ from clawd.flush import (
     is_acknowledgement,
     is_blank,
     listed,
+    noted,
     should_ask_again,
 )
 from clawd.messages import Message, new_id
@@ -110,7 +111,9 @@ class Upkeep:
             if not calls and not asked_again and should_ask_again(answer, bool(files),
                                                                    turn[:start]):
                 # "Done." or NO_REPLY with nothing written (a weak model's habit): ask once
-                s.append(Message.user(flush_retry_prompt(answer, today), flush=True), turn)
+                s.append(Message.user(flush_retry_prompt(answer, today,
+                                                         noted(turn[:start])), flush=True),
+                         turn)
                 asked_again = True
                 continue
             if not calls:

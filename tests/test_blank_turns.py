@@ -250,7 +250,13 @@ def test_a_silent_flush_is_asked_again_when_the_user_spoke_after_the_last_note(
     provider.add("NO_REPLY", *(["- budget 2400"] if asked == 2 else []), "Sure.")
     events = list(session.run_turn(f"one more {filler(500)}"))
     assert [e for e in events if isinstance(e, Flushed)]
-    assert len([r for r in provider.requests if r.messages[-1].flush]) == asked
+    flushes = [r for r in provider.requests if r.messages[-1].flush]
+    assert len(flushes) == asked
+    if case == "talked after the note":  # the second request says what is missing
+        assert flushes[1].messages[-1].text.startswith(
+            "What the user said after your last note has not been saved.")
+    if case == "the note failed":
+        assert flushes[1].messages[-1].text.startswith("Nothing has been saved")
     assert events[-1].text == "Sure."
     provider.assert_done()
 
