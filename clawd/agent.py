@@ -198,10 +198,10 @@ class Session:
             yield self.turn_done("", failed=True)
             return
         step = StepResult(None)
-        self.recall = self._recall(message)
-        if self.recall:
-            yield Recalled([(h.path, h.start, h.end, h.score) for h in self.recall.hits])
         try:
+            self.recall = self._recall(message)
+            if self.recall:
+                yield Recalled([(h.path, h.start, h.end, h.score) for h in self.recall.hits])
             yield from self.upkeep.maintain(self.recall.apply([message]) if self.recall
                                             else [message])
             self.append(message)

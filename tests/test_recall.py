@@ -214,3 +214,19 @@ def test_with_the_local_model_a_question_recalls_and_a_greeting_does_not(tmp_pat
     assert "2400 euros" in sent[1] and sent[1].endswith("what was my budget again?")
     assert "Porto" in sent[2]
     runtime.memory.close()
+
+
+def test_ctrl_c_while_recalling_keeps_the_message(tmp_path, clock):
+    provider = ScriptedProvider([])
+    runtime = recall_runtime(tmp_path, provider, clock)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    runtime.memory.search = interrupted
+    session = Session(runtime, KEY)
+    events = list(session.run_turn("What is the budget for the Lisbon trip?"))
+    assert events[-1].interrupted and not provider.requests
+    assert [m.text for m in session.history.messages] == [
+        "What is the budget for the Lisbon trip?"]
+    runtime.memory.close()
