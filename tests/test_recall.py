@@ -230,3 +230,32 @@ def test_ctrl_c_while_recalling_keeps_the_message(tmp_path, clock):
     assert [m.text for m in session.history.messages] == [
         "What is the budget for the Lisbon trip?"]
     runtime.memory.close()
+
+
+def test_a_long_first_index_does_not_hold_the_turn_up(tmp_path, clock, monkeypatch):
+    import threading
+
+    import clawd.recall
+
+    class SlowEmbedder(FakeEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.release = threading.Event()
+
+        def embed_documents(self, texts, progress=None):
+            self.release.wait(30)  # a first index of years of notes
+            return super().embed_documents(texts, progress)
+
+    monkeypatch.setattr(clawd.recall, "SYNC_WAIT", 0.2)
+    embedder = SlowEmbedder()
+    provider = ScriptedProvider(["I don't know yet.", "2400 euros."])
+    runtime = recall_runtime(tmp_path, provider, clock, embedder=embedder)
+    session = Session(runtime, KEY)
+    events = list(session.run_turn("What is the budget for the Lisbon trip?"))
+    assert events[-1].text == "I don't know yet."  # answered while the index was being built
+    assert not [e for e in events if isinstance(e, Recalled)]
+    embedder.release.set()
+    assert runtime.memory.settle(30)
+    list(session.run_turn("What is the budget for the Lisbon trip?"))
+    assert "2400 euros" in user_texts(provider.requests[1])[-1]
+    runtime.memory.close()

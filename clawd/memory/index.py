@@ -188,10 +188,11 @@ class MemoryIndex:
         return thread is None or not thread.is_alive()
 
     def catch_up(self, timeout: float) -> None:
-        """For a search that can wait a moment (automatic recall before a turn): start the
-        sync a change asked for (``sync.onSearch``) and wait up to ``timeout`` seconds for
-        the running one, so notes written just before are found."""
-        if self.synced and self.dirty and self.settings.sync.on_search:
+        """For a search that may wait a moment but not long (automatic recall before a
+        turn): start the sync a change asked for (``sync.onSearch``) in the background and
+        wait up to ``timeout`` seconds for it, so notes written just before are found; a
+        longer sync (a first index) goes on while the search reads what is committed."""
+        if self.dirty and self.settings.sync.on_search:
             self.sync_in_background()
         self.settle(timeout)
 
