@@ -8,7 +8,11 @@ OpenAI-compatible server, in a fresh state dir and a workspace made by ``clawd i
    ``--max-turns``);
    (filler requests carry a pasted paragraph, so that a small window fills in a few turns);
 2. ``/new`` (the flush before the end, and the session-memory dump of the last messages);
-3. one fresh session per fact, asking for it.
+3. one fresh session per fact, asking for it (``--samples N``: N sessions per fact, since the
+   server samples and one answer cannot tell a change from luck).
+
+``--reask DIR`` skips 1 and 2 and asks the facts again in a run kept with ``--keep DIR``
+(e.g. after a prompt change, against the same notes).
 
 It prints: facts noted on disk outside the ``/new`` dump (daily logs, MEMORY.md, other notes),
 facts recalled in the fresh sessions, blank turns (a user turn that ended with no reply), blank
@@ -185,12 +189,17 @@ def main(argv: list[str] | None = None) -> int:
                         "embedder), as clawd does by default")
     parser.add_argument("--recall", action=argparse.BooleanOptionalAction, default=True,
                         help="automatic recall before each turn (memorySearch.recall)")
+    parser.add_argument("--samples", type=int, default=1,
+                        help="fresh sessions asking each fact (the server samples: one "
+                             "answer cannot tell a change from luck)")
+    parser.add_argument("--reask", type=Path, default=None, metavar="DIR",
+                        help="no conversation: ask the facts again in a run kept in DIR")
     parser.add_argument("--keep", type=Path, default=None, help="where to leave the run")
     parser.add_argument("--quiet", action="store_true", help="no transcript on stdout")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
 
-    home = args.keep or Path(tempfile.mkdtemp(prefix="clawd-real-"))
+    home = args.reask or args.keep or Path(tempfile.mkdtemp(prefix="clawd-real-"))
     state, workspace = home / "state", home / "workspace"
     state.mkdir(parents=True, exist_ok=True)
     os.environ["CLAWD_HOME"] = str(state)
@@ -200,8 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     from clawd.config import load_config
     from clawd.init import apply, plan_init
 
-    write_config(state, workspace, args)
-    apply(plan_init(state, state / "clawd.json", workspace, "main"))
+    if not args.reask:
+        write_config(state, workspace, args)
+        apply(plan_init(state, state / "clawd.json", workspace, "main"))
     write_config(state, workspace, args)  # init keeps an existing config; make sure it is ours
     runtime = build_runtime(load_config(state / "clawd.json"), None)
     counter = [0]
@@ -224,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     tally = Tally()
     chat = Chat(runtime, "agent:main:main")
     planted, filler_at = 0, 0
-    while tally.turns < args.max_turns:
+    while tally.turns < args.max_turns and not args.reask:
         # plant the facts early, then fill until the cycles are done (facts must survive)
         if planted < len(facts) and tally.turns % 2 == 0:
             turn(chat, facts[planted][0], tally, log)
@@ -236,16 +246,20 @@ def main(argv: list[str] | None = None) -> int:
             break
     chat_turns, chat_requests = tally.turns, counter[0]
     before_new = memory_files(workspace)
-    log("\n> /new")
-    for event in chat.handle("/new"):
-        shown = getattr(event, 'text', '') or getattr(event, 'files', '')
-        log(f"  {type(event).__name__}: {shown}")
+    if not args.reask:
+        log("\n> /new")
+        for event in chat.handle("/new"):
+            shown = getattr(event, 'text', '') or getattr(event, 'files', '')
+            log(f"  {type(event).__name__}: {shown}")
     noted = notes_outside_dump(workspace, before_new)
-    recalled = []
+    recalled: list[int] = []
+    stamp = time.strftime("%H%M%S")
     for i, (_, question, pattern) in enumerate(facts):
-        fresh = Chat(runtime, f"agent:main:recall-{i}")
-        answer = turn(fresh, question, tally, log)
-        recalled.append(bool(re.search(pattern, answer, re.I)))
+        found = 0
+        for k in range(max(args.samples, 1)):
+            fresh = Chat(runtime, f"agent:main:recall-{i}-{k}-{stamp}")
+            found += bool(re.search(pattern, turn(fresh, question, tally, log), re.I))
+        recalled.append(found)
     seconds = time.perf_counter() - started
     if runtime.memory is not None:
         runtime.memory.close()
@@ -257,14 +271,18 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + "=" * 72)
     print(f"model {args.model} at {args.base_url}, window {args.window:,}, "
           f"maxTokens {args.max_tokens}")
-    print(f"chat: {chat_turns} user turns, {chat_requests} model requests "
-          f"({chat_requests / max(chat_turns, 1):.2f} per turn), {tally.flushes} flushes "
-          f"(files: {sorted(set(tally.flush_files)) or 'none'}), {tally.compactions} "
-          f"compactions")
-    print(f"facts noted on disk outside the /new dump: {sum(on_disk)}/{len(facts)} "
-          f"{['yes' if x else 'no' for x in on_disk]}")
-    print(f"facts recalled in a fresh session:        {sum(recalled)}/{len(facts)} "
-          f"{['yes' if x else 'no' for x in recalled]}")
+    if not args.reask:  # asked again only: the conversation and the notes are the run's
+        print(f"chat: {chat_turns} user turns, {chat_requests} model requests "
+              f"({chat_requests / max(chat_turns, 1):.2f} per turn), {tally.flushes} flushes "
+              f"(files: {sorted(set(tally.flush_files)) or 'none'}), {tally.compactions} "
+              f"compactions")
+        print(f"facts noted on disk outside the /new dump: {sum(on_disk)}/{len(facts)} "
+              f"{['yes' if x else 'no' for x in on_disk]}")
+    samples = max(args.samples, 1)
+    print(f"facts recalled in a fresh session:        {sum(x > 0 for x in recalled)}/"
+          f"{len(facts)} " + (f"{['yes' if x else 'no' for x in recalled]}" if samples == 1
+                              else f"(answers with the fact, of {samples} sessions each: "
+                                   f"{recalled})"))
     print(f"blank turns: {len(tally.blank_turns)}; blank answers asked again: {retried}; "
           f"errors: {len(tally.errors)}; requests in all: {counter[0]} for {tally.turns} "
           f"user turns ({counter[0] / max(tally.turns, 1):.2f} per turn)")
