@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 QUERY_CHARS = 2000  # the embedder reads about 256 tokens; more only slows the keyword half
 MIN_PIECE = 80  # a hit cut shorter than this is left out
 PLACEHOLDER = re.compile(r"^[-*+]\s*\(.*\)$")  # "- (what goes here)" in a note template
+MARGIN = 0.15  # hits scoring this much below the best one are left out
 SYNC_WAIT = 2.0  # seconds a turn may wait for the sync of notes written just before
 
 
@@ -81,10 +82,13 @@ def unseen(text: str, shown: str) -> str:
 
 
 def choose(results: list[dict[str, Any]], shown: str, max_chars: int) -> list[Hit]:
-    """The hits worth sending, best first, with only their lines not already in view,
-    within ``max_chars``."""
+    """The hits worth sending, best first (``results`` are), within ``MARGIN`` of the best
+    one, with only their lines not already in view, within ``max_chars``."""
     hits, room = [], max_chars
+    best = max((float(r["score"]) for r in results), default=0.0)
     for r in results:
+        if float(r["score"]) < best - MARGIN:
+            break  # far below the best hit: noise beside it for a small model
         text = unseen(str(r.get("snippet") or ""), shown)
         if not text:
             continue

@@ -171,6 +171,11 @@ def test_the_notes_stay_within_their_share_of_the_window(tmp_path, clock):
     hits = choose(results, shown="", max_chars=1000)
     assert [h.path for h in hits] == ["memory/n0.md", "memory/n1.md"]
     assert sum(len(h.text) for h in hits) <= 1000 and hits[1].text.endswith("…")
+    # a hit far below the best one is noise beside it
+    near = [{"path": "memory/a.md", "startLine": 1, "endLine": 1, "score": 0.95, "snippet": "- a"},
+            {"path": "memory/b.md", "startLine": 1, "endLine": 1, "score": 0.85, "snippet": "- b"},
+            {"path": "memory/c.md", "startLine": 1, "endLine": 1, "score": 0.7, "snippet": "- c"}]
+    assert [h.path for h in choose(near, "", 1000)] == ["memory/a.md", "memory/b.md"]
     assert unseen("- a\n\n- b\n", "x\n- a\n- b\n") == ""
     assert unseen("## People\n- a\n- c", "- a\n- b") == "## People\n- c"
     # a template's headings and placeholders are no notes
