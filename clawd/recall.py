@@ -4,7 +4,8 @@ A small model rarely calls ``memory_search`` on its own, and the daily logs in t
 context are cut to their newest lines in a small window, so a note written days (or a
 compaction) ago is out of its sight. Before each user turn clawd runs the search itself on
 the user's message, as the session may see it (``visible_search``: shareable notes only in
-a group session), and the best hits (``memorySearch.recall``) go in front of the message in
+a group session), and the best hits (``memorySearch.recall``, none ``MARGIN`` below the
+best one: a weak model answers from whatever it is given) go in front of the message in
 that turn's requests: never into the transcript, never into later turns, so the prompt
 cache keeps everything before the message. Only the lines of a hit not already in the
 project context are sent (a hit with none left, or only headings and a template's
