@@ -191,7 +191,8 @@ class Session:
         answer_now = False  # the step before repeated its file changes: answer in words
         interrupted = failed = False
         self.turn_usage = Usage()
-        if (refusal := self._too_large(message)) is not None:
+        layers = self.layers()  # the workspace files as this turn starts
+        if (refusal := self._too_large(message, layers)) is not None:
             message.refused = True
             self.transcript.append_message(message)  # kept on disk, never sent
             yield ErrorEvent(refusal)
@@ -199,7 +200,7 @@ class Session:
             return
         step = StepResult(None)
         try:
-            self.recall = self._recall(message)
+            self.recall = self._recall(message, layers.project)
             if self.recall:
                 yield Recalled([(h.path, h.start, h.end, h.score) for h in self.recall.hits])
             yield from self.upkeep.maintain(self.recall.apply([message]) if self.recall
@@ -271,16 +272,17 @@ class Session:
         self.patch(contextUsedTokens=self.context_tokens(), totalTokensFresh=False)
         return request, flushed
 
-    def _recall(self, message: Message) -> Recall | None:
-        """Automatic recall for ``message``, when this session is offered memory search."""
+    def _recall(self, message: Message, shown: str) -> Recall | None:
+        """Automatic recall for ``message``, when this session is offered memory search
+        (``shown``: the project context, whose lines are not sent again)."""
         if not any(t.spec.name == "memory_search" for t in self.tools.tools):
             return None
         return recall(self.rt.memory, self.access, self.rt.settings.memory_search, message,
-                      self.layers().project, self.budget.context_window)
+                      shown, self.budget.context_window)
 
-    def _too_large(self, message: Message) -> str | None:
+    def _too_large(self, message: Message, layers: ctxmod.Layers) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""
-        fixed, budget = self.meter.scaled(self.fixed_tokens(self.layers())), self.budget
+        fixed, budget = self.meter.scaled(self.fixed_tokens(layers)), self.budget
         size = self.meter.scaled(estimate_messages([message]))
         room = budget.compact_at - fixed
         if size <= room:

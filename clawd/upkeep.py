@@ -120,8 +120,8 @@ class Upkeep:
                 break
             # the same note as the step before (a small model in a loop): not written
             # again, and the flush ends
-            repeated = repeats_writes(calls_of(step.message), last_calls)
-            last_calls = calls_of(step.message)
+            made = calls_of(step.message)
+            repeated, last_calls = repeats_writes(made, last_calls), made
             for _event in s.tools.run(step.message, lambda m: s.append(m, turn),
                                       window=s.budget.context_window, flush=True,
                                       repeated=repeated):
