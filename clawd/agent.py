@@ -20,9 +20,10 @@ from typing import Any
 
 from clawd import context as ctxmod
 from clawd import session_lock
-from clawd.access import Access, offered
+from clawd.access import WRITE_TOOLS, Access, offered
+from clawd.claims import note_claim
 from clawd.errors import ClawdError, ProviderSetupError
-from clawd.events import ErrorEvent, Event, Notice, Recalled, TurnDone
+from clawd.events import ErrorEvent, Event, Notice, Recalled, ToolFinished, TurnDone
 from clawd.flush import is_blank, is_silent
 from clawd.ledger import PruningLedger, prune_mode
 from clawd.messages import Message, Usage
@@ -38,6 +39,7 @@ from clawd.tokens import Budget, estimate_messages, estimate_text, estimate_tool
 from clawd.toolrunner import Calls, ToolRunner, calls_of, repeats_writes
 from clawd.transcript import History, undo_last
 from clawd.upkeep import Upkeep
+from clawd.workspace import daily_log_path
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,12 @@ def blank_notice(reply: str, retried: bool) -> str:
     """The one line shown when a user turn ends with nothing to show."""
     what = "replied NO_REPLY" if is_silent(reply) else "returned an empty reply"
     return f"the model {what}{' twice (asked again once)' if retried else ''}; nothing to show"
+
+
+def unkept_notice(claim: str) -> str:
+    """The one line shown when the reply said a note was saved and no file was written."""
+    said = claim if len(claim) <= 80 else claim[:79] + "…"
+    return f'the model said "{said}" but wrote no note'
 
 
 class Session:
@@ -147,6 +155,10 @@ class Session:
         return [t.spec for t in self.tools.tools]
 
     @cached_property
+    def offers_writes(self) -> bool:
+        return "write" in {spec.name for spec in self.tool_specs}
+
+    @cached_property
     def _tool_tokens(self) -> int:
         """The tool schemas' tokens (they never change for a runtime)."""
         return estimate_tools(self.tool_specs)
@@ -183,10 +195,16 @@ class Session:
 
         The turn always ends with something the user sees: a blank answer (empty or
         ``NO_REPLY``) is asked again once with a nudge, and a second blank one is reported
-        in a notice.
+        in a notice. A reply that says a note was saved when no file was written this turn
+        (``claims.note_claim``) is followed by one request to make that write; if it is
+        still not made, a notice says so.
         """
         message = Message.user(text)
-        steps, reply, aborted, appended, nudge = 0, "", False, False, None
+        steps, reply, aborted, appended = 0, "", False, False
+        nudge: str | None = None  # added to the next request's system prompt only
+        asked_blank = False  # a blank answer was asked again (in words, no tools)
+        claim: str | None = None  # the reply said a note was saved ...
+        asked_note = wrote = False  # ... the model was asked to write it; a file was written
         last_calls: Calls | None = None  # the step before's tool calls
         answer_now = False  # the step before repeated its file changes: answer in words
         interrupted = failed = False
@@ -211,10 +229,11 @@ class Session:
                 steps += 1
                 # asked again after a blank answer: in words this time, no tool calls
                 step = yield from self.step(self.history.messages, show=True,
-                                            extra_system=nudge, retry_blank=nudge is None,
-                                            tool_choice="none" if nudge or answer_now
+                                            extra_system=nudge,
+                                            retry_blank=not (asked_blank or asked_note),
+                                            tool_choice="none" if asked_blank or answer_now
                                             else "auto")
-                result = step.message
+                nudge, result = None, step.message
                 if result is None:  # an error, said in an ErrorEvent
                     failed = True
                     if step.partial:  # cut off mid-stream: the reply so far, kept
@@ -224,20 +243,33 @@ class Session:
                 if result.retried:
                     log.info("the model gave a blank answer (%r); asking again", reply[:40])
                     nudge = render("blank_retry.md.j2", silent=is_silent(reply)).strip()
+                    asked_blank = True
                     continue
-                if not result.tool_calls or steps >= self.rt.settings.max_steps:
+                last_step = steps >= self.rt.settings.max_steps
+                if not result.tool_calls or last_step:
                     if result.tool_calls:
                         yield Notice(f"stopped after {steps} model steps (agents.defaults."
                                      f"maxSteps); send a message to continue")
                     elif is_blank(reply):
-                        yield Notice(blank_notice(reply, nudge is not None))
+                        yield Notice(blank_notice(reply, asked_blank))
+                    elif not (wrote or claim) and self.offers_writes:
+                        claim = note_claim(reply)
+                        if claim and not last_step:  # said it saved a note and did not
+                            log.info("the model said %r and wrote nothing; asking", claim)
+                            nudge = render("unkept_note.md.j2", claim=claim,
+                                           daily_log=daily_log_path(self.rt.clock().date()))
+                            asked_note = True
+                            continue
                     break
                 # the same file changes as the step before (a small model in a loop): not
                 # made again, and the next step answers in words
                 calls = calls_of(result)
                 repeated = repeats_writes(calls, last_calls)
-                yield from self.tools.run(result, self.append, flush=False, repeated=repeated,
-                                          window=self.budget.context_window)
+                for event in self.tools.run(result, self.append, flush=False,
+                                            repeated=repeated, window=self.budget.context_window):
+                    wrote |= (isinstance(event, ToolFinished) and event.name in WRITE_TOOLS
+                              and not event.is_error)
+                    yield event
                 last_calls, answer_now = (None if repeated else calls), repeated
                 yield from self.upkeep.maintain([])
         except KeyboardInterrupt as exc:
@@ -252,6 +284,8 @@ class Session:
             yield ErrorEvent(str(exc))
         finally:
             self.recall = None
+        if claim and not wrote and not interrupted:
+            yield Notice(unkept_notice(claim))
         yield self.turn_done("" if is_silent(reply) else reply, aborted, steps, interrupted,
                              failed)
 

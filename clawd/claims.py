@@ -1,0 +1,50 @@
+"""Whether a reply says a note was (or is about to be) saved (a pure function).
+
+A weak model often answers "Noted, I'll remember that" or "I'll add it to
+memory/2026-11-24.md with `write`" and makes no tool call: the user is told something was
+saved that never was. ``note_claim`` finds such a sentence (English only) so that the turn
+can ask the model once to make the write it announced, and tell the user when it still did
+not. A sentence counts when its subject is the model ("I", "I've", "Let me", or a bare
+"Noted."/"Saved.") and its verb saves something: *note, save, record, remember, store, log*
+on their own, or *add, write, append, update, put, keep* with a note-like object (memory, a
+note, a log, MEMORY.md, a ``.md`` file). Negated, conditional and question sentences do not.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SELF_SUFFICIENT = (r"(?:not(?:ed|e|ing)|sav(?:ed|e|ing)|record(?:ed|ing)?|remember(?:ed|ing)?|"
+                    r"stor(?:ed|e|ing)|logg(?:ed|ing)|log|jott(?:ed|ing)|jot|"
+                    r"(?:keep|kept|keeping) (?:that|this|it) in mind|"
+                    r"(?:write|wrote|written|writing) (?:that|this|it) down)")
+_NEEDS_OBJECT = r"(?:add(?:ed|ing)?|writ(?:e|ten|ing)|wrote|append(?:ed|ing)?|" \
+                r"updat(?:ed|e|ing)|put(?:ting)?|keep(?:ing)?|kept|mak(?:e|ing) a note|made a note)"
+_SUBJECT = (r"(?:\bI(?:'ve|’ve| have|'ll|’ll| will|'m|’m| am|'m going to| am going to| shall)?"
+            r"(?: also| now| just| already| go ahead and)?|\blet me|\bI'd like to)")
+_OBJECT = re.compile(r"\bmemor(?:y|ies)\b|\bnotes?\b|\blog\b|daily log|MEMORY\.md|\.md\b",
+                     re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|never|cannot|can't|can’t|won't|won’t|didn't|didn’t|"
+                       r"haven't|haven’t|unable|if|whether|should|shall I|would you|"
+                       r"do you want)\b", re.IGNORECASE)
+_CLAIM = re.compile(rf"{_SUBJECT}\s+(?P<verb>{_SELF_SUFFICIENT}|{_NEEDS_OBJECT})\b",
+                    re.IGNORECASE)
+_BARE = re.compile(r"^\W*(?:noted|saved|recorded|got it,? noted)\W*$", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")  # not inside "memory/2026-11-24.md"
+
+
+def note_claim(text: str) -> str | None:
+    """The first sentence of ``text`` that says a note was or will be saved, else None."""
+    for sentence in _SENTENCE_END.split(text):
+        sentence = sentence.strip()
+        if not sentence or sentence.endswith("?"):
+            continue
+        if _BARE.match(sentence):
+            return sentence
+        claim = _CLAIM.search(sentence)
+        if claim is None or _NEGATION.search(sentence[:claim.end()]):
+            continue
+        verb = claim.group("verb").lower()
+        if re.fullmatch(_SELF_SUFFICIENT, verb) or _OBJECT.search(sentence[claim.start():]):
+            return sentence
+    return None

@@ -1,0 +1,127 @@
+"""A reply that says a note was saved when none was: asked once to write it, then told.
+
+A weak model answered "I'll add it to memory/… with `write` and `append: true`" and made no
+tool call. The turn now asks once for the write it announced (with tools), and if the model
+still writes nothing, a notice tells the user that no note was written.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from clawd.agent import Session
+from clawd.claims import note_claim
+from clawd.events import Notice, TextDelta, ToolFinished
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+
+from conftest import file_tools, make_runtime
+
+KEY = "agent:main:main"
+DAILY = "memory/2026-11-22.md"
+
+
+@pytest.mark.parametrize("text, claim", [
+    ("Noted.", "Noted."),
+    ("Got it! I've saved your budget to memory.", "I've saved your budget to memory."),
+    ("I have updated memory/2026-11-24.md. Anything else?", "I have updated memory/2026-11-24.md."),
+    ("Sure. I'll add it to memory/2026-11-24.md with `write` and `append: true`.",
+     "I'll add it to memory/2026-11-24.md with `write` and `append: true`."),
+    ("Let me write that down.", "Let me write that down."),
+    ("I'll keep that in mind!", "I'll keep that in mind!"),
+    ("I'll remember that Ines arrives on May 14.", "I'll remember that Ines arrives on May 14."),
+    ("I am noting this in your daily log.", "I am noting this in your daily log."),
+])
+def test_claims_of_a_saved_note(text, claim):
+    assert note_claim(text) == claim
+
+
+@pytest.mark.parametrize("text", [
+    "Your budget is 2400 euros.",
+    "I've added the Louvre to your itinerary.",  # not a note
+    "I'll update the itinerary.",
+    "I wrote a poem for you.",
+    "I have not saved anything.",
+    "I can't save files in this session.",
+    "Should I save this?",
+    "Would you like me to note it?",
+    "If you like, I can note it.",
+    "I don't have any notes about that.",
+    "I'm going to suggest an itinerary.",
+])
+def test_other_replies_claim_nothing(text):
+    assert note_claim(text) is None
+
+
+def daily(session: Session) -> str:
+    path = session.rt.workspace / DAILY
+    return path.read_text() if path.exists() else ""
+
+
+def test_an_unkept_note_is_asked_for_once_and_written(tmp_path):
+    provider = ScriptedProvider([
+        "Noted, I'll remember that your budget is 2400 euros.",
+        Reply("", [tool("write", path=DAILY, content="- budget: 2400 euros", append=True)]),
+        "Saved to today's log.",
+    ])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("my budget is 2400 euros"))
+    first, second, third = provider.requests
+    assert not any("not saved" in s for s in first.system)
+    assert second.system[-1].startswith("## Your note was not saved")
+    assert "I'll remember that your budget is 2400 euros." in second.system[-1]
+    assert DAILY in second.system[-1] and "append: true" in second.system[-1]
+    assert second.tool_choice == "auto"  # the write it announced can be made
+    assert not any("not saved" in s for s in third.system)  # asked once, not again
+    # the claim stays in the history the model and the user saw
+    assert [m.role for m in second.messages] == ["user", "assistant"]
+    assert "- budget: 2400 euros" in daily(session)
+    assert not [e for e in events if isinstance(e, Notice)]
+    assert events[-1].text == "Saved to today's log."
+    provider.assert_done()
+
+
+def test_a_note_still_unwritten_is_reported(tmp_path):
+    provider = ScriptedProvider(["I'll add it to your notes.", "Sure, it is saved."])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("my sister Ines arrives on May 14"))
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert notices == ['the model said "I\'ll add it to your notes." but wrote no note']
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
+        "I'll add it to your notes.Sure, it is saved."
+    assert daily(session) == ""
+    provider.assert_done()
+
+
+def test_a_note_written_in_the_turn_is_not_asked_for(tmp_path):
+    provider = ScriptedProvider([
+        Reply("", [tool("write", path=DAILY, content="- budget: 2400 euros", append=True)]),
+        "Noted: I saved your budget to today's log.",
+    ])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("my budget is 2400 euros"))
+    assert [e.is_error for e in events if isinstance(e, ToolFinished)] == [False]
+    assert not [e for e in events if isinstance(e, Notice)]
+    provider.assert_done()
+
+
+def test_a_failed_write_does_not_count(tmp_path):
+    provider = ScriptedProvider([
+        Reply("", [tool("write", path="../outside.md", content="- budget", append=True)]),
+        "I've saved it to memory.",
+        Reply("", [tool("write", path=DAILY, content="- budget: 2400 euros", append=True)]),
+        "Done.",
+    ])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    list(session.run_turn("my budget is 2400 euros"))
+    assert "## Your note was not saved" in provider.requests[2].system[-1]
+    assert "- budget: 2400 euros" in daily(session)
+    provider.assert_done()
+
+
+def test_a_session_that_cannot_write_is_not_asked(tmp_path):
+    readers = [t for t in file_tools() if t.spec.name not in ("write", "edit")]
+    provider = ScriptedProvider(["I'll remember that."])
+    session = Session(make_runtime(tmp_path, provider, tools=readers), KEY)
+    events = list(session.run_turn("my budget is 2400 euros"))
+    assert not [e for e in events if isinstance(e, Notice)]
+    provider.assert_done()
