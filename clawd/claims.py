@@ -4,10 +4,11 @@ A weak model often answers "Noted, I'll remember that" or "I'll add it to
 memory/2026-11-24.md with `write`" and makes no tool call: the user is told something was
 saved that never was. ``note_claim`` finds such a sentence (English only) so that the turn
 can ask the model once to make the write it announced, and tell the user when it still did
-not. A sentence counts when its subject is the model ("I", "I've", "Let me", or a bare
-"Noted."/"Saved.") and its verb saves something: *note, save, record, remember, store, log*
-on their own, or *add, write, append, update, put, keep* with a note-like object (memory, a
-note, a log, MEMORY.md, a ``.md`` file). Negated, conditional and question sentences do not.
+not. A sentence counts when its subject is the model ("I", "I've", "Let me") and its verb
+saves something: *note, save, record, remember, store, log, keep in mind, write down* on
+their own, or *add, write, append, update, put, keep* with a note-like object (memory, a
+note, a log, MEMORY.md, a ``.md`` file). Negated, conditional and question sentences, and a
+bare "Noted." (an acknowledgement), do not.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ _NEGATION = re.compile(r"\b(?:not|never|cannot|can't|can’t|won't|won’t|didn'
                        r"do you want)\b", re.IGNORECASE)
 _CLAIM = re.compile(rf"{_SUBJECT}\s+(?P<verb>{_SELF_SUFFICIENT}|{_NEEDS_OBJECT})\b",
                     re.IGNORECASE)
-_BARE = re.compile(r"^\W*(?:noted|saved|recorded|got it,? noted)\W*$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")  # not inside "memory/2026-11-24.md"
 
 
@@ -39,8 +39,6 @@ def note_claim(text: str) -> str | None:
         sentence = sentence.strip()
         if not sentence or sentence.endswith("?"):
             continue
-        if _BARE.match(sentence):
-            return sentence
         claim = _CLAIM.search(sentence)
         if claim is None or _NEGATION.search(sentence[:claim.end()]):
             continue

@@ -6,7 +6,8 @@ shown), persists the assistant message and records the call's usage (``TokenMete
 store's counters), and returns a ``StepResult``. When the server answers that the request
 does not fit, the session is compacted (the cycle's flush first) and the call retried, up to
 ``OVERFLOW_ATTEMPTS`` times. Text streamed before an error or a Ctrl-C is kept, marked
-``aborted``.
+``aborted``. A reply caught in a loop is stopped and kept with the repeated stretch once
+(``LoopGuard``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import TYPE_CHECKING
 
 from clawd import context as ctxmod
 from clawd.errors import ContextOverflowError, ProviderError
-from clawd.events import ErrorEvent, Event, TextDelta
+from clawd.events import ErrorEvent, Event, Notice, TextDelta
 from clawd.flush import SilentFilter, is_blank
+from clawd.loops import LoopGuard
 from clawd.messages import Message, ModelRequest, ModelResponse, TextPart, Usage
 from clawd.tokens import estimate_messages
 
@@ -88,17 +90,24 @@ class Stepper:
         s = self.s
         for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
             request, layers = self._request(messages, extra_system, tool_choice, flush)
-            silent, parts = SilentFilter(), []
+            silent, parts, guard = SilentFilter(), [], LoopGuard()
             try:
                 final = None
-                for event in s.provider.stream(request):
-                    if isinstance(event, TextDelta):
-                        parts.append(event.text)
-                        shown = silent.feed(event.text)
-                        if show and shown:
-                            yield TextDelta(shown)
-                    elif isinstance(event, ModelResponse):
-                        final = event.message
+                stream = s.provider.stream(request)
+                try:
+                    for event in stream:
+                        if isinstance(event, TextDelta):
+                            parts.append(event.text)
+                            shown = silent.feed(event.text)
+                            if show and shown:
+                                yield TextDelta(shown)
+                            if guard.looping(parts):  # stopped: the reply, its loop once
+                                final = Message.assistant(guard.cut(parts))
+                                break
+                        elif isinstance(event, ModelResponse):
+                            final = event.message
+                finally:  # stopped early: the HTTP response is released now, not at GC
+                    getattr(stream, "close", lambda: None)()
                 if final is None:
                     raise ProviderError("the model's stream ended without a reply")
             except ContextOverflowError as exc:
@@ -128,7 +137,11 @@ class Stepper:
                 exc.partial = self._keep_partial(parts, messages, flush)  # type: ignore[attr-defined]
                 raise
             rest = silent.finish()
-            if show and rest and not (final.tool_calls and is_stray(rest)):
+            if guard.period is not None:
+                log.info("the reply repeated %r; stopped", final.text[-60:])
+                if show:
+                    yield Notice("the reply was stopped: the model kept repeating itself")
+            elif show and rest and not (final.tool_calls and is_stray(rest)):
                 yield TextDelta(rest)
             final.flush, final.model = flush, s.model_ref  # one form: provider/model
             if final.tool_calls and is_stray(final.text):

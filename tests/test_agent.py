@@ -246,7 +246,7 @@ def test_context_report_agrees_with_a_provider_that_counts_differently(tmp_path)
                     event.message.usage.input_tokens = round(estimate_request(request) * 1.25)
                 yield event
 
-    provider = Wordier(default="A reply of a few words, " * 20)
+    provider = Wordier(default=" ".join(f"reply word {i}," for i in range(40)))
     runtime = make_runtime(tmp_path, provider)
     (runtime.workspace / "AGENTS.md").write_text("Rules of the house. " * 300)
     chat = Chat(runtime, KEY)

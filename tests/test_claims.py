@@ -21,7 +21,6 @@ DAILY = "memory/2026-11-22.md"
 
 
 @pytest.mark.parametrize("text, claim", [
-    ("Noted.", "Noted."),
     ("Got it! I've saved your budget to memory.", "I've saved your budget to memory."),
     ("I have updated memory/2026-11-24.md. Anything else?", "I have updated memory/2026-11-24.md."),
     ("Sure. I'll add it to memory/2026-11-24.md with `write` and `append: true`.",
@@ -37,6 +36,7 @@ def test_claims_of_a_saved_note(text, claim):
 
 @pytest.mark.parametrize("text", [
     "Your budget is 2400 euros.",
+    "Noted.",  # an acknowledgement: nothing said about memory
     "I've added the Louvre to your itinerary.",  # not a note
     "I'll update the itinerary.",
     "I wrote a poem for you.",
