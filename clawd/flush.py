@@ -18,6 +18,7 @@ kept (``listed``).
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from datetime import date, datetime
 from pathlib import Path
@@ -75,7 +76,7 @@ def _notes(messages: list[Message]) -> list[int]:
     failed = {m.tool_call_id for m in messages if m.role == "toolResult" and m.is_error}
     return [i for i, m in enumerate(messages) if m.role == "assistant" and any(
         call.name in WRITE_TOOLS and call.id not in failed
-        and is_private_memory(str(call.arguments.get("path", "")).lstrip("./"))
+        and is_private_memory(posixpath.normpath(str(call.arguments.get("path", ""))))
         for call in m.tool_calls)]
 
 

@@ -13,8 +13,8 @@ from clawd.commands import Chat
 from clawd.config import MemoryFlush
 from clawd.errors import ProviderError
 from clawd.events import CommandOutput, Compacted, Flushed, Notice
-from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent
-from clawd.messages import Message
+from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent, noted
+from clawd.messages import Message, ToolCall
 from clawd.providers.scripted import ScriptedProvider
 from clawd.tokens import make_budget
 
@@ -272,3 +272,15 @@ def test_written_files_mark_the_memory_index_dirty(tmp_path):
     assert flushed == [Flushed(files=["memory/2026-11-22.md"])]
     assert runtime.memory.dirty == 1
     assert "FACT-000" in (runtime.workspace / "memory/2026-11-22.md").read_text()
+
+
+@pytest.mark.parametrize("path, note", [
+    ("memory/2026-11-22.md", True), ("./memory/2026-11-22.md", True), ("MEMORY.md", True),
+    ("memory/../MEMORY.md", True), ("notes.md", False), (".memory/x.md", False),
+    ("memory/../notes.md", False),
+])
+def test_a_note_is_a_write_to_memory_whatever_the_path_spelling(path, note):
+    call = ToolCall(id="c1", name="write", arguments={"path": path, "content": "- x"})
+    messages = [Message.user("hi"), Message.assistant("", [call]),
+                Message.tool_result(call, "wrote 3 characters", False)]
+    assert noted(messages) is note
