@@ -7,8 +7,9 @@ can ask the model once to make the write it announced, and tell the user when it
 not. A sentence counts when its subject is the model ("I", "I've", "Let me") and its verb
 saves something: *note, save, record, remember, store, log, keep in mind, write down* on
 their own, or *add, write, append, update, put, keep* with a note-like object (memory, a
-note, a log, MEMORY.md, a ``.md`` file). Negated, conditional and question sentences, and a
-bare "Noted." (an acknowledgement), do not.
+note, a log, MEMORY.md, a ``.md`` file); so do "Note added: …", "It has been saved." and
+"Saved to memory/…". Negated, conditional and question sentences, and a bare "Noted." (an
+acknowledgement), do not.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ _NEGATION = re.compile(r"\b(?:not|never|cannot|can't|can’t|won't|won’t|didn'
                        r"do you want)\b", re.IGNORECASE)
 _CLAIM = re.compile(rf"{_SUBJECT}\s+(?P<verb>{_SELF_SUFFICIENT}|{_NEEDS_OBJECT})\b",
                     re.IGNORECASE)
+_DONE = r"added|saved|recorded|stored|written|appended|logged|updated"
+_DONE_ALONE = frozenset({"saved", "recorded", "stored", "logged"})  # need no object
+_PASSIVE = (  # "Note added: …", "It has been saved.", "Saved to memory/…"
+    re.compile(rf"^\W*(?:(?:the|a|your) )?(?:notes?|it|this|that)\s+"
+               rf"(?:(?:has|have) been |is now |is |was )?(?P<verb>{_DONE})\b", re.IGNORECASE),
+    re.compile(rf"^\W*(?P<verb>{_DONE})\s+(?:to|in|it|that|this)\b", re.IGNORECASE))
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")  # not inside "memory/2026-11-24.md"
 
 
@@ -38,6 +45,10 @@ def note_claim(text: str) -> str | None:
     for sentence in _SENTENCE_END.split(text):
         sentence = sentence.strip()
         if not sentence or sentence.endswith("?"):
+            continue
+        if passive := next(filter(None, (p.match(sentence) for p in _PASSIVE)), None):
+            if passive.group("verb").lower() in _DONE_ALONE or _OBJECT.search(sentence):
+                return sentence
             continue
         claim = _CLAIM.search(sentence)
         if claim is None or _NEGATION.search(sentence[:claim.end()]):

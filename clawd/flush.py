@@ -159,6 +159,13 @@ def _unwrapped(text: str) -> str:
     return text.lstrip(" \t\r\n`'\"*")
 
 
+def _json_start(probe: str) -> bool:
+    """Whether unwrapped streamed text may be the start of a JSON object (``{``, or a
+    fence's ``json`` tag before it)."""
+    body = probe.removeprefix("json").lstrip()
+    return "json".startswith(probe) or body == "" or body.startswith("{")
+
+
 def _json_value(text: str) -> str | None:
     """The value of a reply made of one JSON object with one string value (a coder model
     answers ``{"response": "NO_REPLY"}``), else None."""
@@ -184,7 +191,8 @@ def is_silent(text: str) -> bool:
 
 class SilentFilter:
     """Passes streamed text through, except a reply that starts with ``NO_REPLY``; text
-    without a letter or digit yet is held back until some comes or the stream ends."""
+    without a letter or digit yet is held back until some comes, and a reply that starts
+    as a JSON object until the stream ends."""
 
     def __init__(self) -> None:
         self._held = ""
@@ -201,8 +209,11 @@ class SilentFilter:
         if probe.startswith(SILENT):
             self._decided = True
             return ""
-        if SILENT.startswith(probe) or not any(c.isalnum() for c in probe):
-            return ""  # a possible prefix of NO_REPLY, or nothing to read yet ("{"): held
+        if (SILENT.startswith(probe) or not any(c.isalnum() for c in probe)
+                or _json_start(probe)):
+            # a possible prefix of NO_REPLY, nothing to read yet, or a JSON object (maybe
+            # ``{"response": "NO_REPLY"}``, maybe a tool call's arguments): held to the end
+            return ""
         self._decided = False
         released, self._held = self._held, ""
         return released

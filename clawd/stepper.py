@@ -24,6 +24,7 @@ from clawd.events import ErrorEvent, Event, Notice, TextDelta
 from clawd.flush import SilentFilter, is_blank
 from clawd.loops import LoopGuard
 from clawd.messages import Message, ModelRequest, ModelResponse, TextPart, Usage
+from clawd.replytext import is_stray, without_echoed_tags
 from clawd.tokens import estimate_messages
 
 if TYPE_CHECKING:
@@ -42,11 +43,17 @@ class StepResult:
     partial: str = ""
 
 
-def is_stray(text: str) -> bool:
-    """Text with no letter or digit beside a tool call: not shown, not kept. llama.cpp left
-    a lone ``{`` beside Qwen's tool call; sent back in the history, it taught the 1.5B model
-    to answer every later message as a JSON object."""
-    return bool(text) and not any(c.isalnum() for c in text)
+def kept_parts(reply: Message) -> list:
+    """The parts of ``reply`` worth keeping (see ``replytext``)."""
+    stray = bool(reply.tool_calls) and is_stray(reply.text)
+    parts = []
+    for part in reply.content:
+        if isinstance(part, TextPart):
+            if stray or not (text := without_echoed_tags(part.text)):
+                continue
+            part = TextPart(text) if text != part.text else part
+        parts.append(part)
+    return parts
 
 
 class Stepper:
@@ -144,8 +151,7 @@ class Stepper:
             elif show and rest and not (final.tool_calls and is_stray(rest)):
                 yield TextDelta(rest)
             final.flush, final.model = flush, s.model_ref  # one form: provider/model
-            if final.tool_calls and is_stray(final.text):
-                final.content = [p for p in final.content if not isinstance(p, TextPart)]
+            final.content = kept_parts(final)
             if retry_blank and not final.tool_calls and is_blank(final.text):
                 final.retried = True
                 s.transcript.append_message(final)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
+
 from clawd.agent import Session
 from clawd.errors import ProviderError, ProviderSetupError
 from clawd.events import ErrorEvent, Notice, TextDelta, ToolFinished, ToolStarted, TurnDone
@@ -286,20 +288,49 @@ def test_an_unusable_provider_mid_session_ends_the_turn_as_failed(tmp_path):
     assert "no key" in events[0].message and events[-1].failed
 
 
-def test_stray_punctuation_beside_a_tool_call_is_not_sent_back(tmp_path):
-    """llama.cpp left a lone "{" beside Qwen's tool call; seen again in the history, it made
-    the model answer every later message as a JSON object."""
+ARGS = '{"path": "memory/2026-11-22.md", "content": "- budget 2400", "append": true}'
+
+
+@pytest.mark.parametrize("stray", ["{", ARGS, f"```json\n{ARGS}\n```"])
+def test_stray_text_beside_a_tool_call_is_not_sent_back(tmp_path, stray):
+    """llama.cpp left a lone "{", or the call's own arguments as JSON, beside Qwen's tool
+    call; seen again in the history, a "{" made the model answer every later message as a
+    JSON object."""
     note = tool("write", path="memory/2026-11-22.md", content="- budget 2400\n", append=True)
     look = tool("read", path="memory/2026-11-22.md")
-    provider = ScriptedProvider([Reply("{", [note]), "Noted.",
+    provider = ScriptedProvider([Reply(stray, [note]), "Noted.",
                                  Reply("Let me check.", [look]), "2400 euros."])
     runtime = make_runtime(tmp_path, provider)
     session = Session(runtime, KEY)
     shown = [e.text for e in session.run_turn("My budget is 2400 euros.")
              if isinstance(e, TextDelta)]
-    assert "".join(shown) == "Noted."  # the "{" was never shown either
+    assert "".join(shown) == "Noted."  # the stray text was never shown either
     list(session.run_turn("What is my budget?"))
     sent = [m for m in provider.requests[-1].messages if m.role == "assistant" and m.tool_calls]
     assert [m.text for m in sent] == ["", "Let me check."]  # words beside a call stay
     stored = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
-    assert not any(part.get("text") == "{" for e in stored for part in e.get("content", []))
+    assert not any(part.get("text") == stray for e in stored for part in e.get("content", []))
+
+
+def test_echoed_tool_response_tags_are_not_sent_back(tmp_path):
+    """Qwen's chat template wraps tool results in <tool_response> tags; the 1.5B model
+    copied them into its answer and then began every later answer with them."""
+    note = tool("write", path="memory/2026-11-22.md", content="- budget 2400\n", append=True)
+    echo = "Done:\n<tool_response>\nappended 14 characters to memory/2026-11-22.md\n" \
+           "</tool_response>"
+    provider = ScriptedProvider([Reply("", [note]), echo, "<tool_response>\n</tool_response>",
+                                 "Three museums."])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    list(session.run_turn("My budget is 2400 euros."))
+    events = list(session.run_turn("Suggest a museum a day."))
+    assert events[-1].text == "Three museums."  # the empty echo was a blank answer
+    sent = [m.text for m in provider.requests[-1].messages if m.role == "assistant"]
+    assert sent == ["", "Done:\nappended 14 characters to memory/2026-11-22.md"]
+
+
+def test_a_json_answer_is_shown_whole_when_the_reply_ends(tmp_path):
+    answer = '{"museums": ["Gulbenkian", "Azulejo", "MAAT"]}'
+    provider = ScriptedProvider([answer], chunk_size=3)
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    shown = [e.text for e in session.run_turn("museums as JSON") if isinstance(e, TextDelta)]
+    assert shown == [answer]

@@ -29,6 +29,11 @@ DAILY = "memory/2026-11-22.md"
     ("I'll keep that in mind!", "I'll keep that in mind!"),
     ("I'll remember that Ines arrives on May 14.", "I'll remember that Ines arrives on May 14."),
     ("I am noting this in your daily log.", "I am noting this in your daily log."),
+    ("<tool_response>\nNote added: Ines arrives in Lisbon on May 14.\n</tool_response>",
+     "Note added: Ines arrives in Lisbon on May 14."),
+    ("It has been saved.", "It has been saved."),
+    ("Saved to memory/2026-11-24.md.", "Saved to memory/2026-11-24.md."),
+    ("Added to your notes!", "Added to your notes!"),
 ])
 def test_claims_of_a_saved_note(text, claim):
     assert note_claim(text) == claim
@@ -47,6 +52,9 @@ def test_claims_of_a_saved_note(text, claim):
     "If you like, I can note it.",
     "I don't have any notes about that.",
     "I'm going to suggest an itinerary.",
+    "It was added to the itinerary.",
+    "Added three museums to the list.",
+    "That is noted.",
 ])
 def test_other_replies_claim_nothing(text):
     assert note_claim(text) is None
