@@ -8,11 +8,14 @@ split into token-bounded chunks, summarised per chunk and merged (a previous com
 summary is folded in). When the model fails or answers with nothing, it retries with chunks
 half the size, then with a simpler prompt, and at last writes a truncation note that says
 exactly what was dropped, so a compaction never produces a silent, content-free summary.
+The user's sentences with numbers, names or identifiers the summary left out are appended
+to it word for word (``references``).
 Prompts are the ``compaction*.md.j2`` templates; nothing here touches the disk.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING
 from clawd.errors import ProviderError
 from clawd.messages import ImagePart, Message, ModelRequest, TextPart, ToolCall
 from clawd.providers.base import complete
+from clawd.references import MAX_CHARS, with_users_words
 from clawd.templates import render
 from clawd.textcut import keep_ends
 from clawd.tokens import estimate_message, estimate_text
@@ -291,9 +295,19 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
     truncation note. Errors other than provider errors are bugs and propagate.
     """
     previous = (previous_summary or "").strip() or None
-    run = _Runner(provider, max_tokens, (instructions or "").strip() or None)
     if not messages:
         return Summary(previous or "", "unchanged", None, 0)
+    summary = _summarize(provider, messages, previous, instructions, settings, max_tokens,
+                         max_chunk_tokens)
+    # what the model left out of the user's exact references, word for word
+    text = with_users_words(summary.text, messages, previous, min(MAX_CHARS, 2 * max_tokens))
+    return dataclasses.replace(summary, text=text)
+
+
+def _summarize(provider: Provider, messages: list[Message], previous: str | None,
+               instructions: str | None, settings: Compaction, max_tokens: int,
+               max_chunk_tokens: int | None) -> Summary:
+    run = _Runner(provider, max_tokens, (instructions or "").strip() or None)
     sizes = chunk_sizes(settings, max_chunk_tokens)
     error: ProviderError | None = None
     for attempt, limit in enumerate(sizes):

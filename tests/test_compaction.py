@@ -166,7 +166,10 @@ def test_single_chunk_request_has_no_tools_and_carries_instructions_and_previous
                 Message.assistant("Fixed it.")]
     summary = summarize(provider, messages, previous_summary="Earlier: chose SQLite.",
                         instructions="focus on the database decision", settings=Compaction())
-    assert summary == type(summary)("## Goal\n- ship v2", "single", None, 1)
+    assert summary == type(summary)(
+        "## Goal\n- ship v2\n\n## The user's words\nSentences of the user's with numbers, names "
+        "or identifiers the summary above leaves out, word for word:\n"
+        "- Please fix the bug in src/app.py", "single", None, 1)
     (request,) = provider.requests
     assert request.tools == []
     assert "focus on the database decision" in _system(request)
@@ -210,7 +213,8 @@ def test_large_history_is_chunked_then_merged_with_previous_summary() -> None:
     messages = long_history()
     summary = summarize(provider, messages, previous_summary="OLD-SUMMARY",
                         instructions="keep the paths", settings=Compaction(chunk_tokens=1000))
-    assert summary.text == "MERGED" and summary.method == "chunked"
+    assert summary.text.startswith("MERGED\n\n## The user's words\n")
+    assert summary.method == "chunked"
     chunk_requests = [r for r in provider.requests if not is_merge(r)]
     merges = [r for r in provider.requests if is_merge(r)]
     assert len(chunk_requests) >= 3 and len(merges) == 1
@@ -249,7 +253,7 @@ def test_overflow_retries_with_smaller_chunks() -> None:
     whole = estimate_text(render_history(messages)) + 50  # one chunk, then two or more
     summary = summarize(provider, messages, previous_summary=None, instructions=None,
                         settings=Compaction(chunk_tokens=max(whole, 1000)))
-    assert summary.method == "smaller-chunks" and summary.text == "FINE"
+    assert summary.method == "smaller-chunks" and summary.text.startswith("FINE\n\n## The ")
     first, *rest = provider.requests
     assert "part 1 of" not in _system(first)  # the whole history fit in one chunk at first
     assert len([r for r in rest if not is_merge(r)]) >= 2
