@@ -12,7 +12,8 @@ flush that writes no file but answers in words keeps those words as notes
 A flush that wrote nothing and answered only "Done.", or ``NO_REPLY`` when the user said
 something after the last note written in the conversation, is asked once more for the
 notes themselves (``should_ask_again``); of that second answer only the list lines are
-kept (``listed``).
+kept (``listed``). When the second answer lists nothing either, clawd saves the user's own
+short sentences whose numbers, names or identifiers no note holds yet (``unsaved_words``).
 """
 
 from __future__ import annotations
@@ -20,17 +21,21 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from clawd.access import WRITE_TOOLS
 from clawd.config import MemoryFlush
 from clawd.messages import Message
+from clawd.references import SHORT_MESSAGE, users_words
 from clawd.templates import render
-from clawd.workspace import daily_log_path, is_private_memory, resolve
+from clawd.workspace import MEMORY_FILE, daily_log_path, is_private_memory, resolve
 
 SILENT = "NO_REPLY"
+FROM_REPLY = "written from the model's reply"
+FROM_USER = "the user's own words: the model saved no notes"
+USERS_WORDS_CHARS = 800
 
 
 def flush_due(entry: dict[str, Any], used_tokens: int, flush_at: int,
@@ -137,9 +142,26 @@ def without_repeats(text: str) -> str:
     return "\n".join(kept)
 
 
-def append_flush_notes(workspace: Path, text: str, now: datetime) -> str:
-    """Append a flush turn's answer, once per distinct line, to today's daily log under a
-    marked heading; returns the log's workspace-relative path."""
+def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> str:
+    """The user's sentences, in messages since the conversation's last note and short
+    enough to be said rather than pasted, whose numbers, names or identifiers no note holds
+    yet (MEMORY.md, today's and yesterday's logs), as ``- `` lines."""
+    notes = _notes(conversation)
+    since = conversation[notes[-1] + 1 if notes else 0:]
+    said = [m for m in since if m.role == "user" and len(m.text) <= SHORT_MESSAGE]
+    saved = []
+    for rel in (MEMORY_FILE, daily_log_path(today), daily_log_path(today - timedelta(days=1))):
+        path = workspace / rel
+        if path.is_file():
+            saved.append(path.read_text(encoding="utf-8", errors="replace"))
+    words = users_words("\n".join(saved), said, max_chars=USERS_WORDS_CHARS)
+    return "\n".join(f"- {text}" for text in words)
+
+
+def append_flush_notes(workspace: Path, text: str, now: datetime,
+                       source: str = FROM_REPLY) -> str:
+    """Append a flush turn's notes, once per distinct line, to today's daily log under a
+    heading that says where they come from; returns the log's workspace-relative path."""
     text = without_repeats(text)
     rel = daily_log_path(now.date())
     path = resolve(workspace, rel)
@@ -148,8 +170,8 @@ def append_flush_notes(workspace: Path, text: str, now: datetime) -> str:
     head = f"# {now.date().isoformat()}\n" if not existing.strip() else (
         "" if existing.endswith("\n") else "\n")
     with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"{head}\n## Flush notes ({now.strftime('%H:%M')}, written from the "
-                     f"model's reply)\n\n{text.strip()}\n")
+        handle.write(f"{head}\n## Flush notes ({now.strftime('%H:%M')}, {source})\n\n"
+                     f"{text.strip()}\n")
     return rel
 
 

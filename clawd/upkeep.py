@@ -19,6 +19,8 @@ from clawd.compaction import find_cut, summarize
 from clawd.errors import ClawdError
 from clawd.events import Compacted, Event, Flushed, Notice
 from clawd.flush import (
+    FROM_REPLY,
+    FROM_USER,
     append_flush_notes,
     flush_due,
     flush_prompt,
@@ -29,6 +31,7 @@ from clawd.flush import (
     listed,
     noted,
     should_ask_again,
+    unsaved_words,
 )
 from clawd.messages import Message, new_id
 from clawd.tokens import estimate_messages
@@ -130,11 +133,15 @@ class Upkeep:
                 break
             files += [str(c.arguments.get("path")) for c, r in zip(calls, turn[-len(calls):])
                       if c.name in WRITE_TOOLS and not r.is_error]
-        notes = listed(answer) if asked_again else answer
-        if not files and not is_blank(notes) and not is_acknowledgement(notes):
+        notes, source = (listed(answer) if asked_again else answer), FROM_REPLY
+        if files or is_blank(notes) or is_acknowledgement(notes):
+            notes = ""
+        if not files and not notes and asked_again:  # asked twice, and nothing saved
+            notes, source = unsaved_words(s.rt.workspace, turn[:start], today), FROM_USER
+        if notes:
             try:
                 s.access.check_flush_write(daily_log_path(today))
-                files.append(append_flush_notes(s.rt.workspace, notes, clock()))
+                files.append(append_flush_notes(s.rt.workspace, notes, clock(), source))
             except (ClawdError, OSError) as exc:  # the notes stay in the transcript
                 yield Notice(f"the memory flush's notes were not saved: {exc}")
         log.info("memory flush: %d entries, wrote %s", len(turn) - start, files or "nothing")

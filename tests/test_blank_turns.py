@@ -290,3 +290,35 @@ def test_acknowledgements_are_told_from_notes():
     for note in ("- budget 2400", "Budget: 2400 euros", "Ines arrives May 14", "", "NO_REPLY",
                  "Done: the hotel is booked"):
         assert not is_acknowledgement(note), note
+
+
+@pytest.mark.parametrize("logged", [False, True])
+def test_a_flush_that_saves_nothing_twice_keeps_the_users_own_words(tmp_path, logged):
+    """Asked twice, the 1.5B model answered NO_REPLY twice and the budget was lost: the
+    user's short sentences with references no note holds are saved instead."""
+    provider = ScriptedProvider(default=lambda r: "NO_REPLY" if r.messages[-1].flush
+                                else "Sure.")
+    comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
+            "memoryFlush": {"softThresholdTokens": 1000}}
+    runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
+    if logged:  # the budget is already in today's log
+        (runtime.workspace / DAILY).write_text("# 2026-11-22\n\n- Lisbon budget: 2400 euros\n")
+    session = Session(runtime, KEY)
+    said = ["By the way, my budget for the Lisbon trip is 2400 euros in total.",
+            "Note that my sister Ines arrives in Lisbon on May 14.", "Thanks!"]
+    events = [e for text in said for e in session.run_turn(text)]
+    for i in range(60):  # pasted material until the flush runs
+        if any(isinstance(e, Flushed) for e in events):
+            break
+        events += session.run_turn(f"Turn {i}. FACT-{i:03d} {filler(200, i)}")
+    assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
+    asked = [r for r in provider.requests if r.messages[-1].flush]
+    assert [r.messages[-1].text[:20] for r in asked[:2]] == [
+        "Write any lasting no", "Nothing has been sav"]
+    log = (runtime.workspace / DAILY).read_text()
+    words = log.split("## Flush notes (", 1)[1]
+    assert words.split(", ", 1)[1].startswith(
+        "the user's own words: the model saved no notes)\n\n- ")
+    assert ("By the way, my budget" in words) is not logged
+    assert "- Note that my sister Ines arrives in Lisbon on May 14." in words
+    assert "Thanks" not in words and "FACT-" not in words  # no references; pasted
