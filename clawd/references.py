@@ -71,10 +71,10 @@ def _candidates(messages: Iterable[Message], previous: str | None
     return found
 
 
-def users_words(summary: str, messages: list[Message], previous: str | None = None,
+def users_words(known: str, messages: list[Message], previous: str | None = None,
                 max_chars: int = MAX_CHARS) -> list[str]:
-    """The user's sentences holding references ``summary`` leaves out, within
-    ``max_chars``, in conversation order."""
+    """The user's sentences holding references that ``known`` (a summary, or the notes
+    already saved) leaves out, within ``max_chars``, in conversation order."""
     scored = []
     seen: set[str] = set()
     for order, (sentence, short) in enumerate(_candidates(messages, previous)):
@@ -83,8 +83,8 @@ def users_words(summary: str, messages: list[Message], previous: str | None = No
             continue
         seen.add(text)
         exact, names = references(sentence)
-        missing_exact = [t for t in exact if not _present(t, summary, exact=True)]
-        missing_names = [t for t in names if not _present(t, summary, exact=False)]
+        missing_exact = [t for t in exact if not _present(t, known, exact=True)]
+        missing_names = [t for t in names if not _present(t, known, exact=False)]
         if missing_exact or missing_names:
             weight = 2 * len(missing_exact) + len(missing_names)
             scored.append((not short, -weight, order, text))
