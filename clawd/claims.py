@@ -7,9 +7,9 @@ can ask the model once to make the write it announced, and tell the user when it
 not. A sentence counts when its subject is the model ("I", "I've", "Let me") and its verb
 saves something: *note, save, record, remember, store, log, keep in mind, write down* on
 their own, or *add, write, append, update, put, keep* with a note-like object (memory, a
-note, a log, MEMORY.md, a ``.md`` file); so do "Note added: …", "It has been saved." and
-"Saved to memory/…". Negated, conditional and question sentences, and a bare "Noted." (an
-acknowledgement), do not.
+note, a log, MEMORY.md, a ``.md`` file); so do "Note added: …", "Saved to memory/…" and
+"… has been saved" or "… has been added to memory/…". Negated, conditional and question
+sentences, and a bare "Noted." (an acknowledgement), do not.
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ _CLAIM = re.compile(rf"{_SUBJECT}\s+(?P<verb>{_SELF_SUFFICIENT}|{_NEEDS_OBJECT})
                     re.IGNORECASE)
 _DONE = r"added|saved|recorded|stored|written|appended|logged|updated"
 _DONE_ALONE = frozenset({"saved", "recorded", "stored", "logged"})  # need no object
-_PASSIVE = (  # "Note added: …", "It has been saved.", "Saved to memory/…"
+_PASSIVE = (  # "Note added: …", "Saved to memory/…", "Your budget has been saved."
     re.compile(rf"^\W*(?:(?:the|a|your) )?(?:notes?|it|this|that)\s+"
                rf"(?:(?:has|have) been |is now |is |was )?(?P<verb>{_DONE})\b", re.IGNORECASE),
-    re.compile(rf"^\W*(?P<verb>{_DONE})\s+(?:to|in|it|that|this)\b", re.IGNORECASE))
+    re.compile(rf"^\W*(?P<verb>{_DONE})\s+(?:to|in|it|that|this)\b", re.IGNORECASE),
+    re.compile(rf"\b(?:has|have) been (?P<verb>{_DONE})\b", re.IGNORECASE))
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")  # not inside "memory/2026-11-24.md"
 
 
@@ -46,8 +47,11 @@ def note_claim(text: str) -> str | None:
         sentence = sentence.strip()
         if not sentence or sentence.endswith("?"):
             continue
-        if passive := next(filter(None, (p.match(sentence) for p in _PASSIVE)), None):
-            if passive.group("verb").lower() in _DONE_ALONE or _OBJECT.search(sentence):
+        if passive := next(filter(None, (p.search(sentence) for p in _PASSIVE)), None):
+            said_no = _NEGATION.search(sentence[:passive.end()]) or re.search(
+                r"\b(?:no|nothing|none)\b", sentence[:passive.start()], re.IGNORECASE)
+            if not said_no and (passive.group("verb").lower() in _DONE_ALONE
+                                or _OBJECT.search(sentence)):
                 return sentence
             continue
         claim = _CLAIM.search(sentence)

@@ -122,9 +122,24 @@ def flush_retry_prompt(answer: str, today: date, noted_before: bool = False) -> 
 LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S")
 
 
+# the words of a list line saying there is nothing to list ("- No additional notes to store.")
+NOTHING_WORDS = ACK_WORDS | frozenset(
+    "no none nothing additional more other further notes note facts fact information store "
+    "save keep add there are is any was were from this the conversation user relevant found "
+    "at time".split())
+
+
+def says_nothing(line: str) -> bool:
+    """Whether a list line only says there is nothing to note."""
+    words = re.findall(r"[\w']+", line.lower())
+    return bool({"no", "none", "nothing"} & set(words)) and set(words) <= NOTHING_WORDS
+
+
 def listed(answer: str) -> str:
-    """The list lines of an answer (``- ``, ``* ``, ``1. ``), the notes asked for."""
-    return "\n".join(line.rstrip() for line in answer.splitlines() if LIST_LINE.match(line))
+    """The list lines of an answer (``- ``, ``* ``, ``1. ``), the notes asked for, without
+    those that say there is nothing to note."""
+    return "\n".join(line.rstrip() for line in answer.splitlines()
+                     if LIST_LINE.match(line) and not says_nothing(line))
 
 
 def without_repeats(text: str) -> str:

@@ -198,6 +198,8 @@ def test_a_flush_writing_the_same_note_again_ends(tmp_path):
      "- budget 2400 euros\n* Ines: May 14"),  # only the list lines
     ("The user told me nothing worth keeping.", None),  # words without a list: not notes
     ("NO_REPLY", None),
+    ("- No additional notes to store.", None),  # a list line saying there is nothing
+    ("- Nothing new.\n- Ines: May 14", "- Ines: May 14"),
 ])
 def test_a_silent_flush_of_a_conversation_that_noted_nothing_is_asked_once(
         tmp_path, silent, second, saved):

@@ -34,6 +34,9 @@ DAILY = "memory/2026-11-22.md"
     ("It has been saved.", "It has been saved."),
     ("Saved to memory/2026-11-24.md.", "Saved to memory/2026-11-24.md."),
     ("Added to your notes!", "Added to your notes!"),
+    ("The budget for the Lisbon trip has been added to memory/2026-11-24.md.",
+     "The budget for the Lisbon trip has been added to memory/2026-11-24.md."),
+    ("Your budget has been saved.", "Your budget has been saved."),
 ])
 def test_claims_of_a_saved_note(text, claim):
     assert note_claim(text) == claim
@@ -55,6 +58,10 @@ def test_claims_of_a_saved_note(text, claim):
     "It was added to the itinerary.",
     "Added three museums to the list.",
     "That is noted.",
+    "Three museums have been added to the itinerary.",
+    "Nothing has been saved yet.",
+    "No note has been added to memory.",
+    "If it has been saved, you will find it in memory.",
 ])
 def test_other_replies_claim_nothing(text):
     assert note_claim(text) is None
