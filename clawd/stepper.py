@@ -23,7 +23,7 @@ from clawd.errors import ContextOverflowError, ProviderError
 from clawd.events import ErrorEvent, Event, Notice, TextDelta
 from clawd.flush import SilentFilter, is_blank
 from clawd.loops import LoopGuard
-from clawd.messages import Message, ModelRequest, ModelResponse, TextPart, Usage
+from clawd.messages import Message, ModelRequest, ModelResponse, Part, TextPart, Usage
 from clawd.replytext import is_stray, without_echoed_tags
 from clawd.tokens import estimate_messages
 
@@ -43,10 +43,10 @@ class StepResult:
     partial: str = ""
 
 
-def kept_parts(reply: Message) -> list:
+def kept_parts(reply: Message) -> list[Part]:
     """The parts of ``reply`` worth keeping (see ``replytext``)."""
     stray = bool(reply.tool_calls) and is_stray(reply.text)
-    parts = []
+    parts: list[Part] = []
     for part in reply.content:
         if isinstance(part, TextPart):
             if stray or not (text := without_echoed_tags(part.text)):
