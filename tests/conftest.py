@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -56,3 +57,29 @@ def make_runtime(tmp_path: Path, provider: ScriptedProvider, *, window: int = 20
 @pytest.fixture
 def clock():
     return Clock()
+
+
+@pytest.fixture
+def local_server():
+    """A stand-in OpenAI-compatible server (``FakeServer``) for ``local_config``."""
+    from fakeserver import FakeServer
+
+    with FakeServer() as server:
+        yield server
+
+
+@pytest.fixture
+def local_config(isolated_home, local_server):
+    """A config in the isolated home whose model is ``local/qwen`` on ``local_server``
+    (32k window, no retries, memory search off); returns the workspace."""
+    workspace = isolated_home / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    state = isolated_home / ".clawd"
+    state.mkdir()
+    (state / "clawd.json").write_text(json.dumps({
+        "agents": {"defaults": {"workspace": str(workspace), "model": "local/qwen",
+                                "memorySearch": {"enabled": False}}},
+        "models": {"providers": {"local": {
+            "api": "openai-completions", "baseUrl": local_server.url + "/v1",
+            "models": [{"id": "qwen", "contextWindow": 32000}], "maxRetries": 0}}}}))
+    return workspace

@@ -20,7 +20,7 @@ from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.render import Renderer
 
 from conftest import make_runtime
-from fakeserver import FakeServer, openai_stream
+from fakeserver import openai_stream
 from loopmodel import filler
 
 KEY = "agent:main:main"
@@ -75,29 +75,10 @@ def test_a_blank_final_answer_after_tools_is_asked_again(tmp_path):
                                                                "toolResult"]
 
 
-@pytest.fixture
-def server():
-    with FakeServer() as s:
-        yield s
-
-
-@pytest.fixture
-def local_config(isolated_home, server):
-    workspace = isolated_home / "ws"
-    (workspace / "memory").mkdir(parents=True)
-    state = isolated_home / ".clawd"
-    state.mkdir()
-    (state / "clawd.json").write_text(json.dumps({
-        "agents": {"defaults": {"workspace": str(workspace), "model": "local/qwen",
-                                "memorySearch": {"enabled": False}}},
-        "models": {"providers": {"local": {
-            "api": "openai-completions", "baseUrl": server.url + "/v1",
-            "models": [{"id": "qwen", "contextWindow": 32000}], "maxRetries": 0}}}}))
-    return workspace
-
-
 @pytest.mark.parametrize("flags", [["-m", "hello"], ["--script", "-"], ["--json", "-m", "hello"]])
-def test_every_front_end_shows_the_notice(local_config, server, capsys, monkeypatch, flags):
+def test_every_front_end_shows_the_notice(local_config, local_server, capsys, monkeypatch,
+                                          flags):
+    server = local_server
     server.default("POST", "/v1/chat/completions", lambda r: openai_stream(""))
     monkeypatch.setattr("sys.stdin", io.StringIO("hello\n"))
     code = cli.main(["chat", *flags])

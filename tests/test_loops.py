@@ -18,7 +18,7 @@ from clawd.loops import LoopGuard, cut_loop, loop_period
 from clawd.providers.scripted import ScriptedProvider
 
 from conftest import make_runtime
-from fakeserver import FakeServer, openai_stream
+from fakeserver import openai_stream
 
 KEY = "agent:main:main"
 LOOP = "Here is what to pack:\n" + "Sunglasses\n" * 80
@@ -73,28 +73,17 @@ def test_a_looping_reply_is_stopped_and_kept_once(tmp_path):
     assert reloaded.history.messages[1].text == "Here is what to pack:\nSunglasses"
 
 
-def test_the_loop_is_stopped_over_the_wire(isolated_home, capsys, monkeypatch):
-    with FakeServer() as server:
-        workspace = isolated_home / "ws"
-        (workspace / "memory").mkdir(parents=True)
-        state = isolated_home / ".clawd"
-        state.mkdir()
-        (state / "clawd.json").write_text(json.dumps({
-            "agents": {"defaults": {"workspace": str(workspace), "model": "local/qwen",
-                                    "memorySearch": {"enabled": False}}},
-            "models": {"providers": {"local": {
-                "api": "openai-completions", "baseUrl": server.url + "/v1",
-                "models": [{"id": "qwen", "contextWindow": 32000}], "maxRetries": 0}}}}))
-        server.default("POST", "/v1/chat/completions", lambda r: openai_stream(LOOP))
-        monkeypatch.setattr("sys.stdin", io.StringIO(""))
-        code = cli.main(["chat", "--json", "-m", "what should I pack?"])
+def test_the_loop_is_stopped_over_the_wire(local_config, local_server, capsys, monkeypatch):
+    local_server.default("POST", "/v1/chat/completions", lambda r: openai_stream(LOOP))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    code = cli.main(["chat", "--json", "-m", "what should I pack?"])
     out, err = capsys.readouterr()
     assert code == 0, err
     events = [json.loads(line) for line in out.splitlines()]
     assert {"type": "notice", "text": STOPPED} in events
     assert events[-1]["type"] == "done"
     assert len("".join(e["text"] for e in events if e["type"] == "delta")) < 400
-    transcript, = (state / "agents" / "main" / "sessions").glob("*.jsonl")
+    sessions = local_config.parent / ".clawd" / "agents" / "main" / "sessions"
+    transcript, = sessions.glob("*.jsonl")
     kept = [json.loads(line) for line in transcript.read_text().splitlines()][-1]
-    assert kept["content"] == [{"type": "text",
-                               "text": "Here is what to pack:\nSunglasses"}]
+    assert kept["content"] == [{"type": "text", "text": "Here is what to pack:\nSunglasses"}]
