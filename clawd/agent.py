@@ -239,6 +239,8 @@ class Session:
                     if step.partial:  # cut off mid-stream: the reply so far, kept
                         reply, aborted = step.partial, True
                     break
+                if asked_note and not result.tool_calls and is_blank(result.text):
+                    break  # nothing more after the claim: the reply stays the one shown
                 reply = result.text
                 if result.retried:
                     log.info("the model gave a blank answer (%r); asking again", reply[:40])

@@ -20,6 +20,11 @@ _SELF_SUFFICIENT = (r"(?:not(?:ed|e|ing)|sav(?:ed|e|ing)|record(?:ed|ing)?|remem
                     r"stor(?:ed|e|ing)|logg(?:ed|ing)|log|jott(?:ed|ing)|jot|"
                     r"(?:keep|kept|keeping) (?:that|this|it) in mind|"
                     r"(?:write|wrote|written|writing) (?:that|this|it) down)")
+# "I remember that …", "I noted earlier …", "I keep in mind …": recalling, not saving; these
+# verbs count only with a future, perfect or progressive form, or "let me"
+_RECALLING = re.compile(r"not(?:e|ed)|remember(?:ed)?|keep .*|kept .*")
+_ASPECT = re.compile(r"'ll|’ll|will|shall|going to|'ve|’ve|have|'m|’m|am|let me|I'd like to",
+                     re.IGNORECASE)
 _NEEDS_OBJECT = r"(?:add(?:ed|ing)?|writ(?:e|ten|ing)|wrote|append(?:ed|ing)?|" \
                 r"updat(?:ed|e|ing)|put(?:ting)?|keep(?:ing)?|kept|mak(?:e|ing) a note|made a note)"
 _SUBJECT = (r"(?:\bI(?:'ve|’ve| have|'ll|’ll| will|'m|’m| am|'m going to| am going to| shall)?"
@@ -58,6 +63,9 @@ def note_claim(text: str) -> str | None:
         if claim is None or _NEGATION.search(sentence[:claim.end()]):
             continue
         verb = claim.group("verb").lower()
+        subject = sentence[claim.start():claim.start("verb")]
+        if _RECALLING.fullmatch(verb) and not _ASPECT.search(subject):
+            continue
         if re.fullmatch(_SELF_SUFFICIENT, verb) or _OBJECT.search(sentence[claim.start():]):
             return sentence
     return None

@@ -59,6 +59,9 @@ def test_claims_of_a_saved_note(text, claim):
     "Added three museums to the list.",
     "That is noted.",
     "Three museums have been added to the itinerary.",
+    "I remember that my sister Ines arrives in Lisbon on May 14.",  # recalling, not saving
+    "I noted earlier that you like fado.",
+    "I note that the museums close on Mondays.",
     "Nothing has been saved yet.",
     "No note has been added to memory.",
     "If it has been saved, you will find it in memory.",
@@ -139,4 +142,14 @@ def test_a_session_that_cannot_write_is_not_asked(tmp_path):
     session = Session(make_runtime(tmp_path, provider, tools=readers), KEY)
     events = list(session.run_turn("my budget is 2400 euros"))
     assert not [e for e in events if isinstance(e, Notice)]
+    provider.assert_done()
+
+
+def test_a_blank_answer_to_the_request_for_the_note_leaves_the_reply_shown(tmp_path):
+    provider = ScriptedProvider(["I'll add it to your notes.", ""])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("my sister Ines arrives on May 14"))
+    assert [e.text for e in events if isinstance(e, Notice)] == [
+        'the model said "I\'ll add it to your notes." but wrote no note']  # not "empty reply"
+    assert events[-1].text == "I'll add it to your notes."
     provider.assert_done()
