@@ -46,7 +46,7 @@ FACTS = [
     ("By the way, my budget for the Lisbon trip is 2400 euros in total.",
      "What is my budget for the Lisbon trip?", r"2[ ,.]?400"),
     ("Note that my sister Ines arrives in Lisbon on May 14.",
-     "When does my sister Ines arrive in Lisbon?", r"May 14|14 May|14th"),
+     "When does my sister Ines arrive in Lisbon?", r"May 14|14 May|14th|\b0?5[-/]14\b"),
     ("Our hotel booking reference is KX-4471, please keep it.",
      "What is our hotel booking reference?", r"KX-?4471"),
     ("I am allergic to peanuts, so restaurants must know that.",
