@@ -57,6 +57,9 @@ def test_read_windows(ctx):
     assert out.startswith("line 3\nline 4\n")
     assert "lines 3-4 of 10" in out and "offset=5" in out
     assert read({"path": "f.txt"}, ctx).count("line") == 10
+    # past the end: said in words (a 1.5B model answered nothing after "lines 19-18 of 18")
+    assert read({"path": "f.txt", "offset": 11, "limit": 5}, ctx) == \
+        "[f.txt has 10 lines; there is nothing after line 10]"
     with pytest.raises(ToolError, match="not found"):
         read({"path": "missing.txt"}, ctx)
     (ctx.workspace / "bin").write_bytes(b"\x00\x01\x02")

@@ -48,6 +48,9 @@ def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)
     if b"\x00" in data[:8192]:
         raise ToolError(f"{path} is a binary file ({len(data)} bytes)")
     lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    if offset > len(lines) > 0:  # "[showing lines 19-18 of 18]" left a small model blank
+        return f"[{path} has {len(lines)} lines; there is nothing after line " \
+               f"{len(lines)}]"
     chunk = lines[offset - 1:offset - 1 + limit]
     text = "".join(chunk)
     end = offset - 1 + len(chunk)
