@@ -1,0 +1,27 @@
+"""The benchmarks under ``scripts/`` still run (each on a tiny input; their numbers are not
+checked here). A change to a private method once broke ``bench_small_windows.py`` unseen."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+@pytest.mark.parametrize("script, args, expected", [
+    ("bench_small_windows.py", ["--turns", "3", "--windows", "8192"], "8,192"),
+    ("bench_pruning.py", ["--turns", "5"], "cache-ttl"),
+    ("bench_memory_flush.py", ["--turns", "10", "--facts", "2"], "errors shown to the user"),
+    ("bench_startup.py", ["--runs", "1", "--turns", "2", "--messages", "10"],
+     "loop overhead/turn"),
+    ("bench_real_model.py", ["--help"], "--reask"),
+])
+def test_a_benchmark_runs(tmp_path, script, args, expected):
+    done = subprocess.run([sys.executable, str(SCRIPTS / script), *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert expected in done.stdout
