@@ -52,6 +52,11 @@ def blank_notice(reply: str, retried: bool) -> str:
     return f"the model {what}{' twice (asked again once)' if retried else ''}; nothing to show"
 
 
+def clip_request(text: str, limit: int = 1000) -> str:
+    """The user's message as repeated when a blank answer is asked again."""
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
 def unkept_notice(claim: str) -> str:
     """The one line shown when the reply said a note was saved and no file was written."""
     said = claim if len(claim) <= 80 else claim[:79] + "…"
@@ -194,14 +199,16 @@ class Session:
         """Run one user turn to the end, yielding events.
 
         The turn always ends with something the user sees: a blank answer (empty or
-        ``NO_REPLY``) is asked again once with a nudge, and a second blank one is reported
-        in a notice. A reply that says a note was saved when no file was written this turn
+        ``NO_REPLY``) is asked again once, with a message after the history that repeats
+        the user's (sent, never kept), and a second blank one is reported in a notice. A
+        reply that says a note was saved when no file was written this turn
         (``claims.note_claim``) is followed by one request to make that write; if it is
         still not made, a notice says so.
         """
         message = Message.user(text)
         steps, reply, aborted, appended = 0, "", False, False
         nudge: str | None = None  # added to the next request's system prompt only
+        ask: Message | None = None  # sent after the history in the next request only
         asked_blank = False  # a blank answer was asked again (in words, no tools)
         claim: str | None = None  # the reply said a note was saved ...
         asked_note = wrote = False  # ... the model was asked to write it; a file was written
@@ -229,11 +236,11 @@ class Session:
                 steps += 1
                 # asked again after a blank answer: in words this time, no tool calls
                 step = yield from self.step(self.history.messages, show=True,
-                                            extra_system=nudge,
+                                            extra_system=nudge, ask=ask,
                                             retry_blank=not (asked_blank or asked_note),
                                             tool_choice="none" if asked_blank or answer_now
                                             else "auto")
-                nudge, result = None, step.message
+                nudge, ask, result = None, None, step.message
                 if result is None:  # an error, said in an ErrorEvent
                     failed = True
                     if step.partial:  # cut off mid-stream: the reply so far, kept
@@ -244,7 +251,8 @@ class Session:
                 reply = result.text
                 if result.retried:
                     log.info("the model gave a blank answer (%r); asking again", reply[:40])
-                    nudge = render("blank_retry.md.j2", silent=is_silent(reply)).strip()
+                    ask = Message.user(render("blank_retry.md.j2", silent=is_silent(reply),
+                                              request=clip_request(text)).strip())
                     asked_blank = True
                     continue
                 last_step = steps >= self.rt.settings.max_steps

@@ -63,10 +63,11 @@ class Stepper:
         self.s = weakref.proxy(session)  # no cycle: a dropped session is released at once
 
     def _request(self, messages: list[Message], extra_system: str | None,
-                 tool_choice: str, flush: bool) -> tuple[ModelRequest, ctxmod.Layers]:
+                 tool_choice: str, flush: bool, ask: Message | None = None
+                 ) -> tuple[ModelRequest, ctxmod.Layers]:
         """The request for ``messages``, pruned as the ledger says (its new decisions are
         remembered in ``sessions.json``), with the notes automatic recall found in front of
-        the user's message (not in a flush)."""
+        the user's message (not in a flush), and ``ask`` after them (sent, never kept)."""
         s = self.s
         layers, model, budget = s.layers(), s.model, s.budget
         stored = s.entry.get("prunedResults") or {}
@@ -80,6 +81,8 @@ class Stepper:
             s.patch(prunedResults={k: v for k, v in decisions.items() if k in live})
         if s.recall and not flush:
             sent = s.recall.apply(sent)
+        if ask is not None:
+            sent = [*sent, ask]
         request = ctxmod.assemble(layers, s.history.summary, sent, s.tool_specs,
                                   max_tokens=model.max_tokens or s.rt.settings.max_tokens,
                                   cache=model.uses_cache, extra_system=extra_system,
@@ -88,15 +91,17 @@ class Stepper:
 
     def run(self, messages: list[Message], *, show: bool, flush: bool = False,
             extra_system: str | None = None, retry_blank: bool = False,
-            tool_choice: str = "auto") -> Generator[Event, None, StepResult]:
+            tool_choice: str = "auto", ask: Message | None = None
+            ) -> Generator[Event, None, StepResult]:
         """One model call on ``messages``, with overflow recovery (flush if due, compact,
         retry, up to ``OVERFLOW_ATTEMPTS``). ``retry_blank``: a final answer that shows
         nothing is marked ``retried`` and kept out of ``messages`` (still written to the
-        transcript), so the caller can ask again without it. A Ctrl-C propagates with the
+        transcript), so the caller can ask again without it. ``ask``: a user message sent
+        after ``messages`` in this request only. A Ctrl-C propagates with the
         text streamed so far as its ``partial`` attribute."""
         s = self.s
         for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
-            request, layers = self._request(messages, extra_system, tool_choice, flush)
+            request, layers = self._request(messages, extra_system, tool_choice, flush, ask)
             silent, parts, guard = SilentFilter(), [], LoopGuard()
             try:
                 final = None
