@@ -207,7 +207,6 @@ class Session:
         """
         message = Message.user(text)
         steps, reply, aborted, appended = 0, "", False, False
-        nudge: str | None = None  # added to the next request's system prompt only
         ask: Message | None = None  # sent after the history in the next request only
         asked_blank = False  # a blank answer was asked again (in words, no tools)
         claim: str | None = None  # the reply said a note was saved ...
@@ -236,11 +235,11 @@ class Session:
                 steps += 1
                 # asked again after a blank answer: in words this time, no tool calls
                 step = yield from self.step(self.history.messages, show=True,
-                                            extra_system=nudge, ask=ask,
+                                            ask=ask,
                                             retry_blank=not (asked_blank or asked_note),
                                             tool_choice="none" if asked_blank or answer_now
                                             else "auto")
-                nudge, ask, result = None, None, step.message
+                ask, result = None, step.message
                 if result is None:  # an error, said in an ErrorEvent
                     failed = True
                     if step.partial:  # cut off mid-stream: the reply so far, kept
@@ -266,8 +265,9 @@ class Session:
                         claim = note_claim(reply)
                         if claim and not last_step:  # said it saved a note and did not
                             log.info("the model said %r and wrote nothing; asking", claim)
-                            nudge = render("unkept_note.md.j2", claim=claim,
-                                           daily_log=daily_log_path(self.rt.clock().date()))
+                            ask = Message.user(render(
+                                "unkept_note.md.j2", claim=claim,
+                                daily_log=daily_log_path(self.rt.clock().date())).strip())
                             asked_note = True
                             continue
                     break

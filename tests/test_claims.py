@@ -84,14 +84,17 @@ def test_an_unkept_note_is_asked_for_once_and_written(tmp_path):
     session = Session(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("my budget is 2400 euros"))
     first, second, third = provider.requests
-    assert not any("not saved" in s for s in first.system)
-    assert second.system[-1].startswith("## Your note was not saved")
-    assert "I'll remember that your budget is 2400 euros." in second.system[-1]
-    assert DAILY in second.system[-1] and "append: true" in second.system[-1]
+    asked = second.messages[-1]  # after the history, sent in this request only
+    assert asked.role == "user" and asked.text.startswith(
+        'You told me "Noted, I\'ll remember that your budget is 2400 euros.", but no file '
+        'was written')
+    assert DAILY in asked.text and "append: true" in asked.text
+    assert second.system == first.system  # the cached prefix stays
     assert second.tool_choice == "auto"  # the write it announced can be made
-    assert not any("not saved" in s for s in third.system)  # asked once, not again
-    # the claim stays in the history the model and the user saw
-    assert [m.role for m in second.messages] == ["user", "assistant"]
+    # the claim stays in the history the model and the user saw; the request does not
+    assert [m.role for m in second.messages] == ["user", "assistant", "user"]
+    assert [m.role for m in third.messages] == ["user", "assistant", "assistant",
+                                                "toolResult"]
     assert "- budget: 2400 euros" in daily(session)
     assert not [e for e in events if isinstance(e, Notice)]
     assert events[-1].text == "Saved to today's log."
@@ -131,7 +134,7 @@ def test_a_failed_write_does_not_count(tmp_path):
     ])
     session = Session(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn("my budget is 2400 euros"))
-    assert "## Your note was not saved" in provider.requests[2].system[-1]
+    assert provider.requests[2].messages[-1].text.startswith('You told me "I\'ve saved it')
     assert "- budget: 2400 euros" in daily(session)
     provider.assert_done()
 
