@@ -35,6 +35,7 @@ from clawd.session_open import open_entry
 from clawd.sessions import normalize_key
 from clawd.stepper import Stepper, StepResult
 from clawd.templates import render
+from clawd.textcut import shorten
 from clawd.tokens import Budget, estimate_messages, estimate_text, estimate_tools
 from clawd.toolrunner import Calls, ToolRunner, calls_of, repeats_writes
 from clawd.transcript import History, undo_last
@@ -52,15 +53,9 @@ def blank_notice(reply: str, retried: bool) -> str:
     return f"the model {what}{' twice (asked again once)' if retried else ''}; nothing to show"
 
 
-def clip_request(text: str, limit: int = 1000) -> str:
-    """The user's message as repeated when a blank answer is asked again."""
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
-
-
 def unkept_notice(claim: str) -> str:
     """The one line shown when the reply said a note was saved and no file was written."""
-    said = claim if len(claim) <= 80 else claim[:79] + "…"
-    return f'the model said "{said}" but wrote no note'
+    return f'the model said "{shorten(claim, 80)}" but wrote no note'
 
 
 class Session:
@@ -251,7 +246,7 @@ class Session:
                 if result.retried:
                     log.info("the model gave a blank answer (%r); asking again", reply[:40])
                     ask = Message.user(render("blank_retry.md.j2", silent=is_silent(reply),
-                                              request=clip_request(text)).strip())
+                                              request=shorten(text, 1000)).strip())
                     asked_blank = True
                     continue
                 last_step = steps >= self.rt.settings.max_steps
