@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from clawd.textcut import sentences
+
 _SELF_SUFFICIENT = (r"(?:not(?:ed|e|ing)|sav(?:ed|e|ing)|record(?:ed|ing)?|remember(?:ed|ing)?|"
                     r"stor(?:ed|e|ing)|logg(?:ed|ing)|log|jott(?:ed|ing)|jot|"
                     r"(?:keep|kept|keeping) (?:that|this|it) in mind|"
@@ -43,14 +45,12 @@ _PASSIVE = (  # "Note added: …", "Saved to memory/…", "Your budget has been 
                rf"(?:(?:has|have) been |is now |is |was )?(?P<verb>{_DONE})\b", re.IGNORECASE),
     re.compile(rf"^\W*(?P<verb>{_DONE})\s+(?:to|in|it|that|this)\b", re.IGNORECASE),
     re.compile(rf"\b(?:has|have) been (?P<verb>{_DONE})\b", re.IGNORECASE))
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")  # not inside "memory/2026-11-24.md"
 
 
 def note_claim(text: str) -> str | None:
     """The first sentence of ``text`` that says a note was or will be saved, else None."""
-    for sentence in _SENTENCE_END.split(text):
-        sentence = sentence.strip()
-        if not sentence or sentence.endswith("?"):
+    for sentence in sentences(text):
+        if sentence.endswith("?"):
             continue
         if passive := next(filter(None, (p.search(sentence) for p in _PASSIVE)), None):
             said_no = _NEGATION.search(sentence[:passive.end()]) or re.search(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,9 @@ from clawd.access import WRITE_TOOLS
 from clawd.config import MemoryFlush
 from clawd.messages import Message
 from clawd.references import SHORT_MESSAGE, users_words
+from clawd.replytext import unfenced
 from clawd.templates import render
-from clawd.workspace import MEMORY_FILE, daily_log_path, is_private_memory, resolve
+from clawd.workspace import daily_log_path, is_private_memory, memory_files, resolve
 
 SILENT = "NO_REPLY"
 FROM_REPLY = "written from the model's reply"
@@ -90,11 +91,16 @@ def noted(messages: list[Message]) -> bool:
     return bool(_notes(messages))
 
 
+def since_last_note(messages: list[Message]) -> list[Message]:
+    """The messages after the conversation's last memory note (all of them when none)."""
+    notes = _notes(messages)
+    return messages[notes[-1] + 1 if notes else 0:]
+
+
 def said_since_last_note(messages: list[Message]) -> bool:
     """Whether a user message comes after the conversation's last memory note (or there is
     a user message and no note)."""
-    notes = _notes(messages)
-    return any(m.role == "user" for m in messages[notes[-1] + 1 if notes else 0:])
+    return any(m.role == "user" for m in since_last_note(messages))
 
 
 def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> bool:
@@ -161,11 +167,10 @@ def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> 
     """The user's sentences, in messages since the conversation's last note and short
     enough to be said rather than pasted, whose numbers, names or identifiers no note holds
     yet (MEMORY.md, today's and yesterday's logs), as ``- `` lines."""
-    notes = _notes(conversation)
-    since = conversation[notes[-1] + 1 if notes else 0:]
-    said = [m for m in since if m.role == "user" and len(m.text) <= SHORT_MESSAGE]
+    said = [m for m in since_last_note(conversation)
+            if m.role == "user" and len(m.text) <= SHORT_MESSAGE]
     saved = []
-    for rel in (MEMORY_FILE, daily_log_path(today), daily_log_path(today - timedelta(days=1))):
+    for rel in memory_files(today):
         path = workspace / rel
         if path.is_file():
             saved.append(path.read_text(encoding="utf-8", errors="replace"))
@@ -206,8 +211,7 @@ def _json_start(probe: str) -> bool:
 def _json_value(text: str) -> str | None:
     """The value of a reply made of one JSON object with one string value (a coder model
     answers ``{"response": "NO_REPLY"}``), else None."""
-    body = text.strip().strip("`").strip()
-    body = body[4:].lstrip() if body.startswith("json") else body
+    body = unfenced(text)
     if not body.startswith("{"):
         return None
     try:

@@ -18,13 +18,13 @@ import re
 from collections.abc import Iterable
 
 from clawd.messages import Message
+from clawd.textcut import sentences
 
 HEADING = "## The user's words"
 MAX_CHARS = 1500
 SENTENCE_CHARS = 300
 SHORT_MESSAGE = 400  # characters: longer user messages are mostly pasted material
 
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _URL = re.compile(r"https?://\S+[^\s.,;:!?)\]]")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/-]\d+)*(?![\w])")
 _IDENTIFIER = re.compile(r"(?<![\w/.-])(?=[\w./-]*[A-Za-z])(?=[\w./-]*(?:\d|_|\w[./]\w))"
@@ -67,7 +67,7 @@ def _candidates(messages: Iterable[Message], previous: str | None
         if m.role != "user" or m.flush or not m.text.strip():
             continue
         short = len(m.text) <= SHORT_MESSAGE
-        found += [(s.strip(), short) for s in _SENTENCES.split(m.text) if s.strip()]
+        found += [(sentence, short) for sentence in sentences(m.text)]
     return found
 
 

@@ -19,12 +19,18 @@ import re
 _ECHOED_TAG = re.compile(r"[ \t]*</?tool_response>[ \t]*\n?")
 
 
+def unfenced(text: str) -> str:
+    """``text`` without a code fence around it and the fence's ``json`` tag."""
+    body = text.strip().strip("`").strip()
+    return body[4:].lstrip() if body.startswith("json") else body
+
+
 def is_stray(text: str) -> bool:
     """Whether text beside a tool call says nothing of its own: no letter or digit, or a
     JSON object (the call's arguments again)."""
     body = text.strip()
     if body.startswith("```"):
-        body = body.strip("`").removeprefix("json").strip()
+        body = unfenced(body)
     return bool(body) and (not any(c.isalnum() for c in body)
                            or (body.startswith("{") and body.endswith("}")))
 

@@ -3,11 +3,16 @@
 Every part of clawd that bounds a text (workspace files in the context, tool results before
 they enter the transcript, pruned tool results, tool output inside a compaction request, one-line
 previews) cuts it here; each caller chooses its own split and says what was cut in its marker.
+``sentences`` splits a text where a sentence or a line ends (claims of notes, the user's
+words a summary must keep).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")  # not inside "memory/2026-11-24.md"
 
 
 def keep_ends(text: str, head: int, tail: int, marker: Callable[[int], str]) -> str:
@@ -22,3 +27,8 @@ def keep_ends(text: str, head: int, tail: int, marker: Callable[[int], str]) -> 
 def shorten(text: str, width: int, ellipsis: str = "…") -> str:
     """``text`` cut to at most ``width`` characters, ending with ``ellipsis`` when cut."""
     return text if len(text) <= width else text[:max(width - len(ellipsis), 0)] + ellipsis
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences and lines of ``text``, stripped, without empty ones."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]

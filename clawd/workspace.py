@@ -98,13 +98,18 @@ class ContextFile:
     truncated: bool
 
 
+def memory_files(today: date) -> list[str]:
+    """The notes a private session's context holds: MEMORY.md, yesterday's and today's log."""
+    return [MEMORY_FILE, daily_log_path(today - timedelta(days=1)), daily_log_path(today)]
+
+
 def read_context_files(root: Path, *, include_memory: bool, today: date,
                        max_chars: int) -> list[ContextFile]:
     """The bootstrap files, then (in a private session only) MEMORY.md and yesterday's and
     today's daily logs."""
     names = list(BOOTSTRAP_FILES)
     if include_memory:
-        names += [MEMORY_FILE, daily_log_path(today - timedelta(days=1)), daily_log_path(today)]
+        names += memory_files(today)
     files = []
     for name in names:
         path = root / name
