@@ -115,13 +115,16 @@ def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> b
     return is_blank(answer) and said_since_last_note(conversation)
 
 
-def flush_retry_prompt(answer: str, today: date, noted_before: bool = False) -> str:
-    """The flush turn's second request (``noted_before``: the conversation wrote a note
-    earlier). It offers no way out: a weak model takes any "reply X if there is nothing" it
+def flush_retry_prompt(answer: str, today: date, noted_before: bool = False,
+                       summarised: bool = False) -> str:
+    """The flush turn's second request (``noted_before``: the conversation in view wrote a
+    note; ``summarised``: earlier messages were compacted, so notes may have been written
+    before them and it must not say nothing was saved). It offers no way out: a weak model takes any "reply X if there is nothing" it
     is offered, while a capable one that has nothing to keep says so in words, which
     ``listed`` drops."""
     return render("flush_retry.md.j2", answer=answer.strip(),
                   acknowledged=is_acknowledgement(answer), noted=noted_before,
+                  summarised=summarised,
                   daily_log=daily_log_path(today)).strip()
 
 

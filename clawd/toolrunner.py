@@ -6,8 +6,9 @@ result before it propagates. A tool that fails (``ClawdError``, or a bug in the 
 an error result the model can act on; nothing here ends the turn. A result is capped at
 ``tools.maxOutputChars`` and at half the window (head and tail kept), so it always fits a
 request next to the fixed layers and a summary. File changes that repeat the step before's
-exactly (a small model in a loop appended the same note 17 times) are not made again: their
-result says so, and the session asks for the next answer in words.
+(a small model in a loop appended the same note 17 times), alike but for whitespace and
+escaped line breaks, are not made again: their result says so, and the session asks for the
+next answer in words.
 """
 
 from __future__ import annotations
@@ -35,7 +36,17 @@ Calls = list[tuple[str, str]]  # (name, arguments as sorted JSON) of one step's 
 
 
 def calls_of(reply: Message) -> Calls:
-    return [(c.name, json.dumps(c.arguments, sort_keys=True)) for c in reply.tool_calls]
+    """A step's calls as compared with the next step's: text arguments are compared without
+    surrounding whitespace and with escaped line breaks read as line breaks, so a note sent
+    again with a trailing ``\\n`` is the same note."""
+    return [(c.name, json.dumps({k: _same_text(v) for k, v in c.arguments.items()},
+                                sort_keys=True)) for c in reply.tool_calls]
+
+
+def _same_text(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    return "\n".join(line.rstrip() for line in value.replace("\\n", "\n").strip().split("\n"))
 
 
 def repeats_writes(calls: Calls, before: Calls | None) -> bool:

@@ -114,9 +114,9 @@ class Upkeep:
             if not calls and not asked_again and should_ask_again(answer, bool(files),
                                                                    turn[:start]):
                 # "Done." or NO_REPLY with nothing written (a weak model's habit): ask once
-                s.append(Message.user(flush_retry_prompt(answer, today,
-                                                         noted(turn[:start])), flush=True),
-                         turn)
+                retry = flush_retry_prompt(answer, today, noted(turn[:start]),
+                                           summarised=bool(s.history.summary))
+                s.append(Message.user(retry, flush=True), turn)
                 asked_again = True
                 continue
             if not calls:

@@ -201,6 +201,19 @@ def test_a_tool_call_repeating_the_step_before_is_not_run_again(tmp_path):
     provider.assert_done()
 
 
+def test_the_same_note_again_with_a_trailing_break_is_a_repeat(tmp_path):
+    """A 1.5B model wrote its note, then the same note with ``\\n`` at its end."""
+    note = tool("write", path="memory/2026-11-22.md", content="- budget 2400", append=True)
+    again = tool("write", path="memory/2026-11-22.md", content="- budget 2400\\n ",
+                 append=True)
+    provider = ScriptedProvider([Reply("", [note]), Reply("", [again]), "Noted: 2400 euros."])
+    runtime = make_runtime(tmp_path, provider)
+    list(Session(runtime, KEY).run_turn("My budget is 2400 euros."))
+    assert (runtime.workspace / "memory/2026-11-22.md").read_text() == "- budget 2400\n"
+    assert provider.requests[2].messages[-1].text.startswith("not run again")
+    provider.assert_done()
+
+
 def test_a_repeated_read_only_call_still_runs(tmp_path):
     """Polling a command's output with the same call is fine."""
     poll = [tool("exec", command="echo tick >> ticks.txt; wc -l < ticks.txt") for _ in range(2)]

@@ -254,6 +254,37 @@ def test_a_silent_flush_is_asked_again_when_the_user_spoke_after_the_last_note(
     provider.assert_done()
 
 
+def test_a_flush_after_a_compaction_does_not_say_nothing_was_saved(tmp_path):
+    """The note-writing turn was compacted away; the notes are still on disk (run 14)."""
+    provider = ScriptedProvider()
+    comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 400,
+            "memoryFlush": {"softThresholdTokens": 1000}}
+    runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
+    session = Session(runtime, KEY)
+    provider.add(Reply("", [tool("write", path=DAILY, content="- budget 2400\n",
+                                 append=True)]), "Noted.")
+    list(session.run_turn("My budget is 2400 euros."))
+    for i in range(3):
+        provider.add("Sure.")
+        list(session.run_turn(f"Tell me about day {i}. {filler(200, i)}"))
+    provider.add("## Goal\n- Plan a trip.")
+    list(session.compact())
+    assert session.history.summary and not any(
+        m.tool_calls for m in session.history.messages)  # the note is out of view
+    i = 0
+    while session.context_tokens() < session.budget.flush_at - 300:
+        provider.add("Noted.")
+        list(session.run_turn(f"Turn {i}. {filler(200, i)}"))
+        i += 1
+    provider.add("NO_REPLY", "- Ines: May 14", "Sure.")
+    list(session.run_turn(f"one more {filler(400)}"))
+    asked = [r.messages[-1] for r in provider.requests if r.messages[-1].flush]
+    assert asked[-1].text.startswith("What the user said since the conversation was last "
+                                     "summarised has not been saved.")
+    assert (runtime.workspace / DAILY).read_text().endswith("- Ines: May 14\n")
+    provider.assert_done()
+
+
 @pytest.mark.parametrize("second, saved", [
     ("- Ines arrives in Lisbon on May 14.", "- Ines arrives in Lisbon on May 14."),
     ("NO_REPLY", None),

@@ -84,6 +84,23 @@ def test_daily_logs_are_append_only(ctx):
     write({"path": "memory/notes.md", "content": "y"}, ctx)
 
 
+def test_a_one_line_note_with_escaped_breaks_is_written_on_lines(ctx):
+    """A 1.5B model sent its note as ``- a\\n`` (the escape itself, not a line break)."""
+    log = ctx.workspace / "memory" / "2026-11-22.md"
+    write({"path": "memory/2026-11-22.md", "content": "- Ines lands 14:05\\n- gate B\\n",
+           "append": True}, ctx)
+    write({"path": "memory/2026-11-22.md", "content": "- budget 2400\\n", "append": True}, ctx)
+    assert log.read_text() == "- Ines lands 14:05\n- gate B\n- budget 2400\n"
+    write({"path": "MEMORY.md", "content": "# Facts\\n\\n1. one\\n2. two"}, ctx)
+    assert (ctx.workspace / "MEMORY.md").read_text() == "# Facts\n\n1. one\n2. two"
+    # kept as written: an escape inside a sentence, a note with real breaks, other files
+    for path, content in (("memory/a.md", "- end lines with printf 'a\\n' in scripts"),
+                          ("memory/b.md", "- a\n- b\\n"),
+                          ("notes.txt", "- a\\n- b\\n")):
+        write({"path": path, "content": content}, ctx)
+        assert (ctx.workspace / path).read_text() == content
+
+
 def test_edit_needs_a_unique_match(ctx):
     (ctx.workspace / "f.md").write_text("a b a")
     with pytest.raises(ToolError, match="2 times"):

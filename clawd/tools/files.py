@@ -6,11 +6,14 @@ the end of a file (the path a weak model finds without reading the file first). 
 (``memory/YYYY-MM-DD.md``) are append-only: a ``write`` or ``edit`` that would drop any of
 their existing content is refused with a message telling the model exactly how to append.
 Before a bootstrap file or MEMORY.md loses content, its previous version is kept
-(``clawd.history``) and the result says where; ``.clawd/`` itself cannot be written.
+(``clawd.history``) and the result says where; ``.clawd/`` itself cannot be written. A
+Markdown note a model sent as one line with escaped breaks (``- a\\n- b\\n``) is written
+on lines of its own (``unescaped_breaks``).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -93,6 +96,8 @@ def write(ctx: ToolContext, *, path: str, content: str,
     target, rel = _target(path, ctx)
     if target.is_dir():
         raise ToolError(f"{rel} is a directory")
+    if rel.endswith(".md"):
+        content = unescaped_breaks(content)
     if append:
         return _append(target, rel, content)
     ctx.access.check_replace(rel)
@@ -101,6 +106,23 @@ def write(ctx: ToolContext, *, path: str, content: str,
         raise _append_only(rel)
     kept = _save(ctx, target, rel, old, content)
     return f"wrote {len(content)} characters to {rel}{kept}"
+
+
+# an escaped line break that ends a note or starts a Markdown line (a list item, heading,
+# numbered item, quote or another break)
+_ESCAPED_BREAK = re.compile(r"\\n(?=$|\s*(?:[-*+>#]\s|\d+[.)]\s|\\n))")
+
+
+def unescaped_breaks(content: str) -> str:
+    """``content`` with escaped line breaks as real ones, when a model wrote a one-line note
+    as ``- a\\n- b\\n``: only in content without a real line break, and only when every
+    ``\\n`` ends it or starts a Markdown line (a one-line note about ``printf 'a\\n'`` is
+    kept as written)."""
+    if "\n" in content or "\\n" not in content:
+        return content
+    if content.count("\\n") != len(_ESCAPED_BREAK.findall(content)):
+        return content
+    return _ESCAPED_BREAK.sub("\n", content)
 
 
 def _append(path: Path, rel: str, content: str) -> str:
