@@ -21,7 +21,7 @@ from typing import Any
 from clawd import context as ctxmod
 from clawd import session_lock
 from clawd.access import WRITE_TOOLS, Access, offered
-from clawd.claims import note_claim
+from clawd.claims import asks_to_note, note_claim
 from clawd.errors import ClawdError, ProviderSetupError
 from clawd.events import ErrorEvent, Event, Notice, Recalled, ToolFinished, TurnDone
 from clawd.flush import is_blank, is_silent
@@ -257,7 +257,7 @@ class Session:
                     elif is_blank(reply):
                         yield Notice(blank_notice(reply, asked_blank))
                     elif not (wrote or claim) and self.offers_writes:
-                        claim = note_claim(reply)
+                        claim = note_claim(reply, asked=asks_to_note(text))
                         if claim and not last_step:  # said it saved a note and did not
                             log.info("the model said %r and wrote nothing; asking", claim)
                             ask = Message.user(render(

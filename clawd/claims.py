@@ -9,7 +9,10 @@ saves something: *note, save, record, remember, store, log, keep in mind, write 
 their own, or *add, write, append, update, put, keep* with a note-like object (memory, a
 note, a log, MEMORY.md, a ``.md`` file); so do "Note added: …", "Saved to memory/…" and
 "… has been saved" or "… has been added to memory/…". Negated, conditional and question
-sentences, and a bare "Noted." (an acknowledgement), do not.
+sentences, and a bare "Noted." (an acknowledgement), do not. Nor does "I remember that …"
+or "I note that …" (recalling), unless the user's message asked for a note
+(``asks_to_note``): after "Please remember: …", "I remember that …" is the model saying it
+saved it.
 """
 
 from __future__ import annotations
@@ -47,8 +50,23 @@ _PASSIVE = (  # "Note added: …", "Saved to memory/…", "Your budget has been 
     re.compile(rf"\b(?:has|have) been (?P<verb>{_DONE})\b", re.IGNORECASE))
 
 
-def note_claim(text: str) -> str | None:
-    """The first sentence of ``text`` that says a note was or will be saved, else None."""
+# a request to keep something: "Please remember: …", "Note that …", "Don't forget …"; a
+# question ("Do you remember …?") is not one
+_REQUEST = re.compile(r"^\W*(?:(?:please|pls|also|and|so|oh|ok|okay|now|hey|hi)\W+)*"
+                      r"(?:remember|note|save|store|record|log|jot|write (?:this|that|it) down|"
+                      r"keep (?:this|that|it|in mind)|make a note|don't forget|don’t forget|"
+                      r"do not forget)\b", re.IGNORECASE)
+
+
+def asks_to_note(message: str) -> bool:
+    """Whether a user's message asks for something to be kept (a sentence that starts with
+    a request such as "Please remember", "Note that", "Don't forget")."""
+    return any(_REQUEST.search(s) and not s.endswith("?") for s in sentences(message))
+
+
+def note_claim(text: str, asked: bool = False) -> str | None:
+    """The first sentence of ``text`` that says a note was or will be saved, else None.
+    ``asked``: the user asked for a note, so "I remember that …" says one was kept."""
     for sentence in sentences(text):
         if sentence.endswith("?"):
             continue
@@ -64,7 +82,7 @@ def note_claim(text: str) -> str | None:
             continue
         verb = claim.group("verb").lower()
         subject = sentence[claim.start():claim.start("verb")]
-        if _RECALLING.fullmatch(verb) and not _ASPECT.search(subject):
+        if _RECALLING.fullmatch(verb) and not (asked or _ASPECT.search(subject)):
             continue
         if re.fullmatch(_SELF_SUFFICIENT, verb) or _OBJECT.search(sentence[claim.start():]):
             return sentence

@@ -119,9 +119,9 @@ def flush_retry_prompt(answer: str, today: date, noted_before: bool = False,
                        summarised: bool = False) -> str:
     """The flush turn's second request (``noted_before``: the conversation in view wrote a
     note; ``summarised``: earlier messages were compacted, so notes may have been written
-    before them and it must not say nothing was saved). It offers no way out: a weak model takes any "reply X if there is nothing" it
-    is offered, while a capable one that has nothing to keep says so in words, which
-    ``listed`` drops."""
+    before them and it must not say nothing was saved). It offers no way out: a weak model
+    takes any "reply X if there is nothing" it is offered, while a capable one that has
+    nothing to keep says so in words, which ``listed`` drops."""
     return render("flush_retry.md.j2", answer=answer.strip(),
                   acknowledged=is_acknowledgement(answer), noted=noted_before,
                   summarised=summarised,

@@ -7,7 +7,7 @@ store's counters), and returns a ``StepResult``. When the server answers that th
 does not fit, the session is compacted (the cycle's flush first) and the call retried, up to
 ``OVERFLOW_ATTEMPTS`` times. Text streamed before an error or a Ctrl-C is kept, marked
 ``aborted``. A reply caught in a loop is stopped and kept with the repeated stretch once
-(``LoopGuard``).
+(``LoopGuard``); one cut off at the output limit is kept as it is, and a notice says so.
 """
 
 from __future__ import annotations
@@ -155,6 +155,9 @@ class Stepper:
                     yield Notice("the reply was stopped: the model kept repeating itself")
             elif show and rest and not (final.tool_calls and is_stray(rest)):
                 yield TextDelta(rest)
+            if show and guard.period is None and final.stop_reason == "length":
+                yield Notice(f"the reply stopped at the model's output limit "
+                             f"({request.max_tokens:,} tokens)")
             final.flush, final.model = flush, s.model_ref  # one form: provider/model
             final.content = kept_parts(final)
             if retry_blank and not final.tool_calls and is_blank(final.text):

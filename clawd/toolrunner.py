@@ -84,8 +84,9 @@ class ToolRunner:
     def call(self, call: ToolCall, *, window: int, flush: bool = False) -> tuple[str, bool]:
         """One call's result text and whether it is an error."""
         tool = next((t for t in self.tools if t.spec.name == call.name), None)
-        if tool is None:
-            return f"unknown tool: {call.name}", True
+        if tool is None:  # a small model made up "memory_set": say what there is
+            names = ", ".join(t.spec.name for t in self.tools)
+            return f"unknown tool: {call.name}; the tools are {names or 'none'}", True
         rt = self.rt
         ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
                           approve=rt.approve, memory=rt.memory,

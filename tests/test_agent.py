@@ -214,6 +214,16 @@ def test_the_same_note_again_with_a_trailing_break_is_a_repeat(tmp_path):
     provider.assert_done()
 
 
+def test_an_unknown_tool_is_answered_with_the_tools_there_are(tmp_path):
+    provider = ScriptedProvider([Reply("", [tool("memory_set", path="memory/x.md")]), "Sorry."])
+    runtime = make_runtime(tmp_path, provider)
+    list(Session(runtime, KEY).run_turn("note this"))
+    result = provider.requests[1].messages[-1]
+    assert result.is_error and result.text.startswith("unknown tool: memory_set; the tools are ")
+    assert "write" in result.text.split("the tools are ")[1].split(", ")
+    provider.assert_done()
+
+
 def test_a_repeated_read_only_call_still_runs(tmp_path):
     """Polling a command's output with the same call is fine."""
     poll = [tool("exec", command="echo tick >> ticks.txt; wc -l < ticks.txt") for _ in range(2)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from clawd.agent import Session
-from clawd.claims import note_claim
+from clawd.claims import asks_to_note, note_claim
 from clawd.events import Notice, TextDelta, ToolFinished
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
@@ -68,6 +68,49 @@ def test_claims_of_a_saved_note(text, claim):
 ])
 def test_other_replies_claim_nothing(text):
     assert note_claim(text) is None
+
+
+@pytest.mark.parametrize("message, asked", [
+    ("Please remember: Kestrel's backend runs on Python 3.12.", True),
+    ("Remember that my budget is 2400 euros.", True),
+    ("Hi! Also, please note the gate code ZX-4471.", True),
+    ("Don't forget that Ines arrives on May 14.", True),
+    ("Note: the deploy command is `make ship`.", True),
+    ("Do you remember my budget?", False),  # a question
+    ("Can you remember this?", False),
+    ("My budget is 2400 euros.", False),
+    ("Notes in Markdown are great.", False),
+    ("I remember the museum was closed.", False),
+])
+def test_a_message_asking_for_a_note(message, asked):
+    assert asks_to_note(message) is asked
+
+
+def test_i_remember_after_a_request_to_remember_is_a_claim():
+    """A 1.5B model answered "Please remember: …" with "I remember that "…"." three times
+    and wrote nothing; after a question the same words recall a note (run 17)."""
+    reply = 'I remember that "Kestrel\'s backend runs on Python 3.12".'
+    assert note_claim(reply, asked=True) == reply
+    assert note_claim(reply) is None
+    assert note_claim("I note that the gate is B.", asked=True) == "I note that the gate is B."
+    assert note_claim("I remember the museum was closed. Your budget is 2400.",
+                      asked=True) == "I remember the museum was closed."
+    assert note_claim("I don't remember that.", asked=True) is None
+
+
+def test_i_remember_after_a_request_is_asked_to_be_written(tmp_path):
+    provider = ScriptedProvider([
+        'I remember that "Kestrel\'s backend runs on Python 3.12".',
+        Reply("", [tool("write", path=DAILY, content="- Kestrel backend: Python 3.12",
+                        append=True)]),
+        "Saved.",
+    ])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("Please remember: Kestrel's backend runs on Python 3.12."))
+    assert provider.requests[1].messages[-1].text.startswith('You told me "I remember that')
+    assert "- Kestrel backend: Python 3.12" in daily(session)
+    assert events[-1].text == "Saved."
+    provider.assert_done()
 
 
 def daily(session: Session) -> str:

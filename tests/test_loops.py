@@ -87,3 +87,27 @@ def test_the_loop_is_stopped_over_the_wire(local_config, local_server, capsys, m
     transcript, = sessions.glob("*.jsonl")
     kept = [json.loads(line) for line in transcript.read_text().splitlines()][-1]
     assert kept["content"] == [{"type": "text", "text": "Here is what to pack:\nSunglasses"}]
+
+
+def test_a_reply_cut_at_the_output_limit_says_so(local_config, local_server, capsys,
+                                                  monkeypatch):
+    """The 1.5B model wrote a made-up transcript until its 1,024 tokens ran out, and the turn
+    ended mid-word with nothing said."""
+    local_server.default("POST", "/v1/chat/completions", lambda r: openai_stream(
+        "Kestrel's backend uses Python 3.13 and Priya", finish_reason="length"))
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    code = cli.main(["chat", "--json", "-m", "which Python?"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    notices = [e["text"] for e in events if e["type"] == "notice"]
+    assert len(notices) == 1 and notices[0].startswith("the reply stopped at the model's "
+                                                        "output limit (")
+    reply, = [e for e in events if e["type"] == "reply"]
+    assert reply["text"] == "Kestrel's backend uses Python 3.13 and Priya"  # kept as it came
+
+
+def test_a_reply_that_ends_on_its_own_has_no_notice(tmp_path):
+    provider = ScriptedProvider(["Python 3.13."])
+    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn("which Python?"))
+    assert not [e for e in events if isinstance(e, Notice)]

@@ -101,6 +101,19 @@ def test_a_one_line_note_with_escaped_breaks_is_written_on_lines(ctx):
         assert (ctx.workspace / path).read_text() == content
 
 
+@pytest.mark.parametrize("path", ["<path>", "memory/<date>.md", "{path}", "memory/{{today}}.md",
+                                  "memory/YYYY-MM-DD.md", "path/to/notes.md"])
+def test_a_placeholder_path_is_refused(ctx, path):
+    """A 1.5B model copied ``<path>`` from an example and created a file of that name."""
+    ctx.today = lambda: date(2026, 11, 22)
+    with pytest.raises(ToolError, match="is a placeholder, not a file name: give the file's "
+                                        "real path \\(today's notes go to memory/2026-11-22.md"):
+        write({"path": path, "content": "- note", "append": True}, ctx)
+    with pytest.raises(ToolError, match="placeholder"):
+        edit({"path": path, "oldText": "a", "newText": "b"}, ctx)
+    assert sorted(p.name for p in ctx.workspace.rglob("*")) == ["memory"]
+
+
 def test_edit_needs_a_unique_match(ctx):
     (ctx.workspace / "f.md").write_text("a b a")
     with pytest.raises(ToolError, match="2 times"):

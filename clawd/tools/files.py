@@ -21,7 +21,7 @@ from typing import Annotated
 from clawd.errors import ToolError
 from clawd.history import HISTORY_DIR, STATE_DIR, is_clawd_state, is_protected, keep, loses_content
 from clawd.tools.base import Param, Tool, ToolContext, tool
-from clawd.workspace import is_daily_log, relative, resolve
+from clawd.workspace import daily_log_path, is_daily_log, relative, resolve
 
 DEFAULT_READ_LINES = 2000
 
@@ -74,9 +74,17 @@ def _append_only(rel: str) -> ToolError:
                      f"path \"{rel}\", append: true and only the new lines as content")
 
 
+# a path copied from an example rather than named: "<path>", "{file}", "memory/YYYY-MM-DD.md",
+# "path/to/notes.md"
+_PLACEHOLDER = re.compile(r"[<>{}]|YYYY|\bMM-DD\b|(?:^|/)path/to/", re.IGNORECASE)
+
+
 def _target(given: str, ctx: ToolContext) -> tuple[Path, str]:
     """The file a ``write`` or ``edit`` may change, and its workspace-relative path."""
     _writable(ctx)
+    if _PLACEHOLDER.search(given):  # a small model wrote a file named "<path>"
+        raise ToolError(f"\"{given}\" is a placeholder, not a file name: give the file's "
+                        f"real path (today's notes go to {daily_log_path(ctx.today())})")
     path = resolve(ctx.workspace, given)
     rel = relative(ctx.workspace, path)
     if is_clawd_state(rel):
