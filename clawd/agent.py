@@ -203,6 +203,7 @@ class Session:
         message = Message.user(text)
         steps, reply, aborted, appended = 0, "", False, False
         ask: Message | None = None  # sent after the history in the next request only
+        apart = False  # the next step's text starts a new paragraph
         asked_blank = False  # a blank answer was asked again (in words, no tools)
         claim: str | None = None  # the reply said a note was saved ...
         asked_note = wrote = False  # ... the model was asked to write it; a file was written
@@ -230,11 +231,11 @@ class Session:
                 steps += 1
                 # asked again after a blank answer: in words this time, no tool calls
                 step = yield from self.step(self.history.messages, show=True,
-                                            ask=ask,
+                                            ask=ask, apart=apart,
                                             retry_blank=not (asked_blank or asked_note),
                                             tool_choice="none" if asked_blank or answer_now
                                             else "auto")
-                ask, result = None, step.message
+                ask, apart, result = None, False, step.message
                 if result is None:  # an error, said in an ErrorEvent
                     failed = True
                     if step.partial:  # cut off mid-stream: the reply so far, kept
@@ -263,7 +264,7 @@ class Session:
                             ask = Message.user(render(
                                 "unkept_note.md.j2", claim=claim,
                                 daily_log=daily_log_path(self.rt.clock().date())).strip())
-                            asked_note = True
+                            asked_note = apart = True  # the claim was shown
                             continue
                     break
                 # the same file changes as the step before (a small model in a loop): not

@@ -91,14 +91,15 @@ class Stepper:
 
     def run(self, messages: list[Message], *, show: bool, flush: bool = False,
             extra_system: str | None = None, retry_blank: bool = False,
-            tool_choice: str = "auto", ask: Message | None = None
+            tool_choice: str = "auto", ask: Message | None = None, apart: bool = False
             ) -> Generator[Event, None, StepResult]:
         """One model call on ``messages``, with overflow recovery (flush if due, compact,
         retry, up to ``OVERFLOW_ATTEMPTS``). ``retry_blank``: a final answer that shows
         nothing is marked ``retried`` and kept out of ``messages`` (still written to the
         transcript), so the caller can ask again without it. ``ask``: a user message sent
-        after ``messages`` in this request only. A Ctrl-C propagates with the
-        text streamed so far as its ``partial`` attribute."""
+        after ``messages`` in this request only. ``apart``: the reply shown just before
+        ended mid-line with nothing after it, so this one's text starts a new paragraph. A
+        Ctrl-C propagates with the text streamed so far as its ``partial`` attribute."""
         s = self.s
         for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
             request, layers = self._request(messages, extra_system, tool_choice, flush, ask)
@@ -112,6 +113,9 @@ class Stepper:
                             parts.append(event.text)
                             shown = silent.feed(event.text)
                             if show and shown:
+                                if apart:  # not run on from the reply before it
+                                    yield TextDelta("\n\n")
+                                    apart = False
                                 yield TextDelta(shown)
                             if guard.looping(parts):  # stopped: the reply, its loop once
                                 final = Message.assistant(guard.cut(parts))
@@ -154,7 +158,7 @@ class Stepper:
                 if show:
                     yield Notice("the reply was stopped: the model kept repeating itself")
             elif show and rest and not (final.tool_calls and is_stray(rest)):
-                yield TextDelta(rest)
+                yield TextDelta(("\n\n" if apart else "") + rest)
             if show and guard.period is None and final.stop_reason == "length":
                 yield Notice(f"the reply stopped at the model's output limit "
                              f"({request.max_tokens:,} tokens)")

@@ -150,8 +150,9 @@ def test_a_note_still_unwritten_is_reported(tmp_path):
     events = list(session.run_turn("my sister Ines arrives on May 14"))
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert notices == ['the model said "I\'ll add it to your notes." but wrote no note']
+    # the second answer is a paragraph of its own, not run on from the first
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
-        "I'll add it to your notes.Sure, it is saved."
+        "I'll add it to your notes.\n\nSure, it is saved."
     assert daily(session) == ""
     provider.assert_done()
 
