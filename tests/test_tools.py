@@ -114,6 +114,29 @@ def test_a_placeholder_path_is_refused(ctx, path):
     assert sorted(p.name for p in ctx.workspace.rglob("*")) == ["memory"]
 
 
+def test_an_append_to_memory_leaves_out_the_lines_already_there(ctx):
+    """A 1.5B model appended the same two notes three times in one turn, in different
+    steps and mixes, while answering a question."""
+    log = ctx.workspace / "memory" / "2026-11-22.md"
+    note = "- deploy with `make ship`\n- Priya Raman handles iOS\n"
+    assert write({"path": "memory/2026-11-22.md", "content": note, "append": True},
+                 ctx) == "appended 52 characters to memory/2026-11-22.md"
+    assert write({"path": "memory/2026-11-22.md", "content": "- Priya Raman handles iOS",
+                  "append": True}, ctx) == \
+        "nothing appended: every line of it is already in memory/2026-11-22.md"
+    assert write({"path": "memory/2026-11-22.md", "content": "## Deploy\n  - deploy with "
+                  "`make ship`\n- Python 3.13\n- Python 3.13\n", "append": True}, ctx) == (
+        "appended 24 characters to memory/2026-11-22.md (2 lines already in the file left "
+        "out)")
+    assert write({"path": "memory/2026-11-22.md", "content": "## Deploy\n",
+                  "append": True}, ctx).startswith("nothing appended")  # a heading alone
+    assert log.read_text() == note + "## Deploy\n- Python 3.13\n"
+    # other files are appended to as they are: a log may repeat its lines
+    for _ in range(2):
+        write({"path": "events.log", "content": "tick", "append": True}, ctx)
+    assert (ctx.workspace / "events.log").read_text() == "tick\ntick\n"
+
+
 def test_edit_needs_a_unique_match(ctx):
     (ctx.workspace / "f.md").write_text("a b a")
     with pytest.raises(ToolError, match="2 times"):

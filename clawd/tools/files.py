@@ -8,7 +8,8 @@ their existing content is refused with a message telling the model exactly how t
 Before a bootstrap file or MEMORY.md loses content, its previous version is kept
 (``clawd.history``) and the result says where; ``.clawd/`` itself cannot be written. A
 Markdown note a model sent as one line with escaped breaks (``- a\\n- b\\n``) is written
-on lines of its own (``unescaped_breaks``).
+on lines of its own (``unescaped_breaks``), and an append to a memory file leaves out the
+lines the file already holds (``new_lines``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Annotated
 from clawd.errors import ToolError
 from clawd.history import HISTORY_DIR, STATE_DIR, is_clawd_state, is_protected, keep, loses_content
 from clawd.tools.base import Param, Tool, ToolContext, tool
-from clawd.workspace import daily_log_path, is_daily_log, relative, resolve
+from clawd.workspace import daily_log_path, is_daily_log, is_private_memory, relative, resolve
 
 DEFAULT_READ_LINES = 2000
 
@@ -107,7 +108,14 @@ def write(ctx: ToolContext, *, path: str, content: str,
     if rel.endswith(".md"):
         content = unescaped_breaks(content)
     if append:
-        return _append(target, rel, content)
+        dropped = 0
+        if is_private_memory(rel):  # a note already there is not added again
+            content, dropped = new_lines(target, content)
+            if not content:
+                return f"nothing appended: every line of it is already in {rel}"
+        done = _append(target, rel, content)
+        return done + (f" ({dropped} line{'s' if dropped > 1 else ''} already in the file "
+                       f"left out)" if dropped else "")
     ctx.access.check_replace(rel)
     old = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
     if is_daily_log(rel) and not content.startswith(old):
@@ -131,6 +139,29 @@ def unescaped_breaks(content: str) -> str:
     if content.count("\\n") != len(_ESCAPED_BREAK.findall(content)):
         return content
     return _ESCAPED_BREAK.sub("\n", content)
+
+
+def new_lines(path: Path, content: str) -> tuple[str, int]:
+    """``content`` without the lines (other than headings and blank ones) that the file at
+    ``path`` or an earlier line of ``content`` already holds, and how many were left out;
+    ``""`` when no line but headings and blank ones is left. A small model appends the same
+    note again in later steps and turns."""
+    have = set()
+    if path.is_file():
+        have = {line.strip() for line in path.read_text(encoding="utf-8",
+                                                        errors="replace").splitlines()}
+    kept, dropped = [], 0
+    for line in content.splitlines():
+        key = line.strip()
+        if key and not key.startswith("#"):
+            if key in have:
+                dropped += 1
+                continue
+            have.add(key)
+        kept.append(line)
+    if not any(line.strip() and not line.strip().startswith("#") for line in kept):
+        return "", dropped
+    return "\n".join(kept) + ("\n" if content.endswith("\n") else ""), dropped
 
 
 def _append(path: Path, rel: str, content: str) -> str:
