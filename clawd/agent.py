@@ -204,7 +204,8 @@ class Session:
         steps, reply, aborted, appended = 0, "", False, False
         ask: Message | None = None  # sent after the history in the next request only
         apart = False  # the next step's text starts a new paragraph
-        asked_blank = False  # a blank answer was asked again (in words, no tools)
+        asked_blank = False  # a blank (or echoing) answer was asked again ...
+        in_words = False  # ... in words, no tools (after a blank one)
         claim: str | None = None  # the reply said a note was saved ...
         asked_note = wrote = False  # ... the model was asked to write it; a file was written
         last_calls: Calls | None = None  # the step before's tool calls
@@ -231,9 +232,9 @@ class Session:
                 steps += 1
                 # asked again after a blank answer: in words this time, no tool calls
                 step = yield from self.step(self.history.messages, show=True,
-                                            ask=ask, apart=apart,
+                                            ask=ask, apart=apart, echo_of=text,
                                             retry_blank=not (asked_blank or asked_note),
-                                            tool_choice="none" if asked_blank or answer_now
+                                            tool_choice="none" if in_words or answer_now
                                             else "auto")
                 ask, apart, result = None, False, step.message
                 if result is None:  # an error, said in an ErrorEvent
@@ -244,11 +245,14 @@ class Session:
                 if asked_note and not result.tool_calls and is_blank(result.text):
                     break  # nothing more after the claim: the reply stays the one shown
                 reply = result.text
-                if result.retried:
-                    log.info("the model gave a blank answer (%r); asking again", reply[:40])
+                if result.retried:  # blank, or the user's message repeated: asked again
+                    echo = not is_blank(reply)
+                    log.info("the model gave a %s answer (%r); asking again",
+                             "repeating" if echo else "blank", reply[:40])
                     ask = Message.user(render("blank_retry.md.j2", silent=is_silent(reply),
-                                              request=shorten(text, 1000)).strip())
-                    asked_blank = True
+                                              echo=echo, request=shorten(text, 1000)).strip())
+                    asked_blank, in_words = True, not echo
+                    apart = echo  # the echo was shown
                     continue
                 last_step = steps >= self.rt.settings.max_steps
                 if not result.tool_calls or last_step:
@@ -256,7 +260,7 @@ class Session:
                         yield Notice(f"stopped after {steps} model steps (agents.defaults."
                                      f"maxSteps); send a message to continue")
                     elif is_blank(reply):
-                        yield Notice(blank_notice(reply, asked_blank))
+                        yield Notice(blank_notice(reply, in_words))
                     elif not (wrote or claim) and self.offers_writes:
                         claim = note_claim(reply, asked=asks_to_note(text))
                         if claim and not last_step:  # said it saved a note and did not

@@ -10,11 +10,15 @@ them a habit for the rest of the conversation:
   tags. Echoing a result in its answer, the model wrote those tags too, and from then on
   started every answer with ``<tool_response>``. The tags are dropped from the kept text
   (``without_echoed_tags``); the words between them stay.
+- Told "By the way, my budget is 2400 euros in total.", the 1.5B model sometimes answers
+  with that very sentence, and with the echo in its history it echoes the next statement
+  too. Such a reply (``is_echo``) is asked again, like a blank one.
 """
 
 from __future__ import annotations
 
 import re
+from difflib import SequenceMatcher
 
 _ECHOED_TAG = re.compile(r"[ \t]*</?tool_response>[ \t]*\n?")
 
@@ -38,3 +42,20 @@ def is_stray(text: str) -> bool:
 def without_echoed_tags(text: str) -> str:
     """``text`` without the ``<tool_response>`` tags a model copied from its tool results."""
     return _ECHOED_TAG.sub("", text).strip() if "tool_response>" in text else text
+
+
+ECHO_WORDS = 6  # a shorter message (a greeting) may well be answered in its own words
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def is_echo(reply: str, message: str) -> bool:
+    """Whether ``reply`` only repeats the user's ``message`` of at least ``ECHO_WORDS`` words
+    (its words, in order, at least 90% alike; a quote inside a longer answer is not an
+    echo, and "Hello!" is a fine answer to "hello")."""
+    said, heard = _plain(reply), _plain(message)
+    if not said or heard.count(" ") + 1 < ECHO_WORDS:
+        return False
+    return SequenceMatcher(None, said, heard, autojunk=False).ratio() >= 0.9

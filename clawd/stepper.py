@@ -24,7 +24,7 @@ from clawd.events import ErrorEvent, Event, Notice, TextDelta
 from clawd.flush import SilentFilter, is_blank
 from clawd.loops import LoopGuard
 from clawd.messages import Message, ModelRequest, ModelResponse, Part, TextPart, Usage
-from clawd.replytext import is_stray, without_echoed_tags
+from clawd.replytext import is_echo, is_stray, without_echoed_tags
 from clawd.tokens import estimate_messages
 
 if TYPE_CHECKING:
@@ -91,12 +91,13 @@ class Stepper:
 
     def run(self, messages: list[Message], *, show: bool, flush: bool = False,
             extra_system: str | None = None, retry_blank: bool = False,
-            tool_choice: str = "auto", ask: Message | None = None, apart: bool = False
-            ) -> Generator[Event, None, StepResult]:
+            tool_choice: str = "auto", ask: Message | None = None, apart: bool = False,
+            echo_of: str | None = None) -> Generator[Event, None, StepResult]:
         """One model call on ``messages``, with overflow recovery (flush if due, compact,
         retry, up to ``OVERFLOW_ATTEMPTS``). ``retry_blank``: a final answer that shows
-        nothing is marked ``retried`` and kept out of ``messages`` (still written to the
-        transcript), so the caller can ask again without it. ``ask``: a user message sent
+        nothing, or only repeats ``echo_of`` (the user's message: ``is_echo``), is marked
+        ``retried`` and kept out of ``messages`` (still written to the transcript), so the
+        caller can ask again without it. ``ask``: a user message sent
         after ``messages`` in this request only. ``apart``: the reply shown just before
         ended mid-line with nothing after it, so this one's text starts a new paragraph. A
         Ctrl-C propagates with the text streamed so far as its ``partial`` attribute."""
@@ -164,7 +165,8 @@ class Stepper:
                              f"({request.max_tokens:,} tokens)")
             final.flush, final.model = flush, s.model_ref  # one form: provider/model
             final.content = kept_parts(final)
-            if retry_blank and not final.tool_calls and is_blank(final.text):
+            if retry_blank and not final.tool_calls and (
+                    is_blank(final.text) or (echo_of and is_echo(final.text, echo_of))):
                 final.retried = True
                 s.transcript.append_message(final)
             else:

@@ -59,6 +59,52 @@ def test_a_blank_answer_is_asked_again_once_without_it_in_the_request(tmp_path, 
         "Hi, my budget is 2400 euros", "Your budget is 2400 euros."]
 
 
+def test_an_answer_that_only_repeats_the_message_is_asked_again(tmp_path):
+    """Run 20: told "By the way, my budget ...", the 1.5B model answered with that sentence,
+    and with the echo in its history it echoed the next statement too."""
+    said = "By the way, my budget for the Lisbon trip is 2400 euros in total."
+    note = tool("write", path=DAILY, content="- budget: 2400 euros", append=True)
+    provider = ScriptedProvider([said, Reply("", [note]), "Noted: 2400 euros in total."])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn(said))
+    out = io.StringIO()
+    renderer = Renderer(out, color=False)
+    for event in events:
+        renderer.event(event)
+    assert out.getvalue() == (f"{said}\n· write path='{DAILY}' append=True\n"
+                              f"Noted: 2400 euros in total.\n")  # the echo was shown
+    assert not [e for e in events if isinstance(e, Notice)]
+    second = provider.requests[1]
+    assert [m.role for m in second.messages] == ["user", "user"]  # the echo not sent back
+    assert second.messages[-1].text == ("Your last answer only repeated my message back to "
+                                        "me. Reply to it now, in your own words.")
+    assert second.tool_choice == "auto"  # the note may be written now
+    assert [e.get("retried", False) for e in entries(session)] == [False, True, False, False,
+                                                                  False]
+    assert [m.text for m in Session(session.rt, KEY).history.messages][-1] == \
+        "Noted: 2400 euros in total."
+    provider.assert_done()
+
+
+@pytest.mark.parametrize("reply", ["Hello!", "Lisbon is lovely in May: my budget for the "
+                                              "trip is 2400 euros, you said. Anything else?"])
+def test_a_short_echo_or_a_quote_is_an_answer(tmp_path, reply):
+    message = "Hello" if reply == "Hello!" else "My budget for the trip is 2400 euros."
+    provider = ScriptedProvider([reply])
+    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(message))
+    assert events[-1].text == reply
+    provider.assert_done()
+
+
+def test_an_echo_then_nothing_ends_with_one_notice(tmp_path):
+    said = "Note that my sister Ines arrives in Lisbon on May 14."
+    provider = ScriptedProvider([said, ""])
+    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(said))
+    assert [e.text for e in events if isinstance(e, Notice)] == [
+        "the model returned an empty reply; nothing to show"]
+    provider.assert_done()
+
+
 @pytest.mark.parametrize("blank, said", [("", "the model returned an empty reply twice"),
                                          ("NO_REPLY", "the model replied NO_REPLY twice")])
 def test_two_blank_answers_end_the_turn_with_a_notice(tmp_path, blank, said):
