@@ -31,6 +31,7 @@ from clawd.messages import Message
 from clawd.references import SHORT_MESSAGE, users_words
 from clawd.replytext import unfenced
 from clawd.templates import render
+from clawd.textcut import sentences
 from clawd.workspace import daily_log_path, is_private_memory, memory_files, resolve
 
 SILENT = "NO_REPLY"
@@ -97,22 +98,30 @@ def since_last_note(messages: list[Message]) -> list[Message]:
     return messages[notes[-1] + 1 if notes else 0:]
 
 
-def said_since_last_note(messages: list[Message]) -> bool:
-    """Whether a user message comes after the conversation's last memory note (or there is
-    a user message and no note)."""
-    return any(m.role == "user" for m in since_last_note(messages))
+def told_since_last_note(messages: list[Message]) -> bool:
+    """Whether the user told something (a sentence that is not a question) after the
+    conversation's last memory note (or in the whole conversation when there is none)."""
+    return any(m.role == "user" and not m.flush and told(m.text)
+               for m in since_last_note(messages))
+
+
+def told(text: str) -> list[str]:
+    """The sentences of a user's message that tell something: all but its questions (a
+    conversation of questions has no fact of the user's to save)."""
+    return [s for s in sentences(text) if not s.rstrip().endswith("?")]
 
 
 def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> bool:
     """Whether a flush answer that called no tool is asked once more for the notes: a bare
     acknowledgement with nothing written, or a silent (or empty) answer when the user said
-    something after the last note written in the conversation (a weak model answers
-    ``NO_REPLY`` to every flush; a model whose notes are up to date is not asked)."""
+    something, other than questions, after the last note written in the conversation (a
+    weak model answers ``NO_REPLY`` to every flush; a model whose notes are up to date is
+    not asked, and neither is one that was only asked questions)."""
     if wrote:
         return False
     if is_acknowledgement(answer):
         return True
-    return is_blank(answer) and said_since_last_note(conversation)
+    return is_blank(answer) and told_since_last_note(conversation)
 
 
 def flush_retry_prompt(answer: str, today: date, noted_before: bool = False,
@@ -167,11 +176,11 @@ def without_repeats(text: str) -> str:
 
 
 def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> str:
-    """The user's sentences, in messages since the conversation's last note and short
-    enough to be said rather than pasted, whose numbers, names or identifiers no note holds
-    yet (MEMORY.md, today's and yesterday's logs), as ``- `` lines."""
-    said = [m for m in since_last_note(conversation)
-            if m.role == "user" and len(m.text) <= SHORT_MESSAGE]
+    """The user's sentences (not questions), in messages since the conversation's last note
+    and short enough to be said rather than pasted, whose numbers, names or identifiers no
+    note holds yet (MEMORY.md, today's and yesterday's logs), as ``- `` lines."""
+    said = [Message.user(" ".join(told(m.text))) for m in since_last_note(conversation)
+            if m.role == "user" and not m.flush and len(m.text) <= SHORT_MESSAGE]
     saved = []
     for rel in memory_files(today):
         path = workspace / rel

@@ -73,6 +73,8 @@ class Upkeep:
         cfg, flush_at = s.rt.settings.compaction.memory_flush, s.budget.flush_at
         if not flush_due(s.entry, flush_at if used is None else used, flush_at, cfg):
             return
+        if not any(m.role == "user" for m in (s.history.messages if view is None else view)):
+            return  # the workspace files alone cross the point: nothing said yet to keep
         if not is_writable(s.rt.workspace, s.rt.settings.workspace_access):
             cycle = s.entry.get("compactionCount", 0)
             if self._skip_logged != cycle:  # one log line per skipped cycle

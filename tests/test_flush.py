@@ -13,7 +13,7 @@ from clawd.commands import Chat
 from clawd.config import MemoryFlush
 from clawd.errors import ProviderError
 from clawd.events import CommandOutput, Compacted, Flushed, Notice
-from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent, noted
+from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent, noted, unsaved_words
 from clawd.messages import Message, ToolCall
 from clawd.providers.scripted import ScriptedProvider
 from clawd.tokens import make_budget
@@ -227,6 +227,45 @@ def test_flush_request_carries_the_flush_prompts_and_tools(tmp_path):
     provider.assert_done()
 
 
+def test_no_flush_before_anything_was_said(tmp_path):
+    """A first message that alone crosses the flush point: the flush would ask the model to
+    save notes from an empty conversation."""
+    comp = {"reserveTokensFloor": 1000, "memoryFlush": {"softThresholdTokens": 1000}}
+    provider = ScriptedProvider(["Read it."])
+    runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
+    session = Session(runtime, KEY)
+    paste = f"My budget is 2400 euros. Here is the log: {filler(5800)}"
+    assert session.budget.flush_at <= session.context_tokens([Message.user(paste)]) \
+        < session.budget.compact_at
+    events = list(session.run_turn(paste))
+    assert not [e for e in events if isinstance(e, Flushed)]
+    assert [r.messages[-1].flush for r in provider.requests] == [False]
+    provider.assert_done()
+
+
+def test_a_conversation_of_questions_is_not_asked_again_for_notes(tmp_path):
+    """Run 21: a new session asked one question, its search results crossed the flush
+    point, and the flush's second request ("List every fact the user told you") got
+    bullets made up from the search results, saved to the daily log."""
+    comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
+            "memoryFlush": {"softThresholdTokens": 1000}}
+    provider = ScriptedProvider()
+    runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
+    session = Session(runtime, KEY)
+    i = 0
+    while session.context_tokens() < session.budget.flush_at - 300:
+        provider.add("An answer.")
+        list(session.run_turn(f"What about day {i}? And {filler(200, i)}?"))
+        i += 1
+    provider.add("NO_REPLY", "Sure.")
+    events = list(session.run_turn(f"And then what {filler(400)}?"))
+    assert len([r for r in provider.requests if r.messages[-1].flush]) == 1  # not asked again
+    assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
+    assert events[-1].text == "Sure."
+    assert not (runtime.workspace / "memory" / "2026-11-22.md").exists()
+    provider.assert_done()
+
+
 def test_a_failed_flush_is_not_counted_and_is_tried_again(tmp_path):
     provider = ScriptedProvider()
     runtime, session = near_flush(tmp_path, provider)
@@ -284,3 +323,10 @@ def test_a_note_is_a_write_to_memory_whatever_the_path_spelling(path, note):
     messages = [Message.user("hi"), Message.assistant("", [call]),
                 Message.tool_result(call, "wrote 3 characters", False)]
     assert noted(messages) is note
+
+
+def test_the_users_own_words_leave_out_questions(tmp_path):
+    conversation = [Message.user("When does Ines arrive in Lisbon? She lands at 14:05."),
+                    Message.assistant("Noted."),
+                    Message.user("Is the Museu Nacional open on Mondays?")]
+    assert unsaved_words(tmp_path, conversation, date(2026, 11, 22)) == "- She lands at 14:05."
