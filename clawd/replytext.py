@@ -8,8 +8,11 @@ them a habit for the rest of the conversation:
   every later message as a JSON object. Such text (``is_stray``) is neither shown nor kept.
 - Qwen's chat template hands a tool's result to the model between ``<tool_response>``
   tags. Echoing a result in its answer, the model wrote those tags too, and from then on
-  started every answer with ``<tool_response>``. The tags are dropped from the kept text
-  (``without_echoed_tags``); the words between them stay.
+  started every answer with ``<tool_response>``. The template also lists the tools between
+  ``<tools>`` tags, and one first answer was ``<tools></tools>``, copied as the answer to
+  every later message of that conversation. The tags are dropped from the kept text
+  (``without_echoed_tags``); the words between them stay, and a reply that was nothing
+  but tags is a blank one.
 - Told "By the way, my budget is 2400 euros in total.", the 1.5B model sometimes answers
   with that very sentence, and with the echo in its history it echoes the next statement
   too. Such a reply (``is_echo``) is asked again, like a blank one.
@@ -20,7 +23,7 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-_ECHOED_TAG = re.compile(r"[ \t]*</?tool_response>[ \t]*\n?")
+_ECHOED_TAG = re.compile(r"[ \t]*</?(?:tool_response|tools)>[ \t]*\n?")
 
 
 def unfenced(text: str) -> str:
@@ -40,8 +43,9 @@ def is_stray(text: str) -> bool:
 
 
 def without_echoed_tags(text: str) -> str:
-    """``text`` without the ``<tool_response>`` tags a model copied from its tool results."""
-    return _ECHOED_TAG.sub("", text).strip() if "tool_response>" in text else text
+    """``text`` without the ``<tool_response>`` and ``<tools>`` tags a model copied from
+    its chat template."""
+    return _ECHOED_TAG.sub("", text).strip() if _ECHOED_TAG.search(text) else text
 
 
 ECHO_WORDS = 6  # a shorter message (a greeting) may well be answered in its own words

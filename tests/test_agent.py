@@ -351,6 +351,20 @@ def test_echoed_tool_response_tags_are_not_sent_back(tmp_path):
     assert sent == ["", "Done:\nappended 14 characters to memory/2026-11-22.md"]
 
 
+def test_an_answer_of_empty_tools_tags_is_a_blank_one(tmp_path):
+    """Run 22: the 1.5B model's first answer was ``<tools></tools>`` (from the tool list in
+    Qwen's chat template), and it answered every later message the same way."""
+    provider = ScriptedProvider(["<tools></tools>", "Noted: 2400 euros.", "Three museums."])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("By the way, my budget is 2400 euros in total."))
+    assert events[-1].text == "Noted: 2400 euros."  # asked again, as after a blank answer
+    assert provider.requests[1].messages[-1].text.startswith("Your last answer was empty")
+    list(session.run_turn("Suggest a museum a day."))
+    sent = [m.text for m in provider.requests[-1].messages if m.role == "assistant"]
+    assert sent == ["Noted: 2400 euros."]  # the tags are never sent back
+    provider.assert_done()
+
+
 def test_a_json_answer_is_shown_whole_when_the_reply_ends(tmp_path):
     answer = '{"museums": ["Gulbenkian", "Azulejo", "MAAT"]}'
     provider = ScriptedProvider([answer], chunk_size=3)
