@@ -74,7 +74,7 @@ class Upkeep:
         if not flush_due(s.entry, flush_at if used is None else used, flush_at, cfg):
             return
         if not any(m.role == "user" for m in (s.history.messages if view is None else view)):
-            return  # the workspace files alone cross the point: nothing said yet to keep
+            return  # nothing said yet to keep: a first message crossed the point on its own
         if not is_writable(s.rt.workspace, s.rt.settings.workspace_access):
             cycle = s.entry.get("compactionCount", 0)
             if self._skip_logged != cycle:  # one log line per skipped cycle
