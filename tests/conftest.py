@@ -68,18 +68,24 @@ def local_server():
         yield server
 
 
+def write_local_config(home: Path, url: str, *, model: str = "qwen", retries: int = 0) -> Path:
+    """A config in ``home`` whose model is ``local/<model>`` on the server at ``url`` (32k
+    window, memory search off); returns the workspace."""
+    workspace = home / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    state = home / ".clawd"
+    state.mkdir()
+    (state / "clawd.json").write_text(json.dumps({
+        "agents": {"defaults": {"workspace": str(workspace), "model": f"local/{model}",
+                                "memorySearch": {"enabled": False}}},
+        "models": {"providers": {"local": {
+            "api": "openai-completions", "baseUrl": url + "/v1",
+            "models": [{"id": model, "contextWindow": 32000}], "maxRetries": retries}}}}))
+    return workspace
+
+
 @pytest.fixture
 def local_config(isolated_home, local_server):
     """A config in the isolated home whose model is ``local/qwen`` on ``local_server``
     (32k window, no retries, memory search off); returns the workspace."""
-    workspace = isolated_home / "ws"
-    (workspace / "memory").mkdir(parents=True)
-    state = isolated_home / ".clawd"
-    state.mkdir()
-    (state / "clawd.json").write_text(json.dumps({
-        "agents": {"defaults": {"workspace": str(workspace), "model": "local/qwen",
-                                "memorySearch": {"enabled": False}}},
-        "models": {"providers": {"local": {
-            "api": "openai-completions", "baseUrl": local_server.url + "/v1",
-            "models": [{"id": "qwen", "contextWindow": 32000}], "maxRetries": 0}}}}))
-    return workspace
+    return write_local_config(isolated_home, local_server.url)

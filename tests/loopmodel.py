@@ -12,6 +12,7 @@ with ``lossy=True``, keep nothing, so a test can tell what survived through the 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from clawd.config import DEFAULT_FLUSH_SYSTEM
 from clawd.messages import ModelRequest
@@ -30,6 +31,18 @@ def facts_in(text: str) -> list[str]:
 
 def filler(words: int, seed: int = 0) -> str:
     return " ".join(FILLER[(i + seed) % len(FILLER)] for i in range(words))
+
+
+def talk_until_flush(session, provider, margin: int = 300,
+                     say: Callable[[int], str] = lambda i: f"Turn {i}. {filler(200, i)}",
+                     answer: str = "Noted.") -> None:
+    """Scripted turns (``say(i)``, each answered ``answer``) until ``session`` is within
+    ``margin`` tokens of its flush point (at most 100 turns)."""
+    for i in range(100):
+        if session.context_tokens() >= session.budget.flush_at - margin:
+            return
+        provider.add(answer)
+        list(session.run_turn(say(i)))
 
 
 def is_flush(request: ModelRequest) -> bool:

@@ -21,7 +21,7 @@ from clawd.render import Renderer
 
 from conftest import make_runtime
 from fakeserver import openai_stream
-from loopmodel import filler
+from loopmodel import filler, talk_until_flush
 
 KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
@@ -158,11 +158,7 @@ def near_flush(tmp_path, provider):
             "memoryFlush": {"softThresholdTokens": 1000}}
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
     session = Session(runtime, KEY)
-    i = 0
-    while session.context_tokens() < session.budget.flush_at - 300:
-        provider.add("Noted.")
-        list(session.run_turn(f"Turn {i}. {filler(200, i)}"))
-        i += 1
+    talk_until_flush(session, provider)
     return runtime, session
 
 
@@ -279,11 +275,7 @@ def test_a_silent_flush_is_asked_again_when_the_user_spoke_after_the_last_note(
 
     if case == "talked after the note":
         note_turn()
-    i = 0
-    while session.context_tokens() < session.budget.flush_at - 600:
-        provider.add("Noted.")
-        list(session.run_turn(f"Turn {i}. {filler(200, i)}"))
-        i += 1
+    talk_until_flush(session, provider, margin=600)
     if case != "talked after the note":
         note_turn()
     provider.add("NO_REPLY", *(["- budget 2400"] if asked == 2 else []), "Sure.")
@@ -317,11 +309,7 @@ def test_a_flush_after_a_compaction_does_not_say_nothing_was_saved(tmp_path):
     list(session.compact())
     assert session.history.summary and not any(
         m.tool_calls for m in session.history.messages)  # the note is out of view
-    i = 0
-    while session.context_tokens() < session.budget.flush_at - 300:
-        provider.add("Noted.")
-        list(session.run_turn(f"Turn {i}. {filler(200, i)}"))
-        i += 1
+    talk_until_flush(session, provider)
     provider.add("NO_REPLY", "- Ines: May 14", "Sure.")
     list(session.run_turn(f"one more {filler(400)}"))
     asked = [r.messages[-1] for r in provider.requests if r.messages[-1].flush]

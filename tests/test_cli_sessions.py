@@ -10,6 +10,7 @@ import pytest
 
 from clawd import cli
 
+from conftest import write_local_config
 from fakeserver import FakeServer, openai_stream
 
 OPENAI_PATH = "/v1/chat/completions"
@@ -25,18 +26,8 @@ def server():
 
 @pytest.fixture
 def sessions_dir(isolated_home, server):
-    workspace = isolated_home / "ws"
-    (workspace / "memory").mkdir(parents=True)
-    state = isolated_home / ".clawd"
-    state.mkdir()
-    (state / "clawd.json").write_text(json.dumps({
-        "agents": {"defaults": {"workspace": str(workspace), "model": "local/qwen-test",
-                                "memorySearch": {"enabled": False}}},
-        "models": {"providers": {
-            "local": {"api": "openai-completions", "baseUrl": server.url + "/v1",
-                      "models": [{"id": "qwen-test", "contextWindow": 32000}],
-                      "maxRetries": 1}}}}))
-    return state / "agents" / "main" / "sessions"
+    write_local_config(isolated_home, server.url, model="qwen-test", retries=1)
+    return isolated_home / ".clawd" / "agents" / "main" / "sessions"
 
 
 def run(args, capsys):

@@ -19,7 +19,7 @@ from clawd.providers.scripted import ScriptedProvider
 from clawd.tokens import make_budget
 
 from conftest import make_runtime
-from loopmodel import LoopModel, filler, is_flush
+from loopmodel import LoopModel, filler, is_flush, talk_until_flush
 
 KEY = "agent:main:main"
 
@@ -189,11 +189,7 @@ def near_flush(tmp_path, provider, **settings):
             "memoryFlush": {"softThresholdTokens": 1000, **settings}}
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
     session = Session(runtime, KEY)
-    for i in range(100):
-        if session.context_tokens() >= session.budget.flush_at - 300:
-            break
-        provider.add("Noted.")
-        list(session.run_turn(f"Turn {i}. FACT-{i:03d} {filler(200, i)}"))
+    talk_until_flush(session, provider, say=lambda i: f"Turn {i}. FACT-{i:03d} {filler(200, i)}")
     return runtime, session
 
 
@@ -252,11 +248,8 @@ def test_a_conversation_of_questions_is_not_asked_again_for_notes(tmp_path):
     provider = ScriptedProvider()
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
     session = Session(runtime, KEY)
-    i = 0
-    while session.context_tokens() < session.budget.flush_at - 300:
-        provider.add("An answer.")
-        list(session.run_turn(f"What about day {i}? And {filler(200, i)}?"))
-        i += 1
+    talk_until_flush(session, provider, say=lambda i: f"What about day {i}? And {filler(200, i)}?",
+                     answer="An answer.")
     provider.add("NO_REPLY", "Sure.")
     events = list(session.run_turn(f"And then what {filler(400)}?"))
     assert len([r for r in provider.requests if r.messages[-1].flush]) == 1  # not asked again
