@@ -22,8 +22,8 @@ from clawd import context as ctxmod
 from clawd import session_lock
 from clawd.access import WRITE_TOOLS, Access, offered
 from clawd.claims import asks_to_note, note_claim
-from clawd.errors import ClawdError, ProviderSetupError
-from clawd.events import ErrorEvent, Event, Notice, Recalled, ToolFinished, TurnDone
+from clawd.errors import ClawdError, ProviderError, ProviderSetupError
+from clawd.events import ErrorEvent, Event, Notice, Recalled, ToolFinished, TurnDone, Waiting
 from clawd.flush import is_blank, is_silent
 from clawd.ledger import PruningLedger, prune_mode
 from clawd.messages import Message, Usage
@@ -159,6 +159,11 @@ class Session:
         return "write" in {spec.name for spec in self.tool_specs}
 
     @cached_property
+    def searches_memory(self) -> bool:
+        """Whether this session is offered ``memory_search`` (and so automatic recall)."""
+        return "memory_search" in {spec.name for spec in self.tool_specs}
+
+    @cached_property
     def _tool_tokens(self) -> int:
         """The tool schemas' tokens (they never change for a runtime)."""
         return estimate_tools(self.tool_specs)
@@ -221,6 +226,8 @@ class Session:
             return
         step = StepResult(None)
         try:
+            if self.searches_memory:
+                yield Waiting("recall")
             self.recall = self._recall(message, layers.project)
             if self.recall:
                 yield Recalled([(h.path, h.start, h.end, h.score) for h in self.recall.hits])
@@ -289,8 +296,10 @@ class Session:
                 self.append(message)
             yield Notice("reply interrupted" + ("" if is_blank(reply)
                                                 else "; the partial reply was kept"))
-        except ClawdError as exc:  # e.g. a pinned model that cannot be used: said, then ended
-            failed = True
+        except ClawdError as exc:  # a pinned model that cannot be used, an outage during a
+            failed = True          # flush or compaction: said, then ended; the history as it was
+            if not appended:  # the message is kept, unanswered (``unanswered_ids``)
+                self.append(message)
             yield ErrorEvent(str(exc))
         finally:
             self.recall = None
@@ -319,7 +328,7 @@ class Session:
     def _recall(self, message: Message, shown: str) -> Recall | None:
         """Automatic recall for ``message``, when this session is offered memory search
         (``shown``: the project context, whose lines are not sent again)."""
-        if not any(t.spec.name == "memory_search" for t in self.tools.tools):
+        if not self.searches_memory:
             return None
         return recall(self.rt.memory, self.access, self.rt.settings.memory_search, message,
                       shown, self.budget.context_window)
@@ -357,7 +366,10 @@ class Session:
         """Before /new, /reset or an automatic reset: the once-per-cycle flush, if this
         session has turns that were not flushed in this cycle."""
         if any(m.role == "user" for m in self.history.messages):
-            yield from self.upkeep.flush_if_due()
+            try:
+                yield from self.upkeep.flush_if_due()
+            except ProviderError as exc:  # the session still ends: its transcript is kept
+                yield Notice(f"{exc}; the session ends without it")
 
     def compact(self, instructions: str | None = None, **how: Any
                 ) -> Generator[Event, None, bool]:

@@ -39,17 +39,32 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> No
                         default=False if top else unset, help="log what clawd does")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but help written to a reader that went away raises
+    ``BrokenPipeError`` (``main`` exits 141) instead of being dropped silently; the top
+    level knows its commands' parsers (``commands``), so a usage error found after parsing
+    shows the command's own usage line."""
+
+    commands: dict[str, argparse.ArgumentParser]
+
+    def print_help(self, file: Any = None) -> None:
+        (file or sys.stdout).write(self.format_help())
+
+
+def build_parser() -> _Parser:
+    parser = _Parser(
         prog="clawd", description="An agent runtime and chat assistant whose memory is plain "
         "Markdown on disk.")
     _global_options(parser, top=True)
     parser.add_argument("--version", action="version", version=f"clawd {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    parser.commands = {}
+
     def command(parent: Any, name: str, help_text: str, **kw: Any) -> argparse.ArgumentParser:
         made = parent.add_parser(name, help=help_text, description=help_text, **kw)
         _global_options(made)
+        parser.commands.setdefault(name, made)
         return made
 
     init = command(sub, "init", "create the state dir, a starter config and the workspace "
@@ -144,6 +159,21 @@ def _unit_float(value: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code. stdout is flushed here, on every path (``--help``
+    and usage errors included), so a reader that went away (``| head``, ``| true``) is
+    noticed while clawd can still say nothing and exit 141, never at interpreter exit."""
+    try:
+        try:
+            code = _main(argv)
+        except SystemExit as exc:  # argparse: --help, --version, a usage error
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return stdout_gone()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -153,22 +183,22 @@ def main(argv: list[str] | None = None) -> int:
                         format="clawd: %(message)s", stream=sys.stderr)
     from clawd.errors import ClawdError, ConfigError
 
-    if args.command == "chat" and args.message is not None and not args.message.strip():
-        parser.error("chat -m: the message is empty")
-    if args.command == "chat" and args.stream and not args.json:
-        parser.error("chat --stream: text deltas are JSON events; add --json (without it, "
-                     "the reply already streams as it arrives)")
+    if args.command == "chat":
+        chat = parser.commands["chat"]
+        if args.message is not None and not args.message.strip():
+            chat.error("-m: the message is empty")
+        if args.stream and not args.json:
+            chat.error("--stream: text deltas are JSON events; add --json (without it, the "
+                       "reply already streams as it arrives)")
+        if args.resume is not None and not args.resume.strip():
+            chat.error("--resume: the session id is empty (see clawd sessions list)")
     from clawd import cli_admin, cli_history, cli_sessions
 
     handler = {"init": cli_admin.cmd_init, "chat": cmd_chat, "memory": cli_admin.cmd_memory,
                "sessions": cli_sessions.cmd_sessions, "models": cli_admin.cmd_models,
                "doctor": cli_admin.cmd_doctor, "history": cli_history.cmd_history}[args.command]
     try:
-        code = handler(args)
-        sys.stdout.flush()  # a reader that went away is noticed here, not at exit
-        return code
-    except BrokenPipeError:
-        return stdout_gone()
+        return handler(args)
     except ConfigError as exc:
         return _failed(args, exc, 2)
     except ClawdError as exc:

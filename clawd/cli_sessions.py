@@ -30,6 +30,7 @@ from clawd.session_files import (
 )
 from clawd.sessions import SessionStore, main_key
 from clawd.textcut import shorten
+from clawd.transcript import unanswered_ids
 
 LAST_MESSAGES = 6
 SHOW_CHARS = 400
@@ -92,13 +93,14 @@ def format_show(row: Row, count: int) -> str:
          f"{entry['cumulativeCacheWriteTokens']:,}"),
         f"Transcript: {s.path}",
     ]
-    last = _conversation(s)[-count:] if count else []
-    undone = taken_back(s.loaded.entries if s.loaded else [])
+    conversation = _conversation(s)
+    last = conversation[-count:] if count else []
+    marks = _marks(s.loaded.entries if s.loaded else [], conversation)
     if last:
         lines.append(f"\nLast {len(last)} messages:")
         for message in last:
             text = shorten(" ".join(_plain(message).split()), SHOW_CHARS)
-            mark = f" ({UNDONE[undone[message.id]]})" if message.id in undone else ""
+            mark = f" ({marks[message.id]})" if message.id in marks else ""
             lines.append(f"  {_who(message)}{mark}: {text}")
     return "\n".join(lines)
 
@@ -111,7 +113,7 @@ def export_markdown(row: Row) -> str:
            f"- model: {s.model or '?'}",
            f"- started: {s.created or '?'} · last activity: {s.last_activity or '?'}", ""]
     entries = s.loaded.entries if s.loaded else []
-    undone = taken_back(entries)
+    marks = _marks(entries, _conversation(s))
     for entry in entries:
         if entry.get("type") == "compaction" and isinstance(entry.get("summary"), str):
             out += ["> **Earlier messages were summarised (compaction):**", ">",
@@ -126,7 +128,7 @@ def export_markdown(row: Row) -> str:
             out += [f"<details><summary>{label}</summary>", "", _fence(message.text), "",
                     "</details>", ""]
             continue
-        mark = f" ({UNDONE[undone[message.id]]})" if message.id in undone else ""
+        mark = f" ({marks[message.id]})" if message.id in marks else ""
         out += [f"## {_who(message).capitalize()} · {_when(message.timestamp)}{mark}", ""]
         if message.text:
             out += [message.text, ""]
@@ -136,6 +138,22 @@ def export_markdown(row: Row) -> str:
         if message.aborted:
             out += ["*(interrupted)*", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def write_export(target: Path, text: str) -> None:
+    """Write an export to ``target``; a folder, a missing folder or a file that cannot be
+    written is said in one line (``ClawdError``), and nothing else is touched."""
+    if target.is_dir():
+        raise ClawdError(f"cannot write the export to {target}: it is a folder; name a file "
+                         f"in it, e.g. {target / 'session.md'}")
+    if not target.parent.is_dir():
+        raise ClawdError(f"cannot write the export to {target}: the folder {target.parent} "
+                         f"does not exist")
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ClawdError(f"cannot write the export to {target}: "
+                         f"{exc.strerror or exc}") from None
 
 
 def resolve(store: SessionStore, agent_id: str, wanted: str) -> Row:
@@ -247,7 +265,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         elif action == "export":
             text = export_markdown(row)
             if args.output:
-                Path(args.output).expanduser().write_text(text, encoding="utf-8")
+                write_export(Path(args.output).expanduser(), text)
                 print(f"wrote {args.output}", file=sys.stderr)
             else:
                 sys.stdout.write(text)
@@ -286,6 +304,7 @@ def _message(entry: dict[str, Any]) -> Message | None:
 
 
 UNDONE = {"undo": "taken back with /undo", "retry": "taken back with /retry"}
+UNANSWERED = "no reply: the request failed or was stopped"
 
 
 def taken_back(entries: list[dict[str, Any]]) -> dict[str, str]:
@@ -305,6 +324,13 @@ def taken_back(entries: list[dict[str, Any]]) -> dict[str, str]:
             reason = str(entry.get("reason")) if entry.get("reason") in UNDONE else "undo"
             out.update(dict.fromkeys(turns[entry["messageId"]], reason))
     return out
+
+
+def _marks(entries: list[dict[str, Any]], conversation: list[Message]) -> dict[str, str]:
+    """What to say beside a message: taken back by an undo, or (a user message) no reply."""
+    marks = dict.fromkeys(unanswered_ids(conversation, last=True), UNANSWERED)
+    marks.update({k: UNDONE[v] for k, v in taken_back(entries).items()})
+    return marks
 
 
 def _conversation(s: Summary) -> list[Message]:

@@ -5,9 +5,11 @@
 to start at a user message. ``summarize`` turns the older messages into one summary with
 the model, through requests that carry no tools: the history is serialised to readable text,
 split into token-bounded chunks, summarised per chunk and merged (a previous compaction
-summary is folded in). When the model fails or answers with nothing, it retries with chunks
-half the size, then with a simpler prompt, and at last writes a truncation note that says
-exactly what was dropped, so a compaction never produces a silent, content-free summary.
+summary is folded in). When a request does not fit or the model answers with nothing, it
+retries with chunks half the size, then with a simpler prompt, and at last writes a
+truncation note that says exactly what was dropped, so a compaction never produces a
+silent, content-free summary. Any other failure (an unreachable server) ends the attempt
+with the error and no summary: an outage never costs the history.
 The user's sentences with numbers, names or identifiers the summary left out are appended
 to it word for word (``references``).
 Prompts are the ``compaction*.md.j2`` templates; nothing here touches the disk.
@@ -30,6 +32,7 @@ from clawd.references import MAX_CHARS, with_users_words
 from clawd.templates import render
 from clawd.textcut import keep_ends
 from clawd.tokens import estimate_message, estimate_text
+from clawd.transcript import unanswered_ids
 
 if TYPE_CHECKING:
     from clawd.config import Compaction
@@ -138,13 +141,15 @@ def _clip(text: str, limit: int, what: str) -> str:
                                      f"characters omitted ...]\n")
 
 
-def render_message(message: Message) -> str:
-    """One message as readable text for the summariser: a role label, then its content."""
+def render_message(message: Message, unanswered: bool = False) -> str:
+    """One message as readable text for the summariser: a role label, then its content
+    (``unanswered``: a user message that got no reply says so)."""
     if message.role == "toolResult":
         error = ", error" if message.is_error else ""
         label = f"[tool result: {message.tool_name or 'unknown'}{error}]"
     elif message.role == "user":
-        label = f"[user{' ' + message.timestamp if message.timestamp else ''}]"
+        stamp = f" {message.timestamp}" if message.timestamp else ""
+        label = f"[user{stamp}{', no reply: the request failed' if unanswered else ''}]"
     else:
         label = f"[{message.role}]"
     parts = [label]
@@ -165,7 +170,8 @@ def render_message(message: Message) -> str:
 
 def render_history(messages: list[Message]) -> str:
     """The whole history as the summariser reads it."""
-    return "\n\n".join(render_message(m) for m in messages)
+    unanswered = unanswered_ids(messages)
+    return "\n\n".join(render_message(m, m.id in unanswered) for m in messages)
 
 
 def _chunks(messages: list[Message], limit: int) -> list[str]:
@@ -173,8 +179,9 @@ def _chunks(messages: list[Message], limit: int) -> list[str]:
     chunks: list[str] = []
     current: list[str] = []
     used = 0
+    unanswered = unanswered_ids(messages)
     for message in messages:
-        text = render_message(message)
+        text = render_message(message, message.id in unanswered)
         tokens = estimate_text(text)
         if tokens > limit:
             # One message larger than a chunk: keep its head and tail so the chunk fits.
@@ -213,6 +220,13 @@ class _Runner:
         if not text:
             raise _EmptySummary("the model returned an empty summary")
         return text
+
+
+def _raise_unless_size(exc: ProviderError) -> None:
+    """Re-raise an error that smaller requests cannot help with (the server is down, a key
+    is refused): only an overflow or an empty answer is worth another, smaller attempt."""
+    if not (exc.overflow or isinstance(exc, _EmptySummary)):
+        raise exc
 
 
 def _body(previous: str | None, conversation: str) -> str:
@@ -289,10 +303,11 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
               max_tokens: int = 4096, max_chunk_tokens: int | None = None) -> Summary:
     """Summarise ``messages`` (the part before the cut), folding in ``previous_summary``.
 
-    ``instructions`` (from ``/compact``) steer the focus. A ``ProviderError`` (context
-    overflow included) or an empty reply fails the attempt; the next one uses chunks half
-    the size, up to ``settings.max_retries`` times, then the simple prompt, then the
-    truncation note. Errors other than provider errors are bugs and propagate.
+    ``instructions`` (from ``/compact``) steer the focus. A context overflow or an empty
+    reply fails the attempt; the next one uses chunks half the size, up to
+    ``settings.max_retries`` times, then the simple prompt, then the truncation note. Any
+    other ``ProviderError`` (the server is unreachable, a key is refused) propagates at
+    once: nothing was summarised, and the caller keeps the history as it was.
     """
     previous = (previous_summary or "").strip() or None
     if not messages:
@@ -314,6 +329,7 @@ def _summarize(provider: Provider, messages: list[Message], previous: str | None
         try:
             text, chunks = _summarise(run, messages, previous, limit)
         except ProviderError as exc:
+            _raise_unless_size(exc)
             error = exc
             log.warning("compaction: summarising %d messages in chunks of %d tokens failed: %s",
                         len(messages), limit, exc)
@@ -324,6 +340,7 @@ def _summarize(provider: Provider, messages: list[Message], previous: str | None
         return Summary(_summarise_simply(run, messages, previous, sizes[-1]), "simple", None,
                        run.requests)
     except ProviderError as exc:
+        _raise_unless_size(exc)
         error = exc
         log.warning("compaction: the simple summary failed too, writing a truncation note: %s",
                     exc)

@@ -4,20 +4,22 @@
    1. the project context: bootstrap files, then MEMORY.md and yesterday's and today's daily
    logs in private sessions only, each capped with a visible marker, and together within a
    share of the window (daily logs keep their newest lines); 2. the
-   history: the latest compaction summary, then the kept messages (pruned in memory);
+   history: the latest compaction summary, then the kept messages (pruned in memory; a
+   message that got no reply is sent with the one after it, ``fold_unanswered``);
    3. the current message (already the last message of the history when a request is built).
 ``report`` breaks a request down by layer, file and tool for ``/context``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from clawd.messages import Message, ModelRequest, ToolSpec
+from clawd.messages import Message, ModelRequest, TextPart, ToolSpec
 from clawd.templates import render
 from clawd.tokens import estimate_messages, estimate_text, estimate_tools
+from clawd.transcript import unanswered_ids
 from clawd.workspace import ContextFile, daily_log_path, fit_files, read_context_files
 
 SUMMARY_ID = "compaction-summary"
@@ -66,6 +68,31 @@ def summary_message(summary: str) -> Message:
 
 def history_messages(summary: str | None, messages: list[Message]) -> list[Message]:
     return ([summary_message(summary)] if summary else []) + messages
+
+
+def fold_unanswered(messages: list[Message]) -> list[Message]:
+    """``messages`` with each run of unanswered user messages (``unanswered_ids``) sent in
+    front of the message after them, quoted and marked as having had no reply: the model
+    sees what was said without taking an old question as the one to answer now, and the
+    roles still alternate (some chat templates refuse two user messages in a row)."""
+    skipped = unanswered_ids(messages)
+    if not skipped:
+        return messages
+    out: list[Message] = []
+    earlier: list[Message] = []
+    for message in messages:
+        if message.id in skipped:
+            earlier.append(message)
+            continue
+        if earlier and message.role == "user" and not message.flush:
+            text = render("unanswered.md.j2", earlier=[m.text for m in earlier],
+                          message=message.text)
+            others = [p for m in (*earlier, message) for p in m.content
+                      if not isinstance(p, TextPart)]
+            message = replace(message, content=[TextPart(text), *others])
+            earlier = []
+        out.append(message)
+    return out
 
 
 def assemble(layers: Layers, summary: str | None, messages: list[Message],

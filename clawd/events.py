@@ -5,7 +5,9 @@ tool call, ``Flushed`` after a silent memory-flush turn, ``Recalled`` when
 automatic recall found notes for the user's message, ``Compacted`` after compaction,
 ``Notice`` for things the user should know (a reset, a skipped flush), ``ErrorEvent`` for a
 failure (one the turn survived, or the one that ended it), and finally ``TurnDone`` with the
-turn's usage and session. Slash commands yield ``CommandOutput``; ``/clear`` yields
+turn's usage and session. ``Waiting`` comes before anything slow (a memory search, a flush, a
+compaction, a model request), so a front end can show what it is waiting for. Slash
+commands yield ``CommandOutput``; ``/clear`` yields
 ``ClearScreen``, which only the REPL acts on.
 """
 
@@ -17,7 +19,7 @@ from typing import Any
 from clawd.messages import TextDelta, Usage
 
 __all__ = ["TextDelta", "ToolStarted", "ToolFinished", "Flushed", "Recalled", "Compacted", "Notice",
-           "ErrorEvent", "TurnDone", "CommandOutput", "ClearScreen", "Event"]
+           "ErrorEvent", "TurnDone", "Waiting", "CommandOutput", "ClearScreen", "Event"]
 
 
 @dataclass(slots=True)
@@ -93,6 +95,16 @@ class TurnDone:
 
 
 @dataclass(slots=True)
+class Waiting:
+    """clawd is about to wait on something slow: ``stage`` is ``recall`` (the memory search
+    for the user's message), ``flush`` (the silent memory-flush turn), ``compaction`` (the
+    summary of older messages) or ``model`` (a model request, until its first token). Front
+    ends show that they are waiting, and on what, until the next event."""
+
+    stage: str
+
+
+@dataclass(slots=True)
 class CommandOutput:
     name: str
     text: str
@@ -105,4 +117,4 @@ class ClearScreen:
 
 
 Event = (TextDelta | ToolStarted | ToolFinished | Flushed | Recalled | Compacted | Notice
-         | ErrorEvent | TurnDone | CommandOutput | ClearScreen)
+         | ErrorEvent | TurnDone | Waiting | CommandOutput | ClearScreen)

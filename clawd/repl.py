@@ -9,6 +9,8 @@ the screen. Enter sends, Esc+Enter (Alt+Enter) starts a new line, a bracketed pa
 message; Ctrl-C while a reply streams is thrown into the turn (which keeps the partial reply),
 Ctrl-C at the prompt clears the line, Ctrl-D leaves; ``KEYS`` says so to ``/help``. Tab
 completes command words and their subcommands, both from the command registry.
+While a turn waits (for the model's first token, a flush, a compaction) a dim line says on
+what, for how long, with the model and the context share (``clawd.waiting``).
 ``ExecApproval`` asks before each shell command the model wants to run (``a``: not again in
 this process). The provider SDK and the tokenizer load in a background thread once the first
 prompt is on screen, so the prompt appears without waiting for either.
@@ -17,6 +19,7 @@ prompt is on screen, so the prompt appears without waiting for either.
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -37,6 +40,7 @@ from clawd.events import ClearScreen
 from clawd.providers.registry import model_info
 from clawd.render import DIM, YELLOW, Renderer, drive
 from clawd.reports import format_recap
+from clawd.waiting import WaitingLine
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +231,14 @@ class _Status:
         except Exception:  # noqa: BLE001 - a status line must not end the REPL
             log.debug("context size unavailable", exc_info=True)
 
+    def brief(self) -> str:
+        """The model and how full the context is, for the waiting line."""
+        session = self.chat.session
+        window = session.budget.context_window
+        if self.used is None or not window:
+            return session.model_ref
+        return f"{session.model_ref} · context {100.0 * self.used / window:.0f}%"
+
     def text(self) -> str:
         session = self.chat.session
         try:
@@ -304,7 +316,11 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
     if not renderer.as_json and (recap := format_recap(chat.session.history)):
         renderer.line(recap, DIM)  # a reopened session: where it left off
 
+    waiting = _waiting_line(renderer, status)
+
     def render(event: Any) -> bool:
+        if waiting is not None:
+            waiting.before(event)
         if isinstance(event, ClearScreen):
             clear()  # through prompt-toolkit's output: the real terminal, or a test's
             return False
@@ -322,11 +338,25 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
         try:
             warmup.join()
             status.start_turn()
-            if drive(chat.handle(line), render):
-                return 0
+            try:
+                if drive(chat.handle(line), render):
+                    return 0
+            finally:
+                if waiting is not None:
+                    waiting.stop()
             status.end_turn()
         except KeyboardInterrupt:  # outside a turn's own handling: never the end of the REPL
             renderer.line("· interrupted", YELLOW)
+
+
+def _waiting_line(renderer: Renderer, status: _Status) -> WaitingLine | None:
+    """The line that says what a turn is waiting for (a terminal only, not ``--json``)."""
+    stream = renderer.stream
+    if renderer.as_json or not stream.isatty():
+        return None
+    return WaitingLine(stream, status=status.brief, at_line_start=lambda: not renderer.midline,
+                       width=lambda: shutil.get_terminal_size().columns,
+                       color=renderer.color)
 
 
 def run_repl(config: Any, args: Any) -> int:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from clawd import context as ctxmod
 from clawd.errors import ContextOverflowError, ProviderError
-from clawd.events import ErrorEvent, Event, Notice, TextDelta
+from clawd.events import ErrorEvent, Event, Notice, TextDelta, Waiting
 from clawd.flush import SilentFilter, is_blank
 from clawd.loops import LoopGuard
 from clawd.messages import Message, ModelRequest, ModelResponse, Part, TextPart, Usage
@@ -66,7 +66,8 @@ class Stepper:
                  tool_choice: str, flush: bool, ask: Message | None = None
                  ) -> tuple[ModelRequest, ctxmod.Layers]:
         """The request for ``messages``, pruned as the ledger says (its new decisions are
-        remembered in ``sessions.json``), with the notes automatic recall found in front of
+        remembered in ``sessions.json``), messages that got no reply sent with the one
+        after them (``fold_unanswered``), with the notes automatic recall found in front of
         the user's message (not in a flush), and ``ask`` after them (sent, never kept)."""
         s = self.s
         layers, model, budget = s.layers(), s.model, s.budget
@@ -79,6 +80,7 @@ class Stepper:
         if decisions != stored:
             live = {m.id for m in s.history.messages} | {m.id for m in messages}
             s.patch(prunedResults={k: v for k, v in decisions.items() if k in live})
+        sent = ctxmod.fold_unanswered(sent)
         if s.recall and not flush:
             sent = s.recall.apply(sent)
         if ask is not None:
@@ -100,11 +102,14 @@ class Stepper:
         caller can ask again without it. ``ask``: a user message sent
         after ``messages`` in this request only. ``apart``: the reply shown just before
         ended mid-line with nothing after it, so this one's text starts a new paragraph. A
-        Ctrl-C propagates with the text streamed so far as its ``partial`` attribute."""
+        Ctrl-C propagates with the text streamed so far as its ``partial`` attribute; so
+        does a provider error in a flush (any other one is said in an ``ErrorEvent``)."""
         s = self.s
         for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
             request, layers = self._request(messages, extra_system, tool_choice, flush, ask)
             silent, parts, guard = SilentFilter(), [], LoopGuard()
+            if not flush:  # a flush's requests are its own stage (``Waiting("flush")``)
+                yield Waiting("model")
             try:
                 final = None
                 stream = s.provider.stream(request)
@@ -148,8 +153,11 @@ class Stepper:
                     return StepResult(None)
                 continue
             except ProviderError as exc:
+                partial = self._keep_partial(parts, messages, flush)
+                if flush:  # not about size: the flush stops, and its caller decides
+                    raise
                 yield ErrorEvent(str(exc))
-                return StepResult(None, self._keep_partial(parts, messages, flush))
+                return StepResult(None, partial)
             except KeyboardInterrupt as exc:
                 exc.partial = self._keep_partial(parts, messages, flush)  # type: ignore[attr-defined]
                 raise

@@ -132,6 +132,28 @@ def _short(exc: Exception) -> str:
     return str(exc).splitlines()[0][:80]
 
 
+def unanswered_ids(messages: list[Message], *, last: bool = False) -> set[str]:
+    """The user messages that got no reply: each one followed by another user message
+    with no answer between them (its turn failed, or was stopped before any answer), and
+    with ``last`` the final message too when nothing came after it. The transcript keeps
+    them as they were; a request folds them into the next message
+    (``context.fold_unanswered``)."""
+    found: set[str] = set()
+    waiting: Message | None = None
+    for message in messages:
+        if message.flush or message.retried:
+            continue
+        if message.role == "user":
+            if waiting is not None:
+                found.add(waiting.id)
+            waiting = message
+        else:
+            waiting = None
+    if last and waiting is not None:
+        found.add(waiting.id)
+    return found
+
+
 def build_history(entries: list[dict[str, Any]]) -> History:
     """The model's view of a transcript: latest summary, then the kept and newer messages,
     less the turns undone since."""

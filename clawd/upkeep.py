@@ -4,7 +4,9 @@ Before every request ``maintain`` flushes when the context has crossed the flush
 per compaction cycle, see ``flush.flush_due``) and compacts when it is over the compaction
 point. ``flush`` runs the silent memory-flush turn; ``compact`` summarises the older history
 (``compaction.find_cut`` and ``compaction.summarize``) and records a ``compaction`` entry. Both
-work through the session's own step, tool runner, transcript and store.
+work through the session's own step, tool runner, transcript and store. A provider error
+that is not about size (the server is down) stops either one with a ``ProviderError`` and
+leaves the history as it was: only a real overflow is summarised or, at worst, truncated.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from clawd.access import WRITE_TOOLS
 from clawd.compaction import find_cut, summarize
-from clawd.errors import ClawdError
-from clawd.events import Compacted, Event, Flushed, Notice
+from clawd.errors import ClawdError, ProviderError
+from clawd.events import Compacted, Event, Flushed, Notice, Waiting
 from clawd.flush import (
     FROM_REPLY,
     FROM_USER,
@@ -97,6 +99,7 @@ class Upkeep:
         answer are saved.
         """
         s = self.s
+        yield Waiting("flush")
         cfg, clock = s.rt.settings.compaction.memory_flush, s.rt.clock
         today = clock().date()
         turn = list(s.history.messages if view is None else view)
@@ -106,9 +109,13 @@ class Upkeep:
         answer, asked_again = "", False
         last_calls: Calls | None = None
         for _ in range(s.rt.settings.max_steps):
-            step = yield from s.step(turn, show=False, flush=True,
-                                     extra_system=flush_system(cfg, today))
-            if step.message is None:
+            try:
+                step = yield from s.step(turn, show=False, flush=True,
+                                         extra_system=flush_system(cfg, today))
+            except ProviderError as exc:  # not about size: the turn stops, nothing is cut
+                raise ProviderError(f"the memory flush stopped: {exc}",
+                                    status=exc.status) from exc
+            if step.message is None:  # its request does not fit: the recovery goes on
                 yield Notice("the memory flush did not complete; continuing")
                 return
             answer = step.message.text
@@ -185,10 +192,15 @@ class Upkeep:
             yield from self.flush_if_due(view=messages[:cut] if reason == "overflow" else None)
         before = s.context_tokens(incoming)
         budget = s.budget
-        summary = summarize(s.provider, messages[:cut], previous_summary=s.history.summary,
-                            instructions=instructions, settings=s.rt.settings.compaction,
-                            max_tokens=budget.summary,
-                            max_chunk_tokens=budget.context_window // 2)
+        yield Waiting("compaction")
+        try:
+            summary = summarize(s.provider, messages[:cut], previous_summary=s.history.summary,
+                                instructions=instructions, settings=s.rt.settings.compaction,
+                                max_tokens=budget.summary,
+                                max_chunk_tokens=budget.context_window // 2)
+        except ProviderError as exc:  # not about size (an outage): the history stays as is
+            raise ProviderError(f"compaction stopped, the history is unchanged: {exc}",
+                                status=exc.status) from exc
         entry = {"type": "compaction", "id": new_id(), "summary": summary.text,
                  "firstKeptId": messages[cut].id if cut < len(messages) else None,
                  "tokensBefore": before, "tokensAfter": 0, "instructions": instructions,

@@ -305,8 +305,9 @@ def test_a_flush_after_a_compaction_does_not_say_nothing_was_saved(tmp_path):
     for i in range(3):
         provider.add("Sure.")
         list(session.run_turn(f"Tell me about day {i}. {filler(200, i)}"))
-    provider.add("## Goal\n- Plan a trip.")
-    list(session.compact())
+    provider.add(Reply("", [tool("write", path=DAILY, content="- days 0-2 planned\n",
+                                 append=True)]), "NO_REPLY", "## Goal\n- Plan a trip.")
+    list(session.compact())  # the cycle's flush first, then the summary
     assert session.history.summary and not any(
         m.tool_calls for m in session.history.messages)  # the note is out of view
     talk_until_flush(session, provider)

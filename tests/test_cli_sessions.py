@@ -151,3 +151,19 @@ def test_a_rebuild_of_one_session_says_entry(sessions_dir, capsys, caplog):
 def test_show_of_an_unknown_session_is_one_line(sessions_dir, capsys):
     code, _, err = run(["sessions", "show", "nothing-here"], capsys)
     assert code == 1 and err.count("\n") == 1 and "no session" in err
+
+
+@pytest.mark.parametrize("where, says", [
+    ("no/such/dir/out.md", "the folder no/such/dir does not exist"),
+    (".", "it is a folder"),
+    ("/proc/version", "cannot write the export to /proc/version: "),
+])
+def test_export_to_a_place_that_cannot_be_written_is_one_line(sessions_dir, capsys,
+                                                              monkeypatch, tmp_path, where,
+                                                              says):
+    _chat(capsys, "-m", "plan the kyoto trip")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["sessions", "export", "main", "-o", where], capsys)
+    assert code == 1 and out == ""
+    assert err.startswith("clawd: cannot write the export to ") and says in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -273,7 +273,7 @@ def test_falls_back_to_the_simple_prompt() -> None:
     def reply(request: ModelRequest) -> str:
         if is_simple(request):
             return "simple summary"
-        raise ProviderError("model refused")
+        raise ContextOverflowError("prompt is too long")
 
     provider = ScriptedProvider(default=reply)
     summary = summarize(provider, conversation("u a u a"), previous_summary="PREV",
@@ -287,7 +287,7 @@ def test_falls_back_to_the_simple_prompt() -> None:
 
 
 def test_total_failure_writes_a_truncation_note_naming_what_was_dropped() -> None:
-    provider = ScriptedProvider(default=ProviderError("upstream 500"))
+    provider = ScriptedProvider(default=ContextOverflowError("prompt is too long: 9000"))
     messages = conversation("u:5 c:5 r:5 a:5 u:5 C:5 r:5 r:5 a:5")
     messages[0].content = [TextPart("Deploy the service to staging\n  and then run the migration "
                                     "scripts in db/migrations/ before noon tomorrow please")]
@@ -298,7 +298,7 @@ def test_total_failure_writes_a_truncation_note_naming_what_was_dropped() -> Non
     note = summary.dropped
     assert note is not None
     assert summary.text == "## Goal\n- earlier goal\n\n" + note
-    assert "upstream 500" in note
+    assert "prompt is too long: 9000" in note
     assert "9 messages (2 user, 4 assistant, 3 tool results)" in note
     assert f"{messages[0].timestamp} to {messages[-1].timestamp}" in note
     assert "read ×2" in note and "exec ×1" in note
@@ -316,6 +316,30 @@ def test_truncation_note_caps_the_user_excerpts() -> None:
     assert summary.text.count('\n  - "') == 20
     assert "... and 5 more" in summary.text
     assert "empty summary" in summary.text
+
+
+@pytest.mark.parametrize("error", [
+    ProviderError("cannot reach http://127.0.0.1:9/v1: Connection refused", retryable=True),
+    ProviderError("upstream 500", retryable=True, status=500),
+    ProviderError("invalid x-api-key", status=401),
+])
+def test_an_error_that_is_not_about_size_stops_at_once(error: ProviderError) -> None:
+    """An outage is not a reason to summarise less: no smaller chunks, no simple prompt, no
+    truncation note; the error reaches the caller, who keeps the history."""
+    provider = ScriptedProvider(default=error)
+    with pytest.raises(ProviderError) as raised:
+        summarize(provider, conversation("u a u a"), previous_summary="PREV",
+                  instructions=None, settings=Compaction(max_retries=3))
+    assert raised.value is error and len(provider.requests) == 1
+
+
+def test_an_outage_after_a_smaller_attempt_still_stops() -> None:
+    provider = ScriptedProvider([ContextOverflowError("too long")],
+                                default=ProviderError("Connection refused"))
+    with pytest.raises(ProviderError, match="Connection refused"):
+        summarize(provider, conversation("u a u a"), previous_summary=None,
+                  instructions=None, settings=Compaction(max_retries=3))
+    assert len(provider.requests) == 2
 
 
 def test_other_errors_propagate() -> None:

@@ -435,7 +435,7 @@ def failing_summaries(simple_works: bool):
         if is_summary(request):
             simple = "Summarise the conversation below" in request.system[0]
             if not (simple and simple_works):
-                raise ProviderError("the summariser is down")
+                raise ContextOverflowError("the summariser's window is smaller still")
         return model(request)
     return reply
 
@@ -447,7 +447,7 @@ def test_failing_summariser_leaves_a_truncation_note_and_the_flush_kept_the_fact
     assert compactions and {c["method"] for c in compactions} == {"truncated"}
     first = compactions[0]
     assert first["summary"].startswith("[Compaction note] Summarising failed")
-    assert "the summariser is down" in first["summary"]
+    assert "the summariser's window is smaller still" in first["summary"]
     done = next(e for e in events if isinstance(e, Compacted))
     assert done.method == "truncated" and "Dropped:" in done.dropped
     # full prompt at chunkTokens and three halvings, then the simple prompt
@@ -467,3 +467,51 @@ def test_summariser_falls_back_to_the_simple_prompt(tmp_path):
     drive(session, range(50))
     compactions = [e for e in lines(session) if e["type"] == "compaction"]
     assert compactions and {c["method"] for c in compactions} == {"simple"}
+
+
+# --- an outage near the compaction point ------------------------------------------------------
+
+def test_an_outage_at_the_compaction_point_leaves_the_history_as_it_was(tmp_path):
+    """The server stops while a session is past its flush point: the turn ends with the
+    error, no flush is counted, no compaction (no truncation note) is written, and the
+    user's message is kept; once the server is back the flush and a real summary run."""
+    provider, runtime, session = start(tmp_path)
+    model = provider.default
+    for i in range(100):
+        if session.context_tokens() >= session.budget.flush_at - 300:
+            break
+        list(session.run_turn(user_text(i)))
+    before = list(session.history.messages)
+    entries = len(lines(session))
+    provider.default = ProviderError("cannot reach http://127.0.0.1:9/v1: Connection refused",
+                                     retryable=True)
+    text = user_text(900, words=400)
+    sent = len(provider.requests)
+    events = list(session.run_turn(text))
+    errors = [e.message for e in events if isinstance(e, ErrorEvent)]
+    assert errors == ["the memory flush stopped: cannot reach http://127.0.0.1:9/v1: "
+                      "Connection refused"]
+    assert not any(isinstance(e, (Compacted, Flushed)) for e in events)
+    assert events[-1].failed
+    assert len(provider.requests) == sent + 1 and is_flush(provider.requests[-1])
+    assert session.history.summary is None
+    assert session.history.messages == [*before, session.history.messages[-1]]
+    assert session.history.messages[-1].text == text
+    new = lines(session)[entries:]
+    assert not any(e["type"] == "compaction" for e in new)
+    assert session.store.get(KEY)["memoryFlushCount"] == 0
+    # compaction's own outage (the flush already ran in this cycle) stops the same way
+    provider.default = model
+    list(session.run_turn(user_text(901)))
+    assert session.store.get(KEY)["memoryFlushCount"] == 1
+    provider.default = ProviderError("upstream 503", retryable=True, status=503)
+    kept = list(session.history.messages)
+    events = list(session.run_turn(user_text(902, words=600)))
+    assert [e.message for e in events if isinstance(e, ErrorEvent)] == [
+        "compaction stopped, the history is unchanged: upstream 503"]
+    assert session.history.messages[:-1] == kept and session.history.summary is None
+    # back up: a real summary, never a truncation note
+    provider.default = model
+    events = list(session.run_turn(user_text(903)))
+    done = [e for e in events if isinstance(e, Compacted)]
+    assert done and done[0].method != "truncated" and events[-1].text.startswith("Reply")

@@ -12,7 +12,7 @@ from clawd.agent import Session
 from clawd.commands import Chat
 from clawd.config import MemoryFlush
 from clawd.errors import ProviderError
-from clawd.events import CommandOutput, Compacted, Flushed, Notice
+from clawd.events import CommandOutput, Compacted, ErrorEvent, Flushed
 from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent, noted, unsaved_words
 from clawd.messages import Message, ToolCall
 from clawd.providers.scripted import ScriptedProvider
@@ -262,10 +262,15 @@ def test_a_conversation_of_questions_is_not_asked_again_for_notes(tmp_path):
 def test_a_failed_flush_is_not_counted_and_is_tried_again(tmp_path):
     provider = ScriptedProvider()
     runtime, session = near_flush(tmp_path, provider)
-    provider.add(ProviderError("overloaded"), "First.")
-    events = list(session.run_turn(f"one more {filler(400)}"))
-    assert any(isinstance(e, Notice) and "did not complete" in e.text for e in events)
-    assert events[-1].text == "First."
+    provider.add(ProviderError("overloaded"))
+    text = f"one more {filler(400)}"
+    before = list(session.history.messages)
+    events = list(session.run_turn(text))
+    # the turn stops there: an outage is no reason to go on to the request (or compaction)
+    assert [e.message for e in events if isinstance(e, ErrorEvent)] == [
+        "the memory flush stopped: overloaded"]
+    assert events[-1].failed and events[-1].text == ""
+    assert session.history.messages[:-1] == before and session.history.messages[-1].text == text
     assert session.store.get(KEY)["memoryFlushCompactionCount"] is None
     provider.add("NO_REPLY", "Nothing new.", "Second.")
     events = list(session.run_turn("and again"))

@@ -7,6 +7,7 @@ there.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from clawd import cli
 from clawd.agent import Session
 from clawd.commands import Chat
 from clawd.events import ErrorEvent, Notice, ToolFinished
@@ -122,12 +124,35 @@ def test_sessions_list_into_a_closed_pipe_is_quiet(home, server):
     state, _ = home
     server.queue("POST", CHAT, lambda r: openai_stream("hi"))
     assert clawd("chat", "-m", "hello").returncode == 0
-    for args in (["sessions", "list"], ["sessions", "list", "--json"], ["memory", "--help"]):
+    for args in (["sessions", "list"], ["sessions", "list", "--json"], ["memory", "--help"],
+                 ["--help"], ["chat", "--help"]):
         result = closed_stdout(*args)
         no_traceback(result)
         assert result.stderr == b""
-        assert result.returncode in (141, 0)
-    assert closed_stdout("sessions", "list").returncode == 141
+        assert result.returncode == 141  # stdout is flushed before exit, on every path
+
+
+class GoneStdout(io.StringIO):
+    """A stdout whose reader went away: text is buffered, and a flush fails (as a pipe's
+    does once ``| true`` exited), whatever the machine's load."""
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("fileno")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["memory", "--help"], ["chat", "--help"],
+                                  ["sessions", "--help"], []])
+def test_help_into_a_gone_reader_exits_141_without_a_traceback(monkeypatch, args):
+    monkeypatch.setattr(sys, "stdout", GoneStdout())
+    assert cli.main(args) == 141
+
+
+def test_help_into_a_reader_still_there_exits_0(capsys):
+    assert cli.main(["memory", "--help"]) == 0
+    assert "usage: clawd memory" in capsys.readouterr().out
 
 
 def test_a_real_head_gets_its_line_and_clawd_says_nothing(home, server):
