@@ -28,6 +28,7 @@ from clawd.reports import (
     one_line,
 )
 from clawd.runtime import Runtime
+from clawd.textcut import two_columns
 from clawd.workspace import MEMORY_DIR
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class Chat:
         self.runtime = runtime
         self.session = Session(runtime, key, model, pin=False)
         self.keys: list[tuple[str, str]] = []  # the front end's keys and what they do, for /help
+        self.width: Callable[[], int] | None = None  # the terminal's width, for /help
         memory = runtime.memory
         if memory is not None and memory.settings.sync.on_session_start and not background:
             memory.mark_dirty()  # one-shot runs sync on their first search
@@ -139,11 +141,9 @@ def _help(chat: Chat, args: str) -> Generator[Event, None, None]:
     rows = [(c.usage, c.help) for c in REGISTRY.values()]
     rows.append((f"{ESCAPE}TEXT", f"send a message that starts with / ({ESCAPE}etc/hosts sends "
                                   f"/etc/hosts)"))
-    width = max(len(usage) for usage, _ in rows)
-    lines = [f"{usage.ljust(width)}  {text}" for usage, text in rows]
     if chat.keys:
-        lines += ["", "Keys:"] + [f"{key.ljust(width)}  {does}" for key, does in chat.keys]
-    yield from _out("help", "\n".join(lines))
+        rows += [("", ""), ("Keys:", ""), *chat.keys]
+    yield from _out("help", two_columns(rows, chat.width() if chat.width else None))
 
 
 @command("clear", "/clear", "clear the screen (the conversation is untouched)")

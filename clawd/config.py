@@ -112,6 +112,18 @@ def load_config(path: Path | None = None) -> Config:
     return parse_config(text, path)
 
 
+def json5_error(exc: ValueError) -> str:
+    """The parser's message with its place said plainly: ``<string>:2 Unexpected end of
+    input at column 11`` becomes ``line 2, column 11: unexpected end of input``."""
+    text = str(exc)
+    found = re.match(r"<string>:(\d+) (.*?)(?: at column (\d+))?$", text, re.S)
+    if not found:
+        return text
+    line, what, column = found.groups()
+    place = f"line {line}" + (f", column {column}" if column else "")
+    return f"{place}: {what[:1].lower()}{what[1:]}"
+
+
 def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
     """Validate config text (JSON5); errors name the key and the file."""
     import json5
@@ -124,7 +136,7 @@ def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
         if twice:
             raise ConfigError(f"{path}: the key {twice.group(1)!r} is given twice in one "
                               f"object (only the last would count); keep one") from None
-        raise ConfigError(f"{path}: not valid JSON5: {exc}") from exc
+        raise ConfigError(f"{path}: not valid JSON5: {json5_error(exc)}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be an object")
     try:

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, PrivateAttr, model_validator
 
 from clawd.config_sections import (
+    BaseUrl,
     Bool,
     Compaction,
     ContextPruning,
@@ -84,7 +85,7 @@ class ModelInfo(Model):
 
 class ProviderConfig(Model):
     api: Literal["openai-completions", "anthropic-messages"] | None = None
-    base_url: str | None = None
+    base_url: BaseUrl | None = None
     api_key: str | None = None
     headers: dict[str, str] = {}
     models: list[ModelInfo] = []

@@ -34,6 +34,20 @@ def _number(value: Any) -> Any:
     return value
 
 
+def _base_url(value: Any) -> Any:
+    """An endpoint must say how to reach it: ``127.0.0.1:8080/v1`` would only fail later,
+    after retries, as "connection error"."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.split("/")[0]:
+        hint = f"http://{text}" if not sep else "http://HOST:PORT/v1"
+        raise ValueError(f"{_json5(value)} is not an http:// or https:// URL (did you mean "
+                         f"{_json5(hint)}?)")
+    return text
+
+
 def _json5(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -43,6 +57,7 @@ def _json5(value: Any) -> str:
 Bool = Annotated[bool, BeforeValidator(_boolean)]
 Int = Annotated[int, BeforeValidator(_number)]
 Float = Annotated[float, BeforeValidator(_number)]
+BaseUrl = Annotated[str, BeforeValidator(_base_url)]  # http(s)://host[:port][/path]
 
 
 def _camel(name: str) -> str:
@@ -132,7 +147,7 @@ class Batch(Model):
 
 
 class Remote(Model):
-    base_url: str | None = None
+    base_url: BaseUrl | None = None
     api_key: str | None = None
     headers: dict[str, str] = {}
     batch: Batch = Batch()

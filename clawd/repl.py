@@ -301,6 +301,7 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
         history = FileHistory(str(history))
     status = _Status(chat)
     chat.keys = KEYS
+    chat.width = lambda: shutil.get_terminal_size().columns
     session: PromptSession = PromptSession(
         history=history or InMemoryHistory(), completer=SlashCompleter(completions()),
         complete_while_typing=True, key_bindings=key_bindings(), multiline=True,

@@ -227,3 +227,17 @@ def test_recap_of_turns_without_a_spoken_answer_and_of_a_summary_only():
     assert format_recap(History(summary="S")) == "· earlier turns are summarised (compacted)"
     assert format_recap(History(summary="S", messages=history.messages[4:]),
                         pairs=5).startswith("· where this session left off (earlier turns")
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_help_wraps_descriptions_between_words(tmp_path, width):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider()), KEY)
+    chat.width = lambda: width
+    lines = said(list(chat.handle("/help"))).splitlines()
+    assert all(len(line) <= width for line in lines if not line.startswith("/memory search"))
+    joined = " ".join(" ".join(lines).split())
+    for command in REGISTRY.values():
+        assert command.help in joined
+    chat.width = None  # a script: one line per command, as written
+    plain = said(list(chat.handle("/help"))).splitlines()
+    assert all(c.help in plain[i] for i, c in enumerate(REGISTRY.values()))

@@ -66,7 +66,15 @@ def test_json5_comments_and_trailing_commas(tmp_path):
     ("{models: {providers: {local: {models: [{id: 'm', contextWindow: '8k'}]}}}}",
      "models.providers.local.models.0.contextWindow"),
     ("{source: '/elsewhere'}", "unknown key 'source'"),
-    ("{agents: {", "not valid JSON5"),
+    ("{agents: {", "not valid JSON5: line 1, column 11: unexpected end of input"),
+    ("{\n a: 1\n b: 2}", 'not valid JSON5: line 3, column 2: unexpected "b"'),
+    ("{models: {providers: {local: {baseUrl: '127.0.0.1:18099/v1'}}}}",
+     "bad value for 'models.providers.local.baseUrl': \"127.0.0.1:18099/v1\" is not an "
+     "http:// or https:// URL (did you mean \"http://127.0.0.1:18099/v1\"?)"),
+    ("{models: {providers: {local: {baseUrl: 'ftp://host/v1'}}}}", "is not an http://"),
+    ("{models: {providers: {local: {baseUrl: 'http://'}}}}", "is not an http://"),
+    ("{agents: {defaults: {memorySearch: {remote: {baseUrl: 'localhost:11434'}}}}}",
+     "'agents.defaults.memorySearch.remote.baseUrl'"),
     ("[1, 2]", "top level must be an object"),
 ])
 def test_bad_config_names_key_and_file(tmp_path, text, fragment):
@@ -221,3 +229,8 @@ def test_empty_file_is_defaults(tmp_path):
     path = tmp_path / "clawd.json"
     path.write_text("  ")
     assert load_config(path).model_dump() == Config().model_dump()
+
+
+def test_a_base_url_keeps_its_path_and_loses_surrounding_spaces():
+    config = parse_config("{models: {providers: {local: {baseUrl: ' https://h:8080/v1 '}}}}")
+    assert config.models.providers["local"].base_url == "https://h:8080/v1"

@@ -320,8 +320,9 @@ def test_help_lists_the_keys_in_the_repl_only(tmp_path, history):
     chat = Chat(make_runtime(tmp_path, ScriptedProvider([])), KEY)
     _, out = run(chat, f"/help{ENTER}{CTRL_D}", history)
     assert "/memory search QUERY | show | add TEXT | status" in out and "\nKeys:\n" in out
+    flat = " ".join(out.split()) + " "  # descriptions are wrapped to the terminal's width
     for key, does in repl.KEYS:
-        assert re.search(rf"\n{re.escape(key)} +{re.escape(does)}\n", out), key
+        assert f" {key} {does} " in flat, key
     for name in ("Enter", "Esc Enter", "Tab", "Ctrl-C", "Ctrl-D", "Ctrl-R"):
         assert f"\n{name}" in out
     one_shot = Chat(make_runtime(tmp_path / "other", ScriptedProvider([])), KEY)

@@ -68,3 +68,20 @@ def test_a_fast_reply_draws_no_waiting_line(server, terminal):
     term.send("hi\r")
     term.expect("Quick.")
     assert "waiting for" not in plain(term.output)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_help_fits_the_terminal_and_breaks_no_word(server, terminal, columns):
+    term = terminal(columns=columns)
+    term.expect("›")
+    start = len(term.output)
+    term.send("/help\r")
+    term.expect("Ctrl-L", since=start)
+    lines = plain(term.output[start:]).splitlines()
+    listed = [line for line in lines if line.startswith(("/", " "))]
+    assert all(len(line) <= columns for line in lines)
+    text = " ".join(" ".join(listed).split())
+    for phrase in ("show the model and where it comes from, pin one to this session, or "
+                   "follow the config again", "search memory, show MEMORY.md and the memory "
+                   "files, add a note to today's log, or show the state of the memory index"):
+        assert phrase in text
