@@ -137,8 +137,11 @@ def format_index_summary(done: dict[str, Any]) -> str:
     if done.get("rebuilt"):
         text += "; the index was rebuilt"
     vectors = []
-    if done.get("embedded"):
-        vectors.append(f"{done['embedded']} embedded with {done.get('provider')}")
+    if done.get("embedded"):  # texts, not chunks: a long chunk is embedded in pieces too
+        made = f"{done['embedded']} computed with {done.get('provider')}"
+        if done["embedded"] != done.get("chunks"):
+            made += " (one per chunk, and one per piece of a chunk with several sections)"
+        vectors.append(made)
     if done.get("cached"):
         vectors.append(f"{done['cached']} from the cache")
     if done.get("submitted"):

@@ -19,7 +19,7 @@ from typing import Any
 
 from clawd.compose import agent_paths, session_key
 from clawd.errors import ClawdError
-from clawd.messages import Message
+from clawd.messages import Message, utc_iso
 from clawd.session_files import (
     DELETED_DIR,
     Summary,
@@ -47,7 +47,7 @@ class Row:
         s = self.summary
         return {"sessionId": s.session_id, "key": self.key or s.key, "current": bool(self.key),
                 "title": s.title, "messages": s.messages, "model": s.model,
-                "createdAt": s.created, "lastActivity": s.last_activity,
+                "createdAt": utc_iso(s.created), "lastActivity": utc_iso(s.last_activity),
                 "sessionFile": str(s.path)}
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 from clawd.agent import Session
-from clawd.errors import ClawdError
-from clawd.events import ClearScreen, CommandOutput, Compacted, ErrorEvent, Event, Notice
+from clawd.errors import ClawdError, ProviderSetupError
+from clawd.events import ClearScreen, CommandOutput, ErrorEvent, Event, Notice
 from clawd.hooks import due_reset, end_session
 from clawd.memory.notes import append_to_daily_log
 from clawd.messages import Usage
@@ -43,6 +43,10 @@ class Chat:
         self.session = Session(runtime, key, model, pin=False)
         self.keys: list[tuple[str, str]] = []  # the front end's keys and what they do, for /help
         self.width: Callable[[], int] | None = None  # the terminal's width, for /help
+        if not runtime.workspace.is_dir() and runtime.settings.workspace_access != "none":
+            log.warning("the workspace %s does not exist (run clawd init to create it with "
+                        "its starter files); chatting without workspace files until then",
+                        runtime.workspace)
         memory = runtime.memory
         if memory is not None and memory.settings.sync.on_session_start and not background:
             memory.mark_dirty()  # one-shot runs sync on their first search
@@ -73,6 +77,32 @@ class Chat:
             yield ErrorEvent(str(exc))
             if text and not text.startswith("/"):  # the turn did not start (a failed reset)
                 yield self.session.turn_done("", failed=True, usage=Usage())
+
+    def with_current_models(self, action: Callable[[], object]) -> str:
+        """Run ``action`` (which resolves a model); when it fails because the provider or
+        model is unknown, read the config file's ``models`` section again (one declared
+        after clawd started) and retry once. Returns what to add to the command's answer
+        when the models were read again ("" otherwise)."""
+        try:
+            action()
+            return ""
+        except ProviderSetupError:
+            if not self._reread_models():
+                raise
+        action()
+        return "; the config's models were read again: clawd.json changed since clawd started"
+
+    def _reread_models(self) -> bool:
+        """Adopt the config file's current ``models`` section; whether it changed. Other
+        settings are read at start-up only. A config that no longer loads is an error."""
+        from clawd.config import config_path, load_config
+
+        config = self.runtime.config
+        fresh = load_config(config.source or config_path())
+        if fresh.models == config.models:
+            return False
+        config.models = fresh.models
+        return True
 
     def new_session(self, reason: str, model: str | None = None) -> Generator[Event, None, None]:
         """End the current session (``hooks.end_session``) and start a new one."""
@@ -179,15 +209,19 @@ def _model(chat: Chat, args: str) -> Generator[Event, None, None]:
         yield from _out("model", f"model: {session.model_ref} (from the config; no longer "
                                  f"pinned)")
     elif args:
-        session.set_model(args)
+        reread = chat.with_current_models(lambda: session.set_model(args))
         yield from _out("model", f"model set to {args} (pinned to this session; /model "
-                                 f"default follows the config again)")
+                                 f"default follows the config again){reread}")
     else:
         yield from _out("model", f"model: {session.model_ref} (from {session.model_source})")
 
 
 @command("new", "/new [PROVIDER/MODEL]", "start a new session (the old one is saved to memory/)")
 def _new(chat: Chat, args: str) -> Generator[Event, None, None]:
+    if args:  # an unusable model fails before anything ends
+        reread = chat.with_current_models(lambda: chat.runtime.models(args).connect())
+        if reread:
+            yield Notice(reread.lstrip("; "))
     yield from chat.new_session("/new", args or None)
     yield from _out("new", f"new session started ({chat.session.model_ref})")
 
@@ -220,12 +254,10 @@ def _undo(chat: Chat, args: str) -> Generator[Event, None, None]:
 
 @command("compact", "/compact [instructions]", "summarise older history now")
 def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
-    events = list(chat.session.compact(args or None))
-    yield from events
-    done = next((e for e in events if isinstance(e, Compacted)), None)
-    text = (f"compacted: {done.tokens_before:,} → {done.tokens_after:,} tokens ({done.method})"
-            if done else "nothing was compacted")
-    yield from _out("compact", text)
+    # The compaction's own events say what happened (compacted, or why not): the command
+    # adds no second line (an empty ``command`` event in --json).
+    yield from chat.session.compact(args or None)
+    yield from _out("compact", "")
 
 
 @command("memory", "/memory search QUERY | show | add TEXT | status",

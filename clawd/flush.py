@@ -107,8 +107,24 @@ def told_since_last_note(messages: list[Message]) -> bool:
 
 def told(text: str) -> list[str]:
     """The sentences of a user's message that tell something: all but its questions (a
-    conversation of questions has no fact of the user's to save)."""
-    return [s for s in sentences(text) if not s.rstrip().endswith("?")]
+    conversation of questions has no fact of the user's to save) and its chatter."""
+    return [s for s in sentences(text) if not s.rstrip().endswith("?") and not is_chatter(s)]
+
+
+# A greeting, thanks or a word of assent, alone or before "this is a test": talk about the
+# conversation itself, never a fact to keep ("Hello, **this** is a test of the `REPL`").
+_GREETING = (r"(?:hello|hi|hey|hiya|howdy|good (?:morning|afternoon|evening)|thanks|"
+             r"thank you|ok|okay|cool|great|nice)")
+_CHATTER = re.compile(rf"(?:{_GREETING}\b[\s,.!]*)*(?:(?:this|it)(?:'s| is) (?:just |only )?"
+                      rf"(?:a |another )?test(?: message| run| of (?:the |this |my )?\w+)?"
+                      rf"|testing(?:[ ,]+(?:one|two|three|1|2|3))*|)", re.I)
+
+
+def is_chatter(sentence: str) -> bool:
+    """Whether a sentence is only a greeting, thanks, or a test message (its Markdown
+    emphasis and code marks aside)."""
+    plain = re.sub(r"[*_`~]", "", sentence).strip(" \t\n.!")
+    return _CHATTER.fullmatch(plain) is not None
 
 
 def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> bool:

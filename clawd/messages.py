@@ -33,6 +33,18 @@ def parse_iso(stamp: Any) -> datetime | None:
         return None
 
 
+def utc_iso(stamp: Any) -> str | None:
+    """A timestamp in one form, UTC with milliseconds and ``Z`` (as ``now_iso`` writes);
+    None when unreadable. Transcripts say ``Z``, the session store the local offset."""
+    parsed = parse_iso(stamp)
+    if parsed is None:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.astimezone()  # a stamp without an offset is local time
+    return (parsed.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"))
+
+
 def now_iso() -> str:
     """The current UTC time as an ISO-8601 string with milliseconds."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -40,6 +40,16 @@ def brief_arguments(name: str, arguments: dict[str, Any], width: int = 100) -> s
 
 RESULT_CHARS = 2000  # of a tool result in a ``toolResult`` event
 
+# How a compaction's summary was made (``Compacted.method``), in words.
+COMPACTION_METHODS = {
+    "single": "summarised in one request",
+    "chunked": "summarised in parts, then merged",
+    "smaller-chunks": "summarised in smaller parts: the first attempt did not fit",
+    "simple": "summarised with the short prompt: the full one failed",
+    "truncated": "no summary could be made: the older messages were replaced by a note of "
+                 "what they held",
+}
+
 
 def event_json(event: Any, *, deltas: bool = False) -> list[dict[str, Any]]:
     """The ``--json`` lines of an event (docs/json-events.md); text deltas only with
@@ -151,7 +161,8 @@ class Renderer:
         elif isinstance(event, ev.TurnDone):
             self._end_reply()
         elif isinstance(event, ev.CommandOutput):
-            self.line(event.text, side=False)
+            if event.text:  # empty: the command's events said it all (``/compact``)
+                self.line(event.text, side=False)
             return event.quit
         elif isinstance(event, ev.ToolStarted):
             self.line(f"· {event.name} {brief_arguments(event.name, event.arguments)}", DIM)
@@ -167,8 +178,9 @@ class Renderer:
                 f"{path}:{start}" + (f"-{end}" if end != start else "")
                 for path, start, end, _ in event.places), DIM)
         elif isinstance(event, ev.Compacted):
+            how = COMPACTION_METHODS.get(event.method, event.method)
             self.line(f"· compacted: {event.tokens_before:,} → {event.tokens_after:,} tokens "
-                      f"({event.method})", DIM)
+                      f"({how})", YELLOW if event.method == "truncated" else DIM)
         elif isinstance(event, ev.Notice):
             self.line(f"· {event.text}", YELLOW)
         elif isinstance(event, ev.ErrorEvent):

@@ -3,12 +3,13 @@
 ``run_repl`` wires a ``Chat`` for the terminal; ``repl_loop`` is the prompt loop itself and
 takes the chat, the prompt-toolkit input/output and the text stream replies go to, so tests
 drive it through a pipe. Events are rendered by ``clawd.render.Renderer``; ``banner`` and
-``toolbar_text`` (the status line, fitted to the terminal's width) are the REPL's own text; a
-reopened session starts with its last few exchanges (``format_recap``), and ``/clear`` clears
-the screen. Enter sends, Esc+Enter (Alt+Enter) starts a new line, a bracketed paste stays one
-message; Ctrl-C while a reply streams is thrown into the turn (which keeps the partial reply),
-Ctrl-C at the prompt clears the line, Ctrl-D leaves; ``KEYS`` says so to ``/help``. Tab
-completes command words and their subcommands, both from the command registry.
+the status line (``clawd.statusline``) are the REPL's own text; a reopened session starts
+with its last few exchanges (``format_recap``), and ``/clear`` clears the screen. Enter
+sends, Esc+Enter (Alt+Enter) starts a new line, a bracketed paste stays one message; Ctrl-C
+while a reply streams is thrown into the turn (which keeps the partial reply), Ctrl-C at the
+prompt clears the line, Ctrl-D leaves; ``KEYS`` says so to ``/help``. Tab completes command
+words and their subcommands, both from the command registry, from the text as it is (also
+when it arrived in the same burst as the Tab).
 While a turn waits (for the model's first token, a flush, a compaction) a dim line says on
 what, for how long, with the model and the context share (``clawd.waiting``).
 ``ExecApproval`` asks before each shell command the model wants to run (``a``: not again in
@@ -26,20 +27,18 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application.current import create_app_session, get_app
-from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.application.current import create_app_session
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.filters import is_searching
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.shortcuts import clear
-from prompt_toolkit.utils import get_cwidth
 
 from clawd.commands import Chat, completions
-from clawd.config import ModelCost
 from clawd.events import ClearScreen
-from clawd.providers.registry import model_info
 from clawd.render import DIM, YELLOW, Renderer, drive
 from clawd.reports import format_recap
+from clawd.statusline import Status
 from clawd.waiting import WaitingLine
 
 log = logging.getLogger(__name__)
@@ -51,53 +50,6 @@ PROMPT = "› "
 
 def banner(agent_id: str, key: str, model: str) -> str:
     return f"clawd · agent {agent_id} · session {key} · model {model} · /help for commands"
-
-
-def _tokens(n: int) -> str:
-    return f"{n / 1_000_000:.1f}M" if n >= 999_500 else f"{n / 1000:.1f}k" if n >= 1000 \
-        else str(n)
-
-
-def _dollars(cost: float) -> str:
-    return "$0" if cost == 0 else f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
-
-
-# What goes first when the status line is too wide: each step shortens or drops one part.
-_ORDER = ("model", "context", "turn", "cost", "keys", "help")
-_NARROWING = ("keys", "context", "turn", "help", "context", "model", "turn", "cost", "context")
-
-
-def toolbar_text(model: str, used: int | None, window: int, *, width: int = 80,
-                 turn: tuple[int, int] | None = None, cost: float | None = None) -> str:
-    """The status line: the model, how full the context window is, the last turn's tokens
-    (read, written) and cost, and key hints; fitted to ``width`` by shortening or dropping
-    the less useful parts first, then the provider's name, the model's last."""
-    pct = 100.0 * used / window if window and used is not None else 0.0
-    forms = {
-        "model": [model, model.partition("/")[2] or model],
-        "context": ["context …", ""] if used is None else
-                   [f"context {pct:.0f}% ({used:,} / {window:,})", f"context {pct:.0f}%",
-                    f"{pct:.0f}%", ""],
-        "turn": [""] if turn is None else
-                [f"last turn {turn[0]:,} in, {turn[1]:,} out",
-                 f"{_tokens(turn[0])} in {_tokens(turn[1])} out", ""],
-        "cost": [""] if cost is None else [_dollars(cost), ""],
-        "keys": ["Esc+Enter: new line", ""],
-        "help": ["/help", ""],
-    }
-    level = dict.fromkeys(forms, 0)
-
-    def text() -> str:
-        return " " + " · ".join(f for name in _ORDER if (f := forms[name][level[name]])) + " "
-
-    for part in _NARROWING:
-        if get_cwidth(text()) <= width:
-            break
-        level[part] = min(level[part] + 1, len(forms[part]) - 1)
-    line = text()
-    while get_cwidth(line) > width and len(line) > 2:  # the model's name alone is too long
-        line = line[:-3] + "… "
-    return line
 
 
 # --- input ----------------------------------------------------------------------------------
@@ -139,8 +91,26 @@ KEYS = [
 ]
 
 
-def key_bindings() -> KeyBindings:
+def key_bindings(completer: Completer | None = None) -> KeyBindings:
     keys = KeyBindings()
+
+    if completer is not None:
+        @keys.add("tab", filter=~is_searching)
+        def _complete(event) -> None:
+            """Tab completes from the text as it is now, even when it arrived in the same
+            burst (before completion while typing had run): one match is taken, and Tab
+            again keeps it; several open the menu, and Tab moves through it."""
+            buffer = event.current_buffer
+            state = buffer.complete_state
+            if state is not None and state.complete_index is not None:
+                buffer.complete_next()  # moving through a menu already open
+                return
+            found = list(completer.get_completions(
+                buffer.document, CompleteEvent(completion_requested=True)))
+            if len(found) == 1:
+                buffer.apply_completion(found[0])
+            elif found:
+                buffer.start_completion(select_first=True)
 
     @keys.add("enter", filter=~is_searching)  # while searching (Ctrl-R), Enter takes the match
     def _submit(event) -> None:
@@ -183,78 +153,11 @@ def history_path(state: Path, agent_id: str) -> Path:
 
 # --- the loop -------------------------------------------------------------------------------
 
-_USAGE = ("cumulativeInputTokens", "cumulativeOutputTokens", "cumulativeCacheReadTokens",
-          "cumulativeCacheWriteTokens")
-
-
-class _Status:
-    """What the status line shows, measured before and after each turn, never per keypress:
-    the context size, and the last turn's tokens and cost (from the session's usage counters,
-    so a memory flush in the turn counts too)."""
-
-    def __init__(self, chat: Chat):
-        self.chat = chat
-        self.used: int | None = chat.session.entry.get("contextUsedTokens") or None
-        self.turn: tuple[int, int] | None = None
-        self.cost: float | None = None
-        self._before = self._usage()
-
-    def _usage(self) -> tuple[str | None, list[int]]:
-        entry = self.chat.session.entry
-        return entry.get("sessionId"), [int(entry.get(name) or 0) for name in _USAGE]
-
-    def start_turn(self) -> None:
-        self._before = self._usage()
-
-    def end_turn(self) -> None:
-        """The tokens the line just handled used, if it called the model."""
-        session, after = self._usage()
-        # after /new or /reset, the counters are the new session's, from zero
-        before = self._before[1] if session == self._before[0] else [0] * len(_USAGE)
-        fresh, output, read, written = (a - b for a, b in zip(after, before))
-        if fresh or output or read or written:
-            self.turn = (fresh + read + written, output)
-            price = self._price()
-            self.cost = price.dollars(fresh, output, read, written) if price else None
-        self.refresh()
-
-    def _price(self) -> ModelCost | None:
-        try:
-            info = model_info(self.chat.runtime.config, self.chat.session.model_ref)
-        except Exception:  # noqa: BLE001 - no price is shown then
-            return None
-        return info.cost if info else None
-
-    def refresh(self) -> None:
-        try:
-            self.used = self.chat.session.context_tokens()
-        except Exception:  # noqa: BLE001 - a status line must not end the REPL
-            log.debug("context size unavailable", exc_info=True)
-
-    def brief(self) -> str:
-        """The model and how full the context is, for the waiting line."""
-        session = self.chat.session
-        window = session.budget.context_window
-        if self.used is None or not window:
-            return session.model_ref
-        return f"{session.model_ref} · context {100.0 * self.used / window:.0f}%"
-
-    def text(self) -> str:
-        session = self.chat.session
-        try:
-            window = session.budget.context_window
-        except Exception:  # noqa: BLE001 - e.g. a model the registry no longer knows
-            window = 0
-        return toolbar_text(session.model_ref, self.used, window,
-                            width=get_app().output.get_size().columns, turn=self.turn,
-                            cost=self.cost)
-
-
 class _Warmup:
     """Builds the provider (importing its SDK) and measures the context off the main thread,
     started once the first prompt is drawn; joined before anything uses the session."""
 
-    def __init__(self, status: _Status, on_done: Callable[[], None]):
+    def __init__(self, status: Status, on_done: Callable[[], None]):
         self.status, self.on_done = status, on_done
         self.thread: threading.Thread | None = None
 
@@ -299,12 +202,13 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
     if isinstance(history, Path):
         history.parent.mkdir(parents=True, exist_ok=True)
         history = FileHistory(str(history))
-    status = _Status(chat)
+    status = Status(chat)
     chat.keys = KEYS
     chat.width = lambda: shutil.get_terminal_size().columns
+    completer = SlashCompleter(completions())
     session: PromptSession = PromptSession(
-        history=history or InMemoryHistory(), completer=SlashCompleter(completions()),
-        complete_while_typing=True, key_bindings=key_bindings(), multiline=True,
+        history=history or InMemoryHistory(), completer=completer,
+        complete_while_typing=True, key_bindings=key_bindings(completer), multiline=True,
         prompt_continuation=lambda width, line, wrap: " " * width,
         bottom_toolbar=status.text, enable_history_search=False)
     warmup = _Warmup(status, session.app.invalidate)
@@ -350,7 +254,7 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
             renderer.line("· interrupted", YELLOW)
 
 
-def _waiting_line(renderer: Renderer, status: _Status) -> WaitingLine | None:
+def _waiting_line(renderer: Renderer, status: Status) -> WaitingLine | None:
     """The line that says what a turn is waiting for (a terminal only, not ``--json``)."""
     stream = renderer.stream
     if renderer.as_json or not stream.isatty():

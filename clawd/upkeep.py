@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from clawd.access import WRITE_TOOLS
 from clawd.compaction import find_cut, summarize
+from clawd.context import history_messages
 from clawd.errors import ClawdError, ProviderError
 from clawd.events import Compacted, Event, Flushed, Notice, Waiting
 from clawd.flush import (
@@ -201,6 +202,14 @@ class Upkeep:
         except ProviderError as exc:  # not about size (an outage): the history stays as is
             raise ProviderError(f"compaction stopped, the history is unchanged: {exc}",
                                 status=exc.status) from exc
+        replaced = estimate_messages(history_messages(s.history.summary, messages[:cut]))
+        if summary.method != "truncated" and estimate_messages(
+                history_messages(summary.text, [])) >= replaced:
+            # a short history: its summary would take more room than the messages it replaces
+            yield Notice(f"not compacted: the summary would not be smaller than the "
+                         f"{cut} message{'s' * (cut != 1)} it replaces ({replaced:,} tokens); "
+                         f"the history is unchanged")
+            return False
         entry = {"type": "compaction", "id": new_id(), "summary": summary.text,
                  "firstKeptId": messages[cut].id if cut < len(messages) else None,
                  "tokensBefore": before, "tokensAfter": 0, "instructions": instructions,

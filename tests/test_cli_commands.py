@@ -5,6 +5,7 @@ local fake server)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -153,7 +154,16 @@ def test_memory_index_prints_a_summary_and_ends_its_progress_line(isolated_home,
     code, out, err = run(["memory", "index"], capsys)
     assert code == 0, err
     assert out.startswith("1 memory file: 1 indexed (1 chunk), 0 removed")
-    assert "Vectors: 1 embedded with local." in out
+    assert "Vectors: 1 computed with local." in out
     assert err.startswith("\rindexing [") and err.endswith(" 1/1 chunks\n")
     code, out, err = run(["memory", "index"], capsys)
     assert out == "1 memory file, all up to date.\n" and err == ""
+    # a daily log of several sections: more vectors than chunks, and the line says why
+    (workspace / "memory" / "b.md").write_text(
+        "".join(f"## Topic {i}\n" + f"- a note about topic {i} that runs on for a while\n" * 6
+                for i in range(4)))
+    code, out, err = run(["memory", "index"], capsys)
+    chunks = int(re.search(r"\((\d+) chunks?\)", out).group(1))
+    made = int(re.search(r"Vectors: (\d+) computed", out).group(1))
+    assert made > chunks, out
+    assert "(one per chunk, and one per piece of a chunk with several sections)" in out

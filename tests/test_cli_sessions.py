@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 
 import pytest
 
@@ -57,6 +58,8 @@ def test_list_show_export(sessions_dir, capsys):
     main = next(s for s in listed if s["key"] == "agent:main:main")
     assert main["messages"] == 4 and main["title"] == "plan the kyoto trip in october"
     assert main["current"] and main["lastActivity"]
+    stamps = [s[k] for s in listed for k in ("createdAt", "lastActivity")]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", t) for t in stamps), stamps
 
     code, out, _ = run(["sessions", "show", "main", "-n", "2"], capsys)
     assert code == 0 and main["sessionId"] in out and "Messages:   4" in out

@@ -89,7 +89,7 @@ def test_undo_after_a_compaction_and_of_a_summarised_turn(tmp_path):
         "NO_REPLY" if is_flush(request) else summary))
     runtime = make_runtime(tmp_path, provider)
     chat = Chat(runtime, KEY)
-    list(chat.handle("first"))
+    list(chat.handle("first" + " and more" * 60))  # long enough that a summary saves room
     list(chat.handle("second"))
     list(chat.handle("/compact"))  # flushes, then summarises the first turn, keeps the second
     assert texts(chat.session.history.messages) == ["second", "two"]
@@ -241,3 +241,34 @@ def test_help_wraps_descriptions_between_words(tmp_path, width):
     chat.width = None  # a script: one line per command, as written
     plain = said(list(chat.handle("/help"))).splitlines()
     assert all(c.help in plain[i] for i, c in enumerate(REGISTRY.values()))
+
+
+def test_model_reads_a_provider_declared_after_start(isolated_home, capsys):
+    """The config is read at start-up; a provider added to clawd.json later is found by
+    /model (and /new) reading the models again, not reported as missing from the file."""
+    import json as _json
+
+    from clawd.compose import build_runtime
+    from clawd.config import load_config
+
+    from conftest import write_local_config
+
+    workspace = write_local_config(isolated_home, "http://127.0.0.1:9")
+    path = isolated_home / ".clawd" / "clawd.json"
+    runtime = build_runtime(load_config(path), None, with_memory=False)
+    chat = Chat(runtime, KEY)
+    unknown = said(list(chat.handle("/model later/m2")))
+    assert "unknown provider 'later'" in unknown
+    data = _json.loads(path.read_text())
+    data["models"]["providers"]["later"] = {"api": "openai-completions",
+                                            "baseUrl": "http://127.0.0.1:9/v1",
+                                            "models": [{"id": "m2", "contextWindow": 32000}]}
+    path.write_text(_json.dumps(data))
+    answer = said(list(chat.handle("/model later/m2")))
+    assert answer.startswith("model set to later/m2 (pinned to this session")
+    assert "the config's models were read again" in answer
+    assert chat.session.model_ref == "later/m2"
+    path.write_text("{models: {")  # a config that no longer loads: said, nothing changes
+    broken = said(list(chat.handle("/model other/m3")))
+    assert "not valid JSON5" in broken and chat.session.model_ref == "later/m2"
+    assert workspace.is_dir()

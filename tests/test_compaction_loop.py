@@ -8,6 +8,7 @@ from the transcript lines and from the requests the scripted provider recorded.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -358,8 +359,9 @@ def test_compact_command_flushes_first_and_passes_its_instructions(tmp_path):
     assert entry["instructions"] == "focus on FACT-003 and the deploy plan"
     assert entry["reason"] == "manual"
     assert markers(lines(chat.session)) == "FC"
-    out = [e for e in events if isinstance(e, CommandOutput)][-1]
-    assert out.text.startswith("compacted:")
+    # said once: the compaction's own event; the command adds no second line
+    assert len([e for e in events if isinstance(e, Compacted)]) == 1
+    assert [e.text for e in events if isinstance(e, CommandOutput)] == [""]
     assert chat.session.store.get(KEY)["compactionCount"] == 1
     # The next /compact is a new cycle, but a flush already done in a cycle is not repeated.
     list(chat.handle(user_text(15)))
@@ -380,6 +382,45 @@ def test_compact_with_nothing_to_cut_does_not_use_up_the_flush(tmp_path):
     assert markers(lines(chat.session)).startswith("FC")
     first = flush_prompts(provider)[0]  # at the flush point, not at the empty /compact
     assert len(first.messages) > 40
+
+
+def test_a_compaction_that_would_not_shrink_the_context_keeps_the_history(tmp_path):
+    """Two short turns: a summary longer than what it replaces is not applied."""
+    model = LoopModel()
+    wordy = "## Goal\n" + "- a long and wordy summary of almost nothing at all\n" * 20
+    provider, runtime, session = start(
+        tmp_path, lambda request: wordy if is_summary(request) else model(request))
+    chat = Chat(runtime, KEY)
+    list(chat.handle("hi"))
+    list(chat.handle("and hello"))
+    before = list(session.history.messages)
+    used = session.context_tokens()
+    events = list(chat.handle("/compact"))
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and notices[0].startswith(
+        "not compacted: the summary would not be smaller than the 2 messages it replaces (")
+    assert notices[0].endswith("tokens); the history is unchanged")
+    assert not any(isinstance(e, Compacted) for e in events)
+    assert session.history.messages == before and session.history.summary is None
+    assert session.context_tokens() == used
+    assert not any(e["type"] == "compaction" for e in lines(session))
+    assert session.store.get(KEY)["compactionCount"] == 0
+
+
+def test_compact_in_a_script_says_it_once(tmp_path, capsys):
+    from clawd.render import Renderer
+    from clawd.render import drive as render_all
+
+    provider, runtime, session = start(tmp_path, LoopModel())
+    chat = Chat(runtime, KEY)
+    for i in range(15):
+        list(chat.handle(user_text(i)))
+    out, side = io.StringIO(), io.StringIO()
+    render_all(chat.handle("/compact"), Renderer(out, side=side, color=False).event)
+    assert out.getvalue() == ""
+    said = side.getvalue()
+    assert said.count("compacted:") == 1
+    assert "tokens (summarised in one request)" in said or "(summarised in parts" in said
 
 
 # --- read-only workspaces ------------------------------------------------------------------------

@@ -13,7 +13,15 @@ from clawd.commands import Chat
 from clawd.config import MemoryFlush
 from clawd.errors import ProviderError
 from clawd.events import CommandOutput, Compacted, ErrorEvent, Flushed
-from clawd.flush import SilentFilter, flush_due, flush_prompt, is_silent, noted, unsaved_words
+from clawd.flush import (
+    SilentFilter,
+    flush_due,
+    flush_prompt,
+    is_chatter,
+    is_silent,
+    noted,
+    unsaved_words,
+)
 from clawd.messages import Message, ToolCall
 from clawd.providers.scripted import ScriptedProvider
 from clawd.tokens import make_budget
@@ -328,3 +336,25 @@ def test_the_users_own_words_leave_out_questions(tmp_path):
                     Message.assistant("Noted."),
                     Message.user("Is the Museu Nacional open on Mondays?")]
     assert unsaved_words(tmp_path, conversation, date(2026, 11, 22)) == "- She lands at 14:05."
+
+
+def test_the_users_own_words_leave_out_greetings_and_test_messages(tmp_path):
+    conversation = [Message.user("Hello, **this** is a test of the `REPL`"),
+                    Message.assistant("Hello!"),
+                    Message.user("Thanks! The NAS is called tern and runs Debian 12."),
+                    Message.user("This is a test server called WREN, on port 8443.")]
+    assert unsaved_words(tmp_path, conversation, date(2026, 11, 22)) == (
+        "- The NAS is called tern and runs Debian 12.\n"
+        "- This is a test server called WREN, on port 8443.")
+
+
+@pytest.mark.parametrize("sentence, chatter", [
+    ("Hello, **this** is a test of the `REPL`", True),
+    ("Hi!", True), ("Thank you.", True), ("ok", True), ("testing one two three", True),
+    ("hey, it's just a test message", True),
+    ("Hi, my server is box7.", False), ("This is a test server called tern.", False),
+    ("OK, the budget is 2400.", False), ("Testing the router on port 8443.", False),
+    ("It is a testament to Python.", False), ("Thanks, Ines is my sister.", False),
+])
+def test_chatter_is_a_greeting_thanks_or_a_test_message(sentence, chatter):
+    assert is_chatter(sentence) is chatter

@@ -65,8 +65,9 @@ def test_the_saved_session_keeps_the_summary_of_what_compaction_took_out(tmp_pat
     provider = ScriptedProvider(default=reply)
     runtime = make_runtime(tmp_path, provider, clock=clock)
     chat = Chat(runtime, KEY)
-    for text in ("my budget for the Lisbon trip is 2400 euros", "and a museum list?",
-                 "which day is best?"):
+    padding = " and so on" * 60  # long enough that a summary saves room
+    for text in ("my budget for the Lisbon trip is 2400 euros" + padding,
+                 "and a museum list?" + padding, "which day is best?"):
         list(chat.handle(text))
     list(chat.handle("/compact"))
     assert "2400" not in " ".join(m.text for m in chat.session.history.messages)

@@ -18,14 +18,15 @@ from prompt_toolkit.output import DummyOutput
 from prompt_toolkit.output.vt100 import Vt100_Output
 
 from clawd import events as ev
-from clawd import repl
+from clawd import repl, statusline
 from clawd.commands import Chat, completions
 from clawd.config import parse_config
 from clawd.errors import ProviderSetupError
 from clawd.messages import TextDelta, Usage
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.render import Renderer, brief_arguments
-from clawd.repl import ExecApproval, SlashCompleter, drive, repl_loop, run_repl, toolbar_text
+from clawd.repl import ExecApproval, SlashCompleter, drive, repl_loop, run_repl
+from clawd.statusline import toolbar_text
 
 from conftest import make_runtime
 
@@ -195,7 +196,8 @@ def test_drive_stops_on_quit_and_survives_an_unhandled_interrupt():
      "Let me look.\n· read path='a.md'\nDone\n"),
     ([ev.Flushed(files=["memory/2026-11-22.md"]), ev.Flushed(skipped="read-only")],
      "· memory flush: memory/2026-11-22.md\n· memory flush: read-only\n"),
-    ([ev.Compacted(150_000, 30_000, "model")], "· compacted: 150,000 → 30,000 tokens (model)\n"),
+    ([ev.Compacted(150_000, 30_000, "single")],
+     "· compacted: 150,000 → 30,000 tokens (summarised in one request)\n"),
     ([TextDelta("partial"), ev.Notice("reply interrupted"), ev.TurnDone("", aborted=True)],
      "partial\n· reply interrupted\n"),
     ([ev.ErrorEvent("boom")], "error: boom\n"),
@@ -412,7 +414,7 @@ def test_status_line_shows_the_last_turn_tokens_and_cost(tmp_path, history, monk
                 pipe.send_text(CTRL_D)  # seen after the turn: leave
             return shown[-1]
 
-        monkeypatch.setattr(repl, "toolbar_text", spy)
+        monkeypatch.setattr(statusline, "toolbar_text", spy)
         give_up = threading.Timer(20, pipe.send_text, [CTRL_D])
         give_up.start()
         pipe.send_text(f"hi{ENTER}/status{ENTER}")

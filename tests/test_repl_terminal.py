@@ -85,3 +85,18 @@ def test_help_fits_the_terminal_and_breaks_no_word(server, terminal, columns):
                    "follow the config again", "search memory, show MEMORY.md and the memory "
                    "files, add a note to today's log, or show the state of the memory index"):
         assert phrase in text
+
+
+@pytest.mark.parametrize("keys", [
+    "/mem\t status\r",          # the text and Tab in one burst
+    "/mem\t\t status\r",        # a second Tab keeps the one match
+    "/memory st\t\r",           # a subcommand, the same way
+])
+def test_tab_in_the_same_burst_as_the_text_completes(server, terminal, keys):
+    term = terminal()
+    term.expect("›")
+    start = len(term.output)
+    term.send(keys)
+    # /memory ran (memory search is off in this config); /mem would be an unknown command
+    term.expect("memory search is off", since=start)
+    assert "unknown command" not in plain(term.output[start:])

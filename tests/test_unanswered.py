@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 
 from clawd import cli
 from clawd.agent import Session
@@ -114,3 +115,17 @@ def test_the_cli_shows_and_sends_unanswered_messages(isolated_home, capsys):
     assert md.count("(no reply: the request failed or was stopped)") == 2
     listed = json.loads((cli.main(["sessions", "list", "--json"]), capsys.readouterr().out)[1])
     assert listed[0]["messages"] == 4
+
+
+def test_chat_without_init_says_the_workspace_is_missing(isolated_home, caplog):
+    with FakeServer() as server:
+        workspace = write_local_config(isolated_home, server.url)
+        server.default("POST", "/v1/chat/completions", lambda r: openai_stream("Hi."))
+        for path in sorted(workspace.rglob("*"), reverse=True):
+            path.rmdir()
+        workspace.rmdir()
+        with caplog.at_level(logging.WARNING, logger="clawd"):
+            assert cli.main(["chat", "-m", "hello"]) == 0
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1 and said[0].startswith(
+        f"the workspace {workspace} does not exist (run clawd init")
