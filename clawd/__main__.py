@@ -1,5 +1,5 @@
 """Entry point for ``python -m clawd``."""
 
-from clawd.cli import main
+from clawd.frontends.cli import main
 
 raise SystemExit(main())

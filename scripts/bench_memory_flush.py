@@ -190,7 +190,7 @@ class Model:
         return Reply("", [tool("edit", path=path, oldText=tail, newText=f"{tail}\n{lines}")])
 
     def summarise(self, request) -> str:
-        from clawd.tokens import estimate_text
+        from clawd.core.tokens import estimate_text
 
         kept = fact_sentences(request.messages[0].text)
         if self.summary_tokens:
@@ -231,12 +231,12 @@ class Run:
 
 def run(name: str, flush: bool, plan: list[Turn], facts: list[Fact], docs: dict[str, str],
         root: Path, args: argparse.Namespace) -> Run:
-    from clawd.agent import Session
     from clawd.config import AgentDefaults, Config
-    from clawd.events import Compacted, ErrorEvent
+    from clawd.core.events import Compacted, ErrorEvent
+    from clawd.core.tokens import estimate_request
+    from clawd.loop.runtime import Runtime, fixed_models
+    from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
-    from clawd.runtime import Runtime, fixed_models
-    from clawd.tokens import estimate_request
     from clawd.tools.files import file_tools
 
     started = time.perf_counter()
@@ -318,7 +318,7 @@ def split(r: Run, pairs: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
 
 def report(runs: list[Run], plan: list[Turn], facts: list[Fact],
            args: argparse.Namespace) -> str:
-    from clawd.tokens import encoder_name, make_budget
+    from clawd.core.tokens import encoder_name, make_budget
 
     budget = make_budget(args.window, args.window // 8, args.window // 8)
     n = len(facts)

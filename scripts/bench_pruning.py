@@ -7,7 +7,7 @@ real turn loop (``Session.run_turn``: pruning, memory flush, compaction) with a 
 model on a 200,000-token window, once per ``contextPruning.mode``: ``off`` (the baseline),
 ``cache-ttl``, ``adaptive`` and ``aggressive``. Every mode sees the same turns and the same
 tool outputs. Each request the model received is measured with the loop's own estimator
-(``clawd.tokens.estimate_request``); flush and summary requests count too.
+(``clawd.core.tokens.estimate_request``); flush and summary requests count too.
 
 A second table replays the requests against a model of Anthropic's prompt cache (an entry
 per breakpoint: end of the system prompt and end of the newest message; an entry lives 5
@@ -123,12 +123,12 @@ class Run:
 
 
 def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
-    from clawd.agent import Session
     from clawd.config import AgentDefaults, Config
-    from clawd.messages import ToolSpec
+    from clawd.core.messages import ToolSpec
+    from clawd.core.tokens import estimate_request
+    from clawd.loop.runtime import Runtime, fixed_models
+    from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
-    from clawd.runtime import Runtime, fixed_models
-    from clawd.tokens import estimate_request
     from clawd.tools.base import Tool, schema
 
     started = time.perf_counter()
@@ -172,7 +172,7 @@ def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
 
 def simulate_cache(requests, times: list[float]) -> dict[str, float]:
     """Cache reads and writes under the model in the module docstring."""
-    from clawd.tokens import estimate_messages, estimate_text, estimate_tools
+    from clawd.core.tokens import estimate_messages, estimate_text, estimate_tools
 
     entries: dict[str, tuple[int, float]] = {}  # prefix hash -> (tokens, last used)
     read = write = 0
@@ -247,7 +247,7 @@ def report(runs: list[Run], plan: list[Turn]) -> str:
 
 
 def estimator() -> str:
-    from clawd.tokens import encoder_name
+    from clawd.core.tokens import encoder_name
     return encoder_name()
 
 

@@ -128,7 +128,7 @@ def write_config(state: Path, workspace: Path, args: argparse.Namespace) -> None
 
 
 def turn(chat, text: str, tally: Tally, log) -> str:
-    from clawd.events import Compacted, ErrorEvent, Flushed, Notice, Recalled, TurnDone
+    from clawd.core.events import Compacted, ErrorEvent, Flushed, Notice, Recalled, TurnDone
 
     reply = ""
     log(f"\n> {text}")
@@ -204,10 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     state.mkdir(parents=True, exist_ok=True)
     os.environ["CLAWD_HOME"] = str(state)
     os.environ.pop("CLAWD_CONFIG", None)
-    from clawd.cli import build_runtime
-    from clawd.commands import Chat
     from clawd.config import load_config
-    from clawd.init import apply, plan_init
+    from clawd.frontends.cli import build_runtime
+    from clawd.frontends.commands import Chat
+    from clawd.workspace.init import apply, plan_init
 
     if not args.reask:
         write_config(state, workspace, args)

@@ -77,7 +77,7 @@ class Result:
 
 def old_budget(rt, model):
     """The budget arithmetic before shares of the window: the baseline."""
-    from clawd.tokens import Budget
+    from clawd.core.tokens import Budget
 
     comp, window = rt.settings.compaction, model.context_window
     compact_at = max(window - comp.reserve_tokens_floor, 1)
@@ -87,17 +87,17 @@ def old_budget(rt, model):
 
 
 def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Result:
-    from clawd.agent import Session
     from clawd.config import AgentDefaults, Config
-    from clawd.events import Compacted, ErrorEvent, Flushed
+    from clawd.core.events import Compacted, ErrorEvent, Flushed
+    from clawd.loop.runtime import Runtime, fixed_models
+    from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
-    from clawd.runtime import Runtime, fixed_models
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
     from clawd.tools.memory import memory_tools
 
     workspace = root / "ws"
-    shutil.copytree(ROOT / "workspace_template", workspace)
+    shutil.copytree(ROOT / "clawd" / "workspace_template", workspace)
     (workspace / "memory").mkdir(exist_ok=True)
     rng = random.Random(seed)
     for i in range(turns):
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from clawd.tokens import make_budget
+    from clawd.core.tokens import make_budget
 
     windows = [int(w) for w in args.windows.split(",")]
     print(f"{args.turns}-turn chats, default settings, the workspace template; "

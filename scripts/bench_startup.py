@@ -121,7 +121,7 @@ class TimedProvider:
 
 def fill_transcript(session, count: int) -> None:
     """``count`` messages of a realistic conversation: prose, and now and then a file read."""
-    from clawd.messages import Message
+    from clawd.core.messages import Message
     from clawd.providers.scripted import tool
 
     prose = ("We looked at the deployment notes again and agreed to keep the staging "
@@ -143,13 +143,13 @@ def fill_transcript(session, count: int) -> None:
 
 def loop_overhead(root: Path, messages: int, turns: int) -> tuple[float, float, float]:
     """(first turn, median turn, load) in seconds of loop time, the model's time excluded."""
-    from clawd.commands import Chat
     from clawd.config import AgentDefaults, Config
-    from clawd.init import apply, plan_init
+    from clawd.frontends.commands import Chat
+    from clawd.loop.runtime import Runtime, fixed_models
     from clawd.providers.scripted import ScriptedProvider
-    from clawd.runtime import Runtime, fixed_models
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
+    from clawd.workspace.init import apply, plan_init
 
     workspace = root / "workspace"
     apply(plan_init(root / "state", root / "state" / "clawd.json", workspace))
@@ -199,7 +199,7 @@ def main() -> int:
         for key in ("CLAWD_CONFIG", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
             env.pop(key, None)
         py, clawd = sys.executable, clawd_command()
-        from clawd.repl import PROMPT
+        from clawd.frontends.repl import PROMPT
         marker = PROMPT.strip().encode()  # the renderer styles the trailing space apart
 
         wall(clawd + ["--help"], env)  # warm the OS file cache
@@ -213,7 +213,7 @@ def main() -> int:
 
         os.environ.update(HOME=str(home), CLAWD_HOME=str(home / ".clawd"))
         os.environ.pop("CLAWD_CONFIG", None)
-        from clawd.tokens import encoder_name
+        from clawd.core.tokens import encoder_name
         encoder = encoder_name()  # the tokenizer loads once, before anything is timed
         big_first, big, big_load = loop_overhead(root / "big", args.messages, args.turns)
         empty_first, empty, empty_load = loop_overhead(root / "empty", 0, args.turns)

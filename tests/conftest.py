@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from clawd.config import AgentDefaults, Config
+from clawd.loop.runtime import Runtime, fixed_models
 from clawd.providers.scripted import ScriptedProvider
-from clawd.runtime import Runtime, fixed_models
 from clawd.tools.exec import exec_tool
 from clawd.tools.files import file_tools
 
@@ -52,6 +52,15 @@ def make_runtime(tmp_path: Path, provider: ScriptedProvider, *, window: int = 20
                    models=fixed_models(provider, window, cache=cache),
                    tools=file_tools() + [exec_tool()] if tools is None else tools,
                    allow_exec=allow_exec, clock=clock or Clock())
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """``preexec_fn`` of a child a test sends Ctrl-C (SIGINT) to: SIGINT as a terminal
+    delivers it. A test run started in the background (``nohup``, ``cmd &`` in a script)
+    ignores SIGINT, and the child would inherit that and never see the Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 
 from clawd.config import DEFAULT_FLUSH_SYSTEM
-from clawd.messages import ModelRequest
+from clawd.core.messages import ModelRequest
 from clawd.providers.scripted import Reply, tool
 
 FACT_RE = re.compile(r"\bFACT-\d+\b")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clawd.agent import Session
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.exec import exec_tool
 from clawd.tools.files import file_tools

@@ -7,11 +7,19 @@ import json
 
 import pytest
 
-from clawd.agent import Session
-from clawd.errors import ProviderError, ProviderSetupError
-from clawd.events import ErrorEvent, Notice, TextDelta, ToolFinished, ToolStarted, TurnDone, Waiting
-from clawd.messages import ModelResponse
-from clawd.messages import TextDelta as Delta
+from clawd.core.errors import ProviderError, ProviderSetupError
+from clawd.core.events import (
+    ErrorEvent,
+    Notice,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnDone,
+    Waiting,
+)
+from clawd.core.messages import ModelResponse
+from clawd.core.messages import TextDelta as Delta
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
 from conftest import make_runtime
@@ -162,8 +170,8 @@ def test_context_layers_in_request(tmp_path, clock):
 
 def test_the_last_words_before_the_conversation_say_where_facts_go(tmp_path, clock):
     """A small model follows what comes right before the conversation best."""
-    from clawd.context import build_layers
-    from clawd.messages import ToolSpec
+    from clawd.context.layers import build_layers
+    from clawd.core.messages import ToolSpec
     from clawd.tools.files import file_tools
 
     (tmp_path / "AGENTS.md").write_text("agents rules")
@@ -245,14 +253,14 @@ def test_group_sessions_never_see_memory_md(tmp_path):
 
 
 def test_reloaded_session_counts_from_the_last_reported_usage(tmp_path):
-    from clawd.messages import Usage
+    from clawd.core.messages import Usage
     provider = ScriptedProvider([Reply("first", usage=Usage(input_tokens=50_000,
                                                            output_tokens=1_000))])
     runtime = make_runtime(tmp_path, provider)
     list(Session(runtime, KEY).run_turn("hi"))
     again = Session(runtime, KEY)  # a new process
     assert again.context_tokens() == 51_000
-    from clawd.messages import Message
+    from clawd.core.messages import Message
     extra = Message.user("one more question")
     assert 51_000 < again.context_tokens([extra]) < 51_050
 
@@ -261,8 +269,8 @@ def test_context_report_agrees_with_a_provider_that_counts_differently(tmp_path)
     """A provider whose tokenizer counts 25% more: /context and the budget follow it."""
     import re
 
-    from clawd.commands import Chat
-    from clawd.tokens import estimate_request
+    from clawd.core.tokens import estimate_request
+    from clawd.frontends.commands import Chat
 
     class Wordier(ScriptedProvider):
         def stream(self, request):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clawd.config import AgentDefaults
-from clawd.errors import ToolError
+from clawd.core.errors import ToolError
 from clawd.tools.base import ToolContext
 from clawd.tools.files import edit, file_tools, write
 

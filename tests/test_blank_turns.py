@@ -13,11 +13,11 @@ import json
 
 import pytest
 
-from clawd import cli
-from clawd.agent import Session
-from clawd.events import Flushed, Notice, TextDelta, ToolFinished, ToolStarted
+from clawd.core.events import Flushed, Notice, TextDelta, ToolFinished, ToolStarted
+from clawd.frontends import cli
+from clawd.frontends.render import Renderer
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.render import Renderer
 
 from conftest import make_runtime
 from fakeserver import openai_stream
@@ -342,7 +342,7 @@ def test_a_flush_that_only_says_done_is_asked_once_for_the_notes(tmp_path, secon
 
 
 def test_acknowledgements_are_told_from_notes():
-    from clawd.flush import is_acknowledgement
+    from clawd.context.flush import is_acknowledgement
 
     for ack in ("Done", "Done.", "OK, noted!", "**Saved.**", "Nothing to store", "Got it"):
         assert is_acknowledgement(ack), ack

@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from clawd.cli import build_runtime
-from clawd.commands import Chat
 from clawd.config import Config
-from clawd.events import CommandOutput, TurnDone
-from clawd.reports import format_status
+from clawd.core.events import CommandOutput, TurnDone
+from clawd.frontends.cli import build_runtime
+from clawd.frontends.commands import Chat
+from clawd.frontends.reports import format_status
 
 from fakeserver import FakeServer, anthropic_stream
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from clawd.agent import Session
-from clawd.claims import asks_to_note, note_claim
-from clawd.events import Notice, TextDelta, ToolFinished
+from clawd.core.events import Notice, TextDelta, ToolFinished
+from clawd.guards.claims import asks_to_note, note_claim
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
 from conftest import file_tools, make_runtime

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from clawd import cli
+from clawd.frontends import cli
 
 from fakeserver import FakeServer, Response
 

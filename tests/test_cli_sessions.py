@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from clawd import cli
+from clawd.frontends import cli
 
 from conftest import write_local_config
 from fakeserver import FakeServer, openai_stream

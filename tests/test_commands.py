@@ -7,15 +7,15 @@ import json
 
 import pytest
 
-from clawd.agent import Session
-from clawd.commands import ALIASES, REGISTRY, Chat
-from clawd.errors import ProviderError
-from clawd.events import CommandOutput, ErrorEvent, Notice, TurnDone
-from clawd.messages import Message
+from clawd.core.errors import ProviderError
+from clawd.core.events import CommandOutput, ErrorEvent, Notice, TurnDone
+from clawd.core.messages import Message
+from clawd.frontends.commands import ALIASES, REGISTRY, Chat
+from clawd.frontends.reports import format_recap
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.reports import format_recap
-from clawd.session_files import read_summary
-from clawd.transcript import History
+from clawd.sessions.files import read_summary
+from clawd.sessions.transcript import History
 
 from conftest import make_runtime
 from loopmodel import is_flush
@@ -248,8 +248,8 @@ def test_model_reads_a_provider_declared_after_start(isolated_home, capsys):
     /model (and /new) reading the models again, not reported as missing from the file."""
     import json as _json
 
-    from clawd.compose import build_runtime
     from clawd.config import load_config
+    from clawd.frontends.compose import build_runtime
 
     from conftest import write_local_config
 

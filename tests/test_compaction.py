@@ -1,4 +1,4 @@
-"""Tests for clawd.compaction: the cut policy (table-driven) and the summariser's paths."""
+"""Tests for clawd.context.compaction: the cut policy (table-driven) and the summariser's paths."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import random
 
 import pytest
 
-from clawd.compaction import chunk_sizes, find_cut, render_history, summarize
 from clawd.config import Compaction
-from clawd.errors import ContextOverflowError, ProviderError
-from clawd.messages import Message, ModelRequest, TextPart, ToolCall
+from clawd.context.compaction import chunk_sizes, find_cut, render_history, summarize
+from clawd.core.errors import ContextOverflowError, ProviderError
+from clawd.core.messages import Message, ModelRequest, TextPart, ToolCall
+from clawd.core.tokens import estimate_message, estimate_text
 from clawd.providers.scripted import ScriptedProvider
-from clawd.tokens import estimate_message, estimate_text
 
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
 

@@ -15,11 +15,19 @@ import os
 
 import pytest
 
-from clawd.agent import Session
-from clawd.commands import Chat
-from clawd.errors import ContextOverflowError, ProviderError
-from clawd.events import CommandOutput, Compacted, ErrorEvent, Flushed, Notice, TextDelta, TurnDone
-from clawd.messages import ModelRequest
+from clawd.core.errors import ContextOverflowError, ProviderError
+from clawd.core.events import (
+    CommandOutput,
+    Compacted,
+    ErrorEvent,
+    Flushed,
+    Notice,
+    TextDelta,
+    TurnDone,
+)
+from clawd.core.messages import ModelRequest
+from clawd.frontends.commands import Chat
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
 from conftest import make_runtime
@@ -408,8 +416,8 @@ def test_a_compaction_that_would_not_shrink_the_context_keeps_the_history(tmp_pa
 
 
 def test_compact_in_a_script_says_it_once(tmp_path, capsys):
-    from clawd.render import Renderer
-    from clawd.render import drive as render_all
+    from clawd.frontends.render import Renderer
+    from clawd.frontends.render import drive as render_all
 
     provider, runtime, session = start(tmp_path, LoopModel())
     chat = Chat(runtime, KEY)
@@ -446,7 +454,7 @@ def test_read_only_memory_directory_skips_the_flush(tmp_path, monkeypatch, caplo
     memory = str(runtime.workspace / "memory")
     real_access = os.access
     # A read-only mount: access(W_OK) fails even for root.
-    monkeypatch.setattr("clawd.workspace.os.access",
+    monkeypatch.setattr("clawd.workspace.files.os.access",
                         lambda p, mode: False if str(p) == memory and mode & os.W_OK
                         else real_access(p, mode))
     with caplog.at_level(logging.INFO, logger="clawd"):

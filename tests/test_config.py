@@ -18,7 +18,7 @@ from clawd.config import (
     resolve_agent,
     state_dir,
 )
-from clawd.errors import ConfigError
+from clawd.core.errors import ConfigError
 
 
 def test_missing_file_means_defaults(tmp_path):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from clawd.commands import Chat
 from clawd.config import parse_config
-from clawd.errors import ConfigError
-from clawd.events import Notice
+from clawd.core.errors import ConfigError
+from clawd.core.events import Notice
+from clawd.frontends.commands import Chat
 from clawd.providers.scripted import ScriptedProvider
 
 from conftest import make_runtime

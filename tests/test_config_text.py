@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from clawd.config import parse_config, resolve_agent
-from clawd.config_text import add_agent, agent_snippet
-from clawd.init import starter_config_text
+from clawd.config.text import add_agent, agent_snippet
+from clawd.workspace.init import starter_config_text
 
 WORK = Path("/home/u/clawd work")  # a space, to check the quoting
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clawd import cli
+from clawd.frontends import cli
 
 from fakeserver import FakeServer, anthropic_stream, openai_error, openai_stream
 

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from clawd.config import AgentDefaults
-from clawd.errors import ToolError
+from clawd.core.errors import ToolError
 from clawd.tools import exec as exec_module
 from clawd.tools.base import ToolContext
 from clawd.tools.exec import run_exec
+
+from conftest import ctrl_c_as_in_a_terminal
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="process groups are POSIX")
 
@@ -97,7 +99,8 @@ except KeyboardInterrupt:
 
 
 def test_ctrl_c_ends_the_background_child(ctx):
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ctx.workspace)])
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(ctx.workspace)],
+                            preexec_fn=ctrl_c_as_in_a_terminal)
     try:
         pid = _pid_from(ctx.workspace / "child.pid")
         assert _alive(pid)

@@ -8,12 +8,8 @@ from datetime import date
 
 import pytest
 
-from clawd.agent import Session
-from clawd.commands import Chat
 from clawd.config import MemoryFlush
-from clawd.errors import ProviderError
-from clawd.events import CommandOutput, Compacted, ErrorEvent, Flushed
-from clawd.flush import (
+from clawd.context.flush import (
     SilentFilter,
     flush_due,
     flush_prompt,
@@ -22,9 +18,13 @@ from clawd.flush import (
     noted,
     unsaved_words,
 )
-from clawd.messages import Message, ToolCall
+from clawd.core.errors import ProviderError
+from clawd.core.events import CommandOutput, Compacted, ErrorEvent, Flushed
+from clawd.core.messages import Message, ToolCall
+from clawd.core.tokens import make_budget
+from clawd.frontends.commands import Chat
+from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
-from clawd.tokens import make_budget
 
 from conftest import make_runtime
 from loopmodel import LoopModel, filler, is_flush, talk_until_flush

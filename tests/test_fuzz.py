@@ -18,14 +18,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clawd.agent import Session
 from clawd.config import parse_config
-from clawd.errors import ConfigError
+from clawd.core.errors import ConfigError
+from clawd.core.messages import Message
+from clawd.loop.session import Session
 from clawd.memory.chunker import chunk_text
-from clawd.messages import Message
 from clawd.providers.scripted import ScriptedProvider
-from clawd.sessions import SessionStore
-from clawd.transcript import Transcript, build_history
+from clawd.sessions.store import SessionStore
+from clawd.sessions.transcript import Transcript, build_history
 
 from conftest import make_runtime
 

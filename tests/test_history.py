@@ -8,13 +8,14 @@ from datetime import datetime
 
 import pytest
 
-from clawd import cli, history
-from clawd.agent import Session
 from clawd.config import AgentDefaults
-from clawd.errors import ClawdError, ToolError
+from clawd.core.errors import ClawdError, ToolError
+from clawd.frontends import cli
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.base import ToolContext
 from clawd.tools.files import edit, write
+from clawd.workspace import backups as history
 
 from conftest import make_runtime
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from clawd.config import Config, load_config, parse_config, resolve_agent
-from clawd.errors import ClawdError
-from clawd.init import (
+from clawd.core.errors import ClawdError
+from clawd.workspace.init import (
     Action,
     apply,
     plan_init,
@@ -345,7 +345,7 @@ def test_a_config_changed_after_planning_is_not_edited(home):
 # --- through the command line: the agent's entry, and the next step ---------------------------
 
 def run(args, capsys):
-    from clawd import cli
+    from clawd.frontends import cli
     code = cli.main(args)
     out, err = capsys.readouterr()
     return code, out, err

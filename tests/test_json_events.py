@@ -9,12 +9,12 @@ import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from clawd import events as ev
-from clawd.commands import Chat
-from clawd.messages import TextDelta, Usage
+from clawd.core import events as ev
+from clawd.core.messages import TextDelta, Usage
+from clawd.frontends.commands import Chat
+from clawd.frontends.render import RESULT_CHARS, Renderer, event_json
+from clawd.frontends.repl import repl_loop
 from clawd.providers.scripted import ScriptedProvider
-from clawd.render import RESULT_CHARS, Renderer, event_json
-from clawd.repl import repl_loop
 
 from conftest import make_runtime
 

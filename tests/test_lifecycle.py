@@ -9,11 +9,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from clawd.commands import Chat
 from clawd.config import Reset, SessionMemoryHook, parse_config
-from clawd.events import CommandOutput, ErrorEvent, Notice, TurnDone
-from clawd.hooks import end_session_memory, reset_reason, sanitize_slug
-from clawd.messages import Message
+from clawd.core.events import CommandOutput, ErrorEvent, Notice, TurnDone
+from clawd.core.messages import Message
+from clawd.frontends.commands import Chat
+from clawd.loop.lifecycle import end_session_memory, reset_reason, sanitize_slug
 from clawd.providers.scripted import Reply, ScriptedProvider
 
 from conftest import Clock, make_runtime
@@ -127,7 +127,7 @@ def test_nothing_saved_for_an_empty_session(tmp_path, clock):
     ("Deploy Pipeline Fix for the Staging Cluster and More", "deploy-pipeline-fix-for-the"),
 ])
 def test_slug_failures_fall_back_to_hhmm(tmp_path, reply, expected):
-    from clawd.errors import ProviderError
+    from clawd.core.errors import ProviderError
     step = ProviderError("down") if isinstance(reply, Exception) else reply
     provider = ScriptedProvider([step])
     when = datetime(2026, 11, 22, 10, 0)

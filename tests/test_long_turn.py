@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import re
 
-from clawd.agent import Session
-from clawd.commands import Chat
-from clawd.compaction import find_cut
-from clawd.errors import ContextOverflowError
-from clawd.events import Compacted, ErrorEvent
-from clawd.messages import Message, ModelRequest
+from clawd.context.compaction import find_cut
+from clawd.core.errors import ContextOverflowError
+from clawd.core.events import Compacted, ErrorEvent
+from clawd.core.messages import Message, ModelRequest
+from clawd.frontends.commands import Chat
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
 from conftest import make_runtime

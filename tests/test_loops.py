@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from clawd import cli
-from clawd.agent import Session
-from clawd.events import Notice, TextDelta
-from clawd.loops import LoopGuard, cut_loop, loop_period
+from clawd.core.events import Notice, TextDelta
+from clawd.frontends import cli
+from clawd.guards.loops import LoopGuard, cut_loop, loop_period
+from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
 
 from conftest import make_runtime

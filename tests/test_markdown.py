@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clawd.markdown import MarkdownStream, cell_width
+from clawd.frontends.markdown import MarkdownStream, cell_width
 
 B, I, C, S, D, R = "\x1b[0;1m", "\x1b[0;3m", "\x1b[0;36m", "\x1b[0;9m", "\x1b[0;2m", "\x1b[0m"  # noqa: E741
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from test_memory_embeddings import openai_embeddings
 
-from clawd.compose import build_runtime
 from clawd.config import parse_config, resolve_agent
+from clawd.frontends.compose import build_runtime
 from clawd.memory.index import open_index
 
 from fakeserver import FakeServer

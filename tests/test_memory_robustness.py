@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from clawd import cli
 from clawd.config import AgentDefaults
-from clawd.errors import ToolError
-from clawd.init import apply, plan_init
+from clawd.core.errors import ToolError
+from clawd.frontends import cli
+from clawd.frontends.reports import format_memory_status
 from clawd.memory import search as policy
 from clawd.memory.index import open_index
-from clawd.reports import format_memory_status
 from clawd.tools.base import ToolContext
 from clawd.tools.memory import memory_tools
+from clawd.workspace.init import apply, plan_init
 
 from memory_fakes import FakeEmbedder, settings, write
 

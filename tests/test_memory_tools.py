@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clawd.config import AgentDefaults
-from clawd.errors import ClawdError, ToolError
+from clawd.core.errors import ClawdError, ToolError
 from clawd.memory.index import open_index
 from clawd.memory.notes import append_to_daily_log
 from clawd.tools.base import ToolContext

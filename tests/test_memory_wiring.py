@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from clawd import cli
-from clawd.commands import Chat
 from clawd.config import MemorySearch
-from clawd.events import CommandOutput, ErrorEvent
+from clawd.core.events import CommandOutput, ErrorEvent
+from clawd.frontends import cli
+from clawd.frontends.commands import Chat
 from clawd.memory import open_index
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.memory import memory_tools

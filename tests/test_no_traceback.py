@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from clawd import cli
-from clawd.agent import Session
-from clawd.commands import Chat
-from clawd.events import ErrorEvent, Notice, ToolFinished
-from clawd.messages import ToolSpec
+from clawd.core.events import ErrorEvent, Notice, ToolFinished
+from clawd.core.messages import ToolSpec
+from clawd.frontends import cli
+from clawd.frontends.commands import Chat
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.base import Tool
 
-from conftest import make_runtime
+from conftest import ctrl_c_as_in_a_terminal, make_runtime
 from fakeserver import FakeServer, Response, openai_chunks, openai_stream
 
 CHAT = "/v1/chat/completions"
@@ -196,7 +196,8 @@ def test_ctrl_c_in_chat_m_exits_130_and_keeps_the_partial_reply(home, server):
 
     server.queue("POST", CHAT, slow)
     proc = subprocess.Popen([sys.executable, "-m", "clawd", "chat", "-m", "hello"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=ctrl_c_as_in_a_terminal)
     first = proc.stdout.read(1)  # the reply has started streaming (the render flushes)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)

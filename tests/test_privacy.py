@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from clawd import cli
-from clawd.access import Access
-from clawd.agent import Session
 from clawd.config import Config, parse_config
-from clawd.errors import ConfigError, ToolError
+from clawd.context.access import Access
+from clawd.core.errors import ConfigError, ToolError
+from clawd.frontends import cli
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.sessions import SessionStore, is_group_key, main_key
+from clawd.sessions.store import SessionStore, is_group_key, main_key
 from clawd.tools.files import file_tools
 from clawd.tools.memory import memory_tools
 
@@ -276,8 +276,8 @@ def test_group_flush_notes_by_reply_never_land_in_a_shared_daily_log(tmp_path):
 
 
 def test_a_group_session_is_not_saved_into_a_shared_memory_folder(tmp_path):
-    from clawd.commands import Chat
-    from clawd.events import Notice
+    from clawd.core.events import Notice
+    from clawd.frontends.commands import Chat
 
     provider = ScriptedProvider(default="fine")
     rt = make_runtime(tmp_path, provider, settings={"memorySearch": {"shareablePaths": ["memory"]}})

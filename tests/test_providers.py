@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from clawd.errors import ContextOverflowError, ProviderError
-from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta, ToolCall, ToolSpec
+from clawd.core.errors import ContextOverflowError, ProviderError
+from clawd.core.messages import Message, ModelRequest, ModelResponse, TextDelta, ToolCall, ToolSpec
 from clawd.providers import common
 from clawd.providers.anthropic import AnthropicProvider
 from clawd.providers.base import complete

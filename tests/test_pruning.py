@@ -8,8 +8,8 @@ import json
 import pytest
 
 from clawd.config import ContextPruning
-from clawd.messages import ImagePart, Message, OtherPart, TextPart, ToolCall
-from clawd.pruning import PruneResult, cap_tool_result, message_chars, prune, reapply
+from clawd.context.pruning import PruneResult, cap_tool_result, message_chars, prune, reapply
+from clawd.core.messages import ImagePart, Message, OtherPart, TextPart, ToolCall
 
 PLACEHOLDER = "[Old tool result content cleared]"
 NOW = 1_700_000_000.0

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from clawd.agent import Session
-from clawd.commands import Chat
-from clawd.events import CommandOutput
-from clawd.messages import Message, ToolSpec
+from clawd.core.events import CommandOutput
+from clawd.core.messages import Message, ToolSpec
+from clawd.frontends.commands import Chat
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.base import Tool, schema
 from clawd.tools.files import file_tools
@@ -413,7 +413,7 @@ def test_deny_glob_keeps_a_tool_whole(tmp_path, clock):
 def test_pruning_brings_the_context_under_hard_clear_ratio_in_tokens(tmp_path, clock):
     # Measured as chars/4 the soft-trimmed context (about 41 KB) would look like 0.39 of the
     # window and nothing would be cleared, though at ~3 chars a token it is over 0.5.
-    from clawd.tokens import estimate_messages
+    from clawd.core.tokens import estimate_messages
 
     session, provider = pruned_session(tmp_path, clock)
     last = provider.requests[6]

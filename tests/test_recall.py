@@ -6,13 +6,13 @@ import io
 import json
 import logging
 
-from clawd.agent import Session
 from clawd.config import MemorySearch
-from clawd.events import Recalled
+from clawd.core.events import Recalled
+from clawd.frontends.render import Renderer, event_json
+from clawd.loop.recall import choose, recall, unseen
+from clawd.loop.session import Session
 from clawd.memory import open_index
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.recall import choose, recall, unseen
-from clawd.render import Renderer, event_json
 from clawd.tools.memory import memory_tools
 
 from conftest import make_runtime
@@ -196,7 +196,7 @@ def test_the_notes_stay_within_their_share_of_the_window(tmp_path, clock):
 
 
 def runtime_model(ref, provider):
-    from clawd.runtime import ModelHandle
+    from clawd.loop.runtime import ModelHandle
 
     return ModelHandle(ref, 8192, None, False, lambda: provider)
 
@@ -240,7 +240,7 @@ def test_ctrl_c_while_recalling_keeps_the_message(tmp_path, clock):
 def test_a_long_first_index_does_not_hold_the_turn_up(tmp_path, clock, monkeypatch):
     import threading
 
-    import clawd.recall
+    import clawd.loop.recall
 
     class SlowEmbedder(FakeEmbedder):
         def __init__(self):
@@ -251,7 +251,7 @@ def test_a_long_first_index_does_not_hold_the_turn_up(tmp_path, clock, monkeypat
             self.release.wait(30)  # a first index of years of notes
             return super().embed_documents(texts, progress)
 
-    monkeypatch.setattr(clawd.recall, "SYNC_WAIT", 0.2)
+    monkeypatch.setattr(clawd.loop.recall, "SYNC_WAIT", 0.2)
     embedder = SlowEmbedder()
     provider = ScriptedProvider(["I don't know yet.", "2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock, embedder=embedder)

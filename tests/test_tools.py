@@ -9,11 +9,11 @@ from typing import Annotated
 import pytest
 
 from clawd.config import AgentDefaults
-from clawd.errors import SandboxError, ToolError
+from clawd.core.errors import SandboxError, ToolError
 from clawd.tools.base import Param, ToolContext, tool
 from clawd.tools.exec import run_exec
 from clawd.tools.files import edit, read, write
-from clawd.workspace import read_context_files, resolve, truncate
+from clawd.workspace.files import read_context_files, resolve, truncate
 
 
 @pytest.fixture
@@ -222,7 +222,7 @@ def test_a_tool_is_declared_once_by_its_signature(ctx):
 
 
 def test_one_helper_cuts_text_for_everyone():
-    from clawd.textcut import keep_ends, shorten
+    from clawd.core.textcut import keep_ends, shorten
 
     marker = lambda omitted: f"[{omitted} cut]"  # noqa: E731
     assert keep_ends("abcdefghij", 3, 2, marker) == "abc[5 cut]ij"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from clawd.messages import ImagePart, Message, ToolCall, Usage
-from clawd.transcript import Transcript, build_history
+from clawd.core.messages import ImagePart, Message, ToolCall, Usage
+from clawd.sessions.transcript import Transcript, build_history
 
 
 def test_round_trip(tmp_path):
@@ -95,7 +95,7 @@ def test_entries_are_single_json_lines(tmp_path):
 def test_a_torn_line_is_warned_about_once_not_on_every_run(tmp_path, caplog):
     import gc
 
-    from clawd.agent import Session
+    from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
 
     from conftest import make_runtime
@@ -125,7 +125,7 @@ def test_a_torn_line_is_warned_about_once_not_on_every_run(tmp_path, caplog):
 
 
 def test_parts_are_typed_and_round_trip_through_the_transcript_json():
-    from clawd.messages import OtherPart, TextPart, part_from_json, part_to_json
+    from clawd.core.messages import OtherPart, TextPart, part_from_json, part_to_json
 
     blocks = [{"type": "text", "text": "hi"},
               {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}},

@@ -8,14 +8,14 @@ import gc
 import json
 import logging
 
-from clawd import cli
-from clawd.agent import Session
-from clawd.context import fold_unanswered
-from clawd.errors import ProviderError
-from clawd.events import ErrorEvent
-from clawd.messages import Message
+from clawd.context.layers import fold_unanswered
+from clawd.core.errors import ProviderError
+from clawd.core.events import ErrorEvent
+from clawd.core.messages import Message
+from clawd.frontends import cli
+from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
-from clawd.transcript import unanswered_ids
+from clawd.sessions.transcript import unanswered_ids
 
 from conftest import make_runtime, write_local_config
 from fakeserver import FakeServer, openai_error, openai_stream

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from clawd.config import MemorySearch
-from clawd.errors import ClawdError
+from clawd.core.errors import ClawdError
 
 BATCH_MIN_TEXTS = 100  # fewer texts than this go through the synchronous endpoint
 

@@ -51,7 +51,7 @@ class _Line:
 
 def default_counter(text: str) -> int:
     """Tokens as the rest of clawd estimates them (an offline BPE, else characters / 4)."""
-    from clawd.tokens import estimate_text
+    from clawd.core.tokens import estimate_text
 
     return estimate_text(text)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from clawd.errors import ToolError
-from clawd.workspace import daily_log_path, resolve
+from clawd.core.errors import ToolError
+from clawd.workspace.files import daily_log_path, resolve
 
 
 def append_to_daily_log(workspace: Path, text: str, day: date) -> str:

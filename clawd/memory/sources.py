@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clawd.config import MemorySearch
-from clawd.workspace import MEMORY_DIR, MEMORY_FILE
+from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 from clawd.config import MemorySearch
 from clawd.memory.sources import extra_roots, is_under
 from clawd.memory.target import SyncCancelled
-from clawd.workspace import MEMORY_DIR, MEMORY_FILE
+from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 
 log = logging.getLogger(__name__)
 

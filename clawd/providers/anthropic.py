@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from clawd.errors import ProviderError
-from clawd.messages import (
+from clawd.core.errors import ProviderError
+from clawd.core.messages import (
     ImagePart,
     Message,
     ModelRequest,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
-from clawd.messages import ModelRequest, ModelResponse, TextDelta
+from clawd.core.messages import ModelRequest, ModelResponse, TextDelta
 
 
 @runtime_checkable
@@ -33,6 +33,6 @@ def complete(provider: Provider, request: ModelRequest) -> ModelResponse:
         if isinstance(event, ModelResponse):
             final = event
     if final is None:
-        from clawd.errors import ProviderError
+        from clawd.core.errors import ProviderError
         raise ProviderError(f"{provider.name}: the stream ended without a response")
     return final

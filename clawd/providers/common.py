@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from clawd.errors import ContextOverflowError, ProviderError, ProviderSetupError
-from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta, TextPart
-from clawd.textcut import shorten
+from clawd.core.errors import ContextOverflowError, ProviderError, ProviderSetupError
+from clawd.core.messages import Message, ModelRequest, ModelResponse, TextDelta, TextPart
+from clawd.core.textcut import shorten
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +283,7 @@ def pair_tool_calls(messages: list[Message]) -> list[Message]:
 
 
 def _missing_results(pending: dict[str, str]) -> list[Message]:
-    from clawd.messages import ToolCall
+    from clawd.core.messages import ToolCall
     return [Message.tool_result(ToolCall(call_id, tool_name, {}), INTERRUPTED_RESULT,
                                 is_error=True) for call_id, tool_name in pending.items()]
 

@@ -16,8 +16,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from clawd.errors import ProviderError
-from clawd.messages import (
+from clawd.core.errors import ProviderError
+from clawd.core.messages import (
     ImagePart,
     Message,
     ModelRequest,

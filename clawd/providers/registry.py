@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawd.config import AgentDefaults, Config, ModelInfo, ProviderConfig, config_path
-from clawd.errors import MissingKeyError, ProviderSetupError
+from clawd.core.errors import MissingKeyError, ProviderSetupError
+from clawd.core.tokens import DEFAULT_CONTEXT_WINDOW, known_context_window
 from clawd.providers.base import Provider
-from clawd.tokens import DEFAULT_CONTEXT_WINDOW, known_context_window
 
 ANTHROPIC_API = "anthropic-messages"
 OPENAI_API = "openai-completions"

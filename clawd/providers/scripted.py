@@ -17,9 +17,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from clawd.errors import ProviderError
-from clawd.messages import Message, ModelRequest, ModelResponse, TextDelta, ToolCall, Usage, new_id
-from clawd.tokens import estimate_request
+from clawd.core.errors import ProviderError
+from clawd.core.messages import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ToolCall,
+    Usage,
+    new_id,
+)
+from clawd.core.tokens import estimate_request
 
 
 @dataclass
@@ -82,7 +90,7 @@ class ScriptedProvider:
         if self.context_window is not None:
             prompt = self.count(request)
             if prompt > self.context_window:
-                from clawd.errors import ContextOverflowError
+                from clawd.core.errors import ContextOverflowError
                 raise ContextOverflowError(
                     f"prompt is too long: {prompt} tokens > {self.context_window} maximum")
         for i in range(0, len(reply.text), self.chunk_size):

@@ -21,10 +21,10 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
 
-from clawd.access import Access
 from clawd.config import AgentDefaults
-from clawd.errors import ToolError
-from clawd.messages import ToolSpec
+from clawd.context.access import Access
+from clawd.core.errors import ToolError
+from clawd.core.messages import ToolSpec
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -39,7 +39,7 @@ class ToolContext:
     approve: Callable[[str], bool] | None = None
     memory: Any = None  # the agent's memory index, when memory search is on
     today: Callable[[], date] = field(default=date.today)
-    access: Access = field(default_factory=Access)  # group session? (see clawd.access)
+    access: Access = field(default_factory=Access)  # group session? (see clawd.context.access)
     flush: bool = False  # the call comes from a memory-flush turn
 
 

@@ -17,7 +17,7 @@ import subprocess
 import threading
 from typing import Annotated
 
-from clawd.errors import ToolError
+from clawd.core.errors import ToolError
 from clawd.tools.base import Param, Tool, ToolContext, tool
 
 MAX_TIMEOUT = 3600.0

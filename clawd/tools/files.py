@@ -6,7 +6,7 @@ the end of a file (the path a weak model finds without reading the file first). 
 (``memory/YYYY-MM-DD.md``) are append-only: a ``write`` or ``edit`` that would drop any of
 their existing content is refused with a message telling the model exactly how to append.
 Before a bootstrap file or MEMORY.md loses content, its previous version is kept
-(``clawd.history``) and the result says where; ``.clawd/`` itself cannot be written. A
+(``clawd.workspace.backups``) and the result says where; ``.clawd/`` itself cannot be written. A
 Markdown note a model sent as one line with escaped breaks (``- a\\n- b\\n``) is written
 on lines of its own (``unescaped_breaks``), and an append to a memory file leaves out the
 lines the file already holds (``new_lines``).
@@ -19,10 +19,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
-from clawd.errors import ToolError
-from clawd.history import HISTORY_DIR, STATE_DIR, is_clawd_state, is_protected, keep, loses_content
+from clawd.core.errors import ToolError
 from clawd.tools.base import Param, Tool, ToolContext, tool
-from clawd.workspace import daily_log_path, is_daily_log, is_private_memory, relative, resolve
+from clawd.workspace.backups import (
+    HISTORY_DIR,
+    STATE_DIR,
+    is_clawd_state,
+    is_protected,
+    keep,
+    loses_content,
+)
+from clawd.workspace.files import daily_log_path, is_daily_log, is_private_memory, relative, resolve
 
 DEFAULT_READ_LINES = 2000
 

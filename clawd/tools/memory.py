@@ -18,11 +18,11 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-from clawd.access import Access
-from clawd.errors import SandboxError, ToolError
+from clawd.context.access import Access
+from clawd.core.errors import SandboxError, ToolError
 from clawd.memory.sources import NotText, decode_text, extra_roots, is_under
 from clawd.tools.base import Param, Tool, ToolContext, tool
-from clawd.workspace import MEMORY_DIR, MEMORY_FILE, relative, resolve
+from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, relative, resolve
 
 DEFAULT_LINES = 200
 MAX_RESULTS = 50

@@ -1,0 +1,152 @@
+"""Typed configuration: ``clawd.json`` (JSON5) validated once at load.
+
+Every key has the camelCase name of the SPEC and a default; an unknown or mistyped key is a
+``ConfigError`` naming the key path and the file, and the valid key of that level it is
+closest to (``did you mean 'model'?``). Values are not guessed at: a boolean is ``true`` or
+``false`` (not ``"yes"`` or ``1``) and a number is a JSON5 number (not ``"4096"`` or
+``true``) — the ``Bool``, ``Int`` and ``Float`` field types. ``agents.list[]`` entries override
+``agents.defaults`` key by key (deep merge); ``resolve_agent`` returns the merged settings of
+one agent. ``state_dir()`` and ``config_path()`` honour ``CLAWD_HOME`` and ``CLAWD_CONFIG``.
+
+This module is the config's public face: it finds, reads and parses the file, and every
+name of the config a caller needs is importable from here. The parts live beside it:
+``config_sections`` (scalar types and one agent's sections), ``config_schema`` (the whole
+tree), ``config_errors`` (one-line errors, "did you mean") and ``config_agents`` (merging
+an agent's settings).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from clawd.config.agents import own_workspace, resolve_agent
+from clawd.config.errors import describe
+from clawd.config.schema import (
+    DEFAULT_AGENT_ID,
+    DEFAULT_IDLE_MINUTES,
+    DEFAULT_MODEL,
+    AgentDefaults,
+    AgentEntry,
+    Agents,
+    Config,
+    Hooks,
+    ModelCost,
+    ModelInfo,
+    Models,
+    ProviderConfig,
+    Reset,
+    Session,
+    SessionMemoryHook,
+)
+from clawd.config.sections import (
+    DEFAULT_FLUSH_PROMPT,
+    DEFAULT_FLUSH_SYSTEM,
+    Batch,
+    Bool,
+    Cache,
+    Chunking,
+    Compaction,
+    ContextPruning,
+    ExecTool,
+    Experimental,
+    Float,
+    HardClear,
+    Hybrid,
+    Int,
+    Local,
+    MemoryFlush,
+    MemorySearch,
+    Model,
+    Query,
+    Remote,
+    SoftTrim,
+    Store,
+    Sync,
+    ToolGlobs,
+    Tools,
+    VectorStore,
+    parse_duration,
+    shareable_path,
+)
+from clawd.core.errors import ConfigError
+from clawd.core.paths import state_dir
+
+__all__ = [
+    "DEFAULT_AGENT_ID", "DEFAULT_FLUSH_PROMPT", "DEFAULT_FLUSH_SYSTEM", "DEFAULT_IDLE_MINUTES",
+    "DEFAULT_MODEL", "AgentDefaults", "AgentEntry", "Agents", "Batch", "Bool", "Cache",
+    "Chunking", "Compaction", "Config", "ContextPruning", "ExecTool", "Experimental", "Float",
+    "HardClear", "Hooks", "Hybrid", "Int", "Local", "MemoryFlush", "MemorySearch", "Model",
+    "ModelCost", "ModelInfo", "Models", "ProviderConfig", "Query", "Remote", "Reset",
+    "Session", "SessionMemoryHook", "SoftTrim", "Store", "Sync", "ToolGlobs", "Tools",
+    "VectorStore", "config_path", "load_config", "own_workspace", "parse_config",
+    "parse_duration", "resolve_agent", "shareable_path", "state_dir",
+]
+
+
+def config_path() -> Path:
+    """``$CLAWD_CONFIG``, else ``<state>/clawd.json``."""
+    path = os.environ.get("CLAWD_CONFIG")
+    return Path(path).expanduser() if path else state_dir() / "clawd.json"
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Read and validate the config; a missing file means all defaults."""
+    path = path or config_path()
+    if not path.exists():
+        return Config()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return parse_config(text, path)
+
+
+def json5_error(exc: ValueError) -> str:
+    """The parser's message with its place said plainly: ``<string>:2 Unexpected end of
+    input at column 11`` becomes ``line 2, column 11: unexpected end of input``."""
+    text = str(exc)
+    found = re.match(r"<string>:(\d+) (.*?)(?: at column (\d+))?$", text, re.S)
+    if not found:
+        return text
+    line, what, column = found.groups()
+    place = f"line {line}" + (f", column {column}" if column else "")
+    return f"{place}: {what[:1].lower()}{what[1:]}"
+
+
+def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
+    """Validate config text (JSON5); errors name the key and the file."""
+    import json5
+
+    try:
+        # a key given twice would be silently overridden by its last value: refused
+        raw = json5.loads(text, allow_duplicate_keys=False) if text.strip() else {}
+    except ValueError as exc:
+        twice = re.match(r'Duplicate key "(.*)" found', str(exc))
+        if twice:
+            raise ConfigError(f"{path}: the key {twice.group(1)!r} is given twice in one "
+                              f"object (only the last would count); keep one") from None
+        raise ConfigError(f"{path}: not valid JSON5: {json5_error(exc)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be an object")
+    try:
+        config = Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(describe(exc, path)) from None
+    ids = [entry.id for entry in config.agents.entries]
+    duplicate = next((i for i in ids if ids.count(i) > 1), None)
+    if duplicate:
+        raise ConfigError(f"{path}: agents.list has the id {duplicate!r} twice")
+    defaults = [entry.id for entry in config.agents.entries if entry.default]
+    if len(defaults) > 1:
+        raise ConfigError(f"{path}: agents.list marks more than one agent as default "
+                          f"({', '.join(defaults)})")
+    config.source = Path(path)
+    for agent_id in config.agent_ids():
+        resolve_agent(config, agent_id)  # each agent's merged settings are checked now
+    return config

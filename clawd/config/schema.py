@@ -1,0 +1,170 @@
+"""The whole ``clawd.json`` as pydantic models: agents, models, session and hooks.
+
+``agents.defaults`` holds one agent's settings (the sections of ``config_sections``);
+``agents.list[]`` entries name an agent and override any of those keys. ``Config`` is the
+root, with the ids of the agents and which one is the default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, PrivateAttr, model_validator
+
+from clawd.config.sections import (
+    BaseUrl,
+    Bool,
+    Compaction,
+    ContextPruning,
+    Float,
+    Int,
+    MemorySearch,
+    Model,
+    Tools,
+)
+
+DEFAULT_AGENT_ID = "main"
+DEFAULT_IDLE_MINUTES = 120
+DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
+
+
+# --- agents ---------------------------------------------------------------------------------
+
+class AgentDefaults(Model):
+    workspace: str = "~/clawd"
+    model: str = DEFAULT_MODEL
+    context_tokens: Int | None = Field(None, ge=1000)
+    max_tokens: Int = Field(4096, ge=1)
+    bootstrap_max_chars: Int = Field(20000, ge=100)
+    workspace_access: Literal["rw", "ro", "none"] = "rw"
+    max_steps: Int = Field(25, ge=1)
+    compaction: Compaction = Compaction()
+    context_pruning: ContextPruning = ContextPruning()
+    memory_search: MemorySearch = MemorySearch()
+    tools: Tools = Tools()
+
+
+class AgentEntry(AgentDefaults):
+    """One entry of ``agents.list``: an id plus any ``agents.defaults`` key to override."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+    name: str | None = None
+    default: Bool = False
+
+
+class Agents(Model):
+    defaults: AgentDefaults = AgentDefaults()
+    entries: list[AgentEntry] = Field([], alias="list")
+
+
+# --- models, sessions, hooks ----------------------------------------------------------------
+
+class ModelCost(Model):
+    """A model's prices in US dollars per million tokens: fresh input, output, cache reads and
+    cache writes. ``dollars`` prices a count of each; the REPL's status line shows the cost
+    of the last turn with it."""
+
+    input: Float = Field(0, ge=0)
+    output: Float = Field(0, ge=0)
+    cache_read: Float = Field(0, ge=0)
+    cache_write: Float = Field(0, ge=0)
+
+    def dollars(self, input: int, output: int, cache_read: int = 0, cache_write: int = 0
+                ) -> float:
+        return (input * self.input + output * self.output + cache_read * self.cache_read
+                + cache_write * self.cache_write) / 1_000_000
+
+
+class ModelInfo(Model):
+    id: str
+    context_window: Int | None = Field(None, ge=1000)
+    max_tokens: Int | None = Field(None, ge=1)
+    cost: ModelCost | None = None
+
+
+class ProviderConfig(Model):
+    api: Literal["openai-completions", "anthropic-messages"] | None = None
+    base_url: BaseUrl | None = None
+    api_key: str | None = None
+    headers: dict[str, str] = {}
+    models: list[ModelInfo] = []
+    timeout_seconds: Float = Field(120, gt=0)
+    max_retries: Int = Field(3, ge=0)
+
+
+class Models(Model):
+    providers: dict[str, ProviderConfig] = {}
+
+
+class Reset(Model):
+    mode: Literal["off", "daily", "idle", "both"] = "off"
+    at_hour: Int = Field(4, ge=0, le=23)
+    idle_minutes: Int = Field(DEFAULT_IDLE_MINUTES, ge=1)
+
+    @model_validator(mode="after")
+    def _nothing_ignored(self) -> Reset:
+        given = {"atHour" if f == "at_hour" else "idleMinutes"
+                 for f in self.model_fields_set & {"at_hour", "idle_minutes"}}
+        if "mode" not in self.model_fields_set and given:
+            raise ValueError(f"{' and '.join(sorted(given))} would have no effect without a "
+                             f"mode (the default is \"off\"): set mode to \"daily\", "
+                             f"\"idle\" or \"both\"")
+        if self.mode == "idle" and "atHour" in given:
+            raise ValueError("atHour would have no effect with mode \"idle\": use mode "
+                             "\"both\" for a daily reset as well")
+        return self
+
+    @property
+    def idle_limit(self) -> int | None:
+        """Minutes of silence after which a session starts afresh: ``idleMinutes`` in idle
+        and both modes, and in daily mode when it is given — whichever of the daily and the
+        idle reset comes first, as in OpenClaw."""
+        if self.mode in ("idle", "both") or (
+                self.mode == "daily" and "idle_minutes" in self.model_fields_set):
+            return self.idle_minutes
+        return None
+
+
+class Session(Model):
+    reset: Reset = Reset()
+
+
+class SessionMemoryHook(Model):
+    enabled: Bool = True
+    messages: Int = Field(15, ge=1)
+    slug_timeout_seconds: Float = Field(15, gt=0)
+
+
+class Hooks(Model):
+    session_memory: SessionMemoryHook = SessionMemoryHook()
+
+
+class Config(Model):
+    """The whole ``clawd.json``."""
+
+    agents: Agents = Agents()
+    models: Models = Models()
+    session: Session = Session()
+    hooks: Hooks = Hooks()
+
+    # where the file was read from: private, so not a key a config file could set
+    _source: Path | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> Path | None:
+        return self._source
+
+    @source.setter
+    def source(self, path: Path | None) -> None:
+        self._source = path
+
+    def agent_ids(self) -> list[str]:
+        ids = [entry.id for entry in self.agents.entries]
+        return ids or [DEFAULT_AGENT_ID]
+
+    def default_agent_id(self) -> str:
+        for entry in self.agents.entries:
+            if entry.default:
+                return entry.id
+        return self.agents.entries[0].id if self.agents.entries else DEFAULT_AGENT_ID

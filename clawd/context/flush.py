@@ -1,0 +1,295 @@
+"""When to run the silent memory flush, and the silent-reply rule (pure functions).
+
+The flush is one agentic turn, before compaction, that lets the model write durable notes
+to ``memory/`` while the details are still in context. It runs at most once per compaction
+cycle: when the context (with the incoming message counted) crosses the flush point and
+``memoryFlushCompactionCount`` differs from ``compactionCount``. The ``NO_REPLY`` rule is
+told to the model in the flush turn only (``flush_system``): in everyday turns it makes weak
+models answer nothing. ``NO_REPLY`` (alone or leading) marks a reply that is never shown;
+``SilentFilter`` holds back streamed text until it is clear whether the reply is silent. A
+flush that writes no file but answers in words keeps those words as notes
+(``append_flush_notes``), so a model that cannot drive tools still saves what it was asked to.
+A flush that wrote nothing and answered only "Done.", or ``NO_REPLY`` when the user said
+something after the last note written in the conversation, is asked once more for the
+notes themselves (``should_ask_again``); of that second answer only the list lines are
+kept (``listed``). When the second answer lists nothing either, clawd saves the user's own
+short sentences whose numbers, names or identifiers no note holds yet (``unsaved_words``).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from clawd.config import MemoryFlush
+from clawd.context.access import WRITE_TOOLS
+from clawd.context.references import SHORT_MESSAGE, users_words
+from clawd.core.messages import Message
+from clawd.core.templates import render
+from clawd.core.textcut import sentences
+from clawd.guards.replytext import unfenced
+from clawd.workspace.files import daily_log_path, is_private_memory, memory_files, resolve
+
+SILENT = "NO_REPLY"
+FROM_REPLY = "written from the model's reply"
+FROM_USER = "the user's own words: the model saved no notes"
+USERS_WORDS_CHARS = 800
+
+
+def flush_due(entry: dict[str, Any], used_tokens: int, flush_at: int,
+              cfg: MemoryFlush) -> bool:
+    """True when the flush point is crossed and this compaction cycle has not flushed."""
+    if not cfg.enabled or flush_at <= 0 or used_tokens < flush_at:
+        return False
+    return entry.get("memoryFlushCompactionCount") != entry.get("compactionCount", 0)
+
+
+def flush_prompt(cfg: MemoryFlush, today: date) -> str:
+    """The flush user message, with ``YYYY-MM-DD`` replaced by today's local date."""
+    return cfg.prompt.replace("YYYY-MM-DD", today.isoformat())
+
+
+def flush_system(cfg: MemoryFlush, today: date) -> str:
+    """What the flush turn adds to the system prompt: ``systemPrompt``, how to append, and
+    the ``NO_REPLY`` rule."""
+    return render("flush_system.md.j2", system_prompt=cfg.system_prompt,
+                  daily_log=daily_log_path(today)).strip()
+
+
+def is_blank(text: str) -> bool:
+    """Whether a reply shows the user nothing: empty, whitespace, or silent."""
+    return not text.strip() or is_silent(text)
+
+
+# the words of a bare acknowledgement ("Done.", "OK, noted!"): a flush answer made only of
+# them wrote nothing and says nothing worth keeping
+ACK_WORDS = frozenset("done ok okay noted saved sure got it understood all set yes thanks thank "
+                      "you i have will nothing to store new".split())
+
+
+def is_acknowledgement(text: str) -> bool:
+    """Whether a reply is a bare acknowledgement with no content of its own."""
+    words = re.findall(r"[\w']+", text.lower())
+    return bool(words) and len(words) <= 4 and all(w in ACK_WORDS for w in words)
+
+
+def _notes(messages: list[Message]) -> list[int]:
+    """The places of the assistant messages that wrote a memory file (MEMORY.md or under
+    ``memory/``) with ``write`` or ``edit`` and did not fail."""
+    failed = {m.tool_call_id for m in messages if m.role == "toolResult" and m.is_error}
+    return [i for i, m in enumerate(messages) if m.role == "assistant" and any(
+        call.name in WRITE_TOOLS and call.id not in failed
+        and is_private_memory(posixpath.normpath(str(call.arguments.get("path", ""))))
+        for call in m.tool_calls)]
+
+
+def noted(messages: list[Message]) -> bool:
+    """Whether the conversation wrote a memory note."""
+    return bool(_notes(messages))
+
+
+def since_last_note(messages: list[Message]) -> list[Message]:
+    """The messages after the conversation's last memory note (all of them when none)."""
+    notes = _notes(messages)
+    return messages[notes[-1] + 1 if notes else 0:]
+
+
+def told_since_last_note(messages: list[Message]) -> bool:
+    """Whether the user told something (a sentence that is not a question) after the
+    conversation's last memory note (or in the whole conversation when there is none)."""
+    return any(m.role == "user" and not m.flush and told(m.text)
+               for m in since_last_note(messages))
+
+
+def told(text: str) -> list[str]:
+    """The sentences of a user's message that tell something: all but its questions (a
+    conversation of questions has no fact of the user's to save) and its chatter."""
+    return [s for s in sentences(text) if not s.rstrip().endswith("?") and not is_chatter(s)]
+
+
+# A greeting, thanks or a word of assent, alone or before "this is a test": talk about the
+# conversation itself, never a fact to keep ("Hello, **this** is a test of the `REPL`").
+_GREETING = (r"(?:hello|hi|hey|hiya|howdy|good (?:morning|afternoon|evening)|thanks|"
+             r"thank you|ok|okay|cool|great|nice)")
+_CHATTER = re.compile(rf"(?:{_GREETING}\b[\s,.!]*)*(?:(?:this|it)(?:'s| is) (?:just |only )?"
+                      rf"(?:a |another )?test(?: message| run| of (?:the |this |my )?\w+)?"
+                      rf"|testing(?:[ ,]+(?:one|two|three|1|2|3))*|)", re.I)
+
+
+def is_chatter(sentence: str) -> bool:
+    """Whether a sentence is only a greeting, thanks, or a test message (its Markdown
+    emphasis and code marks aside)."""
+    plain = re.sub(r"[*_`~]", "", sentence).strip(" \t\n.!")
+    return _CHATTER.fullmatch(plain) is not None
+
+
+def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> bool:
+    """Whether a flush answer that called no tool is asked once more for the notes: a bare
+    acknowledgement with nothing written, or a silent (or empty) answer when the user said
+    something, other than questions, after the last note written in the conversation (a
+    weak model answers ``NO_REPLY`` to every flush; a model whose notes are up to date is
+    not asked, and neither is one that was only asked questions)."""
+    if wrote:
+        return False
+    if is_acknowledgement(answer):
+        return True
+    return is_blank(answer) and told_since_last_note(conversation)
+
+
+def flush_retry_prompt(answer: str, today: date, noted_before: bool = False,
+                       summarised: bool = False) -> str:
+    """The flush turn's second request (``noted_before``: the conversation in view wrote a
+    note; ``summarised``: earlier messages were compacted, so notes may have been written
+    before them and it must not say nothing was saved). It offers no way out: a weak model
+    takes any "reply X if there is nothing" it is offered, while a capable one that has
+    nothing to keep says so in words, which ``listed`` drops."""
+    return render("flush_retry.md.j2", answer=answer.strip(),
+                  acknowledged=is_acknowledgement(answer), noted=noted_before,
+                  summarised=summarised,
+                  daily_log=daily_log_path(today)).strip()
+
+
+LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S")
+
+
+# the words of a list line saying there is nothing to list ("- No additional notes to store.")
+NOTHING_WORDS = ACK_WORDS | frozenset(
+    "no none nothing additional more other further notes note facts fact information store "
+    "save keep add there are is any was were from this the conversation user relevant found "
+    "at time".split())
+
+
+def says_nothing(line: str) -> bool:
+    """Whether a list line only says there is nothing to note."""
+    words = re.findall(r"[\w']+", line.lower())
+    return bool({"no", "none", "nothing"} & set(words)) and set(words) <= NOTHING_WORDS
+
+
+def listed(answer: str) -> str:
+    """The list lines of an answer (``- ``, ``* ``, ``1. ``), the notes asked for, without
+    those that say there is nothing to note."""
+    return "\n".join(line.rstrip() for line in answer.splitlines()
+                     if LIST_LINE.match(line) and not says_nothing(line))
+
+
+def without_repeats(text: str) -> str:
+    """``text`` without the lines that repeat an earlier one: a small model caught in a loop
+    lists the same notes until its output limit, and they would push the real ones out of
+    the part of the daily log that new sessions see."""
+    seen: set[str] = set()
+    kept = []
+    for line in text.splitlines():
+        key = line.strip()
+        if key and key in seen:
+            continue
+        seen.add(key)
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> str:
+    """The user's sentences (not questions), in messages since the conversation's last note
+    and short enough to be said rather than pasted, whose numbers, names or identifiers no
+    note holds yet (MEMORY.md, today's and yesterday's logs), as ``- `` lines."""
+    said = [Message.user(" ".join(told(m.text))) for m in since_last_note(conversation)
+            if m.role == "user" and not m.flush and len(m.text) <= SHORT_MESSAGE]
+    saved = []
+    for rel in memory_files(today):
+        path = workspace / rel
+        if path.is_file():
+            saved.append(path.read_text(encoding="utf-8", errors="replace"))
+    words = users_words("\n".join(saved), said, max_chars=USERS_WORDS_CHARS)
+    return "\n".join(f"- {text}" for text in words)
+
+
+def append_flush_notes(workspace: Path, text: str, now: datetime,
+                       source: str = FROM_REPLY) -> str:
+    """Append a flush turn's notes, once per distinct line, to today's daily log under a
+    heading that says where they come from; returns the log's workspace-relative path."""
+    text = without_repeats(text)
+    rel = daily_log_path(now.date())
+    path = resolve(workspace, rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existing = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    head = f"# {now.date().isoformat()}\n" if not existing.strip() else (
+        "" if existing.endswith("\n") else "\n")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(f"{head}\n## Flush notes ({now.strftime('%H:%M')}, {source})\n\n"
+                     f"{text.strip()}\n")
+    return rel
+
+
+def _unwrapped(text: str) -> str:
+    """The text without what small models put before a bare token: blanks, a code fence,
+    quotes, emphasis (a coder model answers "```\nNO_REPLY")."""
+    return text.lstrip(" \t\r\n`'\"*")
+
+
+def _json_start(probe: str) -> bool:
+    """Whether unwrapped streamed text may be the start of a JSON object (``{``, or a
+    fence's ``json`` tag before it)."""
+    body = probe.removeprefix("json").lstrip()
+    return "json".startswith(probe) or body == "" or body.startswith("{")
+
+
+def _json_value(text: str) -> str | None:
+    """The value of a reply made of one JSON object with one string value (a coder model
+    answers ``{"response": "NO_REPLY"}``), else None."""
+    body = unfenced(text)
+    if not body.startswith("{"):
+        return None
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and len(value) == 1:
+        inner = next(iter(value.values()))
+        return inner if isinstance(inner, str) else None
+    return None
+
+
+def is_silent(text: str) -> bool:
+    """Whether a reply is the silent token (alone, or leading the reply; a code fence,
+    quotes or a one-field JSON object around it do not count)."""
+    return _unwrapped(_json_value(text) or text).startswith(SILENT)
+
+
+class SilentFilter:
+    """Passes streamed text through, except a reply that starts with ``NO_REPLY``; text
+    without a letter or digit yet is held back until some comes, and a reply that starts
+    as a JSON object until the stream ends."""
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._decided: bool | None = None  # True: silent; False: show
+
+    def feed(self, delta: str) -> str:
+        """The part of ``delta`` that may be shown now."""
+        if self._decided is False:
+            return delta
+        if self._decided is True:
+            return ""
+        self._held += delta
+        probe = _unwrapped(self._held)
+        if probe.startswith(SILENT):
+            self._decided = True
+            return ""
+        if (SILENT.startswith(probe) or not any(c.isalnum() for c in probe)
+                or _json_start(probe)):
+            # a possible prefix of NO_REPLY, nothing to read yet, or a JSON object (maybe
+            # ``{"response": "NO_REPLY"}``, maybe a tool call's arguments): held to the end
+            return ""
+        self._decided = False
+        released, self._held = self._held, ""
+        return released
+
+    def finish(self) -> str:
+        """Whatever is still held back once the stream has ended."""
+        if self._decided is None and not is_blank(self._held):
+            released, self._held = self._held, ""
+            return released
+        return ""

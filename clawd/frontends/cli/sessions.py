@@ -1,0 +1,367 @@
+"""``clawd sessions list | show | export | delete | rebuild`` and ``clawd chat --resume ID``.
+
+Sessions to come back to: each is listed with a title (the first message sent), its message
+count, model and last activity, read from the transcripts (the record) and the store (which
+key points at which session). ``ID|KEY`` is a session id, a unique prefix of one, or a
+session key. Like ``clawd.frontends.cli`` this is a front end: it prints; the formatting functions
+return text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clawd.core.errors import ClawdError
+from clawd.core.messages import Message, utc_iso
+from clawd.core.textcut import shorten
+from clawd.frontends.compose import agent_paths, session_key
+from clawd.sessions.files import (
+    DELETED_DIR,
+    Summary,
+    entry_from,
+    find_transcript,
+    read_summary,
+    transcripts,
+)
+from clawd.sessions.store import SessionStore, main_key
+from clawd.sessions.transcript import unanswered_ids
+
+LAST_MESSAGES = 6
+SHOW_CHARS = 400
+
+
+@dataclass
+class Row:
+    """One session in a listing: its summary and the key pointing at it (None: ended)."""
+
+    summary: Summary
+    key: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.summary
+        return {"sessionId": s.session_id, "key": self.key or s.key, "current": bool(self.key),
+                "title": s.title, "messages": s.messages, "model": s.model,
+                "createdAt": utc_iso(s.created), "lastActivity": utc_iso(s.last_activity),
+                "sessionFile": str(s.path)}
+
+
+def rows(store: SessionStore, *, ended: bool) -> list[Row]:
+    """The sessions keys point at (and with ``ended`` every other transcript), newest first."""
+    data = store.entries()
+    current = {e.get("sessionId"): key for key, e in data.items() if isinstance(e, dict)}
+    found = []
+    for path in transcripts(store.path.parent):
+        summary = read_summary(path)
+        if summary is None:
+            continue
+        key = current.get(summary.session_id)
+        if key is not None or ended:
+            found.append(Row(summary, key))
+    return sorted(found, key=lambda r: r.summary.last_activity or "", reverse=True)
+
+
+def format_list(found: list[Row], agent_id: str) -> str:
+    head = f"{'ID':<18} {'KEY':<14} {'MSGS':>4}  {'LAST ACTIVITY':<16}  {'MODEL':<24} TITLE"
+    lines = [head]
+    for row in found:
+        s = row.summary
+        key = _short_key(row.key, agent_id) if row.key else "(ended)"
+        lines.append(f"{s.session_id:<18} {key:<14} {s.messages:>4}  "
+                     f"{_when(s.last_activity):<16}  {(s.model or '?'):<24} "
+                     f"{s.title or '(no messages)'}")
+    return "\n".join(lines)
+
+
+def format_show(row: Row, count: int) -> str:
+    s, entry = row.summary, row.summary.counters
+    lines = [
+        f"Session:    {s.session_id} ({row.key or (s.key or '?') + ', ended'})",
+        f"Title:      {s.title or '(no messages)'}",
+        f"Model:      {s.model or '?'}",
+        f"Started:    {_when(s.created)} · last activity {_when(s.last_activity)}",
+        (f"Messages:   {s.messages} · compactions {entry['compactionCount']} · memory "
+         f"flushes {entry['memoryFlushCount']}"),
+        (f"Usage:      in {entry['cumulativeInputTokens']:,} · out "
+         f"{entry['cumulativeOutputTokens']:,} · cache read "
+         f"{entry['cumulativeCacheReadTokens']:,} · cache write "
+         f"{entry['cumulativeCacheWriteTokens']:,}"),
+        f"Transcript: {s.path}",
+    ]
+    conversation = _conversation(s)
+    last = conversation[-count:] if count else []
+    marks = _marks(s.loaded.entries if s.loaded else [], conversation)
+    if last:
+        lines.append(f"\nLast {len(last)} messages:")
+        for message in last:
+            text = shorten(" ".join(_plain(message).split()), SHOW_CHARS)
+            mark = f" ({marks[message.id]})" if message.id in marks else ""
+            lines.append(f"  {_who(message)}{mark}: {text}")
+    return "\n".join(lines)
+
+
+def export_markdown(row: Row) -> str:
+    """The whole conversation as Markdown (the memory flush's turns left out)."""
+    s = row.summary
+    out = [f"# {s.title or 'Session ' + s.session_id}", "",
+           f"- session: `{s.session_id}` ({row.key or s.key or '?'})",
+           f"- model: {s.model or '?'}",
+           f"- started: {s.created or '?'} · last activity: {s.last_activity or '?'}", ""]
+    entries = s.loaded.entries if s.loaded else []
+    marks = _marks(entries, _conversation(s))
+    for entry in entries:
+        if entry.get("type") == "compaction" and isinstance(entry.get("summary"), str):
+            out += ["> **Earlier messages were summarised (compaction):**", ">",
+                    *[f"> {line}" for line in entry["summary"].splitlines()], ""]
+            continue
+        message = _message(entry)
+        if message is None or message.flush:
+            continue
+        if message.role == "toolResult":
+            label = f"{message.tool_name or 'tool'} result" + (" (error)" if message.is_error
+                                                               else "")
+            out += [f"<details><summary>{label}</summary>", "", _fence(message.text), "",
+                    "</details>", ""]
+            continue
+        mark = f" ({marks[message.id]})" if message.id in marks else ""
+        out += [f"## {_who(message).capitalize()} · {_when(message.timestamp)}{mark}", ""]
+        if message.text:
+            out += [message.text, ""]
+        for call in message.tool_calls:
+            out += [f"*{call.name}*", "", _fence(json.dumps(call.arguments, indent=2,
+                                                              ensure_ascii=False), "json"), ""]
+        if message.aborted:
+            out += ["*(interrupted)*", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def write_export(target: Path, text: str) -> None:
+    """Write an export to ``target``; a folder, a missing folder or a file that cannot be
+    written is said in one line (``ClawdError``), and nothing else is touched."""
+    if target.is_dir():
+        raise ClawdError(f"cannot write the export to {target}: it is a folder; name a file "
+                         f"in it, e.g. {target / 'session.md'}")
+    if not target.parent.is_dir():
+        raise ClawdError(f"cannot write the export to {target}: the folder {target.parent} "
+                         f"does not exist")
+    try:
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ClawdError(f"cannot write the export to {target}: "
+                         f"{exc.strerror or exc}") from None
+
+
+def resolve(store: SessionStore, agent_id: str, wanted: str) -> Row:
+    """``ID|KEY``: a session key (full or short) first, then a session id or its prefix."""
+    data = store.entries()
+    for key in (wanted, main_key(agent_id, wanted)):
+        entry = data.get(key)
+        if isinstance(entry, dict) and entry.get("sessionId"):
+            path = Path(entry.get("sessionFile") or "")
+            summary = read_summary(path) if path.is_file() else None
+            if summary is None:
+                raise ClawdError(f"session {key} has no readable transcript at {path}")
+            return Row(summary, key)
+    return resolve_by_id(store, wanted)
+
+
+def chat_key(runtime: Any, args: argparse.Namespace) -> str:
+    """The session key ``chat`` uses: ``--session``, or the key ``--resume ID`` points at
+    that session."""
+    if getattr(args, "resume", None):
+        return resume_key(runtime, args.resume, args.session)
+    return session_key(runtime.agent_id, args.session)
+
+
+def resume_key(runtime: Any, wanted: str, session: str | None) -> str:
+    """Point the session's key at the session ``wanted`` (``chat --resume``); return the key.
+
+    The key is the one the transcript's header names; the session the key pointed at
+    before stays on disk (``sessions list --all``)."""
+    from clawd.sessions import lock as session_lock
+
+    store = runtime.store
+    row = resolve_by_id(store, wanted)
+    s = row.summary
+    key = main_key(runtime.agent_id, row.key or s.key or f"session-{s.session_id}")
+    if session and main_key(runtime.agent_id, session) != key:
+        raise ClawdError(f"session {s.session_id} belongs to {key}; leave out --session "
+                         f"(or use --session {key})")
+    held = session_lock.acquire(runtime.sessions_dir, key)  # no one is using the key meanwhile
+    try:
+        def point(old: dict[str, Any] | None) -> dict[str, Any]:
+            if old is not None and old.get("sessionId") == s.session_id:
+                return old
+            return entry_from(s, runtime.settings.model)
+        store.update(key, point)
+    finally:
+        session_lock.release(held)
+    return key
+
+
+def resolve_by_id(store: SessionStore, wanted: str) -> Row:
+    path = find_transcript(store.path.parent, wanted)
+    summary = read_summary(path)
+    if summary is None:
+        raise ClawdError(f"{path} is not a session transcript (no header line)")
+    data = store.entries()
+    current = {e.get("sessionId"): k for k, e in data.items() if isinstance(e, dict)}
+    return Row(summary, current.get(summary.session_id))
+
+
+def delete(store: SessionStore, row: Row, *, purge: bool) -> str:
+    """Remove the session from the store and move its transcript aside (or remove it)."""
+    from clawd.sessions import lock as session_lock
+
+    s = row.summary
+    # a session in use by another process is not deleted under it
+    held = (session_lock.acquire(store.path.parent, row.key, wait=0,
+                                 hint="leave that chat first, then delete it")
+            if row.key else None)
+    try:
+        for k, e in store.entries().items():
+            if isinstance(e, dict) and e.get("sessionId") == s.session_id:
+                store.update(k, lambda old: None)
+        if purge:
+            s.path.unlink()
+            return f"deleted session {s.session_id} and its transcript"
+        target = s.path.parent / DELETED_DIR / s.path.name
+        target.parent.mkdir(exist_ok=True)
+        shutil.move(str(s.path), target)
+        return f"deleted session {s.session_id}; its transcript is kept in {target}"
+    finally:
+        if held is not None:
+            session_lock.release(held)
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from clawd.config import load_config, resolve_agent
+
+    agent_id, _ = resolve_agent(load_config(), args.agent)
+    sessions_dir, _ = agent_paths(agent_id)
+    store = SessionStore(sessions_dir / "sessions.json")
+    action = args.sessions_command
+    if action == "list":
+        found = rows(store, ended=getattr(args, "all", False))
+        if args.json:
+            print(json.dumps([r.to_json() for r in found], indent=2, ensure_ascii=False))
+        elif not found:
+            print(f"no sessions yet for agent {agent_id}")
+        else:
+            print(format_list(found, agent_id))
+    elif action == "rebuild":
+        recounted, added = store.rebuild()
+        print(f"{store.path}: {recounted} {'entry' if recounted == 1 else 'entries'} "
+              f"recounted from their transcripts, {added} added")
+    else:
+        row = resolve(store, agent_id, args.session)
+        if action == "show":
+            print(format_show(row, args.last))
+        elif action == "export":
+            text = export_markdown(row)
+            if args.output:
+                write_export(Path(args.output).expanduser(), text)
+                print(f"wrote {args.output}", file=sys.stderr)
+            else:
+                sys.stdout.write(text)
+        else:
+            print(delete(store, row, purge=args.purge))
+    return 0
+
+
+def add_parsers(command: Any, ssub: Any) -> None:
+    """The ``sessions`` actions (``command`` adds one with the global options)."""
+    slist = command(ssub, "list", "the sessions of an agent: title, messages, model, "
+                    "last activity")
+    slist.add_argument("--all", action="store_true",
+                       help="also the ended sessions (left by /new, /reset, a reset)")
+    slist.add_argument("--json", action="store_true")
+    show = command(ssub, "show", "a session's summary and its last messages")
+    show.add_argument("session", metavar="ID|KEY")
+    show.add_argument("-n", "--last", type=int, default=LAST_MESSAGES, metavar="N",
+                      help=f"how many of the last messages (default {LAST_MESSAGES})")
+    export = command(ssub, "export", "a session as Markdown")
+    export.add_argument("session", metavar="ID|KEY")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+    delete_ = command(ssub, "delete", "remove a session (its transcript moves to deleted/)")
+    delete_.add_argument("session", metavar="ID|KEY")
+    delete_.add_argument("--purge", action="store_true", help="remove the transcript too")
+    command(ssub, "rebuild", "rebuild sessions.json from the transcripts")
+
+
+def _message(entry: dict[str, Any]) -> Message | None:
+    if entry.get("type") != "message":
+        return None
+    try:
+        return Message.from_entry(entry)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+UNDONE = {"undo": "taken back with /undo", "retry": "taken back with /retry"}
+UNANSWERED = "no reply: the request failed or was stopped"
+
+
+def taken_back(entries: list[dict[str, Any]]) -> dict[str, str]:
+    """The ids of the messages of every turn an ``undo`` entry took back (a user message and
+    everything after it until the next one), each with the entry's reason."""
+    turns: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    out: dict[str, str] = {}
+    for entry in entries:
+        kind = entry.get("type")
+        if kind == "message" and not entry.get("flush") and isinstance(entry.get("id"), str):
+            if entry.get("role") == "user":
+                current = turns.setdefault(entry["id"], [])
+            if current is not None:
+                current.append(entry["id"])
+        elif kind == "undo" and entry.get("messageId") in turns:
+            reason = str(entry.get("reason")) if entry.get("reason") in UNDONE else "undo"
+            out.update(dict.fromkeys(turns[entry["messageId"]], reason))
+    return out
+
+
+def _marks(entries: list[dict[str, Any]], conversation: list[Message]) -> dict[str, str]:
+    """What to say beside a message: taken back by an undo, or (a user message) no reply."""
+    marks = dict.fromkeys(unanswered_ids(conversation, last=True), UNANSWERED)
+    marks.update({k: UNDONE[v] for k, v in taken_back(entries).items()})
+    return marks
+
+
+def _conversation(s: Summary) -> list[Message]:
+    found = [_message(e) for e in (s.loaded.entries if s.loaded else [])]
+    return [m for m in found if m is not None and not m.flush
+            and m.role in ("user", "assistant")]
+
+
+def _plain(message: Message) -> str:
+    calls = "".join(f" [{c.name}]" for c in message.tool_calls)
+    return (message.text + calls).strip() or "(no text)"
+
+
+def _who(message: Message) -> str:
+    return {"user": "you", "assistant": "assistant"}.get(message.role, message.role)
+
+
+def _short_key(key: str, agent_id: str) -> str:
+    prefix = f"agent:{agent_id}:"
+    return key.removeprefix(prefix)
+
+
+def _when(stamp: str | None) -> str:
+    """``2026-11-22 10:03`` from an ISO time (as written, the writer's local time)."""
+    if not stamp:
+        return "?"
+    return stamp[:16].replace("T", " ")
+
+
+def _fence(text: str, lang: str = "") -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}{lang}\n{text}\n{ticks}"

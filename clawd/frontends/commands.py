@@ -1,0 +1,287 @@
+"""Slash commands as data, and ``Chat``: the one entry point every front end drives.
+
+``Chat.handle(line)`` runs a slash command or a user turn and yields events. Each command is a
+``Command`` (name, usage, help, handler, subcommands) in one registry that drives dispatch,
+``/help`` and the REPL's completion; its usage also says whether it takes arguments, which
+dispatch checks for every command alike. A line starting with ``//`` is a message, sent with
+one ``/`` less. Handlers return events (usually one ``CommandOutput``); they never print.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+
+from clawd.core.errors import ClawdError, ProviderSetupError
+from clawd.core.events import ClearScreen, CommandOutput, ErrorEvent, Event, Notice
+from clawd.core.messages import Usage
+from clawd.core.textcut import two_columns
+from clawd.frontends.reports import (
+    format_context,
+    format_memory_files,
+    format_memory_results,
+    format_memory_status,
+    format_status,
+    one_line,
+)
+from clawd.loop.lifecycle import due_reset, end_session
+from clawd.loop.runtime import Runtime
+from clawd.loop.session import Session
+from clawd.memory.notes import append_to_daily_log
+from clawd.workspace.files import MEMORY_DIR
+
+log = logging.getLogger(__name__)
+
+
+class Chat:
+    """The current session of one agent, as the front ends see it."""
+
+    def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
+                 background: bool = False):
+        self.runtime = runtime
+        self.session = Session(runtime, key, model, pin=False)
+        self.keys: list[tuple[str, str]] = []  # the front end's keys and what they do, for /help
+        self.width: Callable[[], int] | None = None  # the terminal's width, for /help
+        if not runtime.workspace.is_dir() and runtime.settings.workspace_access != "none":
+            log.warning("the workspace %s does not exist (run clawd init to create it with "
+                        "its starter files); chatting without workspace files until then",
+                        runtime.workspace)
+        memory = runtime.memory
+        if memory is not None and memory.settings.sync.on_session_start and not background:
+            memory.mark_dirty()  # one-shot runs sync on their first search
+
+    def start_memory_sync(self) -> None:
+        """Index in the background (session start) and keep watching the memory files."""
+        memory = self.runtime.memory
+        if memory is None:
+            return
+        if memory.settings.sync.on_session_start:
+            memory.sync_in_background()
+        memory.start_watcher()
+
+    def handle(self, line: str) -> Generator[Event, None, None]:
+        """A slash command or a user message; errors become an ``ErrorEvent``."""
+        text = line.strip()
+        try:
+            if text.startswith("/") and not text.startswith(ESCAPE):
+                yield from dispatch(self, text)
+            elif text:
+                message = line.rstrip("\n")
+                if text.startswith(ESCAPE):  # a message that itself starts with /
+                    message = message.lstrip()[1:]
+                if reason := due_reset(self.session):
+                    yield from self.new_session(reason)
+                yield from self.session.run_turn(message)
+        except ClawdError as exc:
+            yield ErrorEvent(str(exc))
+            if text and not text.startswith("/"):  # the turn did not start (a failed reset)
+                yield self.session.turn_done("", failed=True, usage=Usage())
+
+    def with_current_models(self, action: Callable[[], object]) -> str:
+        """Run ``action`` (which resolves a model); when it fails because the provider or
+        model is unknown, read the config file's ``models`` section again (one declared
+        after clawd started) and retry once. Returns what to add to the command's answer
+        when the models were read again ("" otherwise)."""
+        try:
+            action()
+            return ""
+        except ProviderSetupError:
+            if not self._reread_models():
+                raise
+        action()
+        return "; the config's models were read again: clawd.json changed since clawd started"
+
+    def _reread_models(self) -> bool:
+        """Adopt the config file's current ``models`` section; whether it changed. Other
+        settings are read at start-up only. A config that no longer loads is an error."""
+        from clawd.config import config_path, load_config
+
+        config = self.runtime.config
+        fresh = load_config(config.source or config_path())
+        if fresh.models == config.models:
+            return False
+        config.models = fresh.models
+        return True
+
+    def new_session(self, reason: str, model: str | None = None) -> Generator[Event, None, None]:
+        """End the current session (``hooks.end_session``) and start a new one."""
+        old = self.session
+        if model:
+            self.runtime.models(model).connect()  # an unusable model fails before anything ends
+        ended = yield from end_session(old, reason)
+        self.session = Session(self.runtime, old.key, model or old.entry.get("modelOverride"),
+                               fresh=True)
+        if not model:
+            self.session.run_model = old.run_model
+        yield Notice(f"new session {self.session.entry['sessionId']} ({reason}){ended}")
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+    handler: Callable[[Chat, str], Generator[Event, None, None]]
+    subcommands: tuple[str, ...] = ()  # first words of the arguments, for completion
+
+    @property
+    def takes_arguments(self) -> bool:
+        """Whether the usage names any (``/status`` does not: ``/status foo`` is an error)."""
+        return " " in self.usage
+
+
+REGISTRY: dict[str, Command] = {}
+ALIASES = {"exit": "quit", "q": "quit", "?": "help"}
+ESCAPE = "//"  # starts a message that begins with "/": "//etc/hosts" sends "/etc/hosts"
+
+
+def command(name: str, usage: str, help_text: str, subcommands: tuple[str, ...] = ()):
+    def register(handler: Callable[[Chat, str], Generator[Event, None, None]]):
+        REGISTRY[name] = Command(name, usage, help_text, handler, subcommands)
+        return handler
+    return register
+
+
+def dispatch(chat: Chat, text: str) -> Generator[Event, None, None]:
+    word, *rest = text[1:].split(None, 1) or [""]
+    args = rest[0].strip() if rest else ""
+    name = ALIASES.get(word.lower(), word.lower())
+    found = REGISTRY.get(name)
+    if found is None:
+        yield ErrorEvent(f"unknown command /{word} (try /help); to send it as a message, "
+                         f"start it with {ESCAPE}")
+    elif args and not found.takes_arguments:
+        yield ErrorEvent(f"/{word} takes no arguments (got {args!r})")
+    else:
+        yield from found.handler(chat, args)
+
+
+def completions() -> dict[str, tuple[str, ...]]:
+    """Every command word and its subcommands, for the REPL's completer."""
+    return {f"/{name}": REGISTRY[name].subcommands for name in sorted(REGISTRY)}
+
+
+def _out(name: str, text: str, **kw) -> Generator[Event, None, None]:
+    yield CommandOutput(name, text, **kw)
+
+
+@command("help", "/help", "list the commands (and the keys, in the REPL)")
+def _help(chat: Chat, args: str) -> Generator[Event, None, None]:
+    rows = [(c.usage, c.help) for c in REGISTRY.values()]
+    rows.append((f"{ESCAPE}TEXT", f"send a message that starts with / ({ESCAPE}etc/hosts sends "
+                                  f"/etc/hosts)"))
+    if chat.keys:
+        rows += [("", ""), ("Keys:", ""), *chat.keys]
+    yield from _out("help", two_columns(rows, chat.width() if chat.width else None))
+
+
+@command("clear", "/clear", "clear the screen (the conversation is untouched)")
+def _clear(chat: Chat, args: str) -> Generator[Event, None, None]:
+    yield ClearScreen()
+
+
+@command("quit", "/quit", "leave clawd (Ctrl-D too)")
+def _quit(chat: Chat, args: str) -> Generator[Event, None, None]:
+    yield from _out("quit", "bye", quit=True)
+
+
+@command("status", "/status", "model, context used, compactions, flushes, session age")
+def _status(chat: Chat, args: str) -> Generator[Event, None, None]:
+    yield from _out("status", format_status(chat.session))
+
+
+@command("context", "/context [list|detail]", "tokens per layer (detail: per file and tool)",
+         ("list", "detail"))
+def _context(chat: Chat, args: str) -> Generator[Event, None, None]:
+    if args not in ("", "list", "detail"):
+        raise ClawdError("usage: /context [list|detail]")
+    yield from _out("context", format_context(chat.session, detail=args == "detail"))
+
+
+@command("model", "/model [PROVIDER/MODEL | default]",
+         "show the model and where it comes from, pin one to this session, or follow the "
+         "config again")
+def _model(chat: Chat, args: str) -> Generator[Event, None, None]:
+    session = chat.session
+    if args == "default":
+        session.set_model(None)
+        yield from _out("model", f"model: {session.model_ref} (from the config; no longer "
+                                 f"pinned)")
+    elif args:
+        reread = chat.with_current_models(lambda: session.set_model(args))
+        yield from _out("model", f"model set to {args} (pinned to this session; /model "
+                                 f"default follows the config again){reread}")
+    else:
+        yield from _out("model", f"model: {session.model_ref} (from {session.model_source})")
+
+
+@command("new", "/new [PROVIDER/MODEL]", "start a new session (the old one is saved to memory/)")
+def _new(chat: Chat, args: str) -> Generator[Event, None, None]:
+    if args:  # an unusable model fails before anything ends
+        reread = chat.with_current_models(lambda: chat.runtime.models(args).connect())
+        if reread:
+            yield Notice(reread.lstrip("; "))
+    yield from chat.new_session("/new", args or None)
+    yield from _out("new", f"new session started ({chat.session.model_ref})")
+
+
+@command("reset", "/reset", "start this session afresh (same as /new with the same model)")
+def _reset(chat: Chat, args: str) -> Generator[Event, None, None]:
+    yield from chat.new_session("/reset")
+    yield from _out("reset", "session reset")
+
+
+@command("retry", "/retry", "send your last message again (the last answer leaves the "
+         "conversation; the transcript keeps it)")
+def _retry(chat: Chat, args: str) -> Generator[Event, None, None]:
+    _ = chat.session.provider  # an unusable model fails before the turn is taken back
+    request, _ = chat.session.undo_turn("retry")
+    yield Notice(f"sending again: “{one_line(request.text)}”")
+    yield from chat.session.run_turn(request.text)
+
+
+@command("undo", "/undo", "take the last turn out of the conversation (the transcript keeps "
+         "it)")
+def _undo(chat: Chat, args: str) -> Generator[Event, None, None]:
+    request, flushed = chat.session.undo_turn()
+    text = (f"undone: “{one_line(request.text)}” (kept in the transcript, out of the "
+            f"conversation)")
+    if flushed:
+        text += f"; notes the memory flush saved from it stay in {MEMORY_DIR}/"
+    yield from _out("undo", text)
+
+
+@command("compact", "/compact [instructions]", "summarise older history now")
+def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
+    # The compaction's own events say what happened (compacted, or why not): the command
+    # adds no second line (an empty ``command`` event in --json).
+    yield from chat.session.compact(args or None)
+    yield from _out("compact", "")
+
+
+@command("memory", "/memory search QUERY | show | add TEXT | status",
+         "search memory, show MEMORY.md and the memory files, add a note to today's log, "
+         "or show the state of the memory index", ("search", "show", "add", "status"))
+def _memory(chat: Chat, args: str) -> Generator[Event, None, None]:
+    action, _, rest = args.partition(" ")
+    runtime, rest = chat.runtime, rest.strip()
+    if action in ("search", "status") and runtime.memory is None:
+        raise ClawdError("memory search is off for this agent (memorySearch.enabled)")
+    if action == "search" and rest:
+        yield from _out("memory", format_memory_results(runtime.memory.search(rest)))
+    elif action == "status":
+        yield from _out("memory", format_memory_status(runtime.memory.status()))
+    elif action == "show":
+        yield from _out("memory", format_memory_files(runtime.workspace))
+    elif action == "add" and rest:
+        access = runtime.settings.workspace_access
+        if access != "rw":
+            raise ClawdError(f"the workspace is read-only here (workspaceAccess: \"{access}\"); "
+                             f"the note was not saved: {' '.join(rest.split())}")
+        rel = append_to_daily_log(runtime.workspace, rest, runtime.clock().date())
+        if runtime.memory is not None:
+            runtime.memory.mark_dirty()
+        yield from _out("memory", f"added to {rel}")
+    else:
+        raise ClawdError("usage: /memory search QUERY | show | add TEXT | status")

@@ -1,0 +1,96 @@
+"""The composition root: from the config and the command line's choices to a ``Runtime``
+(settings, workspace, providers, tools, memory) and a session key. Heavy modules are
+imported inside the functions, so importing this module costs nothing at start-up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def agent_paths(agent_id: str) -> tuple[Path, Path]:
+    """(sessions dir, state dir) of an agent."""
+    from clawd.config import state_dir
+
+    state = state_dir()
+    return state / "agents" / agent_id / "sessions", state
+
+
+def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
+                  approve: Any = None, with_memory: bool = True) -> Any:
+    """Everything one agent needs: settings, workspace, providers, tools, memory."""
+    from clawd.config import resolve_agent
+    from clawd.loop.runtime import ModelHandle, Runtime
+    from clawd.providers import registry
+    from clawd.tools.exec import exec_tool
+    from clawd.tools.files import file_tools
+
+    agent_id, settings = resolve_agent(config, agent)
+    workspace = Path(settings.workspace).expanduser().resolve()
+    sessions_dir, state = agent_paths(agent_id)
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    tools = file_tools() + ([exec_tool()] if settings.tools.exec.enabled else [])
+    memory = None
+    if with_memory and settings.memory_search.enabled:
+        from clawd.memory import open_index
+        from clawd.tools.memory import memory_tools
+
+        openai = config.models.providers.get("openai")
+        memory = open_index(agent_id, workspace, settings.memory_search, state, sessions_dir,
+                            openai_base_url=openai.base_url if openai else None)
+        tools += memory_tools()
+    def models(ref: str) -> ModelHandle:
+        return ModelHandle(ref, registry.context_window(config, settings, ref),
+                           registry.max_output_tokens(config, settings, ref),
+                           registry.uses_anthropic_format(config, ref),
+                           lambda: registry.make_provider(config, ref))
+
+    return Runtime(
+        config=config, agent_id=agent_id, settings=settings, workspace=workspace,
+        sessions_dir=sessions_dir, models=models, tools=tools, memory=memory,
+        allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
+
+
+def check_provider(runtime: Any, key: str, model: str | None) -> None:
+    """Fail in one line, before the session is created or touched, when its model cannot be
+    used (without importing the SDK, which takes a second). A model pinned to the session is
+    not checked here: the session opens, its first turn says the pin is the cause, and
+    ``/model`` can switch away."""
+    from clawd.core.errors import MissingKeyError
+    from clawd.loop.runtime import session_model
+    from clawd.providers import registry
+
+    entry = runtime.store.get(key)
+    if model is None and (entry or {}).get("modelOverride"):
+        return
+    try:
+        registry.resolve(runtime.config, model or session_model(entry, runtime.settings))
+    except MissingKeyError as exc:
+        raise MissingKeyError(f"{exc}; or use a local OpenAI-compatible server (declare it "
+                              f"under models.providers with api \"openai-completions\" and "
+                              f"baseUrl, see the README)") from None
+
+
+def session_key(agent_id: str, name: str | None) -> str:
+    from clawd.sessions.store import main_key
+    return main_key(agent_id, name or "main")
+
+
+def chat_agent(config: Any, agent: str | None, session: str | None) -> str | None:
+    """The agent a chat runs in: a full session key (``agent:<agentId>:<name>``) names its
+    agent; ``--agent`` may repeat it but not contradict it. Unknown agents fail later, in
+    ``resolve_agent``, with the list of known ones."""
+    from clawd.core.errors import ConfigError
+    from clawd.sessions.store import normalize_key
+
+    key = normalize_key(session or "")
+    if not key.startswith("agent:"):
+        return agent
+    _, named, rest = (key.split(":", 2) + ["", ""])[:3]
+    if not named or not rest:
+        raise ConfigError(f"--session {session}: a full session key is "
+                          f"agent:<agentId>:<name> (or give a short name such as 'work')")
+    if agent is not None and agent.lower() != named:
+        raise ConfigError(f"--agent {agent} and --session {session} name different agents")
+    return next((known for known in config.agent_ids() if known.lower() == named), named)

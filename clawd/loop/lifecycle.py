@@ -1,0 +1,191 @@
+"""Session lifecycle, the hooks the chat calls around a session: when it resets by itself
+(``due_reset``), and what ends it (``end_session``: the memory flush, the session-memory file).
+
+``reset_reason`` (pure) says whether the ``session.reset`` policy — ``daily`` at ``atHour``
+local time (and after ``idleMinutes`` when that is given too), ``idle`` after
+``idleMinutes``, or ``both`` — ends a session before the next message.
+``save_session`` writes the ending session's last user/assistant messages to
+``memory/YYYY-MM-DD-<slug>.md`` (slug from the model, ``HHMM`` when that fails or times out),
+never overwriting a file, so the next session can find it with ``memory_search``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from collections.abc import Generator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from clawd.config import Reset, SessionMemoryHook
+from clawd.core.errors import ClawdError
+from clawd.core.events import Event
+from clawd.core.messages import Message, ModelRequest, parse_iso
+from clawd.core.templates import render
+from clawd.providers.base import Provider, complete
+from clawd.workspace.files import MEMORY_DIR, is_writable
+
+if TYPE_CHECKING:
+    from clawd.loop.session import Session
+
+log = logging.getLogger(__name__)
+SLUG_MAX = 30
+
+
+def reset_reason(entry: dict[str, Any], now: datetime, cfg: Reset) -> str | None:
+    """Why the session must start afresh before this message (None: it continues)."""
+    if cfg.mode == "off":
+        return None
+    last = parse_iso(entry.get("updatedAt")) or parse_iso(entry.get("createdAt"))
+    if last is None:
+        return None
+    idle = cfg.idle_limit
+    if idle is not None and now - last >= timedelta(minutes=idle):
+        return f"idle for more than {idle} minute{'' if idle == 1 else 's'}"
+    if cfg.mode in ("daily", "both"):
+        boundary = now.replace(hour=cfg.at_hour, minute=0, second=0, microsecond=0)
+        if now < boundary:
+            boundary -= timedelta(days=1)
+        if last < boundary:
+            return f"daily reset at {cfg.at_hour:02d}:00"
+    return None
+
+
+def recent_messages(messages: list[Message], count: int) -> list[Message]:
+    """The last ``count`` user/assistant messages that carry text."""
+    chosen = [m for m in messages if m.role in ("user", "assistant") and m.text.strip()]
+    return chosen[-count:]
+
+
+def sanitize_slug(text: str, *, cut: bool = False) -> str | None:
+    """Lowercase, hyphenated, at most 30 characters, ending at a word boundary; None when
+    nothing usable is left. ``cut``: the reply hit its token limit, so its last word may be
+    a fragment and is dropped; a single word longer than 30 characters is not used."""
+    # accents folded (Café → cafe), so no word loses letters in the middle
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    first = ascii_text.strip().splitlines()[0].lower() if ascii_text.strip() else ""
+    words = re.findall(r"[a-z0-9]+", first)
+    if cut:
+        words = words[:-1]
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > SLUG_MAX:
+            break
+        slug = candidate
+    return slug or None
+
+
+def model_slug(provider: Provider, messages: list[Message], timeout: float) -> str | None:
+    """Ask the model for a slug, giving up after ``timeout`` seconds."""
+    conversation = "\n".join(f"{m.role}: {m.text[:500]}" for m in messages[-8:])
+    request = ModelRequest(system=["You name conversations."], tools=[], max_tokens=24,
+                           messages=[Message.user(render("slug.md.j2",
+                                                         conversation=conversation))])
+    result: dict[str, str] = {}  # the reply's text, and "cut" when it hit max_tokens
+
+    def ask() -> None:
+        try:
+            reply = complete(provider, request).message
+            result["text"] = reply.text
+            result["cut"] = "yes" if reply.stop_reason == "length" else ""
+        except Exception as exc:  # noqa: BLE001 - any failure falls back to HHMM
+            log.info("slug request failed: %s", exc)
+
+    worker = threading.Thread(target=ask, daemon=True, name="clawd-slug")
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        log.info("slug request timed out after %ss", timeout)
+        return None
+    return sanitize_slug(result.get("text", ""), cut=bool(result.get("cut")))
+
+
+def free_path(directory: Path, stem: str) -> Path:
+    """``<stem>.md`` in ``directory``, or ``<stem>-2.md`` etc. when taken."""
+    path = directory / f"{stem}.md"
+    number = 2
+    while path.exists():
+        path = directory / f"{stem}-{number}.md"
+        number += 1
+    return path
+
+
+def save_session(workspace: Path, messages: list[Message], *, key: str, session_id: str,
+                 reason: str, now: datetime, slug: str | None,
+                 summary: str | None = None) -> Path:
+    """Write the session-memory file (the compaction summary of the earlier messages, when
+    there is one, then the last messages); never overwrites an existing file."""
+    slug = slug or now.strftime("%H%M")
+    directory = workspace / MEMORY_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = [{"role": m.role, "text": m.text.strip(), "when": _when(m.timestamp)}
+            for m in messages]
+    text = render("session_memory.md.j2", date=now.date().isoformat(),
+                  time=now.strftime("%H:%M"), slug=slug, key=key, session_id=session_id,
+                  reason=reason, messages=rows, summary=(summary or "").strip()) + "\n"
+    path = free_path(directory, f"{now.date().isoformat()}-{slug}")
+    with open(path, "x", encoding="utf-8") as handle:  # "x": a race never overwrites
+        handle.write(text)
+    return path
+
+
+def _when(stamp: str) -> str:
+    parsed = parse_iso(stamp)
+    return parsed.astimezone().strftime("%Y-%m-%d %H:%M") if parsed else "?"
+
+
+def due_reset(session: Session) -> str | None:
+    """Why ``session`` must start afresh before the next message (``session.reset``)."""
+    rt = session.rt
+    return reset_reason(session.entry, rt.clock(), rt.config.session.reset)
+
+
+def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
+    """What ends a session (``/new``, ``/reset``, an automatic reset): the once-per-cycle
+    memory flush, then the session-memory file. Returns what the notice of the new session
+    adds about the old one (where it was saved, or why not and where its transcript is)."""
+    rt = old.rt
+    yield from old.flush_before_end()
+    saved, unsaved = None, None
+    if not is_writable(rt.workspace, rt.settings.workspace_access):
+        unsaved = "the workspace is not writable"
+    elif not old.access.may_save_session():
+        unsaved = "memory/ is shareable and this is a group session"
+    else:
+        try:
+            provider = old.provider
+        except ClawdError:
+            provider = None
+        try:
+            saved = end_session_memory(
+                provider, rt.workspace, old.history.messages, cfg=rt.config.hooks.session_memory,
+                key=old.key, session_id=old.entry["sessionId"], reason=reason, now=rt.clock(),
+                summary=old.history.summary)
+        except OSError as exc:
+            unsaved = f"cannot write to {MEMORY_DIR}/: {exc.strerror or exc}"
+    if saved is not None:
+        if rt.memory is not None:
+            rt.memory.mark_dirty()
+        return f"; the last one was saved to {saved.relative_to(rt.workspace)}"
+    if unsaved and any(m.role == "user" for m in old.history.messages):
+        return (f"; the last one was not saved to {MEMORY_DIR}/ ({unsaved}), its transcript "
+                f"is kept: {old.transcript.path}")
+    return ""
+
+
+def end_session_memory(provider: Provider | None, workspace: Path, messages: list[Message], *,
+                       cfg: SessionMemoryHook, key: str, session_id: str, reason: str,
+                       now: datetime, summary: str | None = None) -> Path | None:
+    """The whole hook: pick messages, name them, write the file (None: nothing to save).
+    The summary of what compaction took out of the history is saved with them: without
+    it the file would keep only the session's end."""
+    chosen = recent_messages(messages, cfg.messages)
+    if not cfg.enabled or not chosen:
+        return None
+    slug = model_slug(provider, chosen, cfg.slug_timeout_seconds) if provider else None
+    return save_session(workspace, chosen, key=key, session_id=session_id, reason=reason,
+                        now=now, slug=slug, summary=summary)

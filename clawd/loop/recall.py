@@ -1,0 +1,122 @@
+"""Automatic recall: the notes memory search finds for the user's message, sent with it.
+
+A small model rarely calls ``memory_search`` on its own, and the daily logs in the project
+context are cut to their newest lines in a small window, so a note written days (or a
+compaction) ago is out of its sight. Before each user turn clawd runs the search itself on
+the user's message, as the session may see it (``visible_search``: shareable notes only in
+a group session), and the best hits (``memorySearch.recall``, none ``MARGIN`` below the
+best one: a weak model answers from whatever it is given) go in front of the message in
+that turn's requests: never into the transcript, never into later turns, so the prompt
+cache keeps everything before the message. Only the lines of a hit not already in the
+project context are sent (a hit with none left, or only headings and a template's
+placeholders, is left out); the block is capped at ``maxChars`` and a fifth of the window (in
+characters, about 5% of its tokens). The search waits up to ``SYNC_WAIT`` for a sync of
+notes written just before (a flush, ``/new``); a failed search leaves the turn as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from clawd.config.sections import MemorySearch
+from clawd.context.access import Access
+from clawd.core.messages import Message, TextPart
+from clawd.core.templates import render
+from clawd.core.textcut import shorten
+from clawd.tools.memory import visible_search
+
+log = logging.getLogger(__name__)
+
+QUERY_CHARS = 2000  # the embedder reads about 256 tokens; more only slows the keyword half
+MIN_PIECE = 80  # a hit cut shorter than this is left out
+PLACEHOLDER = re.compile(r"^[-*+]\s*\(.*\)$")  # "- (what goes here)" in a note template
+MARGIN = 0.15  # hits scoring this much below the best one are left out
+SYNC_WAIT = 2.0  # seconds a turn may wait for the sync of notes written just before
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start: int
+    end: int
+    score: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What was found for one user message: the hits and the text sent in front of it."""
+
+    message_id: str
+    hits: list[Hit] = field(default_factory=list)
+
+    def block(self, message: str) -> str:
+        return render("recall.md.j2", hits=self.hits, message=message).strip()
+
+    def apply(self, messages: list[Message]) -> list[Message]:
+        """``messages`` with the notes in front of the user's message (a copy of it)."""
+        out = []
+        for m in messages:
+            if m.id == self.message_id and self.hits:
+                first, rest = (m.content[0], m.content[1:]) if m.content else (None, [])
+                if isinstance(first, TextPart):
+                    m = replace(m, content=[TextPart(self.block(first.text)), *rest])
+                else:
+                    m = replace(m, content=[TextPart(self.block("")), *m.content])
+            out.append(m)
+        return out
+
+
+def unseen(text: str, shown: str) -> str:
+    """The lines of ``text`` worth sending: not blank, not already in ``shown`` and not a
+    template's placeholder (``- (name — who they are)``); empty when no line but headings
+    is left."""
+    keep = []
+    for line in text.splitlines():
+        probe = line.strip().removesuffix("…").rstrip()  # a snippet's last line may be cut
+        if probe and probe not in shown and not PLACEHOLDER.match(probe):
+            keep.append(line)
+    return "\n".join(keep) if any(not line.lstrip().startswith("#") for line in keep) else ""
+
+
+def choose(results: list[dict[str, Any]], shown: str, max_chars: int) -> list[Hit]:
+    """The hits worth sending, best first (``results`` are), within ``MARGIN`` of the best
+    one, with only their lines not already in view, within ``max_chars``."""
+    hits, room = [], max_chars
+    best = max((float(r["score"]) for r in results), default=0.0)
+    for r in results:
+        if float(r["score"]) < best - MARGIN:
+            break  # far below the best hit: noise beside it for a small model
+        text = unseen(str(r.get("snippet") or ""), shown)
+        if not text:
+            continue
+        if len(text) > room:
+            if room < MIN_PIECE:
+                break
+            text = shorten(text, room)
+        room -= len(text)
+        hits.append(Hit(str(r["path"]), int(r["startLine"]), int(r["endLine"]),
+                        float(r["score"]), text))
+    return hits
+
+
+def recall(memory: Any, access: Access, settings: MemorySearch, message: Message,
+           shown: str, window: int) -> Recall | None:
+    """Search memory for ``message``; None when recall is off, the message has no text, the
+    search fails or finds nothing new."""
+    cfg = settings.recall
+    query = message.text.strip()[:QUERY_CHARS]
+    if not cfg.enabled or memory is None or not query:
+        return None
+    try:
+        memory.catch_up(SYNC_WAIT)
+        found = visible_search(memory, access, query, max_results=cfg.max_results,
+                               min_score=cfg.min_score)
+    except Exception as exc:  # noqa: BLE001 - recall is a help; the turn goes on without it
+        log.warning("automatic recall skipped: memory search failed: %s", exc)
+        return None
+    hits = choose(found.get("results") or [], shown, min(cfg.max_chars, window // 5))
+    return Recall(message.id, hits) if hits else None

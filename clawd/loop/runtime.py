@@ -1,0 +1,115 @@
+"""One agent's fixed surroundings (``Runtime``) and the handle of one model (``ModelHandle``).
+
+The composition root (``clawd.frontends.compose``) builds a ``Runtime`` once per process: settings,
+workspace, tools, memory, clock, and ``models``, which resolves a ``provider/model`` reference
+to a ``ModelHandle`` carrying everything the loop needs to know of that model: its window, its
+output limit, whether its requests carry prompt-cache breakpoints, and how to connect to it.
+The budget (flush and compaction points) and the fixed layers of a request (system prompt and
+workspace files) follow from a runtime, a session key and a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from clawd.config import AgentDefaults, Config
+from clawd.context import layers as ctxmod
+from clawd.context.access import Access, offered
+from clawd.core.errors import ClawdError
+from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
+from clawd.providers.base import Provider
+from clawd.sessions.store import SessionStore
+from clawd.tools.base import Tool
+
+
+@dataclass(frozen=True)
+class ModelHandle:
+    """One model as the loop sees it. ``connect`` makes its provider (and may fail with a
+    ``ProviderSetupError``, e.g. a missing key); everything else is known without it."""
+
+    ref: str
+    context_window: int
+    max_tokens: int | None  # None: the agent's ``maxTokens``
+    uses_cache: bool
+    connect: Callable[[], Provider]
+
+
+def fixed_models(provider: Provider, window: int, *, max_tokens: int | None = None,
+                 cache: bool = False) -> Callable[[str], ModelHandle]:
+    """A ``models`` resolver that answers every reference with one provider and window (the
+    scripted provider in tests and benchmarks)."""
+    return lambda ref: ModelHandle(ref, window, max_tokens, cache, lambda: provider)
+
+
+@dataclass
+class Runtime:
+    """One agent's fixed surroundings, built once by the front end."""
+
+    config: Config
+    agent_id: str
+    settings: AgentDefaults
+    workspace: Path
+    sessions_dir: Path
+    models: Callable[[str], ModelHandle]
+    tools: list[Tool] = field(default_factory=list)
+    memory: Any = None
+    allow_exec: bool = False
+    approve: Callable[[str], bool] | None = None
+    clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
+
+    @property
+    def store(self) -> SessionStore:
+        return SessionStore(self.sessions_dir / "sessions.json", now=self.now_iso)
+
+    def now_iso(self) -> str:
+        return self.clock().isoformat(timespec="milliseconds")
+
+    def budget(self, model: ModelHandle) -> Budget:
+        """The flush and compaction points and the shares of the window for one model."""
+        comp = self.settings.compaction
+        return make_budget(model.context_window, comp.reserve_tokens_floor,
+                           comp.memory_flush.soft_threshold_tokens,
+                           comp.memory_flush.soft_threshold, comp.threshold_ratio,
+                           comp.keep_recent_tokens, self.settings.max_tokens)
+
+    def layers(self, access: Access, budget: Budget) -> ctxmod.Layers:
+        """Layers 0 and 1 of a request in a session with ``access``: the system prompt and
+        the workspace files, within the budget's share of the window."""
+        return ctxmod.build_layers(
+            self.workspace, [t.spec for t in offered(self.tools, access)],
+            private=access.private, workspace_files=access.workspace_files, now=self.clock(),
+            max_chars=self.settings.bootstrap_max_chars,
+            read_only=self.settings.workspace_access != "rw", max_tokens=budget.files)
+
+    def check_window(self, access: Access, model: ModelHandle) -> None:
+        """Refuse, in one line, a model whose window cannot hold the fixed layers (system
+        prompt, tool schemas, workspace files) and leave ``MIN_ROOM`` for the conversation."""
+        budget = self.budget(model)
+        layers = self.layers(access, budget)
+        specs = [t.spec for t in self.tools]
+        bound = at_most(layers.system) + at_most(layers.project) + sum(
+            at_most(f"{s.name} {s.description} {s.parameters}") for s in specs)
+        if bound + MIN_ROOM <= budget.compact_at:
+            return  # fits whatever the count: the tokenizer loads after the first prompt
+        fixed = (estimate_text(layers.system) + estimate_text(layers.project)
+                 + estimate_tools(specs))
+        if fixed + MIN_ROOM <= budget.compact_at:
+            return
+        need = -(-(fixed + MIN_ROOM) * 4 // 3 // 1024) * 1024  # compaction at 3/4, 1k steps
+        raise ClawdError(
+            f"{model.ref}: a context window of {budget.context_window:,} tokens is too small: "
+            f"the system prompt, tools and workspace files take {fixed:,} tokens and leave "
+            f"less than {MIN_ROOM:,} for the conversation; set the model's real window "
+            f"(models.providers.{model.ref.partition('/')[0]}.models[].contextWindow, at "
+            f"least {need:,}) and run its server with it, or choose a model with a larger "
+            f"window")
+
+
+def session_model(entry: dict[str, Any] | None, settings: Any) -> str:
+    """The model a session uses: the one pinned to it (``/model``, ``/new MODEL``), else the
+    agent's configured model, so a config change reaches old sessions."""
+    return (entry or {}).get("modelOverride") or settings.model

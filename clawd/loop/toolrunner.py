@@ -1,0 +1,112 @@
+"""Running the tool calls of one assistant message (``ToolRunner``).
+
+Each call runs in order and its result is persisted at once, so the transcript never holds a
+call without its result: a Ctrl-C between calls gives every remaining call an "interrupted"
+result before it propagates. A tool that fails (``ClawdError``, or a bug in the tool) gives
+an error result the model can act on; nothing here ends the turn. A result is capped at
+``tools.maxOutputChars`` and at half the window (head and tail kept), so it always fits a
+request next to the fixed layers and a summary. File changes that repeat the step before's
+(a small model in a loop appended the same note 17 times), alike but for whitespace and
+escaped line breaks, are not made again: their result says so, and the session asks for the
+next answer in words.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Generator
+
+from clawd.context.access import WRITE_TOOLS, Access
+from clawd.context.pruning import cap_tool_result
+from clawd.core.errors import ClawdError
+from clawd.core.events import Event, ToolFinished, ToolStarted
+from clawd.core.messages import Message, ToolCall
+from clawd.core.tokens import estimate_text
+from clawd.loop.runtime import Runtime
+from clawd.tools.base import Tool, ToolContext
+
+log = logging.getLogger(__name__)
+
+REPEATED = ("not run again: the step before made this same call with the same arguments, "
+            "and its result is above; answer the user now")
+
+
+Calls = list[tuple[str, str]]  # (name, arguments as sorted JSON) of one step's tool calls
+
+
+def calls_of(reply: Message) -> Calls:
+    """A step's calls as compared with the next step's: text arguments are compared without
+    surrounding whitespace and with escaped line breaks read as line breaks, so a note sent
+    again with a trailing ``\\n`` is the same note."""
+    return [(c.name, json.dumps({k: _same_text(v) for k, v in c.arguments.items()},
+                                sort_keys=True)) for c in reply.tool_calls]
+
+
+def _same_text(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    return "\n".join(line.rstrip() for line in value.replace("\\n", "\n").strip().split("\n"))
+
+
+def repeats_writes(calls: Calls, before: Calls | None) -> bool:
+    """Whether a step's calls are the same file changes as the step before's. Other calls
+    may repeat (polling a command's output with the same ``exec`` is fine)."""
+    return calls == before and all(name in WRITE_TOOLS for name, _ in calls)
+
+
+class ToolRunner:
+    """The tools one session is offered, and how they run there."""
+
+    def __init__(self, runtime: Runtime, tools: list[Tool], access: Access):
+        self.rt, self.tools, self.access = runtime, tools, access
+
+    def run(self, reply: Message, keep: Callable[[Message], None], *, window: int,
+            flush: bool, repeated: bool = False) -> Generator[Event, None, None]:
+        """Run ``reply``'s tool calls; ``keep`` persists each result. ``flush``: the calls
+        come from a memory-flush turn (its writes follow the flush's rules). ``repeated``:
+        the calls repeat the step before's exactly, and are answered without running."""
+        pending = list(reply.tool_calls)
+        try:
+            while pending:
+                call = pending[0]
+                yield ToolStarted(call.id, call.name, call.arguments)
+                text, is_error = (REPEATED, True) if repeated else self.call(
+                    call, window=window, flush=flush)
+                keep(Message.tool_result(call, text, is_error, flush=flush))
+                pending.pop(0)
+                yield ToolFinished(call.id, call.name, is_error, text)
+        except KeyboardInterrupt:
+            for call in pending:  # every call keeps a result, so the history stays valid
+                keep(Message.tool_result(call, "interrupted by the user", True, flush=flush))
+            raise
+
+    def call(self, call: ToolCall, *, window: int, flush: bool = False) -> tuple[str, bool]:
+        """One call's result text and whether it is an error."""
+        tool = next((t for t in self.tools if t.spec.name == call.name), None)
+        if tool is None:  # a small model made up "memory_set": say what there is
+            names = ", ".join(t.spec.name for t in self.tools)
+            return f"unknown tool: {call.name}; the tools are {names or 'none'}", True
+        rt = self.rt
+        ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
+                          approve=rt.approve, memory=rt.memory,
+                          today=lambda: rt.clock().date(), access=self.access, flush=flush)
+        try:
+            text, is_error = tool.run(call.arguments, ctx), False
+        except ClawdError as exc:
+            text, is_error = f"error: {exc}", True
+        except Exception as exc:  # noqa: BLE001 - a tool bug must not end the turn
+            # one line for the user (the model gets the error as the result); the
+            # traceback only with debug logging
+            log.warning("tool %s failed: %s: %s", call.name, type(exc).__name__, exc,
+                        exc_info=log.isEnabledFor(logging.DEBUG))
+            text, is_error = f"error: {type(exc).__name__}: {exc}", True
+        return cap_tool_result(text, self._result_chars(text, window)), is_error
+
+    def _result_chars(self, text: str, window: int) -> int:
+        """The cap of one result: ``maxOutputChars``, and at most half the window."""
+        limit, room = self.rt.settings.tools.max_output_chars, window // 2
+        if len(text) <= room:  # a token is at least a character: it fits, no need to count
+            return limit
+        tokens = estimate_text(text)
+        return min(limit, len(text) * room // tokens) if tokens > room else limit

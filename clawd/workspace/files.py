@@ -1,0 +1,177 @@
+"""The agent workspace on disk: bootstrap files, daily logs, and safe path resolution.
+
+Every path a tool touches goes through ``resolve`` so nothing outside the workspace (by
+``..``, an absolute path or a symlink pointing out) is ever read or written. The bootstrap
+files and daily logs that the context builder injects are read here, each capped at
+``bootstrapMaxChars`` with a visible marker; ``fit_files`` then fits them all into the
+share of the window they may take (daily logs give up their oldest lines first).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+from pathlib import Path
+
+from clawd.core.errors import SandboxError
+from clawd.core.textcut import keep_ends
+from clawd.core.tokens import at_most
+
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
+MEMORY_FILE = "MEMORY.md"
+MEMORY_DIR = "memory"
+DAILY_LOG_RE = re.compile(r"^memory/\d{4}-\d{2}-\d{2}\.md$")
+
+
+def resolve(root: Path, path: str) -> Path:
+    """The real path of ``path`` (relative to ``root``), refusing anything outside ``root``."""
+    if not isinstance(path, str) or not path.strip():
+        raise SandboxError("a path is required")
+    if "\x00" in path:
+        raise SandboxError(f"invalid path: {path!r}")
+    candidate = Path(path).expanduser()
+    if candidate.is_absolute():
+        raise SandboxError(f"absolute paths are not allowed: {path} (use a path relative to "
+                           f"the workspace)")
+    real_root = root.resolve()
+    real = (real_root / candidate).resolve()
+    if real != real_root and real_root not in real.parents:
+        raise SandboxError(f"path escapes the workspace: {path}")
+    return real
+
+
+def relative(root: Path, path: Path) -> str:
+    """``path`` relative to the workspace root, with forward slashes."""
+    return path.resolve().relative_to(root.resolve()).as_posix()
+
+
+def is_daily_log(rel_path: str) -> bool:
+    return bool(DAILY_LOG_RE.match(rel_path))
+
+
+def daily_log_path(day: date) -> str:
+    return f"{MEMORY_DIR}/{day.isoformat()}.md"
+
+
+def is_writable(root: Path, access: str = "rw") -> bool:
+    """Whether the memory files can be written: config allows it and the directory does."""
+    if access != "rw":
+        return False
+    memory = root / MEMORY_DIR
+    if memory.exists() and not memory.is_dir():  # a file where the folder should be
+        return False
+    target = memory if memory.is_dir() else root
+    return target.is_dir() and os.access(target, os.W_OK)
+
+
+def is_private_memory(rel_path: str) -> bool:
+    """MEMORY.md and everything under memory/: the notes only private sessions see."""
+    return rel_path in (MEMORY_FILE, MEMORY_DIR) or rel_path.startswith(f"{MEMORY_DIR}/")
+
+
+def is_shareable(rel_path: str, shareable: list[str]) -> bool:
+    """Whether a workspace-relative path lies in one of ``memorySearch.shareablePaths``
+    (each a file, or a folder and everything below it)."""
+    return any(rel_path == entry or rel_path.startswith(f"{entry}/") for entry in shareable)
+
+
+def truncate(text: str, max_chars: int, name: str) -> tuple[str, bool]:
+    """Cap ``text``: keep the first 70% and last 20% of ``max_chars`` with a marker between."""
+    if len(text) <= max_chars:
+        return text, False
+    return keep_ends(text, int(max_chars * 0.7), int(max_chars * 0.2),
+                     lambda omitted: f"\n\n[... {name} truncated: {omitted} of {len(text)} "
+                                     f"characters omitted; read the file for the rest ...]\n\n"
+                     ), True
+
+
+@dataclass(slots=True)
+class ContextFile:
+    """One file injected into the project context."""
+
+    name: str
+    raw_chars: int
+    text: str
+    truncated: bool
+
+
+def memory_files(today: date) -> list[str]:
+    """The notes a private session's context holds: MEMORY.md, yesterday's and today's log."""
+    return [MEMORY_FILE, daily_log_path(today - timedelta(days=1)), daily_log_path(today)]
+
+
+def read_context_files(root: Path, *, include_memory: bool, today: date,
+                       max_chars: int) -> list[ContextFile]:
+    """The bootstrap files, then (in a private session only) MEMORY.md and yesterday's and
+    today's daily logs."""
+    names = list(BOOTSTRAP_FILES)
+    if include_memory:
+        names += memory_files(today)
+    files = []
+    for name in names:
+        path = root / name
+        try:
+            raw = path.read_text(encoding="utf-8", errors="replace")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            continue
+        if not raw.strip():
+            continue
+        text, cut = truncate(raw, max_chars, name)
+        files.append(ContextFile(name, len(raw), text, cut))
+    return files
+
+
+def _newest_lines(text: str, name: str, budget: int, count: Callable[[str], int]) -> str:
+    """The newest lines of a daily log within ``budget`` tokens, after a marker saying how
+    to read the rest."""
+    lines = text.splitlines(keepends=True)
+    kept = 0
+    used = 0
+    while kept < len(lines) and used + count(lines[-1 - kept]) <= budget - 60:
+        used += count(lines[-1 - kept])
+        kept += 1
+    older = len(lines) - kept
+    if older == 0:
+        return text
+    marker = (f"[... the {older} older lines of {name} are not shown here; read them with "
+              f"read path={name} offset=1 limit={older} ...]\n")
+    return marker + "".join(lines[older:])
+
+
+def fit_files(files: list[ContextFile], budget: int,
+              count: Callable[[str], int]) -> list[ContextFile]:
+    """The files within ``budget`` tokens together (``count`` measures a text).
+
+    The daily logs shrink first (yesterday's, then today's), keeping their newest lines;
+    then the other files shrink in proportion, each keeping its head and tail around a
+    marker. A file is never dropped without a marker naming it.
+    """
+    if sum(at_most(f.text) for f in files) <= budget:
+        return files  # fits whatever the count: no tokenizer needed (start-up stays fast)
+    sizes = [count(f.text) for f in files]
+    over = sum(sizes) - budget
+    if over <= 0:
+        return files
+    out = list(files)
+    logs = sorted((i for i, f in enumerate(files) if is_daily_log(f.name)),
+                  key=lambda i: files[i].name)
+    for i in logs:  # oldest day first
+        if over <= 0:
+            break
+        target = max(0, sizes[i] - over)
+        text = _newest_lines(files[i].text, files[i].name, target, count)
+        over -= sizes[i] - count(text)
+        sizes[i] = count(text)
+        out[i] = replace(files[i], text=text, truncated=True)
+    if over > 0:
+        others = [i for i in range(len(files)) if i not in logs]
+        total = sum(sizes[i] for i in others) or 1
+        for i in others:
+            share = max(0.0, 1 - over / total)
+            chars = int(len(out[i].text) * share)
+            text, cut = truncate(out[i].text, max(chars, 200), files[i].name)
+            out[i] = replace(out[i], text=text, truncated=out[i].truncated or cut)
+    return out
