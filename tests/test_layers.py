@@ -1,8 +1,12 @@
-"""The shape of the package: no import circles, no module over 400 lines, ruff clean.
+"""The shape of the package: layers imported only downward, no import circles, no module
+over 400 lines, ruff clean.
 
-The import graph counts what runs: module-level and function-level imports of ``clawd``
-modules, but not those under ``if TYPE_CHECKING:`` (they never execute). A circle is two
-modules that each need the other to be importable, which is how a layer stops being one.
+Every module belongs to one layer (``LAYERS``: its package) and imports only from its own
+layer or those below, ``TYPE_CHECKING`` imports included: a type a lower layer needs from a
+higher one is a seam in the wrong place. The circle check counts what runs: module-level and
+function-level imports of ``clawd`` modules, but not those under ``if TYPE_CHECKING:`` (they
+never execute). A circle is two modules that each need the other to be importable, which is
+how a layer stops being one.
 """
 
 from __future__ import annotations
@@ -18,6 +22,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "clawd"
 MAX_LINES = 400
+
+# The layers, lowest first: a module may import from its own layer and those below it.
+LAYERS: dict[str, int] = {
+    "clawd": 0,  # the package itself: its version
+    "clawd.core": 1, "clawd.config": 1,
+    "clawd.workspace": 2, "clawd.sessions": 2, "clawd.providers": 2, "clawd.memory": 2,
+    "clawd.context": 3, "clawd.tools": 3, "clawd.guards": 3,
+    "clawd.loop": 4,
+    "clawd.frontends": 5, "clawd.__main__": 5,
+}
 
 # Packages whose inner circles are still being taken apart: a circle lying wholly inside
 # one of them is not (yet) a failure. Empty this once they are gone.
@@ -60,13 +74,20 @@ def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module name -> the clawd modules it imports at run time."""
+def _all_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement, ``TYPE_CHECKING`` ones included."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+
+
+def import_graph(*, type_checking: bool = False) -> dict[str, set[str]]:
+    """Module name -> the clawd modules it imports at run time (with ``type_checking``:
+    also those it imports for type checking only)."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
+    find = _all_imports if type_checking else _runtime_imports
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in find(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -128,6 +149,46 @@ def test_the_checker_sees_a_circle_and_skips_type_checking_imports():
     assert [getattr(node, "module", None) for node in imports] == ["typing", "clawd.c"]
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of a module: that of the longest ``LAYERS`` name it is or is inside."""
+    found = [name for name in LAYERS if module == name
+             or name != "clawd" and module.startswith(name + ".")]
+    return LAYERS[max(found, key=len)] if found else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a module from a higher layer, as ``a (layer) -> b (layer)``."""
+    wrong = []
+    for name, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if (layer_of(target) or 0) > (layer_of(name) or 0):
+                wrong.append(f"{name} ({layer_of(name)}) -> {target} ({layer_of(target)})")
+    return wrong
+
+
+def test_every_module_is_in_a_layer():
+    assert [name for name in _modules() if layer_of(name) is None] == []
+
+
+def test_imports_go_down_the_layers_type_checking_ones_too():
+    assert upward_imports(import_graph(type_checking=True)) == []
+
+
+def test_the_layer_checker_sees_an_upward_import():
+    assert upward_imports({"clawd.core.tokens": {"clawd.loop.session"},
+                           "clawd.loop.session": {"clawd.core.tokens"}}) == [
+        "clawd.core.tokens (1) -> clawd.loop.session (4)"]
+    assert layer_of("clawd.memory.index") == 2 and layer_of("clawd.nowhere") is None
+
+
+def test_every_folder_of_modules_is_a_package():
+    """``packages.find`` ships a folder only as a package: one without ``__init__.py``
+    would be left out of a wheel."""
+    folders = {path.parent for path in PACKAGE.rglob("*.py")}
+    assert sorted(str(f.relative_to(ROOT)) for f in folders
+                  if not (f / "__init__.py").exists()) == []
 
 
 def test_no_import_circles():

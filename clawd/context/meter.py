@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clawd.context import layers as ctxmod
+from clawd.context.layers import history_messages
 from clawd.core.messages import Message, ModelRequest, Usage
 from clawd.core.tokens import calibration, estimate_messages, estimate_request
 from clawd.sessions.transcript import History
@@ -66,7 +66,7 @@ class TokenMeter:
             estimated += (fixed - (fixed if base.fixed is None else base.fixed)
                           + estimate_messages(self.history.messages[base.count:]))
             return base.reported + self.scaled(estimated)
-        estimated += fixed + estimate_messages(ctxmod.history_messages(
+        estimated += fixed + estimate_messages(history_messages(
             self.history.summary, self.history.messages))
         return self.scaled(estimated)
 

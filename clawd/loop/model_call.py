@@ -18,8 +18,8 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from clawd.context import layers as ctxmod
 from clawd.context.flush import SilentFilter, is_blank
+from clawd.context.layers import Layers, assemble, describe_room, fold_unanswered, report
 from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, TextDelta, Waiting
 from clawd.core.messages import Message, ModelRequest, ModelResponse, Part, TextPart, Usage
@@ -64,7 +64,7 @@ class Stepper:
 
     def _request(self, messages: list[Message], extra_system: str | None,
                  tool_choice: str, flush: bool, ask: Message | None = None
-                 ) -> tuple[ModelRequest, ctxmod.Layers]:
+                 ) -> tuple[ModelRequest, Layers]:
         """The request for ``messages``, pruned as the ledger says (its new decisions are
         remembered in ``sessions.json``), messages that got no reply sent with the one
         after them (``fold_unanswered``), with the notes automatic recall found in front of
@@ -80,12 +80,12 @@ class Stepper:
         if decisions != stored:
             live = {m.id for m in s.history.messages} | {m.id for m in messages}
             s.patch(prunedResults={k: v for k, v in decisions.items() if k in live})
-        sent = ctxmod.fold_unanswered(sent)
+        sent = fold_unanswered(sent)
         if s.recall and not flush:
             sent = s.recall.apply(sent)
         if ask is not None:
             sent = [*sent, ask]
-        request = ctxmod.assemble(layers, s.history.summary, sent, s.tool_specs,
+        request = assemble(layers, s.history.summary, sent, s.tool_specs,
                                   max_tokens=model.max_tokens or s.rt.settings.max_tokens,
                                   cache=model.uses_cache, extra_system=extra_system,
                                   tool_choice=tool_choice)
@@ -146,7 +146,7 @@ class Stepper:
                     times = "once" if attempt == 2 else f"{attempt - 1} times"
                     why = (f"even after compacting {times}" if attempt > 1 else
                            "and there is nothing left to compact")
-                    room = ctxmod.describe_room(ctxmod.report(
+                    room = describe_room(report(
                         layers, s.history.summary, messages, s.tool_specs))
                     yield ErrorEvent(f"the conversation does not fit the model's context "
                                      f"window ({exc}) {why}; {room}; nothing was lost")
@@ -192,7 +192,7 @@ class Stepper:
                                           model=s.model_ref), messages)
         return "" if flush else "".join(parts)
 
-    def _after_call(self, usage: Usage, layers: ctxmod.Layers, messages: list[Message],
+    def _after_call(self, usage: Usage, layers: Layers, messages: list[Message],
                     request: ModelRequest) -> None:
         """Learn from the call's usage and record it in ``sessions.json``."""
         s = self.s

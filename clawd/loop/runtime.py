@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import AgentDefaults, Config
-from clawd.context import layers as ctxmod
 from clawd.context.access import Access, offered
+from clawd.context.layers import Layers, build_layers
 from clawd.core.errors import ClawdError
 from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
 from clawd.providers.base import Provider
@@ -76,10 +76,10 @@ class Runtime:
                            comp.memory_flush.soft_threshold, comp.threshold_ratio,
                            comp.keep_recent_tokens, self.settings.max_tokens)
 
-    def layers(self, access: Access, budget: Budget) -> ctxmod.Layers:
+    def layers(self, access: Access, budget: Budget) -> Layers:
         """Layers 0 and 1 of a request in a session with ``access``: the system prompt and
         the workspace files, within the budget's share of the window."""
-        return ctxmod.build_layers(
+        return build_layers(
             self.workspace, [t.spec for t in offered(self.tools, access)],
             private=access.private, workspace_files=access.workspace_files, now=self.clock(),
             max_chars=self.settings.bootstrap_max_chars,

@@ -18,9 +18,9 @@ from collections.abc import Generator
 from functools import cached_property
 from typing import Any
 
-from clawd.context import layers as ctxmod
 from clawd.context.access import WRITE_TOOLS, Access, offered
 from clawd.context.flush import is_blank, is_silent
+from clawd.context.layers import Layers
 from clawd.context.ledger import PruningLedger, prune_mode
 from clawd.context.meter import TokenMeter
 from clawd.core.errors import ClawdError, ProviderError, ProviderSetupError
@@ -37,7 +37,7 @@ from clawd.loop.runtime import ModelHandle, Runtime, session_model
 from clawd.loop.toolrunner import Calls, ToolRunner, calls_of, repeats_writes
 from clawd.loop.upkeep import Upkeep
 from clawd.providers.base import Provider
-from clawd.sessions import lock as session_lock
+from clawd.sessions import lock
 from clawd.sessions.store import normalize_key
 from clawd.sessions.transcript import History, undo_last
 from clawd.workspace.files import daily_log_path
@@ -70,8 +70,8 @@ class Session:
         self.access = Access.of(self.key, runtime.settings, runtime.workspace)
         self.store = runtime.store
         # one writer per session: held until this Session is closed or collected
-        held = session_lock.acquire(runtime.sessions_dir, self.key)
-        self._release = weakref.finalize(self, session_lock.release, held)
+        held = lock.acquire(runtime.sessions_dir, self.key)
+        self._release = weakref.finalize(self, lock.release, held)
         self.run_model = None if pin else model
         opened = open_entry(runtime, self.key, self.access, model if pin else None,
                             run_model=self.run_model, fresh=fresh)
@@ -147,7 +147,7 @@ class Session:
     def budget(self) -> Budget:
         return self.rt.budget(self.model)
 
-    def layers(self) -> ctxmod.Layers:
+    def layers(self) -> Layers:
         return self.rt.layers(self.access, self.budget)
 
     @property
@@ -168,11 +168,11 @@ class Session:
         """The tool schemas' tokens (they never change for a runtime)."""
         return estimate_tools(self.tool_specs)
 
-    def fixed_tokens(self, layers: ctxmod.Layers) -> int:
+    def fixed_tokens(self, layers: Layers) -> int:
         return estimate_text(layers.system) + estimate_text(layers.project) + self._tool_tokens
 
     def context_tokens(self, extra: list[Message] | None = None,
-                       layers: ctxmod.Layers | None = None) -> int:
+                       layers: Layers | None = None) -> int:
         """The context size now: last reported prompt plus estimates of everything since."""
         return self.meter.context(self.fixed_tokens(layers or self.layers()), extra)
 
@@ -333,7 +333,7 @@ class Session:
         return recall(self.rt.memory, self.access, self.rt.settings.memory_search, message,
                       shown, self.budget.context_window)
 
-    def _too_large(self, message: Message, layers: ctxmod.Layers) -> str | None:
+    def _too_large(self, message: Message, layers: Layers) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""
         fixed, budget = self.meter.scaled(self.fixed_tokens(layers)), self.budget
         size = self.meter.scaled(estimate_messages([message]))

@@ -21,8 +21,7 @@ from typing import Any
 import apsw
 
 from clawd.config import Query
-from clawd.memory import keywords
-from clawd.memory import search as policy
+from clawd.memory import keywords, search
 from clawd.memory.base import EmbeddingError
 from clawd.memory.embeddings import Embedders, signature
 from clawd.memory.matrix import VectorMatrix
@@ -39,7 +38,7 @@ KEYWORDS_ON_THREAD = True
 
 def gather(store: Store, embedders: Embedders, matrix: VectorMatrix, cfg: Query,
            executor: Callable[[], Executor], query: str, pool: int,
-           mode: str) -> tuple[list[policy.Scored], bool, bool, bool]:
+           mode: str) -> tuple[list[search.Scored], bool, bool, bool]:
     """The merged candidates of up to ``pool`` chunks from each side, best first; whether
     vectors and keywords were used; whether either side filled its pool."""
     used_text = mode != "vector" and store.fts_available
@@ -78,11 +77,11 @@ def gather(store: Store, embedders: Embedders, matrix: VectorMatrix, cfg: Query,
         unembedded = {c for c in missing if c not in scored}
     weights = (cfg.hybrid.vector_weight if used_vector else 0.0,
                cfg.hybrid.text_weight if used_text else 0.0)
-    merged = policy.merge_hybrid(vector, text, *weights, lines=lines)
+    merged = search.merge_hybrid(vector, text, *weights, lines=lines)
     if unembedded:
-        merged = policy.estimate_owed(merged, vector, text, unembedded, *weights)
+        merged = search.estimate_owed(merged, vector, text, unembedded, *weights)
     if used_text:
-        merged = policy.keyword_floor(merged, cover, keyword_only=not used_vector)
+        merged = search.keyword_floor(merged, cover, keyword_only=not used_vector)
     return merged, used_vector, used_text, full
 
 
@@ -91,7 +90,7 @@ def keyword_hits(store: Store, query: str, pool: int
     """The best ``pool`` keyword hits (chunk id -> -bm25), each one's coverage of the query
     and its line evidence; None when the query has no word to look for. Runs off the index
     lock, on the store's second connection."""
-    plan = keywords.plan(policy.query_terms(query), policy.compounds(query),
+    plan = keywords.plan(search.query_terms(query), search.compounds(query),
                          store.fts_tokens, store.term_stats)
     if plan.match is None:
         return None
@@ -155,6 +154,6 @@ def vector_scores(store: Store, embedders: Embedders, qvec: Any,
         cosine = float(np.frombuffer(blob, dtype=np.float32) @ qvec)
         if segments:
             matrix = np.frombuffer(segments, dtype=np.float32).reshape(-1, len(qvec))
-            cosine = policy.combine_cosines(cosine, float((matrix @ qvec).max()))
-        scores[chunk_id] = policy.calibrate(cosine, embedder.calibration)
+            cosine = search.combine_cosines(cosine, float((matrix @ qvec).max()))
+        scores[chunk_id] = search.calibrate(cosine, embedder.calibration)
     return scores

@@ -47,9 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import MemorySearch
-from clawd.memory import candidates
-from clawd.memory import search as policy
-from clawd.memory import sync as pipeline
+from clawd.memory import candidates, search, sync
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
 from clawd.memory.matrix import VectorMatrix
@@ -128,7 +126,7 @@ class MemoryIndex:
         with self._sync_lock:
             with self._lock:
                 changes = self._changes
-            result = pipeline.run(self._target(), self.embedders, force=force,
+            result = sync.run(self._target(), self.embedders, force=force,
                                   progress=progress)
             with self._lock:
                 self.dirty = self._changes != changes  # a change seen during the sync
@@ -264,17 +262,17 @@ class MemoryIndex:
             merged, used_vector, used_text, full = candidates.gather(
                 self.store, self.embedders, self.vectors, cfg, self._executor, query, pool,
                 mode)
-            ranked = policy.select(merged, threshold, len(merged))
+            ranked = search.select(merged, threshold, len(merged))
             rows = self.store.get_chunks(s.chunk_id for s in ranked)
-            chosen, repeats = policy.distinct(ranked, partial(_place, rows), limit)
+            chosen, repeats = search.distinct(ranked, partial(_place, rows), limit)
             # Repeats of one place (pieces of one long line) crowded the pool out.
             if len(chosen) >= limit or not repeats or not full:
                 break
             pool *= 4
-        terms = policy.query_terms(query)
+        terms = search.query_terms(query)
         results = [{"path": rows[s.chunk_id].path, "startLine": rows[s.chunk_id].start_line,
                     "endLine": rows[s.chunk_id].end_line, "score": round(s.score, 4),
-                    "snippet": policy.snippet(rows[s.chunk_id].text, terms),
+                    "snippet": search.snippet(rows[s.chunk_id].text, terms),
                     "source": rows[s.chunk_id].source}
                    for s in chosen]
         embedder = self.embedders.active

@@ -198,13 +198,11 @@ def _main(argv: list[str] | None) -> int:
                        "reply already streams as it arrives)")
         if args.resume is not None and not args.resume.strip():
             chat.error("--resume: the session id is empty (see clawd sessions list)")
-    from clawd.frontends.cli import admin as cli_admin
-    from clawd.frontends.cli import backups as cli_history
-    from clawd.frontends.cli import sessions as cli_sessions
+    from clawd.frontends.cli import admin, backups, sessions
 
-    handler = {"init": cli_admin.cmd_init, "chat": cmd_chat, "memory": cli_admin.cmd_memory,
-               "sessions": cli_sessions.cmd_sessions, "models": cli_admin.cmd_models,
-               "doctor": cli_admin.cmd_doctor, "history": cli_history.cmd_history}[args.command]
+    handler = {"init": admin.cmd_init, "chat": cmd_chat, "memory": admin.cmd_memory,
+               "sessions": sessions.cmd_sessions, "models": admin.cmd_models,
+               "doctor": admin.cmd_doctor, "history": backups.cmd_history}[args.command]
     try:
         return handler(args)
     except ConfigError as exc:

@@ -183,7 +183,7 @@ def resume_key(runtime: Any, wanted: str, session: str | None) -> str:
 
     The key is the one the transcript's header names; the session the key pointed at
     before stays on disk (``sessions list --all``)."""
-    from clawd.sessions import lock as session_lock
+    from clawd.sessions import lock
 
     store = runtime.store
     row = resolve_by_id(store, wanted)
@@ -192,7 +192,7 @@ def resume_key(runtime: Any, wanted: str, session: str | None) -> str:
     if session and main_key(runtime.agent_id, session) != key:
         raise ClawdError(f"session {s.session_id} belongs to {key}; leave out --session "
                          f"(or use --session {key})")
-    held = session_lock.acquire(runtime.sessions_dir, key)  # no one is using the key meanwhile
+    held = lock.acquire(runtime.sessions_dir, key)  # no one is using the key meanwhile
     try:
         def point(old: dict[str, Any] | None) -> dict[str, Any]:
             if old is not None and old.get("sessionId") == s.session_id:
@@ -200,7 +200,7 @@ def resume_key(runtime: Any, wanted: str, session: str | None) -> str:
             return entry_from(s, runtime.settings.model)
         store.update(key, point)
     finally:
-        session_lock.release(held)
+        lock.release(held)
     return key
 
 
@@ -216,11 +216,11 @@ def resolve_by_id(store: SessionStore, wanted: str) -> Row:
 
 def delete(store: SessionStore, row: Row, *, purge: bool) -> str:
     """Remove the session from the store and move its transcript aside (or remove it)."""
-    from clawd.sessions import lock as session_lock
+    from clawd.sessions import lock
 
     s = row.summary
     # a session in use by another process is not deleted under it
-    held = (session_lock.acquire(store.path.parent, row.key, wait=0,
+    held = (lock.acquire(store.path.parent, row.key, wait=0,
                                  hint="leave that chat first, then delete it")
             if row.key else None)
     try:
@@ -236,7 +236,7 @@ def delete(store: SessionStore, row: Row, *, purge: bool) -> str:
         return f"deleted session {s.session_id}; its transcript is kept in {target}"
     finally:
         if held is not None:
-            session_lock.release(held)
+            lock.release(held)
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
