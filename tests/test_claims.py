@@ -7,9 +7,12 @@ still writes nothing, a notice tells the user that no note was written.
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from clawd.core.events import Notice, TextDelta, ToolFinished
+from clawd.frontends.render import Renderer
 from clawd.guards.claims import asks_to_note, note_claim
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
@@ -150,9 +153,14 @@ def test_a_note_still_unwritten_is_reported(tmp_path):
     events = list(session.run_turn("my sister Ines arrives on May 14"))
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert notices == ['the model said "I\'ll add it to your notes." but wrote no note']
-    # the second answer is a paragraph of its own, not run on from the first
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
-        "I'll add it to your notes.\n\nSure, it is saved."
+        "I'll add it to your notes.Sure, it is saved."
+    # as shown, the second answer is a paragraph of its own, not run on from the first
+    out = io.StringIO()
+    renderer = Renderer(out, side=io.StringIO(), color=False)
+    for event in events:
+        renderer.event(event)
+    assert out.getvalue() == "I'll add it to your notes.\n\nSure, it is saved.\n"
     assert daily(session) == ""
     provider.assert_done()
 

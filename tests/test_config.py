@@ -127,9 +127,10 @@ def scalar_fields(kind: type) -> list[tuple[type[Model], str]]:
     """(section, camelCase key) of every config field holding ``kind`` (or ``kind | None``)."""
     return [(section, info.alias or name) for section in config_sections()
             for name, info in section.model_fields.items()
-            if info.annotation is kind or kind in typing.get_args(info.annotation)
-            or any(typing.get_args(arg)[:1] == (kind,)
-                   for arg in typing.get_args(info.annotation))]
+            if typing.get_origin(info.annotation) is not dict and (
+                info.annotation is kind or kind in typing.get_args(info.annotation)
+                or any(typing.get_args(arg)[:1] == (kind,)
+                       for arg in typing.get_args(info.annotation)))]
 
 
 def rejected(section: type[Model], key: str, value) -> str | None:

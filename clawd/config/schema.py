@@ -76,11 +76,21 @@ class ModelCost(Model):
                 + cache_write * self.cache_write) / 1_000_000
 
 
+# The guards a model profile can switch (``clawd.guards.profile`` has what each one does).
+GUARD_NAMES = ("looping", "stray_text", "repeated_writes", "blank", "echo", "note_claim",
+               "flush_retry", "flush_words")
+GuardName = Literal["looping", "stray_text", "repeated_writes", "blank", "echo", "note_claim",
+                    "flush_retry", "flush_words"]
+ProfileName = Literal["weak", "strong"]
+
+
 class ModelInfo(Model):
     id: str
     context_window: Int | None = Field(None, ge=1000)
     max_tokens: Int | None = Field(None, ge=1)
     cost: ModelCost | None = None
+    profile: ProfileName | None = None  # None: the provider's
+    guards: dict[GuardName, Bool] = {}
 
 
 class ProviderConfig(Model):
@@ -91,6 +101,9 @@ class ProviderConfig(Model):
     models: list[ModelInfo] = []
     timeout_seconds: Float = Field(120, gt=0)
     max_retries: Int = Field(3, ge=0)
+    # None: "strong" for the built-in anthropic and openai, "weak" for a declared server
+    profile: ProfileName | None = None
+    guards: dict[GuardName, Bool] = {}
 
 
 class Models(Model):

@@ -21,6 +21,7 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
                   approve: Any = None, with_memory: bool = True) -> Any:
     """Everything one agent needs: settings, workspace, providers, tools, memory."""
     from clawd.config import resolve_agent
+    from clawd.guards.profile import make_profile
     from clawd.loop.runtime import ModelHandle, Runtime
     from clawd.providers import registry
     from clawd.tools.exec import exec_tool
@@ -44,7 +45,8 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
         return ModelHandle(ref, registry.context_window(config, settings, ref),
                            registry.max_output_tokens(config, settings, ref),
                            registry.uses_anthropic_format(config, ref),
-                           lambda: registry.make_provider(config, ref))
+                           lambda: registry.make_provider(config, ref),
+                           make_profile(*registry.profile_settings(config, ref)))
 
     return Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,

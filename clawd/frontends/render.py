@@ -5,7 +5,9 @@
 the same stream in the REPL and stderr for ``-m``/``--script``; in the REPL, replies are
 rendered as Markdown (``clawd.frontends.markdown``) when the terminal has colour
 (``NO_COLOR`` unset).
-``event_json`` is the ``--json`` form of an event (SPEC §11; every line in
+The text of a model step that follows another step's text in the same turn (an answer asked
+for again after the first was shown) starts a new paragraph. ``event_json`` is the
+``--json`` form of an event (SPEC §11; every line in
 docs/json-events.md); ``drive`` feeds a stream of events to a renderer, passing a Ctrl-C
 during rendering back into the turn.
 """
@@ -113,6 +115,8 @@ class Renderer:
         self.width = width
         self.midline = False
         self._reply: MarkdownStream | None = None  # the Markdown of the reply under way
+        self._open = False  # reply text was the last thing written
+        self._new_step = False  # a model step began since: its text is a new paragraph
 
     def _style(self, code: str, text: str) -> str:
         return f"{code}{text}{RESET}" if self.color else text
@@ -123,6 +127,7 @@ class Renderer:
         target = self.side if side else self.stream
         if target is self.stream:
             self._end_reply()
+        self._open = False
         self._write(self._style(code, text) + "\n", target)
 
     def _end_reply(self) -> None:
@@ -158,9 +163,16 @@ class Renderer:
             return bool(getattr(event, "quit", False))
         if isinstance(event, ev.TextDelta):
             if event.text:
+                if self._new_step and self._open:  # a step's words after another's
+                    self._text("\n" if not self.midline and not self.markdown else "\n\n")
+                self._new_step = False
                 self._text(event.text)
+                self._open = True
+        elif isinstance(event, ev.Waiting):
+            self._new_step = self._new_step or event.stage == "model"
         elif isinstance(event, ev.TurnDone):
             self._end_reply()
+            self._open = self._new_step = False
         elif isinstance(event, ev.CommandOutput):
             if event.text:  # empty: the command's events said it all (``/compact``)
                 self.line(event.text, side=False)

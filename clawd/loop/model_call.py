@@ -1,214 +1,214 @@
-"""One model call of a session, with overflow recovery (``Stepper``).
+"""One model call of a session, as an outcome (``ModelCall``).
 
-``Stepper.run`` builds the request (the fixed layers, the summary and the history as the
-``PruningLedger`` prunes it), streams the reply (holding back a ``NO_REPLY`` so it is never
-shown), persists the assistant message and records the call's usage (``TokenMeter``, the
-store's counters), and returns a ``StepResult``. When the server answers that the request
-does not fit, the session is compacted (the cycle's flush first) and the call retried, up to
-``OVERFLOW_ATTEMPTS`` times. Text streamed before an error or a Ctrl-C is kept, marked
-``aborted``. A reply caught in a loop is stopped and kept with the repeated stretch once
-(``LoopGuard``); one cut off at the output limit is kept as it is, and a notice says so.
+``ModelCall.run`` builds the request (the fixed layers, the summary and the history as the
+``PruningLedger`` prunes it, a message that got no reply folded into the next, recalled
+notes in front of the user's message), streams the reply (holding back a ``NO_REPLY`` so it
+is never shown) through the model's guards, and returns one of:
+
+- ``Replied``: the assistant message, not yet kept: the caller decides whether it joins the
+  history (``keep``), which then records the call's usage (``TokenMeter``, the store);
+- ``Overflowed``: the server said the request does not fit; the caller compacts and calls
+  again (``NeedsCompaction`` in the turn's terms), or gives up;
+- ``Failed``: any other provider error, said in an ``ErrorEvent``; the text streamed before
+  it is kept, marked ``aborted``.
+
+A Ctrl-C propagates with the text streamed so far kept and attached as ``partial``; a
+provider error in a flush propagates too (the flush is not the user's turn to fail). A reply
+a guard stops for looping is kept with its loop once, and one cut off at the output limit
+says so. The model call never touches the session: it works through the collaborators it is
+given (``parts``), so an async server can drive it as the REPL does.
 """
 
 from __future__ import annotations
 
 import logging
-import weakref
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import Any
 
-from clawd.context.flush import SilentFilter, is_blank
-from clawd.context.layers import Layers, assemble, describe_room, fold_unanswered, report
+from clawd.context.flush import SilentFilter
+from clawd.context.layers import Layers, assemble, fold_unanswered
+from clawd.context.ledger import PruningLedger, prune_mode
+from clawd.context.meter import TokenMeter
 from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, TextDelta, Waiting
-from clawd.core.messages import Message, ModelRequest, ModelResponse, Part, TextPart, Usage
+from clawd.core.messages import Message, ModelRequest, ModelResponse, Usage
 from clawd.core.tokens import estimate_messages
-from clawd.guards.loops import LoopGuard
-from clawd.guards.replytext import is_echo, is_stray, without_echoed_tags
-
-if TYPE_CHECKING:
-    from clawd.loop.session import Session
+from clawd.guards.base import Guards
+from clawd.loop.parts import Conversation, Record, Window
+from clawd.loop.recall import Recall
+from clawd.providers.base import Provider
 
 log = logging.getLogger(__name__)
-OVERFLOW_ATTEMPTS = 3
 
 
 @dataclass
-class StepResult:
-    """What one model call left: the assistant ``message`` (None when it failed: an
-    ``ErrorEvent`` said why), and the text streamed before a failure (``partial``)."""
+class Replied:
+    """The model answered: ``message`` (not yet kept), and the request and layers it was
+    answered on (``ModelCall.keep`` learns from them)."""
 
-    message: Message | None
+    message: Message
+    request: ModelRequest
+    layers: Layers
+
+
+@dataclass
+class Overflowed:
+    """The request did not fit the model's window (the server said so)."""
+
+    error: ContextOverflowError
+    layers: Layers
+
+
+@dataclass
+class Failed:
+    """The call failed (an ``ErrorEvent`` said why); ``partial``: the text streamed before
+    it, kept in the history marked ``aborted``."""
+
     partial: str = ""
 
 
-def kept_parts(reply: Message) -> list[Part]:
-    """The parts of ``reply`` worth keeping (see ``replytext``)."""
-    stray = bool(reply.tool_calls) and is_stray(reply.text)
-    parts: list[Part] = []
-    for part in reply.content:
-        if isinstance(part, TextPart):
-            if stray or not (text := without_echoed_tags(part.text)):
-                continue
-            part = TextPart(text) if text != part.text else part
-        parts.append(part)
-    return parts
+CallOutcome = Replied | Overflowed | Failed
 
 
-class Stepper:
-    """The model calls of one session."""
+class ModelCall:
+    """The model calls of one session, through explicit collaborators."""
 
-    def __init__(self, session: Session):
-        self.s = weakref.proxy(session)  # no cycle: a dropped session is released at once
+    def __init__(self, *, conversation: Conversation, record: Record, window: Window,
+                 meter: TokenMeter, ledger: PruningLedger, provider: Callable[[], Provider],
+                 guards: Callable[[], Guards], clock: Callable[[], datetime],
+                 max_tokens: int):
+        self.conversation, self.record, self.window = conversation, record, window
+        self.meter, self.ledger, self.provider, self.guards = meter, ledger, provider, guards
+        self.clock, self.max_tokens = clock, max_tokens
+        self.recall: Recall | None = None  # notes sent with the current turn's message
+        self.turn_usage = Usage()  # the current (or last) user turn's model calls
 
-    def _request(self, messages: list[Message], extra_system: str | None,
-                 tool_choice: str, flush: bool, ask: Message | None = None
-                 ) -> tuple[ModelRequest, Layers]:
+    def request(self, messages: list[Message], *, flush: bool, tool_choice: str = "auto",
+                extra_system: str | None = None, ask: Message | None = None
+                ) -> tuple[ModelRequest, Layers]:
         """The request for ``messages``, pruned as the ledger says (its new decisions are
         remembered in ``sessions.json``), messages that got no reply sent with the one
         after them (``fold_unanswered``), with the notes automatic recall found in front of
         the user's message (not in a flush), and ``ask`` after them (sent, never kept)."""
-        s = self.s
-        layers, model, budget = s.layers(), s.model, s.budget
-        stored = s.entry.get("prunedResults") or {}
-        sent, decisions = s.ledger.apply(
-            messages, stored, mode=s.pruning_mode(), now=s.rt.clock().timestamp(),
-            last_call_at=s.entry.get("lastModelCallAt"),
+        window, record = self.window, self.record
+        layers, model, budget = window.layers(), window.model, window.budget
+        stored = record.entry.get("prunedResults") or {}
+        sent, decisions = self.ledger.apply(
+            messages, stored, mode=prune_mode(self.ledger.cfg, model.uses_cache),
+            now=self.clock().timestamp(), last_call_at=record.entry.get("lastModelCallAt"),
             context_window=budget.context_window,
-            tokens_of=lambda m: estimate_messages(m) * s.meter.ratio)
+            tokens_of=lambda m: estimate_messages(m) * self.meter.ratio)
         if decisions != stored:
-            live = {m.id for m in s.history.messages} | {m.id for m in messages}
-            s.patch(prunedResults={k: v for k, v in decisions.items() if k in live})
+            live = ({m.id for m in self.conversation.history.messages}
+                    | {m.id for m in messages})
+            record.patch(prunedResults={k: v for k, v in decisions.items() if k in live})
         sent = fold_unanswered(sent)
-        if s.recall and not flush:
-            sent = s.recall.apply(sent)
+        if self.recall and not flush:
+            sent = self.recall.apply(sent)
         if ask is not None:
             sent = [*sent, ask]
-        request = assemble(layers, s.history.summary, sent, s.tool_specs,
-                                  max_tokens=model.max_tokens or s.rt.settings.max_tokens,
-                                  cache=model.uses_cache, extra_system=extra_system,
-                                  tool_choice=tool_choice)
+        request = assemble(layers, self.conversation.history.summary, sent, window.tools,
+                           max_tokens=model.max_tokens or self.max_tokens,
+                           cache=model.uses_cache, extra_system=extra_system,
+                           tool_choice=tool_choice)
         return request, layers
 
     def run(self, messages: list[Message], *, show: bool, flush: bool = False,
-            extra_system: str | None = None, retry_blank: bool = False,
-            tool_choice: str = "auto", ask: Message | None = None, apart: bool = False,
-            echo_of: str | None = None) -> Generator[Event, None, StepResult]:
-        """One model call on ``messages``, with overflow recovery (flush if due, compact,
-        retry, up to ``OVERFLOW_ATTEMPTS``). ``retry_blank``: a final answer that shows
-        nothing, or only repeats ``echo_of`` (the user's message: ``is_echo``), is marked
-        ``retried`` and kept out of ``messages`` (still written to the transcript), so the
-        caller can ask again without it. ``ask``: a user message sent
-        after ``messages`` in this request only. ``apart``: the reply shown just before
-        ended mid-line with nothing after it, so this one's text starts a new paragraph. A
-        Ctrl-C propagates with the text streamed so far as its ``partial`` attribute; so
-        does a provider error in a flush (any other one is said in an ``ErrorEvent``)."""
-        s = self.s
-        for attempt in range(1, OVERFLOW_ATTEMPTS + 1):
-            request, layers = self._request(messages, extra_system, tool_choice, flush, ask)
-            silent, parts, guard = SilentFilter(), [], LoopGuard()
-            if not flush:  # a flush's requests are its own stage (``Waiting("flush")``)
-                yield Waiting("model")
+            extra_system: str | None = None, tool_choice: str = "auto",
+            ask: Message | None = None) -> Generator[Event, None, CallOutcome]:
+        """One model call on ``messages`` (see the module docstring). ``show``: stream the
+        text as ``TextDelta`` events (a flush is silent)."""
+        request, layers = self.request(messages, flush=flush, tool_choice=tool_choice,
+                                       extra_system=extra_system, ask=ask)
+        guards = self.guards()
+        guards.new_reply()
+        silent, parts = SilentFilter(), []
+        cut: str | None = None
+        if not flush:  # a flush's requests are its own stage (``Waiting("flush")``)
+            yield Waiting("model")
+        try:
+            final = None
+            stream = self.provider().stream(request)
             try:
-                final = None
-                stream = s.provider.stream(request)
-                try:
-                    for event in stream:
-                        if isinstance(event, TextDelta):
-                            parts.append(event.text)
-                            shown = silent.feed(event.text)
-                            if show and shown:
-                                if apart:  # not run on from the reply before it
-                                    yield TextDelta("\n\n")
-                                    apart = False
-                                yield TextDelta(shown)
-                            if guard.looping(parts):  # stopped: the reply, its loop once
-                                final = Message.assistant(guard.cut(parts))
-                                break
-                        elif isinstance(event, ModelResponse):
-                            final = event.message
-                finally:  # stopped early: the HTTP response is released now, not at GC
-                    getattr(stream, "close", lambda: None)()
-                if final is None:
-                    raise ProviderError("the model's stream ended without a reply")
-            except ContextOverflowError as exc:
-                if flush:
-                    # The flush's own request does not fit: give up the flush (it says so)
-                    # and let the recovery around it go on; nothing was lost.
-                    log.warning("the memory flush request does not fit: %s", exc)
-                    return StepResult(None)
-                compacted = False
-                if attempt < OVERFLOW_ATTEMPTS:  # compact() flushes first, before the cut
-                    compacted = yield from s.upkeep.compact(
-                        reason="overflow", keep_divisor=2 ** attempt, within_turn=True)
-                if not compacted:
-                    times = "once" if attempt == 2 else f"{attempt - 1} times"
-                    why = (f"even after compacting {times}" if attempt > 1 else
-                           "and there is nothing left to compact")
-                    room = describe_room(report(
-                        layers, s.history.summary, messages, s.tool_specs))
-                    yield ErrorEvent(f"the conversation does not fit the model's context "
-                                     f"window ({exc}) {why}; {room}; nothing was lost")
-                    return StepResult(None)
-                continue
-            except ProviderError as exc:
-                partial = self._keep_partial(parts, messages, flush)
-                if flush:  # not about size: the flush stops, and its caller decides
-                    raise
-                yield ErrorEvent(str(exc))
-                return StepResult(None, partial)
-            except KeyboardInterrupt as exc:
-                exc.partial = self._keep_partial(parts, messages, flush)  # type: ignore[attr-defined]
+                for event in stream:
+                    if isinstance(event, TextDelta):
+                        parts.append(event.text)
+                        shown = silent.feed(event.text)
+                        if show and shown:
+                            yield TextDelta(shown)
+                        if (cut := guards.looping(parts)) is not None:  # its loop once
+                            final = Message.assistant(cut)
+                            break
+                    elif isinstance(event, ModelResponse):
+                        final = event.message
+            finally:  # stopped early: the HTTP response is released now, not at GC
+                getattr(stream, "close", lambda: None)()
+            if final is None:
+                raise ProviderError("the model's stream ended without a reply")
+        except ContextOverflowError as exc:
+            return Overflowed(exc, layers)
+        except ProviderError as exc:
+            partial = self._keep_partial(parts, messages, flush)
+            if flush:  # not about size: the flush stops, and its caller decides
                 raise
-            rest = silent.finish()
-            if guard.period is not None:
-                log.info("the reply repeated %r; stopped", final.text[-60:])
-                if show:
-                    yield Notice("the reply was stopped: the model kept repeating itself")
-            elif show and rest and not (final.tool_calls and is_stray(rest)):
-                yield TextDelta(("\n\n" if apart else "") + rest)
-            if show and guard.period is None and final.stop_reason == "length":
-                yield Notice(f"the reply stopped at the model's output limit "
-                             f"({request.max_tokens:,} tokens)")
-            final.flush, final.model = flush, s.model_ref  # one form: provider/model
-            final.content = kept_parts(final)
-            if retry_blank and not final.tool_calls and (
-                    is_blank(final.text) or (echo_of and is_echo(final.text, echo_of))):
-                final.retried = True
-                s.transcript.append_message(final)
-            else:
-                s.append(final, messages)
-            self._after_call(final.usage or Usage(), layers, messages, request)
-            return StepResult(final)
-        return StepResult(None)
+            yield ErrorEvent(str(exc))
+            return Failed(partial)
+        except KeyboardInterrupt as exc:
+            exc.partial = self._keep_partial(parts, messages, flush)  # type: ignore[attr-defined]
+            raise
+        rest = silent.finish()
+        kept = guards.clean(final)
+        if cut is not None:
+            log.info("the reply repeated %r; stopped", final.text[-60:])
+            if show:
+                yield Notice("the reply was stopped: the model kept repeating itself")
+        elif show and rest and not (final.tool_calls and not kept.text.strip()):
+            yield TextDelta(rest)  # held back (a NO_REPLY start), and not stray after all
+        if show and cut is None and final.stop_reason == "length":
+            yield Notice(f"the reply stopped at the model's output limit "
+                         f"({request.max_tokens:,} tokens)")
+        kept.flush, kept.model = flush, self.window.model.ref  # one form: provider/model
+        return Replied(kept, request, layers)
+
+    def keep(self, replied: Replied, target: list[Message], *, drop: bool = False) -> None:
+        """Keep a reply: in ``target`` (the history, or a flush's own turn) and on disk, or
+        with ``drop`` on disk only, marked ``retried``; then learn from the call's usage."""
+        message = replied.message
+        if drop:
+            message.retried = True
+            self.conversation.keep_on_disk(message)
+        else:
+            self.conversation.append(message, target)
+        self._record(message.usage or Usage(), replied.layers, replied.request,
+                     in_history=target is self.conversation.history.messages)
 
     def _keep_partial(self, parts: list[str], messages: list[Message], flush: bool) -> str:
         """Persist the text streamed before an error or Ctrl-C, marked ``aborted``; returns
         it (nothing for a flush, whose words are never shown)."""
-        s = self.s
         if parts:
-            s.append(Message.assistant("".join(parts), aborted=True, flush=flush,
-                                          model=s.model_ref), messages)
+            self.conversation.append(Message.assistant(
+                "".join(parts), aborted=True, flush=flush, model=self.window.model.ref),
+                messages)
         return "" if flush else "".join(parts)
 
-    def _after_call(self, usage: Usage, layers: Layers, messages: list[Message],
-                    request: ModelRequest) -> None:
+    def _record(self, usage: Usage, layers: Layers, request: ModelRequest, *,
+                in_history: bool) -> None:
         """Learn from the call's usage and record it in ``sessions.json``."""
-        s = self.s
-        in_history = messages is s.history.messages  # not a flush's side turn
-        s.meter.record(usage, request, s.fixed_tokens(layers), in_history=in_history)
+        window = self.window
+        self.meter.record(usage, request, window.fixed_tokens(layers), in_history=in_history)
         if in_history:  # the user's turn (OpenClaw: the latest run)
-            s.turn_usage += usage
-        latest = ({"totalTokens": usage.prompt_tokens, "totalTokensFresh": True}
-                  if usage.prompt_tokens else {})
-        s.patch(add={"cumulativeInputTokens": usage.input_tokens,
-                        "cumulativeOutputTokens": usage.output_tokens,
-                        "cumulativeCacheReadTokens": usage.cache_read_tokens,
-                        "cumulativeCacheWriteTokens": usage.cache_write_tokens},
-                   inputTokens=s.turn_usage.input_tokens,
-                   outputTokens=s.turn_usage.output_tokens, **latest,
-                   contextTokens=s.budget.context_window,
-                   contextUsedTokens=s.context_tokens(layers=layers),
-                   tokenRatio=round(s.meter.ratio, 4),
-                   lastModelCallAt=s.rt.clock().timestamp(), model=s.model_ref)
+            self.turn_usage += usage
+        latest: dict[str, Any] = ({"totalTokens": usage.prompt_tokens, "totalTokensFresh": True}
+                                  if usage.prompt_tokens else {})
+        self.record.patch(add={"cumulativeInputTokens": usage.input_tokens,
+                               "cumulativeOutputTokens": usage.output_tokens,
+                               "cumulativeCacheReadTokens": usage.cache_read_tokens,
+                               "cumulativeCacheWriteTokens": usage.cache_write_tokens},
+                          inputTokens=self.turn_usage.input_tokens,
+                          outputTokens=self.turn_usage.output_tokens, **latest,
+                          contextTokens=window.budget.context_window,
+                          contextUsedTokens=window.used(layers=layers),
+                          tokenRatio=round(self.meter.ratio, 4),
+                          lastModelCallAt=self.clock().timestamp(), model=window.model.ref)

@@ -3,7 +3,8 @@
 The composition root (``clawd.frontends.compose``) builds a ``Runtime`` once per process: settings,
 workspace, tools, memory, clock, and ``models``, which resolves a ``provider/model`` reference
 to a ``ModelHandle`` carrying everything the loop needs to know of that model: its window, its
-output limit, whether its requests carry prompt-cache breakpoints, and how to connect to it.
+output limit, whether its requests carry prompt-cache breakpoints, how to connect to it, and
+its profile (the guards its replies go through).
 The budget (flush and compaction points) and the fixed layers of a request (system prompt and
 workspace files) follow from a runtime, a session key and a model.
 """
@@ -21,6 +22,7 @@ from clawd.context.access import Access, offered
 from clawd.context.layers import Layers, build_layers
 from clawd.core.errors import ClawdError
 from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
+from clawd.guards.profile import PROFILES, Profile
 from clawd.providers.base import Provider
 from clawd.sessions.store import SessionStore
 from clawd.tools.base import Tool
@@ -36,13 +38,15 @@ class ModelHandle:
     max_tokens: int | None  # None: the agent's ``maxTokens``
     uses_cache: bool
     connect: Callable[[], Provider]
+    profile: Profile = PROFILES["weak"]  # the guards its replies go through
 
 
 def fixed_models(provider: Provider, window: int, *, max_tokens: int | None = None,
-                 cache: bool = False) -> Callable[[str], ModelHandle]:
+                 cache: bool = False, profile: str = "weak") -> Callable[[str], ModelHandle]:
     """A ``models`` resolver that answers every reference with one provider and window (the
-    scripted provider in tests and benchmarks)."""
-    return lambda ref: ModelHandle(ref, window, max_tokens, cache, lambda: provider)
+    scripted provider in tests and benchmarks); every guard on unless ``profile`` says."""
+    return lambda ref: ModelHandle(ref, window, max_tokens, cache, lambda: provider,
+                                   PROFILES[profile])
 
 
 @dataclass

@@ -1,13 +1,17 @@
-"""The turn loop: prune → flush? → compact? → request → tools → persist, as a stream of events.
+"""The turn loop: a plain loop over the typed outcomes of model steps, yielding events.
 
-A ``Session`` is one conversation (a session key of one agent) and conducts the parts that
-do the work: its entry in ``sessions.json`` (``patch``), its transcript and history, a
-``TokenMeter`` (how full the context is), a ``PruningLedger`` (old tool results trimmed the
-same way on every request), a ``ToolRunner`` and an ``Upkeep`` (the memory flush and
-compaction). ``run_turn`` appends the user's message and runs as many model/tool steps as
-the reply needs (up to ``maxSteps``), persisting every message as it happens; each ``step``
-is one model call, with overflow recovery, that returns a ``StepResult``. Ctrl-C keeps the
-partial reply, marked ``aborted``. Nothing here prints; front ends render the events.
+A ``Session`` is one conversation (a session key of one agent). It builds the parts that do
+the work and hands each only what it needs (``parts``): its entry in ``sessions.json``
+(``Record``), its history and transcript (``Conversation``), how full the window is
+(``Window`` over a ``TokenMeter``), a ``PruningLedger``, a ``ToolRunner``, a ``ModelCall``
+and an ``Upkeep`` (the memory flush and compaction). None of them holds the session.
+
+``run_turn`` appends the user's message, then loops: a model call ends in an outcome
+(``Replied``, ``Overflowed``, ``Failed``); a reply is decided (``decide``) into ``Answer``,
+``RunTools``, ``AskAgain`` (a guard of the model's profile asks once more) or ``Stop``; the
+loop acts on it and keeps its state in one ``Turn``. Ctrl-C keeps the partial reply, marked
+``aborted``. Nothing here prints; front ends render the events, and a server can drive the
+same generator.
 """
 
 from __future__ import annotations
@@ -26,15 +30,16 @@ from clawd.context.meter import TokenMeter
 from clawd.core.errors import ClawdError, ProviderError, ProviderSetupError
 from clawd.core.events import ErrorEvent, Event, Notice, Recalled, ToolFinished, TurnDone, Waiting
 from clawd.core.messages import Message, Usage
-from clawd.core.templates import render
-from clawd.core.textcut import shorten
-from clawd.core.tokens import Budget, estimate_messages, estimate_text, estimate_tools
-from clawd.guards.claims import asks_to_note, note_claim
-from clawd.loop.model_call import Stepper, StepResult
+from clawd.core.tokens import Budget, estimate_messages
+from clawd.guards.base import AskAgain, Guards, TurnView
+from clawd.guards.steps import calls_of
+from clawd.loop.model_call import Failed, ModelCall, Overflowed
 from clawd.loop.opening import open_entry
+from clawd.loop.parts import Conversation, Record, Window
 from clawd.loop.recall import Recall, recall
 from clawd.loop.runtime import ModelHandle, Runtime, session_model
-from clawd.loop.toolrunner import Calls, ToolRunner, calls_of, repeats_writes
+from clawd.loop.toolrunner import ToolRunner
+from clawd.loop.turn import Answer, Stop, Turn, blank_notice, decide
 from clawd.loop.upkeep import Upkeep
 from clawd.providers.base import Provider
 from clawd.sessions import lock
@@ -44,18 +49,7 @@ from clawd.workspace.files import daily_log_path
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Runtime", "Session", "StepResult", "session_model"]
-
-
-def blank_notice(reply: str, retried: bool) -> str:
-    """The one line shown when a user turn ends with nothing to show."""
-    what = "replied NO_REPLY" if is_silent(reply) else "returned an empty reply"
-    return f"the model {what}{' twice (asked again once)' if retried else ''}; nothing to show"
-
-
-def unkept_notice(claim: str) -> str:
-    """The one line shown when the reply said a note was saved and no file was written."""
-    return f'the model said "{shorten(claim, 80)}" but wrote no note'
+__all__ = ["Runtime", "Session", "session_model"]
 
 
 class Session:
@@ -75,29 +69,39 @@ class Session:
         self.run_model = None if pin else model
         opened = open_entry(runtime, self.key, self.access, model if pin else None,
                             run_model=self.run_model, fresh=fresh)
-        self.entry, self.transcript = opened.entry, opened.transcript
+        self.record = Record(self.store, self.key, opened.entry)
+        self.transcript = opened.transcript
         self.warnings = opened.warnings
         self.history: History = opened.history
+        self.conversation = Conversation(self.history, self.transcript)
         self.meter = TokenMeter(self.history, float(self.entry.get("tokenRatio") or 1.0))
         self.ledger = PruningLedger(runtime.settings.context_pruning)
         self.tools = ToolRunner(runtime, offered(runtime.tools, self.access), self.access)
-        self.upkeep = Upkeep(self)
-        self.stepper = Stepper(self)
+        self.window = Window(runtime, self.access, lambda: self.model, self.meter,
+                             [t.spec for t in self.tools.tools])
         self._provider: Provider | None = None
-        self.turn_usage = Usage()  # the current (or last) user turn's model calls
-        self.recall: Recall | None = None  # notes sent with the current turn's message
+        self._guards: tuple[str, Guards] | None = None
+        self.call = ModelCall(conversation=self.conversation, record=self.record,
+                              window=self.window, meter=self.meter, ledger=self.ledger,
+                              provider=lambda: self.provider, guards=lambda: self.guards,
+                              clock=runtime.clock, max_tokens=runtime.settings.max_tokens)
+        self.upkeep = Upkeep(runtime=runtime, access=self.access,
+                             conversation=self.conversation, record=self.record,
+                             window=self.window, call=self.call, tools=self.tools,
+                             provider=lambda: self.provider, profile=lambda: self.model.profile)
 
     def close(self) -> None:
         """Let other processes use this session (also done when the Session is collected)."""
         self._release()
 
+    @property
+    def entry(self) -> dict[str, Any]:
+        return self.record.entry
+
     def patch(self, add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
               touch: bool = True, **fields: Any) -> None:
-        """Set fields, add to counters and copy fields in the store, against what is on disk
-        (re-creating a vanished entry from this copy); ``self.entry`` becomes what is there.
-        ``touch=False``: housekeeping, not activity (``updatedAt`` is left alone)."""
-        self.entry = self.store.patch(self.key, base=self.entry, add=add, copy=copy,
-                                      touch=touch, **fields) or self.entry
+        """Change the session's entry in the store (``Record.patch``)."""
+        self.record.patch(add, copy, touch, **fields)
 
     # --- the model --------------------------------------------------------------------------
 
@@ -132,6 +136,13 @@ class Session:
                     f"the config") from None
         return self._provider
 
+    @property
+    def guards(self) -> Guards:
+        """The guards of the model in use (its profile's), made once per model."""
+        if self._guards is None or self._guards[0] != self.model_ref:
+            self._guards = (self.model_ref, self.model.profile.step_guards())
+        return self._guards[1]
+
     def set_model(self, ref: str | None) -> None:
         """Pin ``ref`` to the session; ``None`` removes the pin (the config's model again)."""
         target = self.rt.models(ref or self.rt.settings.model)
@@ -145,14 +156,14 @@ class Session:
 
     @property
     def budget(self) -> Budget:
-        return self.rt.budget(self.model)
+        return self.window.budget
 
     def layers(self) -> Layers:
-        return self.rt.layers(self.access, self.budget)
+        return self.window.layers()
 
     @property
     def tool_specs(self) -> list:
-        return [t.spec for t in self.tools.tools]
+        return self.window.tools
 
     @cached_property
     def offers_writes(self) -> bool:
@@ -163,18 +174,10 @@ class Session:
         """Whether this session is offered ``memory_search`` (and so automatic recall)."""
         return "memory_search" in {spec.name for spec in self.tool_specs}
 
-    @cached_property
-    def _tool_tokens(self) -> int:
-        """The tool schemas' tokens (they never change for a runtime)."""
-        return estimate_tools(self.tool_specs)
-
-    def fixed_tokens(self, layers: Layers) -> int:
-        return estimate_text(layers.system) + estimate_text(layers.project) + self._tool_tokens
-
     def context_tokens(self, extra: list[Message] | None = None,
                        layers: Layers | None = None) -> int:
         """The context size now: last reported prompt plus estimates of everything since."""
-        return self.meter.context(self.fixed_tokens(layers or self.layers()), extra)
+        return self.window.used(extra, layers)
 
     @property
     def token_ratio(self) -> float:
@@ -183,6 +186,10 @@ class Session:
     @property
     def last_pruned(self) -> list[str] | None:
         return self.ledger.last
+
+    @property
+    def turn_usage(self) -> Usage:
+        return self.call.turn_usage
 
     def pruned_results(self) -> list[str]:
         """What pruning took out of the last request (``/context detail``)."""
@@ -196,117 +203,112 @@ class Session:
     # --- a turn -----------------------------------------------------------------------------
 
     def run_turn(self, text: str) -> Generator[Event, None, None]:
-        """Run one user turn to the end, yielding events.
+        """Run one user turn to the end, yielding events (see the module docstring).
 
-        The turn always ends with something the user sees: a blank answer (empty or
-        ``NO_REPLY``) is asked again once, with a message after the history that repeats
-        the user's (sent, never kept), and a second blank one is reported in a notice. A
-        reply that says a note was saved when no file was written this turn
-        (``claims.note_claim``) is followed by one request to make that write; if it is
-        still not made, a notice says so.
+        The turn always ends with something the user sees: a reply, or a notice saying why
+        there is none (a blank answer, a note claimed and never written, the step limit).
         """
         message = Message.user(text)
-        steps, reply, aborted, appended = 0, "", False, False
-        ask: Message | None = None  # sent after the history in the next request only
-        apart = False  # the next step's text starts a new paragraph
-        asked_blank = False  # a blank (or echoing) answer was asked again ...
-        in_words = False  # ... in words, no tools (after a blank one)
-        claim: str | None = None  # the reply said a note was saved ...
-        asked_note = wrote = False  # ... the model was asked to write it; a file was written
-        last_calls: Calls | None = None  # the step before's tool calls
-        answer_now = False  # the step before repeated its file changes: answer in words
-        interrupted = failed = False
-        self.turn_usage = Usage()
+        turn = Turn(TurnView(text=text, offers_writes=self.offers_writes,
+                             daily_log=daily_log_path(self.rt.clock().date())))
+        self.call.turn_usage = Usage()
         layers = self.layers()  # the workspace files as this turn starts
         if (refusal := self._too_large(message, layers)) is not None:
             message.refused = True
-            self.transcript.append_message(message)  # kept on disk, never sent
+            self.conversation.keep_on_disk(message)  # kept on disk, never sent
             yield ErrorEvent(refusal)
             yield self.turn_done("", failed=True)
             return
-        step = StepResult(None)
+        appended = False
         try:
             if self.searches_memory:
                 yield Waiting("recall")
-            self.recall = self._recall(message, layers.project)
-            if self.recall:
-                yield Recalled([(h.path, h.start, h.end, h.score) for h in self.recall.hits])
-            yield from self.upkeep.maintain(self.recall.apply([message]) if self.recall
-                                            else [message])
-            self.append(message)
+            self.call.recall = self._recall(message, layers.project)
+            if self.call.recall:
+                yield Recalled([(h.path, h.start, h.end, h.score)
+                                for h in self.call.recall.hits])
+            yield from self.upkeep.maintain(self.call.recall.apply([message])
+                                            if self.call.recall else [message])
+            self.conversation.append(message)
             appended = True
-            while True:
-                steps += 1
-                # asked again after a blank answer: in words this time, no tool calls
-                step = yield from self.step(self.history.messages, show=True,
-                                            ask=ask, apart=apart, echo_of=text,
-                                            retry_blank=not (asked_blank or asked_note),
-                                            tool_choice="none" if in_words or answer_now
-                                            else "auto")
-                ask, apart, result = None, False, step.message
-                if result is None:  # an error, said in an ErrorEvent
-                    failed = True
-                    if step.partial:  # cut off mid-stream: the reply so far, kept
-                        reply, aborted = step.partial, True
-                    break
-                if asked_note and not result.tool_calls and is_blank(result.text):
-                    break  # nothing more after the claim: the reply stays the one shown
-                reply = result.text
-                if result.retried:  # blank, or the user's message repeated: asked again
-                    echo = not is_blank(reply)
-                    log.info("the model gave a %s answer (%r); asking again",
-                             "repeating" if echo else "blank", reply[:40])
-                    ask = Message.user(render("blank_retry.md.j2", silent=is_silent(reply),
-                                              echo=echo, request=shorten(text, 1000)).strip())
-                    asked_blank, in_words = True, not echo
-                    apart = echo  # the echo was shown
-                    continue
-                last_step = steps >= self.rt.settings.max_steps
-                if not result.tool_calls or last_step:
-                    if result.tool_calls:
-                        yield Notice(f"stopped after {steps} model steps (agents.defaults."
-                                     f"maxSteps); send a message to continue")
-                    elif is_blank(reply):
-                        yield Notice(blank_notice(reply, in_words))
-                    elif not (wrote or claim) and self.offers_writes:
-                        claim = note_claim(reply, asked=asks_to_note(text))
-                        if claim and not last_step:  # said it saved a note and did not
-                            log.info("the model said %r and wrote nothing; asking", claim)
-                            ask = Message.user(render(
-                                "unkept_note.md.j2", claim=claim,
-                                daily_log=daily_log_path(self.rt.clock().date())).strip())
-                            asked_note = apart = True  # the claim was shown
-                            continue
-                    break
-                # the same file changes as the step before (a small model in a loop): not
-                # made again, and the next step answers in words
-                calls = calls_of(result)
-                repeated = repeats_writes(calls, last_calls)
-                for event in self.tools.run(result, self.append, flush=False,
-                                            repeated=repeated, window=self.budget.context_window):
-                    wrote |= (isinstance(event, ToolFinished) and event.name in WRITE_TOOLS
-                              and not event.is_error)
-                    yield event
-                last_calls, answer_now = (None if repeated else calls), repeated
-                yield from self.upkeep.maintain([])
+            yield from self._steps(turn)
         except KeyboardInterrupt as exc:
-            aborted = interrupted = True
-            reply = getattr(exc, "partial", "") or reply
+            turn.aborted = turn.interrupted = True
+            turn.reply = getattr(exc, "partial", "") or turn.reply
             if not appended:  # interrupted during a flush or compaction: keep what was typed
-                self.append(message)
-            yield Notice("reply interrupted" + ("" if is_blank(reply)
+                self.conversation.append(message)
+            yield Notice("reply interrupted" + ("" if is_blank(turn.reply)
                                                 else "; the partial reply was kept"))
         except ClawdError as exc:  # a pinned model that cannot be used, an outage during a
-            failed = True          # flush or compaction: said, then ended; the history as it was
+            turn.failed = True     # flush or compaction: said, then ended; the history as it was
             if not appended:  # the message is kept, unanswered (``unanswered_ids``)
-                self.append(message)
+                self.conversation.append(message)
             yield ErrorEvent(str(exc))
         finally:
-            self.recall = None
-        if claim and not wrote and not interrupted:
-            yield Notice(unkept_notice(claim))
-        yield self.turn_done("" if is_silent(reply) else reply, aborted, steps, interrupted,
-                             failed)
+            self.call.recall = None
+        if not turn.interrupted:
+            for guard, asked in turn.asks.items():
+                if asked.unmet and not (guard == "note_claim" and turn.view.wrote):
+                    yield Notice(asked.unmet)
+        yield self.turn_done("" if is_silent(turn.reply) else turn.reply, turn.aborted,
+                             turn.steps, turn.interrupted, turn.failed)
+
+    def _steps(self, turn: Turn) -> Generator[Event, None, None]:
+        """The model steps of a turn, until an answer, a stop or a failure."""
+        history = self.history.messages
+        while True:
+            if not turn.overflows:
+                turn.steps += 1
+            outcome = yield from self.call.run(history, show=True, ask=turn.ask,
+                                               tool_choice=turn.tool_choice)
+            if isinstance(outcome, Overflowed):  # needs compaction, then the same call again
+                turn.overflows += 1
+                if (yield from self.upkeep.recover(outcome, turn.overflows, history)):
+                    continue
+                turn.failed = True
+                return
+            turn.overflows = 0
+            if isinstance(outcome, Failed):  # said in an ErrorEvent
+                turn.failed = True
+                if outcome.partial:  # cut off mid-stream: the reply so far, kept
+                    turn.reply, turn.aborted = outcome.partial, True
+                return
+            turn.ask, turn.tool_choice = None, "auto"
+            reply = outcome.message
+            step = decide(reply, turn.view, self.guards,
+                          last_step=turn.steps >= self.rt.settings.max_steps, steps=turn.steps)
+            self.call.keep(outcome, history, drop=isinstance(step, AskAgain) and step.drop)
+            if isinstance(step, AskAgain):
+                log.info("guard %s: the model is asked again (%r)", step.guard, reply.text[:40])
+                turn.asks[step.guard] = step
+                turn.view.asked.add(step.guard)
+                if not step.drop:  # the user saw it, and it stands
+                    turn.reply = turn.view.shown = reply.text
+                turn.ask, turn.tool_choice = step.ask, step.tool_choice
+                continue
+            if isinstance(step, Stop):
+                turn.reply = reply.text
+                yield Notice(step.notice)
+                return
+            if isinstance(step, Answer):
+                if is_blank(reply.text) and turn.view.shown:
+                    return  # nothing more after what was shown: that reply stands
+                turn.reply = reply.text
+                if is_blank(reply.text):
+                    yield Notice(blank_notice(reply.text, "blank" in turn.asks))
+                return
+            turn.reply = reply.text
+            for event in self.tools.run(reply, self.conversation.append, flush=False,
+                                        repeated=step.repeated,
+                                        window=self.budget.context_window):
+                turn.view.wrote |= (isinstance(event, ToolFinished) and not event.is_error
+                                    and event.name in WRITE_TOOLS)
+                yield event
+            # the same file changes as the step before (a small model in a loop): not made
+            # again, and the next step answers in words
+            turn.view.last_calls = None if step.repeated else calls_of(reply)
+            turn.tool_choice = "none" if step.repeated else "auto"
+            yield from self.upkeep.maintain([])
 
     def turn_done(self, text: str, aborted: bool = False, steps: int = 0,
                   interrupted: bool = False, failed: bool = False,
@@ -335,7 +337,7 @@ class Session:
 
     def _too_large(self, message: Message, layers: Layers) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""
-        fixed, budget = self.meter.scaled(self.fixed_tokens(layers)), self.budget
+        fixed, budget = self.meter.scaled(self.window.fixed_tokens(layers)), self.budget
         size = self.meter.scaled(estimate_messages([message]))
         room = budget.compact_at - fixed
         if size <= room:
@@ -346,15 +348,6 @@ class Session:
                 f"kept for the reply, which leaves {max(room, 0):,} for a message; nothing was "
                 f"sent (the message is kept in the transcript {self.transcript.path}, out of "
                 f"the conversation)")
-
-    def append(self, message: Message, target: list[Message] | None = None) -> None:
-        """Persist a message, then add it to ``target`` (the history by default)."""
-        self.transcript.append_message(message)
-        (self.history.messages if target is None else target).append(message)
-
-    def step(self, messages: list[Message], **how: Any) -> Generator[Event, None, StepResult]:
-        """One model call on ``messages`` (see ``Stepper.run``)."""
-        return (yield from self.stepper.run(messages, **how))
 
     # --- flush and compaction (``Upkeep``) --------------------------------------------------
 

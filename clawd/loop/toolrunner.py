@@ -5,19 +5,16 @@ call without its result: a Ctrl-C between calls gives every remaining call an "i
 result before it propagates. A tool that fails (``ClawdError``, or a bug in the tool) gives
 an error result the model can act on; nothing here ends the turn. A result is capped at
 ``tools.maxOutputChars`` and at half the window (head and tail kept), so it always fits a
-request next to the fixed layers and a summary. File changes that repeat the step before's
-(a small model in a loop appended the same note 17 times), alike but for whitespace and
-escaped line breaks, are not made again: their result says so, and the session asks for the
-next answer in words.
+request next to the fixed layers and a summary. Calls the ``repeated_writes`` guard caught
+(the step before's file changes again) are answered without running: their result says so.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Generator
 
-from clawd.context.access import WRITE_TOOLS, Access
+from clawd.context.access import Access
 from clawd.context.pruning import cap_tool_result
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event, ToolFinished, ToolStarted
@@ -30,29 +27,6 @@ log = logging.getLogger(__name__)
 
 REPEATED = ("not run again: the step before made this same call with the same arguments, "
             "and its result is above; answer the user now")
-
-
-Calls = list[tuple[str, str]]  # (name, arguments as sorted JSON) of one step's tool calls
-
-
-def calls_of(reply: Message) -> Calls:
-    """A step's calls as compared with the next step's: text arguments are compared without
-    surrounding whitespace and with escaped line breaks read as line breaks, so a note sent
-    again with a trailing ``\\n`` is the same note."""
-    return [(c.name, json.dumps({k: _same_text(v) for k, v in c.arguments.items()},
-                                sort_keys=True)) for c in reply.tool_calls]
-
-
-def _same_text(value: object) -> object:
-    if not isinstance(value, str):
-        return value
-    return "\n".join(line.rstrip() for line in value.replace("\\n", "\n").strip().split("\n"))
-
-
-def repeats_writes(calls: Calls, before: Calls | None) -> bool:
-    """Whether a step's calls are the same file changes as the step before's. Other calls
-    may repeat (polling a command's output with the same ``exec`` is fine)."""
-    return calls == before and all(name in WRITE_TOOLS for name, _ in calls)
 
 
 class ToolRunner:

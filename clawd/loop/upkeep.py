@@ -3,20 +3,23 @@
 Before every request ``maintain`` flushes when the context has crossed the flush point (once
 per compaction cycle, see ``flush.flush_due``) and compacts when it is over the compaction
 point. ``flush`` runs the silent memory-flush turn; ``compact`` summarises the older history
-(``compaction.find_cut`` and ``compaction.summarize``) and records a ``compaction`` entry. Both
-work through the session's own step, tool runner, transcript and store. A provider error
-that is not about size (the server is down) stops either one with a ``ProviderError`` and
-leaves the history as it was: only a real overflow is summarised or, at worst, truncated.
+(``compaction.find_cut`` and ``compaction.summarize``) and records a ``compaction`` entry;
+``recover`` does it when the server said a request does not fit. Both work through the
+collaborators they are given (``parts``, the ``ModelCall``, the ``ToolRunner``), never the
+session. A provider error that is not about size (the server is down) stops either one with
+a ``ProviderError`` and leaves the history as it was: only a real overflow is summarised or,
+at worst, truncated. The flush's guards are the model profile's: a weak model's bare "Done"
+is asked again for the notes (``flush_retry``), and its silence is made up for with the
+user's own sentences (``flush_words``); a strong model's answer is taken as it is.
 """
 
 from __future__ import annotations
 
 import logging
-import weakref
-from collections.abc import Generator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator
+from typing import Any
 
-from clawd.context.access import WRITE_TOOLS
+from clawd.context.access import WRITE_TOOLS, Access
 from clawd.context.compaction import find_cut, summarize
 from clawd.context.flush import (
     FROM_REPLY,
@@ -33,53 +36,64 @@ from clawd.context.flush import (
     should_ask_again,
     unsaved_words,
 )
-from clawd.context.layers import history_messages
+from clawd.context.layers import describe_room, history_messages, report
 from clawd.core.errors import ClawdError, ProviderError
-from clawd.core.events import Compacted, Event, Flushed, Notice, Waiting
+from clawd.core.events import Compacted, ErrorEvent, Event, Flushed, Notice, Waiting
 from clawd.core.messages import Message, new_id
 from clawd.core.tokens import estimate_messages
-from clawd.loop.toolrunner import Calls, calls_of, repeats_writes
+from clawd.guards.base import TurnView
+from clawd.guards.profile import Profile
+from clawd.guards.steps import calls_of
+from clawd.loop.model_call import ModelCall, Overflowed, Replied
+from clawd.loop.parts import Conversation, Record, Window
+from clawd.loop.runtime import Runtime
+from clawd.loop.toolrunner import ToolRunner
+from clawd.providers.base import Provider
 from clawd.sessions.transcript import apply_compaction
 from clawd.workspace.files import daily_log_path, is_writable
 
-if TYPE_CHECKING:
-    from clawd.loop.session import Session
-
 log = logging.getLogger(__name__)
+OVERFLOW_ATTEMPTS = 3  # compactions tried for one request the server says does not fit
 
 
 class Upkeep:
     """The flush and compaction of one session."""
 
-    def __init__(self, session: Session):
-        self.s = weakref.proxy(session)  # no cycle: a dropped session is released at once
+    def __init__(self, *, runtime: Runtime, access: Access, conversation: Conversation,
+                 record: Record, window: Window, call: ModelCall, tools: ToolRunner,
+                 provider: Callable[[], Provider], profile: Callable[[], Profile]):
+        self.rt, self.access, self.conversation = runtime, access, conversation
+        self.record, self.window, self.call, self.tools = record, window, call, tools
+        self.provider, self.profile = provider, profile
         self._skip_logged: int | None = None  # the cycle whose skipped flush was logged
+
+    @property
+    def history(self) -> list[Message]:
+        return self.conversation.history.messages
 
     def maintain(self, incoming: list[Message]) -> Generator[Event, None, None]:
         """Before a request: flush when due, then compact when over the compaction point.
         ``incoming``: the user's message about to be added (none: a turn in progress, whose
         own earlier steps may be summarised)."""
-        s = self.s
-        budget = s.budget
-        used = s.context_tokens(incoming)
+        budget = self.window.budget
+        used = self.window.used(incoming)
         if used >= budget.flush_at:
             yield from self.flush_if_due(used)
-            used = s.context_tokens(incoming)
-        if used > budget.compact_at and s.rt.settings.compaction.enabled:
+            used = self.window.used(incoming)
+        if used > budget.compact_at and self.rt.settings.compaction.enabled:
             yield from self.compact(reason="auto", incoming=incoming, within_turn=not incoming)
 
     def flush_if_due(self, used: int | None = None, *, view: list[Message] | None = None
                      ) -> Generator[Event, None, None]:
         """Flush when due; ``used=None`` means the flush point is known to be crossed
         (before ``/compact``, a reset and on a context overflow). ``view``: see ``flush``."""
-        s = self.s
-        cfg, flush_at = s.rt.settings.compaction.memory_flush, s.budget.flush_at
-        if not flush_due(s.entry, flush_at if used is None else used, flush_at, cfg):
+        cfg, flush_at = self.rt.settings.compaction.memory_flush, self.window.budget.flush_at
+        if not flush_due(self.record.entry, flush_at if used is None else used, flush_at, cfg):
             return
-        if not any(m.role == "user" for m in (s.history.messages if view is None else view)):
+        if not any(m.role == "user" for m in (self.history if view is None else view)):
             return  # nothing said yet to keep: a first message crossed the point on its own
-        if not is_writable(s.rt.workspace, s.rt.settings.workspace_access):
-            cycle = s.entry.get("compactionCount", 0)
+        if not is_writable(self.rt.workspace, self.rt.settings.workspace_access):
+            cycle = self.record.entry.get("compactionCount", 0)
             if self._skip_logged != cycle:  # one log line per skipped cycle
                 log.info("memory flush skipped: the workspace is not writable")
                 self._skip_logged = cycle
@@ -99,45 +113,47 @@ class Upkeep:
         asked once more for the notes themselves, and only the list lines of that second
         answer are saved.
         """
-        s = self.s
         yield Waiting("flush")
-        cfg, clock = s.rt.settings.compaction.memory_flush, s.rt.clock
+        rt, profile = self.rt, self.profile()
+        cfg, clock = rt.settings.compaction.memory_flush, rt.clock
         today = clock().date()
-        turn = list(s.history.messages if view is None else view)
+        turn = list(self.history if view is None else view)
         start = len(turn)
-        s.append(Message.user(flush_prompt(cfg, today), flush=True), turn)
+        self.conversation.append(Message.user(flush_prompt(cfg, today), flush=True), turn)
         files: list[str] = []
         answer, asked_again = "", False
-        last_calls: Calls | None = None
-        for _ in range(s.rt.settings.max_steps):
+        guards = self.call.guards()
+        seen = TurnView(text="", last_calls=None)
+        for _ in range(rt.settings.max_steps):
             try:
-                step = yield from s.step(turn, show=False, flush=True,
-                                         extra_system=flush_system(cfg, today))
+                outcome = yield from self.call.run(turn, show=False, flush=True,
+                                                   extra_system=flush_system(cfg, today))
             except ProviderError as exc:  # not about size: the turn stops, nothing is cut
                 raise ProviderError(f"the memory flush stopped: {exc}",
                                     status=exc.status) from exc
-            if step.message is None:  # its request does not fit: the recovery goes on
+            if not isinstance(outcome, Replied):  # its request does not fit: recovery goes on
                 yield Notice("the memory flush did not complete; continuing")
                 return
-            answer = step.message.text
-            calls = step.message.tool_calls
-            if not calls and not asked_again and should_ask_again(answer, bool(files),
-                                                                   turn[:start]):
+            self.call.keep(outcome, turn)
+            reply = outcome.message
+            answer, calls = reply.text, reply.tool_calls
+            if (not calls and not asked_again and profile.has("flush_retry")
+                    and should_ask_again(answer, bool(files), turn[:start])):
                 # "Done." or NO_REPLY with nothing written (a weak model's habit): ask once
                 retry = flush_retry_prompt(answer, today, noted(turn[:start]),
-                                           summarised=bool(s.history.summary))
-                s.append(Message.user(retry, flush=True), turn)
+                                           summarised=bool(self.conversation.history.summary))
+                self.conversation.append(Message.user(retry, flush=True), turn)
                 asked_again = True
                 continue
             if not calls:
                 break
             # the same note as the step before (a small model in a loop): not written
             # again, and the flush ends
-            made = calls_of(step.message)
-            repeated, last_calls = repeats_writes(made, last_calls), made
-            for _event in s.tools.run(step.message, lambda m: s.append(m, turn),
-                                      window=s.budget.context_window, flush=True,
-                                      repeated=repeated):
+            repeated = guards.repeats(reply, seen)
+            seen.last_calls = calls_of(reply)
+            for _event in self.tools.run(reply, lambda m: self.conversation.append(m, turn),
+                                         window=self.window.budget.context_window, flush=True,
+                                         repeated=repeated):
                 pass  # the flush is silent: no tool lines or events
             if repeated:
                 break
@@ -146,20 +162,21 @@ class Upkeep:
         notes, source = (listed(answer) if asked_again else answer), FROM_REPLY
         if files or is_blank(notes) or is_acknowledgement(notes):
             notes = ""
-        if not files and not notes and asked_again:  # asked twice, and nothing saved
-            notes, source = unsaved_words(s.rt.workspace, turn[:start], today), FROM_USER
+        if not files and not notes and asked_again and profile.has("flush_words"):
+            # asked twice, and nothing saved: the user's own sentences
+            notes, source = unsaved_words(rt.workspace, turn[:start], today), FROM_USER
         if notes:
             try:
-                s.access.check_flush_write(daily_log_path(today))
-                files.append(append_flush_notes(s.rt.workspace, notes, clock(), source))
+                self.access.check_flush_write(daily_log_path(today))
+                files.append(append_flush_notes(rt.workspace, notes, clock(), source))
             except (ClawdError, OSError) as exc:  # the notes stay in the transcript
                 yield Notice(f"the memory flush's notes were not saved: {exc}")
         log.info("memory flush: %d entries, wrote %s", len(turn) - start, files or "nothing")
-        s.patch(memoryFlushAt=clock().isoformat(timespec="seconds"),
-                copy={"memoryFlushCompactionCount": "compactionCount"},
-                add={"memoryFlushCount": 1})
-        if s.rt.memory is not None and files:
-            s.rt.memory.mark_dirty()
+        self.record.patch(memoryFlushAt=clock().isoformat(timespec="seconds"),
+                          copy={"memoryFlushCompactionCount": "compactionCount"},
+                          add={"memoryFlushCount": 1})
+        if rt.memory is not None and files:
+            rt.memory.mark_dirty()
         yield Flushed(files=sorted(set(files)))
 
     def compact(self, instructions: str | None = None, *, reason: str = "manual",
@@ -174,9 +191,8 @@ class Upkeep:
         nothing to do must not use up the cycle's flush). ``auto`` callers flushed already,
         at the flush point.
         """
-        s = self.s
-        messages = s.history.messages
-        keep = s.budget.keep_recent
+        messages = self.history
+        keep = self.window.budget.keep_recent
         if reason == "overflow":  # the server's window is smaller than we were told
             keep = min(keep, estimate_messages(messages))
         cut = find_cut(messages, keep // keep_divisor, within_turn=within_turn)
@@ -191,18 +207,19 @@ class Upkeep:
         request = messages[users[-1]] if users and cut > users[-1] else None
         if reason != "auto":
             yield from self.flush_if_due(view=messages[:cut] if reason == "overflow" else None)
-        before = s.context_tokens(incoming)
-        budget = s.budget
+        history = self.conversation.history
+        before = self.window.used(incoming)
+        budget = self.window.budget
         yield Waiting("compaction")
         try:
-            summary = summarize(s.provider, messages[:cut], previous_summary=s.history.summary,
-                                instructions=instructions, settings=s.rt.settings.compaction,
-                                max_tokens=budget.summary,
+            summary = summarize(self.provider(), messages[:cut],
+                                previous_summary=history.summary, instructions=instructions,
+                                settings=self.rt.settings.compaction, max_tokens=budget.summary,
                                 max_chunk_tokens=budget.context_window // 2)
         except ProviderError as exc:  # not about size (an outage): the history stays as is
             raise ProviderError(f"compaction stopped, the history is unchanged: {exc}",
                                 status=exc.status) from exc
-        replaced = estimate_messages(history_messages(s.history.summary, messages[:cut]))
+        replaced = estimate_messages(history_messages(history.summary, messages[:cut]))
         if summary.method != "truncated" and estimate_messages(
                 history_messages(summary.text, [])) >= replaced:
             # a short history: its summary would take more room than the messages it replaces
@@ -210,17 +227,38 @@ class Upkeep:
                          f"{cut} message{'s' * (cut != 1)} it replaces ({replaced:,} tokens); "
                          f"the history is unchanged")
             return False
-        entry = {"type": "compaction", "id": new_id(), "summary": summary.text,
+        entry: dict[str, Any] = {"type": "compaction", "id": new_id(), "summary": summary.text,
                  "firstKeptId": messages[cut].id if cut < len(messages) else None,
                  "tokensBefore": before, "tokensAfter": 0, "instructions": instructions,
                  "method": summary.method, "reason": reason}
         if request is not None:
             entry["turnMessageId"] = request.id
-        apply_compaction(s.history, entry)  # in place: the list stays the same object
-        s.meter.forget()
-        entry["tokensAfter"] = s.context_tokens(incoming)
-        s.transcript.append(entry)
-        s.patch(add={"compactionCount": 1}, contextUsedTokens=entry["tokensAfter"],
-                totalTokensFresh=False)
-        yield Compacted(before, entry["tokensAfter"], summary.method, summary.dropped)
+        apply_compaction(history, entry)  # in place: the list stays the same object
+        self.window.meter.forget()
+        entry["tokensAfter"] = after = self.window.used(incoming)
+        self.conversation.transcript.append(entry)
+        self.record.patch(add={"compactionCount": 1}, contextUsedTokens=after,
+                          totalTokensFresh=False)
+        yield Compacted(before, after, summary.method, summary.dropped)
         return True
+
+    def recover(self, overflow: Overflowed, attempt: int, messages: list[Message]
+                ) -> Generator[Event, None, bool]:
+        """The server said the request on ``messages`` does not fit (its ``attempt``-th
+        time for this request): compact, keeping less verbatim each time (the cycle's flush
+        first), and say whether to call again; when nothing more can be cut, an
+        ``ErrorEvent`` says so (nothing is lost either way)."""
+        compacted = False
+        if attempt < OVERFLOW_ATTEMPTS:
+            compacted = yield from self.compact(reason="overflow", keep_divisor=2 ** attempt,
+                                                within_turn=True)
+        if compacted:
+            return True
+        times = "once" if attempt == 2 else f"{attempt - 1} times"
+        why = (f"even after compacting {times}" if attempt > 1 else
+               "and there is nothing left to compact")
+        room = describe_room(report(overflow.layers, self.conversation.history.summary,
+                                    messages, self.window.tools))
+        yield ErrorEvent(f"the conversation does not fit the model's context window "
+                         f"({overflow.error}) {why}; {room}; nothing was lost")
+        return False

@@ -120,6 +120,19 @@ def context_window(config: Config, settings: AgentDefaults, ref: str) -> int:
             or DEFAULT_CONTEXT_WINDOW)
 
 
+def profile_settings(config: Config, ref: str) -> tuple[str, dict[str, bool]]:
+    """The model profile of a reference and its guard switches: the model's own, else its
+    provider's, else ``strong`` for a built-in provider and ``weak`` for a declared one
+    (``clawd.guards.profile``). Switches of the provider come first, the model's win."""
+    name, _ = split_ref(ref)
+    declared = _provider_config(config, name)
+    info = model_info(config, ref)
+    profile = ((info.profile if info else None) or (declared.profile if declared else None)
+               or ("strong" if name in BUILTIN else "weak"))
+    guards = {**(declared.guards if declared else {}), **(info.guards if info else {})}
+    return profile, {str(k): v for k, v in guards.items()}
+
+
 def max_output_tokens(config: Config, settings: AgentDefaults, ref: str) -> int:
     """Config ``maxTokens`` of the model, else the agent's ``maxTokens``."""
     info = model_info(config, ref)

@@ -1,0 +1,66 @@
+"""Guards on a final answer: blank, echoing, or claiming a note that was never written.
+
+- ``BlankAnswer``: an empty or ``NO_REPLY`` answer to the user is asked again once, in
+  words, with the user's message repeated (a weak model answered a system-prompt nudge with
+  nothing 6 times of 6, and a repeated message with words 6 of 6). Not after a reply was
+  already shown in the turn: that reply stands.
+- ``EchoAnswer``: an answer that only repeats the user's message (``replytext.is_echo``)
+  is asked again once, tools allowed.
+- ``UnkeptNote``: an answer that says a note was saved when no file was written in the turn
+  (``claims.note_claim``) is asked once for that write; if it is still not made, the turn
+  ends with a notice saying so.
+
+The blank and echoing answers leave the history (kept on disk, marked ``retried``); a claim
+stays, since the user saw it. A turn asks again for a blank or an echoing answer once, not
+once for each.
+"""
+
+from __future__ import annotations
+
+from clawd.context.flush import is_blank, is_silent
+from clawd.core.messages import Message
+from clawd.core.templates import render
+from clawd.core.textcut import shorten
+from clawd.guards.base import AskAgain, Guard, TurnView
+from clawd.guards.claims import asks_to_note, note_claim
+from clawd.guards.replytext import is_echo
+
+
+def unkept_notice(claim: str) -> str:
+    """The one line shown when the reply said a note was saved and no file was written."""
+    return f'the model said "{shorten(claim, 80)}" but wrote no note'
+
+
+class BlankAnswer(Guard):
+    name = "blank"
+
+    def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
+        if not is_blank(reply.text) or turn.shown or "echo" in turn.asked:
+            return None
+        ask = render("blank_retry.md.j2", silent=is_silent(reply.text), echo=False,
+                     request=shorten(turn.text, 1000))
+        return AskAgain(self.name, Message.user(ask), drop=True, tool_choice="none")
+
+
+class EchoAnswer(Guard):
+    name = "echo"
+
+    def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
+        if is_blank(reply.text) or "blank" in turn.asked or not is_echo(reply.text, turn.text):
+            return None
+        ask = render("blank_retry.md.j2", silent=False, echo=True,
+                     request=shorten(turn.text, 1000))
+        return AskAgain(self.name, Message.user(ask), drop=True)
+
+
+class UnkeptNote(Guard):
+    name = "note_claim"
+
+    def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
+        if turn.wrote or not turn.offers_writes or is_blank(reply.text):
+            return None
+        claim = note_claim(reply.text, asked=asks_to_note(turn.text))
+        if claim is None:
+            return None
+        ask = render("unkept_note.md.j2", claim=claim, daily_log=turn.daily_log)
+        return AskAgain(self.name, Message.user(ask), unmet=unkept_notice(claim))

@@ -1,0 +1,117 @@
+"""What a guard is, and the guards of one model: one interface, one cap on asking again.
+
+A guard keeps one habit of a weak model from reaching the user or the history. It may act at
+four points of a model step, each a method with a do-nothing default:
+
+- ``looping(parts)`` while the reply streams (``new_reply`` before it starts): the text to
+  keep when the stream must stop;
+- ``clean(reply)`` once the reply is whole: the reply as it is kept;
+- ``answer(reply, turn)`` on a final answer (no tool calls): ``AskAgain`` when the model
+  is to be asked once more;
+- ``repeats(reply, turn)`` before tool calls run: whether they are to be answered, not run.
+
+``Guards`` holds the guards a model's profile switches on (``guards.profile``) and asks
+them in order. Every re-ask of a turn goes through ``answer`` and shares one cap
+(``MAX_ASKS``), and each guard asks at most once a turn (aider's ``reflected_message`` and
+``max_reflections``): a model that keeps failing gets a notice, never an endless loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from clawd.core.messages import Message
+
+MAX_ASKS = 2  # re-asks of one user turn, whatever guards asked
+
+
+@dataclass(frozen=True)
+class AskAgain:
+    """Ask the model once more: ``ask`` is sent after the history in the next request only.
+
+    ``drop``: the answer that prompted it leaves the history (kept on disk, marked
+    ``retried``): a blank or echoing answer must not teach the model. ``tool_choice``:
+    ``none`` when the answer must come in words. ``unmet``: the notice shown if the turn
+    ends without what was asked for (None: nothing to say).
+    """
+
+    guard: str
+    ask: Message
+    drop: bool = False
+    tool_choice: str = "auto"
+    unmet: str | None = None
+
+
+@dataclass
+class TurnView:
+    """What a guard may read of the turn under way."""
+
+    text: str  # the user's message
+    shown: str = ""  # a reply of this turn the user saw and that stands (a claim asked on)
+    offers_writes: bool = False  # the session has the ``write`` tool
+    wrote: bool = False  # a file write or edit succeeded in this turn
+    last_calls: list[tuple[str, str]] | None = None  # the step before's calls (``calls_of``)
+    asked: set[str] = field(default_factory=set)  # the guards that asked already
+    daily_log: str = ""  # today's daily log, workspace-relative
+
+
+class Guard:
+    """One weak-model habit, handled at the points it needs (see the module docstring)."""
+
+    name: ClassVar[str] = ""
+
+    def new_reply(self) -> None:
+        """A reply starts streaming."""
+
+    def looping(self, parts: list[str]) -> str | None:
+        return None
+
+    def clean(self, reply: Message) -> Message:
+        return reply
+
+    def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
+        return None
+
+    def repeats(self, reply: Message, turn: TurnView) -> bool:
+        return False
+
+
+class Guards:
+    """The guards a model's profile switches on, asked in order."""
+
+    def __init__(self, guards: Iterable[Guard] = ()):
+        self.guards = list(guards)
+
+    @property
+    def names(self) -> list[str]:
+        return [g.name for g in self.guards]
+
+    def new_reply(self) -> None:
+        for guard in self.guards:
+            guard.new_reply()
+
+    def looping(self, parts: list[str]) -> str | None:
+        """The text to keep when the stream so far (``parts``) must stop, else None."""
+        return next((cut for g in self.guards if (cut := g.looping(parts)) is not None), None)
+
+    def clean(self, reply: Message) -> Message:
+        for guard in self.guards:
+            reply = guard.clean(reply)
+        return reply
+
+    def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
+        """The first guard's request to ask again, unless the turn has asked ``MAX_ASKS``
+        times or that guard asked already."""
+        if len(turn.asked) >= MAX_ASKS:
+            return None
+        for guard in self.guards:
+            if guard.name in turn.asked:
+                continue
+            if (again := guard.answer(reply, turn)) is not None:
+                return again
+        return None
+
+    def repeats(self, reply: Message, turn: TurnView) -> bool:
+        return any(g.repeats(reply, turn) for g in self.guards)

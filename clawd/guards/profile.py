@@ -1,0 +1,63 @@
+"""Model profiles: which guards a model runs, as data (pydantic-ai's ``ModelProfile``).
+
+A guard costs a frontier model requests and can misread its replies, and it saves a small
+local model from its habits; so each model gets a profile, and the profile names the
+guards. Two are built in:
+
+- ``weak`` (the default for a provider declared in the config, e.g. a local
+  OpenAI-compatible server): every guard. Each one comes from transcripts of a 1.5B model
+  (docs/real-models.md).
+- ``strong`` (the default for the built-in ``anthropic`` and ``openai`` providers): none.
+  A blank answer is still reported in a notice, and a reply at the output limit still says
+  so: those cost nothing and are true of any model.
+
+``models.providers.<name>.profile`` (or ``models[].profile`` for one model) picks a profile;
+``guards: {echo: false}`` beside it switches single guards on or off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from clawd.config.schema import GUARD_NAMES
+from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
+from clawd.guards.base import Guard, Guards
+from clawd.guards.steps import Looping, RepeatedWrites, StrayText
+
+# the guards of a model step, in the order they are asked
+STEP_GUARDS: dict[str, type[Guard]] = {
+    "looping": Looping, "stray_text": StrayText, "repeated_writes": RepeatedWrites,
+    "blank": BlankAnswer, "echo": EchoAnswer, "note_claim": UnkeptNote,
+}
+# the memory flush's own: a bare "Done" or NO_REPLY asked once for the notes; and when the
+# flush still saved nothing, the user's own sentences kept in the daily log
+FLUSH_GUARDS = ("flush_retry", "flush_words")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    guards: frozenset[str]
+
+    def has(self, guard: str) -> bool:
+        return guard in self.guards
+
+    def step_guards(self) -> Guards:
+        """Fresh guards for one session's model steps."""
+        return Guards(kind() for name, kind in STEP_GUARDS.items() if name in self.guards)
+
+
+PROFILES = {
+    "weak": Profile("weak", frozenset(GUARD_NAMES)),
+    "strong": Profile("strong", frozenset()),
+}
+
+
+def make_profile(name: str, overrides: Mapping[str, bool] | None = None) -> Profile:
+    """The built-in profile ``name`` with single guards switched on or off."""
+    base = PROFILES[name]
+    guards = set(base.guards)
+    for guard, on in (overrides or {}).items():
+        (guards.add if on else guards.discard)(guard)
+    return Profile(name if guards == base.guards else f"{name}+", frozenset(guards))

@@ -1,0 +1,80 @@
+"""Guards on the stream and the tool calls of a step: loops, stray text, repeated writes.
+
+- ``Looping``: a reply whose end is one stretch repeated over and over is stopped and kept
+  with the stretch once (``loops.LoopGuard``).
+- ``StrayText``: text a model copied beside a tool call (a lone ``{``, the call's own
+  arguments as JSON) and ``<tool_response>``/``<tools>`` tags echoed from its chat template
+  are not kept, so the history does not teach them (``replytext``).
+- ``RepeatedWrites``: file changes that repeat the step before's (a small model appended
+  the same note 17 times) are answered without being made again, and the next answer must
+  come in words. Calls are compared without surrounding whitespace and with escaped line
+  breaks read as line breaks (``calls_of``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from clawd.context.access import WRITE_TOOLS
+from clawd.core.messages import Message, Part, TextPart
+from clawd.guards.base import Guard, TurnView
+from clawd.guards.loops import LoopGuard
+from clawd.guards.replytext import is_stray, without_echoed_tags
+
+Calls = list[tuple[str, str]]  # (name, arguments as sorted JSON) of one step's tool calls
+
+
+def calls_of(reply: Message) -> Calls:
+    """A step's calls as compared with the next step's."""
+    return [(c.name, json.dumps({k: _same_text(v) for k, v in c.arguments.items()},
+                                sort_keys=True)) for c in reply.tool_calls]
+
+
+def _same_text(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    return "\n".join(line.rstrip() for line in value.replace("\\n", "\n").strip().split("\n"))
+
+
+def repeats_writes(calls: Calls, before: Calls | None) -> bool:
+    """Whether a step's calls are the same file changes as the step before's. Other calls
+    may repeat (polling a command's output with the same ``exec`` is fine)."""
+    return calls == before and all(name in WRITE_TOOLS for name, _ in calls)
+
+
+class Looping(Guard):
+    name = "looping"
+
+    def __init__(self) -> None:
+        self._watch = LoopGuard()
+
+    def new_reply(self) -> None:
+        self._watch = LoopGuard()
+
+    def looping(self, parts: list[str]) -> str | None:
+        return self._watch.cut(parts) if self._watch.looping(parts) else None
+
+
+class StrayText(Guard):
+    name = "stray_text"
+
+    def clean(self, reply: Message) -> Message:
+        stray = bool(reply.tool_calls) and is_stray(reply.text)
+        parts: list[Part] = []
+        for part in reply.content:
+            if isinstance(part, TextPart):
+                if stray or not (text := without_echoed_tags(part.text)):
+                    continue
+                part = TextPart(text) if text != part.text else part
+            parts.append(part)
+        if parts == reply.content:
+            return reply
+        reply.content = parts
+        return reply
+
+
+class RepeatedWrites(Guard):
+    name = "repeated_writes"
+
+    def repeats(self, reply: Message, turn: TurnView) -> bool:
+        return repeats_writes(calls_of(reply), turn.last_calls)

@@ -1,0 +1,93 @@
+"""The collaborators a session hands to its model calls and its upkeep, instead of itself.
+
+- ``Record``: the session's entry in ``sessions.json``, kept as it is on disk (``patch``).
+- ``Conversation``: the history the model sees and the transcript on disk, appended to
+  together (``append``), or on disk only (``keep_on_disk``: a blank answer asked again, a
+  message refused as too large).
+- ``Window``: the model in use and how full its window is: the budget (flush and compaction
+  points), the fixed layers (system prompt, workspace files, tool schemas) and the context
+  size the ``TokenMeter`` measures.
+
+Each holds data and answers questions about it; none calls back into the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any
+
+from clawd.context.access import Access
+from clawd.context.layers import Layers
+from clawd.context.meter import TokenMeter
+from clawd.core.messages import Message, ToolSpec
+from clawd.core.tokens import Budget, estimate_text, estimate_tools
+from clawd.loop.runtime import ModelHandle, Runtime
+from clawd.sessions.store import SessionStore
+from clawd.sessions.transcript import History, Transcript
+
+
+class Record:
+    """One session's entry in the store (a plain dict, as ``sessions.json`` holds it)."""
+
+    def __init__(self, store: SessionStore, key: str, entry: dict[str, Any]):
+        self.store, self.key, self.entry = store, key, entry
+
+    def patch(self, add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
+              touch: bool = True, **fields: Any) -> None:
+        """Set fields, add to counters and copy fields in the store, against what is on disk
+        (re-creating a vanished entry from this copy); ``entry`` becomes what is there.
+        ``touch=False``: housekeeping, not activity (``updatedAt`` is left alone)."""
+        self.entry = self.store.patch(self.key, base=self.entry, add=add, copy=copy,
+                                      touch=touch, **fields) or self.entry
+
+
+class Conversation:
+    """The history the model sees and the transcript that keeps everything."""
+
+    def __init__(self, history: History, transcript: Transcript):
+        self.history, self.transcript = history, transcript
+
+    def append(self, message: Message, target: list[Message] | None = None) -> None:
+        """Persist a message, then add it to ``target`` (the history by default; a flush's
+        own turn is a list of its own)."""
+        self.transcript.append_message(message)
+        (self.history.messages if target is None else target).append(message)
+
+    def keep_on_disk(self, message: Message) -> None:
+        """Persist a message that stays out of the history."""
+        self.transcript.append_message(message)
+
+
+class Window:
+    """The model in use and how full its context window is."""
+
+    def __init__(self, runtime: Runtime, access: Access, model: Callable[[], ModelHandle],
+                 meter: TokenMeter, tools: list[ToolSpec]):
+        self.rt, self.access, self._model, self.meter = runtime, access, model, meter
+        self.tools = tools
+
+    @property
+    def model(self) -> ModelHandle:
+        return self._model()
+
+    @property
+    def budget(self) -> Budget:
+        return self.rt.budget(self.model)
+
+    def layers(self) -> Layers:
+        """The system prompt and the workspace files, as they are now."""
+        return self.rt.layers(self.access, self.budget)
+
+    @cached_property
+    def tool_tokens(self) -> int:
+        """The tool schemas' tokens (they never change for a session)."""
+        return estimate_tools(self.tools)
+
+    def fixed_tokens(self, layers: Layers) -> int:
+        return estimate_text(layers.system) + estimate_text(layers.project) + self.tool_tokens
+
+    def used(self, extra: list[Message] | None = None, layers: Layers | None = None) -> int:
+        """The context size now: last reported prompt plus estimates of everything since
+        (``extra``: messages about to be added)."""
+        return self.meter.context(self.fixed_tokens(layers or self.layers()), extra)

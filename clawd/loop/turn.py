@@ -1,0 +1,84 @@
+"""One user turn's state and where each model step leads: typed outcomes, decided purely.
+
+A model step ends in a reply; ``decide`` turns it into the next step of the turn, one of a
+closed set (openai-agents' ``NextStep*``): ``Answer`` (the turn's answer), ``RunTools`` (run
+the calls, then call the model again; ``repeated`` calls are answered without running),
+``AskAgain`` (a guard of the model's profile asks once more: ``guards.base``) or ``Stop``
+(the step limit: the reply is kept and a notice says so). ``Turn`` is the one object the
+loop changes as a turn goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from clawd.context.flush import is_silent
+from clawd.core.messages import Message
+from clawd.guards.base import AskAgain, Guards, TurnView
+
+
+def blank_notice(reply: str, retried: bool) -> str:
+    """The one line shown when a user turn ends with nothing to show."""
+    what = "replied NO_REPLY" if is_silent(reply) else "returned an empty reply"
+    return f"the model {what}{' twice (asked again once)' if retried else ''}; nothing to show"
+
+
+# --- what a step leads to ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Answer:
+    """The turn's answer: kept, and the turn ends."""
+
+    message: Message
+
+
+@dataclass(frozen=True)
+class RunTools:
+    """Run the reply's tool calls (``repeated``: answer them without running), then call
+    the model again."""
+
+    message: Message
+    repeated: bool = False
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The turn ends here, with the reply kept and a notice."""
+
+    message: Message
+    notice: str
+
+
+NextStep = Answer | RunTools | AskAgain | Stop
+
+
+def decide(reply: Message, turn: TurnView, guards: Guards, *, last_step: bool,
+           steps: int) -> NextStep:
+    """What a model's reply leads to (a pure function of the reply, the turn and the
+    guards): tool calls are run (unless it was the last step the turn may take), and a
+    final answer is the turn's, unless a guard asks again."""
+    if reply.tool_calls:
+        if last_step:
+            return Stop(reply, f"stopped after {steps} model steps (agents.defaults.maxSteps); "
+                               f"send a message to continue")
+        return RunTools(reply, guards.repeats(reply, turn))
+    again = guards.answer(reply, turn)
+    if again is not None and not (last_step and again.unmet is None):
+        return again
+    return Answer(reply)
+
+
+@dataclass
+class Turn:
+    """The state of one user turn: the one object ``run_turn`` changes as it goes."""
+
+    view: TurnView
+    steps: int = 0
+    reply: str = ""  # the reply as the user saw it last
+    ask: Message | None = None  # sent after the history in the next request only
+    tool_choice: str = "auto"
+    overflows: int = 0  # compactions for the request now under way
+    asks: dict[str, AskAgain] = field(default_factory=dict)
+    aborted: bool = False
+    interrupted: bool = False
+    failed: bool = False
