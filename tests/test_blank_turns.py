@@ -131,6 +131,7 @@ def test_a_blank_final_answer_after_tools_is_asked_again(tmp_path):
                                                           "assistant"]
 
 
+@pytest.mark.slow  # the command line end to end
 @pytest.mark.parametrize("flags", [["-m", "hello"], ["--script", "-"], ["--json", "-m", "hello"]])
 def test_every_front_end_shows_the_notice(local_config, local_server, capsys, monkeypatch,
                                           flags):

@@ -14,6 +14,8 @@ from clawd.frontends import cli
 from conftest import write_local_config
 from fakeserver import FakeServer, openai_stream
 
+pytestmark = pytest.mark.slow  # the command line end to end, against a local server
+
 OPENAI_PATH = "/v1/chat/completions"
 
 

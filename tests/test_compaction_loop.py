@@ -101,6 +101,7 @@ def daily_log(runtime) -> str:
 
 # --- several cycles -----------------------------------------------------------------------------
 
+@pytest.mark.slow  # a long session
 @pytest.mark.parametrize("soft", [1000, 0])  # 0: both points are crossed by one request
 def test_one_flush_per_cycle_always_before_the_cut(tmp_path, soft):
     settings = {"compaction": {**SETTINGS["compaction"],
@@ -129,6 +130,7 @@ def test_one_flush_per_cycle_always_before_the_cut(tmp_path, soft):
     assert entry["memoryFlushAt"] == "2026-11-22T10:00:00+00:00"
 
 
+@pytest.mark.slow  # a long session
 def test_facts_cut_by_compaction_are_on_disk_afterwards(tmp_path):
     provider, runtime, session = start(tmp_path)
     drive(session, range(80))
@@ -143,6 +145,7 @@ def test_facts_cut_by_compaction_are_on_disk_afterwards(tmp_path):
     assert "FACT-000" in after.system[1] and f"## {DAILY}" in after.system[1]
 
 
+@pytest.mark.slow  # a long session
 def test_without_a_flush_the_summary_is_what_keeps_the_facts(tmp_path):
     settings = {"compaction": {**SETTINGS["compaction"],
                                "memoryFlush": {"enabled": False, "softThresholdTokens": 1000}}}
@@ -154,6 +157,7 @@ def test_without_a_flush_the_summary_is_what_keeps_the_facts(tmp_path):
     assert kept == [f"FACT-{i:03d}" for i in range(60)]
 
 
+@pytest.mark.slow  # a long session
 def test_flush_turns_are_persisted_but_never_shown_nor_replayed(tmp_path):
     provider, runtime, session = start(tmp_path)
     events = drive(session, range(60))
@@ -177,6 +181,7 @@ def test_flush_turns_are_persisted_but_never_shown_nor_replayed(tmp_path):
     assert [m.id for m in again.history.messages] == [m.id for m in session.history.messages]
 
 
+@pytest.mark.slow  # a long session
 def test_compaction_entries_counters_and_events(tmp_path):
     provider, runtime, session = start(tmp_path, LoopModel())
     events = drive(session, range(60))
@@ -192,6 +197,7 @@ def test_compaction_entries_counters_and_events(tmp_path):
         assert "## Exact references" in entry["summary"]
 
 
+@pytest.mark.slow  # a long session
 def test_tool_calls_and_results_stay_together(tmp_path):
     provider, runtime, session = start(tmp_path, LoopModel(tool_every=2))
     (runtime.workspace / "notes.md").write_text(filler(150))
@@ -259,6 +265,7 @@ def test_tool_results_mid_turn_trigger_the_flush_before_the_next_step(tmp_path):
 
 # --- overflow ----------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a long session
 def test_overflow_recovery_flushes_before_the_cut_and_retries(tmp_path):
     # The model's real window is smaller than the configured one: no threshold is crossed
     # before the provider refuses a request.
@@ -433,6 +440,7 @@ def test_compact_in_a_script_says_it_once(tmp_path, capsys):
 
 # --- read-only workspaces ------------------------------------------------------------------------
 
+@pytest.mark.slow  # a long session
 def test_read_only_workspace_skips_the_flush_with_a_log_line(tmp_path, caplog):
     settings = {**SETTINGS, "workspaceAccess": "ro"}
     provider, runtime, session = start(tmp_path, settings=settings)

@@ -11,6 +11,8 @@ from clawd.frontends import cli
 
 from fakeserver import FakeServer, anthropic_stream, openai_error, openai_stream
 
+pytestmark = pytest.mark.slow  # the command line end to end, against a local server
+
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
 

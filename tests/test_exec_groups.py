@@ -20,7 +20,8 @@ from clawd.tools.exec import run_exec
 
 from conftest import ctrl_c_as_in_a_terminal
 
-pytestmark = pytest.mark.skipif(os.name == "nt", reason="process groups are POSIX")
+pytestmark = [pytest.mark.slow,  # starts processes and signals them
+              pytest.mark.skipif(os.name == "nt", reason="process groups are POSIX")]
 
 
 def _alive(pid: int) -> bool:

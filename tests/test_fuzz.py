@@ -15,6 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,8 @@ from clawd.sessions.store import SessionStore
 from clawd.sessions.transcript import Transcript, build_history
 
 from conftest import make_runtime
+
+pytestmark = pytest.mark.slow  # hypothesis: many random cases per property
 
 EXAMPLES = int(os.environ.get("CLAWD_FUZZ_EXAMPLES", "40"))
 _SETTINGS = {"deadline": None, "derandomize": not os.environ.get("CLAWD_FUZZ_EXAMPLES"),

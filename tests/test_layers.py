@@ -210,6 +210,7 @@ def test_no_module_over_400_lines():
     assert {path for path in OVERSIZED_STILL_ALLOWED if sizes.get(path, 0) <= MAX_LINES} == set()
 
 
+@pytest.mark.slow  # ruff as a process, over the whole tree
 @pytest.mark.skipif(importlib.util.find_spec("ruff") is None,
                     reason="ruff is not installed (pip install -e '.[test]' brings it)")
 def test_ruff_is_clean():

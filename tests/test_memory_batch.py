@@ -22,6 +22,8 @@ from clawd.memory.index import open_index
 from fakeserver import FakeServer, Request, Response, openai_error
 from memory_fakes import FakeEmbedder, settings, write
 
+pytestmark = pytest.mark.slow  # batch jobs polled through a local server
+
 WORD = re.compile(r"[a-z0-9]+")
 GATEWAY = "# Infra\n\nThe gateway runs on the Mac Studio in the office.\n"
 BIRDS = "# Birds\n\nThe heron nests by the lake behind the boathouse.\n"

@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from clawd.memory import vectors
 from clawd.memory.index import open_index
 
@@ -42,6 +44,7 @@ class SlowEmbedder(FakeEmbedder):
         return vectors
 
 
+@pytest.mark.slow  # threads that wait on each other
 def test_search_reads_the_committed_index_while_a_sync_embeds(tmp_path: Path):
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# Memory\n\n- The gateway runs on the Mac Studio.\n")
@@ -67,6 +70,7 @@ def test_search_reads_the_committed_index_while_a_sync_embeds(tmp_path: Path):
     index.close()
 
 
+@pytest.mark.slow  # threads that wait on each other
 def test_closing_cancels_a_sync_at_once_and_the_next_one_resumes(tmp_path: Path):
     ws = tmp_path / "ws"
     for number in range(vectors.EMBED_STEP + 80):

@@ -6,6 +6,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from clawd.memory.index import open_index
 
 from memory_fakes import FakeEmbedder, settings, write
@@ -21,6 +23,7 @@ def wait_for(condition, timeout: float = 30.0) -> bool:
     return condition()
 
 
+@pytest.mark.slow  # a real file watcher and its debounce
 def test_watcher_picks_up_a_new_file(tmp_path: Path):
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# Memory\n\nnothing yet\n")

@@ -30,6 +30,8 @@ from clawd.tools.base import Tool
 from conftest import ctrl_c_as_in_a_terminal, make_runtime
 from fakeserver import FakeServer, Response, openai_chunks, openai_stream
 
+pytestmark = pytest.mark.slow  # runs clawd as a process (most of these)
+
 CHAT = "/v1/chat/completions"
 
 

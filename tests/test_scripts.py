@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs the benchmarks as processes
+
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 

@@ -21,6 +21,8 @@ from clawd.sessions import lock as session_lock
 
 from conftest import make_runtime
 
+pytestmark = pytest.mark.slow  # starts processes
+
 KEY = "agent:main:main"
 
 # A child clawd process: runs real Session turns on the shared state under tmp_path.

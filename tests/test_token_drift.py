@@ -30,6 +30,7 @@ def _chars_over_three(request) -> int:
 
 @pytest.mark.parametrize("ratio, count", [(1.6, None), (0.6, None), (1.0, _chars_over_three)],
                          ids=["counts-more", "counts-fewer", "other-tokenizer"])
+@pytest.mark.slow  # long sessions
 def test_thresholds_follow_the_providers_count(tmp_path, ratio, count):
     provider = ScriptedProvider(default=LoopModel(lossy=True), context_window=WINDOW,
                                 token_ratio=ratio, count=count)

@@ -7,7 +7,11 @@ import hashlib
 import subprocess
 import sys
 
+import pytest
+
 from clawd.core.tokens import O200K_SHA256, O200K_URL
+
+pytestmark = pytest.mark.slow  # starts a fresh interpreter
 
 PROBE = """
 import sys

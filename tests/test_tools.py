@@ -156,6 +156,7 @@ def test_read_only_workspace_refuses_writes(ctx):
         edit({"path": "a.md", "oldText": "x", "newText": "y"}, ro)
 
 
+@pytest.mark.slow  # runs shell commands, one until its timeout
 def test_exec_approval_and_timeout(ctx):
     asked = []
     ctx.approve = lambda command: asked.append(command) or False

@@ -1,0 +1,123 @@
+"""Model profiles: the guards a model runs. A strong model pays no request for a weak
+model's habits; a weak one keeps every guard; the config picks and switches them."""
+
+from __future__ import annotations
+
+import pytest
+
+from clawd.config import parse_config
+from clawd.config.schema import GUARD_NAMES
+from clawd.core.errors import ConfigError
+from clawd.core.events import Notice, ToolFinished
+from clawd.guards.profile import FLUSH_GUARDS, PROFILES, STEP_GUARDS, make_profile
+from clawd.loop.runtime import fixed_models
+from clawd.loop.session import Session
+from clawd.providers import registry
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+
+from conftest import make_runtime
+from loopmodel import filler, is_flush, talk_until_flush
+
+KEY = "agent:main:main"
+DAILY = "memory/2026-11-22.md"
+
+
+def session_with(tmp_path, provider, profile: str, **kw) -> Session:
+    runtime = make_runtime(tmp_path, provider, **kw)
+    runtime.models = fixed_models(provider, kw.get("window", 200_000), profile=profile)
+    return Session(runtime, KEY)
+
+
+# the weak model's habits, each answered once more under "weak" and taken as it is under
+# "strong": (the turn's message, the model's replies, what the weak profile's extra request
+# is about)
+HABITS = {
+    "blank": ("What is the capital of Portugal?", ["", "Lisbon."]),
+    "echo": ("Tell me something about the history of the Lisbon tram network please",
+             ["Tell me something about the history of the Lisbon tram network please",
+              "Tram 28 has run since 1914."]),
+    "note_claim": ("Remember that my sister Ines arrives on May 14.",
+                   ["I've saved that to your notes.",
+                    Reply("", [tool("write", path=DAILY, content="- Ines arrives May 14",
+                                    append=True)]), "Saved."]),
+}
+
+
+@pytest.mark.parametrize("habit", sorted(HABITS))
+def test_a_strong_model_pays_no_request_where_a_weak_one_is_asked_again(tmp_path, habit):
+    text, replies = HABITS[habit]
+    weak = ScriptedProvider(list(replies))
+    list(session_with(tmp_path / "weak", weak, "weak").run_turn(text))
+    weak.assert_done()
+    assert len(weak.requests) == len(replies)  # asked again: more than one request
+    strong = ScriptedProvider(list(replies))
+    events = list(session_with(tmp_path / "strong", strong, "strong").run_turn(text))
+    assert len(strong.requests) == 1  # the first answer is the answer
+    if habit == "blank":  # said, at no cost
+        assert [e.text for e in events if isinstance(e, Notice)] == [
+            "the model returned an empty reply; nothing to show"]
+
+
+def test_repeated_writes_are_made_again_only_without_the_guard(tmp_path):
+    write = Reply("", [tool("write", path=DAILY, content="- a note", append=True)])
+    for profile, results in (("weak", [False, True]), ("strong", [False, False])):
+        provider = ScriptedProvider([write, write, "Done."])
+        events = list(session_with(tmp_path / profile, provider, profile).run_turn("note it"))
+        assert [e.is_error for e in events if isinstance(e, ToolFinished)] == results, profile
+
+
+def test_a_strong_models_flush_is_taken_as_it_answers(tmp_path):
+    """NO_REPLY from a strong model means nothing to save: not asked again, and the user's
+    words are not saved in its place."""
+    for profile, flush_requests in (("weak", 2), ("strong", 1)):
+        provider = ScriptedProvider()
+        comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
+                "memoryFlush": {"softThresholdTokens": 1000}}
+        session = session_with(tmp_path / profile, provider, profile, window=8000,
+                               settings={"compaction": comp})
+        talk_until_flush(session, provider,
+                         say=lambda i: f"My locker code is K-{i}. {filler(40, i)}")
+        provider.add("NO_REPLY", "NO_REPLY", "Sure.")
+        list(session.run_turn(f"one more {filler(400)}"))
+        assert len([r for r in provider.requests if is_flush(r)]) == flush_requests, profile
+        log = session.rt.workspace / DAILY
+        assert log.exists() is (profile == "weak")  # the weak model's: the user's words
+
+
+def test_the_profiles_hold_what_they_say():
+    assert PROFILES["weak"].guards == frozenset(GUARD_NAMES)
+    assert PROFILES["strong"].guards == frozenset()
+    assert set(GUARD_NAMES) == set(STEP_GUARDS) | set(FLUSH_GUARDS)
+    assert [g.name for g in PROFILES["weak"].step_guards().guards] == list(STEP_GUARDS)
+    lean = make_profile("weak", {"echo": False})
+    assert "echo" not in lean.guards and lean.name == "weak+"
+    assert make_profile("strong", {"looping": True}).guards == {"looping"}
+
+
+def test_the_config_picks_a_profile_per_provider_and_model():
+    config = parse_config("""{models: {providers: {
+        local: {api: "openai-completions", baseUrl: "http://127.0.0.1:8080/v1",
+                models: [{id: "big", profile: "strong"}, {id: "small", guards: {echo: false}}]},
+        tuned: {api: "openai-completions", baseUrl: "http://127.0.0.1:8081/v1",
+                profile: "strong", guards: {looping: true}},
+    }}}""")
+    assert registry.profile_settings(config, "anthropic/claude-sonnet-4-6") == ("strong", {})
+    assert registry.profile_settings(config, "openai/gpt-4o") == ("strong", {})
+    assert registry.profile_settings(config, "local/small") == ("weak", {"echo": False})
+    assert registry.profile_settings(config, "local/big") == ("strong", {})
+    assert registry.profile_settings(config, "local/other") == ("weak", {})
+    assert registry.profile_settings(config, "tuned/m") == ("strong", {"looping": True})
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("{models: {providers: {local: {profile: 'medium'}}}}", "models.providers.local.profile"),
+    ("{models: {providers: {local: {guards: {echoes: false}}}}}",
+     "models.providers.local.guards"),
+    ("{models: {providers: {local: {guards: {echo: 'no'}}}}}", "use true or false"),
+])
+def test_a_bad_profile_or_guard_is_a_config_error(text, fragment):
+    with pytest.raises(ConfigError, match="models.providers.local"):
+        parse_config(text)
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert fragment in str(info.value)
