@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 
 import pytest
 
@@ -379,3 +380,36 @@ def test_a_json_answer_is_shown_whole_when_the_reply_ends(tmp_path):
     session = Session(make_runtime(tmp_path, provider), KEY)
     shown = [e.text for e in session.run_turn("museums as JSON") if isinstance(e, TextDelta)]
     assert shown == [answer]
+
+
+def test_a_turn_is_cancelled_from_another_thread_as_ctrl_c_does(tmp_path):
+    """A server's "stop": the reply so far is kept, marked interrupted, and the turn ends."""
+    import threading
+
+    started = threading.Event()
+
+    def slow(request):
+        def stream():
+            yield TextDelta("The first words ")
+            started.set()
+            for _ in range(200):
+                time.sleep(0.01)
+                yield TextDelta("and more ")
+        return stream()
+
+    class Slow(ScriptedProvider):
+        def stream(self, request):
+            self.requests.append(request)
+            return slow(request)
+
+    session = Session(make_runtime(tmp_path, Slow()), KEY)
+    threading.Thread(target=lambda: (started.wait(5), session.cancel())).start()
+    events = list(session.run_turn("tell me a long story"))
+    done = events[-1]
+    assert done.interrupted and done.aborted and done.text.startswith("The first words")
+    kept = session.history.messages[-1]
+    assert kept.role == "assistant" and kept.aborted and kept.text == done.text
+    assert len(done.text) < len("The first words ") + 200 * len("and more ")
+    # the next turn is not cancelled
+    session.call.provider = lambda: ScriptedProvider(["Fine."])
+    assert list(session.run_turn("hello"))[-1].text == "Fine."

@@ -231,3 +231,20 @@ def test_one_helper_cuts_text_for_everyone():
     assert keep_ends("abcdef", 3, 3, marker) == "abcdef"  # nothing to cut
     assert shorten("abcdefghij", 5) == "abcd…" and shorten("abc", 5) == "abc"
     assert shorten("abcdefghij", 6, "...") == "abc..."
+
+
+def test_a_tool_enforces_its_params_bounds(tmp_path):
+    @tool("pick", "pick some")
+    def pick(ctx, *, count: Annotated[int, Param(minimum=1, maximum=5)] = 1,
+             share: Annotated[float | None, Param(minimum=0, maximum=1)] = None,
+             top: Annotated[int, Param(minimum=1, maximum=10, clamp=True)] = 3) -> str:
+        return f"{count} {share} {top}"
+
+    ctx = ToolContext(tmp_path, AgentDefaults(workspace=str(tmp_path)))
+    assert pick({"count": 5, "share": 0.5, "top": 400}, ctx) == "5 0.5 10"  # clamped
+    for bad, says in (({"count": 0}, "'count' must be between 1 and 5"),
+                      ({"count": 6}, "'count' must be between 1 and 5"),
+                      ({"share": 1.5}, "'share' must be between 0 and 1"),
+                      ({"top": 0}, "'top' must be between 1 and 10")):
+        with pytest.raises(ToolError, match=says):
+            pick(bad, ctx)

@@ -265,13 +265,13 @@ def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
          "or show the state of the memory index", ("search", "show", "add", "status"))
 def _memory(chat: Chat, args: str) -> Generator[Event, None, None]:
     action, _, rest = args.partition(" ")
-    runtime, rest = chat.runtime, rest.strip()
-    if action in ("search", "status") and runtime.memory is None:
+    runtime, rest, memory = chat.runtime, rest.strip(), chat.runtime.memory
+    if action in ("search", "status") and memory is None:
         raise ClawdError("memory search is off for this agent (memorySearch.enabled)")
-    if action == "search" and rest:
-        yield from _out("memory", format_memory_results(runtime.memory.search(rest)))
-    elif action == "status":
-        yield from _out("memory", format_memory_status(runtime.memory.status()))
+    if action == "search" and rest and memory is not None:
+        yield from _out("memory", format_memory_results(memory.search(rest)))
+    elif action == "status" and memory is not None:
+        yield from _out("memory", format_memory_status(memory.status()))
     elif action == "show":
         yield from _out("memory", format_memory_files(runtime.workspace))
     elif action == "add" and rest:

@@ -5,8 +5,13 @@ imported inside the functions, so importing this module costs nothing at start-u
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clawd.config import Config
+    from clawd.loop.runtime import Runtime
 
 
 def agent_paths(agent_id: str) -> tuple[Path, Path]:
@@ -17,8 +22,9 @@ def agent_paths(agent_id: str) -> tuple[Path, Path]:
     return state / "agents" / agent_id / "sessions", state
 
 
-def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
-                  approve: Any = None, with_memory: bool = True) -> Any:
+def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False,
+                  approve: Callable[[str], bool] | None = None,
+                  with_memory: bool = True) -> Runtime:
     """Everything one agent needs: settings, workspace, providers, tools, memory."""
     from clawd.config import resolve_agent
     from clawd.guards.profile import make_profile
@@ -54,7 +60,7 @@ def build_runtime(config: Any, agent: str | None, *, allow_exec: bool = False,
         allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
 
 
-def check_provider(runtime: Any, key: str, model: str | None) -> None:
+def check_provider(runtime: Runtime, key: str, model: str | None) -> None:
     """Fail in one line, before the session is created or touched, when its model cannot be
     used (without importing the SDK, which takes a second). A model pinned to the session is
     not checked here: the session opens, its first turn says the pin is the cause, and

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from clawd.context.layers import report
 from clawd.core.messages import parse_iso
 from clawd.core.textcut import shorten
+from clawd.memory.interface import SearchResults
 from clawd.sessions.transcript import History
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 
@@ -48,7 +49,7 @@ def format_recap(history: History, pairs: int = 3) -> str:
     return "\n".join(lines)
 
 
-def format_memory_results(found: dict) -> str:
+def format_memory_results(found: SearchResults) -> str:
     """Search results as text: location and score, then the snippet, indented."""
     rows = found.get("results") or []
     head = f"{len(rows)} result{'s' * (len(rows) != 1)} ({found.get('mode', 'hybrid')}"

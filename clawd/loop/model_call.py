@@ -12,7 +12,8 @@ is never shown) through the model's guards, and returns one of:
 - ``Failed``: any other provider error, said in an ``ErrorEvent``; the text streamed before
   it is kept, marked ``aborted``.
 
-A Ctrl-C propagates with the text streamed so far kept and attached as ``partial``; a
+A Ctrl-C propagates with the text streamed so far kept and attached as ``partial``, and so
+does a ``cancelled`` event set from another thread or task (a server's "stop"); a
 provider error in a flush propagates too (the flush is not the user's turn to fail). A reply
 a guard stops for looping is kept with its loop once, and one cut off at the output limit
 says so. The model call never touches the session: it works through the collaborators it is
@@ -22,6 +23,7 @@ given (``parts``), so an async server can drive it as the REPL does.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from datetime import datetime
@@ -84,6 +86,8 @@ class ModelCall:
         self.clock, self.max_tokens = clock, max_tokens
         self.recall: Recall | None = None  # notes sent with the current turn's message
         self.turn_usage = Usage()  # the current (or last) user turn's model calls
+        # set from another thread or task to stop the reply under way, as Ctrl-C does
+        self.cancelled = threading.Event()
 
     def request(self, messages: list[Message], *, flush: bool, tool_choice: str = "auto",
                 extra_system: str | None = None, ask: Message | None = None
@@ -133,6 +137,8 @@ class ModelCall:
             stream = self.provider().stream(request)
             try:
                 for event in stream:
+                    if self.cancelled.is_set():  # stopped by a client: Ctrl-C's path
+                        raise KeyboardInterrupt
                     if isinstance(event, TextDelta):
                         parts.append(event.text)
                         shown = silent.feed(event.text)

@@ -23,14 +23,14 @@ from clawd.context.meter import TokenMeter
 from clawd.core.messages import Message, ToolSpec
 from clawd.core.tokens import Budget, estimate_text, estimate_tools
 from clawd.loop.runtime import ModelHandle, Runtime
-from clawd.sessions.store import SessionStore
-from clawd.sessions.transcript import History, Transcript
+from clawd.sessions.interfaces import SessionRecords, TranscriptLog
+from clawd.sessions.transcript import History
 
 
 class Record:
     """One session's entry in the store (a plain dict, as ``sessions.json`` holds it)."""
 
-    def __init__(self, store: SessionStore, key: str, entry: dict[str, Any]):
+    def __init__(self, store: SessionRecords, key: str, entry: dict[str, Any]):
         self.store, self.key, self.entry = store, key, entry
 
     def patch(self, add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
@@ -45,7 +45,7 @@ class Record:
 class Conversation:
     """The history the model sees and the transcript that keeps everything."""
 
-    def __init__(self, history: History, transcript: Transcript):
+    def __init__(self, history: History, transcript: TranscriptLog):
         self.history, self.transcript = history, transcript
 
     def append(self, message: Message, target: list[Message] | None = None) -> None:

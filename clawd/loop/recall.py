@@ -19,13 +19,13 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from clawd.config.sections import MemorySearch
 from clawd.context.access import Access
 from clawd.core.messages import Message, TextPart
 from clawd.core.templates import render
 from clawd.core.textcut import shorten
+from clawd.memory.interface import Memory, SearchHit
 from clawd.tools.memory import visible_search
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def unseen(text: str, shown: str) -> str:
     return "\n".join(keep) if any(not line.lstrip().startswith("#") for line in keep) else ""
 
 
-def choose(results: list[dict[str, Any]], shown: str, max_chars: int) -> list[Hit]:
+def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
     """The hits worth sending, best first (``results`` are), within ``MARGIN`` of the best
     one, with only their lines not already in view, within ``max_chars``."""
     hits, room = [], max_chars
@@ -103,7 +103,7 @@ def choose(results: list[dict[str, Any]], shown: str, max_chars: int) -> list[Hi
     return hits
 
 
-def recall(memory: Any, access: Access, settings: MemorySearch, message: Message,
+def recall(memory: Memory | None, access: Access, settings: MemorySearch, message: Message,
            shown: str, window: int) -> Recall | None:
     """Search memory for ``message``; None when recall is off, the message has no text, the
     search fails or finds nothing new."""

@@ -23,7 +23,9 @@ from clawd.context.layers import Layers, build_layers
 from clawd.core.errors import ClawdError
 from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
 from clawd.guards.profile import PROFILES, Profile
+from clawd.memory.interface import Memory
 from clawd.providers.base import Provider
+from clawd.sessions.interfaces import SessionRecords
 from clawd.sessions.store import SessionStore
 from clawd.tools.base import Tool
 
@@ -60,13 +62,13 @@ class Runtime:
     sessions_dir: Path
     models: Callable[[str], ModelHandle]
     tools: list[Tool] = field(default_factory=list)
-    memory: Any = None
+    memory: Memory | None = None
     allow_exec: bool = False
     approve: Callable[[str], bool] | None = None
     clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
 
     @property
-    def store(self) -> SessionStore:
+    def store(self) -> SessionRecords:
         return SessionStore(self.sessions_dir / "sessions.json", now=self.now_iso)
 
     def now_iso(self) -> str:

@@ -94,6 +94,11 @@ class Session:
         """Let other processes use this session (also done when the Session is collected)."""
         self._release()
 
+    def cancel(self) -> None:
+        """Stop the turn under way from another thread or task, as Ctrl-C does: the reply
+        so far is kept, marked interrupted, and the turn ends with ``TurnDone``."""
+        self.call.cancelled.set()
+
     @property
     def entry(self) -> dict[str, Any]:
         return self.record.entry
@@ -212,6 +217,7 @@ class Session:
         turn = Turn(TurnView(text=text, offers_writes=self.offers_writes,
                              daily_log=daily_log_path(self.rt.clock().date())))
         self.call.turn_usage = Usage()
+        self.call.cancelled.clear()
         layers = self.layers()  # the workspace files as this turn starts
         if (refusal := self._too_large(message, layers)) is not None:
             message.refused = True

@@ -40,7 +40,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -50,6 +50,7 @@ from clawd.config import MemorySearch
 from clawd.memory import candidates, search, sync
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
+from clawd.memory.interface import SearchHit, SearchResults
 from clawd.memory.matrix import VectorMatrix
 from clawd.memory.plan import skipped_files
 from clawd.memory.store import Store
@@ -245,7 +246,7 @@ class MemoryIndex:
     # --- search -----------------------------------------------------------------------------
 
     def search(self, query: str, max_results: int | None = None,
-               min_score: float | None = None, mode: str = "hybrid") -> dict[str, Any]:
+               min_score: float | None = None, mode: str = "hybrid") -> SearchResults:
         """Hybrid search; ``mode`` ``"vector"`` or ``"text"`` uses one half only."""
         cfg = self.settings.query
         if not isinstance(query, str) or not query.strip():
@@ -270,11 +271,12 @@ class MemoryIndex:
                 break
             pool *= 4
         terms = search.query_terms(query)
-        results = [{"path": rows[s.chunk_id].path, "startLine": rows[s.chunk_id].start_line,
-                    "endLine": rows[s.chunk_id].end_line, "score": round(s.score, 4),
-                    "snippet": search.snippet(rows[s.chunk_id].text, terms),
-                    "source": rows[s.chunk_id].source}
-                   for s in chosen]
+        results: list[SearchHit] = [
+            {"path": rows[s.chunk_id].path, "startLine": rows[s.chunk_id].start_line,
+             "endLine": rows[s.chunk_id].end_line, "score": round(s.score, 4),
+             "snippet": search.snippet(rows[s.chunk_id].text, terms),
+             "source": rows[s.chunk_id].source}
+            for s in chosen]
         embedder = self.embedders.active
         kind = "hybrid" if used_vector and used_text else "vector" if used_vector else \
             "keyword" if used_text else "none"
@@ -283,6 +285,25 @@ class MemoryIndex:
                 "fallback": self.embedders.fallback_info, "mode": kind}
 
     # --- status -----------------------------------------------------------------------------
+
+    def check(self) -> Iterator[tuple[bool, str, str]]:
+        """``clawd doctor``'s lines: (ok, what, detail) for the embedder (it loads and
+        embeds) and the index (SQLite's integrity check)."""
+        try:
+            embedder = self.embedders.get()
+            if embedder is None:
+                yield False, "embedder", self.embedders.error or "no embedder"
+            else:
+                dims = len(embedder.embed_query("clawd doctor"))
+                yield True, "embedder", (f"{embedder.provider}/{embedder.model} loads "
+                                         f"({dims} dimensions)")
+            verdict = self.store.conn.execute("PRAGMA quick_check").fetchall()[0][0]
+            status = self.status()
+            yield verdict == "ok", "memory index", (
+                f"{status['path']}: {status['files']} files, {status['chunks']} chunks, "
+                f"integrity {verdict}")
+        except Exception as exc:  # noqa: BLE001 - a broken index is a failed check
+            yield False, "memory index", f"{self.path}: {exc}"
 
     def status(self) -> dict[str, Any]:
         with self._lock:

@@ -3,10 +3,10 @@
 ``@tool(name, description)`` turns a function ``fn(ctx, *, arg: type = default, ...)`` into a
 ``Tool``: its JSON schema for the model comes from the parameters (their types, defaults and
 ``Annotated[..., Param(...)]`` descriptions), and the model's arguments are parsed against the
-same declaration before the function is called (as simonw/llm and pydantic-ai build tools from
-signatures). A tool function raises ``ClawdError`` (usually ``ToolError`` or
-``SandboxError``) to report a failure; the loop turns that into an error result for the model
-and carries on.
+same declaration before the function is called, ``Param`` bounds included (as simonw/llm and
+pydantic-ai build tools from signatures). A tool function raises ``ClawdError`` (usually
+``ToolError`` or ``SandboxError``) to report a failure; the loop turns that into an error
+result for the model and carries on.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from clawd.config import AgentDefaults
 from clawd.context.access import Access
 from clawd.core.errors import ToolError
 from clawd.core.messages import ToolSpec
+from clawd.memory.interface import Memory
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -37,7 +38,7 @@ class ToolContext:
     settings: AgentDefaults
     allow_exec: bool = False
     approve: Callable[[str], bool] | None = None
-    memory: Any = None  # the agent's memory index, when memory search is on
+    memory: Memory | None = None  # the agent's memory index, when memory search is on
     today: Callable[[], date] = field(default=date.today)
     access: Access = field(default_factory=Access)  # group session? (see clawd.context.access)
     flush: bool = False  # the call comes from a memory-flush turn
@@ -62,6 +63,27 @@ class Param:
     name: str | None = None  # the model's name, when it is not a Python name ("from")
     minimum: float | None = None
     maximum: float | None = None
+    clamp: bool = False  # a value over ``maximum`` is taken as the maximum, not refused
+
+    def check(self, name: str, value: Any) -> Any:
+        """``value`` within the bounds (clamped to the maximum with ``clamp``), else a
+        ``ToolError`` naming them."""
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return value
+        low, high = self.minimum, self.maximum
+        if high is not None and value > high and self.clamp:
+            return type(value)(high)
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = (f"between {_number(low)} and {_number(high)}"
+                      if low is not None and high is not None else
+                      f"at least {_number(low)}" if low is not None else
+                      f"at most {_number(high)}")
+            raise ToolError(f"argument '{name}' must be {bounds}")
+        return value
+
+
+def _number(value: float | None) -> str:
+    return f"{value:g}" if value is not None else ""
 
 
 @dataclass(frozen=True)
@@ -89,8 +111,9 @@ def tool(name: str, description: str) -> Callable[[Callable[..., str]], Tool]:
             [p.name for p in parameters if p.default is inspect.Parameter.empty]))
 
         def run(args: dict[str, Any], ctx: ToolContext) -> str:
-            values = {p.python: arg(args, p.name, p.kind,
-                                    ... if p.default is inspect.Parameter.empty else p.default)
+            values = {p.python: p.info.check(p.name, arg(
+                          args, p.name, p.kind,
+                          ... if p.default is inspect.Parameter.empty else p.default))
                       for p in parameters}
             return fn(ctx, **values)
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from clawd.context.access import Access
 from clawd.core.errors import SandboxError, ToolError
+from clawd.memory.interface import Memory, SearchResults
 from clawd.memory.sources import NotText, decode_text, extra_roots, is_under
 from clawd.tools.base import Param, Tool, ToolContext, tool
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, relative, resolve
@@ -112,17 +113,12 @@ def memory_get(ctx: ToolContext, *,
 @tool("memory_search", SEARCH_DESCRIPTION)
 def memory_search(ctx: ToolContext, *, query: Annotated[str, Param("what to look for")],
                   max_results: Annotated[int | None, Param(
-                      "default 6", name="maxResults", minimum=1, maximum=MAX_RESULTS)] = None,
+                      "default 6", name="maxResults", minimum=1, maximum=MAX_RESULTS,
+                      clamp=True)] = None,
                   min_score: Annotated[float | None, Param(
                       "default 0.35", name="minScore", minimum=0, maximum=1)] = None) -> str:
     if not query.strip():
         raise ToolError("argument 'query' must not be empty")
-    if max_results is not None and max_results < 1:
-        raise ToolError(f"argument 'maxResults' must be between 1 and {MAX_RESULTS}")
-    if max_results is not None:
-        max_results = min(max_results, MAX_RESULTS)
-    if min_score is not None and not 0 <= min_score <= 1:
-        raise ToolError("argument 'minScore' must be between 0 and 1")
     if ctx.memory is None:
         raise ToolError("memory search is not available for this agent "
                         "(memorySearch.enabled is false)")
@@ -130,8 +126,8 @@ def memory_search(ctx: ToolContext, *, query: Annotated[str, Param("what to look
                       ensure_ascii=False)
 
 
-def visible_search(memory: Any, access: Access, query: str, max_results: int | None = None,
-                   min_score: float | None = None) -> dict[str, Any]:
+def visible_search(memory: Memory, access: Access, query: str, max_results: int | None = None,
+                   min_score: float | None = None) -> SearchResults:
     """``memory.search`` as a session with ``access`` may see it: a group session gets
     shareable notes only (searched wider, kept, cut to size)."""
     if not access.group:

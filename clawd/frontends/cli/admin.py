@@ -276,20 +276,7 @@ def doctor_checks(agent: str | None):
         yield True, "memory", "memory search is off for this agent"
     else:
         try:
-            embedder = index.embedders.get()
-            if embedder is None:
-                yield False, "embedder", index.embedders.error or "no embedder"
-            else:
-                dims = len(embedder.embed_query("clawd doctor"))
-                yield True, "embedder", (f"{embedder.provider}/{embedder.model} loads "
-                                         f"({dims} dimensions)")
-            verdict = index.store.conn.execute("PRAGMA quick_check").fetchall()[0][0]
-            status = index.status()
-            yield verdict == "ok", "memory index", (
-                f"{status['path']}: {status['files']} files, {status['chunks']} chunks, "
-                f"integrity {verdict}")
-        except Exception as exc:  # noqa: BLE001 - a broken index is a failed check
-            yield False, "memory index", f"{index.path}: {exc}"
+            yield from index.check()
         finally:
             index.close()
     workspace = runtime.workspace

@@ -15,7 +15,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, utc_iso
@@ -29,10 +29,14 @@ from clawd.sessions.files import (
     read_summary,
     transcripts,
 )
+from clawd.sessions.interfaces import SessionRecords
 from clawd.sessions.store import SessionStore, main_key
 from clawd.sessions.transcript import unanswered_ids
 
 LAST_MESSAGES = 6
+if TYPE_CHECKING:
+    from clawd.loop.runtime import Runtime
+
 SHOW_CHARS = 400
 
 
@@ -170,7 +174,7 @@ def resolve(store: SessionStore, agent_id: str, wanted: str) -> Row:
     return resolve_by_id(store, wanted)
 
 
-def chat_key(runtime: Any, args: argparse.Namespace) -> str:
+def chat_key(runtime: Runtime, args: argparse.Namespace) -> str:
     """The session key ``chat`` uses: ``--session``, or the key ``--resume ID`` points at
     that session."""
     if getattr(args, "resume", None):
@@ -178,7 +182,7 @@ def chat_key(runtime: Any, args: argparse.Namespace) -> str:
     return session_key(runtime.agent_id, args.session)
 
 
-def resume_key(runtime: Any, wanted: str, session: str | None) -> str:
+def resume_key(runtime: Runtime, wanted: str, session: str | None) -> str:
     """Point the session's key at the session ``wanted`` (``chat --resume``); return the key.
 
     The key is the one the transcript's header names; the session the key pointed at
@@ -204,7 +208,7 @@ def resume_key(runtime: Any, wanted: str, session: str | None) -> str:
     return key
 
 
-def resolve_by_id(store: SessionStore, wanted: str) -> Row:
+def resolve_by_id(store: SessionRecords, wanted: str) -> Row:
     path = find_transcript(store.path.parent, wanted)
     summary = read_summary(path)
     if summary is None:

@@ -1,0 +1,60 @@
+"""What the rest of clawd may ask of a memory index, and the shape of a search's answer.
+
+``Memory`` is the narrow interface the loop, the tools and the front ends use; the SQLite
+index (``MemoryIndex``: FTS5, sqlite-vec, local embeddings) is its embedded implementation,
+and a hosted one (PostgreSQL with pgvector, say) would be a second. ``SearchResults`` and
+``SearchHit`` are what ``search`` returns: JSON-ready, since the model reads it as the
+``memory_search`` result and ``clawd memory search --json`` prints it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, TypedDict
+
+from clawd.config import MemorySearch
+
+
+class SearchHit(TypedDict):
+    path: str  # workspace-relative, e.g. memory/2026-11-20.md
+    startLine: int
+    endLine: int
+    score: float  # 0..1, the merged score
+    snippet: str  # at most 700 characters of the chunk
+    source: str  # "memory" (notes) or "sessions" (transcripts)
+
+
+class SearchResults(TypedDict):
+    results: list[SearchHit]
+    provider: str | None  # the embedder that answered (None: keyword search only)
+    model: str | None
+    fallback: Any  # why the fallback embedder answered, if it did
+    mode: str  # hybrid, vector, keyword or none
+
+
+class Memory(Protocol):
+    """A memory index, as the rest of clawd uses it."""
+
+    settings: MemorySearch
+
+    def search(self, query: str, max_results: int | None = None,
+               min_score: float | None = None, mode: str = "hybrid") -> SearchResults: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def sync(self, force: bool = False,
+             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]: ...
+
+    def mark_dirty(self) -> None: ...
+
+    def sync_in_background(self) -> None: ...
+
+    def start_watcher(self) -> None: ...
+
+    def catch_up(self, timeout: float) -> None: ...
+
+    def close(self) -> None: ...
+
+    def check(self) -> Iterator[tuple[bool, str, str]]:
+        """Health checks for ``clawd doctor``: (ok, what, detail) each."""
+        ...

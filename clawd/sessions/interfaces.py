@@ -1,0 +1,64 @@
+"""The narrow interfaces through which the loop and the front ends keep conversations.
+
+``SessionRecords`` is the session store (one entry per session key: which session id it
+points at, its counters, its model pin); ``TranscriptLog`` is one session's append-only log of
+entries (messages, compactions, undos). The embedded implementations are ``SessionStore``
+(``sessions.json``, locked and atomically replaced) and ``Transcript`` (a JSONL file). A
+hosted, many-user clawd (stateless workers, one PostgreSQL database) is a second
+implementation of both: ``tests/test_storage_contracts.py`` is the suite any implementation
+must pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from clawd.core.messages import Message
+    from clawd.sessions.transcript import Loaded
+
+Entry = dict[str, Any]  # a session's entry, with the fields docs/sessions.md lists
+
+
+class SessionRecords(Protocol):
+    """The session store."""
+
+    path: Path  # where it lives, for messages (a hosted store names its table)
+
+    def entries(self) -> dict[str, Entry]:
+        """Every entry by session key (normalised: lower-case)."""
+        ...
+
+    def get(self, key: str) -> Entry | None: ...
+
+    def update(self, key: str, change: Callable[[Entry | None], Entry | None], *,
+               touch: bool = True) -> Entry | None:
+        """Apply ``change`` to one entry atomically, against what is stored (``None`` in:
+        no entry yet; ``None`` out: remove it); the new entry. ``touch``: set
+        ``updatedAt`` (the last activity)."""
+        ...
+
+    def patch(self, key: str, base: Entry | None = None, add: dict[str, int] | None = None,
+              copy: dict[str, str] | None = None, touch: bool = True,
+              **fields: Any) -> Entry | None:
+        """Set fields, add to counters, copy fields, atomically; a missing entry is
+        re-created from ``base`` (without it nothing is written)."""
+        ...
+
+
+class TranscriptLog(Protocol):
+    """One session's append-only log."""
+
+    path: Path
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Add an entry (``id`` and ``timestamp`` filled in when missing), durably."""
+        ...
+
+    def append_message(self, message: Message) -> None: ...
+
+    def load(self, *, quiet: bool = False) -> Loaded:
+        """The header and every readable entry in order; unreadable ones reported."""
+        ...

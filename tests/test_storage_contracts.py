@@ -1,0 +1,185 @@
+"""The suites every storage implementation must pass: the session store (``SessionRecords``),
+the transcript log (``TranscriptLog``) and the memory index (``Memory``).
+
+Each suite runs over ``STORES``, ``LOGS`` and ``MEMORIES``: factories of the
+implementations. Today each has one, the embedded default (``sessions.json``, JSONL files,
+SQLite); a second implementation (PostgreSQL for a hosted clawd) joins by adding its factory,
+and must pass the same tests unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from clawd.config import MemorySearch
+from clawd.core.messages import Message, ToolCall
+from clawd.memory import open_index
+from clawd.memory.interface import Memory
+from clawd.sessions.interfaces import SessionRecords, TranscriptLog
+from clawd.sessions.store import SessionStore
+from clawd.sessions.transcript import Transcript, build_history
+
+STORES: dict[str, Callable[[Path], SessionRecords]] = {
+    "json": lambda root: SessionStore(root / "sessions.json"),
+}
+LOGS: dict[str, Callable[[Path], TranscriptLog]] = {
+    "jsonl": lambda root: Transcript.create(root / "s1.jsonl", "s1", "main", key="agent:main:main"),
+}
+MEMORIES: dict[str, Callable[[Path, Path], Memory]] = {
+    "sqlite": lambda workspace, state: open_index("main", workspace, MemorySearch(), state,
+                                                  state / "sessions"),
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request, tmp_path) -> SessionRecords:
+    return STORES[request.param](tmp_path)
+
+
+@pytest.fixture(params=sorted(LOGS))
+def log(request, tmp_path) -> TranscriptLog:
+    return LOGS[request.param](tmp_path)
+
+
+KEY = "agent:main:main"
+BASE = {"sessionId": "s1", "sessionFile": "s1.jsonl", "compactionCount": 0,
+        "cumulativeInputTokens": 0}
+
+
+# --- the session store -------------------------------------------------------------------------
+
+def test_a_store_starts_empty_and_keeps_what_it_is_given(store):
+    assert store.entries() == {} and store.get(KEY) is None
+    made = store.update(KEY, lambda e: dict(BASE))
+    assert made is not None and made["sessionId"] == "s1" and made["updatedAt"]
+    assert store.get(KEY)["sessionId"] == "s1"
+    assert store.get("AGENT:Main:MAIN")["sessionId"] == "s1"  # keys are case-insensitive
+    assert list(store.entries()) == [KEY]
+
+
+def test_a_patch_sets_adds_and_copies_against_what_is_stored(store):
+    store.update(KEY, lambda e: dict(BASE))
+    store.patch(KEY, add={"cumulativeInputTokens": 100}, model="local/q")
+    store.patch(KEY, add={"compactionCount": 1, "cumulativeInputTokens": 50},
+                copy={"memoryFlushCompactionCount": "compactionCount"})
+    entry = store.get(KEY)
+    assert entry["cumulativeInputTokens"] == 150 and entry["model"] == "local/q"
+    assert entry["compactionCount"] == 1 and entry["memoryFlushCompactionCount"] == 1
+
+
+def test_a_patch_without_base_writes_nothing_and_with_one_recreates(store):
+    assert store.patch(KEY, model="x") is None and store.get(KEY) is None
+    assert store.patch(KEY, base=dict(BASE), model="x")["model"] == "x"
+
+
+def test_touch_false_leaves_the_last_activity(store):
+    first = store.update(KEY, lambda e: dict(BASE))["updatedAt"]
+    store.patch(KEY, touch=False, contextTokens=8192)
+    assert store.get(KEY)["updatedAt"] == first
+
+
+def test_an_update_to_none_removes_the_entry(store):
+    store.update(KEY, lambda e: dict(BASE))
+    store.update(KEY, lambda e: None)
+    assert store.get(KEY) is None
+
+
+def test_concurrent_counters_never_lose_an_update(store, tmp_path):
+    store.update(KEY, lambda e: dict(BASE))
+    other = STORES[next(iter(STORES))](tmp_path)  # a second handle on the same store
+
+    def bump(target: SessionRecords) -> None:
+        for _ in range(25):
+            target.patch(KEY, add={"cumulativeInputTokens": 1})
+
+    threads = [threading.Thread(target=bump, args=(s,)) for s in (store, other)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.get(KEY)["cumulativeInputTokens"] == 50
+
+
+# --- the transcript log ----------------------------------------------------------------------
+
+def test_a_log_keeps_entries_in_order_with_ids_and_times(log):
+    log.append({"type": "note", "text": "first"})
+    log.append_message(Message.user("hello"))
+    call = ToolCall("c1", "read", {"path": "a.md"})
+    log.append_message(Message.assistant("", [call]))
+    log.append_message(Message.tool_result(call, "alpha"))
+    loaded = log.load()
+    assert loaded.header is not None and loaded.header["id"] == "s1"
+    kinds = [(e["type"], e.get("role")) for e in loaded.entries]
+    assert kinds == [("note", None), ("message", "user"), ("message", "assistant"),
+                     ("message", "toolResult")]
+    assert all(e["id"] and e["timestamp"] for e in loaded.entries)
+    history = build_history(loaded.entries)
+    assert [m.text for m in history.messages] == ["hello", "", "alpha"]
+    assert history.messages[1].tool_calls == [call]
+
+
+def test_a_message_round_trips_unchanged(log):
+    message = Message.assistant("partial words", aborted=True, model="local/q")
+    log.append_message(message)
+    (entry,) = log.load().entries
+    assert Message.from_entry(entry) == message
+
+
+def test_a_log_read_again_sees_what_another_handle_wrote(log, tmp_path):
+    log.append_message(Message.user("one"))
+    again = LOGS[next(iter(LOGS))](tmp_path)
+    again.append_message(Message.user("two"))
+    assert [e["content"][0]["text"] for e in log.load().entries] == ["one", "two"]
+
+
+# --- the memory index --------------------------------------------------------------------------
+
+@pytest.fixture(params=sorted(MEMORIES))
+def memory(request, tmp_path):
+    workspace = tmp_path / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "memory" / "2026-11-20.md").write_text(
+        "# 2026-11-20\n\n- The NAS is called tern and runs Debian 12.\n"
+        "- Ines arrives in Lisbon on May 14.\n")
+    index = MEMORIES[request.param](workspace, tmp_path / "state")
+    yield index, workspace
+    index.close()
+
+
+def test_memory_finds_a_note_by_its_words_and_says_where(memory):
+    index, _ = memory
+    index.sync()
+    found = index.search("tern Debian")
+    assert found["results"] and found["mode"] in ("hybrid", "keyword", "vector")
+    hit = found["results"][0]
+    assert hit["path"] == "memory/2026-11-20.md" and hit["startLine"] <= 3 <= hit["endLine"]
+    assert "tern" in hit["snippet"] and 0 < hit["score"] <= 1 and hit["source"] == "memory"
+
+
+def test_memory_takes_in_a_changed_note_after_mark_dirty(memory):
+    index, workspace = memory
+    index.sync()
+    (workspace / "memory" / "2026-11-21.md").write_text("- The router's admin port is 8443.\n")
+    index.mark_dirty()
+    index.sync()
+    assert [h["path"] for h in index.search("router admin port 8443")["results"]][:1] == [
+        "memory/2026-11-21.md"]
+    assert index.status()["files"] == 2
+
+
+def test_memory_refuses_an_empty_query(memory):
+    index, _ = memory
+    with pytest.raises(ValueError):
+        index.search("   ")
+
+
+def test_memory_checks_itself_for_the_doctor(memory):
+    index, _ = memory
+    index.sync()
+    checks = list(index.check())
+    assert checks and all(ok for ok, _, _ in checks)
