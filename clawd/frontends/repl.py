@@ -266,21 +266,12 @@ def _waiting_line(renderer: Renderer, status: Status) -> WaitingLine | None:
 
 def run_repl(config: Any, args: Any) -> int:
     """``clawd chat`` on a terminal."""
-    from clawd.frontends.cli.sessions import chat_key
-    from clawd.frontends.compose import agent_paths, build_runtime, chat_agent, check_provider
+    from clawd.frontends.cli.chat import open_chat
+    from clawd.frontends.compose import agent_paths
 
-    runtime = build_runtime(config, chat_agent(config, args.agent, args.session),
-                            allow_exec=args.allow_exec, approve=ExecApproval())
-    key = chat_key(runtime, args)
-    # A missing key or unknown model is one line before any prompt (and before the session
-    # is touched); the SDK itself is imported in the warm-up, after the prompt is on screen.
-    check_provider(runtime, key, args.model)
-    chat = Chat(runtime, key, args.model, background=True)
-    _, state = agent_paths(runtime.agent_id)
-    try:
-        return repl_loop(chat, history=history_path(state, runtime.agent_id),
+    # the SDK is imported in the warm-up, after the prompt is on screen
+    with open_chat(config, args, approve=ExecApproval(), background=True) as chat:
+        _, state = agent_paths(chat.runtime.agent_id)
+        return repl_loop(chat, history=history_path(state, chat.runtime.agent_id),
                          as_json=bool(getattr(args, "json", False)),
                          deltas=bool(getattr(args, "stream", False)))
-    finally:
-        if runtime.memory is not None:
-            runtime.memory.close()

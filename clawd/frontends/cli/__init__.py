@@ -243,25 +243,15 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if interactive:
         from clawd.frontends.repl import run_repl
         return run_repl(config, args)
-    from clawd.frontends.cli.sessions import chat_key
-    from clawd.frontends.commands import Chat
-
-    runtime = build_runtime(config, chat_agent(config, args.agent, args.session),
-                            allow_exec=args.allow_exec)
-    key = chat_key(runtime, args)
-    check_provider(runtime, key, args.model)
-    chat = Chat(runtime, key, args.model)
+    from clawd.frontends.cli.chat import open_chat
     from clawd.frontends.render import Renderer
 
-    out = ChatOutput(sys.stdout)
-    render = Renderer(out, side=sys.stderr, as_json=args.json,  # type: ignore[arg-type]
-                      deltas=args.stream).event
-    lines: Iterable[Any] = [message] if args.message else script_lines(args.script or "-")
-    try:
+    with open_chat(config, args) as chat:
+        out = ChatOutput(sys.stdout)
+        render = Renderer(out, side=sys.stderr, as_json=args.json,  # type: ignore[arg-type]
+                          deltas=args.stream).event
+        lines: Iterable[Any] = [message] if args.message else script_lines(args.script or "-")
         return _run_lines(chat, lines, render, out)
-    finally:
-        if runtime.memory is not None:
-            runtime.memory.close()
 
 
 def _run_lines(chat: Any, lines: Any, render: Any, out: ChatOutput) -> int:

@@ -15,16 +15,15 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, utc_iso
 from clawd.core.textcut import shorten
-from clawd.frontends.compose import agent_paths, session_key
+from clawd.frontends.compose import agent_paths
 from clawd.sessions.files import (
     DELETED_DIR,
     Summary,
-    entry_from,
     find_transcript,
     read_summary,
     transcripts,
@@ -34,9 +33,6 @@ from clawd.sessions.store import SessionStore, main_key
 from clawd.sessions.transcript import unanswered_ids
 
 LAST_MESSAGES = 6
-if TYPE_CHECKING:
-    from clawd.loop.runtime import Runtime
-
 SHOW_CHARS = 400
 
 
@@ -172,40 +168,6 @@ def resolve(store: SessionStore, agent_id: str, wanted: str) -> Row:
                 raise ClawdError(f"session {key} has no readable transcript at {path}")
             return Row(summary, key)
     return resolve_by_id(store, wanted)
-
-
-def chat_key(runtime: Runtime, args: argparse.Namespace) -> str:
-    """The session key ``chat`` uses: ``--session``, or the key ``--resume ID`` points at
-    that session."""
-    if getattr(args, "resume", None):
-        return resume_key(runtime, args.resume, args.session)
-    return session_key(runtime.agent_id, args.session)
-
-
-def resume_key(runtime: Runtime, wanted: str, session: str | None) -> str:
-    """Point the session's key at the session ``wanted`` (``chat --resume``); return the key.
-
-    The key is the one the transcript's header names; the session the key pointed at
-    before stays on disk (``sessions list --all``)."""
-    from clawd.sessions import lock
-
-    store = runtime.store
-    row = resolve_by_id(store, wanted)
-    s = row.summary
-    key = main_key(runtime.agent_id, row.key or s.key or f"session-{s.session_id}")
-    if session and main_key(runtime.agent_id, session) != key:
-        raise ClawdError(f"session {s.session_id} belongs to {key}; leave out --session "
-                         f"(or use --session {key})")
-    held = lock.acquire(runtime.sessions_dir, key)  # no one is using the key meanwhile
-    try:
-        def point(old: dict[str, Any] | None) -> dict[str, Any]:
-            if old is not None and old.get("sessionId") == s.session_id:
-                return old
-            return entry_from(s, runtime.settings.model)
-        store.update(key, point)
-    finally:
-        lock.release(held)
-    return key
 
 
 def resolve_by_id(store: SessionRecords, wanted: str) -> Row:

@@ -1,0 +1,77 @@
+"""The one wiring of a chat, for ``clawd chat -m``/``--script`` and the REPL alike.
+
+``open_chat`` builds the agent's runtime, picks the session key (``--session``, or the key
+``--resume ID`` points at that session), checks the model before anything is touched (a
+missing key is one line, and no session changes), and yields a ``Chat``; when the chat ends,
+the memory index is closed (an unfinished sync resumes next time).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from clawd.config import Config
+from clawd.core.errors import ClawdError
+from clawd.frontends.cli.sessions import resolve_by_id
+from clawd.frontends.commands import Chat
+from clawd.frontends.compose import build_runtime, chat_agent, check_provider, session_key
+from clawd.loop.runtime import Runtime
+from clawd.sessions.files import entry_from
+from clawd.sessions.store import main_key
+
+
+@contextmanager
+def open_chat(config: Config, args: argparse.Namespace, *,
+              approve: Callable[[str], bool] | None = None,
+              background: bool = False) -> Iterator[Chat]:
+    """The chat ``args`` ask for (``--agent``, ``--session``, ``--resume``, ``--model``,
+    ``--allow-exec``); ``approve`` asks before shell commands (the REPL); ``background``:
+    the index syncs in the background (the REPL), not before the first search."""
+    runtime = build_runtime(config, chat_agent(config, args.agent, args.session),
+                            allow_exec=args.allow_exec, approve=approve)
+    try:
+        key = chat_key(runtime, args)
+        # A missing key or unknown model is one line before any prompt (and before the
+        # session is touched); the SDK itself is imported later, when first needed.
+        check_provider(runtime, key, args.model)
+        yield Chat(runtime, key, args.model, background=background)
+    finally:
+        if runtime.memory is not None:
+            runtime.memory.close()
+
+
+def chat_key(runtime: Runtime, args: argparse.Namespace) -> str:
+    """The session key ``chat`` uses: ``--session``, or the key ``--resume ID`` points at
+    that session."""
+    if getattr(args, "resume", None):
+        return resume_key(runtime, args.resume, args.session)
+    return session_key(runtime.agent_id, args.session)
+
+
+def resume_key(runtime: Runtime, wanted: str, session: str | None) -> str:
+    """Point the session's key at the session ``wanted`` (``chat --resume``); return the key.
+
+    The key is the one the transcript's header names; the session the key pointed at
+    before stays on disk (``sessions list --all``)."""
+    from clawd.sessions import lock
+
+    store = runtime.store
+    row = resolve_by_id(store, wanted)
+    s = row.summary
+    key = main_key(runtime.agent_id, row.key or s.key or f"session-{s.session_id}")
+    if session and main_key(runtime.agent_id, session) != key:
+        raise ClawdError(f"session {s.session_id} belongs to {key}; leave out --session "
+                         f"(or use --session {key})")
+    held = lock.acquire(runtime.sessions_dir, key)  # no one is using the key meanwhile
+    try:
+        def point(old: dict[str, Any] | None) -> dict[str, Any]:
+            if old is not None and old.get("sessionId") == s.session_id:
+                return old
+            return entry_from(s, runtime.settings.model)
+        store.update(key, point)
+    finally:
+        lock.release(held)
+    return key
