@@ -97,7 +97,7 @@ def test_a_short_echo_or_a_quote_is_an_answer(tmp_path, reply):
 
 
 def test_an_echo_then_nothing_ends_with_one_notice(tmp_path):
-    said = "Note that my sister Ines arrives in Lisbon on May 14."
+    said = "By the way, my sister Ines arrives in Lisbon on May 14."
     provider = ScriptedProvider([said, ""])
     events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(said))
     assert [e.text for e in events if isinstance(e, Notice)] == [
@@ -365,7 +365,7 @@ def test_a_flush_that_saves_nothing_twice_keeps_the_users_own_words(tmp_path, lo
         (runtime.workspace / DAILY).write_text("# 2026-11-22\n\n- Lisbon budget: 2400 euros\n")
     session = Session(runtime, KEY)
     said = ["By the way, my budget for the Lisbon trip is 2400 euros in total.",
-            "Note that my sister Ines arrives in Lisbon on May 14.", "Thanks!"]
+            "My sister Ines arrives in Lisbon on May 14.", "Thanks!"]
     events = [e for text in said for e in session.run_turn(text)]
     for i in range(60):  # pasted material until the flush runs
         if any(isinstance(e, Flushed) for e in events):
@@ -380,5 +380,5 @@ def test_a_flush_that_saves_nothing_twice_keeps_the_users_own_words(tmp_path, lo
     assert words.split(", ", 1)[1].startswith(
         "the user's own words: the model saved no notes)\n\n- ")
     assert ("By the way, my budget" in words) is not logged
-    assert "- Note that my sister Ines arrives in Lisbon on May 14." in words
+    assert "- My sister Ines arrives in Lisbon on May 14." in words
     assert "Thanks" not in words and "FACT-" not in words  # no references; pasted

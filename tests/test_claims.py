@@ -80,7 +80,7 @@ def test_other_replies_claim_nothing(text):
     ("Don't forget that Ines arrives on May 14.", True),
     ("Note: the deploy command is `make ship`.", True),
     ("Do you remember my budget?", False),  # a question
-    ("Can you remember this?", False),
+    ("Can you remember this?", True),  # a polite request (context.requests)
     ("My budget is 2400 euros.", False),
     ("Notes in Markdown are great.", False),
     ("I remember the museum was closed.", False),

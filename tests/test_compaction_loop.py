@@ -45,7 +45,7 @@ def lines(session: Session) -> list[dict]:
 
 
 def user_text(i: int, words: int = 120) -> str:
-    return f"Turn {i}. Remember FACT-{i:03d} for later. {filler(words, i)}"
+    return f"Turn {i}. FACT-{i:03d} is for later. {filler(words, i)}"
 
 
 def drive(session: Session, turns: range, words: int = 120) -> list:

@@ -37,6 +37,7 @@ from clawd.workspace.files import daily_log_path, is_private_memory, memory_file
 SILENT = "NO_REPLY"
 FROM_REPLY = "written from the model's reply"
 FROM_USER = "the user's own words: the model saved no notes"
+FROM_REQUEST = "asked to be remembered; the model wrote no note"
 USERS_WORDS_CHARS = 800
 
 
@@ -85,6 +86,14 @@ def _notes(messages: list[Message]) -> list[int]:
         call.name in WRITE_TOOLS and call.id not in failed
         and is_private_memory(posixpath.normpath(str(call.arguments.get("path", ""))))
         for call in m.tool_calls)]
+
+
+def notes_written(messages: list[Message]) -> list[str]:
+    """What the successful writes and edits of memory files in ``messages`` put there."""
+    failed = {m.tool_call_id for m in messages if m.role == "toolResult" and m.is_error}
+    return [str(call.arguments.get("content") or call.arguments.get("newText") or "")
+            for i in _notes(messages) for call in messages[i].tool_calls
+            if call.name in WRITE_TOOLS and call.id not in failed]
 
 
 def noted(messages: list[Message]) -> bool:
@@ -207,9 +216,10 @@ def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> 
 
 
 def append_flush_notes(workspace: Path, text: str, now: datetime,
-                       source: str = FROM_REPLY) -> str:
+                       source: str = FROM_REPLY, title: str = "Flush notes") -> str:
     """Append a flush turn's notes, once per distinct line, to today's daily log under a
-    heading that says where they come from; returns the log's workspace-relative path."""
+    heading that says where they come from (``title`` and ``source``); returns the log's
+    workspace-relative path."""
     text = without_repeats(text)
     rel = daily_log_path(now.date())
     path = resolve(workspace, rel)
@@ -218,7 +228,7 @@ def append_flush_notes(workspace: Path, text: str, now: datetime,
     head = f"# {now.date().isoformat()}\n" if not existing.strip() else (
         "" if existing.endswith("\n") else "\n")
     with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"{head}\n## Flush notes ({now.strftime('%H:%M')}, {source})\n\n"
+        handle.write(f"{head}\n## {title} ({now.strftime('%H:%M')}, {source})\n\n"
                      f"{text.strip()}\n")
     return rel
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from clawd.context.requests import keep_requests
 from clawd.core.textcut import sentences
 
 _SELF_SUFFICIENT = (r"(?:not(?:ed|e|ing)|sav(?:ed|e|ing)|record(?:ed|ing)?|remember(?:ed|ing)?|"
@@ -50,18 +51,10 @@ _PASSIVE = (  # "Note added: …", "Saved to memory/…", "Your budget has been 
     re.compile(rf"\b(?:has|have) been (?P<verb>{_DONE})\b", re.IGNORECASE))
 
 
-# a request to keep something: "Please remember: …", "Note that …", "Don't forget …"; a
-# question ("Do you remember …?") is not one
-_REQUEST = re.compile(r"^\W*(?:(?:please|pls|also|and|so|oh|ok|okay|now|hey|hi)\W+)*"
-                      r"(?:remember|note|save|store|record|log|jot|write (?:this|that|it) down|"
-                      r"keep (?:this|that|it|in mind)|make a note|don't forget|don’t forget|"
-                      r"do not forget)\b", re.IGNORECASE)
-
-
 def asks_to_note(message: str) -> bool:
-    """Whether a user's message asks for something to be kept (a sentence that starts with
-    a request such as "Please remember", "Note that", "Don't forget")."""
-    return any(_REQUEST.search(s) and not s.endswith("?") for s in sentences(message))
+    """Whether a user's message asks for something to be kept ("Please remember …", "Note
+    that …", "Can you remember …?"; ``context.requests.keep_requests``)."""
+    return bool(keep_requests(message))
 
 
 def note_claim(text: str, asked: bool = False) -> str | None:

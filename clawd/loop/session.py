@@ -33,6 +33,7 @@ from clawd.core.messages import Message, Usage
 from clawd.core.tokens import Budget, estimate_messages
 from clawd.guards.base import AskAgain, Guards, TurnView
 from clawd.guards.steps import calls_of
+from clawd.loop.keeping import keep_request
 from clawd.loop.model_call import Failed, ModelCall, Overflowed
 from clawd.loop.opening import open_entry
 from clawd.loop.parts import Conversation, Record, Window
@@ -256,6 +257,8 @@ class Session:
             for guard, asked in turn.asks.items():
                 if asked.unmet and not (guard == "note_claim" and turn.view.wrote):
                     yield Notice(asked.unmet)
+            if appended and self.offers_writes and self.access.private:
+                yield from keep_request(message, self.history.messages, self.access, self.rt)
         yield self.turn_done("" if is_silent(turn.reply) else turn.reply, turn.aborted,
                              turn.steps, turn.interrupted, turn.failed)
 

@@ -1,0 +1,104 @@
+"""A request to remember, and whether the turn kept it (pure functions).
+
+When you ask the assistant to remember something, that is the runtime's to keep, whatever
+the model does: a weak model answers "I saved it" and writes nothing. ``keep_requests``
+finds the sentences of a message that ask for something to be kept; ``held`` tells whether
+the notes written in the turn hold what they asked for; if not, the loop appends the
+sentences to today's log, marked as your words.
+
+A request is a sentence that asks: an imperative at its start ("Remember …", "Please note
+…", "Don't forget …", "Keep in mind …", "Write this down: …", "Add to your notes …"), or a
+polite question ("Can you remember that …?", "Could you note …?"), or "I want you to
+remember …". A mention is not: "I need to remember to call Ines", "Do you remember …?",
+"I remember when …", "Remember when we …?". German, French and Spanish imperatives count too
+("Merk dir …", "N'oublie pas …", "Recuerda que …").
+"""
+
+from __future__ import annotations
+
+import re
+
+from clawd.context.references import references
+from clawd.core.textcut import sentences
+
+_LEAD = r"^\W*(?:(?:please|pls|also|and|so|oh|ok|okay|now|hey|hi|btw|one more thing)\W+)*"
+# "save", "store", "record" and "log" alone are a coding assistant's everyday verbs ("save the
+# file as report.md"): they count only when what they save into is memory or notes
+_INTO_NOTES = r"(?:to|in|into) (?:your |the |my )?(?:notes|memory|memories|daily log|log)"
+_KEEP_VERB = (r"(?:remember|note(?: down)?|(?:save|store|record|log) (?:this|that|it) "
+              + _INTO_NOTES + r"|(?:save|store|record|log)(?= .*\b" + _INTO_NOTES + r")|"
+              r"jot (?:down|this|that|it)|"
+              r"write (?:this|that|it) down|write down|keep (?:this|that|it) in mind|"
+              r"keep in mind|make a note|take a note|don't forget|don’t forget|"
+              r"do not forget|add (?:this|that|it )?(?:to )?(?:your |the )?"
+              r"(?:notes|memory|memories|daily log|log)|put (?:this|that|it) in your notes)")
+_IMPERATIVE = re.compile(_LEAD + _KEEP_VERB + r"\b", re.IGNORECASE)
+_POLITE = re.compile(r"\b(?:can|could|would|will) you (?:please |also )?" + _KEEP_VERB + r"\b",
+                     re.IGNORECASE)
+_WANT = re.compile(r"\bI(?:'d| would)? (?:want|like|need) you to (?:please )?" + _KEEP_VERB
+                   + r"\b", re.IGNORECASE)
+_RECALLING = re.compile(r"^\W*remember when\b", re.IGNORECASE)  # nostalgia, not a request
+_OTHER_LANGUAGES = re.compile(
+    _LEAD + r"(?:merk(?:e)? dir|notier(?:e)?|vergiss nicht|"  # de
+    r"retiens|souviens-toi|note(?:z)? (?:que|bien)|n'oublie pas|n’oublie pas|"  # fr
+    r"recuerda|apunta|anota|no olvides)\b", re.IGNORECASE)
+
+STOP_WORDS = frozenset("""a an the and or but so to of in on at for with from by as is are was
+were be been being it its this that these those i me my we our you your he she they them his
+her their please also remember note save store record log keep mind forget don't dont do not
+write down add notes memory jot make take can could would will want like need that's there
+here just now""".split())
+
+
+def keep_requests(message: str) -> list[str]:
+    """The sentences of ``message`` that ask for something to be kept, in order."""
+    found = []
+    for sentence in sentences(message):
+        text = sentence.strip()
+        if not text or _RECALLING.search(text):
+            continue
+        asks = (_POLITE.search(text) or _WANT.search(text)
+                or (not text.endswith("?") and (_IMPERATIVE.search(text)
+                                               or _OTHER_LANGUAGES.search(text))))
+        if asks:
+            found.append(text)
+    return found
+
+
+SAID_CHARS = 400  # a message up to this long is kept whole: the request and what it is about
+
+
+def to_keep(message: str) -> str:
+    """What a message that asks to be remembered wants kept: all of it when it is short
+    ("Remember this. My locker is 42."), else each request and the sentence after it; ""
+    when it asks nothing."""
+    asked = keep_requests(message)
+    if not asked:
+        return ""
+    if len(message) <= SAID_CHARS:
+        whole = " ".join(message.split())
+        return whole if _words(whole) else ""  # "Can you remember this?" says nothing
+    parts = [s.strip() for s in sentences(message)]
+    chosen = {i for i, s in enumerate(parts) if s in asked}
+    chosen |= {i + 1 for i in chosen if i + 1 < len(parts)}
+    return " ".join(" ".join(parts[i].split()) for i in sorted(chosen))
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[\w'’-]+", text.lower()) if w not in STOP_WORDS
+            and len(w) > 1}
+
+
+def held(request: str, written: list[str]) -> bool:
+    """Whether notes ``written`` in the turn hold ``request``: every number, identifier and
+    name it gives, and most (60%) of its other words."""
+    notes = " ".join(written).lower()
+    if not notes.strip():
+        return False
+    exact, names = references(request)
+    if any(token.lower() not in notes for token in exact | names):
+        return False
+    words = _words(request)
+    if not words:
+        return True
+    return sum(w in notes for w in words) >= 0.6 * len(words)
