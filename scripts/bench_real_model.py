@@ -205,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["CLAWD_HOME"] = str(state)
     os.environ.pop("CLAWD_CONFIG", None)
     from clawd.config import load_config
-    from clawd.frontends.cli import build_runtime
     from clawd.frontends.commands import Chat
+    from clawd.frontends.compose import build_runtime
     from clawd.workspace.init import apply, plan_init
 
     if not args.reask:

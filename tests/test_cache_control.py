@@ -13,8 +13,8 @@ import pytest
 
 from clawd.config import Config
 from clawd.core.events import CommandOutput, TurnDone
-from clawd.frontends.cli import build_runtime
 from clawd.frontends.commands import Chat
+from clawd.frontends.compose import build_runtime
 from clawd.frontends.reports import format_status
 
 from fakeserver import FakeServer, anthropic_stream

@@ -1,8 +1,10 @@
-"""The command line and composition root: reads env and flags, builds the runtime, renders.
+"""The command line: parses the flags, runs a command, turns errors into exit codes.
 
-``clawd init | chat | memory | sessions``. Only this module (and the REPL) prints, and only
-here do errors become exit codes: a ``ClawdError`` is one line on stderr (with ``chat
---json``, an ``error`` event on stdout too) and exit code 1 (2 for usage and config errors).
+``clawd init | chat | memory | sessions | models | doctor | history``; the runtime is built
+by the composition root (``frontends.compose``), a chat wired by ``cli.chat``. Only the
+front ends print, and only here do errors become exit codes: a ``ClawdError`` is one line
+on stderr (with ``chat --json``, an ``error`` event on stdout too) and exit code 1 (2 for
+usage and config errors).
 Heavy modules are imported inside the commands so that ``clawd --help`` stays fast.
 """
 
@@ -21,15 +23,6 @@ from clawd.frontends.cli.io import (
     decode_input,
     script_lines,
     stdout_gone,
-)
-
-# the composition root (its names are used from here too)
-from clawd.frontends.compose import (  # noqa: F401
-    agent_paths,
-    build_runtime,
-    chat_agent,
-    check_provider,
-    session_key,
 )
 
 
