@@ -1,6 +1,6 @@
 """Prompt caching end to end: a session turn through the real Anthropic SDK on 127.0.0.1.
 
-The runtime is built the way the command line builds it (``cli.build_runtime``: the
+The runtime is built the way the command line builds it (``compose.build_runtime``: the
 provider registry, ``uses_cache`` from the wire format), the model server is
 ``FakeServer`` speaking Anthropic's SSE, and the assertions read the JSON the SDK sent.
 """

@@ -9,7 +9,7 @@ import pytest
 from clawd.config import Config, parse_config
 from clawd.context.access import Access
 from clawd.core.errors import ConfigError, ToolError
-from clawd.frontends import cli
+from clawd.frontends import cli, compose
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.sessions.store import SessionStore, is_group_key, main_key
@@ -226,16 +226,16 @@ def test_shareable_paths_are_validated(tmp_path):
 
 def test_a_full_session_key_names_its_agent():
     config = parse_config('{agents: {list: [{id: "main", default: true}, {id: "Work"}]}}')
-    assert cli.chat_agent(config, None, "agent:work:main") == "Work"
-    assert cli.chat_agent(config, None, "AGENT:WORK:telegram:group:1") == "Work"
-    assert cli.chat_agent(config, "work", "agent:work:main") == "Work"
-    assert cli.chat_agent(config, "main", "work") == "main"
-    assert cli.chat_agent(config, None, None) is None
-    assert cli.chat_agent(config, None, "agent:nonexist:main") == "nonexist"  # resolve fails
+    assert compose.chat_agent(config, None, "agent:work:main") == "Work"
+    assert compose.chat_agent(config, None, "AGENT:WORK:telegram:group:1") == "Work"
+    assert compose.chat_agent(config, "work", "agent:work:main") == "Work"
+    assert compose.chat_agent(config, "main", "work") == "main"
+    assert compose.chat_agent(config, None, None) is None
+    assert compose.chat_agent(config, None, "agent:nonexist:main") == "nonexist"  # resolve fails
     with pytest.raises(ConfigError, match="different agents"):
-        cli.chat_agent(config, "main", "agent:work:main")
+        compose.chat_agent(config, "main", "agent:work:main")
     with pytest.raises(ConfigError, match="agent:<agentId>:<name>"):
-        cli.chat_agent(Config(), None, "agent:main")
+        compose.chat_agent(Config(), None, "agent:main")
 
 
 def test_chat_with_a_full_key_runs_in_that_agents_store(tmp_path, isolated_home, capsys):
