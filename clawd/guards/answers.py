@@ -64,3 +64,7 @@ class UnkeptNote(Guard):
             return None
         ask = render("unkept_note.md.j2", claim=claim, daily_log=turn.daily_log)
         return AskAgain(self.name, Message.user(ask), unmet=unkept_notice(claim))
+
+    def unmet(self, turn: TurnView) -> str | None:
+        asked = turn.asked.get(self.name)
+        return asked.unmet if asked is not None and not turn.wrote else None

@@ -8,7 +8,8 @@ four points of a model step, each a method with a do-nothing default:
 - ``clean(reply)`` once the reply is whole: the reply as it is kept;
 - ``answer(reply, turn)`` on a final answer (no tool calls): ``AskAgain`` when the model
   is to be asked once more;
-- ``repeats(reply, turn)`` before tool calls run: whether they are to be answered, not run.
+- ``repeats(reply, turn)`` before tool calls run: whether they are to be answered, not run;
+- ``unmet(turn)`` after the turn, when it asked: the notice if it still lacks what it asked.
 
 ``Guards`` holds the guards a model's profile switches on (``guards.profile``) and asks
 them in order. Every re-ask of a turn goes through ``answer`` and shares one cap
@@ -53,7 +54,7 @@ class TurnView:
     offers_writes: bool = False  # the session has the ``write`` tool
     wrote: bool = False  # a file write or edit succeeded in this turn
     last_calls: list[tuple[str, str]] | None = None  # the step before's calls (``calls_of``)
-    asked: set[str] = field(default_factory=set)  # the guards that asked already
+    asked: dict[str, AskAgain] = field(default_factory=dict)  # by the guards that asked
     daily_log: str = ""  # today's daily log, workspace-relative
 
 
@@ -76,6 +77,11 @@ class Guard:
 
     def repeats(self, reply: Message, turn: TurnView) -> bool:
         return False
+
+    def unmet(self, turn: TurnView) -> str | None:
+        """After the turn, when this guard asked: the notice if what it asked for is still
+        missing."""
+        return None
 
 
 class Guards:
@@ -115,3 +121,8 @@ class Guards:
 
     def repeats(self, reply: Message, turn: TurnView) -> bool:
         return any(g.repeats(reply, turn) for g in self.guards)
+
+    def unmet(self, turn: TurnView) -> list[str]:
+        """The notices of the guards that asked and did not get what they asked for."""
+        return [notice for g in self.guards
+                if g.name in turn.asked and (notice := g.unmet(turn)) is not None]

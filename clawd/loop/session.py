@@ -254,9 +254,8 @@ class Session:
         finally:
             self.call.recall = None
         if not turn.interrupted:
-            for guard, asked in turn.asks.items():
-                if asked.unmet and not (guard == "note_claim" and turn.view.wrote):
-                    yield Notice(asked.unmet)
+            for notice in self.guards.unmet(turn.view):
+                yield Notice(notice)
             if appended and self.offers_writes and self.access.private:
                 yield from keep_request(message, self.history.messages, self.access, self.rt)
         yield self.turn_done("" if is_silent(turn.reply) else turn.reply, turn.aborted,
@@ -289,8 +288,7 @@ class Session:
             self.call.keep(outcome, history, drop=isinstance(step, AskAgain) and step.drop)
             if isinstance(step, AskAgain):
                 log.info("guard %s: the model is asked again (%r)", step.guard, reply.text[:40])
-                turn.asks[step.guard] = step
-                turn.view.asked.add(step.guard)
+                turn.view.asked[step.guard] = step
                 if not step.drop:  # the user saw it, and it stands
                     turn.reply = turn.view.shown = reply.text
                 turn.ask, turn.tool_choice = step.ask, step.tool_choice
@@ -304,7 +302,7 @@ class Session:
                     return  # nothing more after what was shown: that reply stands
                 turn.reply = reply.text
                 if is_blank(reply.text):
-                    yield Notice(blank_notice(reply.text, "blank" in turn.asks))
+                    yield Notice(blank_notice(reply.text, "blank" in turn.view.asked))
                 return
             turn.reply = reply.text
             for event in self.tools.run(reply, self.conversation.append, flush=False,

@@ -10,7 +10,7 @@ loop changes as a turn goes on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from clawd.context.flush import is_silent
 from clawd.core.messages import Message
@@ -78,7 +78,6 @@ class Turn:
     ask: Message | None = None  # sent after the history in the next request only
     tool_choice: str = "auto"
     overflows: int = 0  # compactions for the request now under way
-    asks: dict[str, AskAgain] = field(default_factory=dict)
     aborted: bool = False
     interrupted: bool = False
     failed: bool = False
