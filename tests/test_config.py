@@ -235,3 +235,14 @@ def test_empty_file_is_defaults(tmp_path):
 def test_a_base_url_keeps_its_path_and_loses_surrounding_spaces():
     config = parse_config("{models: {providers: {local: {baseUrl: ' https://h:8080/v1 '}}}}")
     assert config.models.providers["local"].base_url == "https://h:8080/v1"
+
+
+def test_extra_paths_lose_their_surrounding_spaces():
+    config = parse_config('{agents: {defaults: {memorySearch: {extraPaths: '
+                          '[" notes/ ", "\\tteam.md", "  "]}}}}')
+    assert config.agents.defaults.memory_search.extra_paths == ["notes/", "team.md"]
+    agent = parse_config('{agents: {defaults: {memorySearch: {extraPaths: ["a.md"]}}, '
+                         'list: [{id: "main", default: true}, '
+                         '{id: "w", memorySearch: {extraPaths: [" b.md "]}}]}}')
+    from clawd.config import resolve_agent
+    assert resolve_agent(agent, "w")[1].memory_search.extra_paths == ["a.md", "b.md"]

@@ -144,3 +144,15 @@ def test_repl_start_indexes_in_the_background_and_watches(tmp_path, clock):
     status = runtime.memory.status()
     assert status["chunks"] >= 1 and status["watching"]
     runtime.memory.close()
+
+
+def test_a_note_just_added_is_found_by_the_next_search(tmp_path, clock):
+    """The issue's script: hello, /memory add, /memory search, with the day's file new."""
+    runtime = memory_runtime(tmp_path, ScriptedProvider(["Hello!"]), clock)
+    chat = Chat(runtime, KEY)
+    for line in ("hello", "/memory add remember SP-777 in the dir"):
+        list(chat.handle(line))
+    found = outputs(list(chat.handle("/memory search SP-777")))
+    assert found.startswith("1 result") and "memory/2026-11-22.md:" in found
+    assert "SP-777" in found
+    runtime.memory.close()

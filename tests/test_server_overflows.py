@@ -52,6 +52,10 @@ SERVERS = {
                                              "type": "request_too_large"}}),
     "proxy (context overflow)": (400, {"error": {"message": "Context overflow: prompt has "
                                                  "9030 tokens", "type": "invalid_request"}}),
+    # a gateway in front of the model server passes its proxy's 413 on as a 502
+    "proxy (413 behind a gateway)": (502, {"error": {"message": "upstream said: 413 Request "
+                                                     "Entity Too Large", "type": "bad_gateway"}}),
+    "proxy (payload too large)": (400, {"error": "Payload Too Large"}),
 }
 
 

@@ -239,8 +239,10 @@ class MemorySearch(Model):
     experimental: Experimental = Experimental()
 
     @model_validator(mode="after")
-    def _check_shareable(self) -> MemorySearch:
+    def _check_paths(self) -> MemorySearch:
         self.shareable_paths = [shareable_path(entry) for entry in self.shareable_paths]
+        # " notes/ " copied from a list with its spaces means notes/; an empty entry, nothing
+        self.extra_paths = [e.strip() for e in self.extra_paths if e.strip()]
         return self
 
 

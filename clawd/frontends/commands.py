@@ -26,6 +26,7 @@ from clawd.frontends.reports import (
     one_line,
 )
 from clawd.loop.lifecycle import due_reset, end_session
+from clawd.loop.recall import SYNC_WAIT
 from clawd.loop.runtime import Runtime
 from clawd.loop.session import Session
 from clawd.memory.notes import append_to_daily_log
@@ -269,6 +270,7 @@ def _memory(chat: Chat, args: str) -> Generator[Event, None, None]:
     if action in ("search", "status") and memory is None:
         raise ClawdError("memory search is off for this agent (memorySearch.enabled)")
     if action == "search" and rest and memory is not None:
+        memory.catch_up(SYNC_WAIT)  # a note just added (/memory add, a flush) is found
         yield from _out("memory", format_memory_results(memory.search(rest)))
     elif action == "status" and memory is not None:
         yield from _out("memory", format_memory_status(memory.status()))

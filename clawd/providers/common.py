@@ -38,7 +38,8 @@ INTERRUPTED_REPLY = "\n[this reply was cut off here]"
 # exceeds the context length", "prompt too long; exceeded max context length"), vLLM
 # ("maximum context length is", "is too long to fit into the model", "... exceeds limit
 # of"), LM Studio ("context length of only N tokens, which is not enough", "greater than the
-# context length"), and proxies ("Request exceeds the maximum size", "Context overflow").
+# context length"), and proxies ("Request exceeds the maximum size", "Context overflow",
+# "413 Request Entity Too Large", "Payload Too Large", even when the status is another).
 OVERFLOW_PATTERNS = tuple(re.compile(p, re.I) for p in (
     r"prompt is too long",
     r"request_too_large",
@@ -57,6 +58,8 @@ OVERFLOW_PATTERNS = tuple(re.compile(p, re.I) for p in (
     r"context length of only \d+ tokens",
     r"greater than the context length",
     r"request exceeds the maximum size",
+    r"request entity too large",  # HTTP 413 as a proxy words it, also inside another error
+    r"payload too large",
     r"context overflow",
 ))
 
