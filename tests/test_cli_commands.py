@@ -108,6 +108,7 @@ def test_models_lists_providers_models_windows_and_keys(isolated_home, capsys, m
     assert local["key"] == "not needed" and local["models"][0]["contextWindow"] == 32000
 
 
+@pytest.mark.slow  # the command line end to end
 def test_doctor_checks_each_part_in_one_line(isolated_home, capsys, server):
     workspace = isolated_home / "ws"
     (workspace / "memory").mkdir(parents=True)
@@ -146,6 +147,7 @@ def test_doctor_reports_a_bad_config_and_a_missing_workspace(isolated_home, caps
     assert "does not exist (run clawd init)" in out and code == 1
 
 
+@pytest.mark.slow  # the command line end to end
 def test_memory_index_prints_a_summary_and_ends_its_progress_line(isolated_home, capsys):
     workspace = isolated_home / "w"
     (workspace / "memory").mkdir(parents=True)

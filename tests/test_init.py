@@ -351,6 +351,7 @@ def run(args, capsys):
     return code, out, err
 
 
+@pytest.mark.slow  # the command line end to end
 def test_cli_init_agent_adds_it_and_the_agent_works(isolated_home, capsys):
     assert run(["init"], capsys)[0] == 0
     code, out, err = run(["init", "--agent", "work"], capsys)

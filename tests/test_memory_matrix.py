@@ -93,6 +93,7 @@ def loads(monkeypatch, store: Store) -> list[int]:
     return calls
 
 
+@pytest.mark.slow  # many random syncs
 def test_the_matrix_agrees_with_exact_knn_through_incremental_syncs(notes, monkeypatch):
     files = notes.sync(add=3000)
     vectors = VectorMatrix()

@@ -110,6 +110,7 @@ def workspace_config(isolated_home):
     return ws
 
 
+@pytest.mark.slow  # the command line end to end
 def test_memory_cli_with_the_local_model(workspace_config, capsys):
     assert cli.main(["memory", "index"]) == 0
     out, err = capsys.readouterr()

@@ -66,6 +66,7 @@ def test_repeated_writes_are_made_again_only_without_the_guard(tmp_path):
         assert [e.is_error for e in events if isinstance(e, ToolFinished)] == results, profile
 
 
+@pytest.mark.slow  # long sessions
 def test_a_strong_models_flush_is_taken_as_it_answers(tmp_path):
     """NO_REPLY from a strong model means nothing to save: not asked again, and the user's
     words are not saved in its place."""

@@ -8,6 +8,8 @@ import gc
 import json
 import logging
 
+import pytest
+
 from clawd.context.layers import fold_unanswered
 from clawd.core.errors import ProviderError
 from clawd.core.events import ErrorEvent
@@ -87,6 +89,7 @@ def test_unanswered_ids():
     assert fold_unanswered([a, reply, b]) == [a, reply, b]  # nothing to fold: as it was
 
 
+@pytest.mark.slow  # the command line end to end
 def test_the_cli_shows_and_sends_unanswered_messages(isolated_home, capsys):
     """Through the real OpenAI SDK: two sends while the server answers 503, one after."""
     with FakeServer() as server:
@@ -117,6 +120,7 @@ def test_the_cli_shows_and_sends_unanswered_messages(isolated_home, capsys):
     assert listed[0]["messages"] == 4
 
 
+@pytest.mark.slow  # the command line end to end
 def test_chat_without_init_says_the_workspace_is_missing(isolated_home, caplog):
     with FakeServer() as server:
         workspace = write_local_config(isolated_home, server.url)
