@@ -122,3 +122,21 @@ def test_a_bad_profile_or_guard_is_a_config_error(text, fragment):
     with pytest.raises(ConfigError) as info:
         parse_config(text)
     assert fragment in str(info.value)
+
+
+def test_decide_never_asks_after_the_last_step():
+    from clawd.core.messages import Message
+    from clawd.guards.base import TurnView
+    from clawd.loop.turn import Answer, Stop, decide
+
+    guards = PROFILES["weak"].step_guards()
+    turn = TurnView(text="Remember that Ines arrives on May 14.", offers_writes=True,
+                    daily_log=DAILY)
+    claim = Message.assistant("I've saved that to your notes.")
+    assert decide(claim, turn, guards, last_step=False, steps=1).guard == "note_claim"
+    last = decide(claim, turn, guards, last_step=True, steps=25)
+    assert isinstance(last, Stop) and last.notice.startswith("the model said")
+    blank = decide(Message.assistant(""), turn, guards, last_step=True, steps=25)
+    assert isinstance(blank, Answer)
+    strong = decide(claim, turn, PROFILES["strong"].step_guards(), last_step=False, steps=1)
+    assert isinstance(strong, Answer)

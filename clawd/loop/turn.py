@@ -56,16 +56,19 @@ def decide(reply: Message, turn: TurnView, guards: Guards, *, last_step: bool,
            steps: int) -> NextStep:
     """What a model's reply leads to (a pure function of the reply, the turn and the
     guards): tool calls are run (unless it was the last step the turn may take), and a
-    final answer is the turn's, unless a guard asks again."""
+    final answer is the turn's, unless a guard asks again (never after the last step: then
+    what the guard would have asked for is said in a notice)."""
     if reply.tool_calls:
         if last_step:
             return Stop(reply, f"stopped after {steps} model steps (agents.defaults.maxSteps); "
                                f"send a message to continue")
         return RunTools(reply, guards.repeats(reply, turn))
     again = guards.answer(reply, turn)
-    if again is not None and not (last_step and again.unmet is None):
-        return again
-    return Answer(reply)
+    if again is None:
+        return Answer(reply)
+    if last_step:  # no step left to ask in: what it lacks is said, if it says anything
+        return Stop(reply, again.unmet) if again.unmet else Answer(reply)
+    return again
 
 
 @dataclass
