@@ -16,6 +16,7 @@ from clawd.context.flush import (
     is_chatter,
     is_silent,
     noted,
+    notes_written,
     unsaved_words,
 )
 from clawd.core.errors import ProviderError
@@ -358,3 +359,14 @@ def test_the_users_own_words_leave_out_greetings_and_test_messages(tmp_path):
 ])
 def test_chatter_is_a_greeting_thanks_or_a_test_message(sentence, chatter):
     assert is_chatter(sentence) is chatter
+
+
+def test_notes_written_are_the_memory_writes_only():
+    note = ToolCall(id="c1", name="write", arguments={"path": "memory/2026-11-22.md",
+                                                      "content": "- budget 2400"})
+    other = ToolCall(id="c2", name="write", arguments={"path": "notes.txt", "content": "x"})
+    failed = ToolCall(id="c3", name="edit", arguments={"path": "MEMORY.md", "newText": "y"})
+    messages = [Message.user("hi"), Message.assistant("", [note, other, failed]),
+                Message.tool_result(note, "ok"), Message.tool_result(other, "ok"),
+                Message.tool_result(failed, "error: no match", True)]
+    assert notes_written(messages) == ["- budget 2400"]

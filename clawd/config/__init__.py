@@ -10,9 +10,9 @@ one agent. ``state_dir()`` and ``config_path()`` honour ``CLAWD_HOME`` and ``CLA
 
 This module is the config's public face: it finds, reads and parses the file, and every
 name of the config a caller needs is importable from here. The parts live beside it:
-``config_sections`` (scalar types and one agent's sections), ``config_schema`` (the whole
-tree), ``config_errors`` (one-line errors, "did you mean") and ``config_agents`` (merging
-an agent's settings).
+``sections`` (scalar types and one agent's sections), ``schema`` (the whole tree),
+``errors`` (one-line errors, "did you mean"), ``agents`` (merging an agent's settings) and
+``text`` (editing the file as text).
 """
 
 from __future__ import annotations

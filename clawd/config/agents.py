@@ -48,8 +48,7 @@ def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, Age
     if extra is not None:
         # An agent's extraPaths add to the defaults' list (as in OpenClaw), not replace it.
         settings.memory_search.extra_paths = list(dict.fromkeys(
-            config.agents.defaults.memory_search.extra_paths
-            + [e.strip() for e in extra if e.strip()]))
+            config.agents.defaults.memory_search.extra_paths + extra))
     if ("workspace" not in override and len(config.agents.entries) > 1
             and agent_id != config.default_agent_id()):
         settings.workspace = own_workspace(settings.workspace, agent_id)

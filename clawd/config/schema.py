@@ -1,6 +1,6 @@
 """The whole ``clawd.json`` as pydantic models: agents, models, session and hooks.
 
-``agents.defaults`` holds one agent's settings (the sections of ``config_sections``);
+``agents.defaults`` holds one agent's settings (the sections of ``config.sections``);
 ``agents.list[]`` entries name an agent and override any of those keys. ``Config`` is the
 root, with the ids of the agents and which one is the default.
 """
@@ -8,7 +8,7 @@ root, with the ids of the agents and which one is the default.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, PrivateAttr, model_validator
 
@@ -77,10 +77,9 @@ class ModelCost(Model):
 
 
 # The guards a model profile can switch (``clawd.guards.profile`` has what each one does).
-GUARD_NAMES = ("looping", "stray_text", "repeated_writes", "blank", "echo", "note_claim",
-               "flush_retry", "flush_words")
 GuardName = Literal["looping", "stray_text", "repeated_writes", "blank", "echo", "note_claim",
                     "flush_retry", "flush_words"]
+GUARD_NAMES: tuple[str, ...] = get_args(GuardName)
 ProfileName = Literal["weak", "strong"]
 
 

@@ -4,7 +4,7 @@
 guessed at: a boolean is ``true`` or ``false`` (not ``"yes"`` or ``1``) and a number is a JSON5
 number (not ``"4096"`` or ``true``) — the ``Bool``, ``Int`` and ``Float`` field types. The
 sections here (compaction and the memory flush, context pruning, memory search, tools) are
-what ``agents.defaults`` and each ``agents.list`` entry hold; ``config_schema`` puts them
+what ``agents.defaults`` and each ``agents.list`` entry hold; ``config.schema`` puts them
 into the whole tree.
 """
 

@@ -28,7 +28,7 @@ from typing import Any
 from clawd.config import MemoryFlush
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.references import SHORT_MESSAGE, users_words
-from clawd.core.messages import Message
+from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import sentences
 from clawd.guards.replytext import unfenced
@@ -78,22 +78,25 @@ def is_acknowledgement(text: str) -> bool:
     return bool(words) and len(words) <= 4 and all(w in ACK_WORDS for w in words)
 
 
-def _notes(messages: list[Message]) -> list[int]:
-    """The places of the assistant messages that wrote a memory file (MEMORY.md or under
-    ``memory/``) with ``write`` or ``edit`` and did not fail."""
+def _note_calls(messages: list[Message]) -> list[tuple[int, ToolCall]]:
+    """The ``write`` and ``edit`` calls of a memory file (MEMORY.md or under ``memory/``)
+    that did not fail, each with the place of its assistant message."""
     failed = {m.tool_call_id for m in messages if m.role == "toolResult" and m.is_error}
-    return [i for i, m in enumerate(messages) if m.role == "assistant" and any(
-        call.name in WRITE_TOOLS and call.id not in failed
-        and is_private_memory(posixpath.normpath(str(call.arguments.get("path", ""))))
-        for call in m.tool_calls)]
+    return [(i, call) for i, m in enumerate(messages) if m.role == "assistant"
+            for call in m.tool_calls
+            if call.name in WRITE_TOOLS and call.id not in failed
+            and is_private_memory(posixpath.normpath(str(call.arguments.get("path", ""))))]
+
+
+def _notes(messages: list[Message]) -> list[int]:
+    """The places of the assistant messages that wrote a memory file."""
+    return sorted({i for i, _ in _note_calls(messages)})
 
 
 def notes_written(messages: list[Message]) -> list[str]:
     """What the successful writes and edits of memory files in ``messages`` put there."""
-    failed = {m.tool_call_id for m in messages if m.role == "toolResult" and m.is_error}
     return [str(call.arguments.get("content") or call.arguments.get("newText") or "")
-            for i in _notes(messages) for call in messages[i].tool_calls
-            if call.name in WRITE_TOOLS and call.id not in failed]
+            for _, call in _note_calls(messages)]
 
 
 def noted(messages: list[Message]) -> bool:

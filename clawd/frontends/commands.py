@@ -106,7 +106,7 @@ class Chat:
         return True
 
     def new_session(self, reason: str, model: str | None = None) -> Generator[Event, None, None]:
-        """End the current session (``hooks.end_session``) and start a new one."""
+        """End the current session (``lifecycle.end_session``) and start a new one."""
         old = self.session
         if model:
             self.runtime.models(model).connect()  # an unusable model fails before anything ends

@@ -5,7 +5,7 @@ An entry is small: which transcript holds the session, its model, the latest tur
 incremented. ``new_entry`` makes one; ``bad_fields`` and ``malformed`` find hand edits no
 reader should trip over; ``migrate_entry`` gives an entry written when ``inputTokens`` & co.
 were session totals today's meanings. The store (``sessions``) and the transcripts' reader
-(``session_files``) both build on this. The fields are documented in docs/sessions.md.
+(``sessions.files``) both build on this. The fields are documented in docs/sessions.md.
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def unanswered_ids(messages: list[Message], *, last: bool = False) -> set[str]:
     with no answer between them (its turn failed, or was stopped before any answer), and
     with ``last`` the final message too when nothing came after it. The transcript keeps
     them as they were; a request folds them into the next message
-    (``context.fold_unanswered``)."""
+    (``context.layers.fold_unanswered``)."""
     found: set[str] = set()
     waiting: Message | None = None
     for message in messages:

@@ -1,6 +1,6 @@
 """The file tools: ``read``, ``write`` and ``edit``, confined to the workspace.
 
-Every path goes through ``workspace.resolve`` (no ``..``, absolute paths or symlinks out).
+Every path goes through ``workspace.files.resolve`` (no ``..``, absolute paths or symlinks out).
 Writes are refused when the workspace is read-only. ``write`` with ``append: true`` adds to
 the end of a file (the path a weak model finds without reading the file first). Daily logs
 (``memory/YYYY-MM-DD.md``) are append-only: a ``write`` or ``edit`` that would drop any of

@@ -4,7 +4,7 @@
 returns the SPEC's JSON (snippets with path and line range, never whole files). The query
 must not be empty, ``maxResults`` is 1..50 (more is capped at 50) and ``minScore`` 0..1.
 ``memory_get {path, from?, lines?}`` reads lines of a memory file, and only of one:
-``MEMORY.md``, ``memory/**.md`` inside the workspace (resolved with ``workspace.resolve``,
+``MEMORY.md``, ``memory/**.md`` inside the workspace (resolved with ``workspace.files.resolve``,
 so ``..``, absolute paths and symlinks out are refused), or a ``.md`` file under one of
 ``memorySearch.extraPaths``. Extra paths are explicit user configuration and may lie
 outside the workspace; a path is accepted there only when its real location is under one
