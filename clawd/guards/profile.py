@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date
 
 from clawd.config.schema import GUARD_NAMES
+from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import Guard, Guards
+from clawd.guards.flush import FlushRetry
 from clawd.guards.steps import Looping, RepeatedWrites, StrayText
 
 # the guards of a model step, in the order they are asked
@@ -46,6 +49,16 @@ class Profile:
     def step_guards(self) -> Guards:
         """Fresh guards for one session's model steps."""
         return Guards(kind() for name, kind in STEP_GUARDS.items() if name in self.guards)
+
+    def flush_guards(self, conversation: list[Message], today: date, *,
+                     summarised: bool) -> Guards:
+        """Fresh guards for one memory flush over ``conversation``: repeated writes are not
+        made again, and a bare "Done" or silence is asked once for the notes (``FlushRetry``).
+        The answers of a flush are never shown, so the blank, echo and claim guards stay out."""
+        guards: list[Guard] = [RepeatedWrites()] if self.has("repeated_writes") else []
+        if self.has("flush_retry"):
+            guards.append(FlushRetry(conversation, today, summarised=summarised))
+        return Guards(guards)
 
 
 PROFILES = {
