@@ -23,7 +23,6 @@ import posixpath
 import re
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 
 from clawd.config import MemoryFlush
 from clawd.context.access import WRITE_TOOLS
@@ -32,6 +31,7 @@ from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import sentences
 from clawd.guards.replytext import unfenced
+from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import daily_log_path, is_private_memory, memory_files, resolve
 
 SILENT = "NO_REPLY"
@@ -41,7 +41,7 @@ FROM_REQUEST = "asked to be remembered; the model wrote no note"
 USERS_WORDS_CHARS = 800
 
 
-def flush_due(entry: dict[str, Any], used_tokens: int, flush_at: int,
+def flush_due(entry: SessionEntry, used_tokens: int, flush_at: int,
               cfg: MemoryFlush) -> bool:
     """True when the flush point is crossed and this compaction cycle has not flushed."""
     if not cfg.enabled or flush_at <= 0 or used_tokens < flush_at:

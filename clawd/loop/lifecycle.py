@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Generator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clawd.config import Reset, SessionMemoryHook
 from clawd.core.errors import ClawdError
@@ -26,6 +26,7 @@ from clawd.core.events import Event
 from clawd.core.messages import Message, ModelRequest, parse_iso
 from clawd.core.templates import render
 from clawd.providers.base import Provider, complete
+from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import MEMORY_DIR, is_writable
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 SLUG_MAX = 30
 
 
-def reset_reason(entry: dict[str, Any], now: datetime, cfg: Reset) -> str | None:
+def reset_reason(entry: SessionEntry, now: datetime, cfg: Reset) -> str | None:
     """Why the session must start afresh before this message (None: it continues)."""
     if cfg.mode == "off":
         return None

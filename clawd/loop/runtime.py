@@ -25,6 +25,7 @@ from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate
 from clawd.guards.profile import PROFILES, Profile
 from clawd.memory.interface import Memory
 from clawd.providers.base import Provider
+from clawd.sessions.entry import SessionEntry
 from clawd.sessions.interfaces import SessionRecords
 from clawd.sessions.store import SessionStore
 from clawd.tools.base import Tool
@@ -115,7 +116,7 @@ class Runtime:
             f"window")
 
 
-def session_model(entry: dict[str, Any] | None, settings: Any) -> str:
+def session_model(entry: SessionEntry | None, settings: Any) -> str:
     """The model a session uses: the one pinned to it (``/model``, ``/new MODEL``), else the
     agent's configured model, so a config change reaches old sessions."""
     return (entry or {}).get("modelOverride") or settings.model

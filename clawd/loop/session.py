@@ -44,6 +44,7 @@ from clawd.loop.turn import Turn
 from clawd.loop.upkeep import Upkeep
 from clawd.providers.base import Provider
 from clawd.sessions import lock
+from clawd.sessions.entry import SessionEntry
 from clawd.sessions.store import normalize_key
 from clawd.sessions.transcript import History, undo_last
 from clawd.workspace.files import daily_log_path
@@ -101,7 +102,7 @@ class Session:
         self.call.cancelled.set()
 
     @property
-    def entry(self) -> dict[str, Any]:
+    def entry(self) -> SessionEntry:
         return self.record.entry
 
     def patch(self, add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
