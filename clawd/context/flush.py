@@ -32,7 +32,8 @@ from clawd.core.templates import render
 from clawd.core.textcut import sentences
 from clawd.guards.replytext import unfenced
 from clawd.sessions.entry import SessionEntry
-from clawd.workspace.files import daily_log_path, is_private_memory, memory_files, resolve
+from clawd.workspace.files import daily_log_path, is_private_memory, memory_files
+from clawd.workspace.interface import WorkspaceFiles
 
 SILENT = "NO_REPLY"
 FROM_REPLY = "written from the model's reply"
@@ -218,21 +219,18 @@ def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> 
     return "\n".join(f"- {text}" for text in words)
 
 
-def append_flush_notes(workspace: Path, text: str, now: datetime,
+def append_flush_notes(files: WorkspaceFiles, text: str, now: datetime,
                        source: str = FROM_REPLY, title: str = "Flush notes") -> str:
     """Append a flush turn's notes, once per distinct line, to today's daily log under a
     heading that says where they come from (``title`` and ``source``); returns the log's
     workspace-relative path."""
     text = without_repeats(text)
     rel = daily_log_path(now.date())
-    path = resolve(workspace, rel)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existing = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    existing = files.read(rel) or ""
     head = f"# {now.date().isoformat()}\n" if not existing.strip() else (
         "" if existing.endswith("\n") else "\n")
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"{head}\n## {title} ({now.strftime('%H:%M')}, {source})\n\n"
-                     f"{text.strip()}\n")
+    files.append(rel, f"{head}\n## {title} ({now.strftime('%H:%M')}, {source})\n\n"
+                      f"{text.strip()}\n")
     return rel
 
 

@@ -37,7 +37,7 @@ def keep_request(message: Message, history: list[Message], access: Access,
     now = runtime.clock()
     try:
         access.check_flush_write(daily_log_path(now.date()))
-        rel = append_flush_notes(runtime.workspace, f"- {wanted}", now, FROM_REQUEST,
+        rel = append_flush_notes(runtime.files, f"- {wanted}", now, FROM_REQUEST,
                                  title="The user's words")
     except (ClawdError, OSError) as exc:
         yield Notice(f"you asked to remember this, and it could not be saved: {exc}")

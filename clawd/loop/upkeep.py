@@ -143,7 +143,7 @@ class Upkeep:
         if notes:
             try:
                 self.access.check_flush_write(daily_log_path(today))
-                files.append(append_flush_notes(rt.workspace, notes, clock(), source))
+                files.append(append_flush_notes(rt.files, notes, clock(), source))
             except (ClawdError, OSError) as exc:  # the notes stay in the transcript
                 yield Notice(f"the memory flush's notes were not saved: {exc}")
         log.info("memory flush: %d entries, wrote %s", len(messages) - len(seen),
