@@ -17,8 +17,9 @@ the options for the step after an empty ``memory_search`` and for whole turns:
 Each case is a fresh session per sample. The step case builds the history the model would
 have made (your message, its ``memory_search`` call with your words as the query, the
 empty result) and asks for the next step once; the turn case runs a whole turn through
-``Chat.handle``. A reply is *answered* when it is not blank and does not only say that
-nothing was found or that it cannot help (``NO_ANSWER``). It prints the share answered per
+``Chat.handle``. A reply is *answered* when it is not blank, does not say that nothing was
+found or that it cannot help (``NO_ANSWER``), and does not open with an apology or a tool
+call written out as text (``NOT_AN_ANSWER``). It prints the share answered per
 option and message kind and leaves every reply in ``--keep``/replies.jsonl. Needs a model
 server (not part of the tests):
 
@@ -68,8 +69,14 @@ EMPTY_RULE = ("If the search finds nothing, say so plainly rather than inventing
               "an answer; anything else, answer as the message asks.")
 
 
+# an apology first ("I'm sorry, but I'm not sure what you mean") or a tool call written out
+# as text is no answer either
+NOT_AN_ANSWER = re.compile(r"^\s*(?:I'?m sorry|I am sorry|sorry|I apologi[sz]e|[{\[`])", re.I)
+
+
 def answered(text: str) -> bool:
-    return bool(text.strip()) and not NO_ANSWER.search(text)
+    return (bool(text.strip()) and not NO_ANSWER.search(text)
+            and not NOT_AN_ANSWER.search(text))
 
 
 def setup(home: Path, args: argparse.Namespace):
@@ -103,7 +110,7 @@ def empty_result(runtime, session, query: str, worded: bool) -> str:
     from clawd.tools.memory import EMPTY_NOTE, visible_search
 
     result: dict = dict(visible_search(runtime.memory, session.access, query))
-    assert not result["results"], result
+    result["results"] = []  # the case measured: whatever the notes hold, nothing matched
     if worded:
         result["note"] = EMPTY_NOTE
     return json.dumps(result, ensure_ascii=False)
@@ -146,6 +153,21 @@ def run_turn(runtime, key: str, message: str, hide_search: bool) -> str:
     return reply
 
 
+def print_table(rows: list[dict]) -> None:
+    """The share answered per case and message kind (scored again with ``answered``)."""
+    table: dict[tuple[str, str], dict[str, list[bool]]] = {}
+    for row in rows:
+        table.setdefault((row["what"], row["option"]), {}).setdefault(row["kind"], []).append(
+            answered(row["reply"]))
+    kinds = sorted({k for _, k in MESSAGES})
+    print(f"{'case':16}" + "".join(f"{k:>12}" for k in kinds) + f"{'all':>12}")
+    for (what, option), by_kind in table.items():
+        cells = [f"{sum(v)}/{len(v)}" for v in (by_kind.get(k, []) for k in kinds)]
+        every = [x for v in by_kind.values() for x in v]
+        print(f"{what + ' ' + option:16}" + "".join(f"{c:>12}" for c in cells)
+              + f"{sum(every)}/{len(every)}".rjust(12))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
@@ -155,7 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=3, help="per message and option")
     parser.add_argument("--what", choices=["step", "turn", "both"], default="both")
     parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--rescore", type=Path, default=None, metavar="JSONL",
+                        help="no model: score the replies of an earlier run again")
     args = parser.parse_args(argv)
+    if args.rescore:
+        print_table([json.loads(line) for line in args.rescore.read_text().splitlines()])
+        return 0
     sys.path.insert(0, str(ROOT))
     home = args.keep or Path(tempfile.mkdtemp(prefix="clawd-empty-"))
     runtime, workspace = setup(home, args)
@@ -171,7 +198,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.what in ("turn", "both"):
         cases += [("turn", o) for o in ("baseline", "worded", "scoped", "no-search")]
     started, n = time.perf_counter(), 0
-    table: dict[tuple[str, str], dict[str, list[bool]]] = {}
     for what, option in cases:
         set_agents(workspace, original, option in ("scoped", "both"))
         worded = option in ("worded", "both")
@@ -187,7 +213,6 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     text = run_turn(runtime, key, message, option == "no-search")
                 ok = answered(text)
-                table.setdefault((what, option), {}).setdefault(kind, []).append(ok)
                 out.write(json.dumps({"what": what, "option": option, "kind": kind,
                                       "message": message, "answered": ok,
                                       "reply": text}) + "\n")
@@ -197,13 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nanswered (not blank, not only 'nothing found'), {args.samples} samples per "
           f"message; {n} cases in {time.perf_counter() - started:.0f} s; replies in "
           f"{home / 'replies.jsonl'}")
-    kinds = sorted({k for _, k in MESSAGES})
-    print(f"{'case':16}" + "".join(f"{k:>12}" for k in kinds) + f"{'all':>12}")
-    for (what, option), by_kind in table.items():
-        cells = [f"{sum(v)}/{len(v)}" for v in (by_kind.get(k, []) for k in kinds)]
-        every = [x for v in by_kind.values() for x in v]
-        print(f"{what + ' ' + option:16}" + "".join(f"{c:>12}" for c in cells)
-              + f"{sum(every)}/{len(every)}".rjust(12))
+    print_table([json.loads(line) for line in (home / "replies.jsonl").read_text().splitlines()])
     return 0
 
 
