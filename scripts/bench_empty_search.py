@@ -18,8 +18,9 @@ Each case is a fresh session per sample. The step case builds the history the mo
 have made (your message, its ``memory_search`` call with your words as the query, the
 empty result) and asks for the next step once; the turn case runs a whole turn through
 ``Chat.handle``. A reply is *answered* when it is not blank, does not say that nothing was
-found or that it cannot help (``NO_ANSWER``), and does not open with an apology or a tool
-call written out as text (``NOT_AN_ANSWER``). It prints the share answered per
+found or that it cannot help (``NO_ANSWER``), does not open with an apology or a tool call
+written out as text (``NOT_AN_ANSWER``), does not talk about the search instead
+(``ABOUT_THE_SEARCH``) and is not the message echoed. It prints the share answered per
 option and message kind and leaves every reply in ``--keep``/replies.jsonl. Needs a model
 server (not part of the tests):
 
@@ -56,7 +57,8 @@ NO_ANSWER = re.compile(
     r"can(?:no|')t (?:assist|help)|unable to (?:assist|help|find)|"
     r"no (?:relevant |matching |such |specific )?(?:information|notes?|results?|records?|"
     r"memor(?:y|ies)|entries|data)\b|nothing (?:matches|matched|was found|found|relevant)|"
-    r"(?:could|did|do)n[o']?t find|not find any|(?:don't|do not|doesn't) (?:have|contain) "
+    r"(?:could|did|do|ca)n[o']?t find|cannot find|unable to provide|not find any|"
+    r"(?:don't|do not|doesn't) (?:have|contain) "
     r"(?:enough |any )?(?:information|record|details|notes)|no (?:entry|entries|mention)",
     re.I)
 SCOPED_RULE = ("Before answering a question about earlier work, decisions, dates, people, "
@@ -74,9 +76,20 @@ EMPTY_RULE = ("If the search finds nothing, say so plainly rather than inventing
 NOT_AN_ANSWER = re.compile(r"^\s*(?:I'?m sorry|I am sorry|sorry|I apologi[sz]e|[{\[`])", re.I)
 
 
-def answered(text: str) -> bool:
+# talk about the search itself ("the tool returned no results", "You can try searching"), a
+# plan to look further, or a request for more is not an answer to the message either
+ABOUT_THE_SEARCH = re.compile(
+    r"\b(?:search(?:ing|ed)?|tool|memory_search|results?|query|databases?|MEMORY\.md)\b|"
+    r"\bI need to find\b|\bprovide (?:more|the|additional)\b|\bclarify\b", re.I)
+
+
+def answered(text: str, message: str = "") -> bool:
+    """Whether ``text`` answers ``message`` (see the module docstring)."""
+    def same(a: str) -> str:
+        return " ".join(re.findall(r"\w+", a.lower()))
     return (bool(text.strip()) and not NO_ANSWER.search(text)
-            and not NOT_AN_ANSWER.search(text))
+            and not NOT_AN_ANSWER.search(text) and not ABOUT_THE_SEARCH.search(text)
+            and same(text) != same(message))
 
 
 def setup(home: Path, args: argparse.Namespace):
@@ -158,7 +171,7 @@ def print_table(rows: list[dict]) -> None:
     table: dict[tuple[str, str], dict[str, list[bool]]] = {}
     for row in rows:
         table.setdefault((row["what"], row["option"]), {}).setdefault(row["kind"], []).append(
-            answered(row["reply"]))
+            answered(row["reply"], row["message"]))
     kinds = sorted({k for _, k in MESSAGES})
     print(f"{'case':16}" + "".join(f"{k:>12}" for k in kinds) + f"{'all':>12}")
     for (what, option), by_kind in table.items():
@@ -212,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                     session.close()
                 else:
                     text = run_turn(runtime, key, message, option == "no-search")
-                ok = answered(text)
+                ok = answered(text, message)
                 out.write(json.dumps({"what": what, "option": option, "kind": kind,
                                       "message": message, "answered": ok,
                                       "reply": text}) + "\n")

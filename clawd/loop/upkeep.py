@@ -8,9 +8,10 @@ point. ``flush`` runs the silent memory-flush turn; ``compact`` summarises the o
 collaborators they are given (``parts``, the ``ModelCall``, the ``ToolRunner``), never the
 session. A provider error that is not about size (the server is down) stops either one with
 a ``ProviderError`` and leaves the history as it was: only a real overflow is summarised or,
-at worst, truncated. The flush's guards are the model profile's: a weak model's bare "Done"
-is asked again for the notes (``flush_retry``), and its silence is made up for with the
-user's own sentences (``flush_words``); a strong model's answer is taken as it is.
+at worst, truncated. The flush's steps run through the same loop as a user's turn
+(``steps.run_steps``), with the flush's guards from the model profile: a weak model's bare
+"Done" is asked again for the notes (``flush_retry``), and its silence is made up for with
+the user's own sentences (``flush_words``); a strong model's answer is taken as it is.
 """
 
 from __future__ import annotations
