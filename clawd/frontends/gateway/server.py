@@ -75,28 +75,39 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def run(app: Any, host: str, port: int, *, ready: Any = None) -> None:
-    """Serve ``app`` until SIGTERM or Ctrl-C; ``ready`` (a ``threading.Event``) is set
-    once the socket listens (tests, benchmarks)."""
+def run(app: Any, host: str, port: int) -> None:
+    """Serve ``app`` until SIGTERM or Ctrl-C."""
+    server(app, host, port).run()
+
+
+def server(app: Any, host: str, port: int) -> Any:
+    """A uvicorn server for ``app`` whose first SIGTERM or Ctrl-C also tells the ``Hub`` to
+    stop (no new turns; the grace period starts). ``ready`` is set once it listens, and
+    ``port`` says where (``port`` 0: an ephemeral one, for tests and benchmarks)."""
     import asyncio
+    import threading
 
     import uvicorn
 
     class Server(uvicorn.Server):
+        ready = threading.Event()
+        _loop: asyncio.AbstractEventLoop | None = None
+
         def handle_exit(self, sig: int, frame: Any) -> None:
-            hub = app.state.gateway.hub
-            loop = getattr(self, "_loop", None)
-            if loop is not None:  # no new turns from now on
-                loop.call_soon_threadsafe(hub.begin_stop)
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(app.state.gateway.hub.begin_stop)
             super().handle_exit(sig, frame)
 
         async def startup(self, sockets: Any = None) -> None:
             self._loop = asyncio.get_running_loop()
             await super().startup(sockets)
-            if ready is not None:
-                ready.set()
+            self.ready.set()
+
+        @property
+        def port(self) -> int:
+            return int(self.servers[0].sockets[0].getsockname()[1])
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                             access_log=False, lifespan="on",
                             timeout_graceful_shutdown=None)
-    Server(config).run()
+    return Server(config)
