@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from clawd.config.agents import own_workspace, resolve_agent
 from clawd.config.errors import describe
+from clawd.config.gateway import Gateway
 from clawd.config.schema import (
     DEFAULT_AGENT_ID,
     DEFAULT_IDLE_MINUTES,
@@ -79,8 +80,8 @@ __all__ = [
     "DEFAULT_AGENT_ID", "DEFAULT_FLUSH_PROMPT", "DEFAULT_FLUSH_SYSTEM", "DEFAULT_IDLE_MINUTES",
     "DEFAULT_MODEL", "AgentDefaults", "AgentEntry", "Agents", "Batch", "Bool", "Cache",
     "Chunking", "Compaction", "Config", "ContextPruning", "ExecTool", "Experimental", "Float",
-    "HardClear", "Hooks", "Hybrid", "Int", "Local", "MemoryFlush", "MemorySearch", "Model",
-    "ModelCost", "ModelInfo", "Models", "ProviderConfig", "Query", "Remote", "Reset",
+    "Gateway", "HardClear", "Hooks", "Hybrid", "Int", "Local", "MemoryFlush", "MemorySearch",
+    "Model", "ModelCost", "ModelInfo", "Models", "ProviderConfig", "Query", "Remote", "Reset",
     "Session", "SessionMemoryHook", "SoftTrim", "Store", "Sync", "ToolGlobs", "Tools",
     "VectorStore", "config_path", "load_config", "own_workspace", "parse_config",
     "parse_duration", "resolve_agent", "shareable_path", "state_dir",

@@ -1,4 +1,4 @@
-"""The whole ``clawd.json`` as pydantic models: agents, models, session and hooks.
+"""The whole ``clawd.json`` as pydantic models: agents, models, session, hooks and gateway.
 
 ``agents.defaults`` holds one agent's settings (the sections of ``config.sections``);
 ``agents.list[]`` entries name an agent and override any of those keys. ``Config`` is the
@@ -12,6 +12,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from clawd.config.gateway import Gateway
 from clawd.config.sections import (
     BaseUrl,
     Bool,
@@ -159,6 +160,7 @@ class Config(Model):
     models: Models = Models()
     session: Session = Session()
     hooks: Hooks = Hooks()
+    gateway: Gateway = Gateway()
 
     # where the file was read from: private, so not a key a config file could set
     _source: Path | None = PrivateAttr(None)

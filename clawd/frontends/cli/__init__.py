@@ -1,7 +1,8 @@
 """The command line: parses the flags, runs a command, turns errors into exit codes.
 
-``clawd init | chat | memory | sessions | models | doctor | history``; the runtime is built
-by the composition root (``frontends.compose``), a chat wired by ``cli.chat``. Only the
+``clawd init | chat | memory | sessions | models | doctor | history | serve``; the runtime is
+built by the composition root (``frontends.compose``), a chat wired by ``cli.chat`` (the
+gateway by ``frontends.gateway``). Only the
 front ends print, and only here do errors become exit codes: a ``ClawdError`` is one line
 on stderr (with ``chat --json``, an ``error`` event on stdout too) and exit code 1 (2 for
 usage and config errors).
@@ -124,11 +125,26 @@ def build_parser() -> _Parser:
             "version", metavar="FILE[@STAMP]", help="as listed, e.g. SOUL.md@20261123-024512 "
             "(FILE alone: its newest version)")
 
+    serve = command(sub, "serve", "run the HTTP gateway: the native API, server-sent events, "
+                    "and the OpenAI-compatible endpoint when enabled (docs/gateway.md)")
+    serve.add_argument("--host", metavar="H", help="address to listen on (default: "
+                       "gateway.bind, \"loopback\": 127.0.0.1)")
+    serve.add_argument("--port", type=_port, metavar="N",
+                       help="port (default: gateway.port, 18789)")
+
     models = command(sub, "models", "configured providers and models: window, key, price")
     models.add_argument("--json", action="store_true")
     command(sub, "doctor", "check the config, keys, model servers, embedder, index and "
             "workspace, one line each")
     return parser
+
+
+def _port(value: str) -> int:
+    number = int(value) if value.strip().isdigit() else -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, not "
+                                         f"{value!r}")
+    return number
 
 
 def _query(value: str) -> str:
@@ -195,7 +211,8 @@ def _main(argv: list[str] | None) -> int:
 
     handler = {"init": admin.cmd_init, "chat": cmd_chat, "memory": admin.cmd_memory,
                "sessions": sessions.cmd_sessions, "models": admin.cmd_models,
-               "doctor": admin.cmd_doctor, "history": backups.cmd_history}[args.command]
+               "doctor": admin.cmd_doctor, "history": backups.cmd_history,
+               "serve": _cmd_serve}[args.command]
     try:
         return handler(args)
     except ConfigError as exc:
@@ -223,6 +240,12 @@ def _failed(args: argparse.Namespace, exc: Exception, code: int) -> int:
 
 
 # --- commands -------------------------------------------------------------------------------
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from clawd.frontends.gateway.server import cmd_serve
+
+    return cmd_serve(args)
+
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from clawd.config import load_config

@@ -1,0 +1,83 @@
+"""The agents a gateway serves, each with its one ``Runtime`` (built when first used).
+
+``clawd serve`` serves every agent of the config, or only ``--agent``. A runtime is built by
+the composition root as ``clawd chat -m`` builds it (``exec`` only when
+``tools.exec.allowInScripts``: nobody is at a terminal to approve a command); tests hand in
+runtimes of their own. ``close`` closes each agent's memory index.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from clawd.config import Config
+from clawd.core.errors import ClawdError
+from clawd.loop.runtime import Runtime
+
+
+class UnknownAgent(ClawdError):
+    """A request named an agent this gateway does not serve."""
+
+
+class Agents:
+    """The served agents: ids, and a runtime per id made on first use."""
+
+    def __init__(self, config: Config, ids: list[str],
+                 build: Callable[[str], Runtime] | None = None):
+        self.config = config
+        self.ids = ids
+        self._build = build or (lambda agent: _build_runtime(config, agent))
+        self._runtimes: dict[str, Runtime] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of_config(cls, config: Config, only: str | None = None) -> Agents:
+        """Every agent of the config, or only ``only`` (an unknown id fails in one line)."""
+        from clawd.config import resolve_agent
+
+        if only is not None:
+            agent_id, _ = resolve_agent(config, only)
+            return cls(config, [agent_id])
+        return cls(config, config.agent_ids())
+
+    @classmethod
+    def of_runtimes(cls, runtimes: list[Runtime], config: Config | None = None) -> Agents:
+        """Agents over runtimes built elsewhere (tests, benchmarks)."""
+        agents = cls(config or runtimes[0].config, [rt.agent_id for rt in runtimes])
+        agents._runtimes = {rt.agent_id: rt for rt in runtimes}
+        return agents
+
+    @property
+    def default(self) -> str:
+        configured = self.config.default_agent_id()
+        return configured if configured in self.ids else self.ids[0]
+
+    def find(self, name: str | None) -> str:
+        """The id of the agent ``name`` (any case; None: the default one)."""
+        if name is None:
+            return self.default
+        for agent_id in self.ids:
+            if agent_id.lower() == name.strip().lower():
+                return agent_id
+        raise UnknownAgent(f"unknown agent {name!r}; this gateway serves "
+                           f"{', '.join(self.ids)}")
+
+    def runtime(self, agent_id: str) -> Runtime:
+        with self._lock:
+            found = self._runtimes.get(agent_id)
+            if found is None:
+                found = self._runtimes[agent_id] = self._build(agent_id)
+            return found
+
+    def close(self) -> None:
+        with self._lock:
+            for runtime in self._runtimes.values():
+                if runtime.memory is not None:
+                    runtime.memory.close()
+
+
+def _build_runtime(config: Config, agent_id: str) -> Runtime:
+    from clawd.frontends.compose import build_runtime
+
+    return build_runtime(config, agent_id)

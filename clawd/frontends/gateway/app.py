@@ -1,0 +1,72 @@
+"""The ASGI application of ``clawd serve``: routes, the guard, CORS when configured, and the
+lifespan that builds each served agent's runtime and stops the ``Hub`` cleanly.
+
+``create_app`` is what ``server`` runs on uvicorn and what tests drive in-process; the
+OpenAI-compatible routes are mounted only with
+``gateway.http.endpoints.chatCompletions.enabled``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from clawd.config import Config
+from clawd.frontends.gateway.agents import Agents
+from clawd.frontends.gateway.common import GatewayState
+from clawd.frontends.gateway.guard import Guard
+from clawd.frontends.gateway.hub import Hub
+from clawd.frontends.gateway.policy import FailedAuth, Tokens
+
+ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID",
+                   "X-Clawd-Session-Key"]
+
+
+def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
+    """The gateway over ``agents``; ``token``: the unscoped bearer token (config or
+    environment), besides ``gateway.auth.tokens``."""
+    from clawd.frontends.gateway import native, openai_compat, openapi
+
+    gateway = config.gateway
+    hub = Hub(agents, max_queued=gateway.max_queued_per_session,
+              idle_seconds=gateway.idle_session_seconds,
+              grace_seconds=gateway.shutdown_grace_seconds)
+    routes = list(native.ROUTES)
+    compatible = gateway.http.endpoints.chat_completions.enabled
+    if compatible:
+        routes += openai_compat.ROUTES
+
+    async def openapi_json(request: Request) -> Response:
+        return JSONResponse(openapi.document(compatible))
+
+    routes.append(Route("/openapi.json", openapi_json))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        for agent_id in agents.ids:  # built now, off the loop: no request waits on one
+            await run_in_threadpool(agents.runtime, agent_id)
+        try:
+            yield
+        finally:
+            await hub.stop()
+
+    middleware = []
+    if gateway.cors.origins:
+        middleware.append(Middleware(CORSMiddleware, allow_origins=gateway.cors.origins,
+                                     allow_methods=["GET", "POST", "PUT"],
+                                     allow_headers=ALLOWED_HEADERS,
+                                     expose_headers=["X-Clawd-Turn-Id", "Retry-After"]))
+    middleware.append(Middleware(Guard, gateway=gateway,
+                                 tokens=Tokens.of(gateway, token),
+                                 failed=FailedAuth(gateway.auth.rate_limit)))
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.gateway = GatewayState(config, agents, hub)
+    return app

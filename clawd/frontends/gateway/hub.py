@@ -1,0 +1,277 @@
+"""One writer per session across every client: a queue per session, turns on worker threads.
+
+Every message or command for a session becomes a ``Turn`` in that session's queue
+(``Slot``); the slot runs its turns one at a time, each on a worker thread driving the
+session's ``Chat.handle`` (the REPL's entry point: the same commands, flush, hooks and
+rules), and its events go to the turn's ``Feed`` on the event loop. Different sessions run
+at the same time. A queue holds at most ``gateway.maxQueuedPerSession`` waiting turns;
+past that ``submit`` raises ``QueueFull`` with a time to retry after. A send with an
+idempotency key already seen returns the turn it started (never a second run).
+
+A turn belongs to no connection: a client that goes away leaves it running, and its reply
+is in the history (and in the feed) when the client comes back. ``abort`` stops a
+session's running turn as Ctrl-C does (``Session.cancel`` for a reply streaming in, the
+same interrupt thrown into the turn at its next event otherwise): the partial reply is
+kept, marked interrupted. A slot holds its ``Chat`` (and so the session's lock, which the
+CLI honours) while turns come, and lets it go after ``gateway.idleSessionSeconds``.
+``stop`` (SIGTERM) refuses new turns, lets running ones go on for
+``gateway.shutdownGraceSeconds``, then stops them as Ctrl-C does; queued turns are not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawd.core import events as ev
+from clawd.core.errors import ClawdError
+from clawd.frontends.commands import Chat
+from clawd.frontends.gateway.agents import Agents
+from clawd.frontends.gateway.feed import Feed
+from clawd.frontends.render import drive, event_json
+
+log = logging.getLogger(__name__)
+
+MAX_THREADS = 64  # turns running at once, over all sessions
+IDEMPOTENCY_KEYS = 1000  # sends remembered for their idempotency key
+# where the Ctrl-C of an abort may be thrown into a turn: the points inside its steps
+INTERRUPTIBLE = (ev.TextDelta, ev.ToolStarted, ev.ToolFinished, ev.Waiting, ev.Recalled,
+                 ev.Flushed, ev.Compacted)
+
+
+class QueueFull(ClawdError):
+    def __init__(self, key: str, retry_after: int):
+        super().__init__(f"session {key} already has the most turns waiting; try again in "
+                         f"{retry_after} s")
+        self.retry_after = retry_after
+
+
+class Stopping(ClawdError):
+    """The gateway is shutting down and takes no new turns."""
+
+
+class IdempotencyConflict(ClawdError):
+    """An idempotency key came back with a different message."""
+
+
+@dataclass(eq=False)
+class Turn:
+    """One message or command sent to a session, and what it produced."""
+
+    id: str
+    agent_id: str
+    key: str
+    text: str
+    feed: Feed = field(default_factory=Feed)
+    state: str = "queued"  # queued | running | done
+    abort: bool = False
+    interrupted: bool = False  # the abort's interrupt has been delivered
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key,
+                "state": self.state}
+
+
+@dataclass(eq=False)
+class Slot:
+    """One session's queue and, while it is in use, its open ``Chat``."""
+
+    agent_id: str
+    key: str
+    queue: deque[Turn] = field(default_factory=deque)
+    running: Turn | None = None
+    chat: Chat | None = None
+    worker: asyncio.Task[None] | None = None
+    idle_timer: asyncio.TimerHandle | None = None
+    seconds_per_turn: float = 5.0  # a moving average, for Retry-After
+
+
+class Hub:
+    """Every session the gateway has touched (see the module docstring)."""
+
+    def __init__(self, agents: Agents, *, max_queued: int = 8, idle_seconds: float = 60,
+                 grace_seconds: float = 10, new_id: Callable[[], str] | None = None):
+        from clawd.core.messages import new_id as make_id
+
+        self.agents = agents
+        self.max_queued, self.idle_seconds, self.grace = max_queued, idle_seconds, grace_seconds
+        self.new_id = new_id or make_id
+        self.slots: dict[tuple[str, str], Slot] = {}
+        self.turns: OrderedDict[str, Turn] = OrderedDict()  # by id, recent ones
+        self.sent: OrderedDict[tuple[str, str, str], Turn] = OrderedDict()  # idempotency
+        self.pool = ThreadPoolExecutor(MAX_THREADS, thread_name_prefix="clawd-turn")
+        self.stopping = False
+
+    # --- sending ----------------------------------------------------------------------------
+
+    def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None
+               ) -> tuple[Turn, bool]:
+        """Queue ``text`` (a message or a /command) for the session; the turn and whether
+        it is new (False: a retried send, the turn it started the first time)."""
+        if idempotency:
+            seen = self.sent.get((agent_id, key, idempotency))
+            if seen is not None:
+                if seen.text != text:
+                    raise IdempotencyConflict(
+                        f"the idempotency key {idempotency!r} was used for another message "
+                        f"to {key}; use a new key for a new message")
+                return seen, False
+        if self.stopping:
+            raise Stopping("the gateway is shutting down; the message was not sent")
+        slot = self.slots.get((agent_id, key))
+        if slot is None:
+            slot = self.slots[(agent_id, key)] = Slot(agent_id, key)
+        waiting = len(slot.queue) + (1 if slot.running is not None else 0)
+        if waiting > self.max_queued:
+            raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
+        turn = Turn(self.new_id(), agent_id, key, text)
+        self._remember(turn, idempotency)
+        slot.queue.append(turn)
+        if slot.idle_timer is not None:
+            slot.idle_timer.cancel()
+            slot.idle_timer = None
+        if slot.worker is None or slot.worker.done():
+            slot.worker = asyncio.get_running_loop().create_task(self._drain(slot))
+        return turn, True
+
+    def _remember(self, turn: Turn, idempotency: str | None) -> None:
+        self.turns[turn.id] = turn
+        if idempotency:
+            self.sent[(turn.agent_id, turn.key, idempotency)] = turn
+        for table in (self.turns, self.sent):
+            while len(table) > IDEMPOTENCY_KEYS:
+                oldest = next(iter(table.values()))
+                if oldest.state != "done":
+                    break
+                table.popitem(last=False)
+
+    def turn(self, turn_id: str) -> Turn | None:
+        return self.turns.get(turn_id)
+
+    def busy(self, agent_id: str, key: str) -> dict[str, Any]:
+        """The session's running turn and how many wait behind it."""
+        slot = self.slots.get((agent_id, key))
+        running = slot.running.id if slot is not None and slot.running else None
+        return {"running": running, "queued": len(slot.queue) if slot else 0}
+
+    def abort(self, agent_id: str, key: str) -> Turn | None:
+        """Stop the session's running turn as Ctrl-C does; the turn, or None if none ran."""
+        slot = self.slots.get((agent_id, key))
+        if slot is None or slot.running is None:
+            return None
+        self._interrupt(slot, slot.running)
+        return slot.running
+
+    @staticmethod
+    def _interrupt(slot: Slot, turn: Turn) -> None:
+        turn.abort = True
+        if slot.chat is not None:
+            slot.chat.session.cancel()
+
+    # --- running ----------------------------------------------------------------------------
+
+    async def _drain(self, slot: Slot) -> None:
+        loop = asyncio.get_running_loop()
+        while slot.queue:
+            turn = slot.queue.popleft()
+            if self.stopping:
+                self._not_run(turn, "the gateway is shutting down; the message was not sent")
+                continue
+            slot.running, turn.state = turn, "running"
+            started = time.monotonic()
+            try:
+                await loop.run_in_executor(self.pool, self._run, slot, turn, loop)
+            except Exception as exc:  # noqa: BLE001 - a bug must not stop the session's queue
+                log.warning("turn %s failed: %s: %s", turn.id, type(exc).__name__, exc)
+                turn.feed.push({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
+            finally:
+                slot.running, turn.state = None, "done"
+                turn.feed.close()
+            took = time.monotonic() - started
+            slot.seconds_per_turn = 0.7 * slot.seconds_per_turn + 0.3 * took
+        if not self.stopping and self.idle_seconds >= 0:
+            slot.idle_timer = loop.call_later(self.idle_seconds, self._let_go, slot)
+
+    def _not_run(self, turn: Turn, why: str) -> None:
+        turn.feed.push({"type": "error", "message": why})
+        turn.feed.push(event_json(ev.TurnDone("", failed=True, session_key=turn.key))[0])
+        turn.state = "done"
+        turn.feed.close()
+
+    def _run(self, slot: Slot, turn: Turn, loop: asyncio.AbstractEventLoop) -> None:
+        """On a worker thread: open the session if needed and run the turn through
+        ``Chat.handle``, handing each event line to the feed on the loop."""
+        def push(line: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(turn.feed.push, line)
+
+        if slot.chat is None:
+            try:
+                runtime = self.agents.runtime(slot.agent_id)
+                slot.chat = Chat(runtime, slot.key)
+            except ClawdError as exc:
+                push({"type": "error", "message": str(exc)})
+                push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])
+                return
+        def render(event: Any) -> bool:
+            for line in event_json(event, deltas=True):
+                push(line)
+            if turn.abort and not turn.interrupted and isinstance(event, INTERRUPTIBLE):
+                turn.interrupted = True
+                raise KeyboardInterrupt  # thrown into the turn where it paused (``drive``)
+            if isinstance(event, ev.TurnDone):
+                turn.interrupted = True  # the turn has ended: nothing more to stop
+            return False
+
+        drive(slot.chat.handle(turn.text), render)
+
+    def _let_go(self, slot: Slot) -> None:
+        """Close an idle session (its lock goes back to the CLI); forget an empty slot."""
+        slot.idle_timer = None
+        if slot.queue or slot.running is not None:
+            return
+        chat, slot.chat = slot.chat, None
+        if chat is not None:
+            chat.session.close()
+        self.slots.pop((slot.agent_id, slot.key), None)
+
+    # --- stopping ---------------------------------------------------------------------------
+
+    def begin_stop(self) -> None:
+        """SIGTERM: take no new turns; queued ones are answered "not sent"; running ones
+        are stopped as Ctrl-C does once the grace period is over."""
+        if self.stopping:
+            return
+        self.stopping = True
+        for slot in self.slots.values():
+            while slot.queue:
+                self._not_run(slot.queue.popleft(), "the gateway is shutting down; the "
+                              "message was not sent")
+        asyncio.get_running_loop().call_later(self.grace, self._interrupt_all)
+
+    def _interrupt_all(self) -> None:
+        for slot in self.slots.values():
+            if slot.running is not None:
+                self._interrupt(slot, slot.running)
+
+    async def stop(self) -> None:
+        """Stop: running turns get the grace period, then Ctrl-C; every session is closed
+        (each transcript line is written before its event is sent, so nothing is lost)."""
+        self.begin_stop()
+        workers = [s.worker for s in self.slots.values() if s.worker and not s.worker.done()]
+        if workers:
+            await asyncio.wait(workers)  # the grace period's timer stops them in time
+        for slot in list(self.slots.values()):
+            if slot.idle_timer is not None:
+                slot.idle_timer.cancel()
+            if slot.chat is not None:
+                slot.chat.session.close()
+                slot.chat = None
+        self.slots.clear()
+        self.pool.shutdown(wait=True)
+        self.agents.close()

@@ -1,0 +1,222 @@
+"""The native API's routes (docs/gateway.md): agents, sessions, history, sending, aborting,
+re-attaching to a turn, memory search and workspace files.
+
+Sending a message (or a ``/command``: the REPL's registry, through ``Chat.handle``) queues
+a turn in the session's ``Hub`` slot and answers with its events as server-sent events,
+each the JSON object ``clawd chat --json --stream`` prints; with ``Accept:
+application/json`` the events come as one JSON array when the turn ends. Blocking work
+(reading transcripts, files, the index) runs on a thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from clawd import __version__
+from clawd.core.errors import ClawdError
+from clawd.frontends.commands import ESCAPE, REGISTRY
+from clawd.frontends.gateway import history, workspace
+from clawd.frontends.gateway.common import (
+    BadRequest,
+    agent_of,
+    allowed,
+    failure,
+    json_body,
+    ok,
+    session_of,
+    state,
+)
+from clawd.frontends.gateway.feed import sse
+from clawd.frontends.gateway.hub import Turn
+
+DEFAULT_PAGE = 50
+
+
+async def health(request: Request) -> Response:
+    return ok({"ok": True, "version": __version__})
+
+
+async def list_agents(request: Request) -> Response:
+    gw = state(request)
+    found = []
+    for agent_id in gw.agents.ids:
+        if allowed(request, agent_id):
+            settings = gw.agents.runtime(agent_id).settings
+            found.append({"id": agent_id, "model": settings.model,
+                          "default": agent_id == gw.agents.default})
+    return ok({"agents": found})
+
+
+async def list_commands(request: Request) -> Response:
+    return ok({"commands": [{"name": c.name, "usage": c.usage, "help": c.help,
+                             "subcommands": list(c.subcommands)} for c in REGISTRY.values()],
+               "escape": ESCAPE})
+
+
+async def list_sessions(request: Request) -> Response:
+    from clawd.frontends.cli.sessions import rows
+
+    try:
+        agent_id = agent_of(request, request.query_params.get("agent"))
+    except ClawdError as exc:
+        return failure(exc)
+    gw = state(request)
+    runtime = gw.agents.runtime(agent_id)
+    ended = request.query_params.get("all", "").lower() in ("1", "true", "yes")
+    found = await run_in_threadpool(rows, runtime.store, ended=ended)  # type: ignore[arg-type]
+    out = []
+    for row in found:
+        item = row.to_json()
+        if row.key:
+            item["busy"] = gw.hub.busy(agent_id, row.key)
+        out.append(item)
+    return ok({"agent": agent_id, "sessions": out})
+
+
+async def session_history(request: Request) -> Response:
+    try:
+        agent_id, key = session_of(request, request.path_params["key"],
+                                   request.query_params.get("agent"))
+        before = _int(request.query_params.get("before"), "before")
+        limit = _int(request.query_params.get("limit"), "limit") or DEFAULT_PAGE
+    except ClawdError as exc:
+        return failure(exc)
+    runtime = state(request).agents.runtime(agent_id)
+    entry = runtime.store.get(key) or {}
+    path = entry.get("sessionFile")
+    found = await run_in_threadpool(history.read_items, Path(str(path))) if path else []
+    return ok({"agent": agent_id, "sessionKey": key, "sessionId": entry.get("sessionId"),
+               **history.page(found, before, limit),
+               "busy": state(request).hub.busy(agent_id, key)})
+
+
+async def send_message(request: Request) -> Response:
+    try:
+        agent_id, key = session_of(request, request.path_params["key"],
+                                   request.query_params.get("agent"))
+        body = await json_body(request)
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise BadRequest("the message is empty: send {\"text\": \"...\"}")
+        idempotency = request.headers.get("idempotency-key") or body.get("idempotencyKey")
+        if idempotency is not None and not isinstance(idempotency, str):
+            raise BadRequest("idempotencyKey must be a string")
+        turn, new = state(request).hub.submit(agent_id, key, text, idempotency)
+    except ClawdError as exc:
+        return failure(exc)
+    headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": key}
+    if not new:
+        headers["X-Clawd-Replayed"] = "true"
+    return await _events(request, turn, -1, headers)
+
+
+async def turn_events(request: Request) -> Response:
+    """Follow a turn again (after a disconnect): the events after ``Last-Event-ID``."""
+    turn = state(request).hub.turn(request.path_params["turn"])
+    if turn is None or not allowed(request, turn.agent_id):
+        return failure(workspace.NotFound(f"no turn {request.path_params['turn']} (turns are "
+                                         f"remembered while the gateway runs)"))
+    try:
+        after = _int(request.headers.get("last-event-id")
+                     or request.query_params.get("after"), "Last-Event-ID")
+    except ClawdError as exc:
+        return failure(exc)
+    return await _events(request, turn, -1 if after is None else after,
+                         {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": turn.key})
+
+
+async def _events(request: Request, turn: Turn, after: int, headers: dict[str, str]
+                  ) -> Response:
+    if "application/json" in request.headers.get("accept", "") and \
+            "text/event-stream" not in request.headers.get("accept", ""):
+        lines = [line async for _, line in turn.feed.follow(after)]
+        return ok({"turn": turn.to_json(), "events": [line for line in lines
+                                                      if line.get("type") != "delta"]})
+
+    async def stream():
+        async for number, line in turn.feed.follow(after):
+            yield sse(number, line)
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={**headers, "Cache-Control": "no-store",
+                                      "X-Accel-Buffering": "no"})
+
+
+async def abort(request: Request) -> Response:
+    try:
+        agent_id, key = session_of(request, request.path_params["key"],
+                                   request.query_params.get("agent"))
+    except ClawdError as exc:
+        return failure(exc)
+    turn = state(request).hub.abort(agent_id, key)
+    return ok({"aborted": turn is not None, "turn": turn.to_json() if turn else None})
+
+
+async def memory_search(request: Request) -> Response:
+    params = request.query_params
+    try:
+        agent_id, key = session_of(request, params.get("sessionKey"), params.get("agent"))
+        limit = _int(params.get("maxResults"), "maxResults")
+        runtime = state(request).agents.runtime(agent_id)
+        found = await run_in_threadpool(workspace.search, runtime, key, params.get("q", ""),
+                                        limit)
+    except ClawdError as exc:
+        return failure(exc)
+    return ok({"sessionKey": key, **found})
+
+
+async def read_file(request: Request) -> Response:
+    params = request.query_params
+    try:
+        agent_id, key = session_of(request, params.get("sessionKey"), params.get("agent"))
+        runtime = state(request).agents.runtime(agent_id)
+        found = await run_in_threadpool(workspace.read_file, runtime, key,
+                                        request.path_params["path"])
+    except ClawdError as exc:
+        return failure(exc)
+    return ok(found)
+
+
+async def write_file(request: Request) -> Response:
+    params = request.query_params
+    try:
+        body = await json_body(request)
+        agent_id, key = session_of(request, body.get("sessionKey") or params.get("sessionKey"),
+                                   body.get("agent") or params.get("agent"))
+        content, append = body.get("content"), body.get("append", False)
+        if not isinstance(content, str) or not isinstance(append, bool):
+            raise BadRequest("send {\"content\": \"...\", \"append\": false}")
+        runtime = state(request).agents.runtime(agent_id)
+        said = await run_in_threadpool(workspace.write_file, runtime, key,
+                                       request.path_params["path"], content, append)
+    except ClawdError as exc:
+        return failure(exc)
+    return ok(said)
+
+
+def _int(value: str | None, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if not value.strip().isdigit():
+        raise BadRequest(f"{name} must be a whole number, not {value!r}")
+    return int(value)
+
+
+ROUTES = [
+    Route("/health", health),
+    Route("/api/agents", list_agents),
+    Route("/api/commands", list_commands),
+    Route("/api/sessions", list_sessions),
+    Route("/api/sessions/{key}/history", session_history),
+    Route("/api/sessions/{key}/messages", send_message, methods=["POST"]),
+    Route("/api/sessions/{key}/abort", abort, methods=["POST"]),
+    Route("/api/turns/{turn}/events", turn_events),
+    Route("/api/memory/search", memory_search),
+    Route("/api/files/{path:path}", read_file, methods=["GET"]),
+    Route("/api/files/{path:path}", write_file, methods=["PUT"]),
+]

@@ -1,0 +1,181 @@
+"""Who may call the gateway, and from where: pure checks, no I/O.
+
+``bind_host`` turns ``gateway.bind`` into an address and ``check_bind`` refuses to listen
+beyond loopback without a token; ``Tokens`` answers which agents a bearer token reaches
+(compared with ``hmac.compare_digest``, never logged); ``host_allowed`` refuses a ``Host``
+header naming a DNS name the gateway was not told about (DNS rebinding); ``origin_allowed``
+lets a state-changing request from a browser through only from the gateway's own origin or
+a configured one; ``FailedAuth`` counts failed authentications per client address
+(``gateway.auth.rateLimit``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from clawd.config.gateway import Gateway, RateLimit
+from clawd.core.errors import ConfigError
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+ENV_TOKEN = "CLAWD_GATEWAY_TOKEN"
+
+
+def bind_host(gateway: Gateway, host: str | None = None) -> str:
+    """The address to listen on: ``--host``, else ``gateway.bind`` ("loopback": 127.0.0.1)."""
+    chosen = (host or gateway.bind).strip()
+    return "127.0.0.1" if chosen.lower() == "loopback" else chosen
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, gateway: Gateway, token: str | None) -> None:
+    """Refuse, in one line, to listen beyond loopback without a configured token."""
+    if is_loopback(host):
+        return
+    if gateway.auth.mode == "none":
+        raise ConfigError(f"gateway.auth.mode is \"none\": clawd serve listens on loopback "
+                          f"only without a token, not on {host}; set gateway.auth.token (or "
+                          f"{ENV_TOKEN}) and mode \"token\"")
+    if not token and not gateway.auth.tokens:
+        raise ConfigError(f"clawd serve needs a token to listen on {host} (beyond this "
+                          f"machine): set gateway.auth.token or {ENV_TOKEN}")
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The bearer tokens the gateway accepts and the agents each reaches (None: all)."""
+
+    entries: tuple[tuple[bytes, frozenset[str] | None], ...] = ()
+    required: bool = True
+
+    @classmethod
+    def of(cls, gateway: Gateway, token: str | None) -> Tokens:
+        """``token``: the unscoped one (``gateway.auth.token`` or the environment)."""
+        entries: list[tuple[bytes, frozenset[str] | None]] = []
+        if token:
+            entries.append((token.encode(), None))
+        for scoped in gateway.auth.tokens:
+            entries.append((scoped.token.encode(),
+                            frozenset(agent.lower() for agent in scoped.agents)))
+        return cls(tuple(entries), gateway.auth.mode == "token")
+
+    def agents(self, header: str | None) -> frozenset[str] | None | bool:
+        """What the ``Authorization`` header reaches: ``None`` every agent, a set some of
+        them, ``False`` nothing (missing or wrong). Every token is compared, in constant
+        time, so the time taken says nothing about which one came close."""
+        if not self.required:
+            return None
+        given = bearer(header)
+        if given is None:
+            return False
+        found: frozenset[str] | None | bool = False
+        for secret, agents in self.entries:
+            if hmac.compare_digest(secret, given) and found is False:
+                found = agents
+        return found
+
+
+def bearer(header: str | None) -> bytes | None:
+    """The token of an ``Authorization: Bearer TOKEN`` header."""
+    if not header:
+        return None
+    scheme, _, value = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip().encode("utf-8", "replace")
+
+
+def host_name(header: str) -> str:
+    """The name in a ``Host`` header, without its port (``[::1]:8080`` is ``::1``)."""
+    text = header.strip().lower()
+    if text.startswith("["):
+        return text[1:].partition("]")[0]
+    if text.count(":") == 1:
+        return text.partition(":")[0]
+    return text
+
+
+def host_allowed(header: str | None, allowed: Iterable[str]) -> bool:
+    """Whether a request's ``Host`` is one the gateway serves: an IP address (no DNS name
+    to rebind), localhost, or a name in ``gateway.allowedHosts``."""
+    if not header:
+        return False
+    name = host_name(header)
+    if not name:
+        return False
+    if name in LOOPBACK_NAMES or name in set(allowed):
+        return True
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return False
+
+
+def origin_allowed(method: str, origin: str | None, host: str | None, scheme: str,
+                   extra: Iterable[str]) -> bool:
+    """Whether a request may change state given its ``Origin``: requests that do not change
+    state, and clients that send no ``Origin`` (not a browser), pass; a browser's must be
+    the gateway's own origin (the scheme and ``Host`` it was reached at) or a configured
+    one (``gateway.cors.origins``)."""
+    if method.upper() not in STATE_CHANGING or origin is None:
+        return True
+    given = origin.strip().rstrip("/").lower()
+    own = f"{scheme}://{(host or '').strip().lower()}"
+    return given == own or given in set(extra)
+
+
+@dataclass
+class FailedAuth:
+    """Failed authentications per client address, within ``windowSeconds``; past
+    ``maxAttempts`` the address is refused for ``lockoutSeconds``. Bounded: the oldest
+    addresses are forgotten past ``MAX_CLIENTS``."""
+
+    limit: RateLimit
+    clock: Callable[[], float] = time.monotonic
+    failures: dict[str, list[float]] = field(default_factory=dict)
+    locked: dict[str, float] = field(default_factory=dict)
+
+    MAX_CLIENTS = 10_000
+
+    def retry_after(self, client: str) -> int | None:
+        """Seconds until ``client`` may try again, or None when it may now."""
+        until = self.locked.get(client)
+        if until is None:
+            return None
+        left = until - self.clock()
+        if left <= 0:
+            del self.locked[client]
+            return None
+        return max(1, round(left + 0.5))
+
+    def failed(self, client: str) -> int | None:
+        """Count a failure; the seconds of the lockout it starts, if it starts one."""
+        now = self.clock()
+        recent = [t for t in self.failures.get(client, []) if now - t < self.limit.window_seconds]
+        recent.append(now)
+        if len(recent) >= self.limit.max_attempts:
+            self.failures.pop(client, None)
+            self.locked[client] = now + self.limit.lockout_seconds
+            return max(1, round(self.limit.lockout_seconds))
+        self.failures[client] = recent
+        while len(self.failures) > self.MAX_CLIENTS:
+            self.failures.pop(next(iter(self.failures)))
+        return None
+
+    def succeeded(self, client: str) -> None:
+        self.failures.pop(client, None)

@@ -1,0 +1,100 @@
+"""Workspace files and memory search for the native API, under the tools' own rules.
+
+Each request names a session key, and gets exactly the reach the model has in that session
+(``context.access``): a path outside the workspace is refused (``workspace.files.resolve``);
+a group or channel key never reads MEMORY.md or other private notes; ``workspaceAccess``
+``ro`` refuses writes and ``none`` refuses everything. Writing goes through the ``write``
+tool itself (daily logs append-only, earlier versions of MEMORY.md and the bootstrap files
+kept, ``.clawd/`` untouchable) and searching through ``memory_search`` (a group key sees
+only shareable notes). Errors are ``ClawdError``s with the tools' one-line messages.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from clawd.context.access import MEMORY_TOOLS, Access
+from clawd.core.errors import ClawdError, ToolError
+from clawd.loop.runtime import Runtime
+from clawd.tools.base import ToolContext
+from clawd.tools.files import write
+from clawd.tools.memory import visible_search
+from clawd.workspace.files import relative, resolve
+
+MAX_READ_BYTES = 2_000_000
+
+
+class Refused(ClawdError):
+    """The session may not do this (HTTP 403)."""
+
+
+class NotFound(ClawdError):
+    """No such file (HTTP 404)."""
+
+
+def context(runtime: Runtime, key: str) -> ToolContext:
+    """What a tool call in session ``key`` would get."""
+    access = Access.of(key, runtime.settings, runtime.workspace)
+    return ToolContext(runtime.workspace, runtime.settings, memory=runtime.memory,
+                       today=lambda: runtime.clock().date(), access=access)
+
+
+def read_file(runtime: Runtime, key: str, path: str) -> dict[str, Any]:
+    """A workspace file's text (or a folder's entries) as session ``key`` may read it."""
+    ctx = context(runtime, key)
+    if not ctx.access.workspace_files:
+        raise Refused("this agent has no workspace access (workspaceAccess: \"none\")")
+    target = resolve(ctx.workspace, path)
+    rel = relative(ctx.workspace, target)
+    try:
+        ctx.access.check_read(rel)
+    except ToolError as exc:
+        raise Refused(str(exc)) from None
+    if target.is_dir():
+        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir())
+        return {"path": rel, "type": "directory", "entries": entries}
+    try:
+        size = target.stat().st_size
+        if size > MAX_READ_BYTES:
+            raise ClawdError(f"{rel} is {size:,} bytes; files up to {MAX_READ_BYTES:,} bytes "
+                             f"are read here")
+        data = target.read_bytes()
+    except FileNotFoundError:
+        raise NotFound(f"file not found: {rel}") from None
+    except OSError as exc:
+        raise ClawdError(f"cannot read {rel}: {exc.strerror}") from None
+    if b"\x00" in data[:8192]:
+        raise ClawdError(f"{rel} is a binary file ({len(data)} bytes)")
+    return {"path": rel, "type": "file", "content": data.decode("utf-8", errors="replace")}
+
+
+def write_file(runtime: Runtime, key: str, path: str, content: str, append: bool
+               ) -> dict[str, Any]:
+    """Write (or append to) a workspace file as the ``write`` tool would in session
+    ``key``; what the tool said."""
+    ctx = context(runtime, key)
+    if not ctx.access.workspace_files:
+        raise Refused("this agent has no workspace access (workspaceAccess: \"none\")")
+    try:
+        said = write.run({"path": path, "content": content, "append": append}, ctx)
+    except ToolError as exc:
+        raise Refused(str(exc)) from None
+    if runtime.memory is not None:
+        runtime.memory.mark_dirty()
+    return {"path": relative(ctx.workspace, resolve(ctx.workspace, path)), "result": said}
+
+
+def search(runtime: Runtime, key: str, query: str, max_results: int | None
+           ) -> dict[str, Any]:
+    """``memory_search`` as session ``key`` sees it."""
+    ctx = context(runtime, key)
+    if ctx.memory is None:
+        raise Refused("memory search is off for this agent (memorySearch.enabled)")
+    if MEMORY_TOOLS & ctx.access.withheld():
+        raise Refused(f"session {key} is not offered memory search (a group or channel "
+                      f"session with no memorySearch.shareablePaths, or no workspace access)")
+    if not query.strip():
+        raise ClawdError("the query is empty")
+    ctx.memory.catch_up(2.0)  # a note just written is found
+    return json.loads(json.dumps(visible_search(ctx.memory, ctx.access, query, max_results)))

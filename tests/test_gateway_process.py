@@ -1,0 +1,99 @@
+"""``clawd serve`` as a real process over the stand-in model server: SIGTERM in the middle of
+a turn ends it cleanly (the turn finished within the grace period, or stopped as Ctrl-C
+stops it) and every transcript line is there."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fakeserver import Response, openai_chunks
+
+pytestmark = pytest.mark.slow  # starts processes
+
+TOKEN = "process-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+WORDS = "one two three four five six seven eight nine ten "
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _slow_reply(request) -> Response:
+    def body():
+        for chunk in openai_chunks(WORDS, chunk=4):
+            time.sleep(0.08)
+            yield chunk
+    return Response(200, body(), {"content-type": "text/event-stream"})
+
+
+def _serve(home: Path, grace: float) -> tuple[subprocess.Popen, str]:
+    config_path = home / ".clawd" / "clawd.json"
+    config = json.loads(config_path.read_text())
+    port = _free_port()
+    config["gateway"] = {"port": port, "shutdownGraceSeconds": grace}
+    config_path.write_text(json.dumps(config))
+    env = {**os.environ, "CLAWD_GATEWAY_TOKEN": TOKEN}
+    child = subprocess.Popen([sys.executable, "-m", "clawd", "serve"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return child, url
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    child.kill()
+    raise AssertionError(f"clawd serve did not start: {child.communicate()}")
+
+
+@pytest.mark.parametrize("grace, finished", [(30, True), (0, False)])
+def test_sigterm_mid_turn_loses_no_transcript_line(isolated_home, local_config, local_server,
+                                                   grace, finished):
+    local_server.default("POST", "/v1/chat/completions", _slow_reply)
+    child, url = _serve(isolated_home, grace)
+    try:
+        seen: list[dict] = []
+        with httpx.stream("POST", f"{url}/api/sessions/main/messages", headers=AUTH,
+                          json={"text": "count to ten"}, timeout=20) as response:
+            assert response.status_code == 200
+            for line in response.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                seen.append(json.loads(line[6:]))
+                if len(seen) == 2:  # words are arriving: stop the server
+                    child.send_signal(signal.SIGTERM)
+        # uvicorn stops cleanly, then lets the signal end the process as it would have
+        assert child.wait(20) in (0, -signal.SIGTERM)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    out, err = child.communicate()
+    assert "Traceback" not in err
+    streamed = "".join(e["text"] for e in seen if e["type"] == "delta")
+    done = seen[-1]
+    assert done["type"] == "done" and done["interrupted"] is not finished
+    sessions = isolated_home / ".clawd" / "agents" / "main" / "sessions"
+    entry = json.loads((sessions / "sessions.json").read_text())["agent:main:main"]
+    lines = [json.loads(line) for line in Path(entry["sessionFile"]).read_text().splitlines()]
+    messages = [line for line in lines if line.get("type") == "message"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[0]["content"][0]["text"] == "count to ten"
+    kept = messages[1]["content"][0]["text"]
+    if finished:
+        assert kept == streamed == WORDS
+    else:
+        assert messages[1].get("aborted") is True
+        assert kept == streamed and 0 < len(kept) < len(WORDS)
