@@ -56,7 +56,8 @@ MESSAGES = [
 NO_ANSWER = re.compile(
     r"can(?:no|')t (?:assist|help)|unable to (?:assist|help|find)|"
     r"no (?:relevant |matching |such |specific )?(?:information|notes?|results?|records?|"
-    r"memor(?:y|ies)|entries|data)\b|nothing (?:matches|matched|was found|found|relevant)|"
+    r"memor(?:y|ies)|entries|data)\b|"
+    r"nothing (?:matches|matched|was found|found|relevant)|found nothing|"
     r"(?:could|did|do|ca)n[o']?t find|cannot find|unable to provide|not find any|"
     r"(?:don't|do not|doesn't) (?:have|contain) "
     r"(?:enough |any )?(?:information|record|details|notes)|no (?:entry|entries|mention)",

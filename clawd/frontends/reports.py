@@ -16,6 +16,7 @@ from clawd.sessions.transcript import History
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 
 if TYPE_CHECKING:
+    from clawd.loop.consolidate import Report
     from clawd.loop.session import Session
 
 
@@ -190,3 +191,15 @@ def format_context(session: Session, *, detail: bool) -> str:
         lines.append("Pruned in the last request:")
         lines += [f"  {item}" for item in rep.pruned] or ["  (nothing)"]
     return "\n".join(lines)
+
+
+def format_consolidation(report: Report, *, show_diff: bool) -> str:
+    """A consolidation run (``loop.consolidate.Report``): the diff, what was refused and
+    why (the first five), and the one-line summary."""
+    parts = [report.diff.rstrip("\n")] if show_diff and report.diff else []
+    if report.refused:
+        parts.append("refused:\n" + "\n".join(f"  - {why}" for why in report.refused[:5])
+                     + (f"\n  … and {len(report.refused) - 5} more"
+                        if len(report.refused) > 5 else ""))
+    parts.append(report.message)
+    return "\n".join(parts)

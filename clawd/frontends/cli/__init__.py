@@ -15,6 +15,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Iterable
+from datetime import date
 from typing import Any
 
 from clawd import __version__
@@ -93,7 +94,8 @@ def build_parser() -> _Parser:
     chat.add_argument("--allow-exec", action="store_true",
                       help="let the model run shell commands in -m and --script runs")
 
-    memory = command(sub, "memory", "the memory index: status (default), index, search")
+    memory = command(sub, "memory", "the memory index: status (default), index, search; "
+                     "consolidate the notes into MEMORY.md")
     msub = memory.add_subparsers(dest="memory_command", metavar="ACTION")
     memory.set_defaults(memory_command="status", json=False)
     mstatus = command(msub, "status", "files, chunks, provider, availability")
@@ -105,6 +107,12 @@ def build_parser() -> _Parser:
     search.add_argument("--max-results", type=_positive_int, metavar="N")
     search.add_argument("--min-score", type=_unit_float, metavar="X", help="0..1")
     search.add_argument("--json", action="store_true")
+    merge = command(msub, "consolidate", "merge what lasts from the daily logs and session "
+                    "files since the last run into MEMORY.md, each line with its source")
+    merge.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
+    merge.add_argument("--since", type=_day, metavar="YYYY-MM-DD",
+                       help="read the notes from this day on (default: the last run's day)")
+    merge.add_argument("--model", metavar="PROVIDER/MODEL", help="the model to ask")
 
     sessions = command(sub, "sessions", "the sessions of an agent: list (default), show, "
                        "export, delete, rebuild")
@@ -151,6 +159,13 @@ def _query(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("the query must not be empty")
     return value
+
+
+def _day(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {value!r}") from None
 
 
 def _positive_int(value: str) -> int:

@@ -76,6 +76,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
     from clawd.frontends.reports import format_memory_results, format_memory_status
 
     runtime = build_runtime(load_config(), args.agent)
+    if args.memory_command == "consolidate":
+        return _consolidate(runtime, args)
     index = runtime.memory
     if index is None:
         from clawd.core.errors import ClawdError
@@ -99,6 +101,20 @@ def cmd_memory(args: argparse.Namespace) -> int:
                   else format_memory_results(found))
     finally:
         index.close()
+    return 0
+
+
+def _consolidate(runtime: Any, args: argparse.Namespace) -> int:
+    from clawd.frontends.reports import format_consolidation
+    from clawd.loop.consolidate import consolidate
+
+    try:
+        model = runtime.models(args.model or runtime.settings.model)
+        report = consolidate(runtime, model.connect(), dry_run=args.dry_run, since=args.since)
+    finally:
+        if runtime.memory is not None:
+            runtime.memory.close()
+    print(format_consolidation(report, show_diff=True))
     return 0
 
 
