@@ -21,6 +21,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
     ("bench_startup.py", ["--runs", "1", "--turns", "2", "--messages", "10"],
      "loop overhead/turn"),
     ("bench_real_model.py", ["--help"], "--reask"),
+    ("bench_fact_selection.py", [], "held-out"),
 ])
 def test_a_benchmark_runs(tmp_path, script, args, expected):
     done = subprocess.run([sys.executable, str(SCRIPTS / script), *args], cwd=tmp_path,
