@@ -6,11 +6,13 @@ lines (1-based) are the tuning half, the even lines the held-out half. A sentenc
 selected when the fallback would keep it: the new selector (``context.facts.fact_text``) or,
 as the baseline in the same run, the old one (a sentence that is not a question or chatter,
 and holds a number, identifier or capitalised name: ``references.users_words`` on
-``flush.told``). Precision and recall are those of the ``fact`` label. Corrections are
-scored apart: the new and old values found (``context.facts.correction``) against those
-labelled, each matching when one contains the other, case aside.
+``flush.told``). ``tests/data/fact_sentences_fresh.jsonl`` (``fresh``) was written after
+the selector, of other shapes, and is scored as it is: never tuned on. Precision and
+recall are those of the ``fact`` label. Corrections are scored apart: the new and old values
+found (``context.facts.correction``) against those labelled, each matching when one
+contains the other, case aside.
 
-    python scripts/bench_fact_selection.py [--mistakes tuning|held-out|all]
+    python scripts/bench_fact_selection.py [--mistakes tuning|held-out|fresh|all]
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ from clawd.context.references import users_words  # noqa: E402
 from clawd.core.messages import Message  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "fact_sentences.jsonl"
+FRESH = ROOT / "tests" / "data" / "fact_sentences_fresh.jsonl"
 
 
-def load() -> list[dict]:
+def load(path: Path = DATA) -> list[dict]:
     rows = []
-    for number, line in enumerate(DATA.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if line.strip():
             row = json.loads(line)
             row["half"] = "tuning" if number % 2 else "held-out"
@@ -78,14 +81,18 @@ def corrections(rows: list[dict]) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mistakes", choices=("tuning", "held-out", "all", "none"),
+    parser.add_argument("--mistakes", choices=("tuning", "held-out", "fresh", "all", "none"),
                         default="none", help="list the new selector's mistakes on a half")
     args = parser.parse_args()
     rows = load()
+    fresh = load(FRESH)
     halves = {"tuning": [r for r in rows if r["half"] == "tuning"],
-              "held-out": [r for r in rows if r["half"] == "held-out"], "whole": rows}
-    print(f"{len(rows)} sentences ({sum(r['label'] == 'fact' for r in rows)} facts), "
-          f"{DATA.relative_to(ROOT)}\n")
+              "held-out": [r for r in rows if r["half"] == "held-out"], "whole": rows,
+              "fresh": fresh}
+    for path, part in ((DATA, rows), (FRESH, fresh)):
+        print(f"{len(part)} sentences ({sum(r['label'] == 'fact' for r in part)} facts), "
+              f"{path.relative_to(ROOT)}")
+    print()
     print(f"{'half':<9} {'selector':<9} {'precision':>9} {'recall':>7}  counts")
     for name, part in halves.items():
         for label, select in (("old", old_selector), ("new", new_selector)):
@@ -96,7 +103,7 @@ def main() -> None:
         right, total = corrections(part)
         print(f"corrections, {name}: {right}/{total} with the new and old values right")
     if args.mistakes != "none":
-        shown = rows if args.mistakes == "all" else halves[args.mistakes]
+        shown = rows + fresh if args.mistakes == "all" else halves[args.mistakes]
         print(f"\nmistakes of the new selector ({args.mistakes}):")
         for row in shown:
             picked = new_selector(row["sentence"])
