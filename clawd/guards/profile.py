@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from clawd.config.schema import GUARD_NAMES
 from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import Guard, Guards
+from clawd.guards.notes import JunkNotes
 from clawd.guards.steps import Looping, RepeatedWrites, StrayText
 
 # the guards of a model step, in the order they are asked
 STEP_GUARDS: dict[str, type[Guard]] = {
     "looping": Looping, "stray_text": StrayText, "repeated_writes": RepeatedWrites,
     "blank": BlankAnswer, "echo": EchoAnswer, "note_claim": UnkeptNote,
+    "junk_notes": JunkNotes,
 }
 # the memory flush's own: a bare "Done" or NO_REPLY asked once for the notes; and when the
 # flush still saved nothing, the user's own sentences kept in the daily log

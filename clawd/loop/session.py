@@ -307,14 +307,16 @@ class Session:
             turn.reply = reply.text
             for event in self.tools.run(reply, self.conversation.append, flush=False,
                                         repeated=step.repeated,
+                                        refused={i: r.text for i, r in step.refused.items()},
                                         window=self.budget.context_window):
                 turn.view.wrote |= (isinstance(event, ToolFinished) and not event.is_error
                                     and event.name in WRITE_TOOLS)
                 yield event
-            # the same file changes as the step before (a small model in a loop): not made
-            # again, and the next step answers in words
+            # the same file changes as the step before (a small model in a loop), or a call
+            # refused for the last time: the next step answers in words
             turn.view.last_calls = None if step.repeated else calls_of(reply)
-            turn.tool_choice = "none" if step.repeated else "auto"
+            turn.view.refused += len(step.refused)
+            turn.tool_choice = "none" if step.answer_next else "auto"
             yield from self.upkeep.maintain([])
 
     def turn_done(self, text: str, aborted: bool = False, steps: int = 0,

@@ -149,14 +149,18 @@ class Upkeep:
             if not calls:
                 break
             # the same note as the step before (a small model in a loop): not written
-            # again, and the flush ends
+            # again, and the flush ends; a junk note (mostly timestamps or repeats) is not
+            # written, with one more try
             repeated = guards.repeats(reply, seen)
+            refused = guards.refuse(reply, seen)
             seen.last_calls = calls_of(reply)
+            seen.refused += len(refused)
             for _event in self.tools.run(reply, lambda m: self.conversation.append(m, turn),
                                          window=self.window.budget.context_window, flush=True,
-                                         repeated=repeated):
+                                         repeated=repeated,
+                                         refused={i: r.text for i, r in refused.items()}):
                 pass  # the flush is silent: no tool lines or events
-            if repeated:
+            if repeated or any(r.final for r in refused.values()):
                 break
             files += [str(c.arguments.get("path")) for c, r in zip(calls, turn[-len(calls):])
                       if c.name in WRITE_TOOLS and not r.is_error]
