@@ -55,6 +55,7 @@ def test_junk_says_what_it_is(content, said, why):
     ("2026-11-25 Lisbon 2400 euros", "My budget for the Lisbon trip is 2400 euros."),
     ("I'm allergic to peanuts.", "I'm allergic to peanuts."),  # a statement written back
     ("- Ines: arrives May 14\n- Ines: vegan\n- Ines: nurse", ""),  # one label per line
+    ("- Meetings at 09:00, 10:00 and 11:00 on Tuesday", ""),  # a schedule
     ("- note 1: FACT-000\n- note 1: FACT-001\n- note 1: FACT-002\n- note 1: FACT-003", ""),
 ])
 def test_a_terse_or_labelled_note_is_a_note(content, said):

@@ -22,6 +22,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
      "loop overhead/turn"),
     ("bench_real_model.py", ["--help"], "--reask"),
     ("bench_fact_selection.py", [], "held-out"),
+    ("bench_junk_notes.py", [], "notes let through"),
 ])
 def test_a_benchmark_runs(tmp_path, script, args, expected):
     done = subprocess.run([sys.executable, str(SCRIPTS / script), *args], cwd=tmp_path,

@@ -4,9 +4,10 @@ A 1.5B model appended "2026-11-25 00:00:00 2026-11-25 00:00:00 tern hostname ter
 12" to the daily log as a note. ``junk`` tells such a write from a note by its words, with
 no model call: it is junk when it holds nothing under its headings, when half its lines or
 more repeat an earlier line or hold fewer than half new words (not a timestamp, not a word
-the line said before), or when it is the user's message copied back and that message holds
-no fact (a request or a question; a statement written back as it was said is a note). A
-terse note is still a note: "2026-11-25 Lisbon 2400 euros".
+the line said before) with a word repeated or fewer than two new ones, or when it is the
+user's message copied back and that message holds no fact (a request or a question; a
+statement written back as it was said is a note). A terse note is still a note:
+"2026-11-25 Lisbon 2400 euros".
 
 ``JunkNotes`` (guard ``junk_notes``, weak profile) refuses such a ``write`` or ``edit`` of
 ``memory/YYYY-MM-DD.md`` before it runs: the tool result is an error saying what a note
@@ -68,12 +69,15 @@ def _echoes(lines: list[str], said: str) -> bool:
 
 def _line_junk(tokens: list[str]) -> tuple[int, int] | None:
     """(timestamps, repeated words) of a line that is no note: fewer than half of its
-    words new (neither a timestamp nor a word the line said before); None for a note."""
+    words new (neither a timestamp nor a word the line said before), and a word repeated
+    or fewer than two new ones (times beside words of their own are a schedule: "Meetings
+    at 09:00, 10:00 and 11:00 on Tuesday"); None for a note."""
     stamps = sum(bool(_TIMESTAMP.match(t)) for t in tokens)
     fresh = len({t for t in tokens if not _TIMESTAMP.match(t)})
-    if fresh >= NEW_SHARE * len(tokens) and tokens:
+    repeats = len(tokens) - stamps - fresh
+    if tokens and (fresh >= NEW_SHARE * len(tokens) or (not repeats and fresh >= 2)):
         return None
-    return stamps, len(tokens) - stamps - fresh
+    return stamps, repeats
 
 
 def junk(content: str, said: str = "") -> str | None:
