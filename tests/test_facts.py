@@ -32,6 +32,7 @@ DATA = Path(__file__).parent / "data" / "fact_sentences.jsonl"
     "I can never remember my locker code, it's 4312.", "Had the best ramen in Shibuya.",
     "Did a 10k run this morning, my first one.", "When I was a kid we lived in Braga.",
     "Thanks, Ines is my sister.", "My neighbours help me with the garden.",
+    "Work starts at 9 on Mondays.", "Plan is to leave at 8.",  # a noun first, not an order
 ])
 def test_a_plain_statement_is_a_fact_with_or_without_a_number_or_a_name(sentence):
     assert kind(sentence) == "fact"

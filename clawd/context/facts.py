@@ -105,6 +105,9 @@ arrange sum tally quote cite define compute draw sketch design build compose jot
 store record log remember forget look google research investigate verify confirm double
 clean tidy split merge shorten expand simplify improve polish reword rephrase paraphrase
 walk guide teach show""".split())
+# after a first word that is a noun, not an order: "Work starts at 9.", "Plan is to leave"
+_SUBJECT_VERBS = frozenset("""is are was were 's will would has had starts started ends
+ended begins began takes took costs cost runs ran went goes lasts""".split())
 _NEGATIVE = re.compile(r"^(?:don't|dont|do not|never)\s+(\w+)", re.I)
 _KEEP_CLAUSE = re.compile(
     r"^\W*(?:(?:can|could|would|will) (?:you|u) (?:please |also )?|i (?:want|need|'d like|"
@@ -142,9 +145,9 @@ def asks(sentence: str) -> bool:
         return True
     if _WANT_WORK.search(text):
         return True
-    first = re.match(r"[\w']+", text)
-    word = first.group(0).lower() if first else ""
-    if word in IMPERATIVES:
+    first = re.match(r"([\w']+)\s*([\w']*)", text)
+    word, after = (first.group(1).lower(), first.group(2).lower()) if first else ("", "")
+    if word in IMPERATIVES and after not in _SUBJECT_VERBS:
         return True
     negative = _NEGATIVE.match(text)
     return negative is not None and negative.group(1).lower() in IMPERATIVES
