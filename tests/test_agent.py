@@ -174,22 +174,23 @@ def test_the_last_words_before_the_conversation_say_where_facts_go(tmp_path, clo
     from clawd.context.layers import build_layers
     from clawd.core.messages import ToolSpec
     from clawd.tools.files import file_tools
+    from clawd.workspace.disk import DiskFiles
 
     (tmp_path / "AGENTS.md").write_text("agents rules")
     tools = [t.spec for t in file_tools()]
-    project = build_layers(tmp_path, tools, private=True, now=clock(), max_chars=20_000,
+    project = build_layers(DiskFiles(tmp_path), tools, private=True, now=clock(), max_chars=20_000,
                            read_only=False).project
     assert project.endswith("Answer the user's latest message. When it tells you something "
                             "worth keeping (a fact, a number, a name, a date, a decision), "
                             "first add it to memory/2026-11-22.md with `write` and "
                             "`append: true`.")
     for read_only, offered in ((True, tools), (False, [t for t in tools if t.name != "write"])):
-        project = build_layers(tmp_path, offered, private=True, now=clock(), max_chars=20_000,
-                               read_only=read_only).project
+        project = build_layers(DiskFiles(tmp_path), offered, private=True, now=clock(),
+                               max_chars=20_000, read_only=read_only).project
         assert project.endswith("Answer the user's latest message.")
     search = ToolSpec("memory_search", "find notes", {"type": "object", "properties": {}})
-    project = build_layers(tmp_path, [search], private=True, now=clock(), max_chars=20_000,
-                           read_only=True).project
+    project = build_layers(DiskFiles(tmp_path), [search], private=True, now=clock(),
+                           max_chars=20_000, read_only=True).project
     assert project.endswith("Answer the user's latest message. When it asks about something "
                             "from before, look it up with `memory_search` first.")
 

@@ -219,7 +219,10 @@ def test_a_flush_writing_the_same_note_again_ends(tmp_path):
     events = list(session.run_turn(f"one more {filler(400)}"))
     assert (runtime.workspace / DAILY).read_text().count("2400") == 1
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
-    assert len(flush_requests) == 2 and events[-1].text == "Sure."
+    # written once; the same write again is answered without running, and a third one,
+    # after the request asked for words, ends the flush
+    assert len(flush_requests) == 3 and flush_requests[2].tool_choice == "none"
+    assert events[-1].text == "Sure."
     lines = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]
     results = [e for e in lines if e.get("role") == "toolResult"]
     assert len(results) == 2 and results[1]["isError"]  # every call has its result

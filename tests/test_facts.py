@@ -159,9 +159,13 @@ def test_a_flush_that_answers_no_reply_twice_keeps_the_facts_not_the_requests(tm
     assert len([r for r in provider.requests if is_flush(r)]) == 2  # asked again once
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
     log = (runtime.workspace / DAILY).read_text()
-    assert "the user's own words" in log
-    assert "- I'm allergic to peanuts." in log
+    # the request to read and keep was kept at the end of its own turn, as asked
+    assert "## The user's words" in log and "- Read notes/router.txt" in log
+    fallback = log.split("## Flush notes (", 1)[1]
+    assert fallback.startswith("10:00, the user's own words: the model saved no notes)")
+    assert "- I'm allergic to peanuts." in fallback
     assert ("- My sister is a nurse, and my server is called wren now, not tern. "
-            "(correction: wren, replacing tern)") in log
-    assert "Kyoto" not in log and "router" not in log and "Here is part" not in log
+            "(correction: wren, replacing tern)") in fallback
+    assert "Kyoto" not in fallback and "router" not in fallback
+    assert "Here is part" not in fallback
     provider.assert_done()

@@ -225,7 +225,9 @@ def test_flush_request_carries_the_flush_prompts_and_tools(tmp_path):
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
     entries = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]
     flushed = [e for e in entries if e.get("flush")]
-    assert [e["role"] for e in flushed] == ["user", "assistant"] * 2
+    # the flush's prompt and both answers; asking again is sent once, never kept (as in a turn)
+    assert [e["role"] for e in flushed] == ["user", "assistant", "assistant"]
+    assert provider.requests[before + 1].messages[-1].text.startswith("Nothing has been saved")
     entry = session.store.get(KEY)
     assert entry["memoryFlushAt"] == "2026-11-22T10:00:00+00:00"
     assert entry["memoryFlushCompactionCount"] == 0 and entry["memoryFlushCount"] == 1

@@ -15,6 +15,7 @@ from clawd.core.messages import Message
 from clawd.frontends.commands import Chat
 from clawd.loop.lifecycle import end_session_memory, reset_reason, sanitize_slug
 from clawd.providers.scripted import Reply, ScriptedProvider
+from clawd.workspace.disk import DiskFiles
 
 from conftest import Clock, make_runtime
 
@@ -131,10 +132,10 @@ def test_slug_failures_fall_back_to_hhmm(tmp_path, reply, expected):
     step = ProviderError("down") if isinstance(reply, Exception) else reply
     provider = ScriptedProvider([step])
     when = datetime(2026, 11, 22, 10, 0)
-    path = end_session_memory(provider, tmp_path, [Message.user("hi")],
+    path = end_session_memory(provider, DiskFiles(tmp_path), [Message.user("hi")],
                               cfg=SessionMemoryHook(), key=KEY, session_id="s1",
                               reason="/new", now=when)
-    assert path.name == f"2026-11-22-{expected}.md"
+    assert path == f"memory/2026-11-22-{expected}.md"
 
 
 def test_slug_timeout_falls_back_to_hhmm(tmp_path):
@@ -143,19 +144,19 @@ def test_slug_timeout_falls_back_to_hhmm(tmp_path):
         return "too-late"
     provider = ScriptedProvider([slow])
     when = datetime(2026, 11, 22, 7, 5)
-    path = end_session_memory(provider, tmp_path, [Message.user("hi")],
+    path = end_session_memory(provider, DiskFiles(tmp_path), [Message.user("hi")],
                               cfg=SessionMemoryHook(slug_timeout_seconds=0.2), key=KEY,
                               session_id="s1", reason="/new", now=when)
-    assert path.name == "2026-11-22-0705.md"
+    assert path == "memory/2026-11-22-0705.md"
 
 
 def test_hook_takes_the_last_n_messages(tmp_path):
     messages = [Message.user(f"u{i}") if i % 2 == 0 else Message.assistant(f"a{i}")
                 for i in range(40)]
-    path = end_session_memory(None, tmp_path, messages, cfg=SessionMemoryHook(messages=15),
-                              key=KEY, session_id="s1", reason="/new",
-                              now=datetime(2026, 11, 22, 9, 30))
-    text = path.read_text()
+    path = end_session_memory(None, DiskFiles(tmp_path), messages,
+                              cfg=SessionMemoryHook(messages=15), key=KEY, session_id="s1",
+                              reason="/new", now=datetime(2026, 11, 22, 9, 30))
+    text = (tmp_path / path).read_text()
     assert "a39" in text and "a25" in text and "u24" not in text
 
 
@@ -171,10 +172,10 @@ def test_sanitize_slug(text, slug):
 def test_a_slug_cut_by_the_token_limit_loses_its_last_fragment(tmp_path):
     provider = ScriptedProvider([Reply("kyoto-itinerary-packing-list-e", stop_reason="length")])
     messages = [Message.user("help me pack for kyoto"), Message.assistant("sure")]
-    path = end_session_memory(provider, tmp_path, messages, cfg=SessionMemoryHook(),
+    path = end_session_memory(provider, DiskFiles(tmp_path), messages, cfg=SessionMemoryHook(),
                               key=KEY, session_id="s1", reason="/new",
                               now=datetime(2026, 11, 22, 9, 30))
-    assert path.name == "2026-11-22-kyoto-itinerary-packing-list.md"
+    assert path == "memory/2026-11-22-kyoto-itinerary-packing-list.md"
     assert sanitize_slug("short-e", cut=True) == "short"
 
 

@@ -14,6 +14,7 @@ from clawd.memory.index import open_index
 from clawd.memory.notes import append_to_daily_log
 from clawd.tools.base import ToolContext
 from clawd.tools.memory import memory_tools
+from clawd.workspace.disk import DiskFiles
 
 from memory_fakes import FakeEmbedder, write
 
@@ -119,10 +120,10 @@ def test_memory_search_tool_returns_the_json(ws, tmp_path):
 
 def test_add_appends_to_todays_log(ws):
     day = date(2025, 1, 2)
-    assert append_to_daily_log(ws, "call  the\nplumber", day) == "memory/2025-01-02.md"
+    assert append_to_daily_log(DiskFiles(ws), "call  the\nplumber", day) == "memory/2025-01-02.md"
     text = (ws / "memory/2025-01-02.md").read_text()
     assert text == "# Day\n\n- met Ada about the ledger\n- call the plumber\n"
-    append_to_daily_log(ws, "first of the month", date(2025, 2, 1))
+    append_to_daily_log(DiskFiles(ws), "first of the month", date(2025, 2, 1))
     assert (ws / "memory/2025-02-01.md").read_text() == "# 2025-02-01\n\n- first of the month\n"
     with pytest.raises(ToolError):
-        append_to_daily_log(ws, "   ", day)
+        append_to_daily_log(DiskFiles(ws), "   ", day)

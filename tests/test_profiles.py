@@ -140,3 +140,26 @@ def test_decide_never_asks_after_the_last_step():
     assert isinstance(blank, Answer)
     strong = decide(claim, turn, PROFILES["strong"].step_guards(), last_step=False, steps=1)
     assert isinstance(strong, Answer)
+
+
+def test_tool_calls_after_a_request_for_words_stop_the_turn(tmp_path):
+    """A model told to answer in words (the repeated write was answered without running)
+    that calls the same tool again is stopped, with a notice, not run until the step limit."""
+    write = Reply("", [tool("write", path=DAILY, content="- Ines: May 14\n", append=True)])
+    provider = ScriptedProvider([write, write, write, write])
+    session = session_with(tmp_path, provider, "weak")
+    events = list(session.run_turn("Ines arrives on May 14."))
+    assert (session.rt.workspace / DAILY).read_text().count("Ines") == 1
+    assert [r.tool_choice for r in provider.requests] == ["auto", "auto", "none"]
+    assert [e.text for e in events if isinstance(e, Notice)][-1].startswith(
+        "stopped: the model kept calling tools")
+
+
+def test_the_flush_runs_in_the_turns_loop_with_its_own_guards():
+    """The flush's guards: repeated writes, junk notes and the retry for its notes under
+    "weak"; none of the user-facing answer guards; nothing at all under "strong"."""
+    from datetime import date
+
+    weak = PROFILES["weak"].flush_guards([], date(2026, 11, 22), summarised=False)
+    assert weak.names == ["repeated_writes", "junk_notes", "flush_retry"]
+    assert PROFILES["strong"].flush_guards([], date(2026, 11, 22), summarised=False).names == []

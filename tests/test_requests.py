@@ -35,6 +35,10 @@ DAILY = "memory/2026-11-22.md"
     "Merk dir bitte, dass ich Vegetarier bin.",
     "N'oublie pas que Ines arrive le 14 mai.",
     "Recuerda que mi presupuesto es de 2400 euros.",
+    "Keep the locker code in your notes: 4411.",
+    "Read notes/router.txt and keep the router's admin port in your notes.",
+    "Please read config/app.ini and remember the database name.",
+    "Open notes/wifi.txt, then note the password hint.",
 ])
 def test_a_request_to_remember_is_one(message):
     assert keep_requests(message) and to_keep(message)
@@ -52,6 +56,10 @@ def test_a_request_to_remember_is_one(message):
     "Save the file as report.md and run the tests.",  # a coding assistant's "save"
     "Log the request body before the retry.",
     "Record a video of the bug, please.",
+    "Read the file and tell me the port.",
+    "Read the logs and keep me posted.",
+    "Keep going with the refactor.",
+    "Check the notes and save the file.",
 ])
 def test_a_mention_of_the_word_is_not(message):
     assert keep_requests(message) == [] and to_keep(message) == ""
@@ -147,3 +155,43 @@ def test_a_failed_turn_still_keeps_what_was_asked(tmp_path):
     events = list(session.run_turn("Remember my locker code is 4471."))
     assert events[-1].failed
     assert "- Remember my locker code is 4471." in daily(session)
+
+
+ROUTER = "model: AX3000\nadmin_port = 8443\nssid: home-5g\nwan: dhcp\n"
+ASK_FILE = "Read notes/router.txt and keep the router's admin port in your notes."
+
+
+def test_a_request_to_read_a_file_and_keep_a_value_is_kept_with_the_lines_it_used(tmp_path):
+    """The model read the file, answered, and wrote no note: the request is kept with the
+    line of the file it is about, not the whole file."""
+    provider = ScriptedProvider([Reply("", [tool("read", path="notes/router.txt")]),
+                                 "The admin port is 8443."])
+    session = session_with(tmp_path, provider)
+    (session.rt.workspace / "notes").mkdir()
+    (session.rt.workspace / "notes/router.txt").write_text(ROUTER)
+    events = list(session.run_turn(ASK_FILE))
+    log = daily(session)
+    assert f"- {ASK_FILE}\n  - from notes/router.txt: admin_port = 8443\n" in log
+    assert "ssid" not in log and "AX3000" not in log
+    assert any(isinstance(e, Notice) and e.text.startswith("your words were kept")
+               for e in events)
+
+
+def test_a_file_request_whose_value_the_model_noted_is_not_kept_twice(tmp_path):
+    provider = ScriptedProvider([
+        Reply("", [tool("read", path="notes/router.txt")]),
+        Reply("", [tool("write", path=DAILY, content="- Router admin port: 8443\n",
+                        append=True)]), "Noted: the admin port is 8443."])
+    session = session_with(tmp_path, provider, "strong")
+    (session.rt.workspace / "notes").mkdir()
+    (session.rt.workspace / "notes/router.txt").write_text(ROUTER)
+    events = list(session.run_turn(ASK_FILE))
+    assert not any(isinstance(e, Notice) for e in events)
+    assert daily(session).count("8443") == 1
+
+
+def test_a_file_request_the_model_never_read_keeps_the_request(tmp_path):
+    provider = ScriptedProvider(["I'm sorry, but I can't assist with that request."])
+    session = session_with(tmp_path, provider, "strong")
+    list(session.run_turn(ASK_FILE))
+    assert f"- {ASK_FILE}\n" in daily(session) and "from notes/router.txt" not in daily(session)

@@ -254,3 +254,19 @@ def test_opening_a_session_is_not_activity(tmp_path):
     assert stored["contextTokens"] == 200_000 and stored["invalidLines"] == [2]
     assert stored["updatedAt"] == "2026-11-01T09:00:00.000+00:00"
     session.close()
+
+
+def test_the_typed_entry_names_every_field_the_docs_list():
+    """``SessionEntry`` (what readers are type-checked against), the fields
+    docs/sessions.md documents and the fields whose types are checked on load agree."""
+    import re
+    from pathlib import Path
+
+    from clawd.sessions.entry import _FIELD_TYPES, SessionEntry, new_entry
+
+    docs = (Path(__file__).parent.parent / "docs" / "sessions.md").read_text()
+    table = docs[docs.index("| field | meaning |"):]
+    documented = set(re.findall(r"^\| `(\w+)` \|", table, re.M))
+    assert set(SessionEntry.__annotations__) == documented
+    assert set(_FIELD_TYPES) <= documented
+    assert set(new_entry("s", Path("s.jsonl"), "m/x")) <= documented

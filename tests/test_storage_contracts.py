@@ -1,10 +1,11 @@
 """The suites every storage implementation must pass: the session store (``SessionRecords``),
-the transcript log (``TranscriptLog``) and the memory index (``Memory``).
+the transcript log (``TranscriptLog``), the memory index (``Memory``) and the workspace files
+(``WorkspaceFiles``).
 
-Each suite runs over ``STORES``, ``LOGS`` and ``MEMORIES``: factories of the
+Each suite runs over ``STORES``, ``LOGS``, ``MEMORIES`` and ``FILES``: factories of the
 implementations. Today each has one, the embedded default (``sessions.json``, JSONL files,
-SQLite); a second implementation (PostgreSQL for a hosted clawd) joins by adding its factory,
-and must pass the same tests unchanged.
+SQLite, a folder of Markdown files); a second implementation (PostgreSQL for a hosted clawd)
+joins by adding its factory, and must pass the same tests unchanged.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from pathlib import Path
 import pytest
 
 from clawd.config import MemorySearch
+from clawd.core.errors import SandboxError
 from clawd.core.messages import Message, ToolCall
 from clawd.memory import open_index
 from clawd.memory.interface import Memory
 from clawd.sessions.interfaces import SessionRecords, TranscriptLog
 from clawd.sessions.store import SessionStore
 from clawd.sessions.transcript import Transcript, build_history
+from clawd.workspace.disk import DiskFiles
+from clawd.workspace.interface import WorkspaceFiles
 
 STORES: dict[str, Callable[[Path], SessionRecords]] = {
     "json": lambda root: SessionStore(root / "sessions.json"),
@@ -183,3 +187,38 @@ def test_memory_checks_itself_for_the_doctor(memory):
     index.sync()
     checks = list(index.check())
     assert checks and all(ok for ok, _, _ in checks)
+
+
+# --- the workspace files -----------------------------------------------------------------------
+
+FILES: dict[str, Callable[[Path], WorkspaceFiles]] = {"disk": DiskFiles}
+
+
+@pytest.fixture(params=sorted(FILES))
+def files(request, tmp_path) -> WorkspaceFiles:
+    (tmp_path / "ws").mkdir()
+    return FILES[request.param](tmp_path / "ws")
+
+
+def test_workspace_files_read_what_was_written_and_nothing_else(files):
+    assert files.read("MEMORY.md") is None and files.listing("memory") == []
+    files.append("memory/2026-11-22.md", "# 2026-11-22\n")
+    files.append("memory/2026-11-22.md", "- Ines: May 14\n")
+    assert files.read("memory/2026-11-22.md") == "# 2026-11-22\n- Ines: May 14\n"
+    files.write("MEMORY.md", "old")
+    files.write("MEMORY.md", "new ü")
+    assert files.read("MEMORY.md") == "new ü"
+    files.create("memory/2026-11-22-deploy.md", "saved")
+    with pytest.raises(FileExistsError):
+        files.create("memory/2026-11-22-deploy.md", "never over it")
+    assert files.read("memory/2026-11-22-deploy.md") == "saved"
+    assert files.listing("memory") == ["memory/2026-11-22-deploy.md", "memory/2026-11-22.md"]
+    assert isinstance(files.location, str) and files.location
+
+
+@pytest.mark.parametrize("path", ["../outside.md", "/etc/passwd", "memory/../../x.md", ""])
+def test_workspace_files_refuse_paths_outside_the_workspace(files, path):
+    for act in (lambda: files.read(path), lambda: files.append(path, "x"),
+                lambda: files.write(path, "x"), lambda: files.create(path, "x")):
+        with pytest.raises(SandboxError):
+            act()

@@ -13,6 +13,7 @@ from clawd.core.errors import SandboxError, ToolError
 from clawd.tools.base import Param, ToolContext, tool
 from clawd.tools.exec import run_exec
 from clawd.tools.files import edit, read, write
+from clawd.workspace.disk import DiskFiles
 from clawd.workspace.files import read_context_files, resolve, truncate
 
 
@@ -185,12 +186,12 @@ def test_context_files_cap_and_window(tmp_path):
     (ws / "MEMORY.md").write_text("private")
     (ws / "memory" / "2026-11-21.md").write_text("yesterday")
     (ws / "memory" / "2026-11-22.md").write_text("today")
-    files = read_context_files(ws, include_memory=False, today=date(2026, 11, 22),
+    files = read_context_files(DiskFiles(ws), include_memory=False, today=date(2026, 11, 22),
                                max_chars=1000)
     names = [f.name for f in files]
     assert names == ["AGENTS.md"]  # a group session: no MEMORY.md, no daily logs
     assert files[0].truncated and files[0].raw_chars == 5000 and len(files[0].text) < 1200
-    private = read_context_files(ws, include_memory=True, today=date(2026, 11, 22),
+    private = read_context_files(DiskFiles(ws), include_memory=True, today=date(2026, 11, 22),
                                  max_chars=1000)
     assert [f.name for f in private] == ["AGENTS.md", "MEMORY.md", "memory/2026-11-21.md",
                                          "memory/2026-11-22.md"]

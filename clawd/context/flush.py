@@ -24,7 +24,6 @@ import posixpath
 import re
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 
 from clawd.config import MemoryFlush
 from clawd.context.access import WRITE_TOOLS
@@ -35,7 +34,9 @@ from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
 from clawd.guards.replytext import unfenced
-from clawd.workspace.files import daily_log_path, is_private_memory, memory_files, resolve
+from clawd.sessions.entry import SessionEntry
+from clawd.workspace.files import daily_log_path, is_private_memory, memory_files
+from clawd.workspace.interface import WorkspaceFiles
 
 SILENT = "NO_REPLY"
 FROM_REPLY = "written from the model's reply"
@@ -45,7 +46,7 @@ USERS_WORDS_CHARS = 800
 FACT_CHARS = 300  # one fact kept at most this long
 
 
-def flush_due(entry: dict[str, Any], used_tokens: int, flush_at: int,
+def flush_due(entry: SessionEntry, used_tokens: int, flush_at: int,
               cfg: MemoryFlush) -> bool:
     """True when the flush point is crossed and this compaction cycle has not flushed."""
     if not cfg.enabled or flush_at <= 0 or used_tokens < flush_at:
@@ -230,21 +231,18 @@ def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> 
     return "\n".join(kept)
 
 
-def append_flush_notes(workspace: Path, text: str, now: datetime,
+def append_flush_notes(files: WorkspaceFiles, text: str, now: datetime,
                        source: str = FROM_REPLY, title: str = "Flush notes") -> str:
     """Append a flush turn's notes, once per distinct line, to today's daily log under a
     heading that says where they come from (``title`` and ``source``); returns the log's
     workspace-relative path."""
     text = without_repeats(text)
     rel = daily_log_path(now.date())
-    path = resolve(workspace, rel)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existing = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    existing = files.read(rel) or ""
     head = f"# {now.date().isoformat()}\n" if not existing.strip() else (
         "" if existing.endswith("\n") else "\n")
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"{head}\n## {title} ({now.strftime('%H:%M')}, {source})\n\n"
-                     f"{text.strip()}\n")
+    files.append(rel, f"{head}\n## {title} ({now.strftime('%H:%M')}, {source})\n\n"
+                      f"{text.strip()}\n")
     return rel
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from pathlib import Path
 
 from clawd.core.messages import Message, ModelRequest, TextPart, ToolSpec
 from clawd.core.templates import render
 from clawd.core.tokens import estimate_messages, estimate_text, estimate_tools
 from clawd.sessions.transcript import unanswered_ids
 from clawd.workspace.files import ContextFile, daily_log_path, fit_files, read_context_files
+from clawd.workspace.interface import WorkspaceFiles
 
 SUMMARY_ID = "compaction-summary"
 
@@ -34,7 +34,7 @@ class Layers:
     files: list[ContextFile]
 
 
-def build_layers(workspace: Path, tools: list[ToolSpec], *, private: bool, now: datetime,
+def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: bool, now: datetime,
                  max_chars: int, read_only: bool, max_tokens: int | None = None,
                  workspace_files: bool = True) -> Layers:
     """Render the system prompt and read the project context files (none without access
@@ -45,7 +45,7 @@ def build_layers(workspace: Path, tools: list[ToolSpec], *, private: bool, now: 
     if max_tokens is not None:
         files = fit_files(files, max_tokens, estimate_text)
     search = any(t.name == "memory_search" for t in tools)
-    system = render("system.md.j2", tools=tools, workspace=str(workspace),
+    system = render("system.md.j2", tools=tools, workspace=workspace.location,
                     memory_search=search,
                     read_only=read_only, today=now.date().isoformat(),
                     # the date only: a clock in the system prompt would change the cached

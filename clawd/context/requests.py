@@ -27,7 +27,7 @@ _LEAD = r"^\W*(?:(?:please|pls|also|and|so|oh|ok|okay|now|hey|hi|btw|one more th
 _INTO_NOTES = r"(?:to|in|into) (?:your |the |my )?(?:notes|memory|memories|daily log|log)"
 _KEEP_VERB = (r"(?:remember|note(?: down)?|(?:save|store|record|log) (?:this|that|it) "
               + _INTO_NOTES + r"|(?:save|store|record|log)(?= .*\b" + _INTO_NOTES + r")|"
-              r"jot (?:down|this|that|it)|"
+              r"keep(?= .*\b" + _INTO_NOTES + r")|jot (?:down|this|that|it)|"
               r"write (?:this|that|it) down|write down|keep (?:this|that|it) in mind|"
               r"keep in mind|make a note|take a note|don't forget|don’t forget|"
               r"do not forget|add (?:this|that|it )?(?:to )?(?:your |the )?"
@@ -37,6 +37,10 @@ _POLITE = re.compile(r"\b(?:can|could|would|will) you (?:please |also )?" + _KEE
                      re.IGNORECASE)
 _WANT = re.compile(r"\bI(?:'d| would)? (?:want|like|need) you to (?:please )?" + _KEEP_VERB
                    + r"\b", re.IGNORECASE)
+# "Read notes/router.txt and keep the admin port in your notes": a file to read, then keep
+_READ_THEN_KEEP = re.compile(_LEAD + r"(?:read|open|check|look (?:at|in|through)|go through)\b"
+                             r".*?(?:\band\b|\bthen\b|,)\s*(?:then\s+)?(?:please\s+)?"
+                             + _KEEP_VERB + r"\b", re.IGNORECASE)
 _RECALLING = re.compile(r"^\W*remember when\b", re.IGNORECASE)  # nostalgia, not a request
 _OTHER_LANGUAGES = re.compile(
     _LEAD + r"(?:merk(?:e)? dir|notier(?:e)?|vergiss nicht|"  # de
@@ -59,6 +63,7 @@ def keep_requests(message: str) -> list[str]:
             continue
         asks = (_POLITE.search(text) or _WANT.search(text)
                 or (not text.endswith("?") and (_IMPERATIVE.search(text)
+                                               or _READ_THEN_KEEP.search(text)
                                                or _OTHER_LANGUAGES.search(text))))
         if asks:
             found.append(text)
@@ -82,6 +87,39 @@ def to_keep(message: str) -> str:
     chosen = {i for i, s in enumerate(parts) if s in asked}
     chosen |= {i + 1 for i in chosen if i + 1 < len(parts)}
     return " ".join(" ".join(parts[i].split()) for i in sorted(chosen))
+
+
+MAX_LINES = 10  # lines of a file read for a request that are kept with it
+LINE_CHARS = 300
+
+
+def names_file(request: str, path: str) -> bool:
+    """Whether ``request`` names the file at ``path`` (its name, or its path)."""
+    path = path.strip().removeprefix("./")
+    name = path.rsplit("/", 1)[-1]
+    return bool(name) and re.search(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])",
+                                    request) is not None
+
+
+def lines_used(request: str, reply: str, path: str, text: str) -> list[str]:
+    """The lines of a file read for ``request`` that it is about: those that share a word
+    with the request (other than the file's own name) or hold a number or identifier the
+    reply gives. At most ``MAX_LINES``, each cut at ``LINE_CHARS``."""
+    own = set(re.findall(r"[a-z0-9]+", path.lower()))
+    wanted = {w for w in re.findall(r"[a-z0-9]+", request.lower())
+              if len(w) > 2 and w not in STOP_WORDS and w not in own
+              and w not in {"read", "open", "check", "look", "file", "and", "then"}}
+    exact, names = references(reply)
+    given = {t.lower() for t in exact | names}
+    kept = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("[showing lines"):
+            continue
+        low = stripped.lower()
+        if wanted & set(re.findall(r"[a-z0-9]+", low)) or any(t in low for t in given):
+            kept.append(stripped[:LINE_CHARS])
+    return kept[:MAX_LINES]
 
 
 def _words(text: str) -> set[str]:

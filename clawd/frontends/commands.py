@@ -281,7 +281,7 @@ def _memory(chat: Chat, args: str) -> Generator[Event, None, None]:
         if access != "rw":
             raise ClawdError(f"the workspace is read-only here (workspaceAccess: \"{access}\"); "
                              f"the note was not saved: {' '.join(rest.split())}")
-        rel = append_to_daily_log(runtime.workspace, rest, runtime.clock().date())
+        rel = append_to_daily_log(runtime.files, rest, runtime.clock().date())
         if runtime.memory is not None:
             runtime.memory.mark_dirty()
         yield from _out("memory", f"added to {rel}")

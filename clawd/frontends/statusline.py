@@ -64,8 +64,7 @@ def toolbar_text(model: str, used: int | None, window: int, *, width: int = 80,
     return line
 
 
-_USAGE = ("cumulativeInputTokens", "cumulativeOutputTokens", "cumulativeCacheReadTokens",
-          "cumulativeCacheWriteTokens")
+_USAGE = 4  # the session's cumulative input, output, cache-read and cache-write tokens
 
 
 class Status:
@@ -82,7 +81,9 @@ class Status:
 
     def _usage(self) -> tuple[str | None, list[int]]:
         entry = self.chat.session.entry
-        return entry.get("sessionId"), [int(entry.get(name) or 0) for name in _USAGE]
+        return entry.get("sessionId"), [
+            entry.get("cumulativeInputTokens", 0), entry.get("cumulativeOutputTokens", 0),
+            entry.get("cumulativeCacheReadTokens", 0), entry.get("cumulativeCacheWriteTokens", 0)]
 
     def start_turn(self) -> None:
         self._before = self._usage()
@@ -91,7 +92,7 @@ class Status:
         """The tokens the line just handled used, if it called the model."""
         session, after = self._usage()
         # after /new or /reset, the counters are the new session's, from zero
-        before = self._before[1] if session == self._before[0] else [0] * len(_USAGE)
+        before = self._before[1] if session == self._before[0] else [0] * _USAGE
         fresh, output, read, written = (a - b for a, b in zip(after, before))
         if fresh or output or read or written:
             self.turn = (fresh + read + written, output)

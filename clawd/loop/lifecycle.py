@@ -17,8 +17,7 @@ import threading
 import unicodedata
 from collections.abc import Generator
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from clawd.config import Reset, SessionMemoryHook
 from clawd.core.errors import ClawdError
@@ -26,7 +25,9 @@ from clawd.core.events import Event
 from clawd.core.messages import Message, ModelRequest, parse_iso
 from clawd.core.templates import render
 from clawd.providers.base import Provider, complete
+from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import MEMORY_DIR, is_writable
+from clawd.workspace.interface import WorkspaceFiles
 
 if TYPE_CHECKING:
     from clawd.loop.session import Session
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 SLUG_MAX = 30
 
 
-def reset_reason(entry: dict[str, Any], now: datetime, cfg: Reset) -> str | None:
+def reset_reason(entry: SessionEntry, now: datetime, cfg: Reset) -> str | None:
     """Why the session must start afresh before this message (None: it continues)."""
     if cfg.mode == "off":
         return None
@@ -104,33 +105,35 @@ def model_slug(provider: Provider, messages: list[Message], timeout: float) -> s
     return sanitize_slug(result.get("text", ""), cut=bool(result.get("cut")))
 
 
-def free_path(directory: Path, stem: str) -> Path:
-    """``<stem>.md`` in ``directory``, or ``<stem>-2.md`` etc. when taken."""
-    path = directory / f"{stem}.md"
-    number = 2
-    while path.exists():
-        path = directory / f"{stem}-{number}.md"
+def free_path(taken: list[str], folder: str, stem: str) -> str:
+    """``<folder>/<stem>.md``, or ``<stem>-2.md`` etc. when one of ``taken`` has the name."""
+    path, number = f"{folder}/{stem}.md", 2
+    while path in taken:
+        path = f"{folder}/{stem}-{number}.md"
         number += 1
     return path
 
 
-def save_session(workspace: Path, messages: list[Message], *, key: str, session_id: str,
-                 reason: str, now: datetime, slug: str | None,
-                 summary: str | None = None) -> Path:
+def save_session(files: WorkspaceFiles, messages: list[Message], *, key: str,
+                 session_id: str, reason: str, now: datetime, slug: str | None,
+                 summary: str | None = None) -> str:
     """Write the session-memory file (the compaction summary of the earlier messages, when
-    there is one, then the last messages); never overwrites an existing file."""
+    there is one, then the last messages); never overwrites an existing file. Returns its
+    workspace-relative path."""
     slug = slug or now.strftime("%H%M")
-    directory = workspace / MEMORY_DIR
-    directory.mkdir(parents=True, exist_ok=True)
     rows = [{"role": m.role, "text": m.text.strip(), "when": _when(m.timestamp)}
             for m in messages]
     text = render("session_memory.md.j2", date=now.date().isoformat(),
                   time=now.strftime("%H:%M"), slug=slug, key=key, session_id=session_id,
                   reason=reason, messages=rows, summary=(summary or "").strip()) + "\n"
-    path = free_path(directory, f"{now.date().isoformat()}-{slug}")
-    with open(path, "x", encoding="utf-8") as handle:  # "x": a race never overwrites
-        handle.write(text)
-    return path
+    stem, taken = f"{now.date().isoformat()}-{slug}", files.listing(MEMORY_DIR)
+    while True:
+        path = free_path(taken, MEMORY_DIR, stem)
+        try:
+            files.create(path, text)  # never over a file: one made meanwhile takes the name
+            return path
+        except FileExistsError:
+            taken.append(path)
 
 
 def _when(stamp: str) -> str:
@@ -162,7 +165,7 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
             provider = None
         try:
             saved = end_session_memory(
-                provider, rt.workspace, old.history.messages, cfg=rt.config.hooks.session_memory,
+                provider, rt.files, old.history.messages, cfg=rt.config.hooks.session_memory,
                 key=old.key, session_id=old.entry["sessionId"], reason=reason, now=rt.clock(),
                 summary=old.history.summary)
         except OSError as exc:
@@ -170,16 +173,17 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
     if saved is not None:
         if rt.memory is not None:
             rt.memory.mark_dirty()
-        return f"; the last one was saved to {saved.relative_to(rt.workspace)}"
+        return f"; the last one was saved to {saved}"
     if unsaved and any(m.role == "user" for m in old.history.messages):
         return (f"; the last one was not saved to {MEMORY_DIR}/ ({unsaved}), its transcript "
                 f"is kept: {old.transcript.path}")
     return ""
 
 
-def end_session_memory(provider: Provider | None, workspace: Path, messages: list[Message], *,
-                       cfg: SessionMemoryHook, key: str, session_id: str, reason: str,
-                       now: datetime, summary: str | None = None) -> Path | None:
+def end_session_memory(provider: Provider | None, files: WorkspaceFiles,
+                       messages: list[Message], *, cfg: SessionMemoryHook, key: str,
+                       session_id: str, reason: str, now: datetime,
+                       summary: str | None = None) -> str | None:
     """The whole hook: pick messages, name them, write the file (None: nothing to save).
     The summary of what compaction took out of the history is saved with them: without
     it the file would keep only the session's end."""
@@ -187,5 +191,5 @@ def end_session_memory(provider: Provider | None, workspace: Path, messages: lis
     if not cfg.enabled or not chosen:
         return None
     slug = model_slug(provider, chosen, cfg.slug_timeout_seconds) if provider else None
-    return save_session(workspace, chosen, key=key, session_id=session_id, reason=reason,
+    return save_session(files, chosen, key=key, session_id=session_id, reason=reason,
                         now=now, slug=slug, summary=summary)

@@ -16,7 +16,7 @@ from typing import Any
 from clawd.context.access import Access
 from clawd.core.messages import new_id
 from clawd.loop.runtime import Runtime, session_model
-from clawd.sessions.entry import new_entry
+from clawd.sessions.entry import SessionEntry, new_entry
 from clawd.sessions.files import KEY_ENTRY, session_key_of
 from clawd.sessions.transcript import History, Transcript, build_history
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Opened:
-    entry: dict[str, Any]
+    entry: SessionEntry
     transcript: Transcript
     history: History
     warnings: list[str]  # unreadable transcript lines not reported before
@@ -36,14 +36,16 @@ def open_entry(rt: Runtime, key: str, access: Access, pinned: str | None, *,
     """Open session ``key``: a new one when ``fresh`` or none exists. ``pinned`` is pinned
     to it (``modelOverride``); ``run_model`` is used by this process only."""
     store = rt.store
-    entry = store.get(key)
+    stored = store.get(key)
     # the session's model from here on (a pin below names the same one)
-    model = rt.models(run_model or pinned or session_model(entry, rt.settings))
+    model = rt.models(run_model or pinned or session_model(stored, rt.settings))
     rt.check_window(access, model)
-    if fresh or entry is None or not entry.get("sessionId"):
+    if fresh or stored is None or not stored.get("sessionId"):
         entry = _start(rt, key, pinned)
-    elif pinned and pinned != entry.get("modelOverride"):
-        entry = store.patch(key, base=entry, model=pinned, modelOverride=pinned) or entry
+    elif pinned and pinned != stored.get("modelOverride"):
+        entry = store.patch(key, base=stored, model=pinned, modelOverride=pinned) or stored
+    else:
+        entry = stored
     transcript = Transcript.create(Path(entry["sessionFile"]), entry["sessionId"], rt.agent_id,
                                    key=key, model=entry.get("model"),
                                    modelOverride=entry.get("modelOverride"),
@@ -66,7 +68,7 @@ def open_entry(rt: Runtime, key: str, access: Access, pinned: str | None, *,
     return Opened(entry, transcript, build_history(loaded.entries), warnings)
 
 
-def _start(rt: Runtime, key: str, model: str | None) -> dict[str, Any]:
+def _start(rt: Runtime, key: str, model: str | None) -> SessionEntry:
     session_id = new_id() + new_id()[:4]
     path = rt.sessions_dir / f"{session_id}.jsonl"
     ref = model or session_model(None, rt.settings)

@@ -23,14 +23,15 @@ from clawd.context.meter import TokenMeter
 from clawd.core.messages import Message, ToolSpec
 from clawd.core.tokens import Budget, estimate_text, estimate_tools
 from clawd.loop.runtime import ModelHandle, Runtime
+from clawd.sessions.entry import SessionEntry
 from clawd.sessions.interfaces import SessionRecords, TranscriptLog
 from clawd.sessions.transcript import History
 
 
 class Record:
-    """One session's entry in the store (a plain dict, as ``sessions.json`` holds it)."""
+    """One session's entry in the store (a ``SessionEntry``)."""
 
-    def __init__(self, store: SessionRecords, key: str, entry: dict[str, Any]):
+    def __init__(self, store: SessionRecords, key: str, entry: SessionEntry):
         self.store, self.key, self.entry = store, key, entry
 
     def patch(self, add: dict[str, int] | None = None, copy: dict[str, str] | None = None,

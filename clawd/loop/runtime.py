@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,12 @@ from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate
 from clawd.guards.profile import PROFILES, Profile
 from clawd.memory.interface import Memory
 from clawd.providers.base import Provider
+from clawd.sessions.entry import SessionEntry
 from clawd.sessions.interfaces import SessionRecords
 from clawd.sessions.store import SessionStore
 from clawd.tools.base import Tool
+from clawd.workspace.disk import DiskFiles
+from clawd.workspace.interface import WorkspaceFiles
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,12 @@ class Runtime:
     allow_exec: bool = False
     approve: Callable[[str], bool] | None = None
     clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
+    workspace_files: WorkspaceFiles | None = None  # None: the folder ``workspace`` itself
+
+    @cached_property
+    def files(self) -> WorkspaceFiles:
+        """The workspace's files, as the loop and the front ends use them."""
+        return self.workspace_files or DiskFiles(self.workspace)
 
     @property
     def store(self) -> SessionRecords:
@@ -86,7 +96,7 @@ class Runtime:
         """Layers 0 and 1 of a request in a session with ``access``: the system prompt and
         the workspace files, within the budget's share of the window."""
         return build_layers(
-            self.workspace, [t.spec for t in offered(self.tools, access)],
+            self.files, [t.spec for t in offered(self.tools, access)],
             private=access.private, workspace_files=access.workspace_files, now=self.clock(),
             max_chars=self.settings.bootstrap_max_chars,
             read_only=self.settings.workspace_access != "rw", max_tokens=budget.files)
@@ -115,7 +125,7 @@ class Runtime:
             f"window")
 
 
-def session_model(entry: dict[str, Any] | None, settings: Any) -> str:
+def session_model(entry: SessionEntry | None, settings: Any) -> str:
     """The model a session uses: the one pinned to it (``/model``, ``/new MODEL``), else the
     agent's configured model, so a config change reaches old sessions."""
     return (entry or {}).get("modelOverride") or settings.model

@@ -22,28 +22,29 @@ from collections.abc import Generator
 from functools import cached_property
 from typing import Any
 
-from clawd.context.access import WRITE_TOOLS, Access, offered
+from clawd.context.access import Access, offered
 from clawd.context.flush import is_blank, is_silent
 from clawd.context.layers import Layers
 from clawd.context.ledger import PruningLedger, prune_mode
 from clawd.context.meter import TokenMeter
 from clawd.core.errors import ClawdError, ProviderError, ProviderSetupError
-from clawd.core.events import ErrorEvent, Event, Notice, Recalled, ToolFinished, TurnDone, Waiting
+from clawd.core.events import ErrorEvent, Event, Notice, Recalled, TurnDone, Waiting
 from clawd.core.messages import Message, Usage
 from clawd.core.tokens import Budget, estimate_messages
-from clawd.guards.base import AskAgain, Guards, TurnView
-from clawd.guards.steps import calls_of
+from clawd.guards.base import Guards, TurnView
 from clawd.loop.keeping import keep_request
-from clawd.loop.model_call import Failed, ModelCall, Overflowed
+from clawd.loop.model_call import ModelCall
 from clawd.loop.opening import open_entry
 from clawd.loop.parts import Conversation, Record, Window
 from clawd.loop.recall import Recall, recall
 from clawd.loop.runtime import ModelHandle, Runtime, session_model
+from clawd.loop.steps import Plan, run_steps
 from clawd.loop.toolrunner import ToolRunner
-from clawd.loop.turn import Answer, Stop, Turn, blank_notice, decide
+from clawd.loop.turn import Turn
 from clawd.loop.upkeep import Upkeep
 from clawd.providers.base import Provider
 from clawd.sessions import lock
+from clawd.sessions.entry import SessionEntry
 from clawd.sessions.store import normalize_key
 from clawd.sessions.transcript import History, undo_last
 from clawd.workspace.files import daily_log_path
@@ -101,7 +102,7 @@ class Session:
         self.call.cancelled.set()
 
     @property
-    def entry(self) -> dict[str, Any]:
+    def entry(self) -> SessionEntry:
         return self.record.entry
 
     def patch(self, add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
@@ -262,62 +263,12 @@ class Session:
                              turn.steps, turn.interrupted, turn.failed)
 
     def _steps(self, turn: Turn) -> Generator[Event, None, None]:
-        """The model steps of a turn, until an answer, a stop or a failure."""
-        history = self.history.messages
-        while True:
-            if not turn.overflows:
-                turn.steps += 1
-            outcome = yield from self.call.run(history, show=True, ask=turn.ask,
-                                               tool_choice=turn.tool_choice)
-            if isinstance(outcome, Overflowed):  # needs compaction, then the same call again
-                turn.overflows += 1
-                if (yield from self.upkeep.recover(outcome, turn.overflows, history)):
-                    continue
-                turn.failed = True
-                return
-            turn.overflows = 0
-            if isinstance(outcome, Failed):  # said in an ErrorEvent
-                turn.failed = True
-                if outcome.partial:  # cut off mid-stream: the reply so far, kept
-                    turn.reply, turn.aborted = outcome.partial, True
-                return
-            turn.ask, turn.tool_choice = None, "auto"
-            reply = outcome.message
-            step = decide(reply, turn.view, self.guards,
-                          last_step=turn.steps >= self.rt.settings.max_steps, steps=turn.steps)
-            self.call.keep(outcome, history, drop=isinstance(step, AskAgain) and step.drop)
-            if isinstance(step, AskAgain):
-                log.info("guard %s: the model is asked again (%r)", step.guard, reply.text[:40])
-                turn.view.asked[step.guard] = step
-                if not step.drop:  # the user saw it, and it stands
-                    turn.reply = turn.view.shown = reply.text
-                turn.ask, turn.tool_choice = step.ask, step.tool_choice
-                continue
-            if isinstance(step, Stop):
-                turn.reply = reply.text
-                yield Notice(step.notice)
-                return
-            if isinstance(step, Answer):
-                if is_blank(reply.text) and turn.view.shown:
-                    return  # nothing more after what was shown: that reply stands
-                turn.reply = reply.text
-                if is_blank(reply.text):
-                    yield Notice(blank_notice(reply.text, "blank" in turn.view.asked))
-                return
-            turn.reply = reply.text
-            for event in self.tools.run(reply, self.conversation.append, flush=False,
-                                        repeated=step.repeated,
-                                        refused={i: r.text for i, r in step.refused.items()},
-                                        window=self.budget.context_window):
-                turn.view.wrote |= (isinstance(event, ToolFinished) and not event.is_error
-                                    and event.name in WRITE_TOOLS)
-                yield event
-            # the same file changes as the step before (a small model in a loop), or a call
-            # refused for the last time: the next step answers in words
-            turn.view.last_calls = None if step.repeated else calls_of(reply)
-            turn.view.refused += len(step.refused)
-            turn.tool_choice = "none" if step.answer_next else "auto"
-            yield from self.upkeep.maintain([])
+        """The model steps of a user turn (``steps.run_steps``): shown, recovered from an
+        overflow by compaction, and the flush point checked after each tool step."""
+        yield from run_steps(self.call, self.tools, turn, Plan(
+            self.history.messages, self.guards, max_steps=self.rt.settings.max_steps,
+            window=self.budget.context_window, recover=self.upkeep.recover,
+            between=lambda: self.upkeep.maintain([])))
 
     def turn_done(self, text: str, aborted: bool = False, steps: int = 0,
                   interrupted: bool = False, failed: bool = False,

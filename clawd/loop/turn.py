@@ -62,12 +62,16 @@ NextStep = Answer | RunTools | AskAgain | Stop
 
 
 def decide(reply: Message, turn: TurnView, guards: Guards, *, last_step: bool,
-           steps: int) -> NextStep:
+           steps: int, words_only: bool = False) -> NextStep:
     """What a model's reply leads to (a pure function of the reply, the turn and the
-    guards): tool calls are run (unless it was the last step the turn may take), and a
-    final answer is the turn's, unless a guard asks again (never after the last step: then
-    what the guard would have asked for is said in a notice)."""
+    guards): tool calls are run (unless it was the last step the turn may take, or the
+    request asked for an answer in words, ``words_only``, and the model called tools
+    anyway: a loop), and a final answer is the turn's, unless a guard asks again (never
+    after the last step: then what the guard would have asked for is said in a notice)."""
     if reply.tool_calls:
+        if words_only:
+            return Stop(reply, "stopped: the model kept calling tools after it was asked to "
+                               "answer; send a message to continue")
         if last_step:
             return Stop(reply, f"stopped after {steps} model steps (agents.defaults.maxSteps); "
                                f"send a message to continue")
@@ -93,3 +97,4 @@ class Turn:
     aborted: bool = False
     interrupted: bool = False
     failed: bool = False
+    written: list[str] = field(default_factory=list)  # files its tool calls wrote

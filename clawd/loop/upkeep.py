@@ -8,10 +8,11 @@ point. ``flush`` runs the silent memory-flush turn; ``compact`` summarises the o
 collaborators they are given (``parts``, the ``ModelCall``, the ``ToolRunner``), never the
 session. A provider error that is not about size (the server is down) stops either one with
 a ``ProviderError`` and leaves the history as it was: only a real overflow is summarised or,
-at worst, truncated. The flush's guards are the model profile's: a weak model's bare "Done"
-is asked again for the notes (``flush_retry``), and its silence is made up for with the
-facts the user told, in their words (``flush_words``: never their requests); a strong
-model's answer is taken as it is.
+at worst, truncated. The flush's steps run through the same loop as a user's turn
+(``steps.run_steps``), with the flush's guards from the model profile: a weak model's bare
+"Done" is asked again for the notes (``flush_retry``), its junk notes are refused
+(``junk_notes``), and its silence is made up for with the facts the user told, in their
+words (``flush_words``: never their requests); a strong model's answer is taken as it is.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import logging
 from collections.abc import Callable, Generator
 from typing import Any
 
-from clawd.context.access import WRITE_TOOLS, Access
+from clawd.context.access import Access
 from clawd.context.compaction import find_cut, summarize
 from clawd.context.flush import (
     FROM_REPLY,
@@ -28,13 +29,10 @@ from clawd.context.flush import (
     append_flush_notes,
     flush_due,
     flush_prompt,
-    flush_retry_prompt,
     flush_system,
     is_acknowledgement,
     is_blank,
     listed,
-    noted,
-    should_ask_again,
     unsaved_words,
 )
 from clawd.context.layers import describe_room, history_messages, report
@@ -44,11 +42,12 @@ from clawd.core.messages import Message, new_id
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import TurnView
 from clawd.guards.profile import Profile
-from clawd.guards.steps import calls_of
-from clawd.loop.model_call import ModelCall, Overflowed, Replied
+from clawd.loop.model_call import ModelCall, Overflowed
 from clawd.loop.parts import Conversation, Record, Window
 from clawd.loop.runtime import Runtime
+from clawd.loop.steps import Plan, run_steps
 from clawd.loop.toolrunner import ToolRunner
+from clawd.loop.turn import Turn
 from clawd.providers.base import Provider
 from clawd.sessions.transcript import apply_compaction
 from clawd.workspace.files import daily_log_path, is_writable
@@ -118,65 +117,39 @@ class Upkeep:
         rt, profile = self.rt, self.profile()
         cfg, clock = rt.settings.compaction.memory_flush, rt.clock
         today = clock().date()
-        turn = list(self.history if view is None else view)
-        start = len(turn)
-        self.conversation.append(Message.user(flush_prompt(cfg, today), flush=True), turn)
-        files: list[str] = []
-        answer, asked_again = "", False
-        guards = self.call.guards()
-        seen = TurnView(text="", last_calls=None)
-        for _ in range(rt.settings.max_steps):
-            try:
-                outcome = yield from self.call.run(turn, show=False, flush=True,
-                                                   extra_system=flush_system(cfg, today))
-            except ProviderError as exc:  # not about size: the turn stops, nothing is cut
-                raise ProviderError(f"the memory flush stopped: {exc}",
-                                    status=exc.status) from exc
-            if not isinstance(outcome, Replied):  # its request does not fit: recovery goes on
-                yield Notice("the memory flush did not complete; continuing")
-                return
-            self.call.keep(outcome, turn)
-            reply = outcome.message
-            answer, calls = reply.text, reply.tool_calls
-            if (not calls and not asked_again and profile.has("flush_retry")
-                    and should_ask_again(answer, bool(files), turn[:start])):
-                # "Done." or NO_REPLY with nothing written (a weak model's habit): ask once
-                retry = flush_retry_prompt(answer, today, noted(turn[:start]),
-                                           summarised=bool(self.conversation.history.summary))
-                self.conversation.append(Message.user(retry, flush=True), turn)
-                asked_again = True
-                continue
-            if not calls:
-                break
-            # the same note as the step before (a small model in a loop): not written
-            # again, and the flush ends; a junk note (mostly timestamps or repeats) is not
-            # written, with one more try
-            repeated = guards.repeats(reply, seen)
-            refused = guards.refuse(reply, seen)
-            seen.last_calls = calls_of(reply)
-            seen.refused += len(refused)
-            for _event in self.tools.run(reply, lambda m: self.conversation.append(m, turn),
-                                         window=self.window.budget.context_window, flush=True,
-                                         repeated=repeated,
-                                         refused={i: r.text for i, r in refused.items()}):
-                pass  # the flush is silent: no tool lines or events
-            if repeated or any(r.final for r in refused.values()):
-                break
-            files += [str(c.arguments.get("path")) for c, r in zip(calls, turn[-len(calls):])
-                      if c.name in WRITE_TOOLS and not r.is_error]
+        messages = list(self.history if view is None else view)
+        seen = messages[:]  # the conversation as the flush found it
+        self.conversation.append(Message.user(flush_prompt(cfg, today), flush=True), messages)
+        turn = Turn(TurnView(text="", offers_writes=True, daily_log=daily_log_path(today)))
+        guards = profile.flush_guards(seen, today,
+                                      summarised=bool(self.conversation.history.summary))
+        plan = Plan(messages, guards, max_steps=rt.settings.max_steps, flush=True,
+                    window=self.window.budget.context_window,
+                    extra_system=flush_system(cfg, today))
+        try:
+            for _event in run_steps(self.call, self.tools, turn, plan):
+                pass  # the flush is silent: no text, tool lines or notices
+        except ProviderError as exc:  # not about size: the turn stops, nothing is cut
+            raise ProviderError(f"the memory flush stopped: {exc}", status=exc.status) from exc
+        if turn.failed:  # its request does not fit: recovery goes on
+            yield Notice("the memory flush did not complete; continuing")
+            return
+        files, answer = turn.written, turn.reply
+        asked_again = "flush_retry" in turn.view.asked
         notes, source = (listed(answer) if asked_again else answer), FROM_REPLY
         if files or is_blank(notes) or is_acknowledgement(notes):
             notes = ""
         if not files and not notes and asked_again and profile.has("flush_words"):
             # asked twice, and nothing saved: the facts the user told, in their words
-            notes, source = unsaved_words(rt.workspace, turn[:start], today), FROM_USER
+            notes, source = unsaved_words(rt.workspace, seen, today), FROM_USER
         if notes:
             try:
                 self.access.check_flush_write(daily_log_path(today))
-                files.append(append_flush_notes(rt.workspace, notes, clock(), source))
+                files.append(append_flush_notes(rt.files, notes, clock(), source))
             except (ClawdError, OSError) as exc:  # the notes stay in the transcript
                 yield Notice(f"the memory flush's notes were not saved: {exc}")
-        log.info("memory flush: %d entries, wrote %s", len(turn) - start, files or "nothing")
+        log.info("memory flush: %d entries, wrote %s", len(messages) - len(seen),
+                 files or "nothing")
         self.record.patch(memoryFlushAt=clock().isoformat(timespec="seconds"),
                           copy={"memoryFlushCompactionCount": "compactionCount"},
                           add={"memoryFlushCount": 1})

@@ -8,25 +8,22 @@ index picks the change up through the watcher or the next search.
 from __future__ import annotations
 
 from datetime import date
-from pathlib import Path
 
 from clawd.core.errors import ToolError
-from clawd.workspace.files import daily_log_path, resolve
+from clawd.workspace.files import daily_log_path
+from clawd.workspace.interface import WorkspaceFiles
 
 
-def append_to_daily_log(workspace: Path, text: str, day: date) -> str:
+def append_to_daily_log(files: WorkspaceFiles, text: str, day: date) -> str:
     """Append ``text`` as a bullet to the day's log; the log's workspace-relative path."""
     note = " ".join(text.split())
     if not note:
         raise ToolError("nothing to add: the note is empty")
     rel = daily_log_path(day)
-    path = resolve(workspace, rel)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        existing = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write((f"# {day.isoformat()}\n\n" if not existing else
-                          "" if existing.endswith("\n") else "\n") + f"- {note}\n")
+        existing = files.read(rel) or ""
+        files.append(rel, (f"# {day.isoformat()}\n\n" if not existing else
+                           "" if existing.endswith("\n") else "\n") + f"- {note}\n")
     except OSError as exc:
         raise ToolError(f"cannot write {rel}: {exc.strerror or exc}; the note was not saved: "
                         f"{note}") from None

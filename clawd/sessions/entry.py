@@ -11,9 +11,40 @@ were session totals today's meanings. The store (``sessions``) and the transcrip
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from clawd.core.messages import now_iso
+
+
+class SessionEntry(TypedDict, total=False):
+    """One session key's entry in the store (docs/sessions.md says what each field means).
+    Stored as JSON; readers go through these names, so a misspelt field is a type error."""
+
+    sessionId: str
+    sessionFile: str
+    createdAt: str | None
+    updatedAt: str | None
+    model: str | None
+    modelOverride: str | None
+    inputTokens: int
+    outputTokens: int
+    totalTokens: int
+    totalTokensFresh: bool
+    contextTokens: int | None
+    compactionCount: int
+    memoryFlushAt: str | None
+    memoryFlushCompactionCount: int | None
+    memoryFlushCount: int
+    cumulativeInputTokens: int
+    cumulativeOutputTokens: int
+    cumulativeCacheReadTokens: int
+    cumulativeCacheWriteTokens: int
+    contextUsedTokens: int | None
+    tokenRatio: float
+    lastModelCallAt: float | None
+    prunedResults: dict[str, str]
+    invalidLines: list[int]
+
 
 # Only ever incremented (``patch(add=...)``), so concurrent writers add up.
 COUNTERS = ("cumulativeInputTokens", "cumulativeOutputTokens", "cumulativeCacheReadTokens",
@@ -26,17 +57,15 @@ _RENAMED = {"inputTokens": "cumulativeInputTokens", "outputTokens": "cumulativeO
 
 
 def new_entry(session_id: str, session_file: Path, model: str, now: str | None = None, *,
-              context_window: int | None = None) -> dict[str, Any]:
+              context_window: int | None = None) -> SessionEntry:
     now = now or now_iso()
-    entry: dict[str, Any] = {"sessionId": session_id, "sessionFile": str(session_file),
-                             "createdAt": now, "updatedAt": now, "model": model,
-                             "inputTokens": 0, "outputTokens": 0, "totalTokens": 0,
-                             "totalTokensFresh": False, "contextTokens": context_window,
-                             "contextUsedTokens": None}
-    entry.update({name: 0 for name in COUNTERS})
-    entry.update({"memoryFlushAt": None, "memoryFlushCompactionCount": None,
-                  "lastModelCallAt": None})
-    return entry
+    return SessionEntry(
+        sessionId=session_id, sessionFile=str(session_file), createdAt=now, updatedAt=now,
+        model=model, inputTokens=0, outputTokens=0, totalTokens=0, totalTokensFresh=False,
+        contextTokens=context_window, contextUsedTokens=None, cumulativeInputTokens=0,
+        cumulativeOutputTokens=0, cumulativeCacheReadTokens=0, cumulativeCacheWriteTokens=0,
+        compactionCount=0, memoryFlushCount=0, memoryFlushAt=None,
+        memoryFlushCompactionCount=None, lastModelCallAt=None)
 
 
 def needs_migration(entry: Any) -> bool:

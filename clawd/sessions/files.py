@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message
-from clawd.sessions.entry import new_entry
+from clawd.sessions.entry import SessionEntry, new_entry
 from clawd.sessions.transcript import Loaded, Transcript
 
 TITLE_CHARS = 60
@@ -113,14 +113,13 @@ def read_summary(path: Path) -> Summary | None:
                    flush_at=flush_at, flush_cycle=flush_cycle, loaded=loaded)
 
 
-def entry_from(summary: Summary, default_model: str = "") -> dict[str, Any]:
+def entry_from(summary: Summary, default_model: str = "") -> SessionEntry:
     """A ``sessions.json`` entry that says what the transcript says."""
     created = summary.created or summary.last_activity
-    entry = new_entry(summary.session_id, summary.path, summary.model or default_model,
-                      created)
+    entry = cast(SessionEntry, {
+        **new_entry(summary.session_id, summary.path, summary.model or default_model,
+                    created), **summary.counters, **summary.latest})
     entry["updatedAt"] = summary.last_activity or created
-    entry.update(summary.counters)
-    entry.update(summary.latest)
     if summary.model_override:
         entry["modelOverride"] = summary.model_override
     if summary.flush_cycle is not None:
@@ -134,13 +133,13 @@ def transcripts(sessions_dir: Path) -> list[Path]:
     return sorted(sessions_dir.glob("*.jsonl")) if sessions_dir.is_dir() else []
 
 
-def rebuild(sessions_dir: Path, agent_id: str | None = None) -> dict[str, dict[str, Any]]:
+def rebuild(sessions_dir: Path, agent_id: str | None = None) -> dict[str, SessionEntry]:
     """Store entries from the transcripts: per key, the session with the latest activity.
 
     A transcript written before headers carried the key gets a key of its own
     (``agent:<agentId>:session-<id>``): it can be resumed, and never takes another's place.
     """
-    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    found: dict[str, tuple[str, SessionEntry]] = {}
     for path in transcripts(sessions_dir):
         summary = read_summary(path)
         if summary is None:

@@ -6,7 +6,7 @@ entries (messages, compactions, undos). The embedded implementations are ``Sessi
 (``sessions.json``, locked and atomically replaced) and ``Transcript`` (a JSONL file). A
 hosted, many-user clawd (stateless workers, one PostgreSQL database) is a second
 implementation of both: ``tests/test_storage_contracts.py`` is the suite any implementation
-must pass.
+must pass. An entry is a ``SessionEntry`` (``sessions.entry``): typed fields, stored as JSON.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from clawd.sessions.entry import SessionEntry
+
 if TYPE_CHECKING:
     from clawd.core.messages import Message
     from clawd.sessions.transcript import Loaded
 
-Entry = dict[str, Any]  # a session's entry, with the fields docs/sessions.md lists
+Entry = SessionEntry
 
 
 class SessionRecords(Protocol):

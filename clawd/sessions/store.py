@@ -22,12 +22,19 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from clawd.core.messages import now_iso
-from clawd.sessions.entry import COUNTERS, bad_fields, malformed, migrate_entry, needs_migration
+from clawd.sessions.entry import (
+    COUNTERS,
+    SessionEntry,
+    bad_fields,
+    malformed,
+    migrate_entry,
+    needs_migration,
+)
 from clawd.sessions.files import entry_from, read_summary, rebuild, transcripts
 
 log = logging.getLogger(__name__)
@@ -77,7 +84,7 @@ class SessionStore:
             raise _Corrupt(str(exc)) from None
         return _normalized(data)
 
-    def entries(self) -> dict[str, Any]:
+    def entries(self) -> dict[str, SessionEntry]:
         """Every entry; the store first rebuilt, repaired or migrated when it needs it."""
         try:
             data = self._load()
@@ -109,16 +116,16 @@ class SessionStore:
             known = {e.get("sessionId") for e in data.values()}
             for key, entry in found.items():
                 if key not in data and entry["sessionId"] not in known:
-                    data[key] = entry
+                    data[key] = dict(entry)
                     added += 1
             self._write(data)
             return recounted, added
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> SessionEntry | None:
         return self.entries().get(normalize_key(key))
 
-    def update(self, key: str, change: Callable[[dict[str, Any] | None], dict[str, Any] | None],
-               *, touch: bool = True) -> dict[str, Any] | None:
+    def update(self, key: str, change: Callable[[SessionEntry | None], SessionEntry | None],
+               *, touch: bool = True) -> SessionEntry | None:
         """Apply ``change`` to one entry under the lock; return the new entry.
 
         ``change`` receives the current entry (or None) and returns the new one (None
@@ -128,7 +135,7 @@ class SessionStore:
         key = normalize_key(key)
         with self._locked():
             data = self._read_repairing()
-            entry = change(dict(data[key]) if key in data else None)
+            entry = change(cast(SessionEntry, dict(data[key])) if key in data else None)
             if entry is None:
                 data.pop(key, None)
             else:
@@ -138,27 +145,27 @@ class SessionStore:
             self._write(data)
             return entry
 
-    def patch(self, key: str, base: dict[str, Any] | None = None,
+    def patch(self, key: str, base: SessionEntry | None = None,
               add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
-              touch: bool = True, **fields: Any) -> dict[str, Any] | None:
+              touch: bool = True, **fields: Any) -> SessionEntry | None:
         """Set ``fields`` and add ``add`` to counters of one entry, against what is on disk;
         ``copy`` sets fields to the value another field has there (``{target: source}``).
 
         An entry that is missing (the store was deleted or set aside meanwhile) is
         re-created from ``base``, the writer's own copy; without ``base`` nothing is written.
         """
-        def change(entry: dict[str, Any] | None) -> dict[str, Any] | None:
-            if entry is None:
+        def change(stored: SessionEntry | None) -> SessionEntry | None:
+            if stored is None:
                 if base is None:
                     return None
                 log.warning("%s: the entry for %s was missing; re-created it", self.path, key)
-                entry = dict(base)
-            entry.update(fields)
+                stored = base
+            entry: dict[str, Any] = {**stored, **fields}  # the names are the caller's
             for name, delta in (add or {}).items():
                 entry[name] = _count(entry.get(name)) + delta
             for target, source in (copy or {}).items():
                 entry[target] = entry.get(source, 0)
-            return entry
+            return cast(SessionEntry, entry)
         return self.update(key, change, touch=touch)
 
     def _read_repairing(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from clawd.core.errors import SandboxError
 from clawd.core.textcut import keep_ends
 from clawd.core.tokens import at_most
+from clawd.workspace.interface import WorkspaceFiles
 
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
 MEMORY_FILE = "MEMORY.md"
@@ -103,25 +104,24 @@ def memory_files(today: date) -> list[str]:
     return [MEMORY_FILE, daily_log_path(today - timedelta(days=1)), daily_log_path(today)]
 
 
-def read_context_files(root: Path, *, include_memory: bool, today: date,
+def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: date,
                        max_chars: int) -> list[ContextFile]:
     """The bootstrap files, then (in a private session only) MEMORY.md and yesterday's and
     today's daily logs."""
     names = list(BOOTSTRAP_FILES)
     if include_memory:
         names += memory_files(today)
-    files = []
+    found = []
     for name in names:
-        path = root / name
         try:
-            raw = path.read_text(encoding="utf-8", errors="replace")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raw = files.read(name)
+        except SandboxError:  # a bootstrap file that is a symlink out of the workspace
             continue
-        if not raw.strip():
+        if raw is None or not raw.strip():
             continue
         text, cut = truncate(raw, max_chars, name)
-        files.append(ContextFile(name, len(raw), text, cut))
-    return files
+        found.append(ContextFile(name, len(raw), text, cut))
+    return found
 
 
 def _newest_lines(text: str, name: str, budget: int, count: Callable[[str], int]) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from clawd.config import Config
 from clawd.core.errors import ClawdError
@@ -19,6 +18,7 @@ from clawd.frontends.cli.sessions import resolve_by_id
 from clawd.frontends.commands import Chat
 from clawd.frontends.compose import build_runtime, chat_agent, check_provider, session_key
 from clawd.loop.runtime import Runtime
+from clawd.sessions.entry import SessionEntry
 from clawd.sessions.files import entry_from
 from clawd.sessions.store import main_key
 
@@ -67,7 +67,7 @@ def resume_key(runtime: Runtime, wanted: str, session: str | None) -> str:
                          f"(or use --session {key})")
     held = lock.acquire(runtime.sessions_dir, key)  # no one is using the key meanwhile
     try:
-        def point(old: dict[str, Any] | None) -> dict[str, Any]:
+        def point(old: SessionEntry | None) -> SessionEntry:
             if old is not None and old.get("sessionId") == s.session_id:
                 return old
             return entry_from(s, runtime.settings.model)

@@ -1,0 +1,114 @@
+"""The one loop of model steps, for a user's turn and for the memory flush alike.
+
+``run_steps`` calls the model, decides each reply into its next step (``turn.decide``) and
+acts on it, keeping its state in the ``Turn`` it is given, until an answer, a stop or a
+failure. What differs between a user's turn and the silent memory flush is data, given in a
+``Plan``: the messages the steps add to (the history, or the flush's own list), the guards
+(the model profile's step guards, or the flush's), whether text and tool lines are shown,
+the flush's extra system text, how a request that does not fit is recovered (compaction, or
+not at all) and what runs between steps (the flush point and compaction, or nothing).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from functools import partial
+
+from clawd.context.access import WRITE_TOOLS
+from clawd.context.flush import is_blank
+from clawd.core.events import Event, Notice, ToolFinished
+from clawd.core.messages import Message
+from clawd.guards.base import AskAgain, Guards
+from clawd.guards.steps import calls_of
+from clawd.loop.model_call import Failed, ModelCall, Overflowed
+from clawd.loop.toolrunner import ToolRunner
+from clawd.loop.turn import Answer, Stop, Turn, blank_notice, decide
+
+log = logging.getLogger(__name__)
+
+Recover = Callable[[Overflowed, int, list[Message]], Generator[Event, None, bool]]
+
+
+@dataclass
+class Plan:
+    """How one run of steps goes (see the module docstring)."""
+
+    messages: list[Message]  # what each request is built on; replies and results join it
+    guards: Guards
+    max_steps: int
+    window: int  # the model's context window (tool results are capped to fit it)
+    flush: bool = False  # the memory flush: silent, its own system text, its write rules
+    extra_system: str | None = None
+    recover: Recover | None = None  # None: a request that does not fit ends the run
+    between: Callable[[], Generator[Event, None, None]] | None = None  # after each tool step
+
+
+def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
+              ) -> Generator[Event, None, None]:
+    """The model steps of a turn (``plan`` says whose), until an answer, a stop or a
+    failure; ``turn`` holds what happened (``reply``, ``written``, ``failed``, …)."""
+    messages, show = plan.messages, not plan.flush
+    keep = partial(call.conversation.append, target=messages)
+    while True:
+        if not turn.overflows:
+            turn.steps += 1
+        outcome = yield from call.run(messages, show=show, flush=plan.flush, ask=turn.ask,
+                                      tool_choice=turn.tool_choice,
+                                      extra_system=plan.extra_system)
+        if isinstance(outcome, Overflowed):  # needs compaction, then the same call again
+            turn.overflows += 1
+            if plan.recover is not None and (
+                    yield from plan.recover(outcome, turn.overflows, messages)):
+                continue
+            turn.failed = True
+            return
+        turn.overflows = 0
+        if isinstance(outcome, Failed):  # said in an ErrorEvent
+            turn.failed = True
+            if outcome.partial:  # cut off mid-stream: the reply so far, kept
+                turn.reply, turn.aborted = outcome.partial, True
+            return
+        words_only, turn.ask, turn.tool_choice = turn.tool_choice == "none", None, "auto"
+        reply = outcome.message
+        step = decide(reply, turn.view, plan.guards, last_step=turn.steps >= plan.max_steps,
+                      steps=turn.steps, words_only=words_only)
+        call.keep(outcome, messages, drop=isinstance(step, AskAgain) and step.drop)
+        if isinstance(step, AskAgain):
+            log.info("guard %s: the model is asked again (%r)", step.guard, reply.text[:40])
+            turn.view.asked[step.guard] = step
+            if not step.drop:  # the user saw it, and it stands
+                turn.reply = turn.view.shown = reply.text
+            turn.ask, turn.tool_choice = step.ask, step.tool_choice
+            continue
+        if isinstance(step, Stop):
+            turn.reply = reply.text
+            if show:
+                yield Notice(step.notice)
+            return
+        if isinstance(step, Answer):
+            if is_blank(reply.text) and turn.view.shown:
+                return  # nothing more after what was shown: that reply stands
+            turn.reply = reply.text
+            if show and is_blank(reply.text):
+                yield Notice(blank_notice(reply.text, "blank" in turn.view.asked))
+            return
+        turn.reply = reply.text
+        paths = {c.id: str(c.arguments.get("path")) for c in reply.tool_calls}
+        for event in tools.run(reply, keep, flush=plan.flush, repeated=step.repeated,
+                               refused={i: r.text for i, r in step.refused.items()},
+                               window=plan.window):
+            if (isinstance(event, ToolFinished) and not event.is_error
+                    and event.name in WRITE_TOOLS):
+                turn.written.append(paths[event.call_id])
+                turn.view.wrote = True
+            if show:
+                yield event
+        # the same file changes as the step before (a small model in a loop), or a call a
+        # guard refused for the last time: the next step answers in words
+        turn.view.last_calls = None if step.repeated else calls_of(reply)
+        turn.view.refused += len(step.refused)
+        turn.tool_choice = "none" if step.answer_next else "auto"
+        if plan.between is not None:
+            yield from plan.between()

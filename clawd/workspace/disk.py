@@ -1,0 +1,62 @@
+"""The workspace as a folder of files (``DiskFiles``): the embedded ``WorkspaceFiles``.
+
+Every path goes through ``files.resolve``, so ``..``, absolute paths and symlinks that point
+out of the workspace are refused. Appends go straight to the end of the file; a whole-file
+write goes to a temporary file beside it and is renamed over it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from clawd.workspace.files import relative, resolve
+
+
+class DiskFiles:
+    """``WorkspaceFiles`` over the folder ``root``."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.location = str(root)
+
+    def read(self, path: str) -> str | None:
+        try:
+            return resolve(self.root, path).read_text(encoding="utf-8", errors="replace")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def append(self, path: str, text: str) -> None:
+        real = self._parent_made(path)
+        with real.open("a", encoding="utf-8") as handle:
+            handle.write(text)
+
+    def create(self, path: str, text: str) -> None:
+        real = self._parent_made(path)
+        with real.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+
+    def write(self, path: str, text: str) -> None:
+        real = self._parent_made(path)
+        fd, temp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            if real.exists():
+                os.chmod(temp, real.stat().st_mode & 0o777)
+            os.replace(temp, real)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+    def listing(self, folder: str) -> list[str]:
+        real = resolve(self.root, folder)
+        if not real.is_dir():
+            return []
+        return sorted(relative(self.root, p) for p in real.iterdir() if p.is_file())
+
+    def _parent_made(self, path: str) -> Path:
+        real = resolve(self.root, path)
+        real.parent.mkdir(parents=True, exist_ok=True)
+        return real
