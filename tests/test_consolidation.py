@@ -26,7 +26,8 @@ from clawd.workspace.init import template_files
 from conftest import Clock, make_runtime
 
 TEMPLATE = next(src.read_text() for name, src in template_files() if name == "MEMORY.md")
-DAY1 = "# 2026-11-20\n\n- Budget for the Lisbon trip: 2400 euros\n- The home server is called tern\n"
+DAY1 = ("# 2026-11-20\n\n- Budget for the Lisbon trip: 2400 euros\n"
+        "- The home server is called tern\n")
 DAY2 = ("# 2026-11-21\n\n## Chat\n\n- Thanks for the help today\n"
         "- The home server was renamed to heron\n- Ines (sister) arrives on 2026-05-14\n")
 NOTES = {"memory/2026-11-20.md": DAY1, "memory/2026-11-21.md": DAY2}
@@ -136,7 +137,8 @@ def test_the_next_run_reads_only_the_notes_since_the_last_run(tmp_path):
     rt, provider = runtime_with(tmp_path, ANSWER, "NONE")
     consolidate(rt, provider)
     rt.clock.advance(days=1)
-    (rt.workspace / "memory/2026-11-23.md").write_text("# 2026-11-23\n\n- Dentist moved to Friday\n")
+    (rt.workspace / "memory/2026-11-23.md").write_text(
+        "# 2026-11-23\n\n- Dentist moved to Friday\n")
     report = consolidate(rt, provider)
     shown = provider.requests[1].messages[0].text
     assert "(memory/2026-11-20.md#L3): " not in shown and "Dentist moved to Friday" in shown

@@ -156,10 +156,10 @@ def test_tool_calls_after_a_request_for_words_stop_the_turn(tmp_path):
 
 
 def test_the_flush_runs_in_the_turns_loop_with_its_own_guards():
-    """The flush's guards: repeated writes and the retry for its notes under "weak"; none
-    of the user-facing answer guards; nothing at all under "strong"."""
+    """The flush's guards: repeated writes, junk notes and the retry for its notes under
+    "weak"; none of the user-facing answer guards; nothing at all under "strong"."""
     from datetime import date
 
     weak = PROFILES["weak"].flush_guards([], date(2026, 11, 22), summarised=False)
-    assert weak.names == ["repeated_writes", "flush_retry"]
+    assert weak.names == ["repeated_writes", "junk_notes", "flush_retry"]
     assert PROFILES["strong"].flush_guards([], date(2026, 11, 22), summarised=False).names == []

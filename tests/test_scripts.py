@@ -23,6 +23,8 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
     ("bench_real_model.py", ["--help"], "--reask"),
     ("bench_gateway.py", ["--turns", "3", "--clients", "3", "--sessions", "2", "--rounds", "2"],
      "0 lost, 0 doubled"),
+    ("bench_fact_selection.py", [], "held-out"),
+    ("bench_junk_notes.py", [], "notes let through"),
 ])
 def test_a_benchmark_runs(tmp_path, script, args, expected):
     done = subprocess.run([sys.executable, str(SCRIPTS / script), *args], cwd=tmp_path,

@@ -12,8 +12,9 @@ flush that writes no file but answers in words keeps those words as notes
 A flush that wrote nothing and answered only "Done.", or ``NO_REPLY`` when the user said
 something after the last note written in the conversation, is asked once more for the
 notes themselves (``should_ask_again``); of that second answer only the list lines are
-kept (``listed``). When the second answer lists nothing either, clawd saves the user's own
-short sentences whose numbers, names or identifiers no note holds yet (``unsaved_words``).
+kept (``listed``). When the second answer lists nothing either, clawd saves the facts the
+user told in their own words, those no note holds yet (``unsaved_words``): statements, never
+requests, questions or small talk (``facts``), a correction with the value it replaces.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from pathlib import Path
 
 from clawd.config import MemoryFlush
 from clawd.context.access import WRITE_TOOLS
-from clawd.context.references import SHORT_MESSAGE, users_words
+from clawd.context.facts import as_note, facts, is_chatter
+from clawd.context.references import SHORT_MESSAGE, missing, references
+from clawd.context.requests import held
 from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
-from clawd.core.textcut import sentences
+from clawd.core.textcut import sentences, shorten
 from clawd.guards.replytext import unfenced
 from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import daily_log_path, is_private_memory, memory_files
@@ -40,6 +43,7 @@ FROM_REPLY = "written from the model's reply"
 FROM_USER = "the user's own words: the model saved no notes"
 FROM_REQUEST = "asked to be remembered; the model wrote no note"
 USERS_WORDS_CHARS = 800
+FACT_CHARS = 300  # one fact kept at most this long
 
 
 def flush_due(entry: SessionEntry, used_tokens: int, flush_at: int,
@@ -124,22 +128,6 @@ def told(text: str) -> list[str]:
     return [s for s in sentences(text) if not s.rstrip().endswith("?") and not is_chatter(s)]
 
 
-# A greeting, thanks or a word of assent, alone or before "this is a test": talk about the
-# conversation itself, never a fact to keep ("Hello, **this** is a test of the `REPL`").
-_GREETING = (r"(?:hello|hi|hey|hiya|howdy|good (?:morning|afternoon|evening)|thanks|"
-             r"thank you|ok|okay|cool|great|nice)")
-_CHATTER = re.compile(rf"(?:{_GREETING}\b[\s,.!]*)*(?:(?:this|it)(?:'s| is) (?:just |only )?"
-                      rf"(?:a |another )?test(?: message| run| of (?:the |this |my )?\w+)?"
-                      rf"|testing(?:[ ,]+(?:one|two|three|1|2|3))*|)", re.I)
-
-
-def is_chatter(sentence: str) -> bool:
-    """Whether a sentence is only a greeting, thanks, or a test message (its Markdown
-    emphasis and code marks aside)."""
-    plain = re.sub(r"[*_`~]", "", sentence).strip(" \t\n.!")
-    return _CHATTER.fullmatch(plain) is not None
-
-
 def should_ask_again(answer: str, wrote: bool, conversation: list[Message]) -> bool:
     """Whether a flush answer that called no tool is asked once more for the notes: a bare
     acknowledgement with nothing written, or a silent (or empty) answer when the user said
@@ -204,19 +192,43 @@ def without_repeats(text: str) -> str:
     return "\n".join(kept)
 
 
+def _saved(fact: str, notes: list[str]) -> bool:
+    """Whether the lines of ``notes`` hold a fact: every number, identifier and name of it
+    when it has any (the old and the new value of a correction too), else one line with
+    most of its words."""
+    exact, names = references(fact)
+    if exact or names:
+        return not any(missing(fact, "\n".join(notes)))
+    return any(held(fact, [line]) for line in notes)
+
+
 def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> str:
-    """The user's sentences (not questions), in messages since the conversation's last note
-    and short enough to be said rather than pasted, whose numbers, names or identifiers no
-    note holds yet (MEMORY.md, today's and yesterday's logs), as ``- `` lines."""
-    said = [Message.user(" ".join(told(m.text))) for m in since_last_note(conversation)
-            if m.role == "user" and not m.flush and len(m.text) <= SHORT_MESSAGE]
-    saved = []
+    """The facts the user told (``facts.facts``: statements about them, their people,
+    plans, preferences and corrections; never requests, questions or small talk), in
+    messages since the conversation's last note and short enough to be said rather than
+    pasted, that no note holds yet (MEMORY.md, today's and yesterday's logs: ``_saved``),
+    as ``- `` lines within ``USERS_WORDS_CHARS``, in conversation order. A correction
+    names the value it replaces (``facts.as_note``)."""
+    saved = []  # the notes' lines
     for rel in memory_files(today):
         path = workspace / rel
         if path.is_file():
-            saved.append(path.read_text(encoding="utf-8", errors="replace"))
-    words = users_words("\n".join(saved), said, max_chars=USERS_WORDS_CHARS)
-    return "\n".join(f"- {text}" for text in words)
+            saved += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    kept: list[str] = []
+    seen: set[str] = set()
+    used = 0
+    for m in since_last_note(conversation):
+        if m.role != "user" or m.flush or len(m.text) > SHORT_MESSAGE:
+            continue
+        for fact in facts(m.text):
+            note = as_note(shorten(fact, FACT_CHARS))
+            if note in seen or _saved(fact, saved):
+                continue
+            seen.add(note)
+            if used + len(note) + 3 <= USERS_WORDS_CHARS:
+                kept.append(f"- {note}")
+                used += len(note) + 3
+    return "\n".join(kept)
 
 
 def append_flush_notes(files: WorkspaceFiles, text: str, now: datetime,

@@ -46,6 +46,14 @@ def _present(token: str, text: str, *, exact: bool) -> bool:
     return re.search(rf"(?<![\w]){re.escape(token)}(?![\w])", text, flags) is not None
 
 
+def missing(sentence: str, known: str) -> tuple[list[str], list[str]]:
+    """The references of ``sentence`` that ``known`` does not hold: (numbers, identifiers
+    and URLs, matched exactly; names, matched case aside)."""
+    exact, names = references(sentence)
+    return ([t for t in exact if not _present(t, known, exact=True)],
+            [t for t in names if not _present(t, known, exact=False)])
+
+
 def _clip(sentence: str) -> str:
     flat = " ".join(sentence.split())
     return flat if len(flat) <= SENTENCE_CHARS else flat[:SENTENCE_CHARS - 1].rstrip() + "…"
@@ -82,9 +90,7 @@ def users_words(known: str, messages: list[Message], previous: str | None = None
         if text in seen:
             continue
         seen.add(text)
-        exact, names = references(sentence)
-        missing_exact = [t for t in exact if not _present(t, known, exact=True)]
-        missing_names = [t for t in names if not _present(t, known, exact=False)]
+        missing_exact, missing_names = missing(sentence, known)
         if missing_exact or missing_names:
             weight = 2 * len(missing_exact) + len(missing_names)
             scored.append((not short, -weight, order, text))

@@ -1,7 +1,7 @@
 """What a guard is, and the guards of one model: one interface, one cap on asking again.
 
 A guard keeps one habit of a weak model from reaching the user or the history. It may act at
-four points of a model step, each a method with a do-nothing default:
+these points of a model step, each a method with a do-nothing default:
 
 - ``looping(parts)`` while the reply streams (``new_reply`` before it starts): the text to
   keep when the stream must stop;
@@ -9,6 +9,9 @@ four points of a model step, each a method with a do-nothing default:
 - ``answer(reply, turn)`` on a final answer (no tool calls): ``AskAgain`` when the model
   is to be asked once more;
 - ``repeats(reply, turn)`` before tool calls run: whether they are to be answered, not run;
+- ``refuse(call, turn)`` before one tool call runs: a ``Refusal`` (its error result, given
+  instead of running it) or None (it runs); a ``final`` refusal makes the next step answer
+  in words;
 - ``unmet(turn)`` after the turn, when it asked: the notice if it still lacks what it asked.
 
 ``Guards`` holds the guards a model's profile switches on (``guards.profile``) and asks
@@ -23,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from clawd.core.messages import Message
+from clawd.core.messages import Message, ToolCall
 
 MAX_ASKS = 2  # re-asks of one user turn, whatever guards asked
 
@@ -45,6 +48,15 @@ class AskAgain:
     unmet: str | None = None
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A tool call a guard does not let run: ``text`` is the error result the model gets
+    instead, and ``final`` says the next step must answer in words (no more tries)."""
+
+    text: str
+    final: bool = False
+
+
 @dataclass
 class TurnView:
     """What a guard may read of the turn under way."""
@@ -56,6 +68,7 @@ class TurnView:
     last_calls: list[tuple[str, str]] | None = None  # the step before's calls (``calls_of``)
     asked: dict[str, AskAgain] = field(default_factory=dict)  # by the guards that asked
     daily_log: str = ""  # today's daily log, workspace-relative
+    refused: int = 0  # tool calls a guard refused earlier in the turn
 
 
 class Guard:
@@ -77,6 +90,10 @@ class Guard:
 
     def repeats(self, reply: Message, turn: TurnView) -> bool:
         return False
+
+    def refuse(self, call: ToolCall, turn: TurnView) -> Refusal | None:
+        """Before ``call`` runs: the refusal it gets instead of running, or None."""
+        return None
 
     def unmet(self, turn: TurnView) -> str | None:
         """After the turn, when this guard asked: the notice if what it asked for is still
@@ -121,6 +138,16 @@ class Guards:
 
     def repeats(self, reply: Message, turn: TurnView) -> bool:
         return any(g.repeats(reply, turn) for g in self.guards)
+
+    def refuse(self, reply: Message, turn: TurnView) -> dict[str, Refusal]:
+        """The refusals of ``reply``'s tool calls, by call id: the first guard's for each."""
+        refused = {}
+        for call in reply.tool_calls:
+            found = next((r for g in self.guards if (r := g.refuse(call, turn)) is not None),
+                         None)
+            if found is not None:
+                refused[call.id] = found
+        return refused
 
     def unmet(self, turn: TurnView) -> list[str]:
         """The notices of the guards that asked and did not get what they asked for."""

@@ -26,15 +26,17 @@ from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import Guard, Guards
 from clawd.guards.flush import FlushRetry
+from clawd.guards.notes import JunkNotes
 from clawd.guards.steps import Looping, RepeatedWrites, StrayText
 
 # the guards of a model step, in the order they are asked
 STEP_GUARDS: dict[str, type[Guard]] = {
     "looping": Looping, "stray_text": StrayText, "repeated_writes": RepeatedWrites,
     "blank": BlankAnswer, "echo": EchoAnswer, "note_claim": UnkeptNote,
+    "junk_notes": JunkNotes,
 }
 # the memory flush's own: a bare "Done" or NO_REPLY asked once for the notes; and when the
-# flush still saved nothing, the user's own sentences kept in the daily log
+# flush still saved nothing, the facts the user told kept in the daily log
 FLUSH_GUARDS = ("flush_retry", "flush_words")
 
 
@@ -53,9 +55,12 @@ class Profile:
     def flush_guards(self, conversation: list[Message], today: date, *,
                      summarised: bool) -> Guards:
         """Fresh guards for one memory flush over ``conversation``: repeated writes are not
-        made again, and a bare "Done" or silence is asked once for the notes (``FlushRetry``).
-        The answers of a flush are never shown, so the blank, echo and claim guards stay out."""
+        made again, junk notes are refused (``JunkNotes``), and a bare "Done" or silence is
+        asked once for the notes (``FlushRetry``). The answers of a flush are never shown,
+        so the blank, echo and claim guards stay out."""
         guards: list[Guard] = [RepeatedWrites()] if self.has("repeated_writes") else []
+        if self.has("junk_notes"):
+            guards.append(JunkNotes())
         if self.has("flush_retry"):
             guards.append(FlushRetry(conversation, today, summarised=summarised))
         return Guards(guards)

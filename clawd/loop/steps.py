@@ -97,6 +97,7 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
         turn.reply = reply.text
         paths = {c.id: str(c.arguments.get("path")) for c in reply.tool_calls}
         for event in tools.run(reply, keep, flush=plan.flush, repeated=step.repeated,
+                               refused={i: r.text for i, r in step.refused.items()},
                                window=plan.window):
             if (isinstance(event, ToolFinished) and not event.is_error
                     and event.name in WRITE_TOOLS):
@@ -104,9 +105,10 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
                 turn.view.wrote = True
             if show:
                 yield event
-        # the same file changes as the step before (a small model in a loop): not made
-        # again, and the next step answers in words
+        # the same file changes as the step before (a small model in a loop), or a call a
+        # guard refused for the last time: the next step answers in words
         turn.view.last_calls = None if step.repeated else calls_of(reply)
-        turn.tool_choice = "none" if step.repeated else "auto"
+        turn.view.refused += len(step.refused)
+        turn.tool_choice = "none" if step.answer_next else "auto"
         if plan.between is not None:
             yield from plan.between()

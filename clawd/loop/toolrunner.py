@@ -6,13 +6,14 @@ result before it propagates. A tool that fails (``ClawdError``, or a bug in the 
 an error result the model can act on; nothing here ends the turn. A result is capped at
 ``tools.maxOutputChars`` and at half the window (head and tail kept), so it always fits a
 request next to the fixed layers and a summary. Calls the ``repeated_writes`` guard caught
-(the step before's file changes again) are answered without running: their result says so.
+(the step before's file changes again) are answered without running: their result says so;
+so are calls another guard refused (``refused``: the error result of each, by call id).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 
 from clawd.context.access import Access
 from clawd.context.pruning import cap_tool_result
@@ -36,17 +37,25 @@ class ToolRunner:
         self.rt, self.tools, self.access = runtime, tools, access
 
     def run(self, reply: Message, keep: Callable[[Message], None], *, window: int,
-            flush: bool, repeated: bool = False) -> Generator[Event, None, None]:
+            flush: bool, repeated: bool = False, refused: Mapping[str, str] | None = None
+            ) -> Generator[Event, None, None]:
         """Run ``reply``'s tool calls; ``keep`` persists each result. ``flush``: the calls
         come from a memory-flush turn (its writes follow the flush's rules). ``repeated``:
-        the calls repeat the step before's exactly, and are answered without running."""
+        the calls repeat the step before's exactly, and are answered without running.
+        ``refused``: calls a guard refused, by id, answered with that error without
+        running."""
+        refused = refused or {}
         pending = list(reply.tool_calls)
         try:
             while pending:
                 call = pending[0]
                 yield ToolStarted(call.id, call.name, call.arguments)
-                text, is_error = (REPEATED, True) if repeated else self.call(
-                    call, window=window, flush=flush)
+                if repeated:
+                    text, is_error = REPEATED, True
+                elif call.id in refused:
+                    text, is_error = refused[call.id], True
+                else:
+                    text, is_error = self.call(call, window=window, flush=flush)
                 keep(Message.tool_result(call, text, is_error, flush=flush))
                 pending.pop(0)
                 yield ToolFinished(call.id, call.name, is_error, text)

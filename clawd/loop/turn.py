@@ -2,7 +2,8 @@
 
 A model step ends in a reply; ``decide`` turns it into the next step of the turn, one of a
 closed set (openai-agents' ``NextStep*``): ``Answer`` (the turn's answer), ``RunTools`` (run
-the calls, then call the model again; ``repeated`` calls are answered without running),
+the calls, then call the model again; ``repeated`` calls, and those a guard ``refused``, are
+answered without running),
 ``AskAgain`` (a guard of the model's profile asks once more: ``guards.base``) or ``Stop``
 (the step limit: the reply is kept and a notice says so). ``Turn`` is the one object the
 loop changes as a turn goes on.
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 
 from clawd.context.flush import is_silent
 from clawd.core.messages import Message
-from clawd.guards.base import AskAgain, Guards, TurnView
+from clawd.guards.base import AskAgain, Guards, Refusal, TurnView
 
 
 def blank_notice(reply: str, retried: bool) -> str:
@@ -34,11 +35,19 @@ class Answer:
 
 @dataclass(frozen=True)
 class RunTools:
-    """Run the reply's tool calls (``repeated``: answer them without running), then call
-    the model again."""
+    """Run the reply's tool calls (``repeated``: answer them without running; ``refused``:
+    the calls a guard refused, by id, answered with the refusal), then call the model
+    again."""
 
     message: Message
     repeated: bool = False
+    refused: dict[str, Refusal] = field(default_factory=dict)
+
+    @property
+    def answer_next(self) -> bool:
+        """Whether the next step must answer in words: the calls repeated the step
+        before's, or a guard refused one for the last time."""
+        return self.repeated or any(r.final for r in self.refused.values())
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,7 @@ def decide(reply: Message, turn: TurnView, guards: Guards, *, last_step: bool,
         if last_step:
             return Stop(reply, f"stopped after {steps} model steps (agents.defaults.maxSteps); "
                                f"send a message to continue")
-        return RunTools(reply, guards.repeats(reply, turn))
+        return RunTools(reply, guards.repeats(reply, turn), guards.refuse(reply, turn))
     again = guards.answer(reply, turn)
     if again is None:
         return Answer(reply)

@@ -10,8 +10,9 @@ session. A provider error that is not about size (the server is down) stops eith
 a ``ProviderError`` and leaves the history as it was: only a real overflow is summarised or,
 at worst, truncated. The flush's steps run through the same loop as a user's turn
 (``steps.run_steps``), with the flush's guards from the model profile: a weak model's bare
-"Done" is asked again for the notes (``flush_retry``), and its silence is made up for with
-the user's own sentences (``flush_words``); a strong model's answer is taken as it is.
+"Done" is asked again for the notes (``flush_retry``), its junk notes are refused
+(``junk_notes``), and its silence is made up for with the facts the user told, in their
+words (``flush_words``: never their requests); a strong model's answer is taken as it is.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ class Upkeep:
         if files or is_blank(notes) or is_acknowledgement(notes):
             notes = ""
         if not files and not notes and asked_again and profile.has("flush_words"):
-            # asked twice, and nothing saved: the user's own sentences
+            # asked twice, and nothing saved: the facts the user told, in their words
             notes, source = unsaved_words(rt.workspace, seen, today), FROM_USER
         if notes:
             try:

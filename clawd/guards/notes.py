@@ -1,0 +1,135 @@
+"""Whether a write to a daily log is a note, and the guard that refuses one that is not.
+
+A 1.5B model appended "2026-11-25 00:00:00 2026-11-25 00:00:00 tern hostname tern Debian
+12" to the daily log as a note. ``junk`` tells such a write from a note by its words, with
+no model call: it is junk when it holds nothing under its headings, when half its lines or
+more repeat an earlier line or hold fewer than half new words (not a timestamp, not a word
+the line said before) with a word repeated or fewer than two new ones, or when it is the
+user's message copied back and that message holds no fact (a request or a question; a
+statement written back as it was said is a note). A terse note is still a note:
+"2026-11-25 Lisbon 2400 euros".
+
+``JunkNotes`` (guard ``junk_notes``, weak profile) refuses such a ``write`` or ``edit`` of
+``memory/YYYY-MM-DD.md`` before it runs: the tool result is an error saying what a note
+should be, so the model can write again. A second junk write in the turn is refused too,
+and the next step must answer in words.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from clawd.context.facts import facts
+from clawd.core.messages import ToolCall
+from clawd.guards.base import Guard, Refusal, TurnView
+from clawd.workspace.files import is_daily_log
+
+_TIMESTAMP = re.compile(
+    r"^(?:\d{4}-\d{2}-\d{2}(?:[T_]?\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?"
+    r"|\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:am|pm)?|\d{1,2}/\d{1,2}/\d{2,4}|am|pm|utc|gmt|z)$",
+    re.I)
+# words that say nothing of the note's own: neither counted nor repeated
+_PLAIN = frozenset("""a an the and or of to in on at for with from by as is are was were be
+it its this that i me my we our you your he she his her they their user user's users
+""".split())
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*")
+NEW_SHARE = 0.5  # at least this share of a line's words are new, and of a note's lines
+ECHO_SHARE = 0.8  # a copy of at least this much of the user's message is an echo
+
+NOTE_IS = ('a note is one line, in words, of what the user told or decided, e.g. '
+           '"- Ines arrives in Lisbon on May 14"')
+
+
+def _body(content: str) -> list[str]:
+    """The lines of a note without headings, list marks and blanks."""
+    lines = (_LIST_MARK.sub("", line).strip() for line in content.replace("\\n", "\n")
+             .splitlines() if not line.lstrip().startswith("#"))
+    return [line for line in lines if line]
+
+
+def _tokens(lines: list[str]) -> list[str]:
+    found = (t.strip(".,;:!?()[]{}\"'`*_").lower() for line in lines for t in line.split())
+    return [t for t in found if t and t not in _PLAIN and re.search(r"\w", t)]
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w']+", text.lower().replace("’", "'"))
+
+
+def _echoes(lines: list[str], said: str) -> bool:
+    """Whether the note is the user's message (most of it) copied back, and that message
+    holds no fact to keep."""
+    note, message = _words(" ".join(lines)), _words(said)
+    if not note or not message or len(note) < ECHO_SHARE * len(message):
+        return False
+    joined, whole = " ".join(note), " ".join(message)
+    return f" {joined} " in f" {whole} " and not facts(said)
+
+
+def _line_junk(tokens: list[str]) -> tuple[int, int] | None:
+    """(timestamps, repeated words) of a line that is no note: fewer than half of its
+    words new (neither a timestamp nor a word the line said before), and a word repeated
+    or fewer than two new ones (times beside words of their own are a schedule: "Meetings
+    at 09:00, 10:00 and 11:00 on Tuesday"); None for a note."""
+    stamps = sum(bool(_TIMESTAMP.match(t)) for t in tokens)
+    fresh = len({t for t in tokens if not _TIMESTAMP.match(t)})
+    repeats = len(tokens) - stamps - fresh
+    if tokens and (fresh >= NEW_SHARE * len(tokens) or (not repeats and fresh >= 2)):
+        return None
+    return stamps, repeats
+
+
+def junk(content: str, said: str = "") -> str | None:
+    """What makes ``content`` (a write to a daily log) no note, or None when it is one.
+    ``said``: the user's message of the turn ("": none, as in a memory flush). Each line is
+    judged alone (a note of many lines may start each with the same label): it is no note
+    when it repeats an earlier line, or holds fewer than half new words; the write is
+    junk when half its lines or more are."""
+    lines = _body(content)
+    if not lines:
+        return "a heading or an empty line with no note under it"
+    if said and _echoes(lines, said):
+        return "the user's message copied back"
+    seen: set[tuple[str, ...]] = set()
+    bad, stamps, repeats = 0, 0, 0
+    for line in lines:
+        tokens = _tokens([line])
+        if tuple(tokens) in seen and tokens:
+            bad, repeats = bad + 1, repeats + len(tokens)
+            continue
+        seen.add(tuple(tokens))
+        if (found := _line_junk(tokens)) is not None:
+            bad, stamps, repeats = bad + 1, stamps + found[0], repeats + found[1]
+    if bad < NEW_SHARE * len(lines):
+        return None
+    if not stamps and not repeats:
+        return "no words"
+    return "mostly timestamps" if stamps >= repeats else "the same words over and over"
+
+
+def written_note(call: ToolCall) -> str | None:
+    """What a ``write`` or ``edit`` call adds to a daily log (an edit's new text past the
+    old text it keeps), or None when it is no write to a daily log."""
+    args = call.arguments
+    if call.name not in ("write", "edit") or not is_daily_log(
+            posixpath.normpath(str(args.get("path", "")))):
+        return None
+    if call.name == "write":
+        return str(args.get("content") or "")
+    new, old = str(args.get("newText") or ""), str(args.get("oldText") or "")
+    return new[len(old):] if old and new.startswith(old) else new
+
+
+class JunkNotes(Guard):
+    name = "junk_notes"
+
+    def refuse(self, call: ToolCall, turn: TurnView) -> Refusal | None:
+        note = written_note(call)
+        if note is None or (why := junk(note, turn.text)) is None:
+            return None
+        if turn.refused:  # its one retry is used: no more tries, an answer
+            return Refusal(f"not written: this is {why} again, not a note; {NOTE_IS}. "
+                           f"Do not write it again: answer the user now.", final=True)
+        return Refusal(f"not written: this is {why}, not a note; {NOTE_IS}. Write it "
+                       f"again as such a line.")

@@ -1,0 +1,159 @@
+"""Notes that are notes: under the weak profile, a daily-log write that is mostly timestamps,
+repeats itself or copies a request back is refused with what a note should be, once more
+on a second try, and the turn still ends with an answer; the strong profile never refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clawd.core.events import Flushed, ToolFinished
+from clawd.core.messages import Message
+from clawd.guards.base import Guard, Guards, TurnView
+from clawd.guards.notes import NOTE_IS, JunkNotes, junk, written_note
+from clawd.guards.profile import make_profile
+from clawd.loop.runtime import fixed_models
+from clawd.loop.session import Session
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+
+from conftest import make_runtime
+from loopmodel import filler, is_flush, talk_until_flush
+
+KEY = "agent:main:main"
+DAILY = "memory/2026-11-22.md"
+ROWS = [json.loads(line) for line in
+        (Path(__file__).parent / "data" / "daily_notes.jsonl").read_text().splitlines()]
+TERN = "2026-11-25 00:00:00 2026-11-25 00:00:00 tern hostname tern Debian 12"
+TOLD = "The NAS is called tern and runs Debian 12."
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[f"{r['label']}-{i}" for i, r in enumerate(ROWS)])
+def test_the_labelled_writes_are_told_apart(row):
+    assert (junk(row["content"], row["user"]) is not None) is (row["label"] == "junk")
+
+
+def test_the_labelled_set_holds_both_kinds():
+    labels = [r["label"] for r in ROWS]
+    assert labels.count("junk") >= 10 and labels.count("note") >= 10
+
+
+@pytest.mark.parametrize("content, said, why", [
+    (TERN, TOLD, "mostly timestamps"),
+    ("2026-11-25 00:00:00", "", "mostly timestamps"),
+    ("- tern tern tern tern", "", "the same words over and over"),
+    ("- Suggest a 3-day itinerary for Kyoto.", "Suggest a 3-day itinerary for Kyoto.",
+     "the user's message copied back"),
+    ("# 2026-11-25\n", "", "a heading or an empty line with no note under it"),
+])
+def test_junk_says_what_it_is(content, said, why):
+    assert junk(content, said) == why
+
+
+@pytest.mark.parametrize("content, said", [
+    ("2026-11-25 Lisbon 2400 euros", "My budget for the Lisbon trip is 2400 euros."),
+    ("I'm allergic to peanuts.", "I'm allergic to peanuts."),  # a statement written back
+    ("- Ines: arrives May 14\n- Ines: vegan\n- Ines: nurse", ""),  # one label per line
+    ("- Meetings at 09:00, 10:00 and 11:00 on Tuesday", ""),  # a schedule
+    ("- note 1: FACT-000\n- note 1: FACT-001\n- note 1: FACT-002\n- note 1: FACT-003", ""),
+])
+def test_a_terse_or_labelled_note_is_a_note(content, said):
+    assert junk(content, said) is None
+
+
+def test_only_writes_to_a_daily_log_are_judged():
+    assert written_note(tool("write", path="./memory/2026-11-22.md", content="x")) == "x"
+    assert written_note(tool("write", path="MEMORY.md", content=TERN)) is None
+    assert written_note(tool("write", path="notes.md", content=TERN)) is None
+    assert written_note(tool("read", path=DAILY)) is None
+    edit = tool("edit", path=DAILY, oldText="- a", newText="- a\n2026-11-25 00:00:00")
+    assert written_note(edit) == "\n2026-11-25 00:00:00"
+
+
+def test_a_guard_refuses_nothing_by_default():
+    message = Message.assistant("", [tool("write", path=DAILY, content=TERN)])
+    assert Guard().refuse(message.tool_calls[0], TurnView(text="")) is None
+    assert Guards([Guard()]).refuse(message, TurnView(text="")) == {}
+    refused = Guards([JunkNotes()]).refuse(message, TurnView(text=TOLD))
+    call = message.tool_calls[0]
+    assert list(refused) == [call.id] and not refused[call.id].final
+    assert Guards([JunkNotes()]).refuse(message, TurnView(text=TOLD, refused=1))[call.id].final
+
+
+def session_with(tmp_path, provider, profile):
+    runtime = make_runtime(tmp_path, provider)
+    runtime.models = fixed_models(provider, 200_000, profile=profile)
+    return runtime, Session(runtime, KEY)
+
+
+def junk_write(content=TERN):
+    return Reply("", [tool("write", path=DAILY, content=content, append=True)])
+
+
+def test_a_junk_note_is_refused_and_the_model_writes_again(tmp_path):
+    provider = ScriptedProvider([
+        junk_write(),
+        Reply("", [tool("write", path=DAILY, content="- NAS: tern, Debian 12", append=True)]),
+        "Noted: tern runs Debian 12."])
+    runtime, session = session_with(tmp_path, provider, "weak")
+    events = list(session.run_turn(TOLD))
+    results = [e for e in events if isinstance(e, ToolFinished)]
+    assert [r.is_error for r in results] == [True, False]
+    assert results[0].text.startswith("not written: this is mostly timestamps, not a note; "
+                                      "a note is one line")
+    assert NOTE_IS in results[0].text and "Write it again" in results[0].text
+    assert provider.requests[1].tool_choice == "auto"  # the one retry
+    log = (runtime.workspace / DAILY).read_text()
+    assert "- NAS: tern, Debian 12" in log and "00:00:00" not in log
+    assert events[-1].text == "Noted: tern runs Debian 12."
+    provider.assert_done()
+
+
+def test_a_second_junk_note_is_refused_too_and_the_turn_ends_with_an_answer(tmp_path):
+    provider = ScriptedProvider([junk_write(), junk_write("- tern tern tern tern Debian"),
+                                 "I kept nothing for now."])
+    runtime, session = session_with(tmp_path, provider, "weak")
+    events = list(session.run_turn(TOLD))
+    results = [e for e in events if isinstance(e, ToolFinished)]
+    assert [r.is_error for r in results] == [True, True]
+    assert "Do not write it again: answer the user now." in results[1].text
+    assert provider.requests[2].tool_choice == "none"  # no third try: an answer
+    assert events[-1].text == "I kept nothing for now." and not events[-1].failed
+    assert not (runtime.workspace / DAILY).exists()
+    provider.assert_done()
+
+
+def test_the_strong_profile_never_refuses_a_note(tmp_path):
+    provider = ScriptedProvider([junk_write(), "Saved."])
+    runtime, session = session_with(tmp_path, provider, "strong")
+    events = list(session.run_turn(TOLD))
+    assert [e.is_error for e in events if isinstance(e, ToolFinished)] == [False]
+    assert TERN in (runtime.workspace / DAILY).read_text()
+    provider.assert_done()
+
+
+def test_the_guard_can_be_switched_off_for_a_weak_model():
+    assert "junk_notes" not in make_profile("weak", {"junk_notes": False}).guards
+    assert "junk_notes" in make_profile("weak").guards
+
+
+def test_a_flushs_junk_note_is_refused_and_its_second_try_written(tmp_path):
+    comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
+            "memoryFlush": {"softThresholdTokens": 1000}}
+    provider = ScriptedProvider()
+    runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
+    session = Session(runtime, KEY)
+    provider.add("Sure.")
+    list(session.run_turn(TOLD))
+    talk_until_flush(session, provider, say=lambda i: f"Here is part {i}: {filler(200, i)}")
+    provider.add(junk_write(), junk_write("- NAS: tern, Debian 12"), "NO_REPLY", "Fine.")
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    flush = [r for r in provider.requests if is_flush(r)]
+    refusal = flush[1].messages[-1]
+    assert refusal.role == "toolResult" and refusal.is_error
+    assert refusal.text.startswith("not written: this is mostly timestamps, not a note")
+    assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
+    log = (runtime.workspace / DAILY).read_text()
+    assert "- NAS: tern, Debian 12" in log and "00:00:00" not in log
+    provider.assert_done()
