@@ -113,10 +113,11 @@ def setup(home: Path, args: argparse.Namespace):
 
 def set_agents(workspace: Path, original: str, scoped: bool) -> None:
     text = original
-    if scoped:
+    if scoped:  # the rule's words, however the file wraps them
         for old, new in (SCOPED_RULE, EMPTY_RULE):
-            assert old in text, old
-            text = text.replace(old, new)
+            pattern = r"\s+".join(re.escape(word) for word in old.split())
+            text, count = re.subn(pattern, new.replace("\\", "\\\\"), text)
+            assert count == 1, old
     (workspace / "AGENTS.md").write_text(text)
 
 
@@ -190,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=300)
     parser.add_argument("--samples", type=int, default=3, help="per message and option")
     parser.add_argument("--what", choices=["step", "turn", "both"], default="both")
+    parser.add_argument("--options", default=None,
+                        help="comma-separated options to run (default: all of each case)")
     parser.add_argument("--keep", type=Path, default=None)
     parser.add_argument("--rescore", type=Path, default=None, metavar="JSONL",
                         help="no model: score the replies of an earlier run again")
@@ -211,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         cases += [("step", o) for o in ("baseline", "worded", "scoped", "both")]
     if args.what in ("turn", "both"):
         cases += [("turn", o) for o in ("baseline", "worded", "scoped", "no-search")]
+    if args.options:
+        cases = [(what, o) for what, o in cases if o in args.options.split(",")]
     started, n = time.perf_counter(), 0
     for what, option in cases:
         set_agents(workspace, original, option in ("scoped", "both"))
@@ -219,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         for message, kind in MESSAGES:
             for _ in range(args.samples):
                 n += 1
-                key = f"agent:main:bench-{n}"
+                key = f"agent:main:bench-{what}-{option}-{n}"
                 if what == "step":
                     session = Session(runtime, key)
                     text = run_step(runtime, session, message, worded)
