@@ -109,9 +109,9 @@ ANSWER = ("ADD Facts and references | Budget for the Lisbon trip: 2400 euros | S
           "ADD People | Ines, the user's sister, arrives on 2026-05-14 | S5\n")
 
 
-def runtime_with(tmp_path, *answers, memory: str | None = TEMPLATE):
+def runtime_with(tmp_path, *answers, memory: str | None = TEMPLATE, settings=None):
     provider = ScriptedProvider(list(answers))
-    rt = make_runtime(tmp_path, provider, clock=Clock())
+    rt = make_runtime(tmp_path, provider, clock=Clock(), settings=settings)
     for path, text in NOTES.items():
         (rt.workspace / path).write_text(text)
     if memory is not None:
@@ -187,3 +187,44 @@ def test_since_overrides_the_last_run(tmp_path):
     shown = provider.requests[0].messages[0].text
     assert "(memory/2026-11-20.md#L3): " not in shown and "renamed to heron" in shown
     assert date(2026, 11, 21) + timedelta(days=1) == last_run(rt)
+
+
+# --- the automatic run -------------------------------------------------------------------------
+
+def ended(tmp_path, key: str, enabled: bool = True, answers=(ANSWER,)):
+    from clawd.config import Config
+    from clawd.frontends.commands import Chat
+
+    rt, provider = runtime_with(tmp_path, "Hello.", *answers, settings={
+        "compaction": {"memoryFlush": {"enabled": False}}})
+    rt.config = Config.model_validate({"hooks": {"consolidation": {"enabled": enabled},
+                                                 "sessionMemory": {"enabled": False}}})
+    chat = Chat(rt, key)
+    list(chat.handle("hi"))
+    events = list(chat.handle("/new"))
+    return rt, provider, events
+
+
+def test_a_private_session_ends_with_one_consolidation_a_day(tmp_path):
+    from clawd.core.events import Notice
+
+    rt, provider, events = ended(tmp_path, "agent:main:main")
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert any(n.startswith("memory consolidation: MEMORY.md updated") for n in notices)
+    assert "(memory/2026-11-21.md#L7)" in (rt.workspace / "MEMORY.md").read_text()
+    asked = len(provider.requests)
+    from clawd.frontends.commands import Chat
+
+    chat_again = Chat(rt, "agent:main:main")
+    provider.add("Hello again.")
+    list(chat_again.handle("hi"))
+    list(chat_again.handle("/new"))
+    assert len(provider.requests) == asked + 1  # the chat turn only: not twice a day
+
+
+@pytest.mark.parametrize("key, enabled", [("agent:main:group:family", True),
+                                          ("agent:main:main", False)])
+def test_never_from_a_group_session_and_never_unless_enabled(tmp_path, key, enabled):
+    rt, provider, _ = ended(tmp_path, key, enabled)
+    assert (rt.workspace / "MEMORY.md").read_text() == TEMPLATE
+    assert all("MEMORY.md now:" not in r.messages[-1].text for r in provider.requests)

@@ -149,8 +149,16 @@ class SessionMemoryHook(Model):
     slug_timeout_seconds: Float = Field(15, gt=0)
 
 
+class ConsolidationHook(Model):
+    """``clawd memory consolidate`` run by itself when a private session ends, at most once
+    a day (off unless asked for)."""
+
+    enabled: Bool = False
+
+
 class Hooks(Model):
     session_memory: SessionMemoryHook = SessionMemoryHook()
+    consolidation: ConsolidationHook = ConsolidationHook()
 
 
 class Config(Model):

@@ -98,7 +98,8 @@ class TurnDone:
 class Waiting:
     """clawd is about to wait on something slow: ``stage`` is ``recall`` (the memory search
     for the user's message), ``flush`` (the silent memory-flush turn), ``compaction`` (the
-    summary of older messages) or ``model`` (a model request, until its first token). Front
+    summary of older messages), ``consolidation`` (notes merged into MEMORY.md as a session
+ends) or ``model`` (a model request, until its first token). Front
     ends show that they are waiting, and on what, until the next event."""
 
     stage: str

@@ -22,6 +22,7 @@ STAGES = {
     "recall": "searching memory",
     "flush": "memory flush: the model is saving notes",
     "compaction": "compacting: the model is summarising older messages",
+    "consolidation": "consolidating: the model is merging the notes into MEMORY.md",
     "model": "waiting for the model",
 }
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

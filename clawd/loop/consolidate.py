@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -32,12 +33,14 @@ from clawd.context.consolidation import (
     parse,
     source_lines,
 )
+from clawd.core.errors import ClawdError
+from clawd.core.events import Event, Notice, Waiting
 from clawd.core.messages import Message, ModelRequest
 from clawd.core.templates import render
 from clawd.loop.runtime import Runtime
 from clawd.providers.base import Provider, complete
 from clawd.workspace.backups import keep
-from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
+from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, is_writable
 
 log = logging.getLogger(__name__)
 BATCH_LINES = 60  # note lines shown in one request (a few thousand tokens)
@@ -151,6 +154,24 @@ def consolidate(rt: Runtime, provider: Provider, *, dry_run: bool = False,
     report.message = _summary(report, f"MEMORY.md updated{backup}")
     log.info("consolidation: %s", report.message)
     return report
+
+
+def after_session(rt: Runtime, provider: Provider | None, *, private: bool
+                  ) -> Generator[Event, None, None]:
+    """The automatic run (``hooks.consolidation``) when a session ends: only for a private
+    session, at most once a day, said in one notice; an error is said, not raised."""
+    if (not rt.config.hooks.consolidation.enabled or not private or provider is None
+            or last_run(rt) == rt.clock().date()
+            or not is_writable(rt.workspace, rt.settings.workspace_access)):
+        return
+    yield Waiting("consolidation")
+    try:
+        report = consolidate(rt, provider)
+    except (ClawdError, OSError) as exc:
+        yield Notice(f"memory consolidation did not run: {exc}")
+        return
+    if report.sources:
+        yield Notice(f"memory consolidation: {report.message}")
 
 
 def _summary(report: Report, what: str) -> str:
