@@ -24,7 +24,6 @@ from starlette.routing import Route
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, ModelRequest, new_id
-from clawd.frontends.gateway import openai_map as om
 from clawd.frontends.gateway.common import (
     BadRequest,
     agent_of,
@@ -36,6 +35,18 @@ from clawd.frontends.gateway.common import (
     state,
 )
 from clawd.frontends.gateway.guard import error_body
+from clawd.frontends.gateway.openai_map import (
+    MappingError,
+    agent_named,
+    chunk,
+    completion,
+    is_bookkeeping,
+    model_id,
+    new_message,
+    session_name,
+    text_of,
+    usage_of,
+)
 from clawd.loop.runtime import Runtime
 
 ASIDE_MAX_TOKENS = 512
@@ -43,7 +54,7 @@ ASIDE_MAX_TOKENS = 512
 
 async def models(request: Request) -> Response:
     ids = [a for a in state(request).agents.ids if allowed(request, a)]
-    return ok({"object": "list", "data": [{"id": om.model_id(a), "object": "model",
+    return ok({"object": "list", "data": [{"id": model_id(a), "object": "model",
                                            "created": 0, "owned_by": "clawd"} for a in ids]})
 
 
@@ -51,21 +62,21 @@ async def chat_completions(request: Request) -> Response:
     gw = state(request)
     try:
         body = await json_body(request)
-        agent_id = agent_of(request, om.agent_named(body.get("model")))
-        model, stream = om.model_id(agent_id), body.get("stream") is True
+        agent_id = agent_of(request, agent_named(body.get("model")))
+        model, stream = model_id(agent_id), body.get("stream") is True
         created = int(time.time())
-        if om.is_bookkeeping(body, request.headers):
+        if is_bookkeeping(body, request.headers):
             runtime = gw.agents.runtime(agent_id)
             text = await run_in_threadpool(answer_aside, runtime, body)
             return _single(new_id(), model, created, text, stream,
                            {"X-Clawd-Bookkeeping": "true"})
-        text = om.new_message(body)
-        name, how = om.session_name(request.headers, body.get("user"), new_id())
+        text = new_message(body)
+        name, how = session_name(request.headers, body.get("user"), new_id())
         agent_id, key = session_of(request, name, agent_id)
         idempotency = request.headers.get("idempotency-key")
         turn, _ = gw.hub.submit(agent_id, key, text, idempotency)
-    except (ClawdError, om.MappingError) as exc:
-        return failure(BadRequest(str(exc)) if isinstance(exc, om.MappingError) else exc)
+    except (ClawdError, MappingError) as exc:
+        return failure(BadRequest(str(exc)) if isinstance(exc, MappingError) else exc)
     headers = {"X-Clawd-Session-Key": key, "X-Clawd-Session-From": how,
                "X-Clawd-Turn-Id": turn.id}
     lines = turn.feed.follow()
@@ -85,7 +96,7 @@ async def chat_completions(request: Request) -> Response:
     if not text and error:
         return Response(error_body(502, error, "turn_failed"), 502, headers,
                         media_type="application/json")
-    return ok_with(om.completion(turn.id, model, created, text, om.usage_of(done)), headers)
+    return ok_with(completion(turn.id, model, created, text, usage_of(done)), headers)
 
 
 def ok_with(data: Any, headers: dict[str, str]) -> Response:
@@ -100,14 +111,14 @@ def _data(payload: Any) -> bytes:
 
 async def _chunks(lines: AsyncIterator[tuple[int, dict[str, Any]]], turn_id: str, model: str,
                   created: int) -> AsyncIterator[bytes]:
-    yield _data(om.chunk(turn_id, model, created, {"role": "assistant", "content": ""}))
+    yield _data(chunk(turn_id, model, created, {"role": "assistant", "content": ""}))
     sent, error, done = False, None, None
     async for _, line in lines:
         kind = line.get("type")
         # the text as it streams; a command's output (or a reply that did not stream) whole
         if kind == "delta" or (kind in ("reply", "command") and line.get("text") and not sent):
             sent = True
-            yield _data(om.chunk(turn_id, model, created, {"content": line["text"]}))
+            yield _data(chunk(turn_id, model, created, {"content": line["text"]}))
         elif kind == "error":
             error = line["message"]
         elif kind == "done":
@@ -115,8 +126,8 @@ async def _chunks(lines: AsyncIterator[tuple[int, dict[str, Any]]], turn_id: str
     if error and not sent:
         yield _data({"error": {"message": error, "type": "turn_failed", "code": 502}})
     else:
-        last = om.chunk(turn_id, model, created, {}, "stop")
-        last["usage"] = om.usage_of(done)
+        last = chunk(turn_id, model, created, {}, "stop")
+        last["usage"] = usage_of(done)
         yield _data(last)
     yield b"data: [DONE]\n\n"
 
@@ -124,9 +135,9 @@ async def _chunks(lines: AsyncIterator[tuple[int, dict[str, Any]]], turn_id: str
 def _single(turn_id: str, model: str, created: int, text: str, stream: bool,
             headers: dict[str, str]) -> Response:
     if not stream:
-        return ok_with(om.completion(turn_id, model, created, text, om.usage_of(None)), headers)
-    body = (_data(om.chunk(turn_id, model, created, {"role": "assistant", "content": text}))
-            + _data(om.chunk(turn_id, model, created, {}, "stop")) + b"data: [DONE]\n\n")
+        return ok_with(completion(turn_id, model, created, text, usage_of(None)), headers)
+    body = (_data(chunk(turn_id, model, created, {"role": "assistant", "content": text}))
+            + _data(chunk(turn_id, model, created, {}, "stop")) + b"data: [DONE]\n\n")
     return Response(body, media_type="text/event-stream", headers=headers)
 
 
@@ -139,7 +150,7 @@ def answer_aside(runtime: Runtime, body: dict[str, Any]) -> str:
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
             continue
-        text = om.text_of(message.get("content"))
+        text = text_of(message.get("content"))
         role = message.get("role")
         if role == "system":
             system.append(text)
