@@ -109,6 +109,8 @@ def test_an_index_from_before_parts_is_rebuilt_once_from_the_cache(tmp_path, mon
     assert not any("Mac Studio" in text for text in fake.embedded)
     assert sum(text.startswith("2026-03-02 > ") for text in fake.embedded) == 2
     assert after.sync()["rebuilt"] is False
+    again = after.sync(force=True)  # every part is in the embedding cache now
+    assert again["rebuilt"] and again["embedded"] == 0 and again["cached"] > 0
     counts = after.status()
     assert counts["embeddedChunks"] == counts["chunks"] == len(DATA["notes"]) + 1
     assert after.search("check-engine fuel cap")["results"][0]["path"] == DAY["path"]
