@@ -257,8 +257,8 @@ def bench_indexing(state: Path, chunks_wanted: int) -> dict:
     """A sync from scratch against the raw model on the segments that sync embeds (before
     and after it, so a change of machine load in between shows) and on the chunks whole."""
     from clawd.core.tokens import estimate_text
-    from clawd.memory.chunker import segment_chunks
     from clawd.memory.local import LocalEmbedder
+    from clawd.memory.parts import segment_chunks
 
     workspace = state / "ws"
     write_notes(workspace, max(1, chunks_wanted // 4), random.Random(11))

@@ -7,13 +7,8 @@ import re
 
 import pytest
 
-from clawd.memory.chunker import (
-    Tokens,
-    chunk_text,
-    segment_chunks,
-    split_long_line,
-    split_tokens,
-)
+from clawd.memory.chunker import Tokens, chunk_text, split_long_line
+from clawd.memory.parts import segment_chunks, split_tokens
 
 
 def words(text: str) -> int:

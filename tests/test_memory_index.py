@@ -57,7 +57,9 @@ def test_sync_then_search_returns_the_spec_shape(ws, tmp_path):
     assert (result["provider"], result["model"], result["fallback"]) == ("fake", "bow-256", None)
     assert result["mode"] == "hybrid"
     top = result["results"][0]
-    assert set(top) == {"path", "startLine", "endLine", "score", "snippet", "source"}
+    assert set(top) == {"path", "startLine", "endLine", "score", "snippet", "source",
+                        "citation"}
+    assert top["citation"] == f"{top['path']}#L{top['startLine']}-L{top['endLine']}"
     assert (top["path"], top["startLine"], top["endLine"]) == ("memory/2025-01-02.md", 1, 4)
     assert top["source"] == "memory" and "a828e60" in top["snippet"]
     assert 0 <= top["score"] <= 1

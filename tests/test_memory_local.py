@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clawd.memory.chunker import chunk_text, segment_chunks
+from clawd.memory.chunker import chunk_text
 from clawd.memory.index import open_index
 from clawd.memory.local import DATA_DIR, DEFAULT_LOCAL_MODEL, LocalEmbedder
+from clawd.memory.parts import segment_chunks
 
 from memory_fakes import settings, write
 

@@ -6,6 +6,8 @@ import io
 import json
 import logging
 
+import pytest
+
 from clawd.config import MemorySearch
 from clawd.core.events import Recalled
 from clawd.frontends.render import Renderer, event_json
@@ -48,7 +50,7 @@ def test_notes_found_for_the_message_are_sent_with_it_and_never_stored(tmp_path,
     recalled = [e for e in events if isinstance(e, Recalled)]
     assert recalled and recalled[0].places[0][:3] == ("memory/2026-11-02.md", 1, 4)
     sent = user_texts(provider.requests[0])[-1]
-    assert "2400 euros" in sent and "memory/2026-11-02.md, lines 1-4" in sent
+    assert "2400 euros" in sent and "From memory/2026-11-02.md#L1-L4 (lines 1-4):" in sent
     assert sent.endswith("What is the budget for the Lisbon trip?")  # the message comes last
     # the transcript keeps what the user wrote, nothing more
     lines = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
@@ -263,4 +265,29 @@ def test_a_long_first_index_does_not_hold_the_turn_up(tmp_path, clock, monkeypat
     assert runtime.memory.settle(30)
     list(session.run_turn("What is the budget for the Lisbon trip?"))
     assert "2400 euros" in user_texts(provider.requests[1])[-1]
+    runtime.memory.close()
+
+
+@pytest.mark.parametrize("cite", [False, True])
+def test_citations_in_results_and_recall_and_the_setting_asks_replies_for_them(
+        tmp_path, clock, cite):
+    provider = ScriptedProvider([
+        Reply("", [tool("memory_search", query="Lisbon trip budget")]),
+        "About 2400 euros.\nSource: memory/2026-11-02.md#L1-L4"])
+    runtime = recall_runtime(tmp_path, provider, clock, search={"citations": cite})
+    session = Session(runtime, KEY)
+    list(session.run_turn("What is the budget for the Lisbon trip?"))
+    # the tool's results carry their citation whatever the setting
+    result = json.loads(next(m for m in session.history.messages
+                             if m.role == "toolResult").text)
+    assert result["results"][0]["citation"] == "memory/2026-11-02.md#L1-L4"
+    # the recall block names each note by its citation; the setting asks the reply for it
+    sent = user_texts(provider.requests[0])[-1]
+    assert "From memory/2026-11-02.md#L1-L4 (lines 1-4):" in sent
+    asked = 'end it with a line "Source: "'
+    assert (asked in sent) is cite
+    assert ('e.g. "Source: memory/2026-11-02.md#L1-L4"' in sent) is cite
+    system = provider.requests[0].system[0]
+    assert ("`Source: memory/2026-11-02.md#L3-L4`" in system) is cite
+    assert ("as memory_search gives them in `citation`" in system) is cite
     runtime.memory.close()

@@ -21,6 +21,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
     ("bench_startup.py", ["--runs", "1", "--turns", "2", "--messages", "10"],
      "loop overhead/turn"),
     ("bench_real_model.py", ["--help"], "--reask"),
+    ("bench_paraphrases.py", [], "found@1 / found@5"),
     ("bench_gateway.py", ["--turns", "3", "--clients", "3", "--sessions", "2", "--rounds", "2"],
      "0 lost, 0 doubled"),
     ("bench_fact_selection.py", [], "held-out"),

@@ -233,6 +233,9 @@ class MemorySearch(Model):
     chunking: Chunking = Chunking()
     query: Query = Query()
     recall: Recall = Recall()
+    # Replies end with "Source: path#Lx-Ly" naming the notes they used (the system prompt
+    # and the recall block ask for it); results and recall blocks carry citations anyway.
+    citations: Bool = False
     store: Store = Store()
     cache: Cache = Cache()
     sync: Sync = Sync()

@@ -36,17 +36,18 @@ class Layers:
 
 def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: bool, now: datetime,
                  max_chars: int, read_only: bool, max_tokens: int | None = None,
-                 workspace_files: bool = True) -> Layers:
+                 workspace_files: bool = True, citations: bool = False) -> Layers:
     """Render the system prompt and read the project context files (none without access
     to the workspace; MEMORY.md and the daily logs in private sessions only), together
-    within ``max_tokens``, the share of the window they may take, when given."""
+    within ``max_tokens``, the share of the window they may take, when given.
+    ``citations`` (``memorySearch.citations``) asks replies to name the notes they used."""
     files = read_context_files(workspace, include_memory=private, today=now.date(),
                                max_chars=max_chars) if workspace_files else []
     if max_tokens is not None:
         files = fit_files(files, max_tokens, estimate_text)
     search = any(t.name == "memory_search" for t in tools)
     system = render("system.md.j2", tools=tools, workspace=workspace.location,
-                    memory_search=search,
+                    memory_search=search, citations=citations,
                     read_only=read_only, today=now.date().isoformat(),
                     # the date only: a clock in the system prompt would change the cached
                     # prefix every minute and no request could ever read the prompt cache

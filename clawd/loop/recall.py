@@ -10,8 +10,10 @@ that turn's requests: never into the transcript, never into later turns, so the 
 cache keeps everything before the message. Only the lines of a hit not already in the
 project context are sent (a hit with none left, or only headings and a template's
 placeholders, is left out); the block is capped at ``maxChars`` and a fifth of the window (in
-characters, about 5% of its tokens). The search waits up to ``SYNC_WAIT`` for a sync of
-notes written just before (a flush, ``/new``); a failed search leaves the turn as it was.
+characters, about 5% of its tokens). Each hit is named by its citation (``path#Lx-Ly``);
+with ``memorySearch.citations`` the block asks the reply to end with the ones it used. The
+search waits up to ``SYNC_WAIT`` for a sync of notes written just before (a flush,
+``/new``); a failed search leaves the turn as it was.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from clawd.context.access import Access
 from clawd.core.messages import Message, TextPart
 from clawd.core.templates import render
 from clawd.core.textcut import shorten
-from clawd.memory.interface import Memory, SearchHit
+from clawd.memory.interface import Memory, SearchHit, citation
 from clawd.tools.memory import visible_search
 
 log = logging.getLogger(__name__)
@@ -45,16 +47,24 @@ class Hit:
     score: float
     text: str
 
+    @property
+    def citation(self) -> str:
+        """``path#Lstart-Lend``, as a reply cites it."""
+        return citation(self.path, self.start, self.end)
+
 
 @dataclass(frozen=True)
 class Recall:
-    """What was found for one user message: the hits and the text sent in front of it."""
+    """What was found for one user message: the hits and the text sent in front of it;
+    ``cite`` (``memorySearch.citations``) asks the reply to name the notes it used."""
 
     message_id: str
     hits: list[Hit] = field(default_factory=list)
+    cite: bool = False
 
     def block(self, message: str) -> str:
-        return render("recall.md.j2", hits=self.hits, message=message).strip()
+        return render("recall.md.j2", hits=self.hits, message=message,
+                      cite=self.cite).strip()
 
     def apply(self, messages: list[Message]) -> list[Message]:
         """``messages`` with the notes in front of the user's message (a copy of it)."""
@@ -119,4 +129,4 @@ def recall(memory: Memory | None, access: Access, settings: MemorySearch, messag
         log.warning("automatic recall skipped: memory search failed: %s", exc)
         return None
     hits = choose(found.get("results") or [], shown, min(cfg.max_chars, window // 5))
-    return Recall(message.id, hits) if hits else None
+    return Recall(message.id, hits, settings.citations) if hits else None

@@ -99,7 +99,8 @@ class Runtime:
             self.files, [t.spec for t in offered(self.tools, access)],
             private=access.private, workspace_files=access.workspace_files, now=self.clock(),
             max_chars=self.settings.bootstrap_max_chars,
-            read_only=self.settings.workspace_access != "rw", max_tokens=budget.files)
+            read_only=self.settings.workspace_access != "rw", max_tokens=budget.files,
+            citations=self.settings.memory_search.citations)
 
     def check_window(self, access: Access, model: ModelHandle) -> None:
         """Refuse, in one line, a model whose window cannot hold the fixed layers (system

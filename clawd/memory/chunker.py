@@ -7,9 +7,8 @@ a new section is a natural boundary, so it starts clean once the chunk is at lea
 Every chunk also carries the heading path in force at its first line, which search uses as
 context (a chunk from the middle of a section still knows which section it is). A line longer
 than a whole chunk is cut at whitespace into pieces that keep the line's number. For small
-embedding models a chunk is further cut into segments by the model's own tokens
-(``segment_chunks``), each carrying its token ids. Pure functions over text; token counts
-and tokens come from callables so tests can use simple ones.
+embedding models a chunk is further cut into parts embedded on their own (``parts.py``).
+Pure functions over text; token counts come from a callable so tests can use simple ones.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ class Chunk:
     end_line: int
     text: str
     heading: str = ""  # "Title > Section" in force at start_line, "" if none
+    levels: tuple[int, ...] = ()  # the level of each heading of that path (1 for "#")
 
     def context_text(self) -> str:
         """The text with its heading path in front, unless the chunk begins at that heading."""
@@ -47,6 +47,7 @@ class _Line:
     tokens: int
     heading: str  # heading path in force at this line (including the line if it is one)
     starts_section: bool
+    levels: tuple[int, ...] = ()  # the level of each heading of that path
 
 
 def default_counter(text: str) -> int:
@@ -99,10 +100,11 @@ def _lines(text: str, max_tokens: int, count: TokenCounter) -> Iterator[_Line]:
                 path.append((level, match.group(2)))
                 starts_section = True
         heading = " > ".join(title for _, title in path)
+        levels = tuple(level for level, _ in path)
         pieces = split_long_line(line, max_tokens, count) if line else [line]
         for index, piece in enumerate(pieces):
             yield _Line(number, piece, max(count(piece), 1) if piece else 1, heading,
-                        starts_section and index == 0)
+                        starts_section and index == 0, levels)
 
 
 def chunk_text(text: str, tokens: int = 400, overlap: int = 80,
@@ -181,8 +183,8 @@ def _make_chunk(lines: list[_Line]) -> Chunk:
             text_parts.append(line.text)
         previous = line.number
     first = lines[0]
-    heading = first.heading
-    return Chunk(first.number, lines[-1].number, "\n".join(text_parts), heading)
+    return Chunk(first.number, lines[-1].number, "\n".join(text_parts), first.heading,
+                 first.levels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,76 +197,3 @@ class Tokens:
 
 
 Tokenize = Callable[[list[str]], list[Tokens]]
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A piece of a chunk to embed on its own: its text and that text's token ids."""
-
-    text: str
-    ids: list[int]
-
-
-def segment_chunks(chunks: list[Chunk], max_tokens: int,
-                   tokenize: Tokenize) -> list[list[Segment]]:
-    """Each chunk cut into consecutive pieces of at most ``max_tokens``, each under its
-    heading, with their token ids.
-
-    Small embedding models read only their first 256 tokens and blur a chunk that covers
-    several topics; embedding these pieces separately lets a chunk match by its best lines.
-    Every distinct line and heading is tokenized once, in one call, and a segment's ids are
-    those of its heading and lines in order: for a tokenizer to which whitespace is only a
-    separator (WordPiece, as in the MiniLM family) exactly the tokens of its text, so the
-    model never tokenizes it again.
-    """
-    bodies = [[line for line in chunk.text.split("\n")
-               if line.strip() and not HEADING_RE.match(line)] for chunk in chunks]
-    wanted = {text for chunk, lines in zip(chunks, bodies)
-              for text in (lines or [chunk.context_text()]) + [chunk.heading] if text}
-    order = sorted(wanted)
-    tokens = dict(zip(order, tokenize(order)))
-    return [_segments(chunk, lines, max_tokens, tokens) for chunk, lines in zip(chunks, bodies)]
-
-
-def _segments(chunk: Chunk, lines: list[str], max_tokens: int,
-              tokens: dict[str, Tokens]) -> list[Segment]:
-    if not lines:
-        text = chunk.context_text()
-        return [Segment(text, tokens[text].ids)]
-    prefix = f"{chunk.heading}\n" if chunk.heading else ""
-    head = tokens[chunk.heading].ids if chunk.heading else []
-    budget = max(max_tokens - len(head), max_tokens // 2, 1)
-    segments: list[Segment] = []
-    texts: list[str] = []
-    ids: list[int] = []
-    for line in lines:
-        for piece, piece_ids in split_tokens(line, tokens[line], budget):
-            if texts and len(ids) + len(piece_ids) > budget:
-                segments.append(Segment(prefix + "\n".join(texts), head + ids))
-                texts, ids = [], []
-            texts.append(piece)
-            ids += piece_ids
-    segments.append(Segment(prefix + "\n".join(texts), head + ids))
-    return segments
-
-
-def split_tokens(text: str, tokens: Tokens, max_tokens: int) -> list[tuple[str, list[int]]]:
-    """One line cut into pieces of at most ``max_tokens`` tokens, at whitespace when there
-    is some in the second half of a piece: (text, ids) of each."""
-    ids, offsets = tokens.ids, tokens.offsets
-    if len(ids) <= max_tokens:
-        return [(text, ids)]
-    pieces: list[tuple[str, list[int]]] = []
-    start, begin = 0, 0  # first token and first character of the current piece
-    while len(ids) - start > max_tokens:
-        cut = start + max_tokens
-        # Back off to the last token that follows whitespace, if that keeps half a piece.
-        for candidate in range(cut, start + max_tokens // 2, -1):
-            if offsets[candidate][0] > offsets[candidate - 1][1]:
-                cut = candidate
-                break
-        end = offsets[cut][0]
-        pieces.append((text[begin:end], ids[start:cut]))
-        start, begin = cut, end
-    pieces.append((text[begin:], ids[start:]))
-    return pieces

@@ -14,12 +14,13 @@
   syncs again whenever ``pollIntervalMs`` has passed since the last poll; such a chunk is
   ranked with an estimated vector score (the mean of the keyword hits that have one).
 - ``search(query, max_results=None, min_score=None) -> dict`` returns the SPEC's shape
-  ``{"results": [{"path", "startLine", "endLine", "score", "snippet", "source"}],
-  "provider", "model", "fallback", "mode"}`` and never fails hard: without embeddings it is
-  keyword-only, without FTS5 vector-only, without sqlite-vec an in-process cosine scan. One
-  place (path and line range) is returned once, with its best score; when repeats crowd the
-  candidate pool, the pool is widened so other places can fill the results. An empty query
-  or ``max_results < 1`` raise ``ValueError`` (front ends check their input first).
+  ``{"results": [{"path", "startLine", "endLine", "score", "snippet", "source",
+  "citation"}], "provider", "model", "fallback", "mode"}`` (``citation``: ``path#L3-L9``)
+  and never fails hard: without embeddings it is keyword-only, without FTS5 vector-only,
+  without sqlite-vec an in-process cosine scan. One place (path and line range) is returned
+  once, with its best score; when repeats crowd the candidate pool, the pool is widened so
+  other places can fill the results. An empty query or ``max_results < 1`` raise
+  ``ValueError`` (front ends check their input first).
 - ``status() -> dict`` (with ``pendingBatches`` / ``pendingEmbeddings`` and whether every
   chunk has its vector, ``fullyEmbedded``; ``lastSync``, the summary and ISO time ``at`` of
   the last sync, kept in the ``meta`` table so a new process knows it too; ``skippedFiles``),
@@ -50,7 +51,7 @@ from clawd.config import MemorySearch
 from clawd.memory import candidates, search, sync
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
-from clawd.memory.interface import SearchHit, SearchResults
+from clawd.memory.interface import SearchHit, SearchResults, citation
 from clawd.memory.matrix import VectorMatrix
 from clawd.memory.plan import skipped_files
 from clawd.memory.store import Store
@@ -275,7 +276,9 @@ class MemoryIndex:
             {"path": rows[s.chunk_id].path, "startLine": rows[s.chunk_id].start_line,
              "endLine": rows[s.chunk_id].end_line, "score": round(s.score, 4),
              "snippet": search.snippet(rows[s.chunk_id].text, terms),
-             "source": rows[s.chunk_id].source}
+             "source": rows[s.chunk_id].source,
+             "citation": citation(rows[s.chunk_id].path, rows[s.chunk_id].start_line,
+                                  rows[s.chunk_id].end_line)}
             for s in chosen]
         embedder = self.embedders.active
         kind = "hybrid" if used_vector and used_text else "vector" if used_vector else \

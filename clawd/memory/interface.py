@@ -4,7 +4,8 @@
 index (``MemoryIndex``: FTS5, sqlite-vec, local embeddings) is its embedded implementation,
 and a hosted one (PostgreSQL with pgvector, say) would be a second. ``SearchResults`` and
 ``SearchHit`` are what ``search`` returns: JSON-ready, since the model reads it as the
-``memory_search`` result and ``clawd memory search --json`` prints it.
+``memory_search`` result and ``clawd memory search --json`` prints it; each hit's
+``citation`` (``citation()``) is how a reply names the lines it used.
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ class SearchHit(TypedDict):
     score: float  # 0..1, the merged score
     snippet: str  # at most 700 characters of the chunk
     source: str  # "memory" (notes) or "sessions" (transcripts)
+    citation: str  # path#Lstart-Lend (path#Lstart for one line), as replies cite it
+
+
+def citation(path: str, start: int, end: int) -> str:
+    """How a reply names the lines it used: ``memory/2026-11-20.md#L12-L14``, or ``#L12``
+    for one line."""
+    return f"{path}#L{start}" + (f"-L{end}" if end != start else "")
 
 
 class SearchResults(TypedDict):

@@ -37,7 +37,7 @@ def text_hash(text: str) -> str:
 
 def chunking_signature(settings: MemorySearch) -> str:
     cfg = settings.chunking
-    return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 2})
+    return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 3})
 
 
 @dataclass

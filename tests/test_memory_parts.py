@@ -1,0 +1,106 @@
+"""The parts a chunk is embedded as: sections, blank-line groups and lists, none too small,
+not too many, and transcripts packed as before."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from clawd.memory import parts
+from clawd.memory.chunker import Tokens, chunk_text
+from clawd.memory.parts import segment_chunks
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def word_tokens(texts: list[str]) -> list[Tokens]:
+    """Whitespace-separated words as tokens (ids: their lengths)."""
+    found = [list(re.finditer(r"\S+", text)) for text in texts]
+    return [Tokens([len(m.group()) for m in ms], [m.span() for m in ms]) for ms in found]
+
+
+def texts(note: str, max_tokens: int = 96) -> list[str]:
+    (chunk,) = chunk_text(note, 400, 80, words)
+    (found,) = segment_chunks([chunk], max_tokens, word_tokens)
+    for segment in found:  # a part's ids are those of its text
+        assert segment.ids == word_tokens([segment.text])[0].ids
+    return [s.text for s in found]
+
+
+DAY = """# 2026-03-02
+
+## Kitchen
+- The dishwasher leaks from the door seal again, the repairman comes Friday.
+
+## Car
+- Winter tyres swapped back to summer ones at the garage on Elm Street.
+"""
+
+
+def test_each_section_is_a_part_under_its_heading_path():
+    assert texts(DAY) == [
+        "2026-03-02 > Kitchen\n- The dishwasher leaks from the door seal again, the "
+        "repairman comes Friday.",
+        "2026-03-02 > Car\n- Winter tyres swapped back to summer ones at the garage on Elm "
+        "Street."]
+
+
+def test_paragraph_groups_and_lists_are_parts():
+    note = ("# Day\n\nCalled the bank about the mortgage and the fixed rate offer.\n\n"
+            "Groceries for the whole week:\n- oat milk and eggs and spinach too\n"
+            "- two lemons and a bag of rice\nThe basil on the balcony died but tomatoes "
+            "are fine.\n")
+    assert texts(note) == [
+        "Day\nCalled the bank about the mortgage and the fixed rate offer.",
+        # the lead-in is too small alone: it joins the list after it
+        "Day\nGroceries for the whole week:\n- oat milk and eggs and spinach too\n"
+        "- two lemons and a bag of rice",
+        "Day\nThe basil on the balcony died but tomatoes are fine."]
+
+
+def test_a_small_section_joins_the_part_before_it_with_its_heading():
+    note = DAY + "\n## Mood\n- tired\n"
+    found = texts(note)
+    assert len(found) == 2
+    assert found[1].endswith("Elm Street.\nMood\n- tired")
+    # a small first section joins the part after it
+    found = texts("# Day\n\n## Mood\n- tired\n\n## Car\n- Winter tyres swapped back to summer "
+                  "ones at the garage today.\n")
+    assert found == ["Day > Car\nMood\n- tired\n- Winter tyres swapped back to summer ones at "
+                     "the garage today."]
+
+
+def test_a_code_fence_is_never_split():
+    note = ("# Setup\n\nInstall the tools first and then run the bootstrap script:\n\n```\n"
+            "# not a heading\n\nmake bootstrap && make test && make install\n```\n")
+    found = texts(note)
+    assert len(found) == 2
+    assert found[1] == ("Setup\n```\n# not a heading\nmake bootstrap && make test && make "
+                        "install\n```")
+
+
+def test_too_many_parts_are_packed_as_before():
+    groups = "\n\n".join(f"Topic {i} has a line of eight words here." for i in range(12))
+    note = f"# Day\n\n{groups}\n"
+    found = texts(note, 40)  # 12 groups, each a part of its own if there were room
+    assert 1 < len(found) <= parts.MAX_PARTS
+    assert all(t.startswith("Day\n") for t in found)
+    assert "Topic 0" in found[0] and "Topic 1" in found[0]
+
+
+def test_a_transcript_is_packed_as_before(monkeypatch):
+    lines = "\n".join(f"Speaker {i % 2}: line {i} of the talk with some words" for i in range(30))
+    note = f"# Session 1\n\n{lines}\n"
+    chunks = chunk_text(note, 400, 80, words)
+    new = segment_chunks(chunks, 24, word_tokens)
+    monkeypatch.setattr(parts, "SECTION_PARTS", False)
+    old = segment_chunks(chunks, 24, word_tokens)
+    assert new == old and len(new[0]) > 1
+
+
+@pytest.mark.parametrize("note", ["# A\n## B\n", "# Only\n\n- one\n"])
+def test_tiny_chunks_stay_one_part(note):
+    assert len(texts(note)) == 1
