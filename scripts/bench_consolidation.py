@@ -62,6 +62,7 @@ def one_run(home: Path, args: argparse.Namespace) -> dict:
     args.memory_search, args.recall, args.api_key = False, False, None
     from clawd.config import load_config
     from clawd.frontends.compose import build_runtime
+    from clawd.loop import consolidate as running
     from clawd.loop.consolidate import consolidate
     from clawd.workspace.init import apply, plan_init
 
@@ -71,7 +72,16 @@ def one_run(home: Path, args: argparse.Namespace) -> dict:
     rt = build_runtime(load_config(state / "clawd.json"), None)
     first = date(2026, 11, 16)
     refused = added = replaced = 0
-    messages = []
+    messages: list[str] = []
+    answers: list[str] = []
+    reasons: list[str] = []
+    asking = running.ask
+
+    def recorded(*a, **kw):  # the model's answers, kept for reading
+        answers.append(asking(*a, **kw))
+        return answers[-1]
+
+    running.ask = recorded
     for n, lines in enumerate(DAYS):
         day = first + timedelta(days=n)
         rt.clock = lambda day=day: datetime(day.year, day.month, day.day, 22, 0,
@@ -83,12 +93,15 @@ def one_run(home: Path, args: argparse.Namespace) -> dict:
         added += len(report.added)
         replaced += len(report.replaced)
         messages.append(report.message)
+        reasons += report.refused
+    running.ask = asking
     text = (workspace / "MEMORY.md").read_text()
     now = current_part(text).lower()
     return {"current": sum(v.lower() in now for v in CURRENT),
             "stale": sum(v.lower() in now for v in STALE),
             "noise": sum(v.lower() in now for v in NOISE), "added": added,
-            "replaced": replaced, "refused": refused, "messages": messages, "memory": text}
+            "replaced": replaced, "refused": refused, "messages": messages, "memory": text,
+            "answers": answers, "reasons": reasons}
 
 
 def main(argv: list[str] | None = None) -> int:

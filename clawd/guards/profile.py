@@ -44,6 +44,10 @@ FLUSH_GUARDS = ("flush_retry", "flush_words")
 class Profile:
     name: str
     guards: frozenset[str]
+    # whether the model may consolidate notes into MEMORY.md (``clawd memory consolidate``):
+    # on five days of notes a 1.5B model kept 3 facts of 14 and made others up
+    # (docs/real-models.md), so the weak profile is refused
+    consolidates: bool = True
 
     def has(self, guard: str) -> bool:
         return guard in self.guards
@@ -67,7 +71,7 @@ class Profile:
 
 
 PROFILES = {
-    "weak": Profile("weak", frozenset(GUARD_NAMES)),
+    "weak": Profile("weak", frozenset(GUARD_NAMES), consolidates=False),
     "strong": Profile("strong", frozenset()),
 }
 
@@ -78,4 +82,5 @@ def make_profile(name: str, overrides: Mapping[str, bool] | None = None) -> Prof
     guards = set(base.guards)
     for guard, on in (overrides or {}).items():
         (guards.add if on else guards.discard)(guard)
-    return Profile(name if guards == base.guards else f"{name}+", frozenset(guards))
+    return Profile(name if guards == base.guards else f"{name}+", frozenset(guards),
+                   base.consolidates)

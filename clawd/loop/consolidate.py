@@ -37,7 +37,7 @@ from clawd.core.errors import ClawdError
 from clawd.core.events import Event, Notice, Waiting
 from clawd.core.messages import Message, ModelRequest
 from clawd.core.templates import render
-from clawd.loop.runtime import Runtime
+from clawd.loop.runtime import ModelHandle, Runtime
 from clawd.providers.base import Provider, complete
 from clawd.workspace.backups import keep
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, is_writable
@@ -98,6 +98,16 @@ def ask(provider: Provider, memory: str, batch: list[Source], max_tokens: int) -
     return complete(provider, request).message.text
 
 
+def refusal(model: ModelHandle) -> str | None:
+    """Why ``model`` may not consolidate (its profile), or None."""
+    if model.profile.consolidates:
+        return None
+    return (f"{model.ref} runs under the {model.profile.name} model profile, which does not "
+            f"consolidate: a small model makes facts up and misses most (docs/real-models.md); "
+            f"choose another with --model PROVIDER/MODEL, or set profile: \"strong\" on its "
+            f"provider if it is capable")
+
+
 def consolidate(rt: Runtime, provider: Provider, *, dry_run: bool = False,
                 since: date | None = None, max_tokens: int = 1024) -> Report:
     """Run once (see the module docstring); ``since`` overrides the day of the last run."""
@@ -156,13 +166,16 @@ def consolidate(rt: Runtime, provider: Provider, *, dry_run: bool = False,
     return report
 
 
-def after_session(rt: Runtime, provider: Provider | None, *, private: bool
-                  ) -> Generator[Event, None, None]:
+def after_session(rt: Runtime, model: ModelHandle, provider: Provider | None, *,
+                  private: bool) -> Generator[Event, None, None]:
     """The automatic run (``hooks.consolidation``) when a session ends: only for a private
     session, at most once a day, said in one notice; an error is said, not raised."""
     if (not rt.config.hooks.consolidation.enabled or not private or provider is None
             or last_run(rt) == rt.clock().date()
             or not is_writable(rt.workspace, rt.settings.workspace_access)):
+        return
+    if (why := refusal(model)) is not None:
+        yield Notice(f"memory consolidation did not run: {why}")
         return
     yield Waiting("consolidation")
     try:

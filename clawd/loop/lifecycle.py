@@ -171,7 +171,7 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
                 summary=old.history.summary)
         except OSError as exc:
             unsaved = f"cannot write to {MEMORY_DIR}/: {exc.strerror or exc}"
-        yield from after_session(rt, provider, private=old.access.private)
+        yield from after_session(rt, old.model, provider, private=old.access.private)
     if saved is not None:
         if rt.memory is not None:
             rt.memory.mark_dirty()

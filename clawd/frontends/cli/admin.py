@@ -105,11 +105,14 @@ def cmd_memory(args: argparse.Namespace) -> int:
 
 
 def _consolidate(runtime: Any, args: argparse.Namespace) -> int:
+    from clawd.core.errors import ClawdError
     from clawd.frontends.reports import format_consolidation
-    from clawd.loop.consolidate import consolidate
+    from clawd.loop.consolidate import consolidate, refusal
 
     try:
         model = runtime.models(args.model or runtime.settings.model)
+        if (why := refusal(model)) is not None:
+            raise ClawdError(f"not consolidated: {why}")
         report = consolidate(runtime, model.connect(), dry_run=args.dry_run, since=args.since)
     finally:
         if runtime.memory is not None:
