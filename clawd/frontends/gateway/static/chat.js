@@ -1,0 +1,414 @@
+// chat.js: the web chat's controller. Sign-in; the agents and the session list; a
+// session's history, newest page first and older pages on scroll or the button; sending a
+// message or a /command and showing its events as they stream (a dropped stream is picked
+// up again from the last event); stop; the context meter. After each turn, and when the
+// tab is shown again, the newest page is read again, so the page shows what the session's
+// transcript holds, whichever tab or client wrote it.
+
+import * as api from "./api.js";
+import * as view from "./view.js";
+
+const $ = (id) => document.getElementById(id);
+const PAGE = 50;
+
+const state = {
+  agent: null,
+  key: null,
+  sessionId: null,
+  items: [], // the history items shown, in order
+  before: null, // where the next older page ends (null: nothing older)
+  extras: [], // lines the history does not keep: {sessionId, after, node}
+  turn: null, // the turn this tab shows as it streams
+  opening: 0, // bumped on each session switch: late answers for another one are dropped
+  olderLoading: false,
+};
+
+const meterNodes = () => ({ root: $("meter"), fill: $("meter-fill"), flush: $("meter-flush"),
+  compact: $("meter-compact"), text: $("meter-text"), tokens: $("meter-tokens") });
+
+function nearEnd() {
+  const log = $("log");
+  return log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+}
+
+function toEnd() {
+  const log = $("log");
+  log.scrollTop = log.scrollHeight;
+}
+
+function followScroll() {
+  if (nearEnd()) requestAnimationFrame(toEnd);
+}
+
+function showSignIn(message) {
+  $("app").hidden = true;
+  $("signin").hidden = false;
+  $("signin-error").textContent = message || "";
+  $("signin-error").hidden = !message;
+  $("token").value = "";
+  $("token").focus();
+}
+
+// An error outside a turn: sign in again, or a line in the log.
+function report(err) {
+  if (err.status === 401) {
+    api.forget();
+    showSignIn("The gateway refused the token; paste it again.");
+    return;
+  }
+  const wait = err.retryAfter ? ` (try again in ${err.retryAfter} s)` : "";
+  $("live").append(view.line("error", `${err.message}${wait}`));
+  followScroll();
+}
+
+async function start() {
+  let found;
+  try {
+    found = await api.json("/api/agents");
+  } catch (err) {
+    if (err.status === 401) api.forget();
+    showSignIn(err.status === 401 ? "The gateway refused that token." :
+      `The gateway did not answer: ${err.message}`);
+    return;
+  }
+  $("signin").hidden = true;
+  $("app").hidden = false;
+  const agents = found.agents;
+  const stored = localStorage.getItem("clawd.agent");
+  const chosen = agents.find((a) => a.id === stored) || agents.find((a) => a.default) || agents[0];
+  const select = $("agent");
+  select.replaceChildren(...agents.map((a) => {
+    const option = view.el("option", "", a.id);
+    option.value = a.id;
+    return option;
+  }));
+  select.hidden = agents.length < 2;
+  await openAgent(chosen.id);
+}
+
+async function openAgent(agent) {
+  state.agent = agent;
+  $("agent").value = agent;
+  localStorage.setItem("clawd.agent", agent);
+  await openSession(localStorage.getItem(`clawd.session.${agent}`) || `agent:${agent}:main`);
+}
+
+async function openSession(key) {
+  leaveTurn();
+  const opening = ++state.opening;
+  Object.assign(state, { key, sessionId: null, items: [], before: null, extras: [] });
+  $("items").replaceChildren();
+  $("live").replaceChildren();
+  $("title").textContent = key.split(":").slice(2).join(":") || key;
+  busy(true);
+  closeSidebar();
+  let page;
+  try {
+    page = await api.json(`${api.sessionPath(key, "history", state.agent)}&limit=${PAGE}`);
+  } catch (err) {
+    busy(false);
+    report(err);
+    return;
+  }
+  if (opening !== state.opening) return;
+  Object.assign(state, { key: page.sessionKey, sessionId: page.sessionId, items: page.items,
+    before: page.before });
+  localStorage.setItem(`clawd.session.${state.agent}`, state.key);
+  draw();
+  toEnd();
+  busy(false);
+  refreshSessions();
+  refreshContext();
+  if (page.busy && page.busy.running) follow(page.busy.running);
+}
+
+// Whether the log is still changing (history loading, a turn streaming): aria-busy.
+function busy(on) {
+  $("log").setAttribute("aria-busy", on ? "true" : "false");
+}
+
+// The history items and the extra lines, in order.
+function draw() {
+  const extras = state.extras.filter((x) => x.sessionId === state.sessionId)
+    .sort((a, b) => a.after - b.after);
+  const nodes = [];
+  const calls = new Map();
+  let next = 0;
+  for (const item of state.items) {
+    while (next < extras.length && extras[next].after <= item.index) nodes.push(extras[next++].node);
+    nodes.push(...view.itemNodes(item, calls));
+  }
+  while (next < extras.length) nodes.push(extras[next++].node);
+  $("items").replaceChildren(...nodes);
+  $("older").hidden = state.before === null;
+  $("empty").hidden = nodes.length > 0 || $("live").childElementCount > 0;
+}
+
+async function loadOlder() {
+  if (state.before === null || state.olderLoading) return;
+  state.olderLoading = true;
+  const opening = state.opening;
+  const log = $("log");
+  try {
+    const page = await api.json(
+      `${api.sessionPath(state.key, "history", state.agent)}&limit=${PAGE}&before=${state.before}`);
+    if (opening !== state.opening) return;
+    const fromEnd = log.scrollHeight - log.scrollTop;
+    const first = state.items.length ? state.items[0].index : Infinity;
+    state.items = page.items.filter((i) => i.index < first).concat(state.items);
+    state.before = page.before;
+    draw();
+    log.scrollTop = log.scrollHeight - fromEnd;
+  } catch (err) {
+    report(err);
+  } finally {
+    state.olderLoading = false;
+  }
+}
+
+// Read the newest page again and merge it with the older pages shown.
+async function resync() {
+  const opening = state.opening;
+  const page = await api.json(`${api.sessionPath(state.key, "history", state.agent)}&limit=${PAGE}`);
+  if (opening !== state.opening) return null;
+  const first = page.items.length ? page.items[0].index : page.total;
+  const kept = state.items.filter((i) => i.index < first);
+  const joined = kept.length && kept[kept.length - 1].index === first - 1;
+  if (page.sessionId !== state.sessionId || !joined) {
+    Object.assign(state, { sessionId: page.sessionId, items: page.items, before: page.before });
+  } else {
+    state.items = kept.concat(page.items);
+  }
+  return page;
+}
+
+async function refreshContext() {
+  const opening = state.opening;
+  try {
+    const found = await api.json(api.sessionPath(state.key, "context", state.agent));
+    if (opening !== state.opening) return;
+    view.meter(meterNodes(), found);
+    $("model").textContent = found.model;
+  } catch (err) {
+    if (err.status === 401) report(err);
+  }
+}
+
+async function refreshSessions() {
+  try {
+    const found = await api.json(`/api/sessions?agent=${encodeURIComponent(state.agent)}`);
+    const sessions = found.sessions.filter((s) => s.key);
+    if (!sessions.some((s) => s.key === state.key)) sessions.unshift({ key: state.key });
+    view.sessionList($("sessions"), sessions, state.key, openSession);
+  } catch (err) {
+    if (err.status === 401) report(err);
+  }
+}
+
+function setRunning(running) {
+  if (running) busy(true); // and not busy again once the history is read (finish)
+  $("send").hidden = running;
+  $("stop").hidden = !running;
+  $("stop").disabled = false;
+}
+
+function newTurn(id, command = false) {
+  const last = state.items[state.items.length - 1];
+  const turn = { id, last: -1, controller: new AbortController(), key: state.key, command,
+    sessionId: state.sessionId, before: last ? last.index + 1 : 0,
+    live: new view.Live($("live"), followScroll) };
+  state.turn = turn;
+  $("empty").hidden = true;
+  setRunning(true);
+  return turn;
+}
+
+// Show `response`'s events until the gateway ends the stream (the turn is over: a
+// message's ends with `done`, a command's after its output); if the connection breaks
+// first, follow the turn again from the last event seen (it goes on at the gateway).
+async function play(turn, response) {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      for await (const { id, data } of api.events(response)) {
+        if (id !== null) turn.last = id;
+        turn.live.event(data);
+      }
+      return;
+    } catch (err) {
+      if (turn.controller.signal.aborted) throw err;
+    }
+    if (!turn.id || attempt >= 3) {
+      throw new Error("the connection was lost; the reply will be in the history");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500 * (attempt + 1)));
+    response = await api.call(`/api/turns/${encodeURIComponent(turn.id)}/events`,
+      { headers: { "Last-Event-ID": String(turn.last) }, signal: turn.controller.signal });
+  }
+}
+
+async function send(text) {
+  if (!text.trim() || state.turn) return;
+  const command = text.startsWith("/") && !text.startsWith("//");
+  const turn = newTurn(null, command);
+  if (command) turn.live.command(text);
+  else turn.live.user(text.startsWith("//") ? text.slice(1) : text);
+  turn.live.start();
+  try {
+    const response = await api.call(api.sessionPath(turn.key, "messages", state.agent), {
+      method: "POST", body: JSON.stringify({ text }), signal: turn.controller.signal,
+      headers: { "Idempotency-Key": api.newKey(), Accept: "text/event-stream" },
+    });
+    turn.id = response.headers.get("X-Clawd-Turn-Id");
+    await play(turn, response);
+  } catch (err) {
+    if (turn.controller.signal.aborted) return;
+    if (err.status === 401) return report(err);
+    const wait = err.retryAfter ? ` (try again in ${err.retryAfter} s)` : "";
+    turn.live.error(`${err.message}${wait}`);
+    if (err.status) $("input").value = $("input").value || text; // not sent: keep it
+  }
+  await finish(turn);
+}
+
+// A turn already running in the session (another tab or client started it).
+async function follow(id) {
+  if (state.turn) return;
+  const turn = newTurn(id);
+  turn.live.start();
+  try {
+    const response = await api.call(`/api/turns/${encodeURIComponent(id)}/events`,
+      { signal: turn.controller.signal });
+    await play(turn, response);
+  } catch (err) {
+    if (turn.controller.signal.aborted) return;
+    turn.live.error(err.message);
+  }
+  await finish(turn);
+}
+
+async function finish(turn) {
+  if (state.turn !== turn) return;
+  state.turn = null;
+  setRunning(false);
+  let page = null;
+  try {
+    page = await resync();
+  } catch (err) {
+    report(err);
+  }
+  if (page && state.key === turn.key) {
+    // a command's lines go where it was typed (the top of a session /new started); a
+    // message's after its reply
+    const after = !turn.command ? page.total : page.sessionId === turn.sessionId ? turn.before : 0;
+    for (const node of turn.live.extras) {
+      state.extras.push({ sessionId: page.sessionId, after, node });
+    }
+    $("live").replaceChildren();
+    draw();
+    toEnd();
+  }
+  busy(false);
+  refreshContext();
+  refreshSessions();
+  $("input").focus({ preventScroll: true });
+}
+
+// Stop showing this tab's turn (switching sessions); the turn goes on at the gateway.
+function leaveTurn() {
+  if (!state.turn) return;
+  state.turn.controller.abort();
+  state.turn = null;
+  setRunning(false);
+}
+
+async function stop() {
+  $("stop").disabled = true;
+  try {
+    await api.json(api.sessionPath(state.key, "abort", state.agent), { method: "POST" });
+  } catch (err) {
+    report(err);
+  }
+}
+
+function submit() {
+  const input = $("input");
+  const text = input.value;
+  if (!text.trim() || state.turn) return;
+  input.value = "";
+  autosize();
+  send(text);
+}
+
+function autosize() {
+  const input = $("input");
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight, 200)}px`;
+}
+
+function openSidebar() {
+  $("sidebar").classList.add("open");
+  $("backdrop").hidden = false;
+}
+
+function closeSidebar() {
+  $("sidebar").classList.remove("open");
+  $("backdrop").hidden = true;
+}
+
+function wire() {
+  $("signin-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    api.setToken($("token").value, $("remember").checked);
+    $("token").value = "";
+    start();
+  });
+  $("composer").addEventListener("submit", (e) => {
+    e.preventDefault();
+    submit();
+  });
+  $("input").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing && !matchMedia("(pointer: coarse)").matches) {
+      e.preventDefault();
+      submit();
+    }
+  });
+  $("input").addEventListener("input", autosize);
+  $("stop").addEventListener("click", stop);
+  $("cmd-new").addEventListener("click", () => send("/new"));
+  $("cmd-compact").addEventListener("click", () => send("/compact"));
+  $("older").addEventListener("click", loadOlder);
+  new IntersectionObserver((seen) => {
+    if (seen.some((s) => s.isIntersecting) && !$("older").hidden) loadOlder();
+  }, { root: $("log") }).observe($("older"));
+  $("menu").addEventListener("click", openSidebar);
+  $("backdrop").addEventListener("click", closeSidebar);
+  $("agent").addEventListener("change", () => openAgent($("agent").value));
+  $("open-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const name = $("open-name").value.trim();
+    if (!name) return;
+    $("open-name").value = "";
+    openSession(name.includes(":") ? name : `agent:${state.agent}:${name}`);
+  });
+  $("signout").addEventListener("click", () => {
+    leaveTurn();
+    api.forget();
+    showSignIn("");
+  });
+  document.addEventListener("visibilitychange", async () => {
+    if (document.visibilityState !== "visible" || state.turn || !state.key) return;
+    try {
+      const page = await resync();
+      if (page) draw();
+      refreshContext();
+      if (page && page.busy && page.busy.running) follow(page.busy.running);
+    } catch (err) {
+      report(err);
+    }
+  });
+}
+
+wire();
+api.tokenFromFragment();
+if (api.token()) start();
+else showSignIn("");
