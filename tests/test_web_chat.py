@@ -71,7 +71,7 @@ def test_tool_calls_are_shown_collapsed(web, stand_in, web_served):
         return [{"id": "call_1", "name": "read", "arguments": {"path": "notes.md"}}]
 
     stand_in.answer = answer
-    page = web.page("tools")
+    page = web.page("tools", color_scheme="dark")
     send(page, "what is in my notes?")
     idle(page)
     for _ in range(2):  # as streamed, then as the history shows it after a reload
@@ -82,6 +82,7 @@ def test_tool_calls_are_shown_collapsed(web, stand_in, web_served):
         page.click("details.tool summary")
         assert "alpha beta" in page.text_content("details.tool pre.result")
         assert page.text_content(".msg.assistant strong") == "alpha beta"
+        shot(page, "desktop-dark-tool-open")
         page.reload()
         idle(page)
 
@@ -135,7 +136,7 @@ def test_history_pages_back(web, stand_in, web_served):
     assert len(page.query_selector_all(".msg")) == 50
     assert page.is_visible("#older")
     assert texts(page, ".msg.user .bubble")[-1] == "message 29"
-    page.click("#older")
+    page.eval_on_selector("#log", "log => { log.scrollTop = 0; }")  # scrolling up loads more
     page.wait_for_function("() => document.querySelectorAll('.msg').length === 60")
     assert page.is_hidden("#older")
     users = texts(page, ".msg.user .bubble")
