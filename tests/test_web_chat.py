@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from fakeserver import openai_error
 from webchat import PHONE, idle, send, shot, texts
 
 pytestmark = pytest.mark.slow  # a browser and a server process
@@ -124,6 +125,24 @@ def test_a_reload_mid_reply_follows_the_turn(web, stand_in):
     idle(page)
     assert texts(page, ".msg.user .bubble") == ["keep going"]
     assert texts(page, ".msg.assistant .bubble") == [words]
+
+
+def test_errors_and_notices_are_shown(web, stand_in, web_served):
+    stand_in.answer = lambda body, words: openai_error(500, "the model server fell over")
+    page = web.page("errors")
+    send(page, "are you there?")
+    idle(page)
+    errors = texts(page, ".line.error")
+    assert len(errors) == 1 and "fell over" in errors[0]
+    assert texts(page, ".msg.user .bubble") == ["are you there?"]
+    stand_in.answer = lambda body, words: ""  # a blank answer: asked again, then a notice
+    send(page, "say nothing")
+    idle(page)
+    assert texts(page, ".line.notice"), "a blank answer is said in a notice"
+    send(page, "/model nosuch/model")
+    idle(page)
+    assert len(texts(page, ".line.error")) == 2
+    shot(page, "desktop-errors")
 
 
 def test_history_pages_back(web, stand_in, web_served):

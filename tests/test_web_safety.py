@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fakeserver import FakeServer, Response
-from webchat import TOKEN, idle, send, shot
+from webchat import TOKEN, idle, send, shot, watch
 
 pytestmark = pytest.mark.slow  # a browser and a server process
 
@@ -21,6 +21,7 @@ def _requests(page) -> list:
 def test_sign_in_keeps_the_token_out_of_urls(web, web_served):
     context = web.context()
     page = context.new_page()
+    watch(page, web.errors)
     seen = _requests(page)
     page.goto(f"{web_served.url}/")
     page.wait_for_selector("#signin:not([hidden])")
@@ -54,6 +55,7 @@ def test_sign_in_keeps_the_token_out_of_urls(web, web_served):
 
 def test_a_token_fragment_is_read_once_and_taken_out_of_the_address(web, web_served):
     page = web.context().new_page()
+    watch(page, web.errors)
     seen = _requests(page)
     page.goto(f"{web_served.url}/#token={TOKEN}")
     page.wait_for_selector("#app:not([hidden])")

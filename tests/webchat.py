@@ -31,7 +31,7 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"  # screenshots; ignore
 TOKEN = "web-chat-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
-Answer = Callable[[dict[str, Any], str], "str | list[dict[str, Any]]"]
+Answer = Callable[[dict[str, Any], str], "str | list[dict[str, Any]] | Response"]
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -49,8 +49,8 @@ def last_user_text(body: dict[str, Any]) -> str:
 @dataclass
 class StandIn:
     """What the stand-in model answers. By default ``echo: <the user's words>``; a test sets
-    ``answer`` (the request's body and the user's text to a reply's text, or to tool calls)
-    and ``delay`` (seconds before each streamed chunk)."""
+    ``answer`` (the request's body and the user's text to a reply's text, to tool calls, or
+    to a whole ``Response``) and ``delay`` (seconds before each streamed chunk)."""
 
     answer: Answer | None = None
     delay: float = 0.0
@@ -68,6 +68,8 @@ class StandIn:
         self.seen.append(text)
         words = text.rsplit("\n", 1)[-1].strip()  # the message (after any recalled notes)
         result = self.answer(body, words) if self.answer else f"echo: {words}"
+        if isinstance(result, Response):
+            return result
         calls = result if isinstance(result, list) else None
         reply = "" if calls else str(result)
         if not body.get("stream"):
@@ -193,7 +195,7 @@ class WebChat:
         session ``session``."""
         page = (context or self.context(**kw)).new_page()
         page.set_default_timeout(15_000)
-        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        watch(page, self.errors)
         if sign_in:
             page.goto(f"{self.served.url}/#token={TOKEN}")
             page.wait_for_selector("#app:not([hidden])")
@@ -208,6 +210,14 @@ class WebChat:
         for context in self.contexts:
             context.close()
         return self.errors
+
+
+def watch(page: Any, errors: list[str]) -> None:
+    """Collect the page's JavaScript errors and anything its Content-Security-Policy
+    blocked."""
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: errors.append(message.text)
+            if "Content Security Policy" in message.text else None)
 
 
 def idle(page: Any) -> None:
