@@ -30,7 +30,7 @@ def test_the_page_and_its_files_need_no_token_and_hold_no_secret(tmp_path):
             asset = client.get(f"/ui/{name}")
             assert asset.status_code == 200, name
             served.append(asset.text)
-        for name in ("chat.js", "api.js", "view.js", "markdown.js"):
+        for name in ("chat.js", "log.js", "api.js", "view.js", "markdown.js"):
             asset = client.get(f"/ui/{name}")
             assert asset.headers["content-type"].startswith("text/javascript"), name
             served.append(asset.text)

@@ -1,44 +1,17 @@
-// chat.js: the web chat's controller. Sign-in; the agents and the session list; a
-// session's history, newest page first and older pages on scroll or the button; sending a
-// message or a /command and showing its events as they stream (a dropped stream is picked
-// up again from the last event); stop; the context meter. After each turn, and when the
-// tab is shown again, the newest page is read again, so the page shows what the session's
-// transcript holds, whichever tab or client wrote it.
+// chat.js: the web chat's controller. Sign-in; the agents and the session list; opening a
+// session (its newest history page; older ones on scroll or the button, in log.js);
+// sending a message or a /command and showing its events as they stream (a dropped stream
+// is picked up again from the last event); stop; the context meter. After each turn, and
+// when the tab is shown again, the newest page is read again, so the page shows what the
+// session's transcript holds, whichever tab or client wrote it.
 
 import * as api from "./api.js";
+import { busy, draw, followScroll, historyPath, loadOlder, resync, state, toEnd } from "./log.js";
 import * as view from "./view.js";
 
 const $ = (id) => document.getElementById(id);
-const PAGE = 50;
-
-const state = {
-  agent: null,
-  key: null,
-  sessionId: null,
-  items: [], // the history items shown, in order
-  before: null, // where the next older page ends (null: nothing older)
-  extras: [], // lines the history does not keep: {sessionId, after, node}
-  turn: null, // the turn this tab shows as it streams
-  opening: 0, // bumped on each session switch: late answers for another one are dropped
-  olderLoading: false,
-};
-
 const meterNodes = () => ({ root: $("meter"), fill: $("meter-fill"), flush: $("meter-flush"),
   compact: $("meter-compact"), text: $("meter-text"), tokens: $("meter-tokens") });
-
-function nearEnd() {
-  const log = $("log");
-  return log.scrollHeight - log.scrollTop - log.clientHeight < 80;
-}
-
-function toEnd() {
-  const log = $("log");
-  log.scrollTop = log.scrollHeight;
-}
-
-function followScroll() {
-  if (nearEnd()) requestAnimationFrame(toEnd);
-}
 
 function showSignIn(message) {
   $("app").hidden = true;
@@ -104,7 +77,7 @@ async function openSession(key) {
   closeSidebar();
   let page;
   try {
-    page = await api.json(`${api.sessionPath(key, "history", state.agent)}&limit=${PAGE}`);
+    page = await api.json(historyPath(key));
   } catch (err) {
     busy(false);
     report(err);
@@ -120,66 +93,6 @@ async function openSession(key) {
   refreshSessions();
   refreshContext();
   if (page.busy && page.busy.running) follow(page.busy.running);
-}
-
-// Whether the log is still changing (history loading, a turn streaming): aria-busy.
-function busy(on) {
-  $("log").setAttribute("aria-busy", on ? "true" : "false");
-}
-
-// The history items and the extra lines, in order.
-function draw() {
-  const extras = state.extras.filter((x) => x.sessionId === state.sessionId)
-    .sort((a, b) => a.after - b.after);
-  const nodes = [];
-  const calls = new Map();
-  let next = 0;
-  for (const item of state.items) {
-    while (next < extras.length && extras[next].after <= item.index) nodes.push(extras[next++].node);
-    nodes.push(...view.itemNodes(item, calls));
-  }
-  while (next < extras.length) nodes.push(extras[next++].node);
-  $("items").replaceChildren(...nodes);
-  $("older").hidden = state.before === null;
-  $("empty").hidden = nodes.length > 0 || $("live").childElementCount > 0;
-}
-
-async function loadOlder() {
-  if (state.before === null || state.olderLoading) return;
-  state.olderLoading = true;
-  const opening = state.opening;
-  const log = $("log");
-  try {
-    const page = await api.json(
-      `${api.sessionPath(state.key, "history", state.agent)}&limit=${PAGE}&before=${state.before}`);
-    if (opening !== state.opening) return;
-    const fromEnd = log.scrollHeight - log.scrollTop;
-    const first = state.items.length ? state.items[0].index : Infinity;
-    state.items = page.items.filter((i) => i.index < first).concat(state.items);
-    state.before = page.before;
-    draw();
-    log.scrollTop = log.scrollHeight - fromEnd;
-  } catch (err) {
-    report(err);
-  } finally {
-    state.olderLoading = false;
-  }
-}
-
-// Read the newest page again and merge it with the older pages shown.
-async function resync() {
-  const opening = state.opening;
-  const page = await api.json(`${api.sessionPath(state.key, "history", state.agent)}&limit=${PAGE}`);
-  if (opening !== state.opening) return null;
-  const first = page.items.length ? page.items[0].index : page.total;
-  const kept = state.items.filter((i) => i.index < first);
-  const joined = kept.length && kept[kept.length - 1].index === first - 1;
-  if (page.sessionId !== state.sessionId || !joined) {
-    Object.assign(state, { sessionId: page.sessionId, items: page.items, before: page.before });
-  } else {
-    state.items = kept.concat(page.items);
-  }
-  return page;
 }
 
 async function refreshContext() {
@@ -376,9 +289,10 @@ function wire() {
   $("stop").addEventListener("click", stop);
   $("cmd-new").addEventListener("click", () => send("/new"));
   $("cmd-compact").addEventListener("click", () => send("/compact"));
-  $("older").addEventListener("click", loadOlder);
+  const older = () => loadOlder().catch(report);
+  $("older").addEventListener("click", older);
   new IntersectionObserver((seen) => {
-    if (seen.some((s) => s.isIntersecting) && !$("older").hidden) loadOlder();
+    if (seen.some((s) => s.isIntersecting) && !$("older").hidden) older();
   }, { root: $("log") }).observe($("older"));
   $("menu").addEventListener("click", openSidebar);
   $("backdrop").addEventListener("click", closeSidebar);
