@@ -145,6 +145,28 @@ def test_errors_and_notices_are_shown(web, stand_in, web_served):
     shot(page, "desktop-errors")
 
 
+def test_agents_are_picked_and_each_keeps_its_sessions(web, stand_in, web_served):
+    page = web.page("picked")
+    assert page.is_visible("#agent")
+    assert page.eval_on_selector_all("#agent option", "os => os.map(o => o.value)") == [
+        "main", "work"]
+    page.select_option("#agent", "work")
+    page.wait_for_function("() => document.getElementById('title').textContent === 'main'")
+    idle(page)
+    send(page, "for the work agent")
+    idle(page)
+    assert [m["role"] for m in web_served.transcript("agent:work:main")] == ["user",
+                                                                          "assistant"]
+    page.reload()  # the agent and its session are remembered
+    idle(page)
+    assert page.input_value("#agent") == "work"
+    assert texts(page, ".msg.user .bubble") == ["for the work agent"]
+    page.select_option("#agent", "main")
+    page.wait_for_function("() => document.getElementById('title').textContent === 'picked'")
+    idle(page)
+    assert texts(page, ".msg.user .bubble") == []
+
+
 def test_history_pages_back(web, stand_in, web_served):
     for n in range(30):
         answer = web_served.api("POST", "/api/sessions/pages/messages",

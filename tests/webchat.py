@@ -107,7 +107,8 @@ class Served:
 
     def transcript(self, key: str = "agent:main:main") -> list[dict[str, Any]]:
         """The message lines of the session's transcript on disk."""
-        store = self.home / ".clawd" / "agents" / "main" / "sessions" / "sessions.json"
+        agent = key.split(":")[1]
+        store = self.home / ".clawd" / "agents" / agent / "sessions" / "sessions.json"
         entry = json.loads(store.read_text())[key]
         lines = [json.loads(line) for line in Path(entry["sessionFile"]).read_text()
                  .splitlines() if line.strip()]
@@ -123,13 +124,17 @@ class Served:
 
 
 def serve(home: Path, model_url: str) -> Served:
-    """``clawd serve`` over the stand-in model at ``model_url``, with its state in ``home``."""
+    """``clawd serve`` over the stand-in model at ``model_url``, with its state in ``home``:
+    two agents, ``main`` (the default) and ``work``."""
     home.mkdir(parents=True, exist_ok=True)
     write_local_config(home, model_url)
     config_path = home / ".clawd" / "clawd.json"
     config = json.loads(config_path.read_text())
     port = free_port()
     config["gateway"] = {"port": port, "shutdownGraceSeconds": 1}
+    (home / "ws-work" / "memory").mkdir(parents=True, exist_ok=True)
+    config["agents"]["list"] = [{"id": "main", "default": True},
+                                {"id": "work", "workspace": str(home / "ws-work")}]
     config_path.write_text(json.dumps(config))
     env = {**os.environ, "HOME": str(home), "CLAWD_HOME": str(home / ".clawd"),
            "CLAWD_GATEWAY_TOKEN": TOKEN}
