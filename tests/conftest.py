@@ -98,3 +98,64 @@ def local_config(isolated_home, local_server):
     """A config in the isolated home whose model is ``local/qwen`` on ``local_server``
     (32k window, no retries, memory search off); returns the workspace."""
     return write_local_config(isolated_home, local_server.url)
+
+
+# --- the web chat's browser tests (tests/webchat.py): one server and one browser a module ---
+
+@pytest.fixture(scope="module")
+def web_model():
+    """The stand-in model behind ``web_served``: a ``StandIn`` (reset for each test by
+    ``stand_in``) on a ``FakeServer``."""
+    from fakeserver import FakeServer
+    from webchat import StandIn
+
+    model = StandIn()
+    with FakeServer() as server:
+        server.default("POST", "/v1/chat/completions", model)
+        yield model, server.url
+
+
+@pytest.fixture(scope="module")
+def web_served(web_model, tmp_path_factory):
+    """``clawd serve`` as a process over ``web_model``; it must stop without a traceback."""
+    from webchat import serve
+
+    served = serve(tmp_path_factory.mktemp("web") / "home", web_model[1])
+    yield served
+    errors = served.stop()
+    assert "Traceback" not in errors, errors
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    """The system's Chromium through Playwright (skipped, saying why, when it is missing)."""
+    from webchat import CHROMIUM, launch
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"the web chat's browser tests need Chromium at {CHROMIUM} "
+                    f"(apt-get install chromium; .ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch(playwright, tmp_path_factory.mktemp("chromium"))
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def stand_in(web_model):
+    """The stand-in model, answering ``echo: ...`` at full speed until the test says else."""
+    model = web_model[0]
+    model.reset()
+    yield model
+    model.reset()
+
+
+@pytest.fixture
+def web(chromium, web_served):
+    """Pages of the web chat (``WebChat``); a JavaScript error in any of them fails the test."""
+    from webchat import WebChat
+
+    chat = WebChat(chromium, web_served)
+    yield chat
+    assert chat.close() == []

@@ -17,14 +17,21 @@ def readme_commands() -> list[str]:
 
 
 STATIC_CHECKS = [".venv/bin/python -m ruff check clawd scripts tests", ".venv/bin/python -m mypy"]
+# Before them, CI installs the system's Chromium for the web chat's browser tests (which are
+# skipped, saying why, where it is missing); the README says so under its two commands.
+CHROMIUM = ("command -v chromium >/dev/null || (apt-get update && "
+            "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)")
 
 
 def test_ci_runs_exactly_the_readme_commands():
-    """The README's install and test commands, as written, then the static checks."""
+    """Chromium, then the README's install and test commands, as written, then the static
+    checks."""
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     body = [line.strip() for line in ci if line.strip() and not line.startswith("#")
             and not line.startswith(("set ", "cd "))]
-    assert body == readme_commands() + STATIC_CHECKS
+    assert body == [CHROMIUM] + readme_commands() + STATIC_CHECKS
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "apt-get install chromium" in readme
 
 
 def test_readme_commands_need_neither_python_nor_a_system_wide_pip():

@@ -4,7 +4,8 @@
 (one runtime per served agent), ``feed`` (a turn's events, followed over SSE), ``hub``
 (one writer per session: queues, worker threads, abort, shutdown), ``history`` and
 ``workspace`` (what the native API reads), ``native`` and ``openai_compat`` (the routes),
-``openai_map`` (choosing the session of an OpenAI-style request), ``openapi`` (the
-description), ``app`` (the ASGI application) and ``server`` (uvicorn and signals).
+``openai_map`` (choosing the session of an OpenAI-style request), ``page`` (the web chat's
+files, from ``static/``), ``openapi`` (the description), ``app`` (the ASGI application) and
+``server`` (uvicorn and signals).
 docs/gateway.md describes the API.
 """

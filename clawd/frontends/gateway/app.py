@@ -1,5 +1,6 @@
-"""The ASGI application of ``clawd serve``: routes, the guard, CORS when configured, and the
-lifespan that builds each served agent's runtime and stops the ``Hub`` cleanly.
+"""The ASGI application of ``clawd serve``: routes (the native API, the web chat's page),
+the guard, CORS when configured, and the lifespan that builds each served agent's runtime
+and stops the ``Hub`` cleanly.
 
 ``create_app`` is what ``server`` runs on uvicorn and what tests drive in-process; the
 OpenAI-compatible routes are mounted only with
@@ -33,13 +34,13 @@ ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Eve
 def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
     """The gateway over ``agents``; ``token``: the unscoped bearer token (config or
     environment), besides ``gateway.auth.tokens``."""
-    from clawd.frontends.gateway import native, openai_compat, openapi
+    from clawd.frontends.gateway import native, openai_compat, openapi, page
 
     gateway = config.gateway
     hub = Hub(agents, max_queued=gateway.max_queued_per_session,
               idle_seconds=gateway.idle_session_seconds,
               grace_seconds=gateway.shutdown_grace_seconds)
-    routes = list(native.ROUTES)
+    routes = list(native.ROUTES) + page.ROUTES
     compatible = gateway.http.endpoints.chat_completions.enabled
     if compatible:
         routes += openai_compat.ROUTES

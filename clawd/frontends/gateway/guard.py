@@ -1,10 +1,11 @@
 """The ASGI middleware every request passes before a route: the checks of ``policy``.
 
-In order: the ``Host`` header (DNS rebinding: 403), ``/health`` let through, the
-``Origin`` of a state-changing request (403), a client address locked out after failed
-authentications (429 with ``Retry-After``), the bearer token (401; the agents it reaches are
-put in ``scope["state"]["agents"]``), and the body's size: past ``gateway.maxBodyBytes``
-the request is answered 413 before any route reads it, so nothing is written. Errors have
+In order: the ``Host`` header (DNS rebinding: 403), ``/health`` and the web chat's files let
+through (``GET`` only), the ``Origin`` of a state-changing request (403), a client address
+locked out after failed authentications (429 with ``Retry-After``), the bearer token (401;
+the agents it reaches are put in ``scope["state"]["agents"]``), and the body's size: past
+``gateway.maxBodyBytes`` the request is answered 413 before any route reads it, so nothing
+is written. Errors have
 OpenAI's shape, ``{"error": {"message", "type", "code"}}``, on every route.
 """
 
@@ -15,15 +16,19 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from clawd.config.gateway import Gateway
-from clawd.frontends.gateway.policy import FailedAuth, Tokens, host_allowed, origin_allowed
+from clawd.frontends.gateway.policy import (
+    FailedAuth,
+    Tokens,
+    host_allowed,
+    needs_no_token,
+    origin_allowed,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-OPEN_PATHS = frozenset({"/health"})
 
 
 def error_body(status: int, message: str, kind: str) -> bytes:
@@ -60,7 +65,7 @@ class Guard:
             await send_error(send, 403, f"this gateway does not serve the host {host!r}; add "
                              f"it to gateway.allowedHosts if it is yours", "host_not_allowed")
             return
-        if scope["path"] in OPEN_PATHS:
+        if needs_no_token(scope["path"]) and scope["method"] in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
         method = scope["method"]

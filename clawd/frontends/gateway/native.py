@@ -1,5 +1,5 @@
-"""The native API's routes (docs/gateway.md): agents, sessions, history, sending, aborting,
-re-attaching to a turn, memory search and workspace files.
+"""The native API's routes (docs/gateway.md): agents, sessions, history, the context meter,
+sending, aborting, re-attaching to a turn, memory search and workspace files.
 
 Sending a message (or a ``/command``: the REPL's registry, through ``Chat.handle``) queues
 a turn in the session's ``Hub`` slot and answers with its events as server-sent events,
@@ -11,6 +11,7 @@ application/json`` the events come as one JSON array when the turn ends. Blockin
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -33,6 +34,7 @@ from clawd.frontends.gateway.common import (
 )
 from clawd.frontends.gateway.feed import sse
 from clawd.frontends.gateway.hub import Turn
+from clawd.loop.runtime import Runtime, session_model
 
 DEFAULT_PAGE = 50
 
@@ -93,6 +95,35 @@ async def session_history(request: Request) -> Response:
     return ok({"agent": agent_id, "sessionKey": key, "sessionId": entry.get("sessionId"),
                **history.page(found, before, limit),
                "busy": state(request).hub.busy(agent_id, key)})
+
+
+async def session_context(request: Request) -> Response:
+    """How full the session's context window is (the REPL's status line): the context
+    size after the last model call or compaction, the window, the flush and compaction
+    points."""
+    try:
+        agent_id, key = session_of(request, request.path_params["key"],
+                                   request.query_params.get("agent"))
+    except ClawdError as exc:
+        return failure(exc)
+    runtime = state(request).agents.runtime(agent_id)
+    found = await run_in_threadpool(_context, runtime, key)
+    return ok({"agent": agent_id, "sessionKey": key, **found,
+               "busy": state(request).hub.busy(agent_id, key)})
+
+
+def _context(runtime: Runtime, key: str) -> dict[str, Any]:
+    entry = runtime.store.get(key)
+    ref = session_model(entry, runtime.settings)
+    try:
+        budget = runtime.budget(runtime.models(ref))
+        window, flush_at, compact_at = (budget.context_window, budget.flush_at,
+                                        budget.compact_at)
+    except ClawdError:  # a model the registry no longer knows: no meter, the rest stands
+        window = flush_at = compact_at = 0
+    return {"sessionId": (entry or {}).get("sessionId"), "model": ref,
+            "used": (entry or {}).get("contextUsedTokens"), "window": window,
+            "flushAt": flush_at, "compactAt": compact_at}
 
 
 async def send_message(request: Request) -> Response:
@@ -213,6 +244,7 @@ ROUTES = [
     Route("/api/commands", list_commands),
     Route("/api/sessions", list_sessions),
     Route("/api/sessions/{key}/history", session_history),
+    Route("/api/sessions/{key}/context", session_context),
     Route("/api/sessions/{key}/messages", send_message, methods=["POST"]),
     Route("/api/sessions/{key}/abort", abort, methods=["POST"]),
     Route("/api/turns/{turn}/events", turn_events),

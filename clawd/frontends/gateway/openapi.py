@@ -41,6 +41,12 @@ def document(compatible: bool) -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/health": {"get": {"summary": "liveness; needs no token", "security": [],
                             "responses": {"200": {"description": "{\"ok\": true}"}}}},
+        "/": {"get": {"summary": "the web chat (HTML); needs no token: the page asks for it",
+                      "security": [], "responses": {"200": {"description": "text/html"}}}},
+        "/ui/{name}": {"get": {"summary": "the web chat's CSS and JavaScript; needs no token",
+                               "security": [], "parameters": [_param("name", "path")],
+                               "responses": {"200": {"description": "a file"},
+                                             "404": ERROR}}},
         "/api/agents": {"get": _op("the agents this token reaches")},
         "/api/commands": {"get": _op("the slash commands (the REPL's registry)")},
         "/api/sessions": {"get": _op("the sessions of an agent: the fields of `clawd "
@@ -51,6 +57,10 @@ def document(compatible: bool) -> dict[str, Any]:
             "a session's history, a page at a time (newest first page)",
             [KEY, AGENT, _param("before", kind="integer", about="items before this index"),
              _param("limit", kind="integer", about="items per page (default 50, max 200)")])},
+        "/api/sessions/{key}/context": {"get": _op(
+            "how full the session's context window is: sessionId, model, used (tokens after "
+            "the last model call or compaction; null before the first), window, flushAt, "
+            "compactAt, busy", [KEY, AGENT])},
         "/api/sessions/{key}/messages": {"post": _op(
             "send a message or a /command; the turn's events", [
                 KEY, AGENT, _param("Idempotency-Key", "header",

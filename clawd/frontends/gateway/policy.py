@@ -5,7 +5,8 @@ beyond loopback without a token; ``Tokens`` answers which agents a bearer token 
 (compared with ``hmac.compare_digest``, never logged); ``host_allowed`` refuses a ``Host``
 header naming a DNS name the gateway was not told about (DNS rebinding); ``origin_allowed``
 lets a state-changing request from a browser through only from the gateway's own origin or
-a configured one; ``FailedAuth`` counts failed authentications per client address
+a configured one; ``needs_no_token`` names the paths open without a token (the health
+check, the web chat's files); ``FailedAuth`` counts failed authentications per client address
 (``gateway.auth.rateLimit``).
 """
 
@@ -23,6 +24,8 @@ from clawd.core.errors import ConfigError
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 ENV_TOKEN = "CLAWD_GATEWAY_TOKEN"
+OPEN_PATHS = frozenset({"/health", "/"})  # liveness, and the web chat's page
+PAGE_FILES = "/ui/"  # the page's CSS and JavaScript: /ui/<name>
 
 
 def bind_host(gateway: Gateway, host: str | None = None) -> str:
@@ -97,6 +100,15 @@ def bearer(header: str | None) -> bytes | None:
     if scheme.lower() != "bearer" or not value.strip():
         return None
     return value.strip().encode("utf-8", "replace")
+
+
+def needs_no_token(path: str) -> bool:
+    """Whether ``path`` is served without a token: ``/health`` and the web chat's files
+    (which hold no secret)."""
+    if path in OPEN_PATHS:
+        return True
+    name = path[len(PAGE_FILES):] if path.startswith(PAGE_FILES) else ""
+    return bool(name) and "/" not in name
 
 
 def host_name(header: str) -> str:

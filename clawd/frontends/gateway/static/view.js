@@ -1,0 +1,263 @@
+// view.js: the web chat's DOM: history items, a turn's events as they stream (Live), the
+// session list and the context meter. Model and tool text reaches the page only through
+// markdown.render (which escapes it first) or textContent, never as markup of its own.
+
+import { render } from "./markdown.js";
+
+export function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+function tag(text, cls = "") {
+  return el("span", `tag ${cls}`.trim(), text);
+}
+
+export function tokens(n) {
+  if (n === null || n === undefined) return "—";
+  if (n >= 999500) return `${(n / 1e6).toFixed(1)}M`;
+  return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+}
+
+function when(iso) {
+  if (!iso) return "";
+  const minutes = Math.round((Date.now() - new Date(iso).getTime()) / 60000);
+  if (minutes < 1) return "now";
+  if (minutes < 60) return `${minutes}m`;
+  if (minutes < 1440) return `${Math.round(minutes / 60)}h`;
+  return `${Math.round(minutes / 1440)}d`;
+}
+
+export function userNode(text, item = {}) {
+  const node = el("div", "msg user");
+  node.append(el("div", "bubble", text));
+  if (item.refused) node.append(tag("not sent: too large", "warn"));
+  if (item.undone) node.append(tag("taken back"));
+  return node;
+}
+
+export function assistantNode(text, item = {}) {
+  const node = el("div", "msg assistant");
+  const bubble = el("div", "bubble md");
+  bubble.innerHTML = render(text); // escaped first: see markdown.js
+  node.append(bubble);
+  if (item.interrupted) node.append(tag("stopped", "warn"));
+  if (item.undone) node.append(tag("taken back"));
+  return node;
+}
+
+function brief(args) {
+  const first = Object.values(args || {}).find((v) => typeof v === "string");
+  if (!first) return "";
+  const line = first.split("\n")[0];
+  return line.length > 60 ? `${line.slice(0, 59)}…` : line;
+}
+
+// A tool call, collapsed: its name and first argument; its arguments and result inside.
+export function toolNode(call) {
+  const node = el("details", "tool");
+  node.dataset.callId = call.id || "";
+  const summary = el("summary");
+  summary.append(el("span", "tool-name", call.name), el("span", "tool-arg", brief(call.arguments)),
+    el("span", "tool-state", "running…"));
+  node.append(summary, el("div", "label", "arguments"),
+    el("pre", "args", JSON.stringify(call.arguments ?? {}, null, 2)));
+  return node;
+}
+
+export function fillTool(node, result) {
+  node.querySelector(".tool-state").textContent = result.isError ? "failed" : "done";
+  node.classList.toggle("failed", !!result.isError);
+  node.append(el("div", "label", result.truncated ? "result (cut)" : "result"),
+    el("pre", "result", result.text || ""));
+}
+
+export function line(kind, text) {
+  return el("div", `line ${kind}`, text);
+}
+
+export function commandNode(name, text) {
+  const node = el("div", "line command");
+  node.dataset.command = name;
+  node.append(el("pre", "", text));
+  return node;
+}
+
+export function compactionNode(item) {
+  const node = el("details", "compaction");
+  node.append(el("summary", "", `older messages summarised · ${tokens(item.tokensBefore)} → ` +
+    `${tokens(item.tokensAfter)} tokens`));
+  const body = el("div", "bubble md");
+  body.innerHTML = render(item.summary || "");
+  node.append(body);
+  return node;
+}
+
+// A history item's nodes; `calls` maps tool-call ids to their nodes, so a toolResult
+// lands in its call's <details>.
+export function itemNodes(item, calls) {
+  if (item.type === "user") return [userNode(item.text, item)];
+  if (item.type === "compaction") return [compactionNode(item)];
+  if (item.type === "toolResult") {
+    let node = calls.get(item.toolCallId);
+    const out = [];
+    if (!node) {
+      node = toolNode({ id: item.toolCallId, name: item.name, arguments: {} });
+      out.push(node);
+    }
+    fillTool(node, item);
+    return out;
+  }
+  const out = item.text ? [assistantNode(item.text, item)] : [];
+  for (const call of item.toolCalls || []) {
+    const node = toolNode(call);
+    calls.set(call.id, node);
+    out.push(node);
+  }
+  if (!item.text && item.interrupted) out.push(tag("stopped", "warn"));
+  return out;
+}
+
+// One turn's events as they stream, in `container`. Lines that the history does not keep
+// (notices, errors, command output) are collected in `extras` to be shown on after it.
+export class Live {
+  constructor(container, scroll) {
+    this.container = container;
+    this.scroll = scroll;
+    this.calls = new Map();
+    this.extras = [];
+    this.bubble = null;
+    this.text = "";
+    this.pending = false;
+    this.waiting = el("div", "msg assistant waiting");
+    this.waiting.append(el("div", "bubble", "…"));
+    this.done = null;
+  }
+
+  add(node, extra = false) {
+    this.container.insertBefore(node, this.waiting.parentNode ? this.waiting : null);
+    if (extra) this.extras.push(node);
+    this.scroll();
+  }
+
+  start() {
+    this.container.append(this.waiting);
+    this.scroll();
+  }
+
+  user(text) { this.add(userNode(text)); }
+
+  command(text) { this.add(line("typed", `› ${text}`), true); }
+
+  draw() {
+    this.pending = false;
+    if (this.bubble) this.bubble.firstChild.innerHTML = render(this.text); // escaped first
+    this.scroll();
+  }
+
+  open() {
+    if (!this.bubble) {
+      this.bubble = assistantNode("");
+      this.bubble.classList.add("streaming");
+      this.add(this.bubble);
+    }
+    return this.bubble;
+  }
+
+  close() {
+    if (this.bubble) this.draw();
+    if (this.bubble) this.bubble.classList.remove("streaming");
+    this.bubble = null;
+    this.text = "";
+  }
+
+  event(e) {
+    if (e.type !== "delta" && e.type !== "reply" && e.type !== "done") this.close();
+    switch (e.type) {
+      case "delta":
+        this.open();
+        this.text += e.text;
+        if (!this.pending) {
+          this.pending = true;
+          requestAnimationFrame(() => this.draw());
+        }
+        break;
+      case "reply":
+        if (e.text || this.bubble) {
+          this.open();
+          this.text = e.text;
+          if (e.aborted) this.bubble.append(tag("stopped", "warn"));
+        }
+        this.close();
+        break;
+      case "tool": {
+        const node = toolNode(e);
+        this.calls.set(e.id, node);
+        this.add(node);
+        break;
+      }
+      case "toolResult": {
+        const node = this.calls.get(e.id) || toolNode({ id: e.id, name: e.name });
+        if (!node.parentNode) this.add(node);
+        fillTool(node, e);
+        break;
+      }
+      case "notice": this.add(line("notice", e.text), true); break;
+      case "error": this.add(line("error", e.message), true); break;
+      case "recall":
+        this.add(line("info", `recalled ${e.results.length} note(s): ` +
+          e.results.map((r) => r.path).join(", ")), true);
+        break;
+      case "flush":
+        this.add(line("info", e.skipped ? `memory flush skipped: ${e.skipped}` :
+          `memory flush wrote ${(e.files || []).join(", ") || "nothing"}`), true);
+        break;
+      case "compaction": // the history shows it as a marker
+        this.add(line("info", `older messages summarised · ${tokens(e.tokensBefore)} → ` +
+          `${tokens(e.tokensAfter)} tokens`));
+        break;
+      case "command": if (e.text) this.add(commandNode(e.name, e.text), true); break;
+      case "done": this.close(); this.done = e; break;
+      default: break; // a type this page does not know
+    }
+    this.waiting.remove();
+  }
+
+  error(message) {
+    this.waiting.remove();
+    this.add(line("error", message), true);
+  }
+}
+
+export function sessionList(container, sessions, active, open) {
+  container.replaceChildren(...sessions.map((s) => {
+    const name = s.key.split(":").slice(2).join(":");
+    const node = el("button", "session");
+    node.type = "button";
+    if (s.key === active) node.classList.add("active");
+    node.dataset.key = s.key;
+    node.append(el("span", "session-title", s.title || name));
+    const busy = s.busy && s.busy.running ? " · running" : "";
+    node.append(el("span", "session-meta",
+      `${name} · ${s.messages || 0} msgs${s.lastActivity ? ` · ${when(s.lastActivity)}` : ""}${busy}`));
+    node.addEventListener("click", () => open(s.key));
+    return node;
+  }));
+}
+
+export function meter(nodes, c) {
+  const pct = c.window && c.used !== null && c.used !== undefined ? (100 * c.used) / c.window : null;
+  nodes.fill.style.width = `${Math.min(100, pct || 0)}%`;
+  nodes.flush.style.left = `${c.window ? (100 * c.flushAt) / c.window : 0}%`;
+  nodes.compact.style.left = `${c.window ? (100 * c.compactAt) / c.window : 0}%`;
+  nodes.root.classList.toggle("warm", c.used >= c.flushAt && c.flushAt > 0);
+  nodes.root.classList.toggle("hot", c.used >= c.compactAt && c.compactAt > 0);
+  nodes.text.textContent = pct === null ? "context —" : `context ${Math.round(pct)}%`;
+  nodes.tokens.textContent = pct === null ? "" : `${tokens(c.used)} / ${tokens(c.window)}`;
+  nodes.root.title = pct === null ? `no model call yet · window ${tokens(c.window)} tokens` :
+    `${c.used.toLocaleString("en")} of ${c.window.toLocaleString("en")} tokens · ` +
+    `memory flush at ${c.flushAt.toLocaleString("en")} · compaction at ` +
+    `${c.compactAt.toLocaleString("en")}`;
+}

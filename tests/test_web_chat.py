@@ -1,0 +1,266 @@
+"""The web chat in a real browser (the system's Chromium through Playwright) against
+``clawd serve`` and the stand-in model: a reply streamed and rendered as Markdown, tool
+calls collapsed, stop, history kept over a reload (and paged back), two tabs on one
+session, /new and /compact, the context meter, a phone's screen. Screenshots are kept in
+tests/artifacts/."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakeserver import openai_error
+from webchat import PHONE, idle, send, shot, texts
+
+pytestmark = pytest.mark.slow  # a browser and a server process
+
+MARKDOWN = ("## Plan\n\nFirst **the deploy**, then *the notes*:\n\n- check `config.yaml`\n"
+            "- run the tests\n  - the slow ones too\n\n1. one\n2. two\n\n"
+            "```sh\nclawd serve --port 8080\n```\n\n| step | who |\n|---|---|\n"
+            "| build | CI |\n\nSee [the docs](https://example.com/docs) or "
+            "<img src=x onerror=\"window.pwned=1\"> <script>window.pwned=2</script>.")
+
+
+def test_a_reply_streams_as_markdown_and_survives_a_reload(web, stand_in):
+    stand_in.answer = lambda body, words: MARKDOWN
+    stand_in.delay, stand_in.chunk = 0.03, 8
+    page = web.page("stream")
+    send(page, "what is the plan?")
+    # while the reply streams: a growing bubble and the stop button
+    page.wait_for_selector(".msg.assistant.streaming")
+    assert page.is_visible("#stop") and not page.is_visible("#send")
+    partial = page.text_content(".msg.assistant.streaming")
+    idle(page)
+    assert 0 < len(partial or "") < len(page.text_content(".msg.assistant"))
+    shot(page, "desktop-reply")
+    _check_rendered(page)
+    assert texts(page, ".msg.user .bubble") == ["what is the plan?"]
+
+    page.reload()
+    idle(page)
+    _check_rendered(page)
+    assert texts(page, ".msg.user .bubble") == ["what is the plan?"]
+    assert page.text_content("#meter-text").startswith("context ")
+    assert page.text_content("#meter-text") != "context —"
+    assert page.text_content("#model") == "local/qwen"
+    assert "stream" in texts(page, ".session.active .session-meta")[0]
+
+
+def _check_rendered(page) -> None:
+    reply = ".msg.assistant .bubble"
+    assert page.text_content(f"{reply} h2") == "Plan"
+    assert page.text_content(f"{reply} strong") == "the deploy"
+    assert texts(page, f"{reply} ul > li > code") == ["config.yaml"]
+    assert texts(page, f"{reply} li li") == ["the slow ones too"]
+    assert texts(page, f"{reply} ol > li") == ["one", "two"]
+    assert page.text_content(f"{reply} pre code") == "clawd serve --port 8080"
+    assert texts(page, f"{reply} td") == ["build", "CI"]
+    link = page.query_selector(f"{reply} a")
+    assert link.get_attribute("href") == "https://example.com/docs"
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    # the model's markup is text, never elements
+    assert page.query_selector_all(f"{reply} img, {reply} script") == []
+    assert "<img src=x" in page.text_content(reply)
+    assert page.evaluate("window.pwned") is None
+
+
+def test_tool_calls_are_shown_collapsed(web, stand_in, web_served):
+    (web_served.home / "ws" / "notes.md").write_text("alpha beta\n")
+
+    def answer(body, words):
+        if body["messages"][-1]["role"] == "tool":
+            return "The notes say **alpha beta**."
+        return [{"id": "call_1", "name": "read", "arguments": {"path": "notes.md"}}]
+
+    stand_in.answer = answer
+    page = web.page("tools", color_scheme="dark")
+    send(page, "what is in my notes?")
+    idle(page)
+    for _ in range(2):  # as streamed, then as the history shows it after a reload
+        tool = page.query_selector("details.tool")
+        assert tool.get_attribute("open") is None
+        assert texts(page, "details.tool summary span") == ["read", "notes.md", "done"]
+        assert not page.is_visible("details.tool pre.result")
+        page.click("details.tool summary")
+        assert "alpha beta" in page.text_content("details.tool pre.result")
+        assert page.text_content(".msg.assistant strong") == "alpha beta"
+        shot(page, "desktop-dark-tool-open")
+        page.reload()
+        idle(page)
+
+
+def test_stop_keeps_the_partial_reply(web, stand_in, web_served):
+    words = " ".join(f"word{n}" for n in range(80))
+    stand_in.answer = lambda body, said: words
+    stand_in.delay, stand_in.chunk = 0.05, 6
+    page = web.page("stop")
+    send(page, "say many words")
+    page.wait_for_function("() => (document.querySelector('.msg.assistant.streaming')"
+                           "?.textContent || '').length > 20")
+    page.click("#stop")
+    idle(page)
+    kept = page.text_content(".msg.assistant .bubble")
+    assert 20 < len(kept) < len(words) and words.startswith(kept)
+    assert "stopped" in texts(page, ".msg.assistant .tag")
+    assert any("interrupted" in line for line in texts(page, ".line.notice"))
+    shot(page, "desktop-stopped")
+    page.reload()
+    idle(page)
+    assert page.text_content(".msg.assistant .bubble") == kept
+    assert "stopped" in texts(page, ".msg.assistant .tag")
+    lines = web_served.transcript("agent:main:stop")
+    assert [m["role"] for m in lines] == ["user", "assistant"]
+    assert lines[1].get("aborted") is True
+
+
+def test_a_reload_mid_reply_follows_the_turn(web, stand_in):
+    words = " ".join(f"w{n}" for n in range(40))
+    stand_in.answer = lambda body, said: words
+    stand_in.delay, stand_in.chunk = 0.05, 6
+    page = web.page("reload")
+    send(page, "keep going")
+    page.wait_for_selector(".msg.assistant.streaming")
+    page.reload()
+    # the turn went on at the gateway: the page picks it up and shows it to the end
+    page.wait_for_selector("#stop:not([hidden])")
+    idle(page)
+    assert texts(page, ".msg.user .bubble") == ["keep going"]
+    assert texts(page, ".msg.assistant .bubble") == [words]
+
+
+def test_errors_and_notices_are_shown(web, stand_in, web_served):
+    stand_in.answer = lambda body, words: openai_error(500, "the model server fell over")
+    page = web.page("errors")
+    send(page, "are you there?")
+    idle(page)
+    errors = texts(page, ".line.error")
+    assert len(errors) == 1 and "fell over" in errors[0]
+    assert texts(page, ".msg.user .bubble") == ["are you there?"]
+    stand_in.answer = lambda body, words: ""  # a blank answer: asked again, then a notice
+    send(page, "say nothing")
+    idle(page)
+    assert texts(page, ".line.notice"), "a blank answer is said in a notice"
+    send(page, "/model nosuch/model")
+    idle(page)
+    assert len(texts(page, ".line.error")) == 2
+    shot(page, "desktop-errors")
+
+
+def test_agents_are_picked_and_each_keeps_its_sessions(web, stand_in, web_served):
+    page = web.page("picked")
+    assert page.is_visible("#agent")
+    assert page.eval_on_selector_all("#agent option", "os => os.map(o => o.value)") == [
+        "main", "work"]
+    page.select_option("#agent", "work")
+    page.wait_for_function("() => document.getElementById('title').textContent === 'main'")
+    idle(page)
+    send(page, "for the work agent")
+    idle(page)
+    assert [m["role"] for m in web_served.transcript("agent:work:main")] == ["user",
+                                                                          "assistant"]
+    page.reload()  # the agent and its session are remembered
+    idle(page)
+    assert page.input_value("#agent") == "work"
+    assert texts(page, ".msg.user .bubble") == ["for the work agent"]
+    page.select_option("#agent", "main")
+    page.wait_for_function("() => document.getElementById('title').textContent === 'picked'")
+    idle(page)
+    assert texts(page, ".msg.user .bubble") == []
+
+
+def test_history_pages_back(web, stand_in, web_served):
+    for n in range(30):
+        answer = web_served.api("POST", "/api/sessions/pages/messages",
+                                json={"text": f"message {n}"},
+                                headers={"Accept": "application/json"})
+        assert answer.status_code == 200, answer.text
+    page = web.page("pages")
+    assert len(page.query_selector_all(".msg")) == 50
+    assert page.is_visible("#older")
+    assert texts(page, ".msg.user .bubble")[-1] == "message 29"
+    page.eval_on_selector("#log", "log => { log.scrollTop = 0; }")  # scrolling up loads more
+    page.wait_for_function("() => document.querySelectorAll('.msg').length === 60")
+    assert page.is_hidden("#older")
+    users = texts(page, ".msg.user .bubble")
+    assert users == [f"message {n}" for n in range(30)]
+    assert texts(page, ".msg.assistant .bubble")[0] == "echo: message 0"
+
+
+def test_two_tabs_on_one_session_one_writer(web, stand_in, web_served):
+    stand_in.answer = lambda body, said: f"reply to {said} " + "lorem ipsum " * 6
+    stand_in.delay, stand_in.chunk = 0.03, 8
+    context = web.context()
+    first = web.page("shared", context=context)
+    second = web.page("shared", context=context)
+    send(first, "from the first tab")
+    first.wait_for_selector(".msg.assistant.streaming")
+    send(second, "from the second tab")  # the session is busy: this one waits its turn
+    idle(first)
+    idle(second)
+    lines = web_served.transcript("agent:main:shared")
+    said = [(m["role"], m["content"][0]["text"]) for m in lines]
+    assert [role for role, _ in said] == ["user", "assistant"] * 2
+    assert [text for role, text in said if role == "user"] == ["from the first tab",
+                                                               "from the second tab"]
+    assert said[1][1].startswith("reply to from the first tab")
+    assert said[3][1].startswith("reply to from the second tab")
+    for page in (first, second):
+        page.reload()
+        idle(page)
+        assert texts(page, ".msg.user .bubble") == ["from the first tab", "from the second tab"]
+        assert [t.split(" lorem")[0] for t in texts(page, ".msg.assistant .bubble")] == [
+            "reply to from the first tab", "reply to from the second tab"]
+    shot(second, "desktop-two-tabs")
+
+
+def test_new_compact_and_typed_commands(web, stand_in, web_served):
+    stand_in.answer = lambda body, words: "Understood; " + "a reply of some length " * 8
+    page = web.page("commands")
+    for n in range(3):
+        send(page, f"point {n}: " + "a fairly long line of words to summarise " * 8)
+        idle(page)
+    first_id = web_served.api("GET", "/api/sessions/commands/context").json()["sessionId"]
+    page.click("#cmd-compact")
+    idle(page)
+    assert page.query_selector("details.compaction") or texts(page, ".line.notice")
+    send(page, "/status")
+    idle(page)
+    status = texts(page, ".line.command pre")
+    assert status and "Model:" in status[-1] and "local/qwen" in status[-1]
+    assert "› /status" in texts(page, ".line.typed")
+    assert texts(page, ".line.error") == []
+    shot(page, "desktop-commands")
+    page.click("#cmd-new")
+    idle(page)
+    assert texts(page, ".msg.user .bubble") == []
+    assert texts(page, ".line.typed") == ["› /new"]  # the new session's log starts there
+    after = web_served.api("GET", "/api/sessions/commands/context").json()
+    assert after["sessionId"] != first_id
+    assert page.text_content("#meter-text") == "context —"
+
+
+def test_a_phone_sized_screen(web, stand_in):
+    stand_in.answer = lambda body, words: (
+        "A long line: `" + "x" * 120 + "`\n\n```\n" + "y" * 200 + "\n```\n\n"
+        "| a | b | c | d |\n|---|---|---|---|\n| " + " | ".join(["wide cell text"] * 4) + " |")
+    page = web.page("phone", viewport=PHONE, is_mobile=True, has_touch=True,
+                    device_scale_factor=2)
+    send(page, "show me something wide")
+    idle(page)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    assert page.evaluate("document.querySelector('.log').scrollWidth") <= PHONE["width"]
+    box = page.query_selector("#sidebar").bounding_box()
+    assert box["x"] + box["width"] <= 0  # off screen until the menu opens it
+    for selector in ("#input", "#send", "#cmd-new", "#cmd-compact", "#meter"):
+        found = page.query_selector(selector).bounding_box()
+        assert found and found["x"] >= 0 and found["x"] + found["width"] <= PHONE["width"], \
+            selector
+        assert found["y"] + found["height"] <= PHONE["height"], selector
+    shot(page, "phone-chat")
+    page.click("#menu")
+    page.wait_for_function("() => document.querySelector('#sidebar')"
+                           ".getBoundingClientRect().x >= 0")
+    assert page.is_visible(".session.active")
+    shot(page, "phone-sessions")
+    page.click("#backdrop", position={"x": 370, "y": 400})
+    page.wait_for_function("() => document.querySelector('#sidebar')"
+                           ".getBoundingClientRect().right <= 0")
