@@ -14,7 +14,8 @@ the files. In order:
    deleted rows are overwritten on disk, not merely unlinked.
 4. The cache entries of those hashes are deleted (whatever the provider and model); the
    FTS5 index is merged (``optimize``), which drops what deleted rows left in its segments;
-   the write-ahead log is checkpointed and truncated, taking the old pages with it.
+   the file is rewritten (``VACUUM``: a page may still hold the old copy of a row an
+   earlier update moved) and the write-ahead log truncated, taking the old pages with it.
 
 The summary says how many chunks held the lines and how many cache entries went.
 """
@@ -92,13 +93,16 @@ def _levels(index: Any, rows: list[ChunkRow]) -> dict[tuple[str, int, int], tupl
 
 
 def _compact(store: Store) -> None:
-    """Drop what deleted rows left behind: FTS5 segments merged, the WAL truncated."""
+    """Drop what deleted rows left behind: FTS5 segments merged, the file rewritten
+    (``VACUUM``: a page keeps the old copy of a row an update moved), the WAL truncated."""
     with store.lock:
         if store.fts_available:
             with store.transaction():
                 store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
         try:
+            store.conn.execute("VACUUM")
             store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except apsw.Error as exc:  # a reader mid-query: the next checkpoint does it
-            log.info("memory index: checkpoint after forget deferred (%s)", exc)
+            log.warning("memory index: could not compact the index after forget (%s); its "
+                        "file may keep traces of the removed text until the next forget", exc)
 
