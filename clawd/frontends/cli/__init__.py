@@ -133,11 +133,13 @@ def build_parser() -> _Parser:
     add_parsers(command, ssub)
 
     hist = command(sub, "history", "earlier versions of the bootstrap files and MEMORY.md "
-                   "kept before a tool changed them: list, show, restore")
+                   "kept before a tool changed them, and of the notes memory forget changed: "
+                   "list, show, restore")
     hsub = hist.add_subparsers(dest="history_command", metavar="ACTION")
     hist.set_defaults(history_command="list", file=None)
     hlist = command(hsub, "list", "the kept versions, newest first")
-    hlist.add_argument("file", nargs="?", metavar="FILE", help="e.g. SOUL.md (default: all)")
+    hlist.add_argument("file", nargs="?", metavar="FILE",
+                       help="e.g. SOUL.md or memory/2026-11-20.md (default: all)")
     for name, what in (("show", "print a version"),
                        ("restore", "put a version back (the current content is kept first)")):
         command(hsub, name, what).add_argument(
