@@ -255,14 +255,14 @@ def test_repl_renders_replies_as_markdown_with_colour(tmp_path, history):
 
 
 COMMANDS = {"/compact": (), "/context": ("list", "detail"), "/help": (),
-            "/memory": ("search", "show", "add", "status"), "/quit": ()}
+            "/memory": ("search", "show", "add", "forget", "status"), "/quit": ()}
 
 
 @pytest.mark.parametrize("text, expected", [
     ("/", ["/compact", "/context", "/help", "/memory", "/quit"]),
     ("/co", ["/compact", "/context"]),
     ("/HE", ["/help"]),
-    ("/memory ", ["add", "search", "show", "status"]),
+    ("/memory ", ["add", "forget", "search", "show", "status"]),
     ("/memory s", ["search", "show", "status"]),
     ("/MEMORY SE", ["search"]),
     ("/context ", ["detail", "list"]),
@@ -281,7 +281,7 @@ def test_slash_completion(text, expected):
 
 def test_completion_comes_from_the_command_registry():
     found = completions()
-    assert found["/memory"] == ("search", "show", "add", "status")
+    assert found["/memory"] == ("search", "show", "add", "forget", "status")
     assert found["/context"] == ("list", "detail")
     assert found["/status"] == () and list(found) == sorted(found)
 
@@ -321,7 +321,8 @@ def test_ctrl_r_finds_an_earlier_message_and_enter_takes_it(tmp_path, history):
 def test_help_lists_the_keys_in_the_repl_only(tmp_path, history):
     chat = Chat(make_runtime(tmp_path, ScriptedProvider([])), KEY)
     _, out = run(chat, f"/help{ENTER}{CTRL_D}", history)
-    assert "/memory search QUERY | show | add TEXT | status" in out and "\nKeys:\n" in out
+    assert "/memory search QUERY | show | add TEXT | forget [--yes] TEXT | status" in out
+    assert "\nKeys:\n" in out
     flat = " ".join(out.split()) + " "  # descriptions are wrapped to the terminal's width
     for key, does in repl.KEYS:
         assert f" {key} {does} " in flat, key

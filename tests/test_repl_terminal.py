@@ -85,7 +85,9 @@ def test_help_fits_the_terminal_and_breaks_no_word(server, terminal, columns):
     text = " ".join(" ".join(shown).split())
     for phrase in ("show the model and where it comes from, pin one to this session, or "
                    "follow the config again", "search memory, show MEMORY.md and the memory "
-                   "files, add a note to today's log, or show the state of the memory index"):
+                   "files, add a note to today's log, forget a fact (TEXT or PATH#Lx-Ly: "
+                   "lists the lines; --yes removes them), or show the state of the memory "
+                   "index"):
         assert phrase in text
 
 

@@ -176,6 +176,24 @@ def test_memory_takes_in_a_changed_note_after_mark_dirty(memory):
     assert index.status()["files"] == 2
 
 
+def test_memory_forgets_lines_the_edit_removes_and_keeps_the_rest(memory):
+    index, workspace = memory
+    index.sync()
+    note = workspace / "memory" / "2026-11-20.md"
+    assert any("tern" in h["snippet"] for h in index.search("tern Debian")["results"])
+
+    def edit() -> None:  # the front end's part: line 3 leaves the note
+        lines = note.read_text().splitlines(keepends=True)
+        note.write_text("".join(lines[:2] + lines[3:]))
+
+    done = index.forget({"memory/2026-11-20.md": {3}}, edit)
+    assert done["chunks"] == 1 and "tern" not in note.read_text()
+    found = index.search("tern Debian", min_score=0.0)["results"]
+    assert not [h for h in found if "tern" in h["snippet"]]
+    assert [h["path"] for h in index.search("Ines Lisbon May")["results"]][:1] == [
+        "memory/2026-11-20.md"]
+
+
 def test_memory_refuses_an_empty_query(memory):
     index, _ = memory
     with pytest.raises(ValueError):

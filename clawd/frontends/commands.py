@@ -19,6 +19,8 @@ from clawd.core.messages import Usage
 from clawd.core.textcut import two_columns
 from clawd.frontends.reports import (
     format_context,
+    format_forget_lines,
+    format_forgotten,
     format_memory_files,
     format_memory_results,
     format_memory_status,
@@ -29,6 +31,7 @@ from clawd.loop.lifecycle import due_reset, end_session
 from clawd.loop.recall import SYNC_WAIT
 from clawd.loop.runtime import Runtime
 from clawd.loop.session import Session
+from clawd.memory import forget
 from clawd.memory.notes import append_to_daily_log
 from clawd.workspace.files import MEMORY_DIR
 
@@ -261,9 +264,10 @@ def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
     yield from _out("compact", "")
 
 
-@command("memory", "/memory search QUERY | show | add TEXT | status",
+@command("memory", "/memory search QUERY | show | add TEXT | forget [--yes] TEXT | status",
          "search memory, show MEMORY.md and the memory files, add a note to today's log, "
-         "or show the state of the memory index", ("search", "show", "add", "status"))
+         "forget a fact (TEXT or PATH#Lx-Ly: lists the lines; --yes removes them), or show "
+         "the state of the memory index", ("search", "show", "add", "forget", "status"))
 def _memory(chat: Chat, args: str) -> Generator[Event, None, None]:
     action, _, rest = args.partition(" ")
     runtime, rest, memory = chat.runtime, rest.strip(), chat.runtime.memory
@@ -285,5 +289,35 @@ def _memory(chat: Chat, args: str) -> Generator[Event, None, None]:
         if runtime.memory is not None:
             runtime.memory.mark_dirty()
         yield from _out("memory", f"added to {rel}")
+    elif action == "forget" and rest:
+        yield from _out("memory", _forget(chat, rest))
     else:
-        raise ClawdError("usage: /memory search QUERY | show | add TEXT | status")
+        raise ClawdError("usage: /memory search QUERY | show | add TEXT | forget [--yes] TEXT "
+                         "| status")
+
+
+def _forget(chat: Chat, args: str) -> str:
+    """``/memory forget TEXT`` lists the lines; ``/memory forget --yes TEXT`` removes them
+    (no question in between: the same in the REPL, a script and the gateway)."""
+    runtime = chat.runtime
+    if chat.session.access.group:
+        raise ClawdError("forget is not available in a group or channel session: it changes "
+                         "private notes (use a private session or clawd memory forget)")
+    access = runtime.settings.workspace_access
+    if access != "rw":
+        raise ClawdError(f"the workspace is read-only here (workspaceAccess: \"{access}\"); "
+                         f"nothing was forgotten")
+    first, _, after = args.partition(" ")
+    confirmed = first in ("--yes", "-y")
+    target = after.strip() if confirmed else args
+    if not target:
+        raise ClawdError("usage: /memory forget [--yes] TEXT (or PATH#Lx-Ly)")
+    request = forget.parse(target)
+    lines = forget.find(runtime.workspace, request)
+    listed = format_forget_lines(request.describe(), lines)
+    if not lines:
+        return listed
+    if not confirmed:
+        return f"{listed}\nnothing was removed yet; to remove these: /memory forget --yes {target}"
+    done = forget.forget(runtime.workspace, runtime.memory, lines, runtime.clock())
+    return f"{listed}\n{format_forgotten(done, forget.still_found(runtime.memory, request))}"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from clawd.context.layers import report
 from clawd.core.messages import parse_iso
 from clawd.core.textcut import shorten
+from clawd.memory.forget import Forgotten, Line
 from clawd.memory.interface import SearchResults
 from clawd.sessions.transcript import History
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
@@ -203,3 +204,35 @@ def format_consolidation(report: Report, *, show_diff: bool) -> str:
                         if len(report.refused) > 5 else ""))
     parts.append(report.message)
     return "\n".join(parts)
+
+
+def format_forget_lines(what: str, lines: list[Line]) -> str:
+    """The note lines ``forget`` would remove, one per line with its place; ``what`` is the
+    request as the user gave it."""
+    if not lines:
+        return f"nothing in the notes (MEMORY.md, memory/) matches {what}; nothing to forget"
+    files = len({line.path for line in lines})
+    head = f"to forget ({what}): {_plural(len(lines), 'line')} in {_plural(files, 'note')}"
+    return "\n".join([head] + [f"  {line.path}:{line.number}  {line.text}" for line in lines])
+
+
+def format_forgotten(done: Forgotten, elsewhere: list[str]) -> str:
+    """What ``forget`` did, and where search still finds the text outside the notes
+    (``elsewhere``: citations)."""
+    files = len({line.path for line in done.lines})
+    kept = ", ".join(v.ref for v in done.kept)
+    text = (f"forgot {_plural(len(done.lines), 'line')} from {_plural(files, 'note')}; "
+            f"what {'it' if files == 1 else 'each'} held before is kept in the backups "
+            f"(clawd history restore {kept})")
+    if done.index is not None:
+        text += (f"; the memory index was updated: {_plural(done.index.get('chunks', 0), 'chunk')}"
+                 f" indexed again, {_plural(done.index.get('cacheEntries', 0), 'embedding')} "
+                 f"purged from the cache")
+    if elsewhere:
+        text += ("\nstill found outside the notes, which forget does not change: "
+                 + ", ".join(elsewhere))
+    return text
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"

@@ -74,6 +74,16 @@ class EmbeddingTables:
                     "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM "
                     "embedding_cache ORDER BY used_at ASC LIMIT ?)", (total - max_entries,))
 
+    def cache_delete(self, hashes: Sequence[str]) -> int:
+        """Delete the entries of these text hashes, whatever their provider and model (a
+        forgotten text); how many there were. Callers wrap it in a transaction."""
+        deleted = 0
+        with self.lock:
+            for part, marks in batched(hashes):
+                self.conn.execute(f"DELETE FROM embedding_cache WHERE hash IN ({marks})", part)
+                deleted += self.conn.changes()
+        return deleted
+
     # --- pending batch jobs -----------------------------------------------------------------
 
     def add_batch_job(self, provider: str, model: str, fingerprint: str, job: str,

@@ -27,6 +27,8 @@
   ``mark_dirty()``, ``catch_up(timeout)``, ``start_watcher()``, ``close()``. ``dirty`` is
   true until this process has compared the index with the files (or after a change marks
   it so).
+- ``forget(places, edit) -> dict`` runs ``edit`` (removing note lines) and purges what the
+  index kept of those lines, embedding cache included (``purge.py``).
 
 The index file is ``<state>/memory/<agentId>.sqlite`` unless ``store.path`` says otherwise
 (``{agentId}`` is replaced). ``MemoryIndex`` decides when a sync runs and runs one at a time;
@@ -41,14 +43,14 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from clawd.config import MemorySearch
-from clawd.memory import candidates, search, sync
+from clawd.memory import candidates, purge, search, sync
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
 from clawd.memory.interface import SearchHit, SearchResults, citation
@@ -243,6 +245,12 @@ class MemoryIndex:
                     self._store.close()
         finally:
             self._sync_lock.release()
+
+    def forget(self, places: Mapping[str, Collection[int]],
+               edit: Callable[[], None]) -> dict[str, Any]:
+        """``edit`` the notes, then purge what the index kept of the lines ``places`` names
+        (``Memory.forget``; the steps are in ``purge.py``)."""
+        return purge.forget(self, places, edit)
 
     # --- search -----------------------------------------------------------------------------
 

@@ -5,12 +5,13 @@ index (``MemoryIndex``: FTS5, sqlite-vec, local embeddings) is its embedded impl
 and a hosted one (PostgreSQL with pgvector, say) would be a second. ``SearchResults`` and
 ``SearchHit`` are what ``search`` returns: JSON-ready, since the model reads it as the
 ``memory_search`` result and ``clawd memory search --json`` prints it; each hit's
-``citation`` (``citation()``) is how a reply names the lines it used.
+``citation`` (``citation()``) is how a reply names the lines it used. ``forget`` is the
+index's half of ``clawd memory forget`` (``memory/forget.py`` edits the notes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Protocol, TypedDict
 
 from clawd.config import MemorySearch
@@ -62,6 +63,15 @@ class Memory(Protocol):
     def catch_up(self, timeout: float) -> None: ...
 
     def close(self) -> None: ...
+
+    def forget(self, places: Mapping[str, Collection[int]],
+               edit: Callable[[], None]) -> dict[str, Any]:
+        """Run ``edit`` (which removes the lines ``places`` names: note path -> line
+        numbers) and purge everything the index kept of them: keyword rows, vectors, and
+        the embedding-cache entries of every text embedded for the chunks covering them.
+        Afterwards the index is in step with the files. A summary: ``chunks`` (how many
+        held those lines), ``cacheEntries`` (purged), ``sync`` (the sync's summary)."""
+        ...
 
     def check(self) -> Iterator[tuple[bool, str, str]]:
         """Health checks for ``clawd doctor``: (ok, what, detail) each."""

@@ -209,6 +209,13 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
                 out[row[0]] = ChunkRow(*row)
         return out
 
+    def chunks_at(self, path: str) -> list[ChunkRow]:
+        """The chunks of one file, in line order."""
+        with self.lock:
+            return [ChunkRow(*row) for row in self.conn.execute(
+                "SELECT id, path, source, start_line, end_line, heading, text FROM chunks "
+                "WHERE path = ? ORDER BY start_line, id", (path,))]
+
     def get_vectors(self, ids: Iterable[int]) -> dict[int, tuple[bytes | None, bytes | None]]:
         """chunk id -> (chunk vector, segment vectors) as stored."""
         ids = list(ids)

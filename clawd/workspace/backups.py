@@ -8,6 +8,8 @@ second). An append (the old content stays as it was, at the start) loses nothing
 no copy. The newest ``KEEP`` versions of each file are kept. A version is named
 ``FILE@STAMP`` (``SOUL.md@20261123-024512``); ``FILE`` alone means its newest version.
 ``restore`` keeps the current content as a version first, so a restore can be undone too.
+``clawd memory forget`` keeps every note it changes the same way, daily logs included
+(``memory/2026-11-20.md@STAMP``), so those can be listed and restored too.
 The tools refuse to write under ``.clawd/``, so the model cannot rewrite this record;
 ``.clawd/.gitignore`` keeps it out of git when the workspace is a repository.
 """
@@ -21,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from clawd.core.errors import ClawdError
-from clawd.workspace.files import BOOTSTRAP_FILES, MEMORY_FILE
+from clawd.workspace.files import BOOTSTRAP_FILES, MEMORY_DIR, MEMORY_FILE
 
 PROTECTED = (*BOOTSTRAP_FILES, MEMORY_FILE)
 STATE_DIR = ".clawd"
@@ -79,7 +81,7 @@ def keep(root: Path, rel_path: str, now: datetime) -> Version:
 
 def versions(root: Path, name: str | None = None) -> list[Version]:
     """The kept versions (of one file, or of all), oldest first."""
-    names = [_canonical(name)] if name else list(PROTECTED)
+    names = [_canonical(name)] if name else [*PROTECTED, *_kept_notes(root)]
     found = []
     for each in names:
         directory = root / HISTORY_DIR / each
@@ -107,6 +109,7 @@ def restore(root: Path, version: Version, now: datetime) -> Version | None:
     """Put ``version`` back in place; the current content is kept first (returned)."""
     current = root / version.name
     saved = keep(root, version.name, now) if current.exists() else None
+    current.parent.mkdir(parents=True, exist_ok=True)
     tmp = current.with_name(f".{current.name}.{os.getpid()}.tmp")
     shutil.copy2(version.path, tmp)
     os.replace(tmp, current)
@@ -114,12 +117,30 @@ def restore(root: Path, version: Version, now: datetime) -> Version | None:
 
 
 def _canonical(name: str) -> str:
-    """The protected file a name means, in any case (``soul.md`` → ``SOUL.md``)."""
+    """The protected file a name means, in any case (``soul.md`` → ``SOUL.md``), or a note
+    under ``memory/`` (``memory/2026-11-20.md``, as written)."""
     match = next((p for p in PROTECTED if p.lower() == name.strip().lower()), None)
+    if match is None and _is_note(name.strip()):
+        return name.strip()
     if match is None:
         raise ClawdError(f"{name} is not a file clawd keeps versions of "
-                         f"({', '.join(PROTECTED)})")
+                         f"({', '.join(PROTECTED)}, or a note under {MEMORY_DIR}/)")
     return match
+
+
+def _is_note(name: str) -> bool:
+    """A Markdown file under ``memory/`` named without a way out of it."""
+    parts = name.split("/")
+    return len(parts) > 1 and parts[0] == MEMORY_DIR and name.endswith(".md") \
+        and all(part not in ("", ".", "..") for part in parts)
+
+
+def _kept_notes(root: Path) -> list[str]:
+    """The notes under ``memory/`` with kept versions (each a folder of them)."""
+    base = root / HISTORY_DIR
+    found = base / MEMORY_DIR
+    return sorted(d.relative_to(base).as_posix() for d in found.rglob("*.md")
+                  if d.is_dir()) if found.is_dir() else []
 
 
 def _order(stamp: str) -> tuple[str, int]:

@@ -95,7 +95,7 @@ def build_parser() -> _Parser:
                       help="let the model run shell commands in -m and --script runs")
 
     memory = command(sub, "memory", "the memory index: status (default), index, search; "
-                     "consolidate the notes into MEMORY.md")
+                     "consolidate the notes into MEMORY.md; forget a fact")
     msub = memory.add_subparsers(dest="memory_command", metavar="ACTION")
     memory.set_defaults(memory_command="status", json=False)
     mstatus = command(msub, "status", "files, chunks, provider, availability")
@@ -113,6 +113,17 @@ def build_parser() -> _Parser:
     merge.add_argument("--since", type=_day, metavar="YYYY-MM-DD",
                        help="read the notes from this day on (default: the last run's day)")
     merge.add_argument("--model", metavar="PROVIDER/MODEL", help="the model to ask")
+    forget = command(msub, "forget", "remove every line of MEMORY.md and memory/**/*.md "
+                     "holding TEXT (any case), or the lines PATH#Lx-Ly names, and purge them "
+                     "from the index (keyword rows, vectors, embedding cache); shows the lines "
+                     "and asks first; each changed note is kept in clawd history",
+                     epilog="examples: clawd memory forget \"safe code\"; clawd memory forget "
+                     "memory/2026-11-20.md#L3-L4 --yes (see docs/memory.md, Forget)")
+    forget.add_argument("target", type=_query, metavar="TEXT|PATH#Lx-Ly",
+                        help="text to forget (3 characters or more), or lines as search "
+                        "results cite them, e.g. memory/2026-11-20.md#L3-L4")
+    forget.add_argument("-y", "--yes", action="store_true",
+                        help="remove without asking (needed without a terminal)")
 
     sessions = command(sub, "sessions", "the sessions of an agent: list (default), show, "
                        "export, delete, rebuild")
@@ -122,11 +133,13 @@ def build_parser() -> _Parser:
     add_parsers(command, ssub)
 
     hist = command(sub, "history", "earlier versions of the bootstrap files and MEMORY.md "
-                   "kept before a tool changed them: list, show, restore")
+                   "kept before a tool changed them, and of the notes memory forget changed: "
+                   "list, show, restore")
     hsub = hist.add_subparsers(dest="history_command", metavar="ACTION")
     hist.set_defaults(history_command="list", file=None)
     hlist = command(hsub, "list", "the kept versions, newest first")
-    hlist.add_argument("file", nargs="?", metavar="FILE", help="e.g. SOUL.md (default: all)")
+    hlist.add_argument("file", nargs="?", metavar="FILE",
+                       help="e.g. SOUL.md or memory/2026-11-20.md (default: all)")
     for name, what in (("show", "print a version"),
                        ("restore", "put a version back (the current content is kept first)")):
         command(hsub, name, what).add_argument(

@@ -1,4 +1,5 @@
-"""The command line's commands other than ``chat`` and ``sessions``: ``init``, ``memory``,
+"""The command line's commands other than ``chat`` and ``sessions``: ``init``, ``memory``
+(``forget`` asks on the terminal before it removes anything),
 ``models`` and ``doctor``. Like ``clawd.frontends.cli`` (which parses the flags and maps
 errors to exit codes) this is a front end: it prints. Heavy modules are imported inside
 the commands.
@@ -78,6 +79,8 @@ def cmd_memory(args: argparse.Namespace) -> int:
     runtime = build_runtime(load_config(), args.agent)
     if args.memory_command == "consolidate":
         return _consolidate(runtime, args)
+    if args.memory_command == "forget":
+        return _forget(runtime, args)
     index = runtime.memory
     if index is None:
         from clawd.core.errors import ClawdError
@@ -119,6 +122,48 @@ def _consolidate(runtime: Any, args: argparse.Namespace) -> int:
             runtime.memory.close()
     print(format_consolidation(report, show_diff=True))
     return 0
+
+
+def _forget(runtime: Any, args: argparse.Namespace) -> int:
+    """List the lines, ask (unless ``--yes``), remove them and purge the index."""
+    from clawd.core.errors import ClawdError
+    from clawd.frontends.reports import format_forget_lines, format_forgotten
+    from clawd.memory import forget
+
+    try:
+        access = runtime.settings.workspace_access
+        if access != "rw":
+            raise ClawdError(f"the workspace is read-only here (workspaceAccess: \"{access}\"); "
+                             f"nothing was forgotten")
+        request = forget.parse(args.target)
+        lines = forget.find(runtime.workspace, request)
+        print(format_forget_lines(request.describe(), lines))
+        if not lines:
+            return 0
+        if not args.yes and not _confirmed(len(lines)):
+            print("nothing was forgotten")
+            return 0
+        done = forget.forget(runtime.workspace, runtime.memory, lines, runtime.clock())
+        print(format_forgotten(done, forget.still_found(runtime.memory, request)))
+    finally:
+        if runtime.memory is not None:
+            runtime.memory.close()
+    return 0
+
+
+def _confirmed(count: int) -> bool:
+    """Asked on the terminal; without one, refused in one line (``--yes`` is the way)."""
+    from clawd.core.errors import ClawdError
+
+    if not sys.stdin.isatty():
+        raise ClawdError("not forgotten: there is no terminal to confirm on; pass --yes to "
+                         "remove these lines")
+    try:
+        answer = input(f"Remove {'this line' if count == 1 else f'these {count} lines'}? "
+                       f"[y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
 
 
 class ProgressBar:

@@ -1,5 +1,6 @@
 """``clawd history list | show | restore``: earlier versions of the bootstrap files and
-MEMORY.md that clawd kept before a tool changed them (see ``clawd.workspace.backups``)."""
+MEMORY.md that clawd kept before a tool changed them, and of the notes ``clawd memory
+forget`` changed (see ``clawd.workspace.backups``)."""
 
 from __future__ import annotations
 
