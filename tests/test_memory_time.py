@@ -142,3 +142,18 @@ def test_settings_of_time_and_diversity():
                 {"mmr": {"lambda": 1.5}}, {"mmr": {"lambda": -0.1}}, {"mmr": {"on": True}}):
         with pytest.raises(ValidationError):
             MemorySearch.model_validate({"query": bad})
+
+
+def test_mmr_without_embeddings_keeps_the_keyword_ranking(tmp_path):
+    root = tmp_path / "ws"
+    for day in ("2026-11-10", "2026-11-12"):
+        write(root, f"memory/{day}.md", "# Log\n\n- The nightly backups run on heron\n")
+    write(root, "memory/laptop.md", "# Laptop\n\n- The laptop backups go to a disk\n")
+    cfg = settings(sync={"watch": False}, provider="openai", fallback="none",
+                   query={"mmr": {"enabled": True, "lambda": 0.1}})
+    index = open_index("main", root, cfg, tmp_path / "state", env={})  # no key: keyword-only
+    found = index.search("nightly backups heron", max_results=2, min_score=0.0)
+    assert found["mode"] == "keyword"
+    assert [r["path"] for r in found["results"]] == ["memory/2026-11-10.md",
+                                                    "memory/2026-11-12.md"]
+    index.close()
