@@ -29,6 +29,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
      "0 lost, 0 doubled"),
     ("bench_fact_selection.py", [], "held-out"),
     ("bench_junk_notes.py", [], "notes let through"),
+    ("bench_time_in_search.py", ["--skip-locomo"], "lost if after"),
 ])
 def test_a_benchmark_runs(tmp_path, script, args, expected):
     done = subprocess.run([sys.executable, str(SCRIPTS / script), *args], cwd=tmp_path,

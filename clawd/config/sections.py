@@ -178,10 +178,28 @@ class Hybrid(Model):
         return self
 
 
+class TemporalDecay(Model):
+    """Dated notes (daily logs, session files) lose score with age: times
+    0.5 ** (age in days / halfLifeDays); MEMORY.md and undated notes never do."""
+
+    enabled: Bool = False
+    half_life_days: Float = Field(30, gt=0)
+
+
+class Mmr(Model):
+    """Results picked for relevance and difference from those already picked (MMR):
+    ``lambda`` 1 is the plain ranking, lower trades relevance for diversity."""
+
+    enabled: Bool = False
+    lambda_: Float = Field(0.7, ge=0, le=1)
+
+
 class Query(Model):
     max_results: Int = Field(6, ge=1)
     min_score: Float = Field(0.35, ge=0, le=1)
     hybrid: Hybrid = Hybrid()
+    temporal_decay: TemporalDecay = TemporalDecay()
+    mmr: Mmr = Mmr()
 
 
 class Recall(Model):

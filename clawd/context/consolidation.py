@@ -33,8 +33,6 @@ SECTIONS = ("About the user", "People", "Projects", "Decisions", "Facts and refe
 REPLACED = "Replaced"
 DEFAULT_SECTION = "Facts and references"
 FACT_CHARS = 300
-# dated notes: daily logs and session files (memory/2026-11-20.md, memory/2026-11-20-slug.md)
-DATED = re.compile(rf"^{MEMORY_DIR}/(\d{{4}}-\d{{2}}-\d{{2}})(?:-[\w.-]+)?\.md$")
 _BULLET = re.compile(r"^\s*[-*+]\s+\S")
 _PROVENANCE_TAIL = re.compile(rf"\s*\({MEMORY_DIR}/[^()]+#L\d+(?:-\d+)?\)\s*$")
 _PLACEHOLDER = re.compile(r"^\s*[-*+]\s+\([^()]*\)\s*$")  # the template's "- (…)" lines
@@ -72,12 +70,6 @@ class Outcome:
     replaced: list[tuple[str, str]] = field(default_factory=list)  # (old, new)
     merged: list[str] = field(default_factory=list)  # facts MEMORY.md already held
     refused: list[str] = field(default_factory=list)  # why each refused operation was
-
-
-def dated(path: str) -> date | None:
-    """The date in a dated note's name (None: not a dated note)."""
-    found = DATED.match(path)
-    return date.fromisoformat(found.group(1)) if found else None
 
 
 def source_lines(notes: dict[str, str]) -> list[Source]:

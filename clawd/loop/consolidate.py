@@ -28,7 +28,6 @@ from clawd.context.consolidation import (
     apply,
     bullets,
     check,
-    dated,
     lost_lines,
     parse,
     source_lines,
@@ -38,6 +37,7 @@ from clawd.core.events import Event, Notice, Waiting
 from clawd.core.messages import Message, ModelRequest
 from clawd.core.templates import render
 from clawd.loop.runtime import ModelHandle, Runtime
+from clawd.memory.recency import dated
 from clawd.providers.base import Provider, complete
 from clawd.workspace.backups import keep
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, is_writable

@@ -157,3 +157,12 @@ def vector_scores(store: Store, embedders: Embedders, qvec: Any,
             cosine = search.combine_cosines(cosine, float((matrix @ qvec).max()))
         scores[chunk_id] = search.calibrate(cosine, embedder.calibration)
     return scores
+
+
+def chunk_vectors(store: Store, chunk_ids: list[int]) -> dict[int, Any]:
+    """The whole-chunk vectors of the given chunks (those that have one), read in one
+    query; what MMR compares results by."""
+    import numpy as np
+
+    return {chunk_id: np.frombuffer(blob, dtype=np.float32)
+            for chunk_id, (blob, _) in store.get_vectors(chunk_ids).items() if blob is not None}

@@ -19,7 +19,9 @@
   and never fails hard: without embeddings it is keyword-only, without FTS5 vector-only,
   without sqlite-vec an in-process cosine scan. One place (path and line range) is returned
   once, with its best score; when repeats crowd the candidate pool, the pool is widened so
-  other places can fill the results. An empty query or ``max_results < 1`` raise
+  other places can fill the results. ``query.temporalDecay`` lowers dated notes' scores by
+  age (``recency.py``) after ``minScore`` has judged relevance; ``query.mmr`` picks the
+  results for diversity too (``diversity.py``). An empty query or ``max_results < 1`` raise
   ``ValueError`` (front ends check their input first).
 - ``status() -> dict`` (with ``pendingBatches`` / ``pendingEmbeddings`` and whether every
   chunk has its vector, ``fullyEmbedded``; ``lastSync``, the summary and ISO time ``at`` of
@@ -44,13 +46,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from clawd.config import MemorySearch
-from clawd.memory import candidates, purge, search, sync
+from clawd.memory import candidates, diversity, purge, recency, search, sync
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
 from clawd.memory.interface import SearchHit, SearchResults, citation
@@ -80,8 +82,10 @@ class MemoryIndex:
     def __init__(self, agent_id: str, workspace: Path, settings: MemorySearch,
                  state_dir: Path, sessions_dir: Path | None = None, *,
                  embedder: Embedder | None = None, fallback: Embedder | None = None,
-                 env: Mapping[str, str] | None = None, openai_base_url: str | None = None):
+                 env: Mapping[str, str] | None = None, openai_base_url: str | None = None,
+                 today: Callable[[], date] = date.today):
         self.agent_id = agent_id
+        self.today = today  # the day dated notes' age is counted from (temporalDecay)
         self.workspace = workspace
         self.settings = settings
         self.sessions_dir = sessions_dir
@@ -272,9 +276,18 @@ class MemoryIndex:
             merged, used_vector, used_text, full = candidates.gather(
                 self.store, self.embedders, self.vectors, cfg, self._executor, query, pool,
                 mode)
+            # minScore judges relevance; decay then reorders what is relevant by age
             ranked = search.select(merged, threshold, len(merged))
             rows = self.store.get_chunks(s.chunk_id for s in ranked)
-            chosen, repeats = search.distinct(ranked, partial(_place, rows), limit)
+            if cfg.temporal_decay.enabled:
+                ranked = recency.decay(ranked, partial(_path, rows), self.today(),
+                                       cfg.temporal_decay.half_life_days)
+            chosen, repeats = search.distinct(ranked, partial(_place, rows),
+                                              len(ranked) if cfg.mmr.enabled else limit)
+            if cfg.mmr.enabled and used_vector:
+                vectors = candidates.chunk_vectors(self.store, [s.chunk_id for s in chosen])
+                chosen = diversity.mmr(chosen, vectors, cfg.mmr.lambda_, limit)
+            chosen = chosen[:limit]
             # Repeats of one place (pieces of one long line) crowded the pool out.
             if len(chosen) >= limit or not repeats or not full:
                 break
@@ -355,6 +368,11 @@ def _place(rows: Mapping[int, Any], chunk_id: int) -> tuple[str, int, int] | Non
     return (row.path, row.start_line, row.end_line) if row is not None else None
 
 
+def _path(rows: Mapping[int, Any], chunk_id: int) -> str | None:
+    row = rows.get(chunk_id)
+    return row.path if row is not None else None
+
+
 def _json_meta(value: str | None) -> dict[str, Any] | None:
     try:
         data = json.loads(value) if value else None
@@ -367,11 +385,12 @@ def open_index(agent_id: str, workspace: Path, settings: MemorySearch, state_dir
                sessions_dir: Path | None = None, *, embedder: Embedder | None = None,
                fallback: Embedder | None = None,
                env: Mapping[str, str] | None = None,
-               openai_base_url: str | None = None) -> MemoryIndex:
+               openai_base_url: str | None = None,
+               today: Callable[[], date] = date.today) -> MemoryIndex:
     """The agent's memory index (created on first use). ``embedder``/``fallback`` replace
     the configured providers (tests, benchmarks); ``env`` replaces ``os.environ`` for keys;
     ``openai_base_url`` (``models.providers.openai.baseUrl``) serves remote embeddings when
-    ``remote.baseUrl`` is not set."""
+    ``remote.baseUrl`` is not set; ``today`` is the clock temporal decay counts ages by."""
     return MemoryIndex(agent_id, workspace, settings, state_dir, sessions_dir,
                        embedder=embedder, fallback=fallback, env=env,
-                       openai_base_url=openai_base_url)
+                       openai_base_url=openai_base_url, today=today)
