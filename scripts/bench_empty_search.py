@@ -11,8 +11,8 @@ the options for the step after an empty ``memory_search`` and for whole turns:
 - ``scoped``: AGENTS.md's recall rule applies to questions about the past only
   (``SCOPED_RULE``), so "say you found nothing" is not read as the answer to everything;
 - ``both``: worded and scoped;
-- ``no-search`` (whole turns only): ``memory_search`` is not offered on the turn, as when
-  automatic recall already searched.
+- ``no-search`` (whole turns only): ``memory_search`` is not offered, since automatic
+  recall searched for the message (what the weak profile now does: ``recall_only``).
 
 Each case is a fresh session per sample. The step case builds the history the model would
 have made (your message, its ``memory_search`` call with your words as the query, the
@@ -121,8 +121,22 @@ def set_agents(workspace: Path, original: str, scoped: bool) -> None:
     (workspace / "AGENTS.md").write_text(text)
 
 
+# the ``worded`` option's empty result (measured, not kept: no gain on whole turns)
+EMPTY_NOTE = ("No note matches. If the user asked about something from the past, tell them "
+              "you found nothing; otherwise the search does not matter: reply to the user's "
+              "message itself (keep what they told you, do what they asked).")
+
+
+def worded_search(search):
+    """``visible_search`` whose empty results carry ``EMPTY_NOTE``."""
+    def searched(*a, **kw):
+        result = dict(search(*a, **kw))
+        return result if result["results"] else {**result, "note": EMPTY_NOTE}
+    return searched
+
+
 def empty_result(runtime, session, query: str, worded: bool) -> str:
-    from clawd.tools.memory import EMPTY_NOTE, visible_search
+    from clawd.tools.memory import visible_search
 
     result: dict = dict(visible_search(runtime.memory, session.access, query))
     result["results"] = []  # the case measured: whatever the notes hold, nothing matched
@@ -135,6 +149,7 @@ def run_step(runtime, session, message: str, worded: bool) -> str:
     from clawd.core.messages import Message, ToolCall
     from clawd.loop.model_call import Replied
 
+    session.window.withheld = lambda: frozenset()  # type: ignore[method-assign]
     user = Message.user(message)
     call = ToolCall(id="call_search", name="memory_search", arguments={"query": message})
     history = session.history.messages
@@ -156,11 +171,8 @@ def run_turn(runtime, key: str, message: str, hide_search: bool) -> str:
     from clawd.frontends.commands import Chat
 
     chat = Chat(runtime, key)
-    if hide_search:  # as when automatic recall already searched this turn
-        session = chat.session
-        session.tools.tools = [t for t in session.tools.tools
-                               if t.spec.name != "memory_search"]
-        session.window.tools = [t.spec for t in session.tools.tools]
+    if not hide_search:  # the weak profile withholds it (``recall_only``): offered again
+        chat.session.window.withheld = lambda: frozenset()  # type: ignore[method-assign]
     reply = ""
     for event in chat.handle(message):
         if isinstance(event, TurnDone):
@@ -206,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     from clawd.loop.session import Session
     from clawd.tools import memory as memory_tools
 
-    with_note = memory_tools.with_note
+    plain_search = memory_tools.visible_search
     original = (workspace / "AGENTS.md").read_text()
     out = (home / "replies.jsonl").open("a")
     cases = []
@@ -220,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     for what, option in cases:
         set_agents(workspace, original, option in ("scoped", "both"))
         worded = option in ("worded", "both")
-        memory_tools.with_note = with_note if worded else (lambda r: r)  # whole turns
+        memory_tools.visible_search = (worded_search(plain_search) if worded  # whole turns
+                                       else plain_search)
         for message, kind in MESSAGES:
             for _ in range(args.samples):
                 n += 1

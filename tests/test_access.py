@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.exec import exec_tool
@@ -23,6 +24,7 @@ ALL = file_tools() + [exec_tool()] + memory_tools()
 def test_workspace_access_decides_tools_and_files(tmp_path, access, offered, injected):
     provider = ScriptedProvider(["hi"])
     rt = make_runtime(tmp_path, provider, settings={"workspaceAccess": access}, tools=ALL)
+    rt.models = fixed_models(provider, 200_000, profile="strong")  # told of every tool
     (rt.workspace / "SOUL.md").write_text("SOUL-TEXT")
     (rt.workspace / "MEMORY.md").write_text("MEMORY-TEXT")
     list(Session(rt, "agent:main:main").run_turn("hello"))

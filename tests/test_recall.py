@@ -12,6 +12,7 @@ from clawd.config import MemorySearch
 from clawd.core.events import Recalled
 from clawd.frontends.render import Renderer, event_json
 from clawd.loop.recall import choose, recall, unseen
+from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.memory import open_index
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
@@ -24,9 +25,10 @@ KEY = "agent:main:main"
 NOTE = "- Budget for the Lisbon trip: 2400 euros, flights included\n"
 
 
-def recall_runtime(tmp_path, provider, clock, *, embedder=None, search=None):
+def recall_runtime(tmp_path, provider, clock, *, embedder=None, search=None, profile="weak"):
     runtime = make_runtime(tmp_path, provider, clock=clock,
                            settings={"memorySearch": search or {}})
+    runtime.models = fixed_models(provider, 200_000, profile=profile)
     runtime.tools = runtime.tools + memory_tools()
     runtime.memory = open_index("main", runtime.workspace,
                                 MemorySearch.model_validate(search or {}),
@@ -274,7 +276,9 @@ def test_citations_in_results_and_recall_and_the_setting_asks_replies_for_them(
     provider = ScriptedProvider([
         Reply("", [tool("memory_search", query="Lisbon trip budget")]),
         "About 2400 euros.\nSource: memory/2026-11-02.md#L1-L4"])
-    runtime = recall_runtime(tmp_path, provider, clock, search={"citations": cite})
+    # a model told of memory_search (under "weak", recall searches instead: recall_only)
+    runtime = recall_runtime(tmp_path, provider, clock, search={"citations": cite},
+                             profile="strong")
     session = Session(runtime, KEY)
     list(session.run_turn("What is the budget for the Lisbon trip?"))
     # the tool's results carry their citation whatever the setting
@@ -290,4 +294,25 @@ def test_citations_in_results_and_recall_and_the_setting_asks_replies_for_them(
     system = provider.requests[0].system[0]
     assert ("`Source: memory/2026-11-02.md#L3-L4`" in system) is cite
     assert ("as memory_search gives them in `citation`" in system) is cite
+    runtime.memory.close()
+
+
+@pytest.mark.parametrize("profile, search, told", [
+    ("weak", {}, False),  # recall searches for the message: the model is not told of the tool
+    ("strong", {}, True),
+    ("weak", {"recall": {"enabled": False}}, True),  # no recall: the model searches itself
+])
+def test_recall_only_withholds_memory_search_from_a_weak_model(tmp_path, clock, profile,
+                                                               search, told):
+    """Measured (docs/real-models.md): a 1.5B model that searched and found nothing answered
+    "no information" instead of the message; with recall searching for it, it answered."""
+    provider = ScriptedProvider(["It is 2400 euros."])
+    runtime = recall_runtime(tmp_path, provider, clock, search=search, profile=profile)
+    session = Session(runtime, KEY)
+    events = list(session.run_turn("What is the budget for the Lisbon trip?"))
+    request = provider.requests[0]
+    assert ("memory_search" in {t.name for t in request.tools}) is told
+    assert ("- `memory_search`" in request.system[0]) is told
+    assert "memory_get" in {t.name for t in request.tools}
+    assert any(isinstance(e, Recalled) for e in events) is (search == {})
     runtime.memory.close()

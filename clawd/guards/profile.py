@@ -38,6 +38,9 @@ STEP_GUARDS: dict[str, type[Guard]] = {
 # the memory flush's own: a bare "Done" or NO_REPLY asked once for the notes; and when the
 # flush still saved nothing, the facts the user told kept in the daily log
 FLUSH_GUARDS = ("flush_retry", "flush_words")
+# what the model is told of: automatic recall searches memory for each message, and the
+# model is not offered ``memory_search`` itself (``loop.parts.Window.withheld``)
+TOOL_GUARDS = ("recall_only",)
 
 
 @dataclass(frozen=True)

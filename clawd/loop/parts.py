@@ -14,7 +14,6 @@ Each holds data and answers questions about it; none calls back into the session
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property
 from typing import Any
 
 from clawd.context.access import Access
@@ -66,7 +65,23 @@ class Window:
     def __init__(self, runtime: Runtime, access: Access, model: Callable[[], ModelHandle],
                  meter: TokenMeter, tools: list[ToolSpec]):
         self.rt, self.access, self._model, self.meter = runtime, access, model, meter
-        self.tools = tools
+        self.offered = tools  # the session's tools; ``tools``: those the model is told of
+        self._tool_tokens: dict[tuple[str, ...], int] = {}
+
+    def withheld(self) -> frozenset[str]:
+        """Tools the model in use is not told of: ``memory_search`` when its profile lets
+        automatic recall search for it (``recall_only``; measured in docs/real-models.md: a
+        small model that searched and found nothing answered "no information" instead of the
+        message)."""
+        if (self.model.profile.has("recall_only")
+                and self.rt.settings.memory_search.recall.enabled):
+            return frozenset({"memory_search"})
+        return frozenset()
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        hidden = self.withheld()
+        return [spec for spec in self.offered if spec.name not in hidden]
 
     @property
     def model(self) -> ModelHandle:
@@ -78,12 +93,16 @@ class Window:
 
     def layers(self) -> Layers:
         """The system prompt and the workspace files, as they are now."""
-        return self.rt.layers(self.access, self.budget)
+        return self.rt.layers(self.access, self.budget, self.withheld())
 
-    @cached_property
+    @property
     def tool_tokens(self) -> int:
-        """The tool schemas' tokens (they never change for a session)."""
-        return estimate_tools(self.tools)
+        """The tool schemas' tokens (the same for a session as long as its model's are)."""
+        tools = self.tools
+        key = tuple(spec.name for spec in tools)
+        if key not in self._tool_tokens:
+            self._tool_tokens[key] = estimate_tools(tools)
+        return self._tool_tokens[key]
 
     def fixed_tokens(self, layers: Layers) -> int:
         return estimate_text(layers.system) + estimate_text(layers.project) + self.tool_tokens

@@ -92,11 +92,14 @@ class Runtime:
                            comp.memory_flush.soft_threshold, comp.threshold_ratio,
                            comp.keep_recent_tokens, self.settings.max_tokens)
 
-    def layers(self, access: Access, budget: Budget) -> Layers:
+    def layers(self, access: Access, budget: Budget,
+               withheld: frozenset[str] = frozenset()) -> Layers:
         """Layers 0 and 1 of a request in a session with ``access``: the system prompt and
-        the workspace files, within the budget's share of the window."""
+        the workspace files, within the budget's share of the window (``withheld``: tools
+        the model in use is not told of, ``Window.withheld``)."""
         return build_layers(
-            self.files, [t.spec for t in offered(self.tools, access)],
+            self.files, [t.spec for t in offered(self.tools, access)
+                         if t.spec.name not in withheld],
             private=access.private, workspace_files=access.workspace_files, now=self.clock(),
             max_chars=self.settings.bootstrap_max_chars,
             read_only=self.settings.workspace_access != "rw", max_tokens=budget.files,

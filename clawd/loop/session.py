@@ -170,16 +170,18 @@ class Session:
 
     @property
     def tool_specs(self) -> list:
+        """The tools the model in use is told of (``Window.tools``)."""
         return self.window.tools
 
     @cached_property
     def offers_writes(self) -> bool:
-        return "write" in {spec.name for spec in self.tool_specs}
+        return "write" in {spec.name for spec in self.window.offered}
 
     @cached_property
     def searches_memory(self) -> bool:
-        """Whether this session is offered ``memory_search`` (and so automatic recall)."""
-        return "memory_search" in {spec.name for spec in self.tool_specs}
+        """Whether this session may search memory (``memory_search``), and so recalls
+        automatically; under ``recall_only`` the model is not told of the tool itself."""
+        return "memory_search" in {spec.name for spec in self.window.offered}
 
     def context_tokens(self, extra: list[Message] | None = None,
                        layers: Layers | None = None) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from clawd.context.access import Access
 from clawd.core.errors import SandboxError, ToolError
@@ -36,13 +36,6 @@ SEARCH_DESCRIPTION = (
 GET_DESCRIPTION = (
     "Read lines of a memory file (MEMORY.md, memory/**/*.md, or a configured extra path), "
     "e.g. around a memory_search hit. 'from' is the 1-based first line, 'lines' how many.")
-
-
-# a small model reads an empty result as the answer to every message ("I have no
-# information about that", to a plain statement): it is worded to lead back to the message
-EMPTY_NOTE = ("No note matches. If the user asked about something from the past, tell them "
-              "you found nothing; otherwise the search does not matter: reply to the user's "
-              "message itself (keep what they told you, do what they asked).")
 
 
 def _refuse(path: str) -> ToolError:
@@ -129,13 +122,8 @@ def memory_search(ctx: ToolContext, *, query: Annotated[str, Param("what to look
     if ctx.memory is None:
         raise ToolError("memory search is not available for this agent "
                         "(memorySearch.enabled is false)")
-    return json.dumps(with_note(visible_search(ctx.memory, ctx.access, query, max_results,
-                                               min_score)), ensure_ascii=False)
-
-
-def with_note(result: SearchResults) -> dict[str, Any]:
-    """An empty result says what it means for the reply (``EMPTY_NOTE``)."""
-    return dict(result) if result["results"] else {**result, "note": EMPTY_NOTE}
+    return json.dumps(visible_search(ctx.memory, ctx.access, query, max_results, min_score),
+                      ensure_ascii=False)
 
 
 def visible_search(memory: Memory, access: Access, query: str, max_results: int | None = None,
