@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
+from clawd.context.flush import FACT_CHARS
 from clawd.context.references import references
 from clawd.context.requests import held
 from clawd.workspace.files import MEMORY_DIR
@@ -32,7 +33,6 @@ SECTIONS = ("About the user", "People", "Projects", "Decisions", "Facts and refe
             "Lessons", "Open threads")
 REPLACED = "Replaced"
 DEFAULT_SECTION = "Facts and references"
-FACT_CHARS = 300
 _BULLET = re.compile(r"^\s*[-*+]\s+\S")
 _PROVENANCE_TAIL = re.compile(rf"\s*\({MEMORY_DIR}/[^()]+#L\d+(?:-\d+)?\)\s*$")
 _PLACEHOLDER = re.compile(r"^\s*[-*+]\s+\([^()]*\)\s*$")  # the template's "- (…)" lines
