@@ -40,6 +40,7 @@ def home(isolated_home):
     return workspace
 
 
+@pytest.mark.slow  # the command line end to end
 def test_without_a_terminal_or_yes_it_shows_the_lines_and_refuses_in_one_line(
         home, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
@@ -53,6 +54,7 @@ def test_without_a_terminal_or_yes_it_shows_the_lines_and_refuses_in_one_line(
     assert (home / "memory/2026-11-20.md").read_text() == DAY and versions(home) == []
 
 
+@pytest.mark.slow  # the command line end to end
 def test_on_a_terminal_it_asks_and_no_keeps_everything(home, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", Terminal("n\n"))
     assert cli.main(["memory", "forget", "quillon"]) == 0
@@ -61,6 +63,7 @@ def test_on_a_terminal_it_asks_and_no_keeps_everything(home, capsys, monkeypatch
     assert (home / "memory/2026-11-20.md").read_text() == DAY and versions(home) == []
 
 
+@pytest.mark.slow  # the command line end to end
 def test_on_a_terminal_yes_removes_and_reindexes(home, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", Terminal("y\n"))
     assert cli.main(["memory", "forget", "memory/2026-11-20.md#L3"]) == 0
@@ -75,6 +78,7 @@ def test_on_a_terminal_yes_removes_and_reindexes(home, capsys, monkeypatch):
     assert [h["path"] for h in found if "7731" in h["snippet"]] == []
 
 
+@pytest.mark.slow  # the command line end to end
 def test_yes_removes_without_asking_and_search_finds_nothing(home, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert cli.main(["memory", "forget", "QUILLON", "--yes"]) == 0
@@ -87,12 +91,14 @@ def test_yes_removes_without_asking_and_search_finds_nothing(home, capsys, monke
     assert "MEMORY.md@" in listed and "memory/2026-11-20.md@" in listed
 
 
+@pytest.mark.slow  # the command line end to end
 def test_nothing_matching_says_so(home, capsys):
     assert cli.main(["memory", "forget", "no such thing", "--yes"]) == 0
     assert capsys.readouterr().out.startswith("nothing in the notes (MEMORY.md, memory/) "
                                               "matches “no such thing”")
 
 
+@pytest.mark.slow  # the command line end to end
 def test_a_path_outside_the_workspace_is_refused_in_one_line(home, capsys):
     assert cli.main(["memory", "forget", "../../etc/passwd.md#L1", "--yes"]) == 1
     assert capsys.readouterr().err.count("\n") == 1
