@@ -1,12 +1,18 @@
-"""The gateway for tests: the app in-process over scripted runtimes, and its SSE events."""
+"""The gateway for tests: the app in-process over scripted runtimes, its SSE events, and
+``clawd serve`` started as a process."""
 
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 from starlette.testclient import TestClient
 
 from clawd.config import Config
@@ -42,3 +48,27 @@ def send(client: TestClient, text: str, key: str = "main", **headers) -> list[di
                            headers={**AUTH, **headers})
     assert response.status_code == 200, response.text
     return events(response)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_serve(env: dict[str, str], port: int) -> tuple[subprocess.Popen, str]:
+    """``clawd serve`` as a process with ``env``, once its health check answers on
+    ``port``: the process and its URL."""
+    child = subprocess.Popen([sys.executable, "-m", "clawd", "serve"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return child, url
+        except httpx.HTTPError:
+            time.sleep(0.05)
+        if child.poll() is not None:
+            break
+    child.kill()
+    raise AssertionError(f"clawd serve did not start: {child.communicate()}")

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,18 +15,13 @@ import httpx
 import pytest
 
 from fakeserver import Response, openai_chunks
+from gateway_client import free_port, start_serve
 
 pytestmark = pytest.mark.slow  # starts processes
 
 TOKEN = "process-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 WORDS = "one two three four five six seven eight nine ten "
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _slow_reply(request) -> Response:
@@ -42,21 +35,10 @@ def _slow_reply(request) -> Response:
 def _serve(home: Path, grace: float) -> tuple[subprocess.Popen, str]:
     config_path = home / ".clawd" / "clawd.json"
     config = json.loads(config_path.read_text())
-    port = _free_port()
+    port = free_port()
     config["gateway"] = {"port": port, "shutdownGraceSeconds": grace}
     config_path.write_text(json.dumps(config))
-    env = {**os.environ, "CLAWD_GATEWAY_TOKEN": TOKEN}
-    child = subprocess.Popen([sys.executable, "-m", "clawd", "serve"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return child, url
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    child.kill()
-    raise AssertionError(f"clawd serve did not start: {child.communicate()}")
+    return start_serve({**os.environ, "CLAWD_GATEWAY_TOKEN": TOKEN}, port)
 
 
 @pytest.mark.parametrize("grace, finished", [(30, True), (0, False)])

@@ -9,9 +9,7 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ import httpx
 
 from conftest import write_local_config
 from fakeserver import Request, Response, openai_chunks, openai_completion
+from gateway_client import free_port, start_serve
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -86,12 +85,6 @@ class StandIn:
         return Response(200, paced(), {"content-type": "text/event-stream"})
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @dataclass
 class Served:
     """``clawd serve`` as a process: its URL, its state, and the process."""
@@ -139,19 +132,8 @@ def serve(home: Path, model_url: str) -> Served:
     env = {**os.environ, "HOME": str(home), "CLAWD_HOME": str(home / ".clawd"),
            "CLAWD_GATEWAY_TOKEN": TOKEN}
     env.pop("CLAWD_CONFIG", None)
-    child = subprocess.Popen([sys.executable, "-m", "clawd", "serve"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return Served(url, home, child)
-        except httpx.HTTPError:
-            time.sleep(0.05)
-        if child.poll() is not None:
-            break
-    child.kill()
-    raise AssertionError(f"clawd serve did not start: {child.communicate()}")
+    child, url = start_serve(env, port)
+    return Served(url, home, child)
 
 
 def launch(playwright: Any, home: Path) -> Any:
