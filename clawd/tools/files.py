@@ -48,17 +48,11 @@ def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)
     if offset < 1 or limit < 1:
         raise ToolError("offset and limit must be positive line numbers/counts")
     if target.is_dir():
-        names = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir())
-        return "\n".join(names) or "(empty directory)"
+        return "\n".join(entries(target)) or "(empty directory)"
     try:
-        data = target.read_bytes()
+        lines = text_of(target, path).splitlines(keepends=True)
     except FileNotFoundError:
         raise ToolError(f"file not found: {path}") from None
-    except OSError as exc:
-        raise ToolError(f"cannot read {path}: {exc.strerror}") from None
-    if b"\x00" in data[:8192]:
-        raise ToolError(f"{path} is a binary file ({len(data)} bytes)")
-    lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
     if offset > len(lines) > 0:  # "[showing lines 19-18 of 18]" left a small model blank
         return f"[{path} has {len(lines)} lines; there is nothing after line " \
                f"{len(lines)}]"
@@ -69,6 +63,26 @@ def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)
         text += (f"\n[showing lines {offset}-{end} of {len(lines)}"
                  + (f"; continue with offset={end + 1}]" if end < len(lines) else "]"))
     return text or "(empty file)"
+
+
+def entries(folder: Path) -> list[str]:
+    """A folder's entries, sorted, each folder with a trailing slash."""
+    return sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
+
+
+def text_of(path: Path, name: str) -> str:
+    """A text file's content (undecodable bytes replaced); a ``ToolError`` naming ``name``
+    for a binary file or one that cannot be read. A missing file is ``FileNotFoundError``,
+    for the caller to say in its own terms."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ToolError(f"cannot read {name}: {exc.strerror}") from None
+    if b"\x00" in data[:8192]:
+        raise ToolError(f"{name} is a binary file ({len(data)} bytes)")
+    return data.decode("utf-8", errors="replace")
 
 
 def _how_to_add(rel: str) -> str:

@@ -18,7 +18,7 @@ from clawd.context.access import MEMORY_TOOLS, Access
 from clawd.core.errors import ClawdError, ToolError
 from clawd.loop.runtime import Runtime
 from clawd.tools.base import ToolContext
-from clawd.tools.files import write
+from clawd.tools.files import entries, text_of, write
 from clawd.tools.memory import visible_search
 from clawd.workspace.files import relative, resolve
 
@@ -52,21 +52,18 @@ def read_file(runtime: Runtime, key: str, path: str) -> dict[str, Any]:
     except ToolError as exc:
         raise Refused(str(exc)) from None
     if target.is_dir():
-        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir())
-        return {"path": rel, "type": "directory", "entries": entries}
+        return {"path": rel, "type": "directory", "entries": entries(target)}
     try:
         size = target.stat().st_size
         if size > MAX_READ_BYTES:
             raise ClawdError(f"{rel} is {size:,} bytes; files up to {MAX_READ_BYTES:,} bytes "
                              f"are read here")
-        data = target.read_bytes()
+        content = text_of(target, rel)
     except FileNotFoundError:
         raise NotFound(f"file not found: {rel}") from None
     except OSError as exc:
         raise ClawdError(f"cannot read {rel}: {exc.strerror}") from None
-    if b"\x00" in data[:8192]:
-        raise ClawdError(f"{rel} is a binary file ({len(data)} bytes)")
-    return {"path": rel, "type": "file", "content": data.decode("utf-8", errors="replace")}
+    return {"path": rel, "type": "file", "content": content}
 
 
 def write_file(runtime: Runtime, key: str, path: str, content: str, append: bool
