@@ -168,9 +168,10 @@ def consolidate(rt: Runtime, provider: Provider, *, dry_run: bool = False,
 
 def after_session(rt: Runtime, model: ModelHandle, provider: Provider | None, *,
                   private: bool) -> Generator[Event, None, None]:
-    """The automatic run (``hooks.consolidation``) when a session ends: only for a private
-    session, at most once a day, said in one notice; an error is said, not raised."""
-    if (not rt.config.hooks.consolidation.enabled or not private or provider is None
+    """The automatic run when a session ends (its caller, ``lifecycle.end_session``, runs it
+    only with ``hooks.consolidation.enabled``): only for a private session, at most once a
+    day, said in one notice; an error is said, not raised."""
+    if (not private or provider is None
             or last_run(rt) == rt.clock().date()
             or not is_writable(rt.workspace, rt.settings.workspace_access)):
         return

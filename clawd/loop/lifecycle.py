@@ -24,7 +24,6 @@ from clawd.core.errors import ClawdError
 from clawd.core.events import Event
 from clawd.core.messages import Message, ModelRequest, parse_iso
 from clawd.core.templates import render
-from clawd.loop.consolidate import after_session
 from clawd.providers.base import Provider, complete
 from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import MEMORY_DIR, is_writable
@@ -171,7 +170,10 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
                 summary=old.history.summary)
         except OSError as exc:
             unsaved = f"cannot write to {MEMORY_DIR}/: {exc.strerror or exc}"
-        yield from after_session(rt, old.model, provider, private=old.access.private)
+        if rt.config.hooks.consolidation.enabled:  # off by default: not loaded at start-up
+            from clawd.loop.consolidate import after_session
+
+            yield from after_session(rt, old.model, provider, private=old.access.private)
     if saved is not None:
         if rt.memory is not None:
             rt.memory.mark_dirty()
