@@ -20,7 +20,6 @@ from clawd.context.consolidation import (
 )
 from clawd.loop.consolidate import consolidate, last_run
 from clawd.providers.scripted import ScriptedProvider
-from clawd.workspace.backups import versions
 from clawd.workspace.init import template_files
 
 from conftest import Clock, make_runtime
@@ -126,7 +125,7 @@ def test_a_run_writes_memory_md_with_provenance_and_keeps_the_old_version(tmp_pa
     assert report.written and len(report.added) == 3
     assert "- Ines, the user's sister, arrives on 2026-05-14 (memory/2026-11-21.md#L7)" in text
     assert "Thanks for the help" not in text
-    assert [v.path.read_text() for v in versions(rt.workspace, "MEMORY.md")] == [TEMPLATE]
+    assert [rt.backups.text(v) for v in rt.backups.versions("MEMORY.md")] == [TEMPLATE]
     assert report.message.startswith("MEMORY.md updated; the previous version is kept")
     assert last_run(rt) == date(2026, 11, 22)
     shown = provider.requests[0].messages[0].text
@@ -150,7 +149,7 @@ def test_a_dry_run_shows_the_diff_and_writes_nothing(tmp_path):
     report = consolidate(rt, provider, dry_run=True)
     assert (rt.workspace / "MEMORY.md").read_text() == TEMPLATE
     assert "+- Budget for the Lisbon trip: 2400 euros (memory/2026-11-20.md#L3)" in report.diff
-    assert versions(rt.workspace, "MEMORY.md") == [] and last_run(rt) is None
+    assert rt.backups.versions("MEMORY.md") == [] and last_run(rt) is None
 
 
 @pytest.mark.parametrize("answer", ["", "Here is your new MEMORY.md:\n\n# Memory\n- stuff",
@@ -159,7 +158,7 @@ def test_a_bad_answer_changes_nothing(tmp_path, answer):
     rt, provider = runtime_with(tmp_path, answer)
     report = consolidate(rt, provider)
     assert (rt.workspace / "MEMORY.md").read_text() == TEMPLATE and not report.written
-    assert report.refused and versions(rt.workspace, "MEMORY.md") == []
+    assert report.refused and rt.backups.versions("MEMORY.md") == []
 
 
 def test_a_line_written_by_hand_is_never_lost(tmp_path):

@@ -15,6 +15,7 @@ from clawd.core.events import Flushed
 from clawd.core.messages import Message
 from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
+from clawd.workspace.disk import DiskFiles
 
 from conftest import make_runtime
 from loopmodel import filler, is_flush, talk_until_flush
@@ -133,7 +134,7 @@ def test_unsaved_words_keep_facts_not_requests_and_not_what_a_note_holds(tmp_pat
         Message.user("My server is called wren now, not tern. What's its IP again"),
         Message.user("My sister is a nurse."),
     ]
-    assert unsaved_words(tmp_path, conversation, date(2026, 11, 22)) == (
+    assert unsaved_words(DiskFiles(tmp_path), conversation, date(2026, 11, 22)) == (
         "- I'm allergic to peanuts.\n"
         "- My server is called wren now, not tern. (correction: wren, replacing tern)\n"
         "- My sister is a nurse.")

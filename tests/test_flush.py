@@ -26,6 +26,7 @@ from clawd.core.tokens import make_budget
 from clawd.frontends.commands import Chat
 from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
+from clawd.workspace.disk import DiskFiles
 
 from conftest import make_runtime
 from loopmodel import LoopModel, filler, is_flush, talk_until_flush
@@ -338,7 +339,8 @@ def test_the_users_own_words_leave_out_questions(tmp_path):
     conversation = [Message.user("When does Ines arrive in Lisbon? She lands at 14:05."),
                     Message.assistant("Noted."),
                     Message.user("Is the Museu Nacional open on Mondays?")]
-    assert unsaved_words(tmp_path, conversation, date(2026, 11, 22)) == "- She lands at 14:05."
+    said = unsaved_words(DiskFiles(tmp_path), conversation, date(2026, 11, 22))
+    assert said == "- She lands at 14:05."
 
 
 def test_the_users_own_words_leave_out_greetings_and_test_messages(tmp_path):
@@ -346,7 +348,7 @@ def test_the_users_own_words_leave_out_greetings_and_test_messages(tmp_path):
                     Message.assistant("Hello!"),
                     Message.user("Thanks! The NAS is called tern and runs Debian 12."),
                     Message.user("This is a test server called WREN, on port 8443.")]
-    assert unsaved_words(tmp_path, conversation, date(2026, 11, 22)) == (
+    assert unsaved_words(DiskFiles(tmp_path), conversation, date(2026, 11, 22)) == (
         "- The NAS is called tern and runs Debian 12.\n"
         "- This is a test server called WREN, on port 8443.")
 

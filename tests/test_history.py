@@ -31,10 +31,10 @@ def ctx(tmp_path):
 
 def test_overwriting_a_bootstrap_file_keeps_the_previous_version(ctx):
     result = write({"path": "SOUL.md", "content": ""}, ctx)
-    (version,) = history.versions(ctx.workspace, "SOUL.md")
+    (version,) = ctx.backups.versions("SOUL.md")
     assert f".clawd/history/SOUL.md/{version.stamp}.md" in result
     assert f"clawd history restore {version.ref}" in result
-    assert version.path.read_text() == "I am kind and curious.\n"
+    assert ctx.backups.text(version) == "I am kind and curious.\n"
     assert (ctx.workspace / "SOUL.md").read_text() == ""
     assert (ctx.workspace / ".clawd" / ".gitignore").read_text().endswith("*\n")
 
@@ -42,33 +42,33 @@ def test_overwriting_a_bootstrap_file_keeps_the_previous_version(ctx):
 def test_edit_of_memory_keeps_a_version_but_appends_and_other_files_do_not(ctx):
     result = edit({"path": "MEMORY.md", "oldText": "- lives in Lyon\n", "newText": ""}, ctx)
     assert "previous version is kept" in result
-    assert history.versions(ctx.workspace, "memory.md")[0].path.read_text().endswith("Lyon\n")
+    assert ctx.backups.text(ctx.backups.versions("memory.md")[0]).endswith("Lyon\n")
     result = write({"path": "MEMORY.md", "content": "- likes tea\n- owns a cat\n"}, ctx)
     assert "previous version" not in result  # an append: nothing is lost
     result = write({"path": "notes.md", "content": "a"}, ctx)
     write({"path": "notes.md", "content": ""}, ctx)
     assert "previous version" not in result
-    assert [v.name for v in history.versions(ctx.workspace)] == ["MEMORY.md"]
+    assert [v.name for v in ctx.backups.versions()] == ["MEMORY.md"]
 
 
 def test_the_model_cannot_write_into_the_history(ctx):
     write({"path": "SOUL.md", "content": "x"}, ctx)
-    version = history.versions(ctx.workspace, "SOUL.md")[0]
+    version = ctx.backups.versions("SOUL.md")[0]
     rel = f".clawd/history/SOUL.md/{version.stamp}.md"
     for call in (lambda: write({"path": rel, "content": "forged"}, ctx),
                  lambda: edit({"path": rel, "oldText": "kind", "newText": "cruel"}, ctx),
                  lambda: write({"path": ".clawd/x.md", "content": "x"}, ctx)):
         with pytest.raises(ToolError, match="clawd's own record"):
             call()
-    assert "kind" in version.path.read_text()
+    assert "kind" in ctx.backups.text(version)
 
 
 def test_only_the_newest_versions_are_kept(ctx, monkeypatch):
     monkeypatch.setattr(history, "KEEP", 3)
     for n in range(6):
         write({"path": "SOUL.md", "content": f"version {n}"}, ctx)
-    kept = history.versions(ctx.workspace, "SOUL.md")
-    assert [v.path.read_text() for v in kept] == ["version 2", "version 3", "version 4"]
+    kept = ctx.backups.versions("SOUL.md")
+    assert [ctx.backups.text(v) for v in kept] == ["version 2", "version 3", "version 4"]
 
 
 def test_versions_within_one_second_are_numbered_after_any_kept_before(ctx, monkeypatch):
@@ -77,28 +77,28 @@ def test_versions_within_one_second_are_numbered_after_any_kept_before(ctx, monk
     stamps = []
     for n in range(4):
         (ctx.workspace / "SOUL.md").write_text(f"v{n}")
-        stamps.append(history.keep(ctx.workspace, "SOUL.md", now).stamp)
+        stamps.append(ctx.backups.keep("SOUL.md", now).stamp)
     assert stamps == ["20261123-024512", "20261123-024512-2", "20261123-024512-3",
                       "20261123-024512-4"]
-    assert [v.path.read_text() for v in history.versions(ctx.workspace, "SOUL.md")] == [
+    assert [ctx.backups.text(v) for v in ctx.backups.versions("SOUL.md")] == [
         "v2", "v3"]
 
 
 def test_find_and_restore(ctx):
     write({"path": "SOUL.md", "content": "grumpy"}, ctx)
     write({"path": "SOUL.md", "content": "silent"}, ctx)
-    first, second = history.versions(ctx.workspace, "SOUL.md")
-    assert history.find(ctx.workspace, "soul.md") == second
-    assert history.find(ctx.workspace, first.ref) == first
-    saved = history.restore(ctx.workspace, first, datetime.now())
+    first, second = ctx.backups.versions("SOUL.md")
+    assert ctx.backups.find("soul.md") == second
+    assert ctx.backups.find(first.ref) == first
+    saved = ctx.backups.restore(first, datetime.now())
     assert (ctx.workspace / "SOUL.md").read_text() == "I am kind and curious.\n"
-    assert saved.path.read_text() == "silent"
+    assert ctx.backups.text(saved) == "silent"
     with pytest.raises(ClawdError, match="not a file clawd keeps"):
-        history.find(ctx.workspace, "notes.md")
+        ctx.backups.find("notes.md")
     with pytest.raises(ClawdError, match="no version"):
-        history.find(ctx.workspace, "SOUL.md@20000101-000000")
+        ctx.backups.find("SOUL.md@20000101-000000")
     with pytest.raises(ClawdError, match="no earlier versions"):
-        history.find(ctx.workspace, "USER.md")
+        ctx.backups.find("USER.md")
 
 
 def test_a_wiping_write_in_a_run_is_kept_and_the_cli_restores_it(tmp_path, isolated_home,

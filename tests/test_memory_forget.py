@@ -21,8 +21,8 @@ from clawd.memory.purge import embedded_texts
 from clawd.tools.base import ToolContext
 from clawd.tools.files import file_tools
 from clawd.tools.memory import memory_tools
-from clawd.workspace.backups import find as find_version
-from clawd.workspace.backups import restore, versions
+from clawd.workspace.backups import DiskBackups
+from clawd.workspace.disk import DiskFiles
 
 from memory_fakes import write
 
@@ -31,6 +31,14 @@ DAY = ("# 2026-11-20\n\n## Kitchen\n\n- The new oven timer beeps twice when done
        "## Safe\n\n- The safe code is Quillon 7731, keep it to yourself.\n"
        "- Ines arrives in Lisbon on May 14.\n")
 MEMORY = "# Memory\n\n- quillon is the brand of the safe in the study\n- I like green tea\n"
+
+
+def found_lines(workspace, request):
+    return find(DiskFiles(workspace), workspace, request)
+
+
+def forgotten(workspace, index, lines, now=NOW):
+    return forget(DiskFiles(workspace), DiskBackups(workspace), index, lines, now)
 
 
 @pytest.fixture
@@ -68,10 +76,10 @@ def test_forget_takes_the_text_out_of_notes_keywords_vectors_and_cache(setup):
     assert len(rows) == 2 and before  # the cache held them before
     assert index.search("quillon", mode="text")["results"]
 
-    lines = find(workspace, parse("QUILLON"))
+    lines = found_lines(workspace, parse("QUILLON"))
     assert [(line.path, line.number) for line in lines] == [("MEMORY.md", 3),
                                                             ("memory/2026-11-20.md", 9)]
-    done = forget(workspace, index, lines, NOW)
+    done = forgotten(workspace, index, lines)
 
     # the notes: those lines gone, every other line as it was
     assert (workspace / "memory/2026-11-20.md").read_text() == DAY.replace(
@@ -109,13 +117,14 @@ def test_forget_takes_the_text_out_of_notes_keywords_vectors_and_cache(setup):
 
 def test_the_old_notes_are_kept_in_the_backups_which_search_never_indexes(setup, tmp_path):
     workspace, index = setup
-    done = forget(workspace, index, find(workspace, parse("quillon")), NOW)
-    kept = {v.name: v for v in versions(workspace)}
+    done = forgotten(workspace, index, found_lines(workspace, parse("quillon")))
+    backups = DiskBackups(workspace)
+    kept = {v.name: v for v in backups.versions()}
     assert set(kept) == {"MEMORY.md", "memory/2026-11-20.md"}
-    assert kept["memory/2026-11-20.md"].path.read_text() == DAY
+    assert backups.text(kept["memory/2026-11-20.md"]) == DAY
     assert [v.ref for v in done.kept] == [kept["MEMORY.md"].ref,
                                           kept["memory/2026-11-20.md"].ref]
-    assert kept["memory/2026-11-20.md"].path.is_relative_to(workspace / ".clawd" / "history")
+    assert backups.where(kept["memory/2026-11-20.md"]).startswith(".clawd/history/")
     assert not [p for p in index.store.files() if p.startswith(".clawd")]
     # not even with the whole workspace as an extra path
     wide = open_index("wide", workspace, MemorySearch.model_validate({"extraPaths": ["."]}),
@@ -127,7 +136,7 @@ def test_the_old_notes_are_kept_in_the_backups_which_search_never_indexes(setup,
     finally:
         wide.close()
     # and a daily note can be restored from them (clawd history restore)
-    restore(workspace, find_version(workspace, "memory/2026-11-20.md"), NOW)
+    backups.restore(backups.find("memory/2026-11-20.md"), NOW)
     assert (workspace / "memory/2026-11-20.md").read_text() == DAY
 
 
@@ -141,7 +150,7 @@ def test_after_forget_neither_recall_nor_memory_get_nor_read_find_it(setup):
         return "\n".join(hit.text for hit in found.hits) if found else ""
 
     assert "7731" in recalled()
-    forget(workspace, index, find(workspace, parse("quillon")), NOW)
+    forgotten(workspace, index, found_lines(workspace, parse("quillon")))
     assert "quillon" not in recalled().lower() and "7731" not in recalled()
     ctx = ToolContext(workspace=workspace, settings=AgentDefaults(), memory=index)
     tools = {t.spec.name: t for t in memory_tools() + file_tools()}
@@ -159,10 +168,10 @@ def test_lines_named_as_search_cites_them(setup):
     assert parse("memory/2026-11-20.md#L9") == Request(path="memory/2026-11-20.md",
                                                        start=9, end=9)
     hit = index.search("oven timer beeps")["results"][0]
-    assert find(workspace, parse(hit["citation"]))  # a result's citation works as it is
-    lines = find(workspace, parse("memory/2026-11-20.md#L8-L10"))  # L8 is blank: it stays
+    assert found_lines(workspace, parse(hit["citation"]))  # a result's citation works as it is
+    lines = found_lines(workspace, parse("memory/2026-11-20.md#L8-L10"))  # L8 is blank: it stays
     assert [line.number for line in lines] == [9, 10]
-    forget(workspace, index, lines, NOW)
+    forgotten(workspace, index, lines)
     assert (workspace / "memory/2026-11-20.md").read_text().endswith("## Safe\n\n")
     assert "quillon" in (workspace / "MEMORY.md").read_text()  # only the lines named
     assert not index.search("Ines Lisbon May", mode="text")["results"]
@@ -181,19 +190,19 @@ def test_bad_requests_are_refused_in_one_line_and_nothing_changes(setup, argumen
     workspace, _ = setup
     write(workspace, "AGENTS.md", "# Agents\n")
     with pytest.raises(ClawdError) as caught:
-        find(workspace, parse(argument))
+        found_lines(workspace, parse(argument))
     assert message in str(caught.value) and "\n" not in str(caught.value)
     assert (workspace / "memory/2026-11-20.md").read_text() == DAY
 
 
 def test_a_note_changed_since_listing_is_not_touched(setup):
     workspace, _ = setup
-    lines = find(workspace, parse("quillon"))
+    lines = found_lines(workspace, parse("quillon"))
     (workspace / "MEMORY.md").write_text("# Memory\n\n- something else now\n- quillon\n")
     with pytest.raises(ClawdError, match="changed since its lines were listed"):
-        remove(workspace, lines, NOW)
+        remove(DiskFiles(workspace), DiskBackups(workspace), lines, NOW)
     assert (workspace / "memory/2026-11-20.md").read_text() == DAY
-    assert versions(workspace) == []
+    assert DiskBackups(workspace).versions() == []
 
 
 def test_what_forget_does_not_change_is_reported(setup, tmp_path):
@@ -204,7 +213,7 @@ def test_what_forget_does_not_change_is_reported(setup, tmp_path):
     try:
         index.sync()
         request = parse("quillon")
-        forget(workspace, index, find(workspace, request), NOW)
+        forgotten(workspace, index, found_lines(workspace, request))
         assert still_found(index, request) == [f"{tmp_path / 'extra' / 'trip.md'}#L1-L3"]
     finally:
         index.close()

@@ -15,7 +15,7 @@ from clawd.frontends import cli
 from clawd.frontends.commands import Chat
 from clawd.memory import open_index
 from clawd.providers.scripted import ScriptedProvider
-from clawd.workspace.backups import versions
+from clawd.workspace.backups import DiskBackups
 
 from conftest import make_runtime
 from memory_fakes import write
@@ -51,7 +51,7 @@ def test_without_a_terminal_or_yes_it_shows_the_lines_and_refuses_in_one_line(
                                 "  memory/2026-11-20.md:3  - The safe code is Quillon 7731."]
     assert err == ("clawd: not forgotten: there is no terminal to confirm on; pass --yes to "
                    "remove these lines\n")
-    assert (home / "memory/2026-11-20.md").read_text() == DAY and versions(home) == []
+    assert (home / "memory/2026-11-20.md").read_text() == DAY and DiskBackups(home).versions() == []
 
 
 @pytest.mark.slow  # the command line end to end
@@ -60,7 +60,7 @@ def test_on_a_terminal_it_asks_and_no_keeps_everything(home, capsys, monkeypatch
     assert cli.main(["memory", "forget", "quillon"]) == 0
     out = capsys.readouterr().out
     assert "Remove these 2 lines? [y/N] nothing was forgotten" in out
-    assert (home / "memory/2026-11-20.md").read_text() == DAY and versions(home) == []
+    assert (home / "memory/2026-11-20.md").read_text() == DAY and DiskBackups(home).versions() == []
 
 
 @pytest.mark.slow  # the command line end to end
@@ -145,7 +145,7 @@ def test_a_group_session_may_not_forget(tmp_path, key):
         assert out == "" and len(errors) == 1
         assert errors[0].startswith("forget is not available in a group or channel session")
         assert (runtime.workspace / "memory/2026-11-20.md").read_text() == DAY
-        assert versions(runtime.workspace) == []
+        assert DiskBackups(runtime.workspace).versions() == []
     finally:
         runtime.memory.close()
 

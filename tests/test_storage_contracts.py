@@ -2,30 +2,33 @@
 the transcript log (``TranscriptLog``), the memory index (``Memory``) and the workspace files
 (``WorkspaceFiles``).
 
-Each suite runs over ``STORES``, ``LOGS``, ``MEMORIES`` and ``FILES``: factories of the
-implementations. Today each has one, the embedded default (``sessions.json``, JSONL files,
-SQLite, a folder of Markdown files); a second implementation (PostgreSQL for a hosted clawd)
-joins by adding its factory, and must pass the same tests unchanged.
+Each suite runs over ``STORES``, ``LOGS``, ``MEMORIES``, ``FILES`` and ``BACKUPS``: factories
+of the implementations. Today each has one, the embedded default (``sessions.json``, JSONL
+files, SQLite, a folder of Markdown files, copies under ``.clawd/history``); a second
+implementation (PostgreSQL for a hosted clawd) joins by adding its factory, and must pass the
+same tests unchanged.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from clawd.config import MemorySearch
-from clawd.core.errors import SandboxError
+from clawd.core.errors import ClawdError, SandboxError
 from clawd.core.messages import Message, ToolCall
 from clawd.memory import open_index
 from clawd.memory.interface import Memory
 from clawd.sessions.interfaces import SessionRecords, TranscriptLog
 from clawd.sessions.store import SessionStore
 from clawd.sessions.transcript import Transcript, build_history
+from clawd.workspace.backups import DiskBackups
 from clawd.workspace.disk import DiskFiles
-from clawd.workspace.interface import WorkspaceFiles
+from clawd.workspace.interface import Backups, Stat, WorkspaceFiles
 
 STORES: dict[str, Callable[[Path], SessionRecords]] = {
     "json": lambda root: SessionStore(root / "sessions.json"),
@@ -234,9 +237,66 @@ def test_workspace_files_read_what_was_written_and_nothing_else(files):
     assert isinstance(files.location, str) and files.location
 
 
+def test_workspace_files_name_paths_one_way_and_say_what_they_are(files):
+    files.append("memory/2026-11-22.md", "- café\n")
+    assert files.canonical("memory/./2026-11-22.md") == "memory/2026-11-22.md"
+    assert files.canonical("memory/../MEMORY.md") == "MEMORY.md"
+    assert files.canonical(".") == "."
+    assert files.stat("memory") == Stat("folder", 0)
+    assert files.stat("memory/2026-11-22.md") == Stat("file", len("- café\n".encode()))
+    assert files.stat("memory/none.md") is None
+    files.write("memory/people/ines.md", "- sister\n")
+    assert files.entries("memory") == ["2026-11-22.md", "people/"]
+    assert files.entries(".") == ["memory/"] and files.entries("memory/none") == []
+    assert files.listing("memory") == ["memory/2026-11-22.md"]  # files only
+
+
 @pytest.mark.parametrize("path", ["../outside.md", "/etc/passwd", "memory/../../x.md", ""])
 def test_workspace_files_refuse_paths_outside_the_workspace(files, path):
     for act in (lambda: files.read(path), lambda: files.append(path, "x"),
-                lambda: files.write(path, "x"), lambda: files.create(path, "x")):
+                lambda: files.write(path, "x"), lambda: files.create(path, "x"),
+                lambda: files.canonical(path), lambda: files.stat(path),
+                lambda: files.entries(path)):
         with pytest.raises(SandboxError):
             act()
+
+
+# --- earlier versions of the workspace files ----------------------------------------------------
+
+BACKUPS: dict[str, Callable[[Path], tuple[WorkspaceFiles, Backups]]] = {
+    "disk": lambda root: (DiskFiles(root), DiskBackups(root))}
+T0 = datetime(2026, 11, 23, 2, 45, 12)
+
+
+@pytest.fixture(params=sorted(BACKUPS))
+def kept(request, tmp_path) -> tuple[WorkspaceFiles, Backups]:
+    (tmp_path / "ws").mkdir()
+    return BACKUPS[request.param](tmp_path / "ws")
+
+
+def test_backups_keep_a_file_as_it_was_and_put_it_back(kept):
+    files, backups = kept
+    assert backups.versions() == [] and isinstance(backups.location, str)
+    files.write("MEMORY.md", "- Lyon\n")
+    first = backups.keep("MEMORY.md", T0)
+    files.write("MEMORY.md", "- Porto\n")
+    second = backups.keep("MEMORY.md", T0)  # the same second: numbered after it
+    files.write("MEMORY.md", "")
+    assert [v.ref for v in backups.versions("memory.md")] == [first.ref, second.ref]
+    assert (first.name, first.size, backups.text(first)) == ("MEMORY.md", 7, "- Lyon\n")
+    assert second.stamp == "20261123-024512-2" and isinstance(backups.where(second), str)
+    assert backups.find("MEMORY.md") == second and backups.find(first.ref) == first
+    saved = backups.restore(first, T0 + timedelta(seconds=1))
+    assert files.read("MEMORY.md") == "- Lyon\n"
+    assert saved is not None and backups.text(saved) == ""  # what it held, kept first
+
+
+def test_backups_keep_notes_and_name_what_is_missing(kept):
+    files, backups = kept
+    files.write("memory/2026-11-20.md", "- the safe code\n")
+    version = backups.keep("memory/2026-11-20.md", T0)
+    assert [v.name for v in backups.versions()] == ["memory/2026-11-20.md"]
+    assert backups.text(backups.find("memory/2026-11-20.md")) == "- the safe code\n"
+    for ref in ("SOUL.md", f"{version.name}@20000101-000000", "notes.txt"):
+        with pytest.raises(ClawdError):
+            backups.find(ref)

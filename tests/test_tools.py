@@ -70,6 +70,15 @@ def test_read_windows(ctx):
         read({}, ctx)
 
 
+def test_an_edit_never_changes_bytes_it_could_not_show(ctx):
+    raw = b"caf\xe9 au lait\nline two\n"  # Latin-1, not UTF-8
+    (ctx.workspace / "latin.txt").write_bytes(raw)
+    assert "line two" in read({"path": "latin.txt"}, ctx)  # shown, the odd byte replaced
+    with pytest.raises(ToolError, match="not valid UTF-8"):
+        edit({"path": "latin.txt", "oldText": "line two", "newText": "line 2"}, ctx)
+    assert (ctx.workspace / "latin.txt").read_bytes() == raw
+
+
 def test_daily_logs_are_append_only(ctx):
     log = ctx.workspace / "memory" / "2026-11-22.md"
     write({"path": "memory/2026-11-22.md", "content": "# day\n- a\n"}, ctx)

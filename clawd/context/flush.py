@@ -23,7 +23,6 @@ import json
 import posixpath
 import re
 from datetime import date, datetime
-from pathlib import Path
 
 from clawd.config import MemoryFlush
 from clawd.context.access import WRITE_TOOLS
@@ -202,7 +201,7 @@ def _saved(fact: str, notes: list[str]) -> bool:
     return any(held(fact, [line]) for line in notes)
 
 
-def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> str:
+def unsaved_words(files: WorkspaceFiles, conversation: list[Message], today: date) -> str:
     """The facts the user told (``facts.facts``: statements about them, their people,
     plans, preferences and corrections; never requests, questions or small talk), in
     messages since the conversation's last note and short enough to be said rather than
@@ -211,9 +210,7 @@ def unsaved_words(workspace: Path, conversation: list[Message], today: date) -> 
     names the value it replaces (``facts.as_note``)."""
     saved = []  # the notes' lines
     for rel in memory_files(today):
-        path = workspace / rel
-        if path.is_file():
-            saved += path.read_text(encoding="utf-8", errors="replace").splitlines()
+        saved += (files.read(rel) or "").splitlines()
     kept: list[str] = []
     seen: set[str] = set()
     used = 0

@@ -313,11 +313,12 @@ def _forget(chat: Chat, args: str) -> str:
     if not target:
         raise ClawdError("usage: /memory forget [--yes] TEXT (or PATH#Lx-Ly)")
     request = forget.parse(target)
-    lines = forget.find(runtime.workspace, request)
+    lines = forget.find(runtime.files, runtime.workspace, request)
     listed = format_forget_lines(request.describe(), lines)
     if not lines:
         return listed
     if not confirmed:
         return f"{listed}\nnothing was removed yet; to remove these: /memory forget --yes {target}"
-    done = forget.forget(runtime.workspace, runtime.memory, lines, runtime.clock())
+    done = forget.forget(runtime.files, runtime.backups, runtime.memory, lines,
+                         runtime.clock())
     return f"{listed}\n{format_forgotten(done, forget.still_found(runtime.memory, request))}"

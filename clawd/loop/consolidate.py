@@ -19,7 +19,6 @@ import logging
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from pathlib import Path
 
 from clawd.context.consolidation import (
     SECTIONS,
@@ -39,7 +38,6 @@ from clawd.core.templates import render
 from clawd.loop.runtime import ModelHandle, Runtime
 from clawd.memory.recency import dated
 from clawd.providers.base import Provider, complete
-from clawd.workspace.backups import keep
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, is_writable
 
 log = logging.getLogger(__name__)
@@ -151,8 +149,8 @@ def consolidate(rt: Runtime, provider: Provider, *, dry_run: bool = False,
     if dry_run:
         report.message = _summary(report, "dry run, nothing written")
         return report
-    if original and (Path(rt.workspace) / MEMORY_FILE).exists():
-        version = keep(rt.workspace, MEMORY_FILE, now)
+    if original and rt.files.stat(MEMORY_FILE) is not None:
+        version = rt.backups.keep(MEMORY_FILE, now)
         backup = f"; the previous version is kept (clawd history restore {version.ref})"
     else:
         backup = ""

@@ -30,8 +30,9 @@ from clawd.sessions.entry import SessionEntry
 from clawd.sessions.interfaces import SessionRecords
 from clawd.sessions.store import SessionStore
 from clawd.tools.base import Tool
+from clawd.workspace.backups import DiskBackups
 from clawd.workspace.disk import DiskFiles
-from clawd.workspace.interface import WorkspaceFiles
+from clawd.workspace.interface import Backups, WorkspaceFiles
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,17 @@ class Runtime:
     approve: Callable[[str], bool] | None = None
     clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
     workspace_files: WorkspaceFiles | None = None  # None: the folder ``workspace`` itself
+    workspace_backups: Backups | None = None  # None: its ``.clawd/history``
 
     @cached_property
     def files(self) -> WorkspaceFiles:
         """The workspace's files, as the loop and the front ends use them."""
         return self.workspace_files or DiskFiles(self.workspace)
+
+    @cached_property
+    def backups(self) -> Backups:
+        """Earlier versions of the workspace's files, kept before a change."""
+        return self.workspace_backups or DiskBackups(self.workspace)
 
     @property
     def store(self) -> SessionRecords:

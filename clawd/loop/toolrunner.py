@@ -73,7 +73,8 @@ class ToolRunner:
         rt = self.rt
         ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
                           approve=rt.approve, memory=rt.memory,
-                          today=lambda: rt.clock().date(), access=self.access, flush=flush)
+                          today=lambda: rt.clock().date(), access=self.access, flush=flush,
+                          workspace_files=rt.files, workspace_backups=rt.backups)
         try:
             text, is_error = tool.run(call.arguments, ctx), False
         except ClawdError as exc:

@@ -141,7 +141,7 @@ class Upkeep:
             notes = ""
         if not files and not notes and asked_again and profile.has("flush_words"):
             # asked twice, and nothing saved: the facts the user told, in their words
-            notes, source = unsaved_words(rt.workspace, seen, today), FROM_USER
+            notes, source = unsaved_words(rt.files, seen, today), FROM_USER
         if notes:
             try:
                 self.access.check_flush_write(daily_log_path(today))

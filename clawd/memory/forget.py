@@ -14,15 +14,14 @@ passed over) nor an ``extraPaths`` folder or a transcript. ``find`` lists the li
 (``Line``: path, number, text) for the front end to show and confirm; ``remove`` checks that
 each is still there as shown (else nothing is written), keeps each file's current version in
 the backups (``.clawd/history``, which the index never reads) and writes the file without
-them. ``forget`` does both through the index's ``Memory.forget``, which purges what the index
-kept of those lines (``purge.py``).
+them, both through the workspace's interfaces (``WorkspaceFiles``, ``Backups``). ``forget``
+does both through the index's ``Memory.forget``, which purges what the index kept of those
+lines (``purge.py``).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import MemorySearch
-from clawd.core.errors import ClawdError
+from clawd.core.errors import ClawdError, SandboxError
 from clawd.memory.interface import Memory
-from clawd.memory.sources import NotText, decode_text, is_under, memory_files
-from clawd.workspace.backups import Version, keep
+from clawd.memory.sources import memory_files
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, is_private_memory
+from clawd.workspace.interface import Backups, Version, WorkspaceFiles
 
 MIN_CHARS = 3
 LINES_RE = re.compile(r"^(?P<path>.+?\.md)#L(?P<start>\d+)(?:-L?(?P<end>\d+))?$",
@@ -96,23 +95,25 @@ def note_files(workspace: Path) -> list[str]:
             if note.path.is_file()]  # no extraPaths; links out of the workspace left out
 
 
-def _read(workspace: Path, rel: str) -> list[str] | None:
+def _read(files: WorkspaceFiles, rel: str) -> list[str] | None:
     """The file's lines with their endings; None for a file that is not UTF-8 text."""
     try:
-        return decode_text((workspace / rel).read_bytes()).splitlines(keepends=True)
-    except NotText:
+        text = files.read(rel, exact=True)
+    except UnicodeDecodeError:
         return None
+    return None if text is None or "\x00" in text else text.splitlines(keepends=True)
 
 
 def _strip(line: str) -> str:
     return line.rstrip("\r\n")
 
 
-def find(workspace: Path, request: Request) -> list[Line]:
-    """The lines ``request`` names, in file and line order."""
+def find(files: WorkspaceFiles, workspace: Path, request: Request) -> list[Line]:
+    """The lines ``request`` names, in file and line order (``workspace``: where the notes
+    the index reads are found, ``note_files``)."""
     if request.path:
-        rel = _note_path(workspace, request.path)
-        lines = _read(workspace, rel)
+        rel = _note_path(files, request.path)
+        lines = _read(files, rel)
         if lines is None:
             raise ClawdError(f"{rel} is not UTF-8 text; nothing was forgotten")
         if request.start > len(lines):
@@ -123,30 +124,30 @@ def find(workspace: Path, request: Request) -> list[Line]:
     needle = request.text.casefold()
     found: list[Line] = []
     for rel in note_files(workspace):
-        lines = _read(workspace, rel) or []
+        lines = _read(files, rel) or []
         found += [Line(rel, number, _strip(line)) for number, line in enumerate(lines, 1)
                   if needle in line.casefold()]
     return found
 
 
-def _note_path(workspace: Path, path: str) -> str:
+def _note_path(files: WorkspaceFiles, path: str) -> str:
     """``path`` as a note forget may change (workspace-relative), or one clear line."""
-    candidate = Path(path).expanduser()
-    root = workspace.resolve()
-    real = (candidate if candidate.is_absolute() else root / candidate).resolve()
-    if not is_under(root, real):
+    try:
+        rel = files.canonical(path)
+    except SandboxError:
         raise ClawdError(f"{path} is outside the workspace; forget changes only the notes "
-                         f"({MEMORY_FILE} and {MEMORY_DIR}/)")
-    rel = real.relative_to(root).as_posix()
+                         f"({MEMORY_FILE} and {MEMORY_DIR}/)") from None
     if not is_private_memory(rel) or not rel.endswith(".md"):
         raise ClawdError(f"{path} is not a note; forget changes only {MEMORY_FILE} and the "
                          f"Markdown files under {MEMORY_DIR}/")
-    if not real.is_file():
+    stat = files.stat(rel)
+    if stat is None or stat.kind != "file":
         raise ClawdError(f"no such note: {rel}")
     return rel
 
 
-def remove(workspace: Path, lines: Sequence[Line], now: datetime) -> list[Version]:
+def remove(files: WorkspaceFiles, backups: Backups, lines: Sequence[Line],
+           now: datetime) -> list[Version]:
     """Take ``lines`` out of their files, each file's current version kept first; the
     versions kept. Every line is checked first: if one is no longer as it was shown,
     nothing is written (``ClawdError``)."""
@@ -155,7 +156,7 @@ def remove(workspace: Path, lines: Sequence[Line], now: datetime) -> list[Versio
         by_file.setdefault(line.path, []).append(line)
     new: dict[str, str] = {}
     for rel, gone in by_file.items():
-        current = _read(workspace, rel) or []
+        current = _read(files, rel) or []
         numbers = {line.number for line in gone}
         for line in gone:
             if line.number > len(current) or _strip(current[line.number - 1]) != line.text:
@@ -165,32 +166,19 @@ def remove(workspace: Path, lines: Sequence[Line], now: datetime) -> list[Versio
                            if number not in numbers)
     kept = []
     for rel, text in new.items():
-        kept.append(keep(workspace, rel, now))
-        _write(workspace / rel, text)
+        kept.append(backups.keep(rel, now))
+        files.write(rel, text)
     return kept
 
 
-def _write(path: Path, text: str) -> None:
-    """Replace the file's text atomically (a reader sees the old or the new text)."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(temp, path.stat().st_mode & 0o777)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def forget(workspace: Path, memory: Memory | None, lines: Sequence[Line],
-           now: datetime) -> Forgotten:
+def forget(files: WorkspaceFiles, backups: Backups, memory: Memory | None,
+           lines: Sequence[Line], now: datetime) -> Forgotten:
     """Remove ``lines`` from the notes (``remove``) and, with an index, purge what it kept of
     them (``Memory.forget``: the sync after the edit, keyword rows, vectors, cache)."""
     kept: list[Version] = []
 
     def edit() -> None:
-        kept.extend(remove(workspace, lines, now))
+        kept.extend(remove(files, backups, lines, now))
 
     if memory is None:
         edit()

@@ -1,12 +1,14 @@
 """The file tools: ``read``, ``write`` and ``edit``, confined to the workspace.
 
-Every path goes through ``workspace.files.resolve`` (no ``..``, absolute paths or symlinks out).
+They work through the workspace's interfaces (``ToolContext.files``, ``ToolContext.backups``),
+never on a folder themselves. Every path is made canonical first (no ``..``, absolute paths
+or symlinks out).
 Writes are refused when the workspace is read-only. ``write`` with ``append: true`` adds to
 the end of a file (the path a weak model finds without reading the file first). Daily logs
 (``memory/YYYY-MM-DD.md``) are append-only: a ``write`` or ``edit`` that would drop any of
 their existing content is refused with a message telling the model exactly how to append.
 Before a bootstrap file or MEMORY.md loses content, its previous version is kept
-(``clawd.workspace.backups``) and the result says where; ``.clawd/`` itself cannot be written. A
+(``ToolContext.backups``) and the result says where; ``.clawd/`` itself cannot be written. A
 Markdown note a model sent as one line with escaped breaks (``- a\\n- b\\n``) is written
 on lines of its own (``unescaped_breaks``), and an append to a memory file leaves out the
 lines the file already holds (``new_lines``).
@@ -16,20 +18,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated
 
 from clawd.core.errors import ToolError
 from clawd.tools.base import Param, Tool, ToolContext, tool
-from clawd.workspace.backups import (
-    HISTORY_DIR,
-    STATE_DIR,
-    is_clawd_state,
-    is_protected,
-    keep,
-    loses_content,
-)
-from clawd.workspace.files import daily_log_path, is_daily_log, is_private_memory, relative, resolve
+from clawd.workspace.backups import STATE_DIR, is_clawd_state, is_protected, loses_content
+from clawd.workspace.files import daily_log_path, is_daily_log, is_private_memory
+from clawd.workspace.interface import WorkspaceFiles
 
 DEFAULT_READ_LINES = 2000
 
@@ -43,16 +38,15 @@ def _writable(ctx: ToolContext) -> None:
       "(1-based lines) for long files.")
 def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)] = 1,
          limit: Annotated[int, Param(minimum=1)] = DEFAULT_READ_LINES) -> str:
-    target = resolve(ctx.workspace, path)
-    ctx.access.check_read(relative(ctx.workspace, target))
-    if offset < 1 or limit < 1:
-        raise ToolError("offset and limit must be positive line numbers/counts")
-    if target.is_dir():
-        return "\n".join(entries(target)) or "(empty directory)"
-    try:
-        lines = text_of(target, path).splitlines(keepends=True)
-    except FileNotFoundError:
-        raise ToolError(f"file not found: {path}") from None
+    rel = ctx.files.canonical(path)
+    ctx.access.check_read(rel)
+    stat = ctx.files.stat(rel)
+    if stat is not None and stat.kind == "folder":
+        return "\n".join(ctx.files.entries(rel)) or "(empty directory)"
+    text = text_of(ctx.files, rel, path)
+    if text is None:
+        raise ToolError(f"file not found: {path}")
+    lines = text.splitlines(keepends=True)
     if offset > len(lines) > 0:  # "[showing lines 19-18 of 18]" left a small model blank
         return f"[{path} has {len(lines)} lines; there is nothing after line " \
                f"{len(lines)}]"
@@ -65,24 +59,16 @@ def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)
     return text or "(empty file)"
 
 
-def entries(folder: Path) -> list[str]:
-    """A folder's entries, sorted, each folder with a trailing slash."""
-    return sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
-
-
-def text_of(path: Path, name: str) -> str:
-    """A text file's content (undecodable bytes replaced); a ``ToolError`` naming ``name``
-    for a binary file or one that cannot be read. A missing file is ``FileNotFoundError``,
-    for the caller to say in its own terms."""
+def text_of(files: WorkspaceFiles, rel: str, name: str) -> str | None:
+    """A text file's content (undecodable bytes replaced), or None when there is no such
+    file; a ``ToolError`` naming ``name`` for a binary file or one that cannot be read."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise
+        text = files.read(rel)
     except OSError as exc:
         raise ToolError(f"cannot read {name}: {exc.strerror}") from None
-    if b"\x00" in data[:8192]:
-        raise ToolError(f"{name} is a binary file ({len(data)} bytes)")
-    return data.decode("utf-8", errors="replace")
+    if text is not None and "\x00" in text[:8192]:
+        raise ToolError(f"{name} is a binary file ({len(text.encode())} bytes)")
+    return text
 
 
 def _how_to_add(rel: str) -> str:
@@ -101,20 +87,19 @@ def _append_only(rel: str) -> ToolError:
 _PLACEHOLDER = re.compile(r"[<>{}]|YYYY|\bMM-DD\b|(?:^|/)path/to/", re.IGNORECASE)
 
 
-def _target(given: str, ctx: ToolContext) -> tuple[Path, str]:
-    """The file a ``write`` or ``edit`` may change, and its workspace-relative path."""
+def _target(given: str, ctx: ToolContext) -> str:
+    """The file a ``write`` or ``edit`` may change, as a workspace-relative path."""
     _writable(ctx)
     if _PLACEHOLDER.search(given):  # a small model wrote a file named "<path>"
         raise ToolError(f"\"{given}\" is a placeholder, not a file name: give the file's "
                         f"real path (today's notes go to {daily_log_path(ctx.today())})")
-    path = resolve(ctx.workspace, given)
-    rel = relative(ctx.workspace, path)
+    rel = ctx.files.canonical(given)
     if is_clawd_state(rel):
         raise ToolError(f"{rel} is in {STATE_DIR}/, clawd's own record of earlier versions of "
                         f"your files; it cannot be written")
     if ctx.flush:
         ctx.access.check_flush_write(rel)
-    return path, rel
+    return rel
 
 
 @tool("write", "Create or overwrite a file in the workspace; with append: true, add content "
@@ -123,26 +108,37 @@ def _target(given: str, ctx: ToolContext) -> tuple[Path, str]:
 def write(ctx: ToolContext, *, path: str, content: str,
           append: Annotated[bool, Param("true: add content at the end of the file (created "
                                         "if missing), keeping what is there")] = False) -> str:
-    target, rel = _target(path, ctx)
-    if target.is_dir():
+    rel = _target(path, ctx)
+    stat = ctx.files.stat(rel)
+    if stat is not None and stat.kind == "folder":
         raise ToolError(f"{rel} is a directory")
     if rel.endswith(".md"):
         content = unescaped_breaks(content)
+    old = _current(ctx, rel) if stat is not None else ""
     if append:
         dropped = 0
         if is_private_memory(rel):  # a note already there is not added again
-            content, dropped = new_lines(target, content)
+            content, dropped = new_lines(old, content)
             if not content:
                 return f"nothing appended: every line of it is already in {rel}"
-        done = _append(target, rel, content)
-        return done + (f" ({dropped} line{'s' if dropped > 1 else ''} already in the file "
-                       f"left out)" if dropped else "")
+        _append(ctx.files, rel, old, content)
+        return f"appended {len(content)} characters to {rel}" + (
+            f" ({dropped} line{'s' if dropped > 1 else ''} already in the file left out)"
+            if dropped else "")
     ctx.access.check_replace(rel)
-    old = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
     if is_daily_log(rel) and not content.startswith(old):
         raise _append_only(rel)
-    kept = _save(ctx, target, rel, old, content)
+    kept = _save(ctx, rel, old, content)
     return f"wrote {len(content)} characters to {rel}{kept}"
+
+
+def _current(ctx: ToolContext, rel: str, *, exact: bool = False) -> str:
+    """The text of ``rel`` ("" when there is none yet); a ``ToolError`` when it cannot be
+    read."""
+    try:
+        return ctx.files.read(rel, exact=exact) or ""
+    except OSError as exc:
+        raise ToolError(f"cannot read {rel}: {exc.strerror or exc}") from None
 
 
 # an escaped line break that ends a note or starts a Markdown line (a list item, heading,
@@ -162,15 +158,12 @@ def unescaped_breaks(content: str) -> str:
     return _ESCAPED_BREAK.sub("\n", content)
 
 
-def new_lines(path: Path, content: str) -> tuple[str, int]:
-    """``content`` without the lines (other than headings and blank ones) that the file at
-    ``path`` or an earlier line of ``content`` already holds, and how many were left out;
-    ``""`` when no line but headings and blank ones is left. A small model appends the same
-    note again in later steps and turns."""
-    have = set()
-    if path.is_file():
-        have = {line.strip() for line in path.read_text(encoding="utf-8",
-                                                        errors="replace").splitlines()}
+def new_lines(existing: str, content: str) -> tuple[str, int]:
+    """``content`` without the lines (other than headings and blank ones) that the file's
+    text ``existing`` or an earlier line of ``content`` already holds, and how many were
+    left out; ``""`` when no line but headings and blank ones is left. A small model
+    appends the same note again in later steps and turns."""
+    have = {line.strip() for line in existing.splitlines()}
     kept, dropped = [], 0
     for line in content.splitlines():
         key = line.strip()
@@ -185,31 +178,34 @@ def new_lines(path: Path, content: str) -> tuple[str, int]:
     return "\n".join(kept) + ("\n" if content.endswith("\n") else ""), dropped
 
 
-def _append(path: Path, rel: str, content: str) -> str:
-    """Add ``content`` at the end, on lines of its own (the file is created if missing)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab+") as handle:
-        size = handle.seek(0, 2)
-        if size:
-            handle.seek(size - 1)
-            glued = handle.read(1) != b"\n"  # a note must not join the file's last line
-        data = ("\n" if size and glued else "") + content
-        handle.write((data if data.endswith("\n") else data + "\n").encode("utf-8"))
-    return f"appended {len(content)} characters to {rel}"
+def _append(files: WorkspaceFiles, rel: str, old: str, content: str) -> None:
+    """Add ``content`` after ``old`` (the file's text), on lines of its own (the file is
+    created if missing)."""
+    glued = bool(old) and not old.endswith("\n")  # a note must not join the last line
+    data = ("\n" if glued else "") + content
+    try:
+        files.append(rel, data if data.endswith("\n") else data + "\n")
+    except OSError as exc:
+        raise ToolError(f"cannot write {rel}: {exc.strerror or exc}") from None
 
 
 @tool("edit", "Replace one exact, unique occurrence of oldText with newText in a workspace "
       "file.")
 def edit(ctx: ToolContext, *, path: str, old_text: Annotated[str, Param(name="oldText")],
          new_text: Annotated[str, Param(name="newText")]) -> str:
-    target, rel = _target(path, ctx)
+    rel = _target(path, ctx)
     ctx.access.check_read(rel)  # an edit of private memory would reveal it piece by piece
     if not old_text:
         raise ToolError("oldText must not be empty")
     try:
-        content = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ToolError(f"file not found: {rel}" + _how_to_add(rel)) from None
+        content = ctx.files.read(rel, exact=True)
+    except UnicodeDecodeError:
+        raise ToolError(f"{rel} is not valid UTF-8 text; edit would change bytes it cannot "
+                        f"show") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {rel}: {exc.strerror or exc}") from None
+    if content is None:
+        raise ToolError(f"file not found: {rel}" + _how_to_add(rel))
     count = content.count(old_text)
     if count == 0:
         raise ToolError(f"oldText was not found in {rel}; read the file and copy the exact text"
@@ -219,21 +215,20 @@ def edit(ctx: ToolContext, *, path: str, old_text: Annotated[str, Param(name="ol
                         f"so it is unique")
     if is_daily_log(rel) and old_text not in new_text:
         raise _append_only(rel)
-    kept = _save(ctx, target, rel, content, content.replace(old_text, new_text, 1))
+    kept = _save(ctx, rel, content, content.replace(old_text, new_text, 1))
     return f"edited {rel}{kept}"
 
 
-def _save(ctx: ToolContext, path: Path, rel: str, old: str, new: str) -> str:
+def _save(ctx: ToolContext, rel: str, old: str, new: str) -> str:
     """Write ``new`` over ``old``; a bootstrap file or MEMORY.md that would lose content is
-    kept in the history first. Returns what the result tells the model about that copy."""
+    kept in the backups first. Returns what the result tells the model about that copy."""
     note = ""
     try:
         if is_protected(rel) and loses_content(old, new):
-            version = keep(ctx.workspace, rel, datetime.now())
-            note = (f" (the previous version is kept as {HISTORY_DIR}/{rel}/{version.stamp}.md;"
+            version = ctx.backups.keep(rel, datetime.now())
+            note = (f" (the previous version is kept as {ctx.backups.where(version)};"
                     f" `clawd history restore {version.ref}` puts it back)")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(new, encoding="utf-8")
+        ctx.files.write(rel, new)
     except OSError as exc:
         raise ToolError(f"cannot write {rel}: {exc.strerror or exc}") from None
     return note

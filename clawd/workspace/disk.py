@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from clawd.workspace.files import relative, resolve
+from clawd.workspace.interface import Stat
 
 
 class DiskFiles:
@@ -21,27 +22,37 @@ class DiskFiles:
         self.root = root
         self.location = str(root)
 
-    def read(self, path: str) -> str | None:
+    def canonical(self, path: str) -> str:
+        return relative(self.root, resolve(self.root, path))
+
+    def stat(self, path: str) -> Stat | None:
+        real = resolve(self.root, path)
+        if real.is_dir():
+            return Stat("folder", 0)
+        return Stat("file", real.stat().st_size) if real.is_file() else None
+
+    def read(self, path: str, *, exact: bool = False) -> str | None:
         try:
-            return resolve(self.root, path).read_text(encoding="utf-8", errors="replace")
+            data = resolve(self.root, path).read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
+        return data.decode("utf-8") if exact else data.decode("utf-8", errors="replace")
 
     def append(self, path: str, text: str) -> None:
         real = self._parent_made(path)
-        with real.open("a", encoding="utf-8") as handle:
+        with real.open("a", encoding="utf-8", newline="") as handle:
             handle.write(text)
 
     def create(self, path: str, text: str) -> None:
         real = self._parent_made(path)
-        with real.open("x", encoding="utf-8") as handle:
+        with real.open("x", encoding="utf-8", newline="") as handle:
             handle.write(text)
 
     def write(self, path: str, text: str) -> None:
         real = self._parent_made(path)
         fd, temp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
                 handle.write(text)
             if real.exists():
                 os.chmod(temp, real.stat().st_mode & 0o777)
@@ -55,6 +66,12 @@ class DiskFiles:
         if not real.is_dir():
             return []
         return sorted(relative(self.root, p) for p in real.iterdir() if p.is_file())
+
+    def entries(self, folder: str) -> list[str]:
+        real = resolve(self.root, folder)
+        if not real.is_dir():
+            return []
+        return sorted(p.name + ("/" if p.is_dir() else "") for p in real.iterdir())
 
     def _parent_made(self, path: str) -> Path:
         real = resolve(self.root, path)

@@ -136,14 +136,15 @@ def _forget(runtime: Any, args: argparse.Namespace) -> int:
             raise ClawdError(f"the workspace is read-only here (workspaceAccess: \"{access}\"); "
                              f"nothing was forgotten")
         request = forget.parse(args.target)
-        lines = forget.find(runtime.workspace, request)
+        lines = forget.find(runtime.files, runtime.workspace, request)
         print(format_forget_lines(request.describe(), lines))
         if not lines:
             return 0
         if not args.yes and not _confirmed(len(lines)):
             print("nothing was forgotten")
             return 0
-        done = forget.forget(runtime.workspace, runtime.memory, lines, runtime.clock())
+        done = forget.forget(runtime.files, runtime.backups, runtime.memory, lines,
+                             runtime.clock())
         print(format_forgotten(done, forget.still_found(runtime.memory, request)))
     finally:
         if runtime.memory is not None:

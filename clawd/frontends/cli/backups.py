@@ -13,24 +13,24 @@ from pathlib import Path
 def cmd_history(args: argparse.Namespace) -> int:
     from clawd.config import load_config, resolve_agent
     from clawd.core.errors import ClawdError
-    from clawd.workspace import backups
+    from clawd.workspace.backups import DiskBackups
 
     _, settings = resolve_agent(load_config(), args.agent)
-    root = Path(settings.workspace).expanduser().resolve()
+    backups = DiskBackups(Path(settings.workspace).expanduser().resolve())
     action = args.history_command
     if action == "list":
-        kept = backups.versions(root, args.file)
+        kept = backups.versions(args.file)
         if not kept:
-            print(f"no earlier versions kept in {root / backups.HISTORY_DIR}")
+            print(f"no earlier versions kept in {backups.location}")
         for version in reversed(kept):  # newest first
-            print(f"{version.ref:<34} {version.when}  {version.path.stat().st_size:>8,} bytes")
+            print(f"{version.ref:<34} {version.when}  {version.size:>8,} bytes")
         return 0
-    version = backups.find(root, args.version)
+    version = backups.find(args.version)
     if action == "show":
-        sys.stdout.write(version.path.read_text(encoding="utf-8", errors="replace"))
+        sys.stdout.write(backups.text(version))
         return 0
     try:
-        saved = backups.restore(root, version, datetime.now())
+        saved = backups.restore(version, datetime.now())
     except OSError as exc:
         raise ClawdError(f"cannot restore {version.name}: {exc.strerror or exc}; it is "
                          f"unchanged") from None

@@ -1,7 +1,7 @@
 """Workspace files and memory search for the native API, under the tools' own rules.
 
 Each request names a session key, and gets exactly the reach the model has in that session
-(``context.access``): a path outside the workspace is refused (``workspace.files.resolve``);
+(``context.access``): a path outside the workspace is refused (``WorkspaceFiles.canonical``);
 a group or channel key never reads MEMORY.md or other private notes; ``workspaceAccess``
 ``ro`` refuses writes and ``none`` refuses everything. Writing goes through the ``write``
 tool itself (daily logs append-only, earlier versions of MEMORY.md and the bootstrap files
@@ -18,9 +18,8 @@ from clawd.context.access import MEMORY_TOOLS, Access
 from clawd.core.errors import ClawdError, ToolError
 from clawd.loop.runtime import Runtime
 from clawd.tools.base import ToolContext
-from clawd.tools.files import entries, text_of, write
+from clawd.tools.files import text_of, write
 from clawd.tools.memory import visible_search
-from clawd.workspace.files import relative, resolve
 
 MAX_READ_BYTES = 2_000_000
 
@@ -37,7 +36,8 @@ def context(runtime: Runtime, key: str) -> ToolContext:
     """What a tool call in session ``key`` would get."""
     access = Access.of(key, runtime.settings, runtime.workspace)
     return ToolContext(runtime.workspace, runtime.settings, memory=runtime.memory,
-                       today=lambda: runtime.clock().date(), access=access)
+                       today=lambda: runtime.clock().date(), access=access,
+                       workspace_files=runtime.files, workspace_backups=runtime.backups)
 
 
 def read_file(runtime: Runtime, key: str, path: str) -> dict[str, Any]:
@@ -45,24 +45,23 @@ def read_file(runtime: Runtime, key: str, path: str) -> dict[str, Any]:
     ctx = context(runtime, key)
     if not ctx.access.workspace_files:
         raise Refused("this agent has no workspace access (workspaceAccess: \"none\")")
-    target = resolve(ctx.workspace, path)
-    rel = relative(ctx.workspace, target)
+    rel = ctx.files.canonical(path)
     try:
         ctx.access.check_read(rel)
     except ToolError as exc:
         raise Refused(str(exc)) from None
-    if target.is_dir():
-        return {"path": rel, "type": "directory", "entries": entries(target)}
     try:
-        size = target.stat().st_size
-        if size > MAX_READ_BYTES:
-            raise ClawdError(f"{rel} is {size:,} bytes; files up to {MAX_READ_BYTES:,} bytes "
-                             f"are read here")
-        content = text_of(target, rel)
-    except FileNotFoundError:
-        raise NotFound(f"file not found: {rel}") from None
+        stat = ctx.files.stat(rel)
+        if stat is not None and stat.kind == "folder":
+            return {"path": rel, "type": "directory", "entries": ctx.files.entries(rel)}
+        if stat is not None and stat.size > MAX_READ_BYTES:
+            raise ClawdError(f"{rel} is {stat.size:,} bytes; files up to {MAX_READ_BYTES:,} "
+                             f"bytes are read here")
     except OSError as exc:
         raise ClawdError(f"cannot read {rel}: {exc.strerror}") from None
+    content = text_of(ctx.files, rel, rel)
+    if content is None:
+        raise NotFound(f"file not found: {rel}")
     return {"path": rel, "type": "file", "content": content}
 
 
@@ -79,7 +78,7 @@ def write_file(runtime: Runtime, key: str, path: str, content: str, append: bool
         raise Refused(str(exc)) from None
     if runtime.memory is not None:
         runtime.memory.mark_dirty()
-    return {"path": relative(ctx.workspace, resolve(ctx.workspace, path)), "result": said}
+    return {"path": ctx.files.canonical(path), "result": said}
 
 
 def search(runtime: Runtime, key: str, query: str, max_results: int | None
