@@ -46,6 +46,9 @@ def test_the_labelled_set_holds_both_kinds():
     ("- Suggest a 3-day itinerary for Kyoto.", "Suggest a 3-day itinerary for Kyoto.",
      "the user's message copied back"),
     ("# 2026-11-25\n", "", "a heading or an empty line with no note under it"),
+    # seen with Qwen2.5-Coder-1.5B: the fact gone, its name kept
+    ("- Porto", "Hi! I moved to Porto last month.", "a bare word with nothing said about it"),
+    ("2026-11-26 Porto\n- heron", "", "a bare word with nothing said about it"),
 ])
 def test_junk_says_what_it_is(content, said, why):
     assert junk(content, said) == why
@@ -57,6 +60,8 @@ def test_junk_says_what_it_is(content, said, why):
     ("- Ines: arrives May 14\n- Ines: vegan\n- Ines: nurse", ""),  # one label per line
     ("- Meetings at 09:00, 10:00 and 11:00 on Tuesday", ""),  # a schedule
     ("- note 1: FACT-000\n- note 1: FACT-001\n- note 1: FACT-002\n- note 1: FACT-003", ""),
+    ("## Shopping\n- milk\n- eggs", "Add milk and eggs to the shopping list."),  # a list
+    ("- Lisbon 2400", ""),  # two words of its own say something
 ])
 def test_a_terse_or_labelled_note_is_a_note(content, said):
     assert junk(content, said) is None

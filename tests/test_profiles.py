@@ -59,7 +59,7 @@ def test_a_strong_model_pays_no_request_where_a_weak_one_is_asked_again(tmp_path
 
 
 def test_repeated_writes_are_made_again_only_without_the_guard(tmp_path):
-    write = Reply("", [tool("write", path=DAILY, content="- a note", append=True)])
+    write = Reply("", [tool("write", path=DAILY, content="- Ines arrives on May 14", append=True)])
     for profile, results in (("weak", [False, True]), ("strong", [False, False])):
         provider = ScriptedProvider([write, write, "Done."])
         events = list(session_with(tmp_path / profile, provider, profile).run_turn("note it"))
@@ -156,10 +156,57 @@ def test_tool_calls_after_a_request_for_words_stop_the_turn(tmp_path):
 
 
 def test_the_flush_runs_in_the_turns_loop_with_its_own_guards():
-    """The flush's guards: repeated writes, junk notes and the retry for its notes under
-    "weak"; none of the user-facing answer guards; nothing at all under "strong"."""
+    """The flush's guards: calls written as text, repeated writes, junk notes and the retry
+    for its notes under "weak"; none of the user-facing answer guards; nothing at all under
+    "strong"."""
     from datetime import date
 
     weak = PROFILES["weak"].flush_guards([], date(2026, 11, 22), summarised=False)
-    assert weak.names == ["repeated_writes", "junk_notes", "flush_retry"]
+    assert weak.names == ["text_calls", "repeated_writes", "junk_notes", "flush_retry"]
     assert PROFILES["strong"].flush_guards([], date(2026, 11, 22), summarised=False).names == []
+
+
+@pytest.mark.parametrize("spelled", [
+    '{"name": "write", "arguments": {"path": "memory/2026-11-22.md", '
+    '"content": "- My dentist is Dr. Sousa", "append": true}}',
+    '<tool_call>\n{"name": "write", "arguments": {"path": "memory/2026-11-22.md", '
+    '"content": "- My dentist is Dr. Sousa", "append": true}}\n</tool_call>',
+    '```json\n{"name": "write", "arguments": "{\\"path\\": \\"memory/2026-11-22.md\\", '
+    '\\"content\\": \\"- My dentist is Dr. Sousa\\", \\"append\\": true}"}\n```',
+])
+def test_a_call_written_as_text_is_run_under_the_weak_profile_never_shown(tmp_path, spelled):
+    """Seen with Qwen2.5-Coder-1.5B on llama.cpp: after a write, the model's next "answer"
+    was the call again as JSON text, and the user saw the JSON."""
+    text = "Also remember: my dentist is Dr. Sousa."
+    weak = ScriptedProvider([spelled, "Noted: Dr. Sousa is your dentist."])
+    session = session_with(tmp_path / "weak", weak, "weak")
+    events = list(session.run_turn(text))
+    shown = "".join(e.text for e in events if type(e).__name__ == "TextDelta")
+    assert shown == "Noted: Dr. Sousa is your dentist." and "{" not in shown
+    assert [e.name for e in events if isinstance(e, ToolFinished)] == ["write"]
+    daily = session.rt.workspace / DAILY
+    assert "- My dentist is Dr. Sousa" in daily.read_text()
+    strong = ScriptedProvider([spelled])  # a strong model's reply is kept as it wrote it
+    events = list(session_with(tmp_path / "strong", strong, "strong").run_turn(text))
+    assert not [e for e in events if isinstance(e, ToolFinished)]
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "Ines", "age": 3}',  # JSON data, not a call
+    'Here is the call: {"name": "write", "arguments": {"path": "a.md", "content": "x"}}',
+    '{"name": "write", "arguments": {"path": "a.md"}} and then I stopped',
+    '{"name": "write", "arguments": [1, 2]}',
+])
+def test_text_that_is_not_only_calls_stays_text(text):
+    from clawd.guards.steps import text_calls
+    assert text_calls(text) == []
+
+
+def test_several_calls_written_as_text_are_each_taken():
+    from clawd.guards.steps import text_calls
+    calls = text_calls('<tool_call>{"name": "read", "arguments": {"path": "a.md"}}</tool_call>'
+                       '\n<tool_call>{"name": "memory_get", "arguments": {"path": "b.md"}}'
+                       '</tool_call>')
+    assert [(c.name, c.arguments) for c in calls] == [("read", {"path": "a.md"}),
+                                                      ("memory_get", {"path": "b.md"})]
+    assert len({c.id for c in calls}) == 2

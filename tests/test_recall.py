@@ -315,4 +315,7 @@ def test_recall_only_withholds_memory_search_from_a_weak_model(tmp_path, clock, 
     assert ("- `memory_search`" in request.system[0]) is told
     assert "memory_get" in {t.name for t in request.tools}
     assert any(isinstance(e, Recalled) for e in events) is (search == {})
+    # AGENTS.md may still say "run memory_search first": the prompt says recall ran it
+    withheld = "`memory_search` is not available in this conversation" in request.system[0]
+    assert withheld is (not told)
     runtime.memory.close()

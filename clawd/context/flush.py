@@ -28,7 +28,7 @@ from clawd.config import MemoryFlush
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.facts import as_note, facts, is_chatter
 from clawd.context.references import SHORT_MESSAGE, missing, references
-from clawd.context.requests import held
+from clawd.context.requests import content_words, held
 from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
@@ -192,13 +192,17 @@ def without_repeats(text: str) -> str:
 
 
 def _saved(fact: str, notes: list[str]) -> bool:
-    """Whether the lines of ``notes`` hold a fact: every number, identifier and name of it
-    when it has any (the old and the new value of a correction too), else one line with
-    most of its words."""
+    """Whether the lines of ``notes`` hold a fact. A fact with numbers, identifiers or names
+    is held by a line with every one of them (the old and the new value of a correction
+    too) and, when the fact says more than those, a word of the rest: "- Porto" does not
+    hold "I moved to Porto last month", "- Moved to Porto in October" does. A fact without
+    them is held by a line with most of its words."""
     exact, names = references(fact)
-    if exact or names:
-        return not any(missing(fact, "\n".join(notes)))
-    return any(held(fact, [line]) for line in notes)
+    if not (exact or names):
+        return any(held(fact, [line]) for line in notes)
+    said = content_words(fact) - {ref.lower() for ref in exact | names}
+    return any(not any(missing(fact, line)) and (not said or said & content_words(line))
+               for line in notes)
 
 
 def unsaved_words(files: WorkspaceFiles, conversation: list[Message], today: date) -> str:
@@ -249,10 +253,15 @@ def _unwrapped(text: str) -> str:
     return text.lstrip(" \t\r\n`'\"*")
 
 
+_CALL_OPEN = "<tool_call>"  # Qwen's chat template wraps a call in it
+
+
 def _json_start(probe: str) -> bool:
     """Whether unwrapped streamed text may be the start of a JSON object (``{``, or a
-    fence's ``json`` tag before it)."""
-    body = probe.removeprefix("json").lstrip()
+    fence's ``json`` tag or a ``<tool_call>`` tag before it)."""
+    if _CALL_OPEN.startswith(probe):
+        return True
+    body = probe.removeprefix(_CALL_OPEN).lstrip().removeprefix("json").lstrip()
     return "json".startswith(probe) or body == "" or body.startswith("{")
 
 

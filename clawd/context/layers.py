@@ -36,29 +36,36 @@ class Layers:
 
 def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: bool, now: datetime,
                  max_chars: int, read_only: bool, max_tokens: int | None = None,
-                 workspace_files: bool = True, citations: bool = False) -> Layers:
+                 workspace_files: bool = True, citations: bool = False,
+                 recalled: bool = False) -> Layers:
     """Render the system prompt and read the project context files (none without access
     to the workspace; MEMORY.md and the daily logs in private sessions only), together
     within ``max_tokens``, the share of the window they may take, when given.
-    ``citations`` (``memorySearch.citations``) asks replies to name the notes they used."""
+    ``citations`` (``memorySearch.citations``) asks replies to name the notes they used;
+    ``recalled``: automatic recall searches memory for each message in place of the model's
+    own ``memory_search``, which it is not offered, and the prompt says so (AGENTS.md may
+    still tell it to run the tool)."""
     files = read_context_files(workspace, include_memory=private, today=now.date(),
                                max_chars=max_chars) if workspace_files else []
+    search = any(t.name == "memory_search" for t in tools)
+    # the last words before the conversation are what a small model follows best
+    note_to = (daily_log_path(now.date()) if not read_only
+               and any(t.name == "write" for t in tools) else None)
+
+    def project_text(shown: list[ContextFile]) -> str:
+        return render("project_context.md.j2", files=shown, note_to=note_to, search=search,
+                      recalled=recalled)
+
     if max_tokens is not None:
         files = fit_files(files, max_tokens, estimate_text)
-    search = any(t.name == "memory_search" for t in tools)
     system = render("system.md.j2", tools=tools, workspace=workspace.location,
-                    memory_search=search, citations=citations,
+                    memory_search=search, citations=citations, recalled=recalled,
                     read_only=read_only, today=now.date().isoformat(),
                     # the date only: a clock in the system prompt would change the cached
                     # prefix every minute and no request could ever read the prompt cache
                     now=now.strftime("%Y-%m-%d %A"),
                     timezone=now.astimezone().tzname() or "local time")
-    # the last words before the conversation are what a small model follows best
-    note_to = (daily_log_path(now.date()) if not read_only
-               and any(t.name == "write" for t in tools) else None)
-    project = render("project_context.md.j2", files=files, note_to=note_to,
-                     search=search) if files else ""
-    return Layers(system, project, files)
+    return Layers(system, project_text(files) if files else "", files)
 
 
 def summary_message(summary: str) -> Message:

@@ -82,7 +82,7 @@ def to_keep(message: str) -> str:
         return ""
     if len(message) <= SAID_CHARS:
         whole = " ".join(message.split())
-        return whole if _words(whole) else ""  # "Can you remember this?" says nothing
+        return whole if content_words(whole) else ""  # "Can you remember this?" says nothing
     parts = [s.strip() for s in sentences(message)]
     chosen = {i for i, s in enumerate(parts) if s in asked}
     chosen |= {i + 1 for i in chosen if i + 1 < len(parts)}
@@ -122,7 +122,8 @@ def lines_used(request: str, reply: str, path: str, text: str) -> list[str]:
     return kept[:MAX_LINES]
 
 
-def _words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that carry meaning (no stop words, no single letters)."""
     return {w for w in re.findall(r"[\w'’-]+", text.lower()) if w not in STOP_WORDS
             and len(w) > 1}
 
@@ -136,7 +137,7 @@ def held(request: str, written: list[str]) -> bool:
     exact, names = references(request)
     if any(token.lower() not in notes for token in exact | names):
         return False
-    words = _words(request)
+    words = content_words(request)
     if not words:
         return True
     return sum(w in notes for w in words) >= 0.6 * len(words)

@@ -4,10 +4,11 @@ A 1.5B model appended "2026-11-25 00:00:00 2026-11-25 00:00:00 tern hostname ter
 12" to the daily log as a note. ``junk`` tells such a write from a note by its words, with
 no model call: it is junk when it holds nothing under its headings, when half its lines or
 more repeat an earlier line or hold fewer than half new words (not a timestamp, not a word
-the line said before) with a word repeated or fewer than two new ones, or when it is the
-user's message copied back and that message holds no fact (a request or a question; a
-statement written back as it was said is a note). A terse note is still a note:
-"2026-11-25 Lisbon 2400 euros".
+the line said before) with a word repeated or fewer than two new ones, when each line is one
+bare word with no heading over it ("- Porto" for "I moved to Porto last month"), or when it
+is the user's message copied back and that message holds no fact (a request or a question;
+a statement written back as it was said is a note). A terse note is still a note:
+"2026-11-25 Lisbon 2400 euros", and so is a list of single words under a heading.
 
 ``JunkNotes`` (guard ``junk_notes``, weak profile) refuses such a ``write`` or ``edit`` of
 ``memory/YYYY-MM-DD.md`` before it runs: the tool result is an error saying what a note
@@ -46,6 +47,15 @@ def _body(content: str) -> list[str]:
     lines = (_LIST_MARK.sub("", line).strip() for line in content.replace("\\n", "\n")
              .splitlines() if not line.lstrip().startswith("#"))
     return [line for line in lines if line]
+
+
+def _bare(content: str, lines: list[str]) -> bool:
+    """Whether each line is one word of its own at most, with no heading over them ("- Porto"
+    for "I moved to Porto last month"; a list of words under a heading is a list)."""
+    headed = any(line.lstrip().startswith("#") for line in content.replace("\\n", "\n")
+                 .splitlines())
+    return not headed and all(
+        len({t for t in _tokens([line]) if not _TIMESTAMP.match(t)}) <= 1 for line in lines)
 
 
 def _tokens(lines: list[str]) -> list[str]:
@@ -102,7 +112,7 @@ def junk(content: str, said: str = "") -> str | None:
         if (found := _line_junk(tokens)) is not None:
             bad, stamps, repeats = bad + 1, stamps + found[0], repeats + found[1]
     if bad < NEW_SHARE * len(lines):
-        return None
+        return "a bare word with nothing said about it" if _bare(content, lines) else None
     if not stamps and not repeats:
         return "no words"
     return "mostly timestamps" if stamps >= repeats else "the same words over and over"

@@ -27,11 +27,12 @@ from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import Guard, Guards
 from clawd.guards.flush import FlushRetry
 from clawd.guards.notes import JunkNotes
-from clawd.guards.steps import Looping, RepeatedWrites, StrayText
+from clawd.guards.steps import Looping, RepeatedWrites, StrayText, TextCalls
 
 # the guards of a model step, in the order they are asked
 STEP_GUARDS: dict[str, type[Guard]] = {
-    "looping": Looping, "stray_text": StrayText, "repeated_writes": RepeatedWrites,
+    "looping": Looping, "text_calls": TextCalls, "stray_text": StrayText,
+    "repeated_writes": RepeatedWrites,
     "blank": BlankAnswer, "echo": EchoAnswer, "note_claim": UnkeptNote,
     "junk_notes": JunkNotes,
 }
@@ -61,11 +62,14 @@ class Profile:
 
     def flush_guards(self, conversation: list[Message], today: date, *,
                      summarised: bool) -> Guards:
-        """Fresh guards for one memory flush over ``conversation``: repeated writes are not
-        made again, junk notes are refused (``JunkNotes``), and a bare "Done" or silence is
-        asked once for the notes (``FlushRetry``). The answers of a flush are never shown,
-        so the blank, echo and claim guards stay out."""
-        guards: list[Guard] = [RepeatedWrites()] if self.has("repeated_writes") else []
+        """Fresh guards for one memory flush over ``conversation``: a call written as text is
+        taken as that call (``TextCalls``), repeated writes are not made again, junk notes
+        are refused (``JunkNotes``), and a bare "Done" or silence is asked once for the
+        notes (``FlushRetry``). The answers of a flush are never shown, so the blank, echo
+        and claim guards stay out."""
+        guards: list[Guard] = [TextCalls()] if self.has("text_calls") else []
+        if self.has("repeated_writes"):
+            guards.append(RepeatedWrites())
         if self.has("junk_notes"):
             guards.append(JunkNotes())
         if self.has("flush_retry"):

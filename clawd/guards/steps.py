@@ -2,6 +2,9 @@
 
 - ``Looping``: a reply whose end is one stretch repeated over and over is stopped and kept
   with the stretch once (``loops.LoopGuard``).
+- ``TextCalls``: a reply that is nothing but a tool call written as text (``{"name":
+  "write", "arguments": {...}}``, fenced or between ``<tool_call>`` tags, because the
+  server did not read it as a call) is taken as the call it spells, never shown as JSON.
 - ``StrayText``: text a model copied beside a tool call (a lone ``{``, the call's own
   arguments as JSON) and ``<tool_response>``/``<tools>`` tags echoed from its chat template
   are not kept, so the history does not teach them (``replytext``).
@@ -14,12 +17,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 from clawd.context.access import WRITE_TOOLS
-from clawd.core.messages import Message, Part, TextPart
+from clawd.core.messages import Message, Part, TextPart, ToolCall, new_id
 from clawd.guards.base import Guard, TurnView
 from clawd.guards.loops import LoopGuard
-from clawd.guards.replytext import is_stray, without_echoed_tags
+from clawd.guards.replytext import is_stray, unfenced, without_echoed_tags
 
 Calls = list[tuple[str, str]]  # (name, arguments as sorted JSON) of one step's tool calls
 
@@ -53,6 +57,49 @@ class Looping(Guard):
 
     def looping(self, parts: list[str]) -> str | None:
         return self._watch.cut(parts) if self._watch.looping(parts) else None
+
+
+_CALL_TAG = re.compile(r"</?tool_call>")
+
+
+def text_calls(text: str) -> list[ToolCall]:
+    """The tool calls ``text`` spells and nothing else: one JSON object (fenced or between
+    ``<tool_call>`` tags), or several, each ``{"name": str, "arguments": {...}}``; ``[]``
+    for anything else (an answer that is JSON data, a call among words)."""
+    body = unfenced(_CALL_TAG.sub("\n", text).strip())
+    if not body.startswith("{"):
+        return []
+    found, decoder, at = [], json.JSONDecoder(), 0
+    while at < len(body):
+        try:
+            value, end = decoder.raw_decode(body, at)
+        except ValueError:
+            return []
+        name = value.get("name") if isinstance(value, dict) else None
+        arguments = value.get("arguments", {}) if isinstance(value, dict) else None
+        if isinstance(arguments, str):  # the arguments as a JSON string, as the wire has them
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                return []
+        if not isinstance(name, str) or not isinstance(arguments, dict) \
+                or set(value) - {"name", "arguments"}:
+            return []
+        found.append(ToolCall(f"text-{new_id()}", name, arguments))
+        at = end
+        while at < len(body) and body[at] in " \t\r\n,":
+            at += 1
+    return found
+
+
+class TextCalls(Guard):
+    name = "text_calls"
+
+    def clean(self, reply: Message) -> Message:
+        if reply.tool_calls or not (calls := text_calls(reply.text)):
+            return reply
+        reply.content = list(calls)
+        return reply
 
 
 class StrayText(Guard):

@@ -110,7 +110,8 @@ class Runtime:
             private=access.private, workspace_files=access.workspace_files, now=self.clock(),
             max_chars=self.settings.bootstrap_max_chars,
             read_only=self.settings.workspace_access != "rw", max_tokens=budget.files,
-            citations=self.settings.memory_search.citations)
+            citations=self.settings.memory_search.citations,
+            recalled="memory_search" in withheld)
 
     def check_window(self, access: Access, model: ModelHandle) -> None:
         """Refuse, in one line, a model whose window cannot hold the fixed layers (system

@@ -35,7 +35,8 @@ SEARCH_DESCRIPTION = (
     "todos. Returns snippets with path and line range; read more with memory_get.")
 GET_DESCRIPTION = (
     "Read lines of a memory file (MEMORY.md, memory/**/*.md, or a configured extra path), "
-    "e.g. around a memory_search hit. 'from' is the 1-based first line, 'lines' how many.")
+    "e.g. around lines a note or search result names. 'from' is the 1-based first line, "
+    "'lines' how many.")
 
 
 def _refuse(path: str) -> ToolError:
