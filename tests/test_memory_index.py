@@ -66,6 +66,29 @@ def test_sync_then_search_returns_the_spec_shape(ws, tmp_path):
     index.close()
 
 
+def test_the_templates_own_lines_are_no_memory(tmp_path):
+    """A fresh MEMORY.md's "- (preferences, habits, how they like to work)" matched a question
+    about preferences at 0.36; the template as laid down is not indexed, what you add is."""
+    from clawd.workspace.init import template_files
+
+    template = dict(template_files())
+    root = tmp_path / "ws"
+    write(root, "MEMORY.md", template["MEMORY.md"].read_text())
+    daily = template["templates/daily.md"].read_text().replace("# YYYY-MM-DD", "# 2026-11-20", 1)
+    write(root, "memory/2026-11-20.md", daily)
+    index = make(root, tmp_path)
+    index.sync()
+    query = "preferences habits how they like to work decisions where to pick up"
+    assert index.search(query, min_score=0.0)["results"] == []
+    write(root, "MEMORY.md", template["MEMORY.md"].read_text().replace(
+        "- (preferences, habits, how they like to work)", "- Prefers tabs over spaces"))
+    write(root, "memory/2026-11-20.md", daily + "- 09:10 — the deploy moved to Thursdays\n")
+    index.sync()
+    assert {r["path"] for r in index.search("tabs deploy Thursdays", min_score=0.0)[
+        "results"]} == {"MEMORY.md", "memory/2026-11-20.md"}
+    index.close()
+
+
 def test_exact_tokens_and_limits(ws, tmp_path):
     index = make(ws, tmp_path)
     index.sync()

@@ -29,9 +29,9 @@ from typing import Any
 import apsw
 
 from clawd.memory.base import Embedder
-from clawd.memory.chunker import Chunk, chunk_text
+from clawd.memory.chunker import Chunk
 from clawd.memory.parts import segment_chunks
-from clawd.memory.plan import text_hash
+from clawd.memory.plan import own_chunks, text_hash
 from clawd.memory.sources import NotText, decode_text
 from clawd.memory.store import ChunkRow, Store
 
@@ -87,7 +87,7 @@ def _levels(index: Any, rows: list[ChunkRow]) -> dict[tuple[str, int, int], tupl
             text = decode_text((index.workspace / path).read_bytes())
         except (OSError, NotText):
             continue
-        for chunk in chunk_text(text, cfg.tokens, cfg.overlap):
+        for chunk in own_chunks(text, cfg.tokens, cfg.overlap):
             out[(path, chunk.start_line, chunk.end_line)] = chunk.levels
     return out
 

@@ -19,6 +19,7 @@ example of a local server, for the next step ``clawd init`` prints.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -323,3 +324,16 @@ def _write_new(action: Action) -> bool:
         action.path.unlink(missing_ok=True)
         raise
     return True
+
+
+@functools.cache
+def template_lines() -> frozenset[str]:
+    """The lines of the notes' templates (MEMORY.md and ``templates/*.md``) that say nothing
+    of the user's own: neither headings nor blank, stripped. A note made of these alone is
+    the template as it was laid down."""
+    lines: set[str] = set()
+    for rel, resource in template_files():
+        if rel == "MEMORY.md" or rel.startswith("templates/"):
+            lines.update(line.strip() for line in resource.read_text(encoding="utf-8")
+                         .splitlines() if line.strip() and not line.lstrip().startswith("#"))
+    return frozenset(lines)
