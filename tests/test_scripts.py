@@ -30,6 +30,8 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
     ("bench_fact_selection.py", [], "held-out"),
     ("bench_junk_notes.py", [], "notes let through"),
     ("bench_time_in_search.py", ["--skip-locomo"], "lost if after"),
+    ("bench_memory_weeks.py", ["--facts", "3", "--variants", "plain,consolidation"],
+     "ORACLE"),
 ])
 def test_a_benchmark_runs(tmp_path, script, args, expected):
     done = subprocess.run([sys.executable, str(SCRIPTS / script), *args], cwd=tmp_path,
