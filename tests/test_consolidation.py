@@ -69,6 +69,37 @@ def test_a_fact_must_come_from_the_line_it_cites():
     assert "not what memory/2026-11-20.md#L3 says" in refused[0]
 
 
+def test_a_fact_must_share_what_it_says_with_its_line_and_its_bullet():
+    """Seen with a 1.5B model: "The garden designer sent three patio layouts" cited as
+    from "Gareth fixed the leaking tap" (they share only "the"), and put in place of
+    "Parking space B14"."""
+    sources = source_lines({"memory/2026-03-20.md": "# 2026-03-20\n\n- Gareth fixed the "
+                            "leaking tap in the kitchen\n- The garden designer sent three "
+                            "patio layouts\n"})
+    memory = "## Facts and references\n\n- Parking space B14 (memory/2026-03-02.md#L3)\n"
+    ops = [Op("add", "Facts", "The garden designer sent three patio layouts", "S1"),
+           Op("replace", "M1", "The garden designer sent three patio layouts", "S2"),
+           Op("add", "Facts", "Gareth fixed the kitchen tap", "S1")]
+    kept, refused = check(ops, sources, memory)
+    assert kept == ops[2:] and len(refused) == 2
+    assert "not what memory/2026-03-20.md#L3 says" in refused[0]
+    assert "not about M1, the bullet it would replace" in refused[1]
+
+
+def test_a_possessive_names_the_same_subject():
+    sources = source_lines({"memory/2026-03-23.md": "# 2026-03-23\n\n- Noor moved: her new "
+                            "address is 5 Harbour View, Whitby\n"})
+    memory = "## People\n\n- My sister Noor lives at 22 Birch Lane, Harrogate\n"
+    op = Op("replace", "M1", "Noor's new address is 5 Harbour View, Whitby", "S1")
+    assert check([op], sources, memory) == ([op], [])
+
+
+def test_replaced_bullets_are_history_never_offered_again():
+    memory = ("## Facts and references\n\n- Server: heron\n\n## Replaced\n\n"
+              "- Server: tern — replaced on 2026-11-21 by: Server: heron\n")
+    assert list(bullets(memory)) == ["M1"]
+
+
 def test_apply_adds_under_its_heading_merges_duplicates_and_replaces_visibly():
     sources = source_lines(NOTES)
     memory = TEMPLATE.replace("- (accounts, addresses, identifiers, paths that keep coming "
@@ -162,13 +193,13 @@ def test_a_bad_answer_changes_nothing(tmp_path, answer):
 
 
 def test_a_line_written_by_hand_is_never_lost(tmp_path):
-    memory = "# MEMORY.md\n\n## About the user\n\n- Prefers tabs over spaces\n"
+    memory = "# MEMORY.md\n\n## Facts\n\n- Home server: tern, in the hall cupboard\n"
     answer = "REPLACE M1 | The home server is called heron | S4\n"
     rt, provider = runtime_with(tmp_path, answer, memory=memory)
     consolidate(rt, provider)
     text = (rt.workspace / "MEMORY.md").read_text()
-    assert "Prefers tabs over spaces" in text  # moved to ## Replaced, word for word
-    assert text.index("## Replaced") < text.index("Prefers tabs over spaces")
+    assert "Home server: tern, in the hall cupboard" in text  # in ## Replaced, word for word
+    assert text.index("## Replaced") < text.index("Home server: tern, in the hall cupboard")
 
 
 def test_nothing_to_consolidate_says_so(tmp_path):

@@ -89,6 +89,22 @@ def test_the_templates_own_lines_are_no_memory(tmp_path):
     index.close()
 
 
+def test_values_consolidation_replaced_are_not_found(tmp_path):
+    """The stand-in of scripts/bench_memory_weeks.py answered a stale date: the first
+    result was MEMORY.md's ## Replaced section, which keeps older values as a record."""
+    root = tmp_path / "ws"
+    write(root, "MEMORY.md", "# Memory\n\n## Facts and references\n\n- Recital on 2026-04-18\n"
+                             "\n## Replaced\n\n- Recital on 2026-03-21 — replaced on "
+                             "2026-03-10 by: Recital on 2026-04-18\n\n## Lessons\n\n"
+                             "- Book the recital hall early\n")
+    index = make(root, tmp_path)
+    index.sync()
+    found = index.search("recital 2026-03-21 hall", min_score=0.0)["results"]
+    assert found and all("2026-03-21" not in r["snippet"] for r in found)
+    assert any("Book the recital hall early" in r["snippet"] for r in found)  # after it
+    index.close()
+
+
 def test_exact_tokens_and_limits(ws, tmp_path):
     index = make(ws, tmp_path)
     index.sync()

@@ -26,12 +26,12 @@ from datetime import date
 
 from clawd.context.flush import FACT_CHARS
 from clawd.context.references import references
-from clawd.context.requests import held
-from clawd.workspace.files import MEMORY_DIR
+from clawd.context.requests import content_words, held
+from clawd.workspace.files import MEMORY_DIR, REPLACED_SECTION, without_replaced
 
 SECTIONS = ("About the user", "People", "Projects", "Decisions", "Facts and references",
             "Lessons", "Open threads")
-REPLACED = "Replaced"
+REPLACED = REPLACED_SECTION
 DEFAULT_SECTION = "Facts and references"
 _BULLET = re.compile(r"^\s*[-*+]\s+\S")
 _PROVENANCE_TAIL = re.compile(rf"\s*\({MEMORY_DIR}/[^()]+#L\d+(?:-\d+)?\)\s*$")
@@ -87,8 +87,9 @@ def source_lines(notes: dict[str, str]) -> list[Source]:
 
 
 def bullets(memory: str) -> dict[str, int]:
-    """MEMORY.md's bullets as the model is shown them: ``M<n>`` -> their line index."""
-    lines = memory.splitlines()
+    """MEMORY.md's bullets as the model is shown them: ``M<n>`` -> their line index (those
+    of ``## Replaced`` are history, never shown to be replaced again)."""
+    lines = without_replaced(memory).splitlines()
     ids = [i for i, line in enumerate(lines) if _BULLET.match(line) and not
            _PLACEHOLDER.match(line)]
     return {f"M{n}": i for n, i in enumerate(ids, 1)}
@@ -110,17 +111,28 @@ def parse(answer: str) -> list[Op] | None:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
+    """The words that carry meaning ("the" is no evidence that two lines say the same), a
+    possessive read as its name ("Noor's" as "noor")."""
+    return {re.sub(r"['’]s$", "", word) for word in content_words(text)}
 
 
 def from_source(fact: str, source: Source) -> bool:
     """Whether ``fact`` comes from ``source``: its numbers, identifiers and names are on
-    that line and it shares a word with it (a small model must not invent)."""
+    that line, and so are at least half of its other words (a small model must not invent:
+    one cited "Gareth fixed the leaking tap" for a fact about patio layouts)."""
     exact, names = references(fact)
     low = source.text.lower()
     if any(token.lower() not in low for token in exact | names):
         return False
-    return bool(_words(fact) & _words(source.text))
+    said = _words(fact)
+    shared = said & _words(source.text)
+    return bool(shared) and len(shared) >= 0.5 * len(said)
+
+
+def same_subject(fact: str, bullet: str) -> bool:
+    """Whether ``fact`` may replace ``bullet``: they share a word that carries meaning or a
+    name (a small model replaced "parking space B14" with a fact about patio layouts)."""
+    return bool(_words(fact) & _words(_PROVENANCE_TAIL.sub("", bullet)))
 
 
 def section_of(name: str) -> str:
@@ -150,6 +162,9 @@ def check(ops: list[Op], sources: list[Source], memory: str) -> tuple[list[Op], 
         elif op.kind == "replace" and _words(op.fact) <= _words(
                 _PROVENANCE_TAIL.sub("", lines[marks[op.target.upper()]])):
             refused.append(f"{op.fact!r}: the same as the bullet it would replace")
+        elif op.kind == "replace" and not same_subject(op.fact,
+                                                       lines[marks[op.target.upper()]]):
+            refused.append(f"{op.fact!r}: not about {op.target}, the bullet it would replace")
         else:
             kept.append(Op(op.kind, op.target.upper() if op.kind == "replace" else op.target,
                            op.fact, op.source))

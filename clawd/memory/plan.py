@@ -25,6 +25,7 @@ from clawd.config import MemorySearch
 from clawd.memory.chunker import Chunk, chunk_text
 from clawd.memory.sources import NotText, all_sources, read_source
 from clawd.memory.target import Target
+from clawd.workspace.files import MEMORY_FILE, without_replaced
 from clawd.workspace.init import template_lines
 
 log = logging.getLogger(__name__)
@@ -38,14 +39,18 @@ def text_hash(text: str) -> str:
 
 def chunking_signature(settings: MemorySearch) -> str:
     cfg = settings.chunking
-    return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 4})
+    return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 5})
 
 
-def own_chunks(text: str, tokens: int, overlap: int) -> list[Chunk]:
-    """A note's chunks, without those that hold nothing but headings and the lines of
-    clawd's own templates (a fresh MEMORY.md's "- (preferences, habits, how they like to
-    work)" is no memory, and it matched questions about preferences)."""
+def own_chunks(key: str, text: str, tokens: int, overlap: int) -> list[Chunk]:
+    """The chunks of the note ``key``, without those that hold nothing but headings and the
+    lines of clawd's own templates (a fresh MEMORY.md's "- (preferences, habits, how they
+    like to work)" is no memory, and it matched questions about preferences), and without
+    MEMORY.md's ``## Replaced`` section (older values consolidation replaced: found first,
+    they were given as current)."""
     template = template_lines()
+    if key == MEMORY_FILE:
+        text = without_replaced(text)
     return [chunk for chunk in chunk_text(text, tokens, overlap)
             if any(line.strip() not in template for line in chunk.text.splitlines()
                    if line.strip() and not line.lstrip().startswith("#"))]
@@ -119,7 +124,7 @@ def make_plan(target: Target, embedding: str | None, force: bool = False) -> Pla
             touched.append((source, digest, stat))
             continue
         cfg = target.settings.chunking
-        chunks = own_chunks(text, cfg.tokens, cfg.overlap)
+        chunks = own_chunks(source.key, text, cfg.tokens, cfg.overlap)
         changed.append((source, digest, stat, chunks))
     keys = {s.key for s in sources} - set(skipped)
     removed = [key for key in known if key not in keys]

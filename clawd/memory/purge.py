@@ -87,7 +87,7 @@ def _levels(index: Any, rows: list[ChunkRow]) -> dict[tuple[str, int, int], tupl
             text = decode_text((index.workspace / path).read_bytes())
         except (OSError, NotText):
             continue
-        for chunk in own_chunks(text, cfg.tokens, cfg.overlap):
+        for chunk in own_chunks(path, text, cfg.tokens, cfg.overlap):
             out[(path, chunk.start_line, chunk.end_line)] = chunk.levels
     return out
 

@@ -24,6 +24,9 @@ from clawd.workspace.interface import WorkspaceFiles
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
 MEMORY_FILE = "MEMORY.md"
 MEMORY_DIR = "memory"
+# the section of MEMORY.md that keeps the bullets consolidation replaced, with what replaced
+# them: a record for you, not a memory (never indexed, never shown to be replaced again)
+REPLACED_SECTION = "Replaced"
 DAILY_LOG_RE = re.compile(r"^memory/\d{4}-\d{2}-\d{2}\.md$")
 
 
@@ -175,3 +178,16 @@ def fit_files(files: list[ContextFile], budget: int,
             text, cut = truncate(out[i].text, max(chars, 200), files[i].name)
             out[i] = replace(out[i], text=text, truncated=out[i].truncated or cut)
     return out
+
+
+def without_replaced(text: str) -> str:
+    """MEMORY.md's text with the lines of its ``## Replaced`` section blanked (the line
+    numbers of the rest unchanged)."""
+    out, inside = [], False
+    for line in text.split("\n"):
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            if level <= 2:
+                inside = level == 2 and line.lstrip("#").strip() == REPLACED_SECTION
+        out.append("" if inside else line)
+    return "\n".join(out)
