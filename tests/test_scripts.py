@@ -25,6 +25,8 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
     ("bench_consolidation.py", ["--help"], "--samples"),
     ("bench_empty_search.py", ["--help"], "--rescore"),
     ("bench_paraphrases.py", [], "found@1 / found@5"),
+    ("bench_paraphrases.py", ["--sets", "fresh", "--variants", "after"], "above off"),
+    ("bench_calibration.py", ["--help"], "--match"),
     ("bench_gateway.py", ["--turns", "3", "--clients", "3", "--sessions", "2", "--rounds", "2"],
      "0 lost, 0 doubled"),
     ("bench_fact_selection.py", [], "held-out"),
@@ -38,3 +40,26 @@ def test_a_benchmark_runs(tmp_path, script, args, expected):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert expected in done.stdout
+
+
+def test_the_measurement_adapter_gives_each_part_its_text_back():
+    """``bench_embedders.SurfaceIds`` cuts parts by WordPiece counts, as the local model
+    does, and rebuilds each part's text (case and punctuation kept) for another engine."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import bench_embedders
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    from clawd.memory.chunker import chunk_text
+    from clawd.memory.parts import segment_chunks
+
+    surfaces = bench_embedders.SurfaceIds()
+    text = ("# 2026-04-01\n\n## Home office\n- Switched my editor to Vim keybindings.\n"
+            "- The monitor arm wobbles; ordered a sturdier clamp.\n\n## Garden\n"
+            "- Planted garlic cloves along the fence, 10 cm apart.\n")
+    parts = [surfaces.text_of(part.ids)
+             for chunk in segment_chunks(chunk_text(text), 96, surfaces.tokenize)
+             for part in chunk]
+    assert parts == ["2026-04-01 > Home office - Switched my editor to Vim keybindings. - The "
+                     "monitor arm wobbles; ordered a sturdier clamp.",
+                     "2026-04-01 > Garden - Planted garlic cloves along the fence, 10 cm apart."]
