@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,6 +28,78 @@ def isolated_home(tmp_path, monkeypatch):
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     return home
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """Collection makes and drops millions of small objects (the rewritten test modules'
+    syntax trees): the garbage collector runs less often meanwhile. Once the tests are
+    collected, what is there (the imported modules, the test items) is frozen out of the
+    collector's way, so a full collection, and every test's ``gc.collect()``, walks only
+    what the tests made since, not a few hundred thousand long-lived objects."""
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(10_000, *thresholds[1:])
+    try:
+        return (yield)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.freeze()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_fsync():
+    """``os.fsync`` only checks its file descriptor: no test can tell whether a write reached
+    the disk (that takes a power cut), and the session store's fsync of every update cost
+    several milliseconds each, thousands of times a run. The writes themselves, the
+    temporary files and the renames into place are all as in use."""
+    def check_only(fd):
+        os.fstat(fd if isinstance(fd, int) else fd.fileno())
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", check_only)
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_onnx_session_per_model():
+    """The local embedding model's onnxruntime session is created once a run, not once a
+    ``LocalEmbedder`` (about 0.35 s each, and dozens of tests open an index on it).
+
+    ``LocalEmbedder._load`` still runs in full for every embedder (the SHA-256 checks, the
+    tokenizers, the errors a bad file gives); only ``onnxruntime.InferenceSession`` hands
+    back the session already made for the same file (path, size, mtime), threads and
+    providers. A session is read-only at inference and safe to run from several threads.
+    onnxruntime is imported at the first load, never here."""
+    from clawd.memory import local
+
+    sessions: dict[tuple, object] = {}
+    real: dict[str, Callable] = {}
+    real_load = local.LocalEmbedder._load
+
+    def shared(model, options=None, providers=None, **kwargs):
+        try:
+            stat = Path(model).stat()
+        except (OSError, TypeError):
+            return real["session"](model, options, providers=providers, **kwargs)
+        key = (str(model), stat.st_size, stat.st_mtime_ns,
+               getattr(options, "intra_op_num_threads", None), tuple(providers or ()),
+               tuple(sorted(kwargs)))
+        if key not in sessions:
+            sessions[key] = real["session"](model, options, providers=providers, **kwargs)
+        return sessions[key]
+
+    def load(self):
+        if self._session is None and not real:
+            import onnxruntime
+
+            real["session"] = onnxruntime.InferenceSession
+            patch.setattr(onnxruntime, "InferenceSession", shared)
+        real_load(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(local.LocalEmbedder, "_load", load)
+        yield
 
 
 class Clock:

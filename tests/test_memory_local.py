@@ -72,6 +72,7 @@ def test_segments_are_embedded_from_their_token_ids_as_from_their_text(local):
     assert np.allclose(np.stack(by_ids), np.stack(by_text), atol=1e-5)
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_importing_memory_loads_no_model_or_sdk():
     code = ("import sys, clawd.memory, clawd.memory.index, clawd.memory.local, "
             "clawd.memory.embeddings, clawd.tools.memory\n"

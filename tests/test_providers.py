@@ -451,6 +451,7 @@ def test_parse_arguments(raw, expected):
     assert common.parse_arguments(raw) == expected
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_adapters_do_not_import_the_sdks_at_module_import():
     code = ("import sys, clawd.providers.anthropic, clawd.providers.openai, "
             "clawd.providers.registry; "

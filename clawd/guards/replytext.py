@@ -62,4 +62,8 @@ def is_echo(reply: str, message: str) -> bool:
     said, heard = _plain(reply), _plain(message)
     if not said or heard.count(" ") + 1 < ECHO_WORDS:
         return False
-    return SequenceMatcher(None, said, heard, autojunk=False).ratio() >= 0.9
+    matcher = SequenceMatcher(None, said, heard, autojunk=False)
+    # the two quick ratios are upper bounds of ratio(): most replies fail them at once,
+    # without the full comparison
+    return (matcher.real_quick_ratio() >= 0.9 and matcher.quick_ratio() >= 0.9
+            and matcher.ratio() >= 0.9)
