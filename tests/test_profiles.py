@@ -162,7 +162,8 @@ def test_the_flush_runs_in_the_turns_loop_with_its_own_guards():
     from datetime import date
 
     weak = PROFILES["weak"].flush_guards([], date(2026, 11, 22), summarised=False)
-    assert weak.names == ["text_calls", "repeated_writes", "junk_notes", "flush_retry"]
+    assert weak.names == ["text_calls", "repeated_writes", "repeated_reads", "junk_notes",
+                          "flush_retry"]
     assert PROFILES["strong"].flush_guards([], date(2026, 11, 22), summarised=False).names == []
 
 
@@ -210,3 +211,38 @@ def test_several_calls_written_as_text_are_each_taken():
     assert [(c.name, c.arguments) for c in calls] == [("read", {"path": "a.md"}),
                                                       ("memory_get", {"path": "b.md"})]
     assert len({c.id for c in calls}) == 2
+
+
+def test_a_read_already_made_in_the_turn_is_not_made_again_under_the_weak_profile(tmp_path):
+    """Seen with Qwen2.5-Coder-1.5B: read and memory_get of the same five lines, turn about,
+    then the same read 40 times; the turn ended with nothing shown."""
+    read = Reply("", [tool("read", path="notes.md", offset=1, limit=5)])
+    other = Reply("", [tool("read", path="memory/2026-11-20.md")])
+    for profile, errors in (("weak", [False, False, True]), ("strong", [False, False, False])):
+        provider = ScriptedProvider([read, other, read, "Your space is C07."])
+        session = session_with(tmp_path / profile, provider, profile)
+        (session.rt.workspace / "notes.md").write_text("- Parking space: C07\n")
+        (session.rt.workspace / "memory" / "2026-11-20.md").write_text("- Parking: C07\n")
+        events = list(session.run_turn("What is my parking space?"))
+        finished = [e for e in events if isinstance(e, ToolFinished)]
+        assert [e.is_error for e in finished] == errors, profile
+        if profile == "weak":
+            assert "not run again" in finished[-1].text
+            assert provider.requests[-1].tool_choice == "none"  # the answer, in words
+        assert "".join(e.text for e in events if type(e).__name__ == "TextDelta") == \
+            "Your space is C07."
+
+
+def test_a_read_after_a_write_may_be_made_again():
+    from clawd.guards.base import TurnView
+    from clawd.guards.steps import RepeatedReads
+
+    guard, turn = RepeatedReads(), TurnView(text="")
+    read = tool("read", path="memory/2026-11-22.md")
+    assert guard.refuse(read, turn) is None
+    assert guard.refuse(tool("exec", command="ls"), turn) is None
+    assert guard.refuse(tool("exec", command="ls"), turn) is None  # polling is fine
+    assert guard.refuse(read, turn).final
+    assert guard.refuse(tool("write", path=DAILY, content="- x y", append=True), turn) is None
+    assert guard.refuse(read, turn) is None  # the file may have changed
+    assert guard.refuse(read, TurnView(text="")) is None  # a new turn

@@ -27,12 +27,12 @@ from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import Guard, Guards
 from clawd.guards.flush import FlushRetry
 from clawd.guards.notes import JunkNotes
-from clawd.guards.steps import Looping, RepeatedWrites, StrayText, TextCalls
+from clawd.guards.steps import Looping, RepeatedReads, RepeatedWrites, StrayText, TextCalls
 
 # the guards of a model step, in the order they are asked
 STEP_GUARDS: dict[str, type[Guard]] = {
     "looping": Looping, "text_calls": TextCalls, "stray_text": StrayText,
-    "repeated_writes": RepeatedWrites,
+    "repeated_writes": RepeatedWrites, "repeated_reads": RepeatedReads,
     "blank": BlankAnswer, "echo": EchoAnswer, "note_claim": UnkeptNote,
     "junk_notes": JunkNotes,
 }
@@ -63,13 +63,15 @@ class Profile:
     def flush_guards(self, conversation: list[Message], today: date, *,
                      summarised: bool) -> Guards:
         """Fresh guards for one memory flush over ``conversation``: a call written as text is
-        taken as that call (``TextCalls``), repeated writes are not made again, junk notes
-        are refused (``JunkNotes``), and a bare "Done" or silence is asked once for the
-        notes (``FlushRetry``). The answers of a flush are never shown, so the blank, echo
-        and claim guards stay out."""
+        taken as that call (``TextCalls``), repeated writes and reads are not made again,
+        junk notes are refused (``JunkNotes``), and a bare "Done" or silence is asked once
+        for the notes (``FlushRetry``). The answers of a flush are never shown, so the
+        blank, echo and claim guards stay out."""
         guards: list[Guard] = [TextCalls()] if self.has("text_calls") else []
         if self.has("repeated_writes"):
             guards.append(RepeatedWrites())
+        if self.has("repeated_reads"):
+            guards.append(RepeatedReads())
         if self.has("junk_notes"):
             guards.append(JunkNotes())
         if self.has("flush_retry"):

@@ -12,6 +12,10 @@
   the same note 17 times) are answered without being made again, and the next answer must
   come in words. Calls are compared without surrounding whitespace and with escaped line
   breaks read as line breaks (``calls_of``).
+- ``RepeatedReads``: a ``read``, ``memory_get`` or ``memory_search`` the same as one that
+  already ran in the turn, with no file change since, is answered without running, and the
+  next answer must come in words (a small model read the same five lines 40 times, then the
+  turn ended with nothing shown). Other calls may repeat: polling a command with ``exec``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import re
 
 from clawd.context.access import WRITE_TOOLS
 from clawd.core.messages import Message, Part, TextPart, ToolCall, new_id
-from clawd.guards.base import Guard, TurnView
+from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.guards.loops import LoopGuard
 from clawd.guards.replytext import is_stray, unfenced, without_echoed_tags
 
@@ -125,3 +129,29 @@ class RepeatedWrites(Guard):
 
     def repeats(self, reply: Message, turn: TurnView) -> bool:
         return repeats_writes(calls_of(reply), turn.last_calls)
+
+
+READ_TOOLS = frozenset({"read", "memory_get", "memory_search"})  # same call, same result
+
+
+class RepeatedReads(Guard):
+    name = "repeated_reads"
+
+    def __init__(self) -> None:
+        self._turn: TurnView | None = None
+        self._seen: set[tuple[str, str]] = set()  # read calls of the turn since a change
+
+    def refuse(self, call: ToolCall, turn: TurnView) -> Refusal | None:
+        if turn is not self._turn:  # a new turn
+            self._turn, self._seen = turn, set()
+        if call.name in WRITE_TOOLS:
+            self._seen.clear()  # what a read returns may differ after it
+            return None
+        if call.name not in READ_TOOLS:
+            return None
+        key = calls_of(Message.assistant("", [call]))[0]
+        if key in self._seen:
+            return Refusal("not run again: this same call already ran in this turn and its "
+                           "result is above; answer the user now from it", final=True)
+        self._seen.add(key)
+        return None
