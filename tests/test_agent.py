@@ -92,7 +92,8 @@ def test_exec_is_refused_in_scripts_unless_allowed(tmp_path):
 
 
 def test_step_cap_stops_a_runaway_tool_loop(tmp_path):
-    provider = ScriptedProvider(default=Reply("", [tool("read", path="AGENTS.md")]))
+    provider = ScriptedProvider(default=lambda request: Reply("", [  # a new read each step
+        tool("read", path="AGENTS.md", offset=len(request.messages))]))
     session = Session(make_runtime(tmp_path, provider, settings={"maxSteps": 3}), KEY)
     events = list(session.run_turn("loop"))
     assert len(provider.requests) == 3
