@@ -40,6 +40,8 @@ Two models:
   consolidation + decay variant gets a copy of the consolidation variant's MEMORY.md (one
   consolidation run per model; the two differ only in decay). ``--samples N`` asks each
   question N times (the server samples). One request at a time (llama.cpp has one slot).
+  ``--oracle-consolidation`` has the oracle consolidate for the real model too, so the
+  model's answers are measured over a MEMORY.md kept as a perfect consolidator keeps it.
 
     python scripts/bench_memory_weeks.py                     # stand-in only, about a minute
     CTX=8192 ../shared/tools/local-llm/serve.sh start qwen-1.5b
@@ -255,13 +257,16 @@ def runtime_for(home: Path, model: Model, decay: bool, half_life: float,
 
 
 def build(rt, data: dict, consolidating: bool, log: list[dict],
-          copy_from: Path | None = None) -> dict[str, int]:
-    """The notes day by day, each followed by the day's consolidation when asked for."""
+          copy_from: Path | None = None, oracle: bool = False) -> dict[str, int]:
+    """The notes day by day, each followed by the day's consolidation when asked for (by
+    the oracle with ``oracle``)."""
     from clawd.loop import consolidate as running
     from clawd.loop.consolidate import STATE_FILE, consolidate, last_run, refusal
+    from clawd.providers.scripted import ScriptedProvider
 
     handle = rt.models(rt.settings.model)
-    provider = handle.connect()
+    provider = (ScriptedProvider(default=StandIn(data["facts"])) if oracle
+                else handle.connect())
     totals = {"runs": 0, "added": 0, "replaced": 0, "merged": 0, "refused": 0}
     asking = running.ask
 
@@ -292,7 +297,9 @@ def build(rt, data: dict, consolidating: bool, log: list[dict],
         running.ask = asking
     if copy_from is not None:  # the consolidation variant's result, for decay on top of it
         shutil.copyfile(copy_from / "workspace" / "MEMORY.md", rt.workspace / "MEMORY.md")
-        shutil.copyfile(copy_from / "state" / STATE_FILE, rt.sessions_dir.parent / STATE_FILE)
+        record = rt.sessions_dir.parent / STATE_FILE  # state/agents/<id>/: the runs made
+        shutil.copyfile(copy_from / "state" / record.relative_to(rt.sessions_dir.parents[2]),
+                        record)
         totals["copied"] = 1
     return totals
 
@@ -354,7 +361,8 @@ def memory_size(workspace: Path) -> dict[str, int]:
 
 
 def run_model(model: Model, data: dict, facts: list[dict], home: Path, samples: int,
-              half_life: float, variants: list[str]) -> dict[str, Any]:
+              half_life: float, variants: list[str], reuse: bool = False,
+              oracle: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
     built: dict[str, Path] = {}
     for name in variants:
@@ -364,9 +372,12 @@ def run_model(model: Model, data: dict, facts: list[dict], home: Path, samples: 
         started = time.perf_counter()
         rt = runtime_for(where, model, decay, half_life, stand_in)
         log: list[dict] = []
+        if reuse and "consolidation" not in built and (home / "consolidation").is_dir():
+            built["consolidation"] = home / "consolidation"  # kept by an earlier run
         copy = built.get("consolidation") if (consolidating and decay and model.url) else None
         try:
-            ops = build(rt, data, consolidating, log, copy_from=copy)
+            ops = build(rt, data, consolidating, log, copy_from=copy,
+                        oracle=oracle and model.url is not None)
             if consolidating:
                 built[name] = where
             build_s = time.perf_counter() - started
@@ -438,6 +449,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated, of: " + ", ".join(VARIANTS))
     parser.add_argument("--no-stand-in", action="store_true")
     parser.add_argument("--keep", type=Path, default=None, help="leave the runs here")
+    parser.add_argument("--oracle-consolidation", action="store_true",
+                        help="the oracle consolidates for the real model too")
+    parser.add_argument("--reuse-consolidation", action="store_true",
+                        help="with --keep: a real model's 'consolidation + decay' takes the "
+                        "MEMORY.md of a 'consolidation' run kept there before, instead of "
+                        "consolidating again")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     variants = [v.strip() for v in args.variants.split(",")]
@@ -461,7 +478,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.model_url:
             model = Model(args.model, args.model_url, args.window, args.max_tokens)
             report[args.model] = run_model(model, data, facts, home / "real", args.samples,
-                                           args.half_life, variants)
+                                           args.half_life, variants,
+                                           reuse=args.reuse_consolidation,
+                                           oracle=args.oracle_consolidation)
     finally:
         if scratch is not None:
             scratch.cleanup()
@@ -484,9 +503,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.model_url:
         print_model(f"real model {args.model} at {args.model_url} (profile from its config)",
                     report[args.model], args.samples,
-                    "consolidation by the model itself, its weak profile's refusal bypassed "
-                    "(as bench_consolidation.py does); the consolidation + decay variant uses "
-                    "the consolidation variant's MEMORY.md")
+                    "consolidation by the ORACLE (--oracle-consolidation): the model's answers "
+                    "over a MEMORY.md a perfect consolidator keeps" if args.oracle_consolidation
+                    else "consolidation by the model itself, its weak profile's refusal "
+                    "bypassed (as bench_consolidation.py does); the consolidation + decay "
+                    "variant uses the consolidation variant's MEMORY.md")
     print(f"\n{report['seconds']:.0f} s" + (f"; runs kept in {home}" if args.keep else ""))
     return 0
 
