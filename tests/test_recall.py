@@ -93,6 +93,23 @@ def test_notes_already_in_view_are_not_repeated(tmp_path, clock):
     runtime.memory.close()
 
 
+def test_memory_md_lines_are_sent_even_though_the_context_holds_them():
+    """Measured with scripts/bench_memory_weeks.py: with MEMORY.md holding the newest values
+    (consolidation) and its lines left out as already in view, the block held only the
+    older notes around them, and a 1.5B model answered the old value from it."""
+    shown = "## MEMORY.md\n- The build server was renamed from osprey to condor\n"
+    results = [
+        {"path": "MEMORY.md", "startLine": 5, "endLine": 5, "score": 0.8,
+         "snippet": "- The build server was renamed from osprey to condor"},
+        {"path": "memory/2026-03-03.md", "startLine": 3, "endLine": 4, "score": 0.78,
+         "snippet": "- The build server was renamed from osprey to condor\n"
+                    "- osprey ran out of disk space overnight"}]
+    hits = choose(results, shown, 1000)
+    assert [(h.path, h.text) for h in hits] == [
+        ("MEMORY.md", "- The build server was renamed from osprey to condor"),
+        ("memory/2026-03-03.md", "- osprey ran out of disk space overnight")]
+
+
 def test_nothing_is_sent_for_an_unrelated_message_or_with_recall_off(tmp_path, clock):
     provider = ScriptedProvider(["Hello!", "2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock,

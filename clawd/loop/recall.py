@@ -9,8 +9,11 @@ best one: a weak model answers from whatever it is given) go in front of the mes
 that turn's requests: never into the transcript, never into later turns, so the prompt
 cache keeps everything before the message. Only the lines of a hit not already in the
 project context are sent (a hit with none left, or only headings and a template's
-placeholders, is left out); the block is capped at ``maxChars`` and a fifth of the window (in
-characters, about 5% of its tokens). Each hit is named by its citation (``path#Lx-Ly``);
+placeholders, is left out), except MEMORY.md's: its lines are the curated, newest values
+(consolidation replaces the older ones there), and a weak model answers from the block in
+front of the message, so without them the block held only the older notes around them
+(``scripts/bench_memory_weeks.py``). The block is capped at ``maxChars`` and a fifth of the
+window (in characters, about 5% of its tokens). Each hit is named by its citation (``path#Lx-Ly``);
 with ``memorySearch.citations`` the block asks the reply to end with the ones it used. The
 search waits up to ``SYNC_WAIT`` for a sync of notes written just before (a flush,
 ``/new``); a failed search leaves the turn as it was.
@@ -29,6 +32,7 @@ from clawd.core.templates import render
 from clawd.core.textcut import shorten
 from clawd.memory.interface import Memory, SearchHit, citation
 from clawd.tools.memory import visible_search
+from clawd.workspace.files import MEMORY_FILE
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +104,8 @@ def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
     for r in results:
         if float(r["score"]) < best - MARGIN:
             break  # far below the best hit: noise beside it for a small model
-        text = unseen(str(r.get("snippet") or ""), shown)
+        text = unseen(str(r.get("snippet") or ""),
+                      "" if r["path"] == MEMORY_FILE else shown)
         if not text:
             continue
         if len(text) > room:
