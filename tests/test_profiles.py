@@ -85,6 +85,24 @@ def test_a_strong_models_flush_is_taken_as_it_answers(tmp_path):
         assert log.exists() is (profile == "weak")  # the weak model's: the user's words
 
 
+@pytest.mark.slow  # long sessions
+def test_a_flush_answer_of_fragments_keeps_the_users_words_beside_it(tmp_path):
+    """Seen with Qwen2.5-Coder-1.5B: the flush's second answer "- Porto\n- Last month\n-
+    Dr. Sousa" was saved as the notes, and what about Porto was lost. The facts the user
+    told that no line holds are now kept too, in their words."""
+    provider = ScriptedProvider()
+    comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
+            "memoryFlush": {"softThresholdTokens": 1000}}
+    session = session_with(tmp_path, provider, "weak", window=8000,
+                           settings={"compaction": comp})
+    talk_until_flush(session, provider,
+                     say=lambda i: f"I moved to Porto last month. {filler(40, i)}")
+    provider.add("NO_REPLY", "- Porto\n- Last month", "Sure.")
+    list(session.run_turn(f"one more {filler(400)}"))
+    log = (session.rt.workspace / DAILY).read_text()
+    assert "- Porto\n- Last month" in log and "- I moved to Porto last month." in log
+
+
 def test_the_profiles_hold_what_they_say():
     assert PROFILES["weak"].guards == frozenset(GUARD_NAMES)
     assert PROFILES["strong"].guards == frozenset()

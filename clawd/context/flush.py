@@ -205,14 +205,16 @@ def _saved(fact: str, notes: list[str]) -> bool:
                for line in notes)
 
 
-def unsaved_words(files: WorkspaceFiles, conversation: list[Message], today: date) -> str:
+def unsaved_words(files: WorkspaceFiles, conversation: list[Message], today: date,
+                  pending: str = "") -> str:
     """The facts the user told (``facts.facts``: statements about them, their people,
     plans, preferences and corrections; never requests, questions or small talk), in
     messages since the conversation's last note and short enough to be said rather than
     pasted, that no note holds yet (MEMORY.md, today's and yesterday's logs: ``_saved``),
     as ``- `` lines within ``USERS_WORDS_CHARS``, in conversation order. A correction
-    names the value it replaces (``facts.as_note``)."""
-    saved = []  # the notes' lines
+    names the value it replaces (``facts.as_note``). ``pending``: notes about to be
+    written, counted as saved."""
+    saved = pending.splitlines()  # the notes' lines
     for rel in memory_files(today):
         saved += (files.read(rel) or "").splitlines()
     kept: list[str] = []

@@ -41,6 +41,7 @@ from clawd.core.events import Compacted, ErrorEvent, Event, Flushed, Notice, Wai
 from clawd.core.messages import Message, new_id
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import TurnView
+from clawd.guards.notes import junk
 from clawd.guards.profile import Profile
 from clawd.loop.model_call import ModelCall, Overflowed
 from clawd.loop.parts import Conversation, Record, Window
@@ -136,18 +137,23 @@ class Upkeep:
             return
         files, answer = turn.written, turn.reply
         asked_again = "flush_retry" in turn.view.asked
-        notes, source = (listed(answer) if asked_again else answer), FROM_REPLY
-        if files or is_blank(notes) or is_acknowledgement(notes):
+        notes = listed(answer) if asked_again else answer
+        if files or is_blank(notes) or is_acknowledgement(notes) or (
+                profile.has("junk_notes") and junk(notes) is not None):
             notes = ""
-        if not files and not notes and asked_again and profile.has("flush_words"):
-            # asked twice, and nothing saved: the facts the user told, in their words
-            notes, source = unsaved_words(rt.files, seen, today), FROM_USER
-        if notes:
+        kept = [(notes, FROM_REPLY)] if notes else []
+        if not files and asked_again and profile.has("flush_words"):
+            # asked twice: the facts the user told that neither the notes nor the reply's
+            # lines hold ("- Porto" for "I moved to Porto last month"), in their words
+            words = unsaved_words(rt.files, seen, today, pending=notes)
+            kept += [(words, FROM_USER)] if words else []
+        for text, source in kept:
             try:
                 self.access.check_flush_write(daily_log_path(today))
-                files.append(append_flush_notes(rt.files, notes, clock(), source))
+                files.append(append_flush_notes(rt.files, text, clock(), source))
             except (ClawdError, OSError) as exc:  # the notes stay in the transcript
                 yield Notice(f"the memory flush's notes were not saved: {exc}")
+                break
         log.info("memory flush: %d entries, wrote %s", len(messages) - len(seen),
                  files or "nothing")
         self.record.patch(memoryFlushAt=clock().isoformat(timespec="seconds"),
