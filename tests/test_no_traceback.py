@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -300,7 +301,15 @@ def test_permission_denied_is_reported_like_any_unwritable_workspace(tmp_path, m
             raise PermissionError(13, "Permission denied", str(self))
         return real_open(self, mode, *args, **kwargs)
 
+    real_mkstemp = tempfile.mkstemp
+
+    def denied_temp(*args, dir=None, **kwargs):  # a whole-file write goes through one
+        if dir is not None and rt.workspace in (Path(dir), *Path(dir).parents):
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
     monkeypatch.setattr(pathlib.Path, "open", denied)
+    monkeypatch.setattr(tempfile, "mkstemp", denied_temp)
     monkeypatch.setattr(os, "access", lambda *a, **k: False)
     events = list(chat.handle("change your soul"))
     failed = next(e for e in events if isinstance(e, ToolFinished))
