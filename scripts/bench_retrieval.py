@@ -69,6 +69,14 @@ def session_files(conversation: dict) -> list[tuple[str, str, dict[str, int]]]:
     return files
 
 
+def conversations(spec: str) -> list[int]:
+    """The conversations ``--conversations`` names: a range (``0-4``) or a list (``0,2``)."""
+    if "-" in spec:
+        lo, hi = map(int, spec.split("-"))
+        return list(range(lo, hi + 1))
+    return [int(x) for x in spec.split(",")]
+
+
 def evidence_ids(question: dict) -> list[str]:
     found = []
     for item in question.get("evidence") or []:
@@ -157,11 +165,7 @@ def main() -> int:
                     f"../shared/data/locomo-dev.json beside the repository (conversations 0-4 "
                     f"of data/locomo10.json from github.com/snap-research/LoCoMo, CC BY-NC "
                     f"4.0); pass --data PATH to read it from elsewhere\n")
-    if "-" in args.conversations:
-        lo, hi = map(int, args.conversations.split("-"))
-        chosen = list(range(lo, hi + 1))
-    else:
-        chosen = [int(x) for x in args.conversations.split(",")]
+    chosen = conversations(args.conversations)
     scratch = None if args.state else tempfile.TemporaryDirectory(prefix="clawd-bench-")
     state = args.state or Path(scratch.name)
     hybrid = {}

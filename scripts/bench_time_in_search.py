@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_retrieval import DEFAULT_DATA, evidence_ids, hits, session_files
+from bench_retrieval import DEFAULT_DATA, conversations, evidence_ids, hits, session_files
 
 from clawd.config import MemorySearch, Query
 from clawd.memory.index import MemoryIndex, open_index
@@ -220,11 +220,7 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
-    if "-" in args.conversations:
-        lo, hi = map(int, args.conversations.split("-"))
-        chosen = list(range(lo, hi + 1))
-    else:
-        chosen = [int(x) for x in args.conversations.split(",")]
+    chosen = conversations(args.conversations)
     scratch = None if args.state else tempfile.TemporaryDirectory(prefix="clawd-time-")
     state = args.state or Path(scratch.name)
     try:
