@@ -31,7 +31,6 @@ from clawd.workspace.files import MEMORY_DIR, REPLACED_SECTION, without_replaced
 
 SECTIONS = ("About the user", "People", "Projects", "Decisions", "Facts and references",
             "Lessons", "Open threads")
-REPLACED = REPLACED_SECTION
 DEFAULT_SECTION = "Facts and references"
 _BULLET = re.compile(r"^\s*[-*+]\s+\S")
 _PROVENANCE_TAIL = re.compile(rf"\s*\({MEMORY_DIR}/[^()]+#L\d+(?:-\d+)?\)\s*$")
@@ -202,7 +201,7 @@ def apply(memory: str, ops: list[Op], sources: list[Source], today: date) -> Out
     for section, new in additions.items():
         lines = _insert(lines, section, new)
     if moved:
-        lines = _insert(lines, REPLACED, moved)
+        lines = _insert(lines, REPLACED_SECTION, moved)
     outcome.text = "\n".join(lines).rstrip("\n") + "\n"
     return outcome
 

@@ -47,17 +47,9 @@ def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: b
     still tell it to run the tool)."""
     files = read_context_files(workspace, include_memory=private, today=now.date(),
                                max_chars=max_chars) if workspace_files else []
-    search = any(t.name == "memory_search" for t in tools)
-    # the last words before the conversation are what a small model follows best
-    note_to = (daily_log_path(now.date()) if not read_only
-               and any(t.name == "write" for t in tools) else None)
-
-    def project_text(shown: list[ContextFile]) -> str:
-        return render("project_context.md.j2", files=shown, note_to=note_to, search=search,
-                      recalled=recalled)
-
     if max_tokens is not None:
         files = fit_files(files, max_tokens, estimate_text)
+    search = any(t.name == "memory_search" for t in tools)
     system = render("system.md.j2", tools=tools, workspace=workspace.location,
                     memory_search=search, citations=citations, recalled=recalled,
                     read_only=read_only, today=now.date().isoformat(),
@@ -65,7 +57,12 @@ def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: b
                     # prefix every minute and no request could ever read the prompt cache
                     now=now.strftime("%Y-%m-%d %A"),
                     timezone=now.astimezone().tzname() or "local time")
-    return Layers(system, project_text(files) if files else "", files)
+    # the last words before the conversation are what a small model follows best
+    note_to = (daily_log_path(now.date()) if not read_only
+               and any(t.name == "write" for t in tools) else None)
+    project = render("project_context.md.j2", files=files, note_to=note_to,
+                     search=search, recalled=recalled) if files else ""
+    return Layers(system, project, files)
 
 
 def summary_message(summary: str) -> Message:

@@ -34,8 +34,13 @@ Calls = list[tuple[str, str]]  # (name, arguments as sorted JSON) of one step's 
 
 def calls_of(reply: Message) -> Calls:
     """A step's calls as compared with the next step's."""
-    return [(c.name, json.dumps({k: _same_text(v) for k, v in c.arguments.items()},
-                                sort_keys=True)) for c in reply.tool_calls]
+    return [call_key(c) for c in reply.tool_calls]
+
+
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """One call as calls are compared: its name and its arguments as sorted JSON."""
+    return call.name, json.dumps({k: _same_text(v) for k, v in call.arguments.items()},
+                                 sort_keys=True)
 
 
 def _same_text(value: object) -> object:
@@ -149,7 +154,7 @@ class RepeatedReads(Guard):
             return None
         if call.name not in READ_TOOLS:
             return None
-        key = calls_of(Message.assistant("", [call]))[0]
+        key = call_key(call)
         if key in self._seen:
             return Refusal("not run again: this same call already ran in this turn and its "
                            "result is above; answer the user now from it", final=True)
