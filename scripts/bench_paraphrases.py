@@ -78,7 +78,11 @@ def fresh_set() -> tuple[dict[str, str], list[dict], list[tuple[str, str]]]:
     return sections_set("memory_sections_fresh.json")
 
 
-SETS = {"sections": sections_set, "pairs": pairs_set, "fresh": fresh_set}
+def lists_set() -> tuple[dict[str, str], list[dict], list[tuple[str, str]]]:
+    return sections_set("memory_lists.json")
+
+
+SETS = {"sections": sections_set, "pairs": pairs_set, "fresh": fresh_set, "lists": lists_set}
 
 
 def empty_half() -> dict[str, float]:

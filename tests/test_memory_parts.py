@@ -1,5 +1,5 @@
 """The parts a chunk is embedded as: sections, blank-line groups and lists, none too small,
-not too many, and transcripts packed as before."""
+not too many, and transcripts packed as before; and each list item as a part of its own."""
 
 from __future__ import annotations
 
@@ -20,6 +20,12 @@ def word_tokens(texts: list[str]) -> list[Tokens]:
     """Whitespace-separated words as tokens (ids: their lengths)."""
     found = [list(re.finditer(r"\S+", text)) for text in texts]
     return [Tokens([len(m.group()) for m in ms], [m.span() for m in ms]) for ms in found]
+
+
+@pytest.fixture(autouse=True)
+def sections_only(monkeypatch, request):
+    """The section rule alone, unless a test asks for item parts (``items`` in its name)."""
+    monkeypatch.setattr(parts, "ITEM_PARTS", "item" in request.node.name)
 
 
 def texts(note: str, max_tokens: int = 96) -> list[str]:
@@ -104,3 +110,40 @@ def test_a_transcript_is_packed_as_before(monkeypatch):
 @pytest.mark.parametrize("note", ["# A\n## B\n", "# Only\n\n- one\n"])
 def test_tiny_chunks_stay_one_part(note):
     assert len(texts(note)) == 1
+
+
+def test_each_list_item_is_also_an_item_part_without_heading():
+    note = ("# 2026-03-24\n\n## Work\n- Security audit findings: rotate the staging database "
+            "credentials.\n- Offsite planning: venue shortlist is Lisbon or Porto.\n"
+            "  budget 15k, two nights in late May\n- ok\n\nThe rest of the day was quiet "
+            "and uneventful.\n")
+    found = texts(note)
+    assert found[:2] == [
+        "2026-03-24 > Work\n- Security audit findings: rotate the staging database "
+        "credentials.\n- Offsite planning: venue shortlist is Lisbon or Porto.\n  budget 15k, "
+        "two nights in late May\n- ok",
+        "2026-03-24 > Work\nThe rest of the day was quiet and uneventful."]
+    # each item with its indented lines; "- ok" is too small to be a part of its own
+    assert found[2:] == [
+        "- Security audit findings: rotate the staging database credentials.",
+        "- Offsite planning: venue shortlist is Lisbon or Porto.\n  budget 15k, two nights "
+        "in late May"]
+
+
+def test_item_parts_are_kept_when_a_chunk_is_packed_and_never_repeat_a_part():
+    items = "\n".join(f"- Item {i} is a list line of about eight words." for i in range(12))
+    groups = "\n\n".join(f"Topic {i} has a line of eight words here." for i in range(12))
+    found = texts(f"# Day\n\n{items}\n\n{groups}\n", 40)
+    assert sum(t.startswith("- Item ") for t in found) == 12  # packed, the items stay
+    assert len(found) == len(set(found))
+    # a single item that is its part already (no heading path) is not embedded twice
+    assert texts("- The dishwasher leaks from the door seal again, the repairman comes.\n") \
+        == ["- The dishwasher leaks from the door seal again, the repairman comes."]
+
+
+def test_a_transcript_without_lists_has_no_item_parts(monkeypatch):
+    lines = "\n".join(f"Speaker {i % 2}: line {i} of the talk with some words" for i in range(30))
+    chunks = chunk_text(f"# Session 1\n\n{lines}\n", 400, 80, words)
+    with_items = segment_chunks(chunks, 24, word_tokens)
+    monkeypatch.setattr(parts, "ITEM_PARTS", False)
+    assert with_items == segment_chunks(chunks, 24, word_tokens)

@@ -91,6 +91,7 @@ def test_an_index_from_before_parts_is_rebuilt_once_from_the_cache(tmp_path, mon
     write_notes(tmp_path)
     write(tmp_path / "ws", "MEMORY.md", "# Memory\n\n- The gateway runs on the Mac Studio.\n")
     monkeypatch.setattr(parts, "SECTION_PARTS", False)
+    monkeypatch.setattr(parts, "ITEM_PARTS", False)  # a rule of its own (test_memory_parts)
     before = index_of(tmp_path, FakeEmbedder(segment_tokens=96))
     before.sync()
     # as the previous version of clawd wrote it
@@ -117,7 +118,8 @@ def test_an_index_from_before_parts_is_rebuilt_once_from_the_cache(tmp_path, mon
     after.close()
 
 
-def test_part_vectors_go_with_a_changed_or_deleted_note(tmp_path):
+def test_part_vectors_go_with_a_changed_or_deleted_note(tmp_path, monkeypatch):
+    monkeypatch.setattr(parts, "ITEM_PARTS", False)  # sections only: counts stay readable
     path = write(tmp_path / "ws", DAY["path"], "\n".join(DAY["lines"]) + "\n")
     fake = FakeEmbedder(segment_tokens=96)
     idx = index_of(tmp_path, fake)

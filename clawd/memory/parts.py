@@ -23,6 +23,11 @@ The rule (``segment_chunks``):
   transcript is: its lines in order into pieces of ``max_tokens`` under the chunk's heading,
   whatever the sections. A chunk without blank lines or inner headings (a transcript) is
   packed that way anyway.
+- **List items.** Each item of a list (its line and the indented lines under it) is also a
+  part of its own, without a heading path, whatever the packing above: a day's "## Work"
+  list of a security audit and an offsite venue, or MEMORY.md's bullets, holds unrelated
+  facts side by side, and a paraphrase of one item scored under ``minScore`` against the
+  list as a whole. An item under ``MIN_PART_TOKENS`` has no part of its own.
 
 Every distinct line and heading path is tokenized once, in one call, and a part's ids are
 those of its heading path and lines in order: for a tokenizer to which whitespace is only a
@@ -42,6 +47,8 @@ from clawd.memory.chunker import FENCE_RE, HEADING_RE, Chunk, Tokenize, Tokens
 SECTION_PARTS = True
 MIN_PART_TOKENS = 8
 MAX_PARTS = 8
+# False leaves list items without vectors of their own (the rule before item parts).
+ITEM_PARTS = True
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 
 
@@ -162,12 +169,29 @@ def _parts(chunk: Chunk, blocks: list[_Block], max_tokens: int,
     if not blocks:  # headings alone
         text = chunk.context_text()
         return [Segment(text, tokens[text].ids)]
+    items = [item for block in blocks if block.listed and ITEM_PARTS
+             for item in _items(block, max_tokens, tokens)]
+    lines = [line for block in blocks for line in block.lines]
     parts = [part for block in _join_small(blocks, tokens)
              for part in _pack(block.prefix, block.lines, max_tokens, tokens)]
-    if len(parts) <= MAX_PARTS:
-        return parts
-    lines = [line for block in blocks for line in block.lines]
-    return _pack(chunk.heading, lines, max_tokens, tokens)
+    if len(parts) > MAX_PARTS:
+        parts = _pack(chunk.heading, lines, max_tokens, tokens)
+    known = {part.text for part in parts}
+    return parts + [item for item in items if item.text not in known]
+
+
+def _items(block: _Block, max_tokens: int, tokens: dict[str, Tokens]) -> list[Segment]:
+    """Each item of a list block (its line and the indented lines under it) as a part of
+    its own, without a heading path; items under ``MIN_PART_TOKENS`` have none."""
+    groups: list[list[str]] = []
+    for line in block.lines:
+        if not groups or LIST_ITEM.match(line) and not line[:1].isspace():
+            groups.append([line])
+        else:
+            groups[-1].append(line)
+    return [part for group in groups
+            if sum(len(tokens[line].ids) for line in group) >= MIN_PART_TOKENS
+            for part in _pack("", group, max_tokens, tokens)]
 
 
 def _pack(prefix: str, lines: list[str], max_tokens: int,

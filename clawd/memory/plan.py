@@ -39,7 +39,7 @@ def text_hash(text: str) -> str:
 
 def chunking_signature(settings: MemorySearch) -> str:
     cfg = settings.chunking
-    return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 5})
+    return json.dumps({"tokens": cfg.tokens, "overlap": cfg.overlap, "version": 6})
 
 
 def own_chunks(key: str, text: str, tokens: int, overlap: int) -> list[Chunk]:
