@@ -27,7 +27,7 @@ from datetime import date
 from clawd.context.flush import FACT_CHARS
 from clawd.context.references import references
 from clawd.context.requests import content_words, held
-from clawd.workspace.files import MEMORY_DIR, REPLACED_SECTION, without_replaced
+from clawd.workspace.files import MEMORY_DIR, REPLACED_SECTION, replaced_entry, without_replaced
 
 SECTIONS = ("About the user", "People", "Projects", "Decisions", "Facts and references",
             "Lessons", "Open threads")
@@ -189,7 +189,7 @@ def apply(memory: str, ops: list[Op], sources: list[Source], today: date) -> Out
             done.add(at)
             old = lines[at]
             lines[at] = line
-            moved.append(f"- {_bare(old)} — replaced on {today.isoformat()} by: {op.fact}")
+            moved.append(replaced_entry(_bare(old), today, op.fact))
             outcome.replaced.append((_bare(old), op.fact))
             continue
         present = lines + [a for v in additions.values() for a in v]

@@ -21,7 +21,8 @@
   once, with its best score; when repeats crowd the candidate pool, the pool is widened so
   other places can fill the results. ``query.temporalDecay`` lowers dated notes' scores by
   age (``recency.py``) after ``minScore`` has judged relevance; ``query.mmr`` picks the
-  results for diversity too (``diversity.py``). An empty query or ``max_results < 1`` raise
+  results for diversity too (``diversity.py``). A line that consolidation replaced shows
+  its replacement in the snippet (``superseded.py``). An empty query or ``max_results < 1`` raise
   ``ValueError`` (front ends check their input first).
 - ``status() -> dict`` (with ``pendingBatches`` / ``pendingEmbeddings`` and whether every
   chunk has its vector, ``fullyEmbedded``; ``lastSync``, the summary and ISO time ``at`` of
@@ -59,6 +60,7 @@ from clawd.memory.interface import SearchHit, SearchResults, citation
 from clawd.memory.matrix import VectorMatrix
 from clawd.memory.plan import skipped_files
 from clawd.memory.store import Store
+from clawd.memory.superseded import Superseded
 from clawd.memory.target import Seen, SyncCancelled, Target
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,7 @@ class MemoryIndex:
         self.vectors = VectorMatrix()  # the vector stage's in-process fast path
         self._watcher: Any = None
         self._pool: Any = None
+        self.superseded = Superseded(workspace)  # replaced lines, marked in results
 
     @property
     def store(self) -> Store:
@@ -293,14 +296,14 @@ class MemoryIndex:
                 break
             pool *= 4
         terms = search.query_terms(query)
-        results: list[SearchHit] = [
-            {"path": rows[s.chunk_id].path, "startLine": rows[s.chunk_id].start_line,
-             "endLine": rows[s.chunk_id].end_line, "score": round(s.score, 4),
-             "snippet": search.snippet(rows[s.chunk_id].text, terms),
-             "source": rows[s.chunk_id].source,
-             "citation": citation(rows[s.chunk_id].path, rows[s.chunk_id].start_line,
-                                  rows[s.chunk_id].end_line)}
-            for s in chosen]
+        results: list[SearchHit] = []
+        for s in chosen:
+            row = rows[s.chunk_id]
+            text = self.superseded.mark(row.path, row.start_line, row.text)
+            results.append({"path": row.path, "startLine": row.start_line,
+                            "endLine": row.end_line, "score": round(s.score, 4),
+                            "snippet": search.snippet(text, terms), "source": row.source,
+                            "citation": citation(row.path, row.start_line, row.end_line)})
         embedder = self.embedders.active
         kind = "hybrid" if used_vector and used_text else "vector" if used_vector else \
             "keyword" if used_text else "none"

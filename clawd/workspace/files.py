@@ -110,7 +110,8 @@ def memory_files(today: date) -> list[str]:
 def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: date,
                        max_chars: int) -> list[ContextFile]:
     """The bootstrap files, then (in a private session only) MEMORY.md and yesterday's and
-    today's daily logs."""
+    today's daily logs. MEMORY.md's ``## Replaced`` record is left out (one line says so):
+    older values, given as current by a small model, in tokens that grow with every run."""
     names = list(BOOTSTRAP_FILES)
     if include_memory:
         names += memory_files(today)
@@ -122,6 +123,8 @@ def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: da
             continue
         if raw is None or not raw.strip():
             continue
+        if name == MEMORY_FILE:
+            raw = replaced_left_out(raw)
         text, cut = truncate(raw, max_chars, name)
         found.append(ContextFile(name, len(raw), text, cut))
     return found
@@ -178,6 +181,64 @@ def fit_files(files: list[ContextFile], budget: int,
             text, cut = truncate(out[i].text, max(chars, 200), files[i].name)
             out[i] = replace(out[i], text=text, truncated=out[i].truncated or cut)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class ReplacedLine:
+    """One entry of MEMORY.md's ``## Replaced`` record: the old fact, the note line it came
+    from (``path``, ``start``..``end``), the day it was replaced and what replaced it."""
+
+    old: str
+    path: str
+    start: int
+    end: int
+    day: str
+    new: str
+
+
+_REPLACED_ENTRY = re.compile(
+    rf"^\s*[-*+]\s+(?P<old>.*?)\s*\((?P<path>{MEMORY_DIR}/[^()#]+)#L(?P<start>\d+)"
+    r"(?:-L?(?P<end>\d+))?\)\s*—\s*replaced on (?P<day>\d{4}-\d{2}-\d{2}) by:\s*(?P<new>.+?)\s*$")
+
+
+def replaced_entry(old: str, day: date, new: str) -> str:
+    """The ``## Replaced`` line for the bullet ``old`` (its text with its provenance)."""
+    return f"- {old} — replaced on {day.isoformat()} by: {new}"
+
+
+def replaced_lines(memory: str) -> list[ReplacedLine]:
+    """The entries of MEMORY.md's ``## Replaced`` record that name the note line they came
+    from (a bullet written by hand has none)."""
+    found, inside = [], False
+    for line in memory.split("\n"):
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            if level <= 2:
+                inside = level == 2 and line.lstrip("#").strip() == REPLACED_SECTION
+            continue
+        entry = _REPLACED_ENTRY.match(line) if inside else None
+        if entry:
+            start = int(entry["start"])
+            found.append(ReplacedLine(entry["old"], entry["path"], start,
+                                      int(entry["end"] or start), entry["day"], entry["new"]))
+    return found
+
+
+def replaced_left_out(text: str) -> str:
+    """MEMORY.md as the context shows it: its ``## Replaced`` entries left out, one line
+    saying how many there are and where."""
+    pairs = list(zip(text.split("\n"), without_replaced(text).split("\n")))
+    gone = sum(1 for old, new in pairs if not new and old.lstrip().startswith(("-", "*", "+")))
+    if not gone:
+        return text
+    out: list[str] = []
+    for old, new in pairs:
+        if new or not old.strip():
+            out.append(new)
+        elif old.startswith("#"):
+            out += [old, f"[{gone} older values consolidation replaced, with what replaced "
+                         f"them: not shown here; read {MEMORY_FILE} to see them]"]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out))
 
 
 def without_replaced(text: str) -> str:

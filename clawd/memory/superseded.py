@@ -1,0 +1,108 @@
+"""Note lines that consolidation replaced, shown with what replaced them wherever search
+returns them.
+
+When consolidation replaces a fact in MEMORY.md, the old bullet moves to its ``## Replaced``
+record as ``- <old> (memory/2026-03-03.md#L3) — replaced on 2026-03-16 by: <new>``. The daily
+log the old fact came from still says it, and search still finds that line: the older note
+often ranks above MEMORY.md's one line, and a model answers from what comes first. So a
+result covering a replaced line carries the replacement right after it::
+
+    - The build server is called osprey; it runs the nightly builds.
+      [replaced on 2026-03-16, MEMORY.md: The build server was renamed to condor.]
+
+The note is never changed (it is the user's, and its history stays searchable); only the
+text search hands out (snippets, the recall block, ``memory_search``) is. A line is marked
+only while it still says the old fact: the cited line holding at least half the old fact's
+meaning words, else (lines added above it moved it) a line of the result holding four in
+five of them; a line edited since is left alone. A fact replaced twice shows the newest
+replacement. The record is read from MEMORY.md again whenever the file changes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from clawd.workspace.files import MEMORY_FILE, ReplacedLine, replaced_lines
+
+_WORD = re.compile(r"[^\W_]+")
+REPLACEMENT = re.compile(r"^\s+\[replaced on \d{4}-\d{2}-\d{2}, ")  # the line marking one
+_SHORT = 3  # shorter words carry no meaning here ("the", "is", "on")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) >= _SHORT}
+
+
+def latest(entries: list[ReplacedLine]) -> dict[str, list[ReplacedLine]]:
+    """path -> its replaced lines, each with the newest replacement of a chain (a fact
+    replaced, and its replacement replaced in turn, points at the last one)."""
+    by_old = {entry.old: entry for entry in entries}
+    out: dict[str, list[ReplacedLine]] = {}
+    for entry in entries:
+        final, seen = entry, {entry.old}
+        while final.new in by_old and final.new not in seen:
+            seen.add(final.new)
+            final = by_old[final.new]
+        out.setdefault(entry.path, []).append(
+            ReplacedLine(entry.old, entry.path, entry.start, entry.end, final.day, final.new))
+    return out
+
+
+def _says(line: str, old: set[str], share: float) -> bool:
+    return bool(old) and len(old & _words(line)) >= share * len(old)
+
+
+def annotate(text: str, start_line: int, entries: list[ReplacedLine]) -> str:
+    """``text`` (a chunk beginning at ``start_line`` of its file) with each line that still
+    says a replaced fact followed by the replacement."""
+    if not entries:
+        return text
+    lines = text.split("\n")
+    notes: dict[int, list[str]] = {}
+    for entry in entries:
+        old = _words(entry.old)
+        cited = [i for i in range(entry.start - start_line, entry.end - start_line + 1)
+                 if 0 <= i < len(lines)]
+        found = next((i for i in cited if _says(lines[i], old, 0.5)), None)
+        if found is None:  # moved by lines added above it: only a close match counts
+            found = next((i for i, line in enumerate(lines) if _says(line, old, 0.8)), None)
+        if found is not None:
+            notes.setdefault(found, []).append(
+                f"  [replaced on {entry.day}, {MEMORY_FILE}: {entry.new}]")
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        out += notes.get(i, [])
+    return "\n".join(out)
+
+
+class Superseded:
+    """MEMORY.md's record of replaced lines, read again when the file changes."""
+
+    def __init__(self, workspace: Path, read: Callable[[Path], str] | None = None):
+        self.path = workspace / MEMORY_FILE
+        self._read = read or (lambda path: path.read_text(encoding="utf-8", errors="replace"))
+        self._stamp: tuple[int, int] | None = None
+        self._by_path: dict[str, list[ReplacedLine]] = {}
+
+    def entries(self, path: str) -> list[ReplacedLine]:
+        """The replaced lines of the note at ``path`` (workspace-relative)."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            self._stamp, self._by_path = None, {}
+            return []
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if stamp != self._stamp:
+            try:
+                text = self._read(self.path)
+            except OSError:
+                return []
+            self._stamp, self._by_path = stamp, latest(replaced_lines(text))
+        return self._by_path.get(path, [])
+
+    def mark(self, path: str, start_line: int, text: str) -> str:
+        """``annotate`` for one search result."""
+        return annotate(text, start_line, self.entries(path))

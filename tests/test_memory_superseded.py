@@ -1,0 +1,134 @@
+"""Lines consolidation replaced: MEMORY.md's ``## Replaced`` record is read back, and a
+search result covering a replaced line of a daily log shows what replaced it, while the
+note itself is left as it is."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+from pathlib import Path
+
+from clawd.context.consolidation import Op, apply, bullets, check, source_lines
+from clawd.memory.index import open_index
+from clawd.memory.superseded import annotate, latest
+from clawd.workspace.disk import DiskFiles
+from clawd.workspace.files import (
+    ReplacedLine,
+    read_context_files,
+    replaced_left_out,
+    replaced_lines,
+)
+
+from memory_fakes import FakeEmbedder, settings, write
+
+DAY = "memory/2026-03-03.md"
+LOG = ("# 2026-03-03\n\n- The build server is called osprey; it runs the nightly builds.\n"
+       "- The code for the bike shed padlock is 5826.\n")
+MEMORY = """# MEMORY.md
+
+## Facts and references
+
+- The build server was renamed from osprey to condor. (memory/2026-03-16.md#L3)
+
+## Replaced
+
+- The build server is called osprey; it runs the nightly builds. (memory/2026-03-03.md#L3) \
+— replaced on 2026-03-16 by: The build server was renamed from osprey to condor.
+- Wifi password on the fridge — replaced on 2026-03-10 by: Wifi password in the drawer
+"""
+
+
+def test_the_record_names_each_replaced_line_and_skips_entries_without_one():
+    entries = replaced_lines(MEMORY + "\n## Later\n\n- not (memory/x.md#L1) — replaced on "
+                                      "2026-01-01 by: outside the record\n")
+    assert entries == [ReplacedLine("The build server is called osprey; it runs the nightly "
+                                    "builds.", DAY, 3, 3, "2026-03-16",
+                                    "The build server was renamed from osprey to condor.")]
+    ranged = replaced_lines("## Replaced\n- Old fact (memory/a.md#L4-L6) — replaced on "
+                            "2026-02-01 by: New fact\n")
+    assert (ranged[0].start, ranged[0].end) == (4, 6)
+
+
+def test_consolidation_writes_entries_the_record_reads_back():
+    notes = {"memory/2026-03-03.md": LOG, "memory/2026-03-16.md":
+             "# 2026-03-16\n\n- The build server was renamed from osprey to condor.\n"}
+    sources = source_lines(notes)
+    first = apply("# MEMORY.md\n\n## Facts and references\n\n", check(
+        [Op("add", "Facts and references", sources[0].text[2:], "S1")], sources, "")[0],
+        sources, date(2026, 3, 3)).text
+    (mark,) = bullets(first)
+    second = apply(first, [Op("replace", mark, "The build server was renamed from osprey to "
+                              "condor.", "S3")], sources, date(2026, 3, 16)).text
+    (entry,) = replaced_lines(second)
+    assert (entry.path, entry.start, entry.day) == (DAY, 3, "2026-03-16")
+    assert entry.new == "The build server was renamed from osprey to condor."
+
+
+def test_the_replaced_line_is_followed_by_its_replacement_and_others_are_not():
+    marked = annotate(LOG, 1, latest(replaced_lines(MEMORY))[DAY])
+    assert marked.split("\n")[2:5] == [
+        "- The build server is called osprey; it runs the nightly builds.",
+        "  [replaced on 2026-03-16, MEMORY.md: The build server was renamed from osprey to "
+        "condor.]",
+        "- The code for the bike shed padlock is 5826."]
+    # a chunk that starts further down counts its lines from there
+    assert annotate(LOG.split("\n", 2)[2], 3, latest(replaced_lines(MEMORY))[DAY]).count(
+        "[replaced on") == 1
+
+
+def test_a_line_edited_since_is_left_alone_and_a_moved_one_is_found():
+    entries = latest(replaced_lines(MEMORY))[DAY]
+    edited = LOG.replace("called osprey; it runs the nightly builds", "a Mac mini now")
+    assert "[replaced" not in annotate(edited, 1, entries)
+    moved = LOG.replace("# 2026-03-03\n\n", "# 2026-03-03\n\nMorning: rain.\n\n")
+    lines = annotate(moved, 1, entries).split("\n")
+    assert lines[lines.index("- The build server is called osprey; it runs the nightly "
+                             "builds.") + 1].startswith("  [replaced on 2026-03-16")
+
+
+def test_a_fact_replaced_twice_shows_the_newest_replacement():
+    memory = ("## Replaced\n"
+              "- The recital is on 17 April. (memory/2026-03-02.md#L3) — replaced on "
+              "2026-03-12 by: The recital moved to 24 April.\n"
+              "- The recital moved to 24 April. (memory/2026-03-12.md#L3) — replaced on "
+              "2026-03-27 by: The recital moved again, to 2 May.\n")
+    found = latest(replaced_lines(memory))
+    assert [(e.day, e.new) for e in found["memory/2026-03-02.md"]] == \
+        [("2026-03-27", "The recital moved again, to 2 May.")]
+    assert found["memory/2026-03-12.md"][0].new == "The recital moved again, to 2 May."
+
+
+def test_search_shows_the_replacement_and_follows_changes_to_memory_md(tmp_path: Path):
+    ws = tmp_path / "ws"
+    note = write(ws, DAY, LOG)
+    memory = write(ws, "MEMORY.md", MEMORY)
+    idx = open_index("main", ws, settings(sync={"watch": False}, fallback="none"),
+                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    try:
+        idx.sync()
+        (hit,) = [r for r in idx.search("build server osprey", min_score=0.0)["results"]
+                  if r["path"] == DAY]
+        assert "osprey; it runs the nightly builds.\n  [replaced on 2026-03-16, MEMORY.md: " \
+               "The build server was renamed from osprey to condor.]" in hit["snippet"]
+        assert note.read_text() == LOG  # the note is the user's: never changed
+        # the record is read again when MEMORY.md changes: the entry gone, the mark goes
+        memory.write_text(MEMORY.split("## Replaced")[0])
+        os.utime(memory, ns=(1, 1))
+        (hit,) = [r for r in idx.search("build server osprey", min_score=0.0)["results"]
+                  if r["path"] == DAY]
+        assert "[replaced" not in hit["snippet"]
+    finally:
+        idx.close()
+
+
+def test_the_context_leaves_the_record_out_and_says_so(tmp_path: Path):
+    write(tmp_path, "MEMORY.md", MEMORY)
+    (memory,) = [f for f in read_context_files(DiskFiles(tmp_path), include_memory=True,
+                                               today=date(2026, 3, 30), max_chars=20_000)
+                 if f.name == "MEMORY.md"]
+    assert "renamed from osprey to condor. (memory/2026-03-16.md#L3)" in memory.text
+    assert "called osprey" not in memory.text and "fridge" not in memory.text
+    assert memory.text.rstrip().endswith(
+        "## Replaced\n[2 older values consolidation replaced, with what replaced them: not "
+        "shown here; read MEMORY.md to see them]")
+    assert replaced_left_out("# M\n\n- a\n") == "# M\n\n- a\n"
