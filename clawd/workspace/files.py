@@ -206,16 +206,23 @@ def replaced_entry(old: str, day: date, new: str) -> str:
     return f"- {old} — replaced on {day.isoformat()} by: {new}"
 
 
-def replaced_lines(memory: str) -> list[ReplacedLine]:
-    """The entries of MEMORY.md's ``## Replaced`` record that name the note line they came
-    from (a bullet written by hand has none)."""
-    found, inside = [], False
-    for line in memory.split("\n"):
+def _sectioned(text: str) -> list[tuple[str, bool]]:
+    """Each line of MEMORY.md and whether it is in ``## Replaced`` (its heading included)."""
+    out, inside = [], False
+    for line in text.split("\n"):
         if line.startswith("#"):
             level = len(line) - len(line.lstrip("#"))
             if level <= 2:
                 inside = level == 2 and line.lstrip("#").strip() == REPLACED_SECTION
-            continue
+        out.append((line, inside))
+    return out
+
+
+def replaced_lines(memory: str) -> list[ReplacedLine]:
+    """The entries of MEMORY.md's ``## Replaced`` record that name the note line they came
+    from (a bullet written by hand has none)."""
+    found = []
+    for line, inside in _sectioned(memory):
         entry = _REPLACED_ENTRY.match(line) if inside else None
         if entry:
             start = int(entry["start"])
@@ -227,28 +234,21 @@ def replaced_lines(memory: str) -> list[ReplacedLine]:
 def replaced_left_out(text: str) -> str:
     """MEMORY.md as the context shows it: its ``## Replaced`` entries left out, one line
     saying how many there are and where."""
-    pairs = list(zip(text.split("\n"), without_replaced(text).split("\n")))
-    gone = sum(1 for old, new in pairs if not new and old.lstrip().startswith(("-", "*", "+")))
+    lines = _sectioned(text)
+    gone = sum(inside and line.lstrip().startswith(("-", "*", "+")) for line, inside in lines)
     if not gone:
         return text
     out: list[str] = []
-    for old, new in pairs:
-        if new or not old.strip():
-            out.append(new)
-        elif old.startswith("#"):
-            out += [old, f"[{gone} older values consolidation replaced, with what replaced "
-                         f"them: not shown here; read {MEMORY_FILE} to see them]"]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out))
+    for line, inside in lines:
+        if not inside:
+            out.append(line)
+        elif line.startswith("#"):
+            out += [line, f"[{gone} older values consolidation replaced, with what replaced "
+                          f"them: not shown here; read {MEMORY_FILE} to see them]", ""]
+    return "\n".join(out)
 
 
 def without_replaced(text: str) -> str:
     """MEMORY.md's text with the lines of its ``## Replaced`` section blanked (the line
     numbers of the rest unchanged)."""
-    out, inside = [], False
-    for line in text.split("\n"):
-        if line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            if level <= 2:
-                inside = level == 2 and line.lstrip("#").strip() == REPLACED_SECTION
-        out.append("" if inside else line)
-    return "\n".join(out)
+    return "\n".join("" if inside else line for line, inside in _sectioned(text))
