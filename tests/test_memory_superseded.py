@@ -10,7 +10,7 @@ from pathlib import Path
 
 from clawd.context.consolidation import Op, apply, bullets, check, source_lines
 from clawd.memory.index import open_index
-from clawd.memory.superseded import annotate, latest
+from clawd.memory.superseded import annotate, latest, unmark
 from clawd.workspace.disk import DiskFiles
 from clawd.workspace.files import (
     ReplacedLine,
@@ -64,13 +64,17 @@ def test_consolidation_writes_entries_the_record_reads_back():
     assert entry.new == "The build server was renamed from osprey to condor."
 
 
-def test_the_replaced_line_is_followed_by_its_replacement_and_others_are_not():
+OLD_MARKED = ("- ~~The build server is called osprey; it runs the nightly builds.~~ [replaced on "
+              "2026-03-16 by: The build server was renamed from osprey to condor.]")
+
+
+def test_the_replaced_line_is_struck_through_beside_its_replacement_and_others_are_not():
     marked = annotate(LOG, 1, latest(replaced_lines(MEMORY))[DAY])
-    assert marked.split("\n")[2:5] == [
-        "- The build server is called osprey; it runs the nightly builds.",
-        "  [replaced on 2026-03-16, MEMORY.md: The build server was renamed from osprey to "
-        "condor.]",
-        "- The code for the bike shed padlock is 5826."]
+    assert marked.split("\n")[2:4] == [OLD_MARKED, "- The code for the bike shed padlock is 5826."]
+    assert unmark(marked) == LOG  # a group session gets the note's own lines back
+    numbered = annotate("1. The build server is called osprey; it runs the nightly builds.", 3,
+                        latest(replaced_lines(MEMORY))[DAY])
+    assert numbered.startswith("1. ~~The build server") and unmark(numbered).startswith("1. The")
     # a chunk that starts further down counts its lines from there
     assert annotate(LOG.split("\n", 2)[2], 3, latest(replaced_lines(MEMORY))[DAY]).count(
         "[replaced on") == 1
@@ -82,8 +86,7 @@ def test_a_line_edited_since_is_left_alone_and_a_moved_one_is_found():
     assert "[replaced" not in annotate(edited, 1, entries)
     moved = LOG.replace("# 2026-03-03\n\n", "# 2026-03-03\n\nMorning: rain.\n\n")
     lines = annotate(moved, 1, entries).split("\n")
-    assert lines[lines.index("- The build server is called osprey; it runs the nightly "
-                             "builds.") + 1].startswith("  [replaced on 2026-03-16")
+    assert OLD_MARKED in lines
 
 
 def test_a_fact_replaced_twice_shows_the_newest_replacement():
@@ -108,8 +111,7 @@ def test_search_shows_the_replacement_and_follows_changes_to_memory_md(tmp_path:
         idx.sync()
         (hit,) = [r for r in idx.search("build server osprey", min_score=0.0)["results"]
                   if r["path"] == DAY]
-        assert "osprey; it runs the nightly builds.\n  [replaced on 2026-03-16, MEMORY.md: " \
-               "The build server was renamed from osprey to condor.]" in hit["snippet"]
+        assert OLD_MARKED in hit["snippet"]
         assert note.read_text() == LOG  # the note is the user's: never changed
         # the record is read again when MEMORY.md changes: the entry gone, the mark goes
         memory.write_text(MEMORY.split("## Replaced")[0])
@@ -132,3 +134,50 @@ def test_the_context_leaves_the_record_out_and_says_so(tmp_path: Path):
         "## Replaced\n[2 older values consolidation replaced, with what replaced them: not "
         "shown here; read MEMORY.md to see them]")
     assert replaced_left_out("# M\n\n- a\n") == "# M\n\n- a\n"
+
+
+def tool_context(ws: Path, access=None):
+    from clawd.config import AgentDefaults
+    from clawd.context.access import Access
+    from clawd.tools.base import ToolContext
+    return ToolContext(workspace=ws, settings=AgentDefaults.model_validate(
+        {"memorySearch": {"fallback": "none"}}), access=access or Access())
+
+
+def run_tool(name: str, args: dict, ctx) -> str:
+    from clawd.tools.files import file_tools
+    from clawd.tools.memory import memory_tools
+    return next(t for t in memory_tools() + file_tools() if t.spec.name == name).run(args, ctx)
+
+
+def test_memory_get_and_read_show_the_mark_and_take_a_citation_as_the_path(tmp_path: Path):
+    write(tmp_path, DAY, LOG)
+    write(tmp_path, "MEMORY.md", MEMORY)
+    ctx = tool_context(tmp_path)
+    # a model handed a citation passes it as the path: it reads those lines
+    assert run_tool("memory_get", {"path": f"{DAY}#L3"}, ctx).startswith(OLD_MARKED + "\n[...")
+    assert run_tool("read", {"path": f"{DAY}#L3-L4"}, ctx).startswith(
+        OLD_MARKED + "\n- The code for the bike shed padlock is 5826.\n\n[showing lines 3-4")
+    assert OLD_MARKED in run_tool("read", {"path": DAY}, ctx)
+    assert "~~" not in run_tool("memory_get", {"path": "MEMORY.md"}, ctx)  # the record itself
+    assert (tmp_path / DAY).read_text() == LOG
+
+
+def test_a_group_session_never_sees_the_replacements_from_memory_md(tmp_path: Path):
+    from clawd.context.access import Access
+    from clawd.tools.memory import visible_search
+    write(tmp_path, DAY, LOG)
+    write(tmp_path, "MEMORY.md", MEMORY)
+    group = Access("rw", group=True, shareable=("memory",))
+    assert run_tool("memory_get", {"path": DAY}, tool_context(tmp_path, group)) == LOG.rstrip()
+    idx = open_index("main", tmp_path, settings(sync={"watch": False}, fallback="none"),
+                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    try:
+        idx.sync()
+        private = visible_search(idx, Access(), "build server osprey", min_score=0.0)
+        shared = visible_search(idx, group, "build server osprey", min_score=0.0)
+        assert OLD_MARKED in next(r["snippet"] for r in private["results"] if r["path"] == DAY)
+        snippet = next(r["snippet"] for r in shared["results"] if r["path"] == DAY)
+        assert "condor" not in snippet and "- The build server is called osprey" in snippet
+    finally:
+        idx.close()

@@ -31,7 +31,6 @@ from clawd.core.messages import Message, TextPart
 from clawd.core.templates import render
 from clawd.core.textcut import shorten
 from clawd.memory.interface import Memory, SearchHit, citation
-from clawd.memory.superseded import REPLACEMENT
 from clawd.tools.memory import visible_search
 from clawd.workspace.files import MEMORY_FILE
 
@@ -87,17 +86,12 @@ class Recall:
 
 def unseen(text: str, shown: str) -> str:
     """The lines of ``text`` worth sending: not blank, not already in ``shown`` and not a
-    template's placeholder (``- (name — who they are)``), a replaced line's replacement
-    with it; empty when no line but headings is left."""
-    keep, kept = [], False
+    template's placeholder (``- (name — who they are)``); empty when no line but headings
+    is left."""
+    keep = []
     for line in text.splitlines():
         probe = line.strip().removesuffix("…").rstrip()  # a snippet's last line may be cut
-        if REPLACEMENT.match(line):  # goes with the line it follows
-            if kept:
-                keep.append(line)
-            continue
-        kept = bool(probe) and probe not in shown and not PLACEHOLDER.match(probe)
-        if kept:
+        if probe and probe not in shown and not PLACEHOLDER.match(probe):
             keep.append(line)
     return "\n".join(keep) if any(not line.lstrip().startswith("#") for line in keep) else ""
 

@@ -11,6 +11,7 @@ index's half of ``clawd memory forget`` (``memory/forget.py`` edits the notes).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Protocol, TypedDict
 
@@ -31,6 +32,19 @@ def citation(path: str, start: int, end: int) -> str:
     """How a reply names the lines it used: ``memory/2026-11-20.md#L12-L14``, or ``#L12``
     for one line."""
     return f"{path}#L{start}" + (f"-L{end}" if end != start else "")
+
+
+_CITATION = re.compile(r"^(?P<path>.+?)#L(?P<start>\d{1,9})(?:-L?(?P<end>\d{1,9}))?$")
+
+
+def cited(text: str) -> tuple[str, int, int] | None:
+    """``(path, start, end)`` of a citation as ``citation`` writes it (``#L12-L14`` or
+    ``#L12``; ``#L12-14`` too), or None: a model given a citation passes it as a path."""
+    found = _CITATION.match(text.strip())
+    if not found:
+        return None
+    start = max(1, int(found["start"]))
+    return found["path"], start, max(start, int(found["end"] or start))
 
 
 class SearchResults(TypedDict):

@@ -5,13 +5,15 @@ When consolidation replaces a fact in MEMORY.md, the old bullet moves to its ``#
 record as ``- <old> (memory/2026-03-03.md#L3) — replaced on 2026-03-16 by: <new>``. The daily
 log the old fact came from still says it, and search still finds that line: the older note
 often ranks above MEMORY.md's one line, and a model answers from what comes first. So a
-result covering a replaced line carries the replacement right after it::
+replaced line is struck through where clawd hands it out, its replacement on the same line::
 
-    - The build server is called osprey; it runs the nightly builds.
-      [replaced on 2026-03-16, MEMORY.md: The build server was renamed to condor.]
+    - ~~The build server is osprey.~~ [replaced on 2026-03-16 by: It was renamed to condor.]
 
-The note is never changed (it is the user's, and its history stays searchable); only the
-text search hands out (snippets, the recall block, ``memory_search``) is. A line is marked
+(a replacement on a line of its own below was skipped by a 1.5B model, which answered with
+the old value it had read first). The note is never changed (it is the user's, and its
+history stays searchable); only the text handed out is: search snippets (so the recall
+block and ``memory_search``) and ``memory_get`` / ``read`` of a note. ``unmark`` takes the
+marks out again, for a group session, which may not see MEMORY.md. A line is marked
 only while it still says the old fact: the cited line holding at least half the old fact's
 meaning words, else (lines added above it moved it) a line of the result holding four in
 five of them; a line edited since is left alone. A fact replaced twice shows the newest
@@ -27,7 +29,9 @@ from pathlib import Path
 from clawd.workspace.files import MEMORY_FILE, ReplacedLine, replaced_lines
 
 _WORD = re.compile(r"[^\W_]+")
-REPLACEMENT = re.compile(r"^\s+\[replaced on \d{4}-\d{2}-\d{2}, ")  # the line marking one
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*")
+_MARKED = re.compile(r"^(\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?)~~(.*)~~"
+                     r"(?: \[replaced on \d{4}-\d{2}-\d{2} by: .*\])+$", re.M)
 _SHORT = 3  # shorter words carry no meaning here ("the", "is", "on")
 
 
@@ -55,8 +59,8 @@ def _says(line: str, old: set[str], share: float) -> bool:
 
 
 def annotate(text: str, start_line: int, entries: list[ReplacedLine]) -> str:
-    """``text`` (a chunk beginning at ``start_line`` of its file) with each line that still
-    says a replaced fact followed by the replacement."""
+    """``text`` (lines of a note, the first being line ``start_line`` of its file) with each
+    line that still says a replaced fact struck through and followed by its replacement."""
     if not entries:
         return text
     lines = text.split("\n")
@@ -69,13 +73,16 @@ def annotate(text: str, start_line: int, entries: list[ReplacedLine]) -> str:
         if found is None:  # moved by lines added above it: only a close match counts
             found = next((i for i, line in enumerate(lines) if _says(line, old, 0.8)), None)
         if found is not None:
-            notes.setdefault(found, []).append(
-                f"  [replaced on {entry.day}, {MEMORY_FILE}: {entry.new}]")
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        out.append(line)
-        out += notes.get(i, [])
-    return "\n".join(out)
+            notes.setdefault(found, []).append(f" [replaced on {entry.day} by: {entry.new}]")
+    for i, marks in notes.items():
+        prefix = _BULLET.match(lines[i]).group(0)  # type: ignore[union-attr]  # always matches
+        lines[i] = f"{prefix}~~{lines[i][len(prefix):].rstrip()}~~{''.join(marks)}"
+    return "\n".join(lines)
+
+
+def unmark(text: str) -> str:
+    """``text`` with the marks ``annotate`` added taken out again."""
+    return _MARKED.sub(r"\1\2", text)
 
 
 class Superseded:

@@ -11,7 +11,9 @@ Before a bootstrap file or MEMORY.md loses content, its previous version is kept
 (``ToolContext.backups``) and the result says where; ``.clawd/`` itself cannot be written. A
 Markdown note a model sent as one line with escaped breaks (``- a\\n- b\\n``) is written
 on lines of its own (``unescaped_breaks``), and an append to a memory file leaves out the
-lines the file already holds (``new_lines``).
+lines the file already holds (``new_lines``). ``read`` takes a citation as its path
+(``memory/2026-11-20.md#L12-L14``: those lines) and shows a note's lines that consolidation
+replaced as ``memory_get`` does.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from datetime import datetime
 from typing import Annotated
 
 from clawd.core.errors import ToolError
+from clawd.memory.interface import cited
 from clawd.tools.base import Param, Tool, ToolContext, tool
+from clawd.tools.memory import marked
 from clawd.workspace.backups import STATE_DIR, is_clawd_state, is_protected, loses_content
 from clawd.workspace.files import daily_log_path, is_daily_log, is_private_memory
 from clawd.workspace.interface import WorkspaceFiles
@@ -38,6 +42,12 @@ def _writable(ctx: ToolContext) -> None:
       "(1-based lines) for long files.")
 def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)] = 1,
          limit: Annotated[int, Param(minimum=1)] = DEFAULT_READ_LINES) -> str:
+    citation = cited(path)
+    if citation and (offset, limit) == (1, DEFAULT_READ_LINES):
+        path, offset, end = citation
+        limit = end - offset + 1
+    elif citation:
+        path = citation[0]
     rel = ctx.files.canonical(path)
     ctx.access.check_read(rel)
     stat = ctx.files.stat(rel)
@@ -51,7 +61,7 @@ def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)
         return f"[{path} has {len(lines)} lines; there is nothing after line " \
                f"{len(lines)}]"
     chunk = lines[offset - 1:offset - 1 + limit]
-    text = "".join(chunk)
+    text = marked(ctx, rel, offset, "".join(chunk))
     end = offset - 1 + len(chunk)
     if offset > 1 or end < len(lines):
         text += (f"\n[showing lines {offset}-{end} of {len(lines)}"

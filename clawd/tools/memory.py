@@ -10,6 +10,10 @@ so ``..``, absolute paths and symlinks out are refused), or a ``.md`` file under
 outside the workspace; a path is accepted there only when its real location is under one
 of them, so a symlink cannot widen what the model can read. A file that is not UTF-8 text
 (NUL bytes, invalid UTF-8) is an error result, as it is skipped by the index, never its bytes.
+A citation passed as the path (``memory/2026-11-20.md#L12-L14``, as search results and recall
+name lines) reads those lines. Note lines that consolidation replaced are struck through
+with their replacement (``memory.superseded``; ``marked``), in ``memory_get`` as in search,
+for a session that may read MEMORY.md; a group session's search results lose those marks.
 """
 
 from __future__ import annotations
@@ -20,10 +24,18 @@ from typing import Annotated
 
 from clawd.context.access import Access
 from clawd.core.errors import SandboxError, ToolError
-from clawd.memory.interface import Memory, SearchResults
+from clawd.memory.interface import Memory, SearchResults, cited
 from clawd.memory.sources import NotText, decode_text, extra_roots, is_under
+from clawd.memory.superseded import annotate, latest, unmark
 from clawd.tools.base import Param, Tool, ToolContext, tool
-from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, relative, resolve
+from clawd.workspace.files import (
+    MEMORY_DIR,
+    MEMORY_FILE,
+    REPLACED_SECTION,
+    relative,
+    replaced_lines,
+    resolve,
+)
 
 DEFAULT_LINES = 200
 MAX_RESULTS = 50
@@ -85,6 +97,12 @@ def memory_get(ctx: ToolContext, *,
         raise ToolError("argument 'from' must be 1 or more")
     if count < 1:
         raise ToolError("argument 'lines' must be 1 or more")
+    citation = cited(path) if isinstance(path, str) else None
+    if citation and (start, count) == (1, DEFAULT_LINES):
+        path, start, end = citation
+        count = end - start + 1
+    elif citation:
+        path = citation[0]
     real, key = memory_path(ctx, path)
     try:
         lines = decode_text(real.read_bytes()).split("\n")
@@ -98,7 +116,7 @@ def memory_get(ctx: ToolContext, *,
     if start > len(lines) and lines:
         raise ToolError(f"{key} has {len(lines)} lines; 'from' {start} is past the end")
     chosen = lines[start - 1:start - 1 + count]
-    text = "\n".join(chosen)
+    text = marked(ctx, key, start, "\n".join(chosen))
     limit = ctx.settings.tools.max_output_chars
     if len(text) > limit:
         text = text[:limit]
@@ -127,10 +145,26 @@ def memory_search(ctx: ToolContext, *, query: Annotated[str, Param("what to look
                       ensure_ascii=False)
 
 
+def marked(ctx: ToolContext, key: str, start: int, text: str) -> str:
+    """``text``, lines of the note ``key`` from line ``start``, with the lines consolidation
+    replaced struck through and their replacement beside them; unchanged for a session that
+    may not read MEMORY.md (the replacements come from it)."""
+    if not key.startswith(f"{MEMORY_DIR}/") or not ctx.access.may_read(MEMORY_FILE):
+        return text
+    try:
+        memory = ctx.files.read(MEMORY_FILE) or ""
+    except OSError:
+        return text
+    if REPLACED_SECTION not in memory:
+        return text
+    return annotate(text, start, latest(replaced_lines(memory)).get(key, []))
+
+
 def visible_search(memory: Memory, access: Access, query: str, max_results: int | None = None,
                    min_score: float | None = None) -> SearchResults:
     """``memory.search`` as a session with ``access`` may see it: a group session gets
-    shareable notes only (searched wider, kept, cut to size)."""
+    shareable notes only (searched wider, kept, cut to size), without the replacements
+    MEMORY.md gave replaced lines."""
     if not access.group:
         return memory.search(query, max_results=max_results, min_score=min_score)
     limit = max_results or memory.settings.query.max_results
@@ -139,6 +173,8 @@ def visible_search(memory: Memory, access: Access, query: str, max_results: int 
     result["results"] = [r for r in result["results"]
                          if r.get("source") == "memory" and access.may_read(r["path"])
                          ][:limit]
+    for hit in result["results"]:
+        hit["snippet"] = unmark(hit["snippet"])
     return result
 
 
