@@ -127,3 +127,15 @@ def test_add_appends_to_todays_log(ws):
     assert (ws / "memory/2025-02-01.md").read_text() == "# 2025-02-01\n\n- first of the month\n"
     with pytest.raises(ToolError):
         append_to_daily_log(DiskFiles(ws), "   ", day)
+
+
+def test_memory_get_takes_a_citation_as_the_path(ws):
+    ctx = context(ws)
+    assert run("memory_get", {"path": "MEMORY.md#L3-L4"}, ctx).startswith(
+        "line two\nline three\n[... MEMORY.md: lines 3-4 of 5")
+    assert run("memory_get", {"path": "memory/2025-01-02.md#L3"}, ctx) == \
+        "- met Ada about the ledger"
+    # lines asked for explicitly win over the citation's
+    assert run("memory_get", {"path": "MEMORY.md#L3", "from": 5, "lines": 1}, ctx) == "line four"
+    with pytest.raises(ClawdError, match="memory_get reads only"):
+        run("memory_get", {"path": "AGENTS.md#L1"}, ctx)

@@ -23,9 +23,8 @@ from datetime import datetime
 from typing import Annotated
 
 from clawd.core.errors import ToolError
-from clawd.memory.interface import cited
 from clawd.tools.base import Param, Tool, ToolContext, tool
-from clawd.tools.memory import marked
+from clawd.tools.memory import citation_path, marked
 from clawd.workspace.backups import STATE_DIR, is_clawd_state, is_protected, loses_content
 from clawd.workspace.files import daily_log_path, is_daily_log, is_private_memory
 from clawd.workspace.interface import WorkspaceFiles
@@ -42,12 +41,7 @@ def _writable(ctx: ToolContext) -> None:
       "(1-based lines) for long files.")
 def read(ctx: ToolContext, *, path: str, offset: Annotated[int, Param(minimum=1)] = 1,
          limit: Annotated[int, Param(minimum=1)] = DEFAULT_READ_LINES) -> str:
-    citation = cited(path)
-    if citation and (offset, limit) == (1, DEFAULT_READ_LINES):
-        path, offset, end = citation
-        limit = end - offset + 1
-    elif citation:
-        path = citation[0]
+    path, offset, limit = citation_path(path, offset, limit, DEFAULT_READ_LINES)
     rel = ctx.files.canonical(path)
     ctx.access.check_read(rel)
     stat = ctx.files.stat(rel)

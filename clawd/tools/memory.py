@@ -97,12 +97,7 @@ def memory_get(ctx: ToolContext, *,
         raise ToolError("argument 'from' must be 1 or more")
     if count < 1:
         raise ToolError("argument 'lines' must be 1 or more")
-    citation = cited(path) if isinstance(path, str) else None
-    if citation and (start, count) == (1, DEFAULT_LINES):
-        path, start, end = citation
-        count = end - start + 1
-    elif citation:
-        path = citation[0]
+    path, start, count = citation_path(path, start, count, DEFAULT_LINES)
     real, key = memory_path(ctx, path)
     try:
         lines = decode_text(real.read_bytes()).split("\n")
@@ -143,6 +138,17 @@ def memory_search(ctx: ToolContext, *, query: Annotated[str, Param("what to look
                         "(memorySearch.enabled is false)")
     return json.dumps(visible_search(ctx.memory, ctx.access, query, max_results, min_score),
                       ensure_ascii=False)
+
+
+def citation_path(path: str, start: int, count: int, default: int) -> tuple[str, int, int]:
+    """``(path, first line, how many)`` for a tool's arguments: a citation passed as the path
+    names its file, and its lines unless others were asked for."""
+    found = cited(path) if isinstance(path, str) else None
+    if not found:
+        return path, start, count
+    if (start, count) == (1, default):
+        return found[0], found[1], found[2] - found[1] + 1
+    return found[0], start, count
 
 
 def marked(ctx: ToolContext, key: str, start: int, text: str) -> str:
