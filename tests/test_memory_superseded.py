@@ -72,6 +72,8 @@ def test_the_replaced_line_is_struck_through_beside_its_replacement_and_others_a
     marked = annotate(LOG, 1, latest(replaced_lines(MEMORY))[DAY])
     assert marked.split("\n")[2:4] == [OLD_MARKED, "- The code for the bike shed padlock is 5826."]
     assert unmark(marked) == LOG  # a group session gets the note's own lines back
+    assert unmark(marked[:marked.index("condor")] + "…") == LOG[:LOG.index("\n- The code")]
+    assert unmark("- ~~done~~ and dusted") == "- ~~done~~ and dusted"  # the user's own
     numbered = annotate("1. The build server is called osprey; it runs the nightly builds.", 3,
                         latest(replaced_lines(MEMORY))[DAY])
     assert numbered.startswith("1. ~~The build server") and unmark(numbered).startswith("1. The")

@@ -30,8 +30,9 @@ from clawd.workspace.files import MEMORY_FILE, ReplacedLine, replaced_lines
 
 _WORD = re.compile(r"[^\W_]+")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*")
-_MARKED = re.compile(r"^(\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?)~~(.*)~~"
-                     r"(?: \[replaced on \d{4}-\d{2}-\d{2} by: .*\])+$", re.M)
+# a marked line; the rest of the line from the first mark on, a snippet's cut one too
+_MARKED = re.compile(r"^(\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?)~~(.*?)~~ \[replaced on "
+                     r"\d{4}-\d{2}-\d{2} by: .*$", re.M)
 _SHORT = 3  # shorter words carry no meaning here ("the", "is", "on")
 
 
