@@ -62,4 +62,8 @@ def test_the_measurement_adapter_gives_each_part_its_text_back():
              for part in chunk]
     assert parts == ["2026-04-01 > Home office - Switched my editor to Vim keybindings. - The "
                      "monitor arm wobbles; ordered a sturdier clamp.",
-                     "2026-04-01 > Garden - Planted garlic cloves along the fence, 10 cm apart."]
+                     "2026-04-01 > Garden - Planted garlic cloves along the fence, 10 cm apart.",
+                     # each list item is a part of its own too, without its heading path
+                     "- Switched my editor to Vim keybindings.",
+                     "- The monitor arm wobbles; ordered a sturdier clamp.",
+                     "- Planted garlic cloves along the fence, 10 cm apart."]
