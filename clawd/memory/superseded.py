@@ -29,10 +29,11 @@ from pathlib import Path
 from clawd.workspace.files import MEMORY_FILE, ReplacedLine, replaced_lines
 
 _WORD = re.compile(r"[^\W_]+")
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+|^\s*")
+_PREFIX = r"^\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?"  # indent and list mark, kept outside the ~~
+_BULLET = re.compile(_PREFIX)
 # a marked line; the rest of the line from the first mark on, a snippet's cut one too
-_MARKED = re.compile(r"^(\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?)~~(.*?)~~ \[replaced on "
-                     r"\d{4}-\d{2}-\d{2} by: .*$", re.M)
+_MARKED = re.compile(rf"({_PREFIX})~~(.*?)~~ \[replaced on \d{{4}}-\d{{2}}-\d{{2}} by: .*$",
+                     re.M)
 _SHORT = 3  # shorter words carry no meaning here ("the", "is", "on")
 
 
