@@ -15,6 +15,7 @@ from clawd.context.flush import (
     flush_prompt,
     is_chatter,
     is_silent,
+    listed,
     noted,
     notes_written,
     unsaved_words,
@@ -387,3 +388,10 @@ def test_notes_written_are_the_memory_writes_only():
                 Message.tool_result(note, "ok"), Message.tool_result(other, "ok"),
                 Message.tool_result(failed, "error: no match", True)]
     assert notes_written(messages) == ["- budget 2400"]
+
+
+def test_the_silent_token_as_a_list_item_is_not_a_note():
+    answer = ("- The dentist appointment moved to Tuesday 2 December at 9:30.\n- No_reply\n"
+              "* NO_REPLY\n- no reply\n- No reply from the landlord yet about the boiler.")
+    assert listed(answer) == ("- The dentist appointment moved to Tuesday 2 December at 9:30.\n"
+                              "- No reply from the landlord yet about the boiler.")

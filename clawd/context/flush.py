@@ -160,12 +160,13 @@ LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S")
 NOTHING_WORDS = ACK_WORDS | frozenset(
     "no none nothing additional more other further notes note facts fact information store "
     "save keep add there are is any was were from this the conversation user relevant found "
-    "at time".split())
+    "at time reply".split())
 
 
 def says_nothing(line: str) -> bool:
-    """Whether a list line only says there is nothing to note."""
-    words = re.findall(r"[\w']+", line.lower())
+    """Whether a list line only says there is nothing to note (the silent token as an item,
+    ``- No_reply``, too: a 1.5B model ended its list of notes with it)."""
+    words = re.findall(r"[\w']+", line.lower().replace("_", " "))
     return bool({"no", "none", "nothing"} & set(words)) and set(words) <= NOTHING_WORDS
 
 
