@@ -193,6 +193,38 @@ def test_a_flush_that_answers_in_words_keeps_them_in_the_daily_log(tmp_path):
     assert events[-1].text == "Sure."
 
 
+def test_flush_notes_copied_from_older_notes_are_not_saved_again_as_todays(tmp_path):
+    """The 1.5B model answered the flush with lines of the recall block and MEMORY.md
+    among its new ones; saved under today's date, an old fact reads as news (and a struck
+    through one, replaced since, as the current value)."""
+    provider = ScriptedProvider()
+    runtime, session = near_flush(tmp_path, provider)
+    (runtime.workspace / "memory" / "2026-11-10.md").write_text(
+        "# 2026-11-10\n\n- Asked for a soup recipe.\n- The build server is osprey.\n")
+    (runtime.workspace / "MEMORY.md").write_text("## Facts\n\n* The build server was "
+                                                 "renamed to **condor**.\n")
+    provider.add("- asked for a soup recipe\n"
+                 "- The build server was renamed to condor.\n"
+                 "- ~~The build server is osprey.~~ [replaced on 2026-11-20 by: The build "
+                 "server was renamed to condor.]\n"
+                 "- The user's budget is 2400 euros.", "Sure.")
+    list(session.run_turn(f"one more {filler(400)}"))
+    log = (runtime.workspace / DAILY).read_text()
+    assert log.endswith("reply)\n\n- The user's budget is 2400 euros.\n"), log
+    assert "soup" not in log and "osprey" not in log and "condor" not in log
+
+
+def test_a_flush_answer_made_only_of_older_notes_saves_nothing(tmp_path):
+    provider = ScriptedProvider()
+    runtime, session = near_flush(tmp_path, provider)
+    (runtime.workspace / "memory" / "2026-11-10.md").write_text(
+        "# 2026-11-10\n\n- Asked for a soup recipe.\n")
+    provider.add("- Asked for a soup recipe.", "Sure.")
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
+    assert not (runtime.workspace / DAILY).exists()
+
+
 def test_flush_notes_caught_in_a_loop_are_saved_once(tmp_path):
     provider = ScriptedProvider()
     runtime, session = near_flush(tmp_path, provider)

@@ -16,6 +16,8 @@ from clawd.context.flush import (
     is_chatter,
     is_silent,
     listed,
+    not_yet_noted,
+    note_lines,
     noted,
     notes_written,
     unsaved_words,
@@ -395,3 +397,18 @@ def test_the_silent_token_as_a_list_item_is_not_a_note():
               "* NO_REPLY\n- no reply\n- No reply from the landlord yet about the boiler.")
     assert listed(answer) == ("- The dentist appointment moved to Tuesday 2 December at 9:30.\n"
                               "- No reply from the landlord yet about the boiler.")
+
+
+def test_lines_a_note_holds_word_for_word_are_not_noted_again(tmp_path):
+    files = DiskFiles(tmp_path)
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "2026-11-10.md").write_text("# 2026-11-10\n\n1. Likes *green* tea.\n")
+    (tmp_path / "memory" / "notes.txt").write_text("- Not a note file.\n")
+    (tmp_path / "MEMORY.md").write_text("- Lives in Porto\n")
+    kept = note_lines(files)
+    answer = ("- likes green tea!\n- Lives in Porto.\n- Lives in Porto since May.\n"
+              "- Not a note file.\n- ~~Lives in Lyon.~~ [replaced on 2026-11-20 by: Lives "
+              "in Porto]\n# 2026-11-10")
+    assert not_yet_noted(answer, kept) == "- Lives in Porto since May.\n- Not a note file."
+    assert not_yet_noted(answer, set()) == "\n".join(
+        line for line in answer.splitlines() if "~~" not in line)

@@ -33,8 +33,15 @@ from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
 from clawd.guards.replytext import unfenced
+from clawd.memory.superseded import unmark
 from clawd.sessions.entry import SessionEntry
-from clawd.workspace.files import daily_log_path, is_private_memory, memory_files
+from clawd.workspace.files import (
+    MEMORY_DIR,
+    MEMORY_FILE,
+    daily_log_path,
+    is_private_memory,
+    memory_files,
+)
 from clawd.workspace.interface import WorkspaceFiles
 
 SILENT = "NO_REPLY"
@@ -153,7 +160,8 @@ def flush_retry_prompt(answer: str, today: date, noted_before: bool = False,
                   daily_log=daily_log_path(today)).strip()
 
 
-LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S")
+LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+LIST_LINE = re.compile(LIST_MARK.pattern + r"\S")
 
 
 # the words of a list line saying there is nothing to list ("- No additional notes to store.")
@@ -204,6 +212,36 @@ def _saved(fact: str, notes: list[str]) -> bool:
     said = content_words(fact) - {ref.lower() for ref in exact | names}
     return any(not any(missing(fact, line)) and (not said or said & content_words(line))
                for line in notes)
+
+
+def _line_key(line: str) -> str:
+    """A line's words, as compared with the notes' lines: its list mark, emphasis, case and
+    punctuation left out."""
+    return " ".join(re.findall(r"[^\W_]+(?:'[^\W_]+)?", LIST_MARK.sub("", line).lower()))
+
+
+def note_lines(files: WorkspaceFiles) -> set[str]:
+    """The lines every note holds (MEMORY.md and the files in ``memory/``), as
+    ``_line_key`` makes them; a note that cannot be read holds none."""
+    keys: set[str] = set()
+    for rel in [MEMORY_FILE, *files.listing(MEMORY_DIR)]:
+        try:
+            text = files.read(rel) or "" if rel.endswith(".md") else ""
+        except OSError:
+            continue
+        keys.update(_line_key(line) for line in text.splitlines())
+    keys.discard("")
+    return keys
+
+
+def not_yet_noted(text: str, kept: set[str]) -> str:
+    """``text`` without the lines a note already holds word for word (``kept``, from
+    ``note_lines``) and without lines struck through as replaced: a model answering the
+    flush in words copies lines from the notes it was shown (the recall block, MEMORY.md,
+    an older log), and saved again under today's date an old fact would read as news, one
+    that a correction since had replaced among them."""
+    return "\n".join(line for line in text.splitlines()
+                     if unmark(line) == line and _line_key(line) not in kept)
 
 
 def unsaved_words(files: WorkspaceFiles, conversation: list[Message], today: date,

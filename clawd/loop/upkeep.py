@@ -33,6 +33,8 @@ from clawd.context.flush import (
     is_acknowledgement,
     is_blank,
     listed,
+    not_yet_noted,
+    note_lines,
     unsaved_words,
 )
 from clawd.context.layers import describe_room, history_messages, report
@@ -137,8 +139,10 @@ class Upkeep:
             return
         files, answer = turn.written, turn.reply
         asked_again = "flush_retry" in turn.view.asked
-        notes = listed(answer) if asked_again else answer
-        if files or is_blank(notes) or is_acknowledgement(notes) or (
+        # lines copied from notes it was shown are not news of today
+        notes = "" if files else not_yet_noted(listed(answer) if asked_again else answer,
+                                               note_lines(rt.files))
+        if is_blank(notes) or is_acknowledgement(notes) or (
                 profile.has("junk_notes") and junk(notes) is not None):
             notes = ""
         kept = [(notes, FROM_REPLY)] if notes else []
