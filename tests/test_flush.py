@@ -350,6 +350,7 @@ def test_the_users_own_words_leave_out_questions(tmp_path):
     ("- Porto", True),  # the name alone: what about Porto is lost (seen with a 1.5B model)
     ("- Moved to Porto in October", False),
     ("- Porto: moved there last month", False),
+    ("- The user moves to Porto.", False),  # a word of the rest, in another form
 ])
 def test_a_note_holds_a_fact_only_with_something_said_of_its_names(tmp_path, note, kept):
     (tmp_path / "memory").mkdir()
@@ -412,3 +413,15 @@ def test_lines_a_note_holds_word_for_word_are_not_noted_again(tmp_path):
     assert not_yet_noted(answer, kept) == "- Lives in Porto since May.\n- Not a note file."
     assert not_yet_noted(answer, set()) == "\n".join(
         line for line in answer.splitlines() if "~~" not in line)
+
+
+def test_the_users_own_words_held_by_notes_in_other_words_are_not_saved_again(tmp_path):
+    """The 1.5B model's second flush answer listed "- The user is Priya." and "- The user
+    lives in Leeds."; the user's own sentences were saved beside them all the same."""
+    conversation = [Message.user("Hi! I'm Priya. I live in Leeds and I work night shifts as "
+                                 "a nurse."), Message.assistant("Hello!"),
+                    Message.user("Our cat Miso is twelve.")]
+    pending = ("- The user is Priya.\n- The user lives in Leeds.\n"
+               "- The user works as a nurse on night shifts.")
+    said = unsaved_words(DiskFiles(tmp_path), conversation, date(2026, 11, 22), pending)
+    assert said == "- Our cat Miso is twelve."

@@ -200,17 +200,27 @@ def without_repeats(text: str) -> str:
     return "\n".join(kept)
 
 
+def _stem(word: str) -> str:
+    """A word without the ending it takes in another form ("moved", "moves" → "mov")."""
+    for ending in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[:-len(ending)]
+    return word
+
+
 def _saved(fact: str, notes: list[str]) -> bool:
     """Whether the lines of ``notes`` hold a fact. A fact with numbers, identifiers or names
     is held by a line with every one of them (the old and the new value of a correction
-    too) and, when the fact says more than those, a word of the rest: "- Porto" does not
-    hold "I moved to Porto last month", "- Moved to Porto in October" does. A fact without
+    too) and, when the fact says more than those, a word of the rest, in any form: "- Porto"
+    does not hold "I moved to Porto last month", "- Moved to Porto in October" does, and
+    "- The user lives in Leeds." holds "I live in Leeds and work nights". A fact without
     them is held by a line with most of its words."""
     exact, names = references(fact)
     if not (exact or names):
         return any(held(fact, [line]) for line in notes)
     said = content_words(fact) - {ref.lower() for ref in exact | names}
-    return any(not any(missing(fact, line)) and (not said or said & content_words(line))
+    return any(not any(missing(fact, line))
+               and (not said or any(_stem(word) in line.lower() for word in said))
                for line in notes)
 
 

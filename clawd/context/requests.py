@@ -51,7 +51,7 @@ STOP_WORDS = frozenset("""a an the and or but so to of in on at for with from by
 were be been being it its this that these those i me my we our you your he she they them his
 her their please also remember note save store record log keep mind forget don't dont do not
 write down add notes memory jot make take can could would will want like need that's there
-here just now""".split())
+here just now i'm i've i'll i'd im ive we're we've""".split())
 
 
 def keep_requests(message: str) -> list[str]:
