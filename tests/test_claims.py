@@ -153,15 +153,35 @@ def test_a_note_still_unwritten_is_reported(tmp_path):
     events = list(session.run_turn("my sister Ines arrives on May 14"))
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert notices == ['the model said "I\'ll add it to your notes." but wrote no note']
+    # the second answer, in words where a write was asked for (a 1.5B model claimed the
+    # note again), is neither shown nor kept in the history (on disk, marked retried)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
-        "I'll add it to your notes.Sure, it is saved."
-    # as shown, the second answer is a paragraph of its own, not run on from the first
+        "I'll add it to your notes."
     out = io.StringIO()
     renderer = Renderer(out, side=io.StringIO(), color=False)
     for event in events:
         renderer.event(event)
-    assert out.getvalue() == "I'll add it to your notes.\n\nSure, it is saved.\n"
+    assert out.getvalue() == "I'll add it to your notes.\n"
     assert daily(session) == ""
+    assert [m.text for m in session.history.messages] == ["my sister Ines arrives on May 14",
+                                                          "I'll add it to your notes."]
+    provider.assert_done()
+
+
+def test_a_write_made_when_asked_again_shows_the_answer_after_it(tmp_path):
+    provider = ScriptedProvider([
+        "I'll add it to your notes.",
+        Reply("Saving it now.", [tool("write", path=DAILY, content="- Ines: May 14",
+                                      append=True)]),
+        "Saved.",
+    ])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn("my sister Ines arrives on May 14"))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
+        "I'll add it to your notes.Saved."
+    assert [e.is_error for e in events if isinstance(e, ToolFinished)] == [False]
+    assert not [e for e in events if isinstance(e, Notice)]
+    assert "- Ines: May 14" in daily(session)
     provider.assert_done()
 
 

@@ -8,7 +8,8 @@
   is asked again once, tools allowed.
 - ``UnkeptNote``: an answer that says a note was saved when no file was written in the turn
   (``claims.note_claim``) is asked once for that write; if it is still not made, the turn
-  ends with a notice saying so.
+  ends with a notice saying so, and words the model answered instead (often the claim
+  again) are not shown.
 
 The blank and echoing answers leave the history (kept on disk, marked ``retried``); a claim
 stays, since the user saw it. A turn asks again for a blank or an echoing answer once, not
@@ -63,7 +64,7 @@ class UnkeptNote(Guard):
         if claim is None:
             return None
         ask = render("unkept_note.md.j2", claim=claim, daily_log=turn.daily_log)
-        return AskAgain(self.name, Message.user(ask), unmet=unkept_notice(claim))
+        return AskAgain(self.name, Message.user(ask), unmet=unkept_notice(claim), quiet=True)
 
     def unmet(self, turn: TurnView) -> str | None:
         asked = turn.asked.get(self.name)

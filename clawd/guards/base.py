@@ -38,7 +38,10 @@ class AskAgain:
     ``drop``: the answer that prompted it leaves the history (kept on disk, marked
     ``retried``): a blank or echoing answer must not teach the model. ``tool_choice``:
     ``none`` when the answer must come in words. ``unmet``: the notice shown if the turn
-    ends without what was asked for (None: nothing to say).
+    ends without what was asked for (None: nothing to say). ``quiet``: what is asked for is
+    a tool call, so the answer is not streamed, and an answer in words only ends the turn
+    unseen and leaves the history like a dropped one (a 1.5B model asked for the note it
+    claimed answered "I saved the note …" again, with no call).
     """
 
     guard: str
@@ -46,6 +49,7 @@ class AskAgain:
     drop: bool = False
     tool_choice: str = "auto"
     unmet: str | None = None
+    quiet: bool = False
 
 
 @dataclass(frozen=True)

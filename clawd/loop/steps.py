@@ -54,7 +54,8 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
     while True:
         if not turn.overflows:
             turn.steps += 1
-        outcome = yield from call.run(messages, show=show, flush=plan.flush, ask=turn.ask,
+        outcome = yield from call.run(messages, show=show and not turn.quiet,
+                                      flush=plan.flush, ask=turn.ask,
                                       tool_choice=turn.tool_choice,
                                       extra_system=plan.extra_system)
         if isinstance(outcome, Overflowed):  # needs compaction, then the same call again
@@ -71,7 +72,11 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
                 turn.reply, turn.aborted = outcome.partial, True
             return
         words_only, turn.ask, turn.tool_choice = turn.tool_choice == "none", None, "auto"
+        quiet, turn.quiet = turn.quiet, False
         reply = outcome.message
+        if quiet and not reply.tool_calls:  # no call where one was asked for: unseen, and
+            call.keep(outcome, messages, drop=True)  # the guard's notice says what is missing
+            return
         step = decide(reply, turn.view, plan.guards, last_step=turn.steps >= plan.max_steps,
                       steps=turn.steps, words_only=words_only)
         call.keep(outcome, messages, drop=isinstance(step, AskAgain) and step.drop)
@@ -80,7 +85,7 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
             turn.view.asked[step.guard] = step
             if not step.drop:  # the user saw it, and it stands
                 turn.reply = turn.view.shown = reply.text
-            turn.ask, turn.tool_choice = step.ask, step.tool_choice
+            turn.ask, turn.tool_choice, turn.quiet = step.ask, step.tool_choice, step.quiet
             continue
         if isinstance(step, Stop):
             turn.reply = reply.text

@@ -93,6 +93,7 @@ class Turn:
     reply: str = ""  # the reply as the user saw it last
     ask: Message | None = None  # sent after the history in the next request only
     tool_choice: str = "auto"
+    quiet: bool = False  # the next step answers a quiet ask (``AskAgain.quiet``)
     overflows: int = 0  # compactions for the request now under way
     aborted: bool = False
     interrupted: bool = False
