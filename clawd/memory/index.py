@@ -56,12 +56,13 @@ from clawd.config import MemorySearch
 from clawd.memory import candidates, diversity, purge, recency, search, sync
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
-from clawd.memory.interface import SearchHit, SearchResults, citation
+from clawd.memory.interface import SearchResults
 from clawd.memory.matrix import VectorMatrix
 from clawd.memory.plan import skipped_files
 from clawd.memory.store import Store
 from clawd.memory.superseded import Superseded
 from clawd.memory.target import Seen, SyncCancelled, Target
+from clawd.workspace.disk import DiskFiles
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class MemoryIndex:
         self.vectors = VectorMatrix()  # the vector stage's in-process fast path
         self._watcher: Any = None
         self._pool: Any = None
-        self.superseded = Superseded(workspace)  # replaced lines, marked in results
+        self.superseded = Superseded(DiskFiles(workspace))  # replaced lines, marked
 
     @property
     def store(self) -> Store:
@@ -295,15 +296,7 @@ class MemoryIndex:
             if len(chosen) >= limit or not repeats or not full:
                 break
             pool *= 4
-        terms = search.query_terms(query)
-        results: list[SearchHit] = []
-        for s in chosen:
-            row = rows[s.chunk_id]
-            text = self.superseded.mark(row.path, row.start_line, row.text)
-            results.append({"path": row.path, "startLine": row.start_line,
-                            "endLine": row.end_line, "score": round(s.score, 4),
-                            "snippet": search.snippet(text, terms), "source": row.source,
-                            "citation": citation(row.path, row.start_line, row.end_line)})
+        results = search.hits(chosen, rows, query, self.superseded.mark)
         embedder = self.embedders.active
         kind = "hybrid" if used_vector and used_text else "vector" if used_vector else \
             "keyword" if used_text else "none"

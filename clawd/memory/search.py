@@ -29,8 +29,13 @@ import math
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from clawd.memory import keywords
+from clawd.memory.interface import SearchHit, citation
+
+if TYPE_CHECKING:
+    from clawd.memory.store import ChunkRow
 
 SNIPPET_CHARS = 700
 LINE_SHARE = 0.5
@@ -249,3 +254,20 @@ def snippet(text: str, terms: Iterable[str] = (), max_chars: int = SNIPPET_CHARS
     cut = window.rfind(" ", 0, max_chars - 1)
     cut = cut if cut > max_chars // 2 else max_chars - 1
     return window[:cut].rstrip() + "…"
+
+
+def hits(chosen: Iterable[Scored], rows: Mapping[int, ChunkRow], query: str,
+         mark: Callable[[str, int, str], str]) -> list[SearchHit]:
+    """The results as the tools and front ends get them: each chunk's snippet around the
+    query's terms, after ``mark`` (path, first line, text) struck through what was
+    replaced, with its lines, score, source and citation."""
+    terms = query_terms(query)
+    results: list[SearchHit] = []
+    for s in chosen:
+        row = rows[s.chunk_id]
+        text = mark(row.path, row.start_line, row.text)
+        results.append({"path": row.path, "startLine": row.start_line,
+                        "endLine": row.end_line, "score": round(s.score, 4),
+                        "snippet": snippet(text, terms), "source": row.source,
+                        "citation": citation(row.path, row.start_line, row.end_line)})
+    return results

@@ -17,16 +17,20 @@ marks out again, for a group session, which may not see MEMORY.md. A line is mar
 only while it still says the old fact: the cited line holding at least half the old fact's
 meaning words, else (lines added above it moved it) a line of the result holding four in
 five of them; a line edited since is left alone. A fact replaced twice shows the newest
-replacement. The record is read from MEMORY.md again whenever the file changes.
+replacement. The record is parsed again whenever MEMORY.md's text changes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from pathlib import Path
 
-from clawd.workspace.files import MEMORY_FILE, ReplacedLine, replaced_lines
+from clawd.workspace.files import (
+    MEMORY_FILE,
+    REPLACED_SECTION,
+    ReplacedLine,
+    replaced_lines,
+)
+from clawd.workspace.interface import WorkspaceFiles
 
 _WORD = re.compile(r"[^\W_]+")
 _PREFIX = r"^\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?"  # indent and list mark, kept outside the ~~
@@ -88,28 +92,24 @@ def unmark(text: str) -> str:
 
 
 class Superseded:
-    """MEMORY.md's record of replaced lines, read again when the file changes."""
+    """MEMORY.md's record of replaced lines, read through the workspace's files (so a
+    hosted store serves it as the folder does) and parsed again only when its text
+    changed."""
 
-    def __init__(self, workspace: Path, read: Callable[[Path], str] | None = None):
-        self.path = workspace / MEMORY_FILE
-        self._read = read or (lambda path: path.read_text(encoding="utf-8", errors="replace"))
-        self._stamp: tuple[int, int] | None = None
+    def __init__(self, files: WorkspaceFiles):
+        self.files = files
+        self._text: str | None = None
         self._by_path: dict[str, list[ReplacedLine]] = {}
 
     def entries(self, path: str) -> list[ReplacedLine]:
         """The replaced lines of the note at ``path`` (workspace-relative)."""
         try:
-            stat = self.path.stat()
+            text = self.files.read(MEMORY_FILE) or ""
         except OSError:
-            self._stamp, self._by_path = None, {}
             return []
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        if stamp != self._stamp:
-            try:
-                text = self._read(self.path)
-            except OSError:
-                return []
-            self._stamp, self._by_path = stamp, latest(replaced_lines(text))
+        if text != self._text:
+            self._text = text
+            self._by_path = latest(replaced_lines(text)) if REPLACED_SECTION in text else {}
         return self._by_path.get(path, [])
 
     def mark(self, path: str, start_line: int, text: str) -> str:

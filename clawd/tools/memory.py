@@ -26,14 +26,12 @@ from clawd.context.access import Access
 from clawd.core.errors import SandboxError, ToolError
 from clawd.memory.interface import Memory, SearchResults, cited
 from clawd.memory.sources import NotText, decode_text, extra_roots, is_under
-from clawd.memory.superseded import annotate, latest, unmark
+from clawd.memory.superseded import Superseded, unmark
 from clawd.tools.base import Param, Tool, ToolContext, tool
 from clawd.workspace.files import (
     MEMORY_DIR,
     MEMORY_FILE,
-    REPLACED_SECTION,
     relative,
-    replaced_lines,
     resolve,
 )
 
@@ -157,13 +155,7 @@ def marked(ctx: ToolContext, key: str, start: int, text: str) -> str:
     may not read MEMORY.md (the replacements come from it)."""
     if not key.startswith(f"{MEMORY_DIR}/") or not ctx.access.may_read(MEMORY_FILE):
         return text
-    try:
-        memory = ctx.files.read(MEMORY_FILE) or ""
-    except OSError:
-        return text
-    if REPLACED_SECTION not in memory:
-        return text
-    return annotate(text, start, latest(replaced_lines(memory)).get(key, []))
+    return Superseded(ctx.files).mark(key, start, text)
 
 
 def visible_search(memory: Memory, access: Access, query: str, max_results: int | None = None,
