@@ -124,6 +124,26 @@ def test_a_placeholder_path_is_refused(ctx, path):
     assert sorted(p.name for p in ctx.workspace.rglob("*")) == ["memory"]
 
 
+@pytest.mark.parametrize("path, twin", [("identity.md", "IDENTITY.md"),
+                                        ("Memory/2026-11-22.md", "memory/2026-11-22.md"),
+                                        ("MEMORY/Notes.MD", "memory/notes.md")])
+def test_a_path_that_differs_only_in_case_names_the_existing_file(ctx, path, twin):
+    """A 1.5B model wrote its name to "identity.md", a file nothing reads, beside
+    IDENTITY.md."""
+    (ctx.workspace / "IDENTITY.md").write_text("# IDENTITY.md\n")
+    (ctx.workspace / "memory" / "2026-11-22.md").write_text("# 2026-11-22\n")
+    (ctx.workspace / "memory" / "notes.md").write_text("- a\n")
+    before = sorted(p.name for p in ctx.workspace.rglob("*"))
+    with pytest.raises(ToolError, match=f'but there is {twin} .*give the path "{twin}"'):
+        write({"path": path, "content": "- Name: Priya", "append": True}, ctx)
+    with pytest.raises(ToolError, match=f"but there is {twin}"):
+        edit({"path": path, "oldText": "a", "newText": "b"}, ctx)
+    assert sorted(p.name for p in ctx.workspace.rglob("*")) == before
+    # a new file, and a new file in a new folder, are written as named
+    assert write({"path": "memory/identity-notes.md", "content": "x"}, ctx).startswith("wrote")
+    assert write({"path": "Projects/plan.md", "content": "x"}, ctx).startswith("wrote")
+
+
 def test_an_append_to_memory_leaves_out_the_lines_already_there(ctx):
     """A 1.5B model appended the same two notes three times in one turn, in different
     steps and mixes, while answering a question."""

@@ -13,7 +13,9 @@ Markdown note a model sent as one line with escaped breaks (``- a\\n- b\\n``) is
 on lines of its own (``unescaped_breaks``), and an append to a memory file leaves out the
 lines the file already holds (``new_lines``). ``read`` takes a citation as its path
 (``memory/2026-11-20.md#L12-L14``: those lines) and shows a note's lines that consolidation
-replaced as ``memory_get`` does.
+replaced as ``memory_get`` does. A ``write`` or ``edit`` of a path that does not exist but
+for letter case does (``identity.md`` beside ``IDENTITY.md``) is refused with the existing
+path: the new file would be one nothing reads.
 """
 
 from __future__ import annotations
@@ -103,7 +105,28 @@ def _target(given: str, ctx: ToolContext) -> str:
                         f"your files; it cannot be written")
     if ctx.flush:
         ctx.access.check_flush_write(rel)
+    twin = case_twin(ctx.files, rel)
+    if twin is not None:  # a small model wrote "identity.md", a file nothing ever reads
+        raise ToolError(f"there is no {rel}, but there is {twin} (file names are "
+                        f"case-sensitive): give the path \"{twin}\"")
     return rel
+
+
+def case_twin(files: WorkspaceFiles, rel: str) -> str | None:
+    """The existing path that ``rel`` names but for letter case (``IDENTITY.md`` for
+    ``identity.md``, ``memory/…`` for ``Memory/…``), when ``rel`` itself does not exist."""
+    if rel == "." or files.stat(rel) is not None:
+        return None
+    found: list[str] = []
+    for part in rel.split("/"):
+        names = [n.rstrip("/") for n in files.entries("/".join(found) or ".")]
+        if part not in names:
+            twins = [n for n in names if n.lower() == part.lower()]
+            if not twins:
+                return None
+            part = twins[0]
+        found.append(part)
+    return "/".join(found)
 
 
 @tool("write", "Create or overwrite a file in the workspace; with append: true, add content "
