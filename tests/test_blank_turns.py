@@ -96,6 +96,21 @@ def test_a_short_echo_or_a_quote_is_an_answer(tmp_path, reply):
     provider.assert_done()
 
 
+def test_an_echo_answering_the_request_for_a_blank_answer_is_asked_again(tmp_path):
+    """The 1.5B model answered "Hi! I'm Priya. …" with nothing, then, asked again with the
+    message repeated, with the message itself."""
+    said = "Hi! I'm Priya. I live in Leeds and I work night shifts as a nurse."
+    provider = ScriptedProvider(["", said, "Hello Priya! Night shifts must be tiring."])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = list(session.run_turn(said))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == (
+        f"{said}Hello Priya! Night shifts must be tiring.")
+    assert provider.requests[2].messages[-1].text.startswith("Your last answer only repeated")
+    assert [m.text for m in Session(session.rt, KEY).history.messages] == [
+        said, "Hello Priya! Night shifts must be tiring."]
+    provider.assert_done()
+
+
 def test_an_echo_then_nothing_ends_with_one_notice(tmp_path):
     said = "By the way, my sister Ines arrives in Lisbon on May 14."
     provider = ScriptedProvider([said, ""])

@@ -12,8 +12,9 @@
   again) are not shown.
 
 The blank and echoing answers leave the history (kept on disk, marked ``retried``); a claim
-stays, since the user saw it. A turn asks again for a blank or an echoing answer once, not
-once for each.
+stays, since the user saw it. An echo answering the request for a blank answer (which
+repeats the user's message, and a 1.5B model repeated it back) is asked again too; a blank
+answer after an echo is not (``MAX_ASKS`` caps them all).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class EchoAnswer(Guard):
     name = "echo"
 
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
-        if is_blank(reply.text) or "blank" in turn.asked or not is_echo(reply.text, turn.text):
+        if is_blank(reply.text) or not is_echo(reply.text, turn.text):
             return None
         ask = render("blank_retry.md.j2", silent=False, echo=True,
                      request=shorten(turn.text, 1000))
