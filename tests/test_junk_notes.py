@@ -49,6 +49,10 @@ def test_the_labelled_set_holds_both_kinds():
     # seen with Qwen2.5-Coder-1.5B: the fact gone, its name kept
     ("- Porto", "Hi! I moved to Porto last month.", "a bare word with nothing said about it"),
     ("2026-11-26 Porto\n- heron", "", "a bare word with nothing said about it"),
+    # seen with Qwen2.5-Coder-1.5B: a read's arguments and result, written as the note
+    ('{"from": 1, "lines": 200, "path": "identity.md", "text": "Name: Priya"}', "",
+     "JSON data (a tool call's arguments?)"),
+    ('```json\n[{"path": "memory/2026-11-22.md"', "", "JSON data (a tool call's arguments?)"),
 ])
 def test_junk_says_what_it_is(content, said, why):
     assert junk(content, said) == why
@@ -58,6 +62,7 @@ def test_junk_says_what_it_is(content, said, why):
     ("2026-11-25 Lisbon 2400 euros", "My budget for the Lisbon trip is 2400 euros."),
     ("I'm allergic to peanuts.", "I'm allergic to peanuts."),  # a statement written back
     ("- Ines: arrives May 14\n- Ines: vegan\n- Ines: nurse", ""),  # one label per line
+    ('- The status API answers {"ok": true} when the NAS is up.', ""),  # JSON in a note
     ("- Meetings at 09:00, 10:00 and 11:00 on Tuesday", ""),  # a schedule
     ("- note 1: FACT-000\n- note 1: FACT-001\n- note 1: FACT-002\n- note 1: FACT-003", ""),
     ("## Shopping\n- milk\n- eggs", "Add milk and eggs to the shopping list."),  # a list

@@ -7,8 +7,9 @@ more repeat an earlier line or hold fewer than half new words (not a timestamp, 
 the line said before) with a word repeated or fewer than two new ones, when each line is one
 bare word with no heading over it ("- Porto" for "I moved to Porto last month"), or when it
 is the user's message copied back and that message holds no fact (a request or a question;
-a statement written back as it was said is a note). A terse note is still a note:
-"2026-11-25 Lisbon 2400 euros", and so is a list of single words under a heading.
+a statement written back as it was said is a note), or when it is JSON data. A terse note
+is still a note: "2026-11-25 Lisbon 2400 euros", and so is a list of single words under a
+heading.
 
 ``JunkNotes`` (guard ``junk_notes``, weak profile) refuses such a ``write`` or ``edit`` of
 ``memory/YYYY-MM-DD.md`` before it runs: the tool result is an error saying what a note
@@ -35,6 +36,8 @@ _PLAIN = frozenset("""a an the and or of to in on at for with from by as is are 
 it its this that i me my we our you your he she his her they their user user's users
 """.split())
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*")
+# a JSON object or list of them: a 1.5B model wrote a read's arguments and result as its note
+_JSON = re.compile(r'^\s*(?:```(?:json)?\s*)?\[?\s*\{\s*"')
 NEW_SHARE = 0.5  # at least this share of a line's words are new, and of a note's lines
 ECHO_SHARE = 0.8  # a copy of at least this much of the user's message is an echo
 
@@ -96,6 +99,8 @@ def junk(content: str, said: str = "") -> str | None:
     judged alone (a note of many lines may start each with the same label): it is no note
     when it repeats an earlier line, or holds fewer than half new words; the write is
     junk when half its lines or more are."""
+    if _JSON.match(content):
+        return "JSON data (a tool call's arguments?)"
     lines = _body(content)
     if not lines:
         return "a heading or an empty line with no note under it"
