@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 
+import clawd
 from clawd.core.events import Flushed, Notice, TextDelta, ToolFinished, ToolStarted
 from clawd.frontends import cli
 from clawd.frontends.render import Renderer
+from clawd.guards.replytext import copies
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
@@ -109,6 +112,55 @@ def test_an_echo_answering_the_request_for_a_blank_answer_is_asked_again(tmp_pat
     assert [m.text for m in Session(session.rt, KEY).history.messages] == [
         said, "Hello Priya! Night shifts must be tiring."]
     provider.assert_done()
+
+
+COPIED = ("To keep this durable, write it down now, in the right file, and say where. Never "
+          "promise to keep something \"in your head\": there is no head between sessions.")
+
+
+def test_an_answer_copying_the_instructions_is_asked_again(tmp_path):
+    """Told to remember the school play, the 1.5B model answered with AGENTS.md's rule about
+    "remember this", and with it in its history did so again at the next statement."""
+    said = "Remember that my daughter Mira's school play is on 12 December at 6pm."
+    note = tool("write", path=DAILY, content="- Mira's school play: 12 December, 6pm",
+                append=True)
+    provider = ScriptedProvider([COPIED, Reply("", [note]), "Saved to today's log."])
+    runtime = make_runtime(tmp_path, provider)
+    template = Path(clawd.__file__).parent / "workspace_template" / "AGENTS.md"
+    (runtime.workspace / "AGENTS.md").write_text(template.read_text())
+    session = Session(runtime, KEY)
+    events = list(session.run_turn(said))
+    assert provider.requests[1].messages[-1].text.startswith(
+        "Your last answer only repeated the instructions you were given")
+    assert provider.requests[1].tool_choice == "auto"
+    assert [m.text for m in Session(runtime, KEY).history.messages][-1] == \
+        "Saved to today's log."
+    assert COPIED not in [m.text for m in Session(runtime, KEY).history.messages]
+    assert not [e for e in events if isinstance(e, Notice)]
+    provider.assert_done()
+
+
+@pytest.mark.parametrize("said", ["What does AGENTS.md say about remembering things?",
+                                  "What are your rules for remembering things?"])
+def test_a_quote_of_the_instructions_asked_for_is_an_answer(tmp_path, said):
+    provider = ScriptedProvider([COPIED])
+    runtime = make_runtime(tmp_path, provider)
+    template = Path(clawd.__file__).parent / "workspace_template" / "AGENTS.md"
+    (runtime.workspace / "AGENTS.md").write_text(template.read_text())
+    events = list(Session(runtime, KEY).run_turn(said))
+    assert events[-1].text == COPIED
+    provider.assert_done()
+
+
+@pytest.mark.parametrize("reply, copied", [
+    (COPIED, True),
+    ("Never promise to keep something in your head.", False),  # too short to tell
+    ("Your dentist appointment moved to Tuesday 2 December at 9:30, so write it down now in "
+     "your calendar.", False),
+])
+def test_copies_tells_a_copied_rule_from_an_answer(reply, copied):
+    template = Path(clawd.__file__).parent / "workspace_template" / "AGENTS.md"
+    assert copies(reply, template.read_text(), "Actually the play moved.") is copied
 
 
 def test_an_echo_then_nothing_ends_with_one_notice(tmp_path):

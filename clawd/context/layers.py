@@ -23,6 +23,7 @@ from clawd.workspace.files import ContextFile, daily_log_path, fit_files, read_c
 from clawd.workspace.interface import WorkspaceFiles
 
 SUMMARY_ID = "compaction-summary"
+INSTRUCTION_FILES = ("AGENTS.md", "SOUL.md", "TOOLS.md")
 
 
 @dataclass
@@ -32,6 +33,13 @@ class Layers:
     system: str
     project: str
     files: list[ContextFile]
+
+    @property
+    def instructions(self) -> str:
+        """The system prompt and the files that tell the model how to work
+        (``INSTRUCTION_FILES``), not those holding facts an answer may well quote."""
+        return "\n".join([self.system, *(f.text for f in self.files
+                                          if f.name in INSTRUCTION_FILES)])
 
 
 def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: bool, now: datetime,

@@ -4,8 +4,9 @@
   words, with the user's message repeated (a weak model answered a system-prompt nudge with
   nothing 6 times of 6, and a repeated message with words 6 of 6). Not after a reply was
   already shown in the turn: that reply stands.
-- ``EchoAnswer``: an answer that only repeats the user's message (``replytext.is_echo``)
-  is asked again once, tools allowed.
+- ``EchoAnswer``: an answer that only repeats the user's message (``replytext.is_echo``),
+  or copies the instructions the model was given (``replytext.copies``), is asked again
+  once, tools allowed.
 - ``UnkeptNote``: an answer that says a note was saved when no file was written in the turn
   (``claims.note_claim``) is asked once for that write; if it is still not made, the turn
   ends with a notice saying so, and words the model answered instead (often the claim
@@ -25,7 +26,7 @@ from clawd.core.templates import render
 from clawd.core.textcut import shorten
 from clawd.guards.base import AskAgain, Guard, TurnView
 from clawd.guards.claims import asks_to_note, note_claim
-from clawd.guards.replytext import is_echo
+from clawd.guards.replytext import copies, is_echo
 
 
 def unkept_notice(claim: str) -> str:
@@ -39,7 +40,7 @@ class BlankAnswer(Guard):
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
         if not is_blank(reply.text) or turn.shown or "echo" in turn.asked:
             return None
-        ask = render("blank_retry.md.j2", silent=is_silent(reply.text), echo=False,
+        ask = render("blank_retry.md.j2", silent=is_silent(reply.text), echo=False, copied=False,
                      request=shorten(turn.text, 1000))
         return AskAgain(self.name, Message.user(ask), drop=True, tool_choice="none")
 
@@ -48,9 +49,12 @@ class EchoAnswer(Guard):
     name = "echo"
 
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
-        if is_blank(reply.text) or not is_echo(reply.text, turn.text):
+        if is_blank(reply.text):
             return None
-        ask = render("blank_retry.md.j2", silent=False, echo=True,
+        copied = copies(reply.text, turn.instructions, turn.text)
+        if not copied and not is_echo(reply.text, turn.text):
+            return None
+        ask = render("blank_retry.md.j2", silent=False, echo=True, copied=copied,
                      request=shorten(turn.text, 1000))
         return AskAgain(self.name, Message.user(ask), drop=True)
 

@@ -73,6 +73,7 @@ class TurnView:
     asked: dict[str, AskAgain] = field(default_factory=dict)  # by the guards that asked
     daily_log: str = ""  # today's daily log, workspace-relative
     refused: int = 0  # tool calls a guard refused earlier in the turn
+    instructions: str = ""  # the system prompt and the instruction files (AGENTS.md, …)
 
 
 class Guard:

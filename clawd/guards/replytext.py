@@ -16,6 +16,11 @@ them a habit for the rest of the conversation:
 - Told "By the way, my budget is 2400 euros in total.", the 1.5B model sometimes answers
   with that very sentence, and with the echo in its history it echoes the next statement
   too. Such a reply (``is_echo``) is asked again, like a blank one.
+- Told "Remember that my daughter's school play is on 12 December", the 1.5B model answered
+  with AGENTS.md's own rule about "remember this" ("… write it down now, in the right file,
+  and say where. Never promise to keep something "in your head" …"), and again at the next
+  statement. A reply that copies the instructions it was given (``copies``) is asked again
+  too, unless the message asks about them.
 """
 
 from __future__ import annotations
@@ -67,3 +72,27 @@ def is_echo(reply: str, message: str) -> bool:
     # without the full comparison
     return (matcher.real_quick_ratio() >= 0.9 and matcher.quick_ratio() >= 0.9
             and matcher.ratio() >= 0.9)
+
+
+COPY_WORDS = 10  # a shorter reply may share a phrase with the instructions by chance
+COPY_SHARE = 0.8  # of a reply's runs of 4 words found in the instructions
+_ABOUT_INSTRUCTIONS = re.compile(
+    r"\.md\b|\binstruction|\brules?\b|\bprompt|\bguideline|\bagents\b|\bsoul\b|\btools\b",
+    re.IGNORECASE)
+
+
+def _runs(words: list[str]) -> list[tuple[str, ...]]:
+    return [tuple(words[i:i + 4]) for i in range(len(words) - 3)]
+
+
+def copies(reply: str, instructions: str, message: str) -> bool:
+    """Whether ``reply`` (of ``COPY_WORDS`` words or more) is mostly the ``instructions``
+    the model was given, copied: ``COPY_SHARE`` of its runs of four words are theirs. Not
+    when the user's ``message`` asks about them (a file, the rules, the prompt): then a
+    quote is the answer."""
+    words = _plain(reply).split()
+    if len(words) < COPY_WORDS or not instructions or _ABOUT_INSTRUCTIONS.search(message):
+        return False
+    given = set(_runs(_plain(instructions).split()))
+    runs = _runs(words)
+    return sum(run in given for run in runs) >= COPY_SHARE * len(runs)

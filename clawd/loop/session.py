@@ -223,6 +223,7 @@ class Session:
         self.call.turn_usage = Usage()
         self.call.cancelled.clear()
         layers = self.layers()  # the workspace files as this turn starts
+        turn.view.instructions = layers.instructions
         if (refusal := self._too_large(message, layers)) is not None:
             message.refused = True
             self.conversation.keep_on_disk(message)  # kept on disk, never sent
