@@ -114,6 +114,7 @@ def test_an_echo_answering_the_request_for_a_blank_answer_is_asked_again(tmp_pat
     provider.assert_done()
 
 
+AGENTS = Path(clawd.__file__).parent / "workspace_template" / "AGENTS.md"
 COPIED = ("To keep this durable, write it down now, in the right file, and say where. Never "
           "promise to keep something \"in your head\": there is no head between sessions.")
 
@@ -126,8 +127,7 @@ def test_an_answer_copying_the_instructions_is_asked_again(tmp_path):
                 append=True)
     provider = ScriptedProvider([COPIED, Reply("", [note]), "Saved to today's log."])
     runtime = make_runtime(tmp_path, provider)
-    template = Path(clawd.__file__).parent / "workspace_template" / "AGENTS.md"
-    (runtime.workspace / "AGENTS.md").write_text(template.read_text())
+    (runtime.workspace / "AGENTS.md").write_text(AGENTS.read_text())
     session = Session(runtime, KEY)
     events = list(session.run_turn(said))
     assert provider.requests[1].messages[-1].text.startswith(
@@ -145,8 +145,7 @@ def test_an_answer_copying_the_instructions_is_asked_again(tmp_path):
 def test_a_quote_of_the_instructions_asked_for_is_an_answer(tmp_path, said):
     provider = ScriptedProvider([COPIED])
     runtime = make_runtime(tmp_path, provider)
-    template = Path(clawd.__file__).parent / "workspace_template" / "AGENTS.md"
-    (runtime.workspace / "AGENTS.md").write_text(template.read_text())
+    (runtime.workspace / "AGENTS.md").write_text(AGENTS.read_text())
     events = list(Session(runtime, KEY).run_turn(said))
     assert events[-1].text == COPIED
     provider.assert_done()
@@ -159,8 +158,7 @@ def test_a_quote_of_the_instructions_asked_for_is_an_answer(tmp_path, said):
      "your calendar.", False),
 ])
 def test_copies_tells_a_copied_rule_from_an_answer(reply, copied):
-    template = Path(clawd.__file__).parent / "workspace_template" / "AGENTS.md"
-    assert copies(reply, template.read_text(), "Actually the play moved.") is copied
+    assert copies(reply, AGENTS.read_text(), "Actually the play moved.") is copied
 
 
 def test_an_echo_then_nothing_ends_with_one_notice(tmp_path):
