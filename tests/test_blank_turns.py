@@ -220,11 +220,13 @@ def test_every_front_end_shows_the_notice(local_config, local_server, capsys, mo
 # --- the flush stays silent -----------------------------------------------------------------
 
 def near_flush(tmp_path, provider):
+    """A session just short of its flush point, in which the user gave their budget."""
     comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
             "memoryFlush": {"softThresholdTokens": 1000}}
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
     session = Session(runtime, KEY)
-    talk_until_flush(session, provider)
+    talk_until_flush(session, provider,
+                     say=lambda i: f"Turn {i}. My budget is 2400 euros. {filler(200, i)}")
     return runtime, session
 
 

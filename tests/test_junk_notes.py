@@ -12,7 +12,7 @@ import pytest
 from clawd.core.events import Flushed, ToolFinished
 from clawd.core.messages import Message
 from clawd.guards.base import Guard, Guards, TurnView
-from clawd.guards.notes import NOTE_IS, JunkNotes, junk, written_note
+from clawd.guards.notes import NOTE_IS, JunkNotes, junk, unfounded, written_note
 from clawd.guards.profile import make_profile
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
@@ -131,6 +131,43 @@ def test_a_second_junk_note_is_refused_too_and_the_turn_ends_with_an_answer(tmp_
     assert provider.requests[2].tool_choice == "none"  # no third try: an answer
     assert events[-1].text == "I kept nothing for now." and not events[-1].failed
     assert not (runtime.workspace / DAILY).exists()
+    provider.assert_done()
+
+
+MADE_UP = ("I live in a city with a population of 500,000. My job is a software developer "
+           "at a tech company.")
+
+
+@pytest.mark.parametrize("content, shown, unfounded_", [
+    (MADE_UP, "where do i live and what is my job? - priya lives in leeds", True),
+    # a number from the notes shown (MEMORY.md, recall), in other words
+    ("Gareth has a new phone number: 07700 900871.",
+     "what is the plumber's phone number? - gareth's number changed to 07700 900871", False),
+    ("- Mira's play: 13 December, 6pm", "actually the play moved to 13 december, same time. "
+     "(earlier: mira's school play is on 12 december at 6pm)", False),
+    # a note without numbers or names is left to the other rules
+    ("- Prefers window seats on long flights.", "hello", False),
+    # an unseen name among words the conversation did say: a summary, not made up
+    ("- Sam (partner) is vegetarian; book restaurants with vegetarian menus.",
+     "my partner is vegetarian, so restaurants need vegetarian menus when you book", False),
+])
+def test_a_note_that_says_what_nothing_said_is_unfounded(content, shown, unfounded_):
+    assert (unfounded(content, shown) is not None) is unfounded_
+
+
+def test_a_made_up_note_is_refused_and_the_turn_answers(tmp_path):
+    """Asked "Where do I live and what is my job?" with "Priya lives in Leeds" recalled, the
+    1.5B model appended a made-up city and job to the daily log, and answered with them."""
+    provider = ScriptedProvider([junk_write(MADE_UP), "You live in Leeds and work as a nurse."])
+    runtime, session = session_with(tmp_path, provider, "weak")
+    (runtime.workspace / "USER.md").write_text("- Priya lives in Leeds; night-shift nurse.\n")
+    events = list(session.run_turn("Where do I live and what is my job?"))
+    results = [e for e in events if isinstance(e, ToolFinished)]
+    assert [r.is_error for r in results] == [True]
+    assert results[0].text.startswith("not written: this is something the conversation "
+                                      "never said (500,000), not a note")
+    assert not (runtime.workspace / DAILY).exists()
+    assert events[-1].text == "You live in Leeds and work as a nurse."
     provider.assert_done()
 
 

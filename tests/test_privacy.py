@@ -204,7 +204,7 @@ def test_group_sessions_add_to_private_memory_but_never_replace_it(tmp_path):
         "done"])
     rt = shared_runtime(tmp_path, provider)
     session = Session(rt, GROUP)
-    list(session.run_turn("remember things"))
+    list(session.run_turn("remember things: SECRET-TODAY doctor at 3"))
     texts = [m.text for m in session.history.messages if m.role == "toolResult"]
     assert all("add to it (write with append: true) but not replace it" in t
                for t in texts[:3]), texts

@@ -28,7 +28,7 @@ from clawd.config import MemoryFlush
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.facts import as_note, facts, is_chatter
 from clawd.context.references import SHORT_MESSAGE, missing, references
-from clawd.context.requests import content_words, held
+from clawd.context.requests import content_words, held, stem
 from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
@@ -200,14 +200,6 @@ def without_repeats(text: str) -> str:
     return "\n".join(kept)
 
 
-def _stem(word: str) -> str:
-    """A word without the ending it takes in another form ("moved", "moves" → "mov")."""
-    for ending in ("ing", "ed", "es", "s", "e"):
-        if word.endswith(ending) and len(word) - len(ending) >= 3:
-            return word[:-len(ending)]
-    return word
-
-
 def _saved(fact: str, notes: list[str]) -> bool:
     """Whether the lines of ``notes`` hold a fact. A fact with numbers, identifiers or names
     is held by a line with every one of them (the old and the new value of a correction
@@ -220,7 +212,7 @@ def _saved(fact: str, notes: list[str]) -> bool:
         return any(held(fact, [line]) for line in notes)
     said = content_words(fact) - {ref.lower() for ref in exact | names}
     return any(not any(missing(fact, line))
-               and (not said or any(_stem(word) in line.lower() for word in said))
+               and (not said or any(stem(word) in line.lower() for word in said))
                for line in notes)
 
 

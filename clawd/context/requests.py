@@ -128,6 +128,14 @@ def content_words(text: str) -> set[str]:
             and len(w) > 1}
 
 
+def stem(word: str) -> str:
+    """A word without the ending it takes in another form ("moved", "moves" → "mov")."""
+    for ending in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[:-len(ending)]
+    return word
+
+
 def held(request: str, written: list[str]) -> bool:
     """Whether notes ``written`` in the turn hold ``request``: every number, identifier and
     name it gives, and most (60%) of its other words."""

@@ -74,6 +74,15 @@ class TurnView:
     daily_log: str = ""  # today's daily log, workspace-relative
     refused: int = 0  # tool calls a guard refused earlier in the turn
     instructions: str = ""  # the system prompt and the instruction files (AGENTS.md, …)
+    background: str = ""  # the rest the model was shown: the project context, recalled notes
+    messages: list[Message] = field(default_factory=list)  # the steps' messages, as they grow
+
+    def shown_text(self) -> str:
+        """Everything the model was shown in the turn, lower-cased: what a note it writes
+        may draw on."""
+        said = (f"{m.text} {' '.join(str(c.arguments) for c in m.tool_calls)}"
+                for m in self.messages)
+        return " ".join([self.text, self.instructions, self.background, *said]).lower()
 
 
 class Guard:

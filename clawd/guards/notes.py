@@ -12,9 +12,10 @@ is still a note: "2026-11-25 Lisbon 2400 euros", and so is a list of single word
 heading.
 
 ``JunkNotes`` (guard ``junk_notes``, weak profile) refuses such a ``write`` or ``edit`` of
-``memory/YYYY-MM-DD.md`` before it runs: the tool result is an error saying what a note
-should be, so the model can write again. A second junk write in the turn is refused too,
-and the next step must answer in words.
+``memory/YYYY-MM-DD.md`` before it runs, and one that is ``unfounded`` (a number or name
+nothing in the turn said, and few of its words either: made up): the tool result is an
+error saying what a note should be, so the model can write again. A second junk write in
+the turn is refused too, and the next step must answer in words.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import posixpath
 import re
 
 from clawd.context.facts import facts
+from clawd.context.references import references
+from clawd.context.requests import content_words, stem
 from clawd.core.messages import ToolCall
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.workspace.files import is_daily_log
@@ -136,12 +139,31 @@ def written_note(call: ToolCall) -> str | None:
     return new[len(old):] if old and new.startswith(old) else new
 
 
+def unfounded(content: str, shown: str) -> str | None:
+    """What of a note nothing the model was shown says (``shown``: lower-cased, see
+    ``TurnView.shown_text``), or None when it draws on it: a note is unfounded when a
+    number, identifier or name of it appears nowhere there and fewer than half its other
+    words do ("I live in a city with a population of 500,000. My job is a software
+    developer", written by a 1.5B model asked where the user lives, who lives in Leeds)."""
+    exact, names = references(content)
+    unseen = sorted(ref for ref in exact | names if ref.lower() not in shown)
+    if not unseen:
+        return None
+    words = {stem(w) for w in content_words(content)} - {r.lower() for r in exact | names}
+    if words and sum(w in shown for w in words) >= NEW_SHARE * len(words):
+        return None
+    return f"something the conversation never said ({', '.join(unseen)})"
+
+
 class JunkNotes(Guard):
     name = "junk_notes"
 
     def refuse(self, call: ToolCall, turn: TurnView) -> Refusal | None:
         note = written_note(call)
-        if note is None or (why := junk(note, turn.text)) is None:
+        if note is None:
+            return None
+        why = junk(note, turn.text) or unfounded(note, turn.shown_text())
+        if why is None:
             return None
         if turn.refused:  # its one retry is used: no more tries, an answer
             return Refusal(f"not written: this is {why} again, not a note; {NOTE_IS}. "

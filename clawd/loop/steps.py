@@ -50,6 +50,7 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
     """The model steps of a turn (``plan`` says whose), until an answer, a stop or a
     failure; ``turn`` holds what happened (``reply``, ``written``, ``failed``, …)."""
     messages, show = plan.messages, not plan.flush
+    turn.view.messages = messages  # what a guard may check a note against
     keep = partial(call.conversation.append, target=messages)
     while True:
         if not turn.overflows:

@@ -123,7 +123,9 @@ class Upkeep:
         messages = list(self.history if view is None else view)
         seen = messages[:]  # the conversation as the flush found it
         self.conversation.append(Message.user(flush_prompt(cfg, today), flush=True), messages)
-        turn = Turn(TurnView(text="", offers_writes=True, daily_log=daily_log_path(today)))
+        layers = self.window.layers()  # what a note may draw on besides the conversation
+        turn = Turn(TurnView(text="", offers_writes=True, daily_log=daily_log_path(today),
+                             instructions=layers.instructions, background=layers.project))
         guards = profile.flush_guards(seen, today,
                                       summarised=bool(self.conversation.history.summary))
         plan = Plan(messages, guards, max_steps=rt.settings.max_steps, flush=True,
