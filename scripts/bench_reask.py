@@ -52,11 +52,16 @@ WORDINGS = {
     "current": None,  # the template as it is
     "respond": "That was my own message copied back. Respond to what I told you now, in one "
                "or two sentences of your own (and save it as a note if it is worth keeping).",
+    "respond2": "That was my own message copied back. Respond to what I told you now, in one "
+                "or two sentences of your own.",
     "assistant": "Reply to my message above as my assistant would, in your own words: do "
                  "not repeat it.",
 }
+# talk about the exchange instead of an answer, the request's own words among it
 _META = re.compile(r"\b(?:last|previous) (?:answer|message|reply)\b|\brepeat(?:ed|ing)?\b|"
-                   r"\bnew information\b", re.IGNORECASE)
+                   r"\bnew information\b|copied back|your own message|(?:did not|didn't) "
+                   r"receive|respond to what you told|one or two sentences|in your own words",
+                   re.IGNORECASE)
 
 
 def classify(reply, statement: str, instructions: str) -> str:

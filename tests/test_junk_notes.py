@@ -204,3 +204,21 @@ def test_a_flushs_junk_note_is_refused_and_its_second_try_written(tmp_path):
     log = (runtime.workspace / DAILY).read_text()
     assert "- NAS: tern, Debian 12" in log and "00:00:00" not in log
     provider.assert_done()
+
+
+def test_a_note_may_draw_on_everything_the_model_was_shown():
+    view = TurnView(text="What is the plumber's number?", instructions="Today is 2026-11-27.",
+                    background="MEMORY.md: Gareth Lyle, 07700 900871\n"
+                               "Summary: Noor lives at 22 Birch Lane",
+                    messages=[Message.assistant("", [call := tool("memory_get",
+                                                                  path="memory/x.md")]),
+                              Message.tool_result(call, "- The code is 5826.")])
+    shown = view.shown_text()
+    for note in ("- Gareth: 07700 900871", "- Noor lives at 22 Birch Lane", "- Code 5826",
+                 "- 2026-11-27: asked for the plumber's number (memory/x.md)"):
+        assert unfounded(note, shown) is None, note
+    assert unfounded("- The plumber Ivo Kranz charges 90 pounds an hour, phone 07700 111222",
+                     shown) is not None
+    # a date written another way beside words that were said is left alone
+    assert unfounded("- Gareth Lyle, the plumber: number 07700 900871 since 2026-12-13",
+                     shown) is None

@@ -235,9 +235,9 @@ class Session:
             if self.searches_memory:
                 yield Waiting("recall")
             self.call.recall = self._recall(message, layers.project)
+            recalled = self.call.recall.hits if self.call.recall else []
             turn.view.background = "\n".join(
-                [layers.project, *(h.text for h in self.call.recall.hits)]
-                if self.call.recall else [layers.project])
+                [layers.project, self.history.summary or "", *(h.text for h in recalled)])
             if self.call.recall:
                 yield Recalled([(h.path, h.start, h.end, h.score)
                                 for h in self.call.recall.hits])

@@ -124,10 +124,11 @@ class Upkeep:
         seen = messages[:]  # the conversation as the flush found it
         self.conversation.append(Message.user(flush_prompt(cfg, today), flush=True), messages)
         layers = self.window.layers()  # what a note may draw on besides the conversation
+        summary = self.conversation.history.summary
         turn = Turn(TurnView(text="", offers_writes=True, daily_log=daily_log_path(today),
-                             instructions=layers.instructions, background=layers.project))
-        guards = profile.flush_guards(seen, today,
-                                      summarised=bool(self.conversation.history.summary))
+                             instructions=layers.instructions,
+                             background=f"{layers.project}\n{summary or ''}"))
+        guards = profile.flush_guards(seen, today, summarised=bool(summary))
         plan = Plan(messages, guards, max_steps=rt.settings.max_steps, flush=True,
                     window=self.window.budget.context_window,
                     extra_system=flush_system(cfg, today))
