@@ -67,3 +67,25 @@ def test_the_measurement_adapter_gives_each_part_its_text_back():
                      "- Switched my editor to Vim keybindings.",
                      "- The monitor arm wobbles; ordered a sturdier clamp.",
                      "- Planted garlic cloves along the fence, 10 cm apart."]
+
+
+def test_the_reask_benchmark_sends_clawds_request_and_counts_the_answers(tmp_path):
+    """``bench_reask.py`` builds the request as the loop does and sends it through the real
+    OpenAI SDK: run against the local fake server, each answer is counted."""
+    from fakeserver import FakeServer, openai_stream
+
+    answers = iter(["Hi! I'm Priya. I live in Leeds and I work night shifts as a nurse.",
+                    "Nice to meet you, Priya!"] * 6)
+    with FakeServer() as server:
+        server.default("POST", "/v1/chat/completions",
+                       lambda request: openai_stream(next(answers)))
+        done = subprocess.run(
+            [sys.executable, str(SCRIPTS / "bench_reask.py"), "--base-url",
+             f"{server.url}/v1", "--model", "m", "--samples", "1", "--wordings", "current"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        asks = [r.json()["messages"][-1]["content"] for r in server.requests]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert all("only repeated my message back" in str(ask) for ask in asks)
+    rows = {line.split()[1]: line.split()[2:] for line in done.stdout.splitlines()[1:]}
+    # answer, call, echo, meta, copy, blank: the first statement echoed, the second answered
+    assert rows["tune"][:3] == ["2", "0", "1"] and sum(map(int, rows["held-out"])) == 3
