@@ -50,8 +50,8 @@ STATEMENTS = {
 }
 WORDINGS = {
     "current": None,  # the template as it is
-    "respond": "That was my own message copied back. Respond to what I told you now, in one "
-               "or two sentences of your own (and save it as a note if it is worth keeping).",
+    "first": "Your last answer only repeated my message back to me. Reply to it now, in your "
+             "own words.",  # the wording before this measurement
     "respond2": "That was my own message copied back. Respond to what I told you now, in one "
                 "or two sentences of your own.",
     "assistant": "Reply to my message above as my assistant would, in your own words: do "

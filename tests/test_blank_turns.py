@@ -79,8 +79,9 @@ def test_an_answer_that_only_repeats_the_message_is_asked_again(tmp_path):
     assert not [e for e in events if isinstance(e, Notice)]
     second = provider.requests[1]
     assert [m.role for m in second.messages] == ["user", "user"]  # the echo not sent back
-    assert second.messages[-1].text == ("Your last answer only repeated my message back to "
-                                        "me. Reply to it now, in your own words.")
+    assert second.messages[-1].text == (
+        "That was my own message copied back. Respond to what I told you now, in one or two "
+        "sentences of your own (and save it as a note if it is worth keeping).")
     assert second.tool_choice == "auto"  # the note may be written now
     assert [e.get("retried", False) for e in entries(session)] == [False, True, False, False,
                                                                   False]
@@ -108,7 +109,7 @@ def test_an_echo_answering_the_request_for_a_blank_answer_is_asked_again(tmp_pat
     events = list(session.run_turn(said))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == (
         f"{said}Hello Priya! Night shifts must be tiring.")
-    assert provider.requests[2].messages[-1].text.startswith("Your last answer only repeated")
+    assert provider.requests[2].messages[-1].text.startswith("That was my own message copied")
     assert [m.text for m in Session(session.rt, KEY).history.messages] == [
         said, "Hello Priya! Night shifts must be tiring."]
     provider.assert_done()

@@ -85,7 +85,7 @@ def test_the_reask_benchmark_sends_clawds_request_and_counts_the_answers(tmp_pat
             cwd=tmp_path, capture_output=True, text=True, timeout=300)
         asks = [r.json()["messages"][-1]["content"] for r in server.requests]
     assert done.returncode == 0, done.stderr[-2000:]
-    assert all("only repeated my message back" in str(ask) for ask in asks)
+    assert all("my own message copied back" in str(ask) for ask in asks)
     rows = {line.split()[1]: line.split()[2:] for line in done.stdout.splitlines()[1:]}
     # answer, call, echo, meta, copy, blank: the first statement echoed, the second answered
     assert rows["tune"][:3] == ["2", "0", "1"] and sum(map(int, rows["held-out"])) == 3
