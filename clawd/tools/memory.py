@@ -106,8 +106,9 @@ def memory_get(ctx: ToolContext, *,
                         f"indexed") from None
     if lines and lines[-1] == "":
         lines.pop()
-    if start > len(lines) and lines:
-        raise ToolError(f"{key} has {len(lines)} lines; 'from' {start} is past the end")
+    if start > len(lines) and lines:  # said in words, as ``read`` does: an error here left
+        return (f"[{key} has {len(lines)} lines; there is nothing after line "  # a 1.5B
+                f"{len(lines)}]")  # model with nothing to say
     chosen = lines[start - 1:start - 1 + count]
     text = marked(ctx, key, start, "\n".join(chosen))
     limit = ctx.settings.tools.max_output_chars
