@@ -272,7 +272,7 @@ def test_flush_notes_copied_from_older_notes_are_not_saved_again_as_todays(tmp_p
     (runtime.workspace / "MEMORY.md").write_text("## Facts\n\n* The build server was "
                                                  "renamed to **condor**.\n")
     provider.add("- asked for a soup recipe\n"
-                 "- The build server was renamed to condor.\n"
+                 "- I remember that the build server was renamed to condor.\n"
                  "- ~~The build server is osprey.~~ [replaced on 2026-11-20 by: The build "
                  "server was renamed to condor.]\n"
                  "- The user's budget is 2400 euros.", "Sure.")

@@ -20,6 +20,7 @@ from clawd.context.flush import (
     note_lines,
     noted,
     notes_written,
+    plain_notes,
     unsaved_words,
 )
 from clawd.core.errors import ProviderError
@@ -425,3 +426,13 @@ def test_the_users_own_words_held_by_notes_in_other_words_are_not_saved_again(tm
                "- The user works as a nurse on night shifts.")
     said = unsaved_words(DiskFiles(tmp_path), conversation, date(2026, 11, 22), pending)
     assert said == "- Our cat Miso is twelve."
+
+
+def test_a_note_line_of_the_model_speaking_is_made_the_fact():
+    answer = ("- I remember Sam is vegetarian.\n* i remember that we fly on 3 March\n"
+              "1. Noted: hotel near Ribeira\n- Remember: the cellar tour is on Friday\n"
+              "- I remembered the code wrong before; it is 5826.\nI remember you said so.")
+    assert plain_notes(answer) == (
+        "- Sam is vegetarian.\n* We fly on 3 March\n1. Hotel near Ribeira\n"
+        "- Remember: the cellar tour is on Friday\n"
+        "- I remembered the code wrong before; it is 5826.\nI remember you said so.")

@@ -236,6 +236,18 @@ def note_lines(files: WorkspaceFiles) -> set[str]:
     return keys
 
 
+# "- I remember Sam is vegetarian.": the model speaking of the fact, not the fact
+_SELF_TALK = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)(?:i (?:remember|recall|noted|know)|"
+                        r"remember|noted?:)(?: that)?\s+(\w)", re.IGNORECASE | re.MULTILINE)
+
+
+def plain_notes(text: str) -> str:
+    """``text`` with list lines that start with the model speaking of the fact ("- I
+    remember Sam is vegetarian.") made the fact itself ("- Sam is vegetarian."): the 1.5B
+    model began every line of a flush answer so."""
+    return _SELF_TALK.sub(lambda m: m.group(1) + m.group(2).upper(), text)
+
+
 def not_yet_noted(text: str, kept: set[str]) -> str:
     """``text`` without the lines a note already holds word for word (``kept``, from
     ``note_lines``) and without lines struck through as replaced: a model answering the

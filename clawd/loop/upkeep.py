@@ -35,6 +35,7 @@ from clawd.context.flush import (
     listed,
     not_yet_noted,
     note_lines,
+    plain_notes,
     unsaved_words,
 )
 from clawd.context.layers import describe_room, history_messages, report
@@ -143,8 +144,8 @@ class Upkeep:
         files, answer = turn.written, turn.reply
         asked_again = "flush_retry" in turn.view.asked
         # lines copied from notes it was shown are not news of today
-        notes = "" if files else not_yet_noted(listed(answer) if asked_again else answer,
-                                               note_lines(rt.files))
+        notes = "" if files else not_yet_noted(
+            plain_notes(listed(answer) if asked_again else answer), note_lines(rt.files))
         if is_blank(notes) or is_acknowledgement(notes) or (
                 profile.has("junk_notes") and junk(notes) is not None):
             notes = ""
