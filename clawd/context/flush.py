@@ -227,8 +227,10 @@ def note_lines(files: WorkspaceFiles) -> set[str]:
     ``_line_key`` makes them; a note that cannot be read holds none."""
     keys: set[str] = set()
     for rel in [MEMORY_FILE, *files.listing(MEMORY_DIR)]:
+        if not rel.endswith(".md"):
+            continue
         try:
-            text = files.read(rel) or "" if rel.endswith(".md") else ""
+            text = files.read(rel) or ""
         except OSError:
             continue
         keys.update(_line_key(line) for line in text.splitlines())

@@ -43,6 +43,7 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*")
 _JSON = re.compile(r'^\s*(?:```(?:json)?\s*)?\[?\s*\{\s*"')
 NEW_SHARE = 0.5  # at least this share of a line's words are new, and of a note's lines
 ECHO_SHARE = 0.8  # a copy of at least this much of the user's message is an echo
+FOUNDED_SHARE = 0.5  # of a note's words (but its names) found in what the model was shown
 
 NOTE_IS = ('a note is one line, in words, of what the user told or decided, e.g. '
            '"- Ines arrives in Lisbon on May 14"')
@@ -150,7 +151,7 @@ def unfounded(content: str, shown: str) -> str | None:
     if not unseen:
         return None
     words = {stem(w) for w in content_words(content)} - {r.lower() for r in exact | names}
-    if words and sum(w in shown for w in words) >= NEW_SHARE * len(words):
+    if words and sum(w in shown for w in words) >= FOUNDED_SHARE * len(words):
         return None
     return f"something the conversation never said ({', '.join(unseen)})"
 
