@@ -126,7 +126,8 @@ def test_a_placeholder_path_is_refused(ctx, path):
 
 @pytest.mark.parametrize("path, twin", [("identity.md", "IDENTITY.md"),
                                         ("Memory/2026-11-22.md", "memory/2026-11-22.md"),
-                                        ("MEMORY/Notes.MD", "memory/notes.md")])
+                                        ("MEMORY/Notes.MD", "memory/notes.md"),
+                                        ("Memory/new.md", "memory/new.md")])
 def test_a_path_that_differs_only_in_case_names_the_existing_file(ctx, path, twin):
     """A 1.5B model wrote its name to "identity.md", a file nothing reads, beside
     IDENTITY.md."""

@@ -113,20 +113,22 @@ def _target(given: str, ctx: ToolContext) -> str:
 
 
 def case_twin(files: WorkspaceFiles, rel: str) -> str | None:
-    """The existing path that ``rel`` names but for letter case (``IDENTITY.md`` for
-    ``identity.md``, ``memory/…`` for ``Memory/…``), when ``rel`` itself does not exist."""
+    """The path ``rel`` names with the letter case of what exists (``IDENTITY.md`` for
+    ``identity.md``, ``memory/new.md`` for ``Memory/new.md``), when that differs from
+    ``rel`` and ``rel`` itself does not exist; else None."""
     if rel == "." or files.stat(rel) is not None:
         return None
-    found: list[str] = []
-    for part in rel.split("/"):
-        names = [n.rstrip("/") for n in files.entries("/".join(found) or ".")]
-        if part not in names:
-            twins = [n for n in names if n.lower() == part.lower()]
-            if not twins:
-                return None
-            part = twins[0]
-        found.append(part)
-    return "/".join(found)
+    parts = rel.split("/")
+    for i, part in enumerate(parts):
+        names = [n.rstrip("/") for n in files.entries("/".join(parts[:i]) or ".")]
+        if part in names:
+            continue
+        twins = [n for n in names if n.lower() == part.lower()]
+        if not twins:
+            break  # a new name from here on
+        parts[i] = twins[0]
+    twin = "/".join(parts)
+    return twin if twin != rel else None
 
 
 @tool("write", "Create or overwrite a file in the workspace; with append: true, add content "
