@@ -228,3 +228,20 @@ def test_a_blank_answer_to_the_request_for_the_note_leaves_the_reply_shown(tmp_p
         'the model said "I\'ll add it to your notes." but wrote no note']  # not "empty reply"
     assert events[-1].text == "I'll add it to your notes."
     provider.assert_done()
+
+
+def test_an_echo_that_says_the_note_was_kept_is_asked_for_the_write(tmp_path):
+    """Told "Remember that my daughter Mira's school play is on 12 December at 6pm.", the
+    1.5B model answered "I remember that your daughter Mira's …": asked as an echo, it said
+    it did not understand; asked for the write it claimed, it has a call to make."""
+    said = "Remember that my daughter Mira's school play is on 12 December at 6pm."
+    provider = ScriptedProvider([
+        "I remember that your daughter Mira's school play is on 12 December at 6pm.",
+        Reply("", [tool("write", path=DAILY, content="- Mira's school play: 12 December, 6pm",
+                        append=True)]),
+        "Saved."])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    list(session.run_turn(said))
+    assert provider.requests[1].messages[-1].text.startswith('You told me "I remember that')
+    assert "- Mira's school play: 12 December, 6pm" in daily(session)
+    provider.assert_done()

@@ -52,11 +52,20 @@ class EchoAnswer(Guard):
         if is_blank(reply.text):
             return None
         copied = copies(reply.text, turn.instructions, turn.text)
-        if not copied and not is_echo(reply.text, turn.text):
+        if not copied and not is_echo(reply.text, turn.text) or _claims(reply, turn):
             return None
         ask = render("blank_retry.md.j2", silent=False, echo=True, copied=copied,
                      request=shorten(turn.text, 1000))
         return AskAgain(self.name, Message.user(ask), drop=True)
+
+
+def _claims(reply: Message, turn: TurnView) -> bool:
+    """Whether a reply says a note was saved that no write of the turn made: then it is the
+    claim guard's to ask for that write ("I remember that your daughter's play is on 12
+    December." repeats "Remember that my daughter's play is on 12 December." but says it
+    was kept)."""
+    return (turn.offers_writes and not turn.wrote
+            and note_claim(reply.text, asked=asks_to_note(turn.text)) is not None)
 
 
 class UnkeptNote(Guard):
