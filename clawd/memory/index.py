@@ -296,7 +296,7 @@ class MemoryIndex:
             if len(chosen) >= limit or not repeats or not full:
                 break
             pool *= 4
-        results = search.hits(chosen, rows, query, self.superseded.mark)
+        results = search.hits(chosen, rows, query, self.superseded.marker())
         embedder = self.embedders.active
         kind = "hybrid" if used_vector and used_text else "vector" if used_vector else \
             "keyword" if used_text else "none"

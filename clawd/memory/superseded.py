@@ -23,6 +23,7 @@ replacement. The record is parsed again whenever MEMORY.md's text changes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from clawd.workspace.files import (
     MEMORY_FILE,
@@ -101,17 +102,19 @@ class Superseded:
         self._text: str | None = None
         self._by_path: dict[str, list[ReplacedLine]] = {}
 
-    def entries(self, path: str) -> list[ReplacedLine]:
-        """The replaced lines of the note at ``path`` (workspace-relative)."""
+    def current(self) -> dict[str, list[ReplacedLine]]:
+        """path -> the replaced lines of that note, as MEMORY.md says now."""
         try:
             text = self.files.read(MEMORY_FILE) or ""
         except OSError:
-            return []
+            return {}
         if text != self._text:
             self._text = text
             self._by_path = latest(replaced_lines(text)) if REPLACED_SECTION in text else {}
-        return self._by_path.get(path, [])
+        return self._by_path
 
-    def mark(self, path: str, start_line: int, text: str) -> str:
-        """``annotate`` for one search result."""
-        return annotate(text, start_line, self.entries(path))
+    def marker(self) -> Callable[[str, int, str], str]:
+        """``annotate`` as a function of (path, first line, text), MEMORY.md read once for
+        every result of one search."""
+        by_path = self.current()
+        return lambda path, start_line, text: annotate(text, start_line, by_path.get(path, []))

@@ -28,12 +28,7 @@ from clawd.memory.interface import Memory, SearchResults, cited
 from clawd.memory.sources import NotText, decode_text, extra_roots, is_under
 from clawd.memory.superseded import Superseded, unmark
 from clawd.tools.base import Param, Tool, ToolContext, tool
-from clawd.workspace.files import (
-    MEMORY_DIR,
-    MEMORY_FILE,
-    relative,
-    resolve,
-)
+from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, relative, resolve
 
 DEFAULT_LINES = 200
 MAX_RESULTS = 50
@@ -156,7 +151,7 @@ def marked(ctx: ToolContext, key: str, start: int, text: str) -> str:
     may not read MEMORY.md (the replacements come from it)."""
     if not key.startswith(f"{MEMORY_DIR}/") or not ctx.access.may_read(MEMORY_FILE):
         return text
-    return Superseded(ctx.files).mark(key, start, text)
+    return Superseded(ctx.files).marker()(key, start, text)
 
 
 def visible_search(memory: Memory, access: Access, query: str, max_results: int | None = None,
