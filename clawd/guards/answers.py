@@ -52,29 +52,28 @@ class EchoAnswer(Guard):
         if is_blank(reply.text):
             return None
         copied = copies(reply.text, turn.instructions, turn.text)
-        if not copied and not is_echo(reply.text, turn.text) or _claims(reply, turn):
+        if not copied and not is_echo(reply.text, turn.text) or unkept_claim(reply, turn):
             return None
         ask = render("blank_retry.md.j2", silent=False, echo=True, copied=copied,
                      request=shorten(turn.text, 1000))
         return AskAgain(self.name, Message.user(ask), drop=True)
 
 
-def _claims(reply: Message, turn: TurnView) -> bool:
-    """Whether a reply says a note was saved that no write of the turn made: then it is the
-    claim guard's to ask for that write ("I remember that your daughter's play is on 12
-    December." repeats "Remember that my daughter's play is on 12 December." but says it
-    was kept)."""
-    return (turn.offers_writes and not turn.wrote
-            and note_claim(reply.text, asked=asks_to_note(turn.text)) is not None)
+def unkept_claim(reply: Message, turn: TurnView) -> str | None:
+    """The sentence of a reply that says a note was saved when no write of the turn made
+    one, else None. Such a reply is the claim guard's, echo or not: it asks for the write
+    ("I remember that your daughter's play is on 12 December." repeats "Remember that my
+    daughter's play is on 12 December." but says it was kept)."""
+    if turn.wrote or not turn.offers_writes or is_blank(reply.text):
+        return None
+    return note_claim(reply.text, asked=asks_to_note(turn.text))
 
 
 class UnkeptNote(Guard):
     name = "note_claim"
 
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
-        if turn.wrote or not turn.offers_writes or is_blank(reply.text):
-            return None
-        claim = note_claim(reply.text, asked=asks_to_note(turn.text))
+        claim = unkept_claim(reply, turn)
         if claim is None:
             return None
         ask = render("unkept_note.md.j2", claim=claim, daily_log=turn.daily_log)
