@@ -160,8 +160,9 @@ def flush_retry_prompt(answer: str, today: date, noted_before: bool = False,
                   daily_log=daily_log_path(today)).strip()
 
 
-LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-LIST_LINE = re.compile(LIST_MARK.pattern + r"\S")
+_MARK = r"\s*(?:[-*+]|\d+[.)])\s+"  # a list item's indent and mark
+LIST_MARK = re.compile("^" + _MARK)
+LIST_LINE = re.compile("^" + _MARK + r"\S")
 
 
 # the words of a list line saying there is nothing to list ("- No additional notes to store.")
@@ -239,8 +240,8 @@ def note_lines(files: WorkspaceFiles) -> set[str]:
 
 
 # "- I remember Sam is vegetarian.": the model speaking of the fact, not the fact
-_SELF_TALK = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)(?:i (?:remember|recall|noted|know)|"
-                        r"remember|noted?:)(?: that)?\s+(\w)", re.IGNORECASE | re.MULTILINE)
+_SELF_TALK = re.compile(rf"^({_MARK})(?:i (?:remember|recall|noted|know)|remember|noted?:)"
+                        r"(?: that)?\s+(\w)", re.IGNORECASE | re.MULTILINE)
 
 
 def plain_notes(text: str) -> str:
