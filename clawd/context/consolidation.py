@@ -27,6 +27,7 @@ from datetime import date
 from clawd.context.flush import FACT_CHARS
 from clawd.context.references import references
 from clawd.context.requests import content_words, held
+from clawd.core import listmark
 from clawd.workspace.files import MEMORY_DIR, REPLACED_SECTION, replaced_entry, without_replaced
 
 SECTIONS = ("About the user", "People", "Projects", "Decisions", "Facts and references",
@@ -34,7 +35,6 @@ SECTIONS = ("About the user", "People", "Projects", "Decisions", "Facts and refe
 DEFAULT_SECTION = "Facts and references"
 _BULLET = re.compile(r"^\s*[-*+]\s+\S")
 _PROVENANCE_TAIL = re.compile(rf"\s*\({MEMORY_DIR}/[^()]+#L\d+(?:-\d+)?\)\s*$")
-_PLACEHOLDER = re.compile(r"^\s*[-*+]\s+\([^()]*\)\s*$")  # the template's "- (…)" lines
 _OP = re.compile(r"^\W*(ADD|REPLACE)\s+(.+?)\s*\|\s*(.+?)\s*\|\s*\[?(S\d+)\]?\W*$", re.I)
 
 
@@ -79,7 +79,7 @@ def source_lines(notes: dict[str, str]) -> list[Source]:
         for number, line in enumerate(notes[path].splitlines(), 1):
             text = line.strip()
             if (len(text) < 8 or text.startswith(("#", "```", "|", ">")) or
-                    _PLACEHOLDER.match(text) or not re.search(r"[A-Za-z]{3}", text)):
+                    listmark.PLACEHOLDER.match(text) or not re.search(r"[A-Za-z]{3}", text)):
                 continue
             found.append(Source(f"S{len(found) + 1}", path, number, text[:FACT_CHARS]))
     return found
@@ -90,7 +90,7 @@ def bullets(memory: str) -> dict[str, int]:
     of ``## Replaced`` are history, never shown to be replaced again)."""
     lines = without_replaced(memory).splitlines()
     ids = [i for i, line in enumerate(lines) if _BULLET.match(line) and not
-           _PLACEHOLDER.match(line)]
+           listmark.PLACEHOLDER.match(line)]
     return {f"M{n}": i for n, i in enumerate(ids, 1)}
 
 
@@ -208,7 +208,7 @@ def apply(memory: str, ops: list[Op], sources: list[Source], today: date) -> Out
 
 def _bare(line: str) -> str:
     """A bullet's text without its marker."""
-    return re.sub(r"^\s*[-*+]\s+", "", line).strip()
+    return listmark.strip(line).strip()
 
 
 def _insert(lines: list[str], section: str, new: list[str]) -> list[str]:
@@ -222,7 +222,7 @@ def _insert(lines: list[str], section: str, new: list[str]) -> list[str]:
         return [*lines, "", f"## {section}", "", *new]
     end = next((i for i in range(heading + 1, len(lines)) if lines[i].startswith("#")),
                len(lines))
-    body = [x for x in lines[heading + 1:end] if not _PLACEHOLDER.match(x)]
+    body = [x for x in lines[heading + 1:end] if not listmark.PLACEHOLDER.match(x)]
     while body and not body[-1].strip():
         body = body[:-1]
     if not any(x.strip() for x in body):
@@ -236,5 +236,5 @@ def lost_lines(before: str, after: str) -> list[str]:
     aside): a consolidation that would lose one is not written."""
     kept = after
     return [line for line in before.splitlines() if line.strip()
-            and not _PLACEHOLDER.match(line) and _bare(line) not in kept]
+            and not listmark.PLACEHOLDER.match(line) and _bare(line) not in kept]
 

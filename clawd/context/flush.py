@@ -29,6 +29,7 @@ from clawd.context.access import WRITE_TOOLS
 from clawd.context.facts import as_note, facts, is_chatter
 from clawd.context.references import SHORT_MESSAGE, missing, references
 from clawd.context.requests import content_words, held, stem
+from clawd.core import listmark
 from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
@@ -160,7 +161,7 @@ def flush_retry_prompt(answer: str, today: date, noted_before: bool = False,
                   daily_log=daily_log_path(today)).strip()
 
 
-_MARK = r"\s*(?:[-*+]|\d+[.)])\s+"  # a list item's indent and mark
+_MARK = rf"\s*{listmark.MARK}\s+"  # a list item's indent and mark
 LIST_MARK = re.compile("^" + _MARK)
 LIST_LINE = re.compile("^" + _MARK + r"\S")
 

@@ -26,6 +26,7 @@ import re
 from clawd.context.facts import facts
 from clawd.context.references import references
 from clawd.context.requests import content_words, stem
+from clawd.core import listmark
 from clawd.core.messages import ToolCall
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.workspace.files import is_daily_log
@@ -38,7 +39,6 @@ _TIMESTAMP = re.compile(
 _PLAIN = frozenset("""a an the and or of to in on at for with from by as is are was were be
 it its this that i me my we our you your he she his her they their user user's users
 """.split())
-_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s*")
 # a JSON object or list of them: a 1.5B model wrote a read's arguments and result as its note
 _JSON = re.compile(r'^\s*(?:```(?:json)?\s*)?\[?\s*\{\s*"')
 NEW_SHARE = 0.5  # at least this share of a line's words are new, and of a note's lines
@@ -51,7 +51,7 @@ NOTE_IS = ('a note is one line, in words, of what the user told or decided, e.g.
 
 def _body(content: str) -> list[str]:
     """The lines of a note without headings, list marks and blanks."""
-    lines = (_LIST_MARK.sub("", line).strip() for line in content.replace("\\n", "\n")
+    lines = (listmark.strip(line).strip() for line in content.replace("\\n", "\n")
              .splitlines() if not line.lstrip().startswith("#"))
     return [line for line in lines if line]
 

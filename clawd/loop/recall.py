@@ -22,11 +22,11 @@ search waits up to ``SYNC_WAIT`` for a sync of notes written just before (a flus
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field, replace
 
 from clawd.config.sections import MemorySearch
 from clawd.context.access import Access
+from clawd.core import listmark
 from clawd.core.messages import Message, TextPart
 from clawd.core.templates import render
 from clawd.core.textcut import shorten
@@ -38,7 +38,6 @@ log = logging.getLogger(__name__)
 
 QUERY_CHARS = 2000  # the embedder reads about 256 tokens; more only slows the keyword half
 MIN_PIECE = 80  # a hit cut shorter than this is left out
-PLACEHOLDER = re.compile(r"^[-*+]\s*\(.*\)$")  # "- (what goes here)" in a note template
 MARGIN = 0.15  # hits scoring this much below the best one are left out
 SYNC_WAIT = 2.0  # seconds a turn may wait for the sync of notes written just before
 
@@ -91,7 +90,7 @@ def unseen(text: str, shown: str) -> str:
     keep = []
     for line in text.splitlines():
         probe = line.strip().removesuffix("…").rstrip()  # a snippet's last line may be cut
-        if probe and probe not in shown and not PLACEHOLDER.match(probe):
+        if probe and probe not in shown and not listmark.PLACEHOLDER.match(probe):
             keep.append(line)
     return "\n".join(keep) if any(not line.lstrip().startswith("#") for line in keep) else ""
 

@@ -37,9 +37,9 @@ never tokenizes it again. Pure functions; the tokenizer comes from a callable.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from clawd.core import listmark
 from clawd.memory.chunker import FENCE_RE, HEADING_RE, Chunk, Tokenize, Tokens
 
 # False packs every chunk's lines under its heading, whatever its sections (the rule before
@@ -49,7 +49,7 @@ MIN_PART_TOKENS = 8
 MAX_PARTS = 8
 # False leaves list items without vectors of their own (the rule before item parts).
 ITEM_PARTS = True
-LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+LIST_ITEM = listmark.ITEM
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from clawd.core import listmark
 from clawd.workspace.files import (
     MEMORY_FILE,
     REPLACED_SECTION,
@@ -34,7 +35,7 @@ from clawd.workspace.files import (
 from clawd.workspace.interface import WorkspaceFiles
 
 _WORD = re.compile(r"[^\W_]+")
-_PREFIX = r"^\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?"  # indent and list mark, kept outside the ~~
+_PREFIX = rf"^\s*(?:{listmark.MARK}\s+)?"  # indent and list mark, kept outside the ~~
 _BULLET = re.compile(_PREFIX)
 # a marked line; the rest of the line from the first mark on, a snippet's cut one too
 _MARKED = re.compile(rf"({_PREFIX})~~(.*?)~~ \[replaced on \d{{4}}-\d{{2}}-\d{{2}} by: .*$",
