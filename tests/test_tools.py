@@ -124,6 +124,24 @@ def test_a_placeholder_path_is_refused(ctx, path):
     assert sorted(p.name for p in ctx.workspace.rglob("*")) == ["memory"]
 
 
+def test_a_path_holding_the_other_arguments_is_refused_with_the_path_alone(ctx):
+    """llama.cpp handed a 1.5B model's call over with the rest of its arguments inside the
+    path string; told "placeholder … today's notes go to memory/…", the model then wrote
+    IDENTITY.md's lines into the daily log."""
+    (ctx.workspace / "IDENTITY.md").write_text("# IDENTITY.md\n")
+    path = 'identity.md", "content": "Name: Priya\\nVibe: calm", "append": true}'
+    with pytest.raises(ToolError) as raised:
+        write({"path": path, "content": "Name: Priya", "append": True}, ctx)
+    assert "holds more than a file name" in str(raised.value)
+    assert str(raised.value).endswith('give the path alone, "IDENTITY.md"')
+    assert "memory/" not in str(raised.value)
+    with pytest.raises(ToolError, match='give the path alone, "notes.md"'):
+        edit({"path": 'notes.md", "oldText": "a', "oldText": "a", "newText": "b"}, ctx)
+    with pytest.raises(ToolError, match="give the path alone$"):
+        write({"path": '", "content": "x"', "content": "x"}, ctx)
+    assert sorted(p.name for p in ctx.workspace.rglob("*")) == ["IDENTITY.md", "memory"]
+
+
 @pytest.mark.parametrize("path, twin", [("identity.md", "IDENTITY.md"),
                                         ("Memory/2026-11-22.md", "memory/2026-11-22.md"),
                                         ("MEMORY/Notes.MD", "memory/notes.md"),

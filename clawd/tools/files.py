@@ -96,6 +96,11 @@ _PLACEHOLDER = re.compile(r"[<>{}]|YYYY|\bMM-DD\b|(?:^|/)path/to/", re.IGNORECAS
 def _target(given: str, ctx: ToolContext) -> str:
     """The file a ``write`` or ``edit`` may change, as a workspace-relative path."""
     _writable(ctx)
+    if '"' in given:  # the call's other arguments, inside the path: 'identity.md", "content": …'
+        head = given.split('"', 1)[0].strip()
+        named = case_twin(ctx.files, ctx.files.canonical(head)) or head if head else None
+        raise ToolError(f"the path holds more than a file name ({given[:60]!r}): give the "
+                        f"path alone" + (f", \"{named}\"" if named else ""))
     if _PLACEHOLDER.search(given):  # a small model wrote a file named "<path>"
         raise ToolError(f"\"{given}\" is a placeholder, not a file name: give the file's "
                         f"real path (today's notes go to {daily_log_path(ctx.today())})")
