@@ -12,7 +12,7 @@ import pytest
 from clawd.core.events import Flushed, ToolFinished
 from clawd.core.messages import Message
 from clawd.guards.base import Guard, Guards, TurnView
-from clawd.guards.notes import NOTE_IS, JunkNotes, junk, unfounded, written_note
+from clawd.guards.notes import NOTE_IS, JunkNotes, copied, junk, unfounded, written_note
 from clawd.guards.profile import make_profile
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
@@ -222,3 +222,56 @@ def test_a_note_may_draw_on_everything_the_model_was_shown():
     # a date written another way beside words that were said is left alone
     assert unfounded("- Gareth Lyle, the plumber: number 07700 900871 since 2026-12-13",
                      shown) is None
+
+
+IDENTITY = (Path(__file__).parents[1] / "clawd" / "workspace_template" / "IDENTITY.md"
+            ).read_text()
+IDENTITY_COPY = ("Name: Priya\nNature: a chat assistant in the terminal, with a workspace of "
+                 "Markdown files as its memory\nVibe: calm and precise, dry humour, upbeat — "
+                 "whatever fits\nSignature emoji: 😊")
+OLD_LOG = "memory/2026-03-02.md"
+
+
+@pytest.mark.parametrize("content, said, source", [
+    # IDENTITY.md's template lines, a name put in, written to the daily log (a 1.5B model)
+    (IDENTITY_COPY, "Hi! I'm Priya. I live in Leeds and I work night shifts as a nurse.",
+     "IDENTITY.md"),
+    # an old log's line written again while answering a question: a stale fact re-dated
+    ("- My line manager is Hannah; we have a one-to-one on Fridays.", "Who is my line manager?",
+     OLD_LOG),
+    ("## Facts\n- Gareth Lyle, plumber, 07700 900871.\n- Asked for the plumber's number.",
+     "What is the plumber's phone number?", "MEMORY.md"),
+    # the user says it again: the user's words, a note
+    ("- My line manager is Hannah; we have a one-to-one on Fridays.",
+     "Remember: my line manager is Hannah; we have a one-to-one on Fridays.", None),
+    # new words beside a copied line: half new, a note
+    ("- Hannah moved to Berlin.\n- Tobias is my line manager from Monday on.\n"
+     "- My line manager is Hannah; we have a one-to-one on Fridays.", "news!", None),
+    # short lines are never judged copies
+    ("- Name: Priya\n- Leeds", "hi", None),
+    # the file written is no source: an edit keeps its lines
+    ("- Maya's recital is on 17 April.\n- Booked seats in row C.", "book row C", None),
+])
+def test_a_note_copied_from_a_file_the_model_was_shown_says_which(content, said, source):
+    files = {"IDENTITY.md": IDENTITY,
+             "MEMORY.md": "# Memory\n\n- Gareth Lyle, plumber, 07700 900871.\n",
+             OLD_LOG: "# 2026-03-02\n\n- My line manager is Hannah; we have a one-to-one on "
+                      "Fridays.\n",
+             DAILY: "- Maya's recital is on 17 April.\n"}
+    assert copied(content, files, said, target=DAILY) == source
+
+
+def test_a_copied_note_is_refused_and_the_turn_answers(tmp_path):
+    provider = ScriptedProvider([junk_write(IDENTITY_COPY), "Nice to meet you, Priya!"])
+    runtime, session = session_with(tmp_path, provider, "weak")
+    (runtime.workspace / "IDENTITY.md").write_text(IDENTITY)
+    events = list(session.run_turn("Hi! I'm Priya. I live in Leeds and I work night shifts."))
+    results = [e for e in events if isinstance(e, ToolFinished)]
+    assert [r.is_error for r in results] == [True]
+    assert results[0].text.startswith("not written: IDENTITY.md already holds these lines")
+    assert results[0].text.endswith("Answer the user now.")
+    assert provider.requests[1].tool_choice == "none"  # nothing new to write: an answer
+    assert not (runtime.workspace / DAILY).exists()
+    assert events[-1].text == "Nice to meet you, Priya!"
+    provider.assert_done()
+

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from clawd.config import MemorySearch
-from clawd.core.events import Recalled
+from clawd.core.events import Recalled, ToolFinished
 from clawd.frontends.render import Renderer, event_json
 from clawd.loop.recall import choose, recall, unseen
 from clawd.loop.runtime import fixed_models
@@ -350,4 +350,22 @@ def test_recall_only_withholds_memory_search_from_a_weak_model(tmp_path, clock, 
     # AGENTS.md may still say "run memory_search first": the prompt says recall ran it
     withheld = "`memory_search` is not available in this conversation" in request.system[0]
     assert withheld is (not told)
+    runtime.memory.close()
+
+
+def test_a_recalled_note_copied_into_todays_log_is_refused(tmp_path, clock):
+    """Asked a question, the 1.5B model wrote the recalled note to today's log: an old fact
+    dated anew (once one a correction had replaced)."""
+    provider = ScriptedProvider([
+        Reply("", [tool("write", path="memory/2026-11-22.md", content=NOTE, append=True)]),
+        "About 2400 euros."])
+    runtime = recall_runtime(tmp_path, provider, clock)
+    events = list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    assert any(isinstance(e, Recalled) for e in events)
+    [result] = [e for e in events if isinstance(e, ToolFinished)]
+    assert result.is_error
+    assert result.text.startswith("not written: memory/2026-11-02.md already holds these lines")
+    assert not (runtime.workspace / "memory" / "2026-11-22.md").exists()
+    assert events[-1].text == "About 2400 euros."
+    provider.assert_done()
     runtime.memory.close()

@@ -42,6 +42,11 @@ class Layers:
                                           if f.name in INSTRUCTION_FILES)])
 
 
+    def texts(self) -> dict[str, str]:
+        """The system prompt and each context file's text, by name."""
+        return {"the system prompt": self.system, **{f.name: f.text for f in self.files}}
+
+
 def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: bool, now: datetime,
                  max_chars: int, read_only: bool, max_tokens: int | None = None,
                  workspace_files: bool = True, citations: bool = False,

@@ -76,6 +76,8 @@ class TurnView:
     instructions: str = ""  # the system prompt and the instruction files (AGENTS.md, …)
     background: str = ""  # the rest the model was shown: the project context, recalled notes
     messages: list[Message] = field(default_factory=list)  # the steps' messages, as they grow
+    # what the model was shown, by name: the system prompt, each context file, recalled notes
+    files: dict[str, str] = field(default_factory=dict)
 
     def shown_text(self) -> str:
         """Everything the model was shown in the turn, lower-cased: what a note it writes

@@ -15,7 +15,10 @@ heading.
 ``memory/YYYY-MM-DD.md`` before it runs, and one that is ``unfounded`` (a number or name
 nothing in the turn said, and few of its words either: made up): the tool result is an
 error saying what a note should be, so the model can write again. A second junk write in
-the turn is refused too, and the next step must answer in words.
+the turn is refused too, and the next step must answer in words. A write that is ``copied``
+from a file the model was shown (IDENTITY.md's template, MEMORY.md, an older log, a
+recalled note) and not from the user's message is refused at once with the file's name, and
+the next step answers: the lines are kept already, and in today's log they would look new.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ _JSON = re.compile(r'^\s*(?:```(?:json)?\s*)?\[?\s*\{\s*"')
 NEW_SHARE = 0.5  # at least this share of a line's words are new, and of a note's lines
 ECHO_SHARE = 0.8  # a copy of at least this much of the user's message is an echo
 FOUNDED_SHARE = 0.5  # of a note's words (but its names) found in what the model was shown
+COPY_SHARE = 0.8  # of a line's runs of three words found in a file it was shown: a copy
 
 NOTE_IS = ('a note is one line, in words, of what the user told or decided, e.g. '
            '"- Ines arrives in Lisbon on May 14"')
@@ -156,6 +160,31 @@ def unfounded(content: str, shown: str) -> str | None:
     return f"something the conversation never said ({', '.join(unseen)})"
 
 
+def copied(content: str, files: dict[str, str], said: str = "", target: str = "") -> str | None:
+    """The file the lines of a note were copied from, or None: a line is copied when
+    ``COPY_SHARE`` of its runs of three words are in one of ``files`` (what the model was
+    shown, by name; ``target``, the file written, left out) and fewer than half of them in
+    the user's message ``said``; a note is when half its lines or more are. A 1.5B model
+    wrote IDENTITY.md's template lines, "Name: Priya" put in, to the daily log as a note."""
+    lines = _body(content)
+    given = {name: _runs(_words(text)) for name, text in files.items() if name != target}
+    heard = _runs(_words(said))
+    sources: list[str] = []
+    for line in lines:
+        runs = _runs(_words(line))
+        if not runs or len(runs & heard) >= len(runs) / 2:
+            continue
+        sources += [name for name, known in given.items()
+                    if len(runs & known) >= COPY_SHARE * len(runs)][:1]
+    if not sources or len(sources) < NEW_SHARE * len(lines):
+        return None
+    return max(sources, key=sources.count)
+
+
+def _runs(words: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
+
+
 class JunkNotes(Guard):
     name = "junk_notes"
 
@@ -163,6 +192,11 @@ class JunkNotes(Guard):
         note = written_note(call)
         if note is None:
             return None
+        target = posixpath.normpath(str(call.arguments.get("path", "")))
+        if source := copied(note, turn.files, turn.text, target):
+            return Refusal(f"not written: {source} already holds these lines, and a note "
+                           f"of them today would date them anew; nothing to write. Answer "
+                           f"the user now.", final=True)
         why = junk(note, turn.text) or unfounded(note, turn.shown_text())
         if why is None:
             return None

@@ -238,6 +238,9 @@ class Session:
             recalled = self.call.recall.hits if self.call.recall else []
             turn.view.background = "\n".join(
                 [layers.project, self.history.summary or "", *(h.text for h in recalled)])
+            turn.view.files = layers.texts()
+            for hit in recalled:
+                turn.view.files[hit.path] = f"{turn.view.files.get(hit.path, '')}\n{hit.text}"
             if self.call.recall:
                 yield Recalled([(h.path, h.start, h.end, h.score)
                                 for h in self.call.recall.hits])

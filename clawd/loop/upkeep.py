@@ -128,7 +128,8 @@ class Upkeep:
         summary = self.conversation.history.summary
         turn = Turn(TurnView(text="", offers_writes=True, daily_log=daily_log_path(today),
                              instructions=layers.instructions,
-                             background=f"{layers.project}\n{summary or ''}"))
+                             background=f"{layers.project}\n{summary or ''}",
+                             files=layers.texts()))
         guards = profile.flush_guards(seen, today, summarised=bool(summary))
         plan = Plan(messages, guards, max_steps=rt.settings.max_steps, flush=True,
                     window=self.window.budget.context_window,
