@@ -40,6 +40,13 @@ DAILY = "memory/2026-11-22.md"
     ("The budget for the Lisbon trip has been added to memory/2026-11-24.md.",
      "The budget for the Lisbon trip has been added to memory/2026-11-24.md."),
     ("Your budget has been saved.", "Your budget has been saved."),
+    # announced, then no call (a 1.5B model)
+    ("I need to create the memory file for today. Let me create it now.",
+     "I need to create the memory file for today."),
+    ("Let me create a note in memory/2026-11-27.md.",
+     "Let me create a note in memory/2026-11-27.md."),
+    ("I've created today's daily log with your note.",
+     "I've created today's daily log with your note."),
 ])
 def test_claims_of_a_saved_note(text, claim):
     assert note_claim(text) == claim
@@ -68,6 +75,9 @@ def test_claims_of_a_saved_note(text, claim):
     "Nothing has been saved yet.",
     "No note has been added to memory.",
     "If it has been saved, you will find it in memory.",
+    "I need to know the date first.",
+    "I'll create a packing list for the trip.",
+    "I need to create a budget spreadsheet?",
 ])
 def test_other_replies_claim_nothing(text):
     assert note_claim(text) is None

@@ -6,8 +6,8 @@ saved that never was. ``note_claim`` finds such a sentence (English only) so tha
 can ask the model once to make the write it announced, and tell the user when it still did
 not. A sentence counts when its subject is the model ("I", "I've", "Let me") and its verb
 saves something: *note, save, record, remember, store, log, keep in mind, write down* on
-their own, or *add, write, append, update, put, keep* with a note-like object (memory, a
-note, a log, MEMORY.md, a ``.md`` file); so do "Note added: …", "Saved to memory/…" and
+their own, or *add, write, append, update, put, keep, create* with a note-like object
+(memory, a note, a log, MEMORY.md, a ``.md`` file); "I need to" counts as an announcement; so do "Note added: …", "Saved to memory/…" and
 "… has been saved" or "… has been added to memory/…". Negated, conditional and question
 sentences, and a bare "Noted." (an acknowledgement), do not. Nor does "I remember that …"
 or "I note that …" (recalling), unless the user's message asked for a note
@@ -32,8 +32,10 @@ _RECALLING = re.compile(r"not(?:e|ed)|remember(?:ed)?|keep .*|kept .*")
 _ASPECT = re.compile(r"'ll|’ll|will|shall|going to|'ve|’ve|have|'m|’m|am|let me|I'd like to",
                      re.IGNORECASE)
 _NEEDS_OBJECT = r"(?:add(?:ed|ing)?|writ(?:e|ten|ing)|wrote|append(?:ed|ing)?|" \
-                r"updat(?:ed|e|ing)|put(?:ting)?|keep(?:ing)?|kept|mak(?:e|ing) a note|made a note)"
-_SUBJECT = (r"(?:\bI(?:'ve|’ve| have|'ll|’ll| will|'m|’m| am|'m going to| am going to| shall)?"
+                r"updat(?:ed|e|ing)|put(?:ting)?|keep(?:ing)?|kept|creat(?:e|ed|ing)|" \
+                r"mak(?:e|ing) a note|made a note)"
+_SUBJECT = (r"(?:\bI(?:'ve|’ve| have|'ll|’ll| will|'m|’m| am|'m going to| am going to| shall|"
+            r" need to)?"
             r"(?: also| now| just| already| go ahead and)?|\blet me|\bI'd like to)")
 _OBJECT = re.compile(r"\bmemor(?:y|ies)\b|\bnotes?\b|\blog\b|daily log|MEMORY\.md|\.md\b",
                      re.IGNORECASE)
