@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         for half, statements in STATEMENTS.items():
             tally = counts.setdefault((name, half), Counter())
             for i, statement in enumerate(statements):
-                ask = WORDINGS[name] or render("blank_retry.md.j2", silent=False, echo=True,
-                                               copied=False, request=statement)
+                ask = WORDINGS[name] or render("blank_retry.md.j2", kind="echo",
+                                               request=statement)
                 for k in range(args.samples):
                     session = Session(runtime, f"agent:main:reask-{name}-{half}-{i}-{k}")
                     session.conversation.append(Message.user(statement))

@@ -18,7 +18,8 @@ import clawd
 from clawd.core.events import Flushed, Notice, TextDelta, ToolFinished, ToolStarted
 from clawd.frontends import cli
 from clawd.frontends.render import Renderer
-from clawd.guards.replytext import copies
+from clawd.guards.replytext import copies, dumps_notes, recall_start
+from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
@@ -485,3 +486,52 @@ def test_a_flush_that_saves_nothing_twice_keeps_the_users_own_words(tmp_path, lo
     assert ("By the way, my budget" in words) is not logged
     assert "- My sister Ines arrives in Lisbon on May 14." in words
     assert "Thanks" not in words and "FACT-" not in words  # no references; pasted
+
+
+DUMP = ("From memory/2026-11-27.md#L1-L4 (lines 1-4):\n# 2026-11-27\n"
+        "- Tomas lives in Ghent.\n- Tomas has a cat named Pixel.\n"
+        "**user** (2026-11-27 13:34):\nWhere do I live?\n**assistant** (2026-11-27 13:34):\n"
+        "You live in Ghent.")
+
+
+def test_an_answer_copying_the_recalled_notes_is_never_shown_and_asked_again(tmp_path):
+    """Asked where they live and what the cat is called, the 1.5B model answered with the
+    recalled-notes block, headers and all, and wrote more of the conversation after it."""
+    said = "Where do I live, and what is my cat called?"
+    provider = ScriptedProvider([DUMP, "You live in Ghent, and your cat is Pixel."])
+    runtime = make_runtime(tmp_path, provider)
+    session = Session(runtime, KEY)
+    events = list(session.run_turn(said))
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert shown == "You live in Ghent, and your cat is Pixel."
+    ask = provider.requests[1].messages[-1].text
+    assert ask.startswith("Your last answer copied the notes found in memory, headers and "
+                          "all; it did not answer me.") and ask.endswith(said)
+    assert [m.text for m in Session(runtime, KEY).history.messages] == [
+        said, "You live in Ghent, and your cat is Pixel."]
+    assert [e.get("retried", False) for e in entries(session)] == [False, True, False]
+    provider.assert_done()
+
+
+def test_a_strong_models_answer_starting_like_the_notes_is_shown_whole(tmp_path):
+    provider = ScriptedProvider([DUMP])
+    runtime = make_runtime(tmp_path, provider)
+    runtime.models = fixed_models(provider, 200_000, profile="strong")
+    events = list(Session(runtime, KEY).run_turn("Where do I live?"))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == DUMP
+    provider.assert_done()
+
+
+def test_the_recall_blocks_own_lines_are_what_dumps_notes_finds():
+    from clawd.core.templates import render
+    from clawd.loop.recall import Hit
+
+    hits = [Hit("memory/2026-11-02.md", 1, 4, 0.6, "- Ines lives in Porto"),
+            Hit("MEMORY.md", 7, 7, 0.5, "- Budget: 2400 euros")]
+    block = render("recall.md.j2", hits=hits, cite=False, message="Where does Ines live?")
+    assert dumps_notes(block)
+    for line in block.splitlines():  # each header line is held back while it streams
+        if line.startswith(("From ", "[Found")):
+            assert all(recall_start(line[:n]) for n in range(1, len(line) + 1)), line
+    assert not dumps_notes("Ines lives in Porto (memory/2026-11-02.md#L3).")
+    assert not recall_start("From what you told me, Ines lives in Porto.")

@@ -132,6 +132,20 @@ def test_silent_filter_releases_text_as_soon_as_it_cannot_be_silent():
     assert g.feed("Hi") == "Hi"
 
 
+@pytest.mark.parametrize("text, at_end", [
+    ("From memory/2026-11-27.md#L1-L4 (lines 1-4):\n- Tomas lives in Ghent.", True),
+    ("[Found in your memory files for this message]\n- Ghent", True),
+    ("From what you told me, you live in Ghent.", False),
+    ("Fine, Ghent it is.", False),
+])
+def test_silent_filter_holds_a_copy_of_the_recalled_notes_to_the_end(text, at_end):
+    """Shown only once the guards have seen it whole (``replytext.dumps_notes``)."""
+    for pieces in cuts(text, random.Random(text)):
+        shown, parts = run_filter(pieces)
+        assert shown == text, pieces
+        assert (not any(parts[:-1])) is at_end or len(pieces) == 1, pieces
+
+
 # --- make_budget --------------------------------------------------------------------------------
 
 # (window, reserveTokensFloor, softThresholdTokens, softThreshold, thresholdRatio,

@@ -33,7 +33,7 @@ from clawd.core import listmark
 from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
-from clawd.guards.replytext import unfenced
+from clawd.guards.replytext import recall_start, unfenced
 from clawd.memory.superseded import unmark
 from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import (
@@ -349,7 +349,7 @@ def is_silent(text: str) -> bool:
 class SilentFilter:
     """Passes streamed text through, except a reply that starts with ``NO_REPLY``; text
     without a letter or digit yet is held back until some comes, and a reply that starts
-    as a JSON object until the stream ends."""
+    as a JSON object or as the recalled-notes block until the stream ends."""
 
     def __init__(self) -> None:
         self._held = ""
@@ -367,9 +367,10 @@ class SilentFilter:
             self._decided = True
             return ""
         if (SILENT.startswith(probe) or not any(c.isalnum() for c in probe)
-                or _json_start(probe)):
-            # a possible prefix of NO_REPLY, nothing to read yet, or a JSON object (maybe
-            # ``{"response": "NO_REPLY"}``, maybe a tool call's arguments): held to the end
+                or _json_start(probe) or recall_start(probe)):
+            # a possible prefix of NO_REPLY, nothing to read yet, a JSON object (maybe
+            # ``{"response": "NO_REPLY"}``, maybe a tool call's arguments) or the recalled
+            # notes copied (``replytext.dumps_notes``): held to the end
             return ""
         self._decided = False
         released, self._held = self._held, ""

@@ -5,8 +5,9 @@
   nothing 6 times of 6, and a repeated message with words 6 of 6). Not after a reply was
   already shown in the turn: that reply stands.
 - ``EchoAnswer``: an answer that only repeats the user's message (``replytext.is_echo``),
-  or copies the instructions the model was given (``replytext.copies``), is asked again
-  once, tools allowed.
+  copies the instructions the model was given (``replytext.copies``) or the recalled-notes
+  block with its headers (``replytext.dumps_notes``; held back while it streamed, and so
+  never shown), is asked again once, tools allowed.
 - ``UnkeptNote``: an answer that says a note was saved when no file was written in the turn
   (``claims.note_claim``) is asked once for that write; if it is still not made, the turn
   ends with a notice saying so, and words the model answered instead (often the claim
@@ -26,7 +27,7 @@ from clawd.core.templates import render
 from clawd.core.textcut import shorten
 from clawd.guards.base import AskAgain, Guard, TurnView
 from clawd.guards.claims import asks_to_note, note_claim
-from clawd.guards.replytext import copies, is_echo
+from clawd.guards.replytext import copies, dumps_notes, is_echo
 
 
 def unkept_notice(claim: str) -> str:
@@ -40,7 +41,7 @@ class BlankAnswer(Guard):
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
         if not is_blank(reply.text) or turn.shown or "echo" in turn.asked:
             return None
-        ask = render("blank_retry.md.j2", silent=is_silent(reply.text), echo=False, copied=False,
+        ask = render("blank_retry.md.j2", kind="silent" if is_silent(reply.text) else "empty",
                      request=shorten(turn.text, 1000))
         return AskAgain(self.name, Message.user(ask), drop=True, tool_choice="none")
 
@@ -51,11 +52,12 @@ class EchoAnswer(Guard):
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
         if is_blank(reply.text):
             return None
-        copied = copies(reply.text, turn.instructions, turn.text)
-        if not copied and not is_echo(reply.text, turn.text) or unkept_claim(reply, turn):
+        kind = ("notes" if dumps_notes(reply.text) else
+                "instructions" if copies(reply.text, turn.instructions, turn.text) else
+                "echo" if is_echo(reply.text, turn.text) else None)
+        if kind is None or unkept_claim(reply, turn):
             return None
-        ask = render("blank_retry.md.j2", silent=False, echo=True, copied=copied,
-                     request=shorten(turn.text, 1000))
+        ask = render("blank_retry.md.j2", kind=kind, request=shorten(turn.text, 1000))
         return AskAgain(self.name, Message.user(ask), drop=True)
 
 

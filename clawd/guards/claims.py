@@ -7,8 +7,9 @@ can ask the model once to make the write it announced, and tell the user when it
 not. A sentence counts when its subject is the model ("I", "I've", "Let me") and its verb
 saves something: *note, save, record, remember, store, log, keep in mind, write down* on
 their own, or *add, write, append, update, put, keep, create* with a note-like object
-(memory, a note, a log, MEMORY.md, a ``.md`` file); "I need to" counts as an announcement; so do "Note added: …", "Saved to memory/…" and
-"… has been saved" or "… has been added to memory/…". Negated, conditional and question
+(memory, a note, a log, MEMORY.md, a ``.md`` file), "I need to …" among the subjects; so
+do "Note added: …", "Saved to memory/…" and "… has been saved" or "… has been added to
+memory/…". Negated, conditional and question
 sentences, and a bare "Noted." (an acknowledgement), do not. Nor does "I remember that …"
 or "I note that …" (recalling), unless the user's message asked for a note
 (``asks_to_note``): after "Please remember: …", "I remember that …" is the model saying it

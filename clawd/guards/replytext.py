@@ -16,6 +16,12 @@ them a habit for the rest of the conversation:
 - Told "By the way, my budget is 2400 euros in total.", the 1.5B model sometimes answers
   with that very sentence, and with the echo in its history it echoes the next statement
   too. Such a reply (``is_echo``) is asked again, like a blank one.
+- Asked "Where do I live, and what is my cat called?" with notes recalled, the 1.5B model
+  answered with the recalled block itself, its "From memory/…#L1-L12 (lines 1-12):"
+  headers and all, and went on to write more of the conversation ("**user** …: What is my
+  cat called? **assistant** …"). A reply that starts like that block (``recall_start``) is
+  held back while it streams, and one holding its headers (``dumps_notes``) is asked
+  again.
 - Told "Remember that my daughter's school play is on 12 December", the 1.5B model answered
   with AGENTS.md's own rule about "remember this" ("… write it down now, in the right file,
   and say where. Never promise to keep something "in your head" …"), and again at the next
@@ -96,3 +102,26 @@ def copies(reply: str, instructions: str, message: str) -> bool:
     given = set(_runs(_plain(instructions).split()))
     runs = _runs(words)
     return sum(run in given for run in runs) >= COPY_SHARE * len(runs)
+
+
+# the recalled-notes block's own lines (prompts/recall.md.j2), which no answer repeats
+_RECALL_HEAD = re.compile(r"^\W*(?:\[Found in your memory files|\[End of the notes|"
+                          r"From [^\s#]+#L\d+(?:-L\d+)? \(lines? \d)", re.MULTILINE)
+_RECALL_OPENING = "[Found in your memory files"
+
+
+def recall_start(probe: str) -> bool:
+    """Whether streamed text (its start) is, or may still become, a line of the
+    recalled-notes block: a prefix of its opening, or "From " and a citation (``path#L…``)
+    or a word not yet ended."""
+    if _RECALL_OPENING.startswith(probe) or probe.startswith(_RECALL_OPENING) \
+            or "From ".startswith(probe):
+        return True
+    first = re.match(r"From (\S*)(\s?)", probe)
+    return first is not None and (not first.group(2) or "#L" in first.group(1))
+
+
+def dumps_notes(reply: str) -> bool:
+    """Whether ``reply`` holds a header line of the recalled-notes block: the block
+    copied as an answer."""
+    return bool(_RECALL_HEAD.search(reply))

@@ -6,7 +6,8 @@ notes in front of the user's message), streams the reply (holding back a ``NO_RE
 is never shown) through the model's guards, and returns one of:
 
 - ``Replied``: the assistant message, not yet kept: the caller decides whether it joins the
-  history (``keep``), which then records the call's usage (``TokenMeter``, the store);
+  history (``keep``), which then records the call's usage (``TokenMeter``, the store), and
+  whether what is left to show of it (``pending``: text held back, a notice) is shown;
 - ``Overflowed``: the server said the request does not fit; the caller compacts and calls
   again (``NeedsCompaction`` in the turn's terms), or gives up;
 - ``Failed``: any other provider error, said in an ``ErrorEvent``; the text streamed before
@@ -25,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -53,6 +54,9 @@ class Replied:
     message: Message
     request: ModelRequest
     layers: Layers
+    # what is shown of the reply once the guards have judged it, unless one drops it: the
+    # text held back while streaming, and a notice that the output limit cut it
+    pending: list[Event] = field(default_factory=list)
 
 
 @dataclass
@@ -166,17 +170,18 @@ class ModelCall:
             raise
         rest = silent.finish()
         kept = guards.clean(final)
+        pending: list[Event] = []
         if cut is not None:
             log.info("the reply repeated %r; stopped", final.text[-60:])
             if show:
                 yield Notice("the reply was stopped: the model kept repeating itself")
         elif show and rest and not (final.tool_calls and not kept.text.strip()):
-            yield TextDelta(rest)  # held back (a NO_REPLY start), and not stray after all
+            pending.append(TextDelta(rest))  # held back (a NO_REPLY start, …), not stray
         if show and cut is None and final.stop_reason == "length":
-            yield Notice(f"the reply stopped at the model's output limit "
-                         f"({request.max_tokens:,} tokens)")
+            pending.append(Notice(f"the reply stopped at the model's output limit "
+                                  f"({request.max_tokens:,} tokens)"))
         kept.flush, kept.model = flush, self.window.model.ref  # one form: provider/model
-        return Replied(kept, request, layers)
+        return Replied(kept, request, layers, pending)
 
     def keep(self, replied: Replied, target: list[Message], *, drop: bool = False) -> None:
         """Keep a reply: in ``target`` (the history, or a flush's own turn) and on disk, or

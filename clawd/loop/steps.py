@@ -80,7 +80,10 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
             return
         step = decide(reply, turn.view, plan.guards, last_step=turn.steps >= plan.max_steps,
                       steps=turn.steps, words_only=words_only)
-        call.keep(outcome, messages, drop=isinstance(step, AskAgain) and step.drop)
+        dropped = isinstance(step, AskAgain) and step.drop
+        if not dropped:  # what was held back of the reply while it streamed
+            yield from outcome.pending
+        call.keep(outcome, messages, drop=dropped)
         if isinstance(step, AskAgain):
             log.info("guard %s: the model is asked again (%r)", step.guard, reply.text[:40])
             turn.view.asked[step.guard] = step
