@@ -164,9 +164,23 @@ def test_hook_takes_the_last_n_messages(tmp_path):
                                         ("  \n", None), ("a" * 40, None),
                                         ("Über Café Plans!", "uber-cafe-plans"),
                                         ("kyoto-itinerary-packing-list-essentials",
-                                         "kyoto-itinerary-packing-list")])
+                                         "kyoto-itinerary-packing-list"),
+                                        ("MOTDueOnJanuary", "mot-due-on-january"),
+                                        ("carInsurance2026", "car-insurance-2026"),
+                                        ("HTTPServerLogs", "http-server-logs")])
 def test_sanitize_slug(text, slug):
     assert sanitize_slug(text) == slug
+
+
+def test_a_number_the_conversation_never_held_is_left_out_of_the_slug(tmp_path):
+    provider = ScriptedProvider(["MOTDueOnJanuary2023"])
+    messages = [Message.user("Please remember that my car's MOT is due on 9 January."),
+                Message.assistant("Noted: MOT on 9 January.")]
+    path = end_session_memory(provider, DiskFiles(tmp_path), messages, cfg=SessionMemoryHook(),
+                              key=KEY, session_id="s1", reason="/new",
+                              now=datetime(2026, 11, 22, 9, 30))
+    assert path == "memory/2026-11-22-mot-due-on-january.md"
+    assert sanitize_slug("budget-2400-lisbon", said="budget: 2400 euros") == "budget-2400-lisbon"
 
 
 def test_a_slug_cut_by_the_token_limit_loses_its_last_fragment(tmp_path):

@@ -61,16 +61,26 @@ def recent_messages(messages: list[Message], count: int) -> list[Message]:
     return chosen[-count:]
 
 
-def sanitize_slug(text: str, *, cut: bool = False) -> str | None:
+# where words run together: "MOTDueOnJanuary2023" → MOT Due On January 2023
+_JOINED = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=\d)"
+                     r"|(?<=\d)(?=[A-Za-z])")
+
+
+def sanitize_slug(text: str, *, cut: bool = False, said: str | None = None) -> str | None:
     """Lowercase, hyphenated, at most 30 characters, ending at a word boundary; None when
     nothing usable is left. ``cut``: the reply hit its token limit, so its last word may be
-    a fragment and is dropped; a single word longer than 30 characters is not used."""
+    a fragment and is dropped; a single word longer than 30 characters is not used. Words
+    run together in camel case are parted; with ``said`` (the conversation), a number it
+    never held is left out (a 1.5B model named a talk of "9 January" ``…january2023``)."""
     # accents folded (Café → cafe), so no word loses letters in the middle
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    first = ascii_text.strip().splitlines()[0].lower() if ascii_text.strip() else ""
-    words = re.findall(r"[a-z0-9]+", first)
+    first = ascii_text.strip().splitlines()[0] if ascii_text.strip() else ""
+    words = re.findall(r"[a-z0-9]+", _JOINED.sub(" ", first).lower())
     if cut:
         words = words[:-1]
+    if said is not None:
+        numbers = set(re.findall(r"\d+", said))
+        words = [w for w in words if not w.isdigit() or w in numbers]
     slug = ""
     for word in words:
         candidate = f"{slug}-{word}" if slug else word
@@ -102,7 +112,7 @@ def model_slug(provider: Provider, messages: list[Message], timeout: float) -> s
     if worker.is_alive():
         log.info("slug request timed out after %ss", timeout)
         return None
-    return sanitize_slug(result.get("text", ""), cut=bool(result.get("cut")))
+    return sanitize_slug(result.get("text", ""), cut=bool(result.get("cut")), said=conversation)
 
 
 def free_path(taken: list[str], folder: str, stem: str) -> str:
