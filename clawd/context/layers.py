@@ -41,7 +41,6 @@ class Layers:
         return "\n".join([self.system, *(f.text for f in self.files
                                           if f.name in INSTRUCTION_FILES)])
 
-
     def texts(self) -> dict[str, str]:
         """The system prompt and each context file's text, by name."""
         return {"the system prompt": self.system, **{f.name: f.text for f in self.files}}

@@ -9,8 +9,8 @@ saves something: *note, save, record, remember, store, log, keep in mind, write 
 their own, or *add, write, append, update, put, keep, create* with a note-like object
 (memory, a note, a log, MEMORY.md, a ``.md`` file), "I need to …" among the subjects; so
 do "Note added: …", "Saved to memory/…" and "… has been saved" or "… has been added to
-memory/…". Negated, conditional and question
-sentences, and a bare "Noted." (an acknowledgement), do not. Nor does "I remember that …"
+memory/…". Negated, conditional and question sentences, and a bare "Noted." (an
+acknowledgement), do not. Nor does "I remember that …"
 or "I note that …" (recalling), unless the user's message asked for a note
 (``asks_to_note``): after "Please remember: …", "I remember that …" is the model saying it
 saved it.

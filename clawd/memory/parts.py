@@ -49,7 +49,6 @@ MIN_PART_TOKENS = 8
 MAX_PARTS = 8
 # False leaves list items without vectors of their own (the rule before item parts).
 ITEM_PARTS = True
-LIST_ITEM = listmark.ITEM
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +112,7 @@ def _blocks(chunk: Chunk) -> list[_Block]:
                 else:
                     current = _Block(current.prefix, current.section, current.title)
                 continue
-            listed = bool(LIST_ITEM.match(line)) or (current.listed and line[:1].isspace())
+            listed = bool(listmark.ITEM.match(line)) or (current.listed and line[:1].isspace())
             if current.lines and listed != current.listed:
                 blocks.append(current)
                 current = _Block(current.prefix, current.section, current.title)
@@ -185,7 +184,7 @@ def _items(block: _Block, max_tokens: int, tokens: dict[str, Tokens]) -> list[Se
     its own, without a heading path; items under ``MIN_PART_TOKENS`` have none."""
     groups: list[list[str]] = []
     for line in block.lines:
-        if not groups or LIST_ITEM.match(line) and not line[:1].isspace():
+        if not groups or listmark.ITEM.match(line) and not line[:1].isspace():
             groups.append([line])
         else:
             groups[-1].append(line)
