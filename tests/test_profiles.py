@@ -180,8 +180,8 @@ def test_the_flush_runs_in_the_turns_loop_with_its_own_guards():
     from datetime import date
 
     weak = PROFILES["weak"].flush_guards([], date(2026, 11, 22), summarised=False)
-    assert weak.names == ["text_calls", "repeated_writes", "repeated_reads", "junk_notes",
-                          "flush_retry"]
+    assert weak.names == ["text_calls", "swallowed_args", "repeated_writes", "repeated_reads",
+                          "junk_notes", "flush_retry"]
     assert PROFILES["strong"].flush_guards([], date(2026, 11, 22), summarised=False).names == []
 
 
@@ -208,6 +208,39 @@ def test_a_call_written_as_text_is_run_under_the_weak_profile_never_shown(tmp_pa
     strong = ScriptedProvider([spelled])  # a strong model's reply is kept as it wrote it
     events = list(session_with(tmp_path / "strong", strong, "strong").run_turn(text))
     assert not [e for e in events if isinstance(e, ToolFinished)]
+
+
+SWALLOWED = 'memory/2026-11-20.md", "offset": 2, "limit": 1}'
+
+
+def test_arguments_swallowed_by_the_path_are_taken_back_out_under_the_weak_profile(tmp_path):
+    """llama.cpp handed a 1.5B model's call over as memory_get with the path
+    'memory/2026-11-27.md", "from": 1, "lines": 15}', and the tool refused that path."""
+    call = Reply("", [tool("read", path=SWALLOWED)])
+    for profile, error in (("weak", False), ("strong", True)):
+        provider = ScriptedProvider([call, "Your space is C07."])
+        session = session_with(tmp_path / profile, provider, profile)
+        (session.rt.workspace / "memory" / "2026-11-20.md").write_text(
+            "# 2026-11-20\n- Parking space C07\n- Gym on Fridays\n")
+        events = list(session.run_turn("What is my parking space?"))
+        [done] = [e for e in events if isinstance(e, ToolFinished)]
+        assert done.is_error is error, profile
+        if not error:
+            assert "- Parking space C07" in done.text and "Gym" not in done.text
+        provider.assert_done()
+
+
+@pytest.mark.parametrize("arguments, repaired", [
+    ({"path": SWALLOWED}, {"path": "memory/2026-11-20.md", "offset": 2, "limit": 1}),
+    # given beside it too: those stay as given
+    ({"path": 'a.md", "content": "x\\ny", "append": true}', "content": "x\\ny"},
+     {"path": "a.md", "content": "x\\ny", "append": True}),
+    ({"path": "a.md", "content": '{"a": "x", "b": 1}'}, None),  # JSON content, left alone
+    ({"path": "a.md", "content": 'he said "hi", "bye" {x}'}, None),
+])
+def test_unswallowed_reads_a_value_as_the_rest_of_the_arguments(arguments, repaired):
+    from clawd.guards.steps import unswallowed
+    assert unswallowed(arguments) == (repaired or arguments)
 
 
 @pytest.mark.parametrize("text", [

@@ -27,11 +27,19 @@ from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import Guard, Guards
 from clawd.guards.flush import FlushRetry
 from clawd.guards.notes import JunkNotes
-from clawd.guards.steps import Looping, RepeatedReads, RepeatedWrites, StrayText, TextCalls
+from clawd.guards.steps import (
+    Looping,
+    RepeatedReads,
+    RepeatedWrites,
+    StrayText,
+    SwallowedArgs,
+    TextCalls,
+)
 
 # the guards of a model step, in the order they are asked
 STEP_GUARDS: dict[str, type[Guard]] = {
-    "looping": Looping, "text_calls": TextCalls, "stray_text": StrayText,
+    "looping": Looping, "text_calls": TextCalls, "swallowed_args": SwallowedArgs,
+    "stray_text": StrayText,
     "repeated_writes": RepeatedWrites, "repeated_reads": RepeatedReads,
     "blank": BlankAnswer, "echo": EchoAnswer, "note_claim": UnkeptNote,
     "junk_notes": JunkNotes,
@@ -63,11 +71,14 @@ class Profile:
     def flush_guards(self, conversation: list[Message], today: date, *,
                      summarised: bool) -> Guards:
         """Fresh guards for one memory flush over ``conversation``: a call written as text is
-        taken as that call (``TextCalls``), repeated writes and reads are not made again,
+        taken as that call (``TextCalls``), arguments swallowed by one are taken back out
+        (``SwallowedArgs``), repeated writes and reads are not made again,
         junk notes are refused (``JunkNotes``), and a bare "Done" or silence is asked once
         for the notes (``FlushRetry``). The answers of a flush are never shown, so the
         blank, echo and claim guards stay out."""
         guards: list[Guard] = [TextCalls()] if self.has("text_calls") else []
+        if self.has("swallowed_args"):
+            guards.append(SwallowedArgs())
         if self.has("repeated_writes"):
             guards.append(RepeatedWrites())
         if self.has("repeated_reads"):

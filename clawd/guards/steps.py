@@ -5,6 +5,9 @@
 - ``TextCalls``: a reply that is nothing but a tool call written as text (``{"name":
   "write", "arguments": {...}}``, fenced or between ``<tool_call>`` tags, because the
   server did not read it as a call) is taken as the call it spells, never shown as JSON.
+- ``SwallowedArgs``: a string argument that swallowed the rest of the call's arguments
+  (``{"path": 'memory/x.md", "from": 1, "lines": 15}'}``, as llama.cpp handed over a 1.5B
+  model's call) is parsed back into the arguments it holds (``unswallowed``).
 - ``StrayText``: text a model copied beside a tool call (a lone ``{``, the call's own
   arguments as JSON) and ``<tool_response>``/``<tools>`` tags echoed from its chat template
   are not kept, so the history does not teach them (``replytext``).
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from clawd.context.access import WRITE_TOOLS
 from clawd.core.messages import Message, Part, TextPart, ToolCall, new_id
@@ -108,6 +112,38 @@ class TextCalls(Guard):
         if reply.tool_calls or not (calls := text_calls(reply.text)):
             return reply
         reply.content = list(calls)
+        return reply
+
+
+def unswallowed(arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with those a string value swallowed taken back out of it: the value
+    read as the start of a JSON object's first member (``'memory/x.md", "from": 1}'``
+    gives path, from); the arguments given beside it stay as they are. Unchanged when no
+    value reads so."""
+    for key, value in arguments.items():
+        if not (isinstance(value, str) and '", "' in value and value.rstrip().endswith("}")):
+            continue
+        try:
+            whole = json.loads("{" + json.dumps(key) + ': "' + value)
+        except ValueError:
+            continue
+        if isinstance(whole, dict) and isinstance(whole.get(key), str):
+            return {**whole, **{k: v for k, v in arguments.items() if k != key}}
+    return arguments
+
+
+class SwallowedArgs(Guard):
+    name = "swallowed_args"
+
+    def clean(self, reply: Message) -> Message:
+        parts: list[Part] = []
+        for part in reply.content:
+            if isinstance(part, ToolCall) and (args := unswallowed(part.arguments)) \
+                    is not part.arguments:
+                part = ToolCall(part.id, part.name, args)
+            parts.append(part)
+        if parts != reply.content:
+            reply.content = parts
         return reply
 
 
