@@ -71,6 +71,8 @@ def test_claims_of_a_saved_note(text, claim):
     "Three museums have been added to the itinerary.",
     "I remember that my sister Ines arrives in Lisbon on May 14.",  # recalling, not saving
     "I noted earlier that you like fado.",
+    "I remember it well: we talked about Porto.",
+    "I remember that Ines lives in Porto.",
     "I note that the museums close on Mondays.",
     "Nothing has been saved yet.",
     "No note has been added to memory.",
@@ -111,6 +113,16 @@ def test_i_remember_after_a_request_to_remember_is_a_claim():
     assert note_claim("I don't remember that.", asked=True) is None
 
 
+def test_a_bare_i_remember_this_claims_a_note_after_a_fact_only():
+    """A 1.5B model began every reply of one conversation with "I remember this.", after
+    statements and requests alike, and wrote no note."""
+    reply = "I remember this. I have a cat called Pixel who only eats wet food."
+    assert note_claim(reply, told=True) == "I remember this."
+    assert note_claim("Noted! I remember that.", told=True) == "I remember that."
+    assert note_claim(reply) is None  # after a request or a question: no claim
+    assert note_claim("I remember that Ines lives in Porto.", told=True) is None
+
+
 def test_i_remember_after_a_request_is_asked_to_be_written(tmp_path):
     provider = ScriptedProvider([
         'I remember that "Kestrel\'s backend runs on Python 3.12".',
@@ -123,6 +135,20 @@ def test_i_remember_after_a_request_is_asked_to_be_written(tmp_path):
     assert provider.requests[1].messages[-1].text.startswith('You told me "I remember that')
     assert "- Kestrel backend: Python 3.12" in daily(session)
     assert events[-1].text == "Saved."
+    provider.assert_done()
+
+
+@pytest.mark.parametrize("said, asked", [("I also have a cat called Pixel who only eats wet "
+                                          "food.", True),
+                                          ("Can you suggest a quick lunch to pack?", False)])
+def test_i_remember_this_after_a_fact_is_asked_to_be_written(tmp_path, said, asked):
+    write = Reply("", [tool("write", path=DAILY, content="- Cat Pixel eats only wet food",
+                            append=True)])
+    replies = ["I remember this. " + ("Pixel sounds lovely." if asked else "A wrap and fruit.")]
+    provider = ScriptedProvider(replies + ([write, "Saved."] if asked else []))
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    list(session.run_turn(said))
+    assert ("- Cat Pixel eats only wet food" in daily(session)) is asked
     provider.assert_done()
 
 

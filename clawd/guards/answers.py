@@ -21,6 +21,7 @@ answer after an echo is not (``MAX_ASKS`` caps them all).
 
 from __future__ import annotations
 
+from clawd.context.facts import facts
 from clawd.context.flush import is_blank, is_silent
 from clawd.core.messages import Message
 from clawd.core.templates import render
@@ -68,7 +69,7 @@ def unkept_claim(reply: Message, turn: TurnView) -> str | None:
     daughter's play is on 12 December." but says it was kept)."""
     if turn.wrote or not turn.offers_writes or is_blank(reply.text):
         return None
-    return note_claim(reply.text, asked=asks_to_note(turn.text))
+    return note_claim(reply.text, asked=asks_to_note(turn.text), told=bool(facts(turn.text)))
 
 
 class UnkeptNote(Guard):

@@ -10,10 +10,10 @@ their own, or *add, write, append, update, put, keep, create* with a note-like o
 (memory, a note, a log, MEMORY.md, a ``.md`` file), "I need to …" among the subjects; so
 do "Note added: …", "Saved to memory/…" and "… has been saved" or "… has been added to
 memory/…". Negated, conditional and question sentences, and a bare "Noted." (an
-acknowledgement), do not. Nor does "I remember that …"
-or "I note that …" (recalling), unless the user's message asked for a note
-(``asks_to_note``): after "Please remember: …", "I remember that …" is the model saying it
-saved it.
+acknowledgement), do not. Nor does "I remember that …" or "I note that …" (recalling),
+unless the user's message asked for a note (``asks_to_note``: after "Please remember: …",
+"I remember that …" is the model saying it saved it), or told a fact and the sentence ends
+there ("I remember this.": the model saying it kept what it was told).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ _SELF_SUFFICIENT = (r"(?:not(?:ed|e|ing)|sav(?:ed|e|ing)|record(?:ed|ing)?|remem
 _RECALLING = re.compile(r"not(?:e|ed)|remember(?:ed)?|keep .*|kept .*")
 _ASPECT = re.compile(r"'ll|’ll|will|shall|going to|'ve|’ve|have|'m|’m|am|let me|I'd like to",
                      re.IGNORECASE)
+# "I remember this." after a statement: the model saying it kept it, not recalling anything
+_BARE_OBJECT = re.compile(r"\s+(?:this|that|it)\s*[.!]*\s*$", re.IGNORECASE)
 _NEEDS_OBJECT = r"(?:add(?:ed|ing)?|writ(?:e|ten|ing)|wrote|append(?:ed|ing)?|" \
                 r"updat(?:ed|e|ing)|put(?:ting)?|keep(?:ing)?|kept|creat(?:e|ed|ing)|" \
                 r"mak(?:e|ing) a note|made a note)"
@@ -60,9 +62,10 @@ def asks_to_note(message: str) -> bool:
     return bool(keep_requests(message))
 
 
-def note_claim(text: str, asked: bool = False) -> str | None:
+def note_claim(text: str, asked: bool = False, told: bool = False) -> str | None:
     """The first sentence of ``text`` that says a note was or will be saved, else None.
-    ``asked``: the user asked for a note, so "I remember that …" says one was kept."""
+    ``asked``: the user asked for a note, so "I remember that …" says one was kept;
+    ``told``: the user's message told a fact, so "I remember this." says it was kept."""
     for sentence in sentences(text):
         if sentence.endswith("?"):
             continue
@@ -78,7 +81,8 @@ def note_claim(text: str, asked: bool = False) -> str | None:
             continue
         verb = claim.group("verb").lower()
         subject = sentence[claim.start():claim.start("verb")]
-        if _RECALLING.fullmatch(verb) and not (asked or _ASPECT.search(subject)):
+        bare = (asked or told) and _BARE_OBJECT.match(sentence[claim.end():])
+        if _RECALLING.fullmatch(verb) and not (asked or _ASPECT.search(subject) or bare):
             continue
         if re.fullmatch(_SELF_SUFFICIENT, verb) or _OBJECT.search(sentence[claim.start():]):
             return sentence
