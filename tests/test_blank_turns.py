@@ -18,7 +18,7 @@ import clawd
 from clawd.core.events import Flushed, Notice, TextDelta, ToolFinished, ToolStarted
 from clawd.frontends import cli
 from clawd.frontends.render import Renderer
-from clawd.guards.replytext import copies, dumps_notes, recall_start
+from clawd.guards.replytext import copies, dumps_notes, recall_start, repeats_answer
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
@@ -535,3 +535,48 @@ def test_the_recall_blocks_own_lines_are_what_dumps_notes_finds():
             assert all(recall_start(line[:n]) for n in range(1, len(line) + 1)), line
     assert not dumps_notes("Ines lives in Porto (memory/2026-11-02.md#L3).")
     assert not recall_start("From what you told me, Ines lives in Porto.")
+
+
+STUCK = ("To keep this information, I will write it down in `memory/2026-11-22.md` with "
+         "`write` and `append: true`. Here's the command:")
+
+
+def test_an_answer_repeating_the_one_before_to_another_message_is_never_shown(tmp_path):
+    """After one such answer, the 1.5B model gave the same one to each of the next fourteen
+    messages; with no write in those turns each was also a claim, and was asked for the
+    write rather than for an answer."""
+    write = Reply("", [tool("write", path=DAILY, content="- Budget: 2400 euros", append=True)])
+    provider = ScriptedProvider([write, STUCK, STUCK, "Belém, Alfama and Chiado."])
+    runtime = make_runtime(tmp_path, provider)
+    session = Session(runtime, KEY)
+    list(session.run_turn("My budget for the Lisbon trip is 2400 euros."))
+    events = list(session.run_turn("Which neighbourhoods are best for an evening walk?"))
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert shown == "Belém, Alfama and Chiado."
+    ask = provider.requests[3].messages[-1].text
+    assert ask.startswith("Your last answer was your answer to my message before, word for "
+                          "word") and ask.endswith("best for an evening walk?")
+    assert [m.text for m in Session(runtime, KEY).history.messages].count(STUCK) == 1
+    assert not [e for e in events if isinstance(e, Notice)]
+    provider.assert_done()
+
+
+def test_the_same_question_may_get_the_same_answer(tmp_path):
+    answer = "Lisbon's tram 28 runs from Martim Moniz to Campo de Ourique every ten minutes."
+    provider = ScriptedProvider([answer, answer])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    list(session.run_turn("How does tram 28 work?"))
+    events = list(session.run_turn("How does tram 28 work?"))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == answer
+    provider.assert_done()
+
+
+def test_repeats_answer_compares_with_the_turn_before():
+    from clawd.core.messages import Message
+    history = [Message.user("hi"), Message.assistant(STUCK), Message.user("Which dishes?")]
+    assert repeats_answer(STUCK, "Which dishes?", history)
+    assert not repeats_answer("Try bacalhau, caldo verde and pastéis de nata.",
+                              "Which dishes?", history)
+    assert not repeats_answer("Sure.", "Which dishes?",
+                              [Message.user("a"), Message.assistant("Sure."), Message.user("b")])
+    assert not repeats_answer(STUCK, "Which dishes?", history[-1:])  # no answer before

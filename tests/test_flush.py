@@ -146,6 +146,16 @@ def test_silent_filter_holds_a_copy_of_the_recalled_notes_to_the_end(text, at_en
         assert (not any(parts[:-1])) is at_end or len(pieces) == 1, pieces
 
 
+def test_silent_filter_holds_a_reply_while_it_repeats_the_answer_before():
+    before = "To keep this information, I will write it down. Here's the command:"
+    f = SilentFilter(previous=before)
+    assert [f.feed(p) for p in (before[:10], before[10:])] == ["", ""]
+    assert f.finish() == before  # shown at the end, unless a guard drops it
+    g = SilentFilter(previous=before)
+    assert g.feed("To keep") == ""
+    assert g.feed(" it short: Alfama.") == "To keep it short: Alfama."
+
+
 # --- make_budget --------------------------------------------------------------------------------
 
 # (window, reserveTokensFloor, softThresholdTokens, softThreshold, thresholdRatio,

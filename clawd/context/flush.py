@@ -348,12 +348,14 @@ def is_silent(text: str) -> bool:
 
 class SilentFilter:
     """Passes streamed text through, except a reply that starts with ``NO_REPLY``; text
-    without a letter or digit yet is held back until some comes, and a reply that starts
-    as a JSON object or as the recalled-notes block until the stream ends."""
+    without a letter or digit yet is held back until some comes, a reply that starts as a
+    JSON object or as the recalled-notes block until the stream ends, and one that starts
+    as the answer before (``previous``) until it differs from it."""
 
-    def __init__(self) -> None:
+    def __init__(self, previous: str = "") -> None:
         self._held = ""
         self._decided: bool | None = None  # True: silent; False: show
+        self._previous = previous.strip()  # the answer before: a reply repeating it is held
 
     def feed(self, delta: str) -> str:
         """The part of ``delta`` that may be shown now."""
@@ -367,10 +369,12 @@ class SilentFilter:
             self._decided = True
             return ""
         if (SILENT.startswith(probe) or not any(c.isalnum() for c in probe)
-                or _json_start(probe) or recall_start(probe)):
+                or _json_start(probe) or recall_start(probe)
+                or self._previous.startswith(probe.rstrip())):
             # a possible prefix of NO_REPLY, nothing to read yet, a JSON object (maybe
             # ``{"response": "NO_REPLY"}``, maybe a tool call's arguments) or the recalled
-            # notes copied (``replytext.dumps_notes``): held to the end
+            # notes copied (``replytext.dumps_notes``), or the answer before once more
+            # (``replytext.repeats_answer``): held to the end
             return ""
         self._decided = False
         released, self._held = self._held, ""

@@ -7,7 +7,9 @@
 - ``EchoAnswer``: an answer that only repeats the user's message (``replytext.is_echo``),
   copies the instructions the model was given (``replytext.copies``) or the recalled-notes
   block with its headers (``replytext.dumps_notes``; held back while it streamed, and so
-  never shown), is asked again once, tools allowed.
+  never shown), or repeats the answer before it to another message
+  (``replytext.repeats_answer``; held back too, and asked even when it claims a note), is
+  asked again once, tools allowed.
 - ``UnkeptNote``: an answer that says a note was saved when no file was written in the turn
   (``claims.note_claim``) is asked once for that write; if it is still not made, the turn
   ends with a notice saying so, and words the model answered instead (often the claim
@@ -28,7 +30,7 @@ from clawd.core.templates import render
 from clawd.core.textcut import shorten
 from clawd.guards.base import AskAgain, Guard, TurnView
 from clawd.guards.claims import asks_to_note, note_claim
-from clawd.guards.replytext import copies, dumps_notes, is_echo
+from clawd.guards.replytext import copies, dumps_notes, is_echo, repeats_answer
 
 
 def unkept_notice(claim: str) -> str:
@@ -53,11 +55,14 @@ class EchoAnswer(Guard):
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
         if is_blank(reply.text):
             return None
-        kind = ("notes" if dumps_notes(reply.text) else
-                "instructions" if copies(reply.text, turn.instructions, turn.text) else
-                "echo" if is_echo(reply.text, turn.text) else None)
-        if kind is None or unkept_claim(reply, turn):
-            return None
+        if repeats_answer(reply.text, turn.text, turn.messages):
+            kind: str | None = "repeat"  # not a claim to ask on: the same words as before
+        else:
+            kind = ("notes" if dumps_notes(reply.text) else
+                    "instructions" if copies(reply.text, turn.instructions, turn.text) else
+                    "echo" if is_echo(reply.text, turn.text) else None)
+            if kind is None or unkept_claim(reply, turn):
+                return None
         ask = render("blank_retry.md.j2", kind=kind, request=shorten(turn.text, 1000))
         return AskAgain(self.name, Message.user(ask), drop=True)
 

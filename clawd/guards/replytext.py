@@ -22,6 +22,12 @@ them a habit for the rest of the conversation:
   cat called? **assistant** …"). A reply that starts like that block (``recall_start``) is
   held back while it streams, and one holding its headers (``dumps_notes``) is asked
   again.
+- After one answer "To keep this information, I will write it down in
+  `memory/2026-11-27.md` with `write` and `append: true`. Here's the command:", the 1.5B
+  model gave that same answer to each of the next fourteen messages (itineraries, packing
+  lists, questions). An answer that repeats the answer before it (``repeats_answer``) to
+  another message is asked again; while a reply streams as the start of that answer it
+  is held back (``SilentFilter``), so a repeat is never shown.
 - Told "Remember that my daughter's school play is on 12 December", the 1.5B model answered
   with AGENTS.md's own rule about "remember this" ("… write it down now, in the right file,
   and say where. Never promise to keep something "in your head" …"), and again at the next
@@ -33,6 +39,8 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
+
+from clawd.core.messages import Message
 
 _ECHOED_TAG = re.compile(r"[ \t]*</?(?:tool_response|tools)>[ \t]*\n?")
 
@@ -78,6 +86,29 @@ def is_echo(reply: str, message: str) -> bool:
     # without the full comparison
     return (matcher.real_quick_ratio() >= 0.9 and matcher.quick_ratio() >= 0.9
             and matcher.ratio() >= 0.9)
+
+
+def last_answer(messages: list[Message]) -> tuple[str, str] | None:
+    """(the answer, the user's message it answered) of the turn before the last user
+    message of ``messages``, or None: the text of that turn's last assistant message."""
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    if len(users) < 2:
+        return None
+    before, current = users[-2], users[-1]
+    answers = [m.text for m in messages[before + 1:current]
+               if m.role == "assistant" and m.text.strip()]
+    return (answers[-1], messages[before].text) if answers else None
+
+
+def repeats_answer(reply: str, message: str, messages: list[Message]) -> bool:
+    """Whether ``reply`` (of ``ECHO_WORDS`` words or more) is the answer before it again,
+    word for word (case and punctuation aside), given to another ``message`` (the same
+    question may get the same answer)."""
+    last = last_answer(messages)
+    said = _plain(reply)
+    if last is None or said.count(" ") + 1 < ECHO_WORDS or _plain(last[1]) == _plain(message):
+        return False
+    return said == _plain(last[0])
 
 
 COPY_WORDS = 10  # a shorter reply may share a phrase with the instructions by chance

@@ -39,6 +39,7 @@ from clawd.core.events import ErrorEvent, Event, Notice, TextDelta, Waiting
 from clawd.core.messages import Message, ModelRequest, ModelResponse, Usage
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import Guards
+from clawd.guards.replytext import last_answer
 from clawd.loop.parts import Conversation, Record, Window
 from clawd.loop.recall import Recall
 from clawd.providers.base import Provider
@@ -132,7 +133,8 @@ class ModelCall:
                                        extra_system=extra_system, ask=ask)
         guards = self.guards()
         guards.new_reply()
-        silent, parts = SilentFilter(), []
+        last = None if flush else last_answer(messages)
+        silent, parts = SilentFilter(previous=last[0] if last else ""), []
         cut: str | None = None
         if not flush:  # a flush's requests are its own stage (``Waiting("flush")``)
             yield Waiting("model")
