@@ -535,6 +535,11 @@ def test_the_recall_blocks_own_lines_are_what_dumps_notes_finds():
             assert all(recall_start(line[:n]) for n in range(1, len(line) + 1)), line
     assert not dumps_notes("Ines lives in Porto (memory/2026-11-02.md#L3).")
     assert not recall_start("From what you told me, Ines lives in Porto.")
+    # a saved conversation's line, as the /new file holds them (a 1.5B model began so)
+    saved = "**assistant** (2026-11-27 15:08):\nI remember that your car's MOT is due."
+    assert dumps_notes(saved)
+    assert all(recall_start(saved[:n].lstrip("*")) for n in range(1, 34))
+    assert not recall_start("As you said, the MOT is due on 9 January.")
 
 
 STUCK = ("To keep this information, I will write it down in `memory/2026-11-22.md` with "

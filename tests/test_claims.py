@@ -113,14 +113,18 @@ def test_i_remember_after_a_request_to_remember_is_a_claim():
     assert note_claim("I don't remember that.", asked=True) is None
 
 
-def test_a_bare_i_remember_this_claims_a_note_after_a_fact_only():
+def test_i_remember_this_or_the_fact_restated_claims_a_note_after_a_fact_only():
     """A 1.5B model began every reply of one conversation with "I remember this.", after
     statements and requests alike, and wrote no note."""
+    told = "I also have a cat called Pixel who only eats wet food."
     reply = "I remember this. I have a cat called Pixel who only eats wet food."
-    assert note_claim(reply, told=True) == "I remember this."
-    assert note_claim("Noted! I remember that.", told=True) == "I remember that."
+    assert note_claim(reply, told=told) == "I remember this."
+    assert note_claim("Noted! I remember that.", told=told) == "I remember that."
     assert note_claim(reply) is None  # after a request or a question: no claim
-    assert note_claim("I remember that Ines lives in Porto.", told=True) is None
+    # what was just told, restated: kept; something else: a recollection
+    assert note_claim("I remember that your cat Pixel only eats wet food.", told=told) == \
+        "I remember that your cat Pixel only eats wet food."
+    assert note_claim("I remember that Ines lives in Porto.", told=told) is None
 
 
 def test_i_remember_after_a_request_is_asked_to_be_written(tmp_path):

@@ -74,7 +74,8 @@ def unkept_claim(reply: Message, turn: TurnView) -> str | None:
     daughter's play is on 12 December." but says it was kept)."""
     if turn.wrote or not turn.offers_writes or is_blank(reply.text):
         return None
-    return note_claim(reply.text, asked=asks_to_note(turn.text), told=bool(facts(turn.text)))
+    told = turn.text if facts(turn.text) else ""
+    return note_claim(reply.text, asked=asks_to_note(turn.text), told=told)
 
 
 class UnkeptNote(Guard):

@@ -13,14 +13,15 @@ memory/…". Negated, conditional and question sentences, and a bare "Noted." (a
 acknowledgement), do not. Nor does "I remember that …" or "I note that …" (recalling),
 unless the user's message asked for a note (``asks_to_note``: after "Please remember: …",
 "I remember that …" is the model saying it saved it), or told a fact and the sentence ends
-there ("I remember this.": the model saying it kept what it was told).
+there ("I remember this.") or restates it ("I remember that your cat Pixel only eats wet
+food."): the model saying it kept what it was told.
 """
 
 from __future__ import annotations
 
 import re
 
-from clawd.context.requests import keep_requests
+from clawd.context.requests import held, keep_requests
 from clawd.core.textcut import sentences
 
 _SELF_SUFFICIENT = (r"(?:not(?:ed|e|ing)|sav(?:ed|e|ing)|record(?:ed|ing)?|remember(?:ed|ing)?|"
@@ -62,10 +63,11 @@ def asks_to_note(message: str) -> bool:
     return bool(keep_requests(message))
 
 
-def note_claim(text: str, asked: bool = False, told: bool = False) -> str | None:
+def note_claim(text: str, asked: bool = False, told: str = "") -> str | None:
     """The first sentence of ``text`` that says a note was or will be saved, else None.
     ``asked``: the user asked for a note, so "I remember that …" says one was kept;
-    ``told``: the user's message told a fact, so "I remember this." says it was kept."""
+    ``told``: the user's message, when it told a fact: "I remember this." or "I remember
+    that …" restating it says it was kept."""
     for sentence in sentences(text):
         if sentence.endswith("?"):
             continue
@@ -81,8 +83,9 @@ def note_claim(text: str, asked: bool = False, told: bool = False) -> str | None
             continue
         verb = claim.group("verb").lower()
         subject = sentence[claim.start():claim.start("verb")]
-        bare = (asked or told) and _BARE_OBJECT.match(sentence[claim.end():])
-        if _RECALLING.fullmatch(verb) and not (asked or _ASPECT.search(subject) or bare):
+        rest = sentence[claim.end():]
+        kept = told and (_BARE_OBJECT.match(rest) or held(rest, [told]))
+        if _RECALLING.fullmatch(verb) and not (asked or _ASPECT.search(subject) or kept):
             continue
         if re.fullmatch(_SELF_SUFFICIENT, verb) or _OBJECT.search(sentence[claim.start():]):
             return sentence

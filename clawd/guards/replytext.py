@@ -19,9 +19,10 @@ them a habit for the rest of the conversation:
 - Asked "Where do I live, and what is my cat called?" with notes recalled, the 1.5B model
   answered with the recalled block itself, its "From memory/…#L1-L12 (lines 1-12):"
   headers and all, and went on to write more of the conversation ("**user** …: What is my
-  cat called? **assistant** …"). A reply that starts like that block (``recall_start``) is
-  held back while it streams, and one holding its headers (``dumps_notes``) is asked
-  again.
+  cat called? **assistant** …"); another answer began as a saved conversation's line
+  ("**assistant** (2026-11-27 15:08):"). A reply that starts like that block or such a
+  line (``recall_start``) is held back while it streams, and one holding such lines
+  (``dumps_notes``) is asked again.
 - After one answer "To keep this information, I will write it down in
   `memory/2026-11-27.md` with `write` and `append: true`. Here's the command:", the 1.5B
   model gave that same answer to each of the next fourteen messages (itineraries, packing
@@ -135,17 +136,21 @@ def copies(reply: str, instructions: str, message: str) -> bool:
     return sum(run in given for run in runs) >= COPY_SHARE * len(runs)
 
 
-# the recalled-notes block's own lines (prompts/recall.md.j2), which no answer repeats
+# the recalled-notes block's own lines (prompts/recall.md.j2), and the lines of a saved
+# conversation it may hold (``**user** (2026-11-27 13:34):``), which no answer repeats
 _RECALL_HEAD = re.compile(r"^\W*(?:\[Found in your memory files|\[End of the notes|"
-                          r"From [^\s#]+#L\d+(?:-L\d+)? \(lines? \d)", re.MULTILINE)
-_RECALL_OPENING = "[Found in your memory files"
+                          r"From [^\s#]+#L\d+(?:-L\d+)? \(lines? \d|"
+                          r"(?:user|assistant)\*\* \(\d{4}-\d\d-\d\d \d\d:\d\d\):)",
+                          re.MULTILINE)
+_RECALL_OPENINGS = ("[Found in your memory files", "user** (", "assistant** (")
 
 
 def recall_start(probe: str) -> bool:
-    """Whether streamed text (its start) is, or may still become, a line of the
-    recalled-notes block: a prefix of its opening, or "From " and a citation (``path#L…``)
-    or a word not yet ended."""
-    if _RECALL_OPENING.startswith(probe) or probe.startswith(_RECALL_OPENING) \
+    """Whether streamed text (its start, without the emphasis marks before it) is, or may
+    still become, a line of the recalled-notes block: a prefix of its opening or of a saved
+    conversation's line, or "From " and a citation (``path#L…``) or a word not yet
+    ended."""
+    if any(o.startswith(probe) or probe.startswith(o) for o in _RECALL_OPENINGS) \
             or "From ".startswith(probe):
         return True
     first = re.match(r"From (\S*)(\s?)", probe)
