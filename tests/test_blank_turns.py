@@ -513,6 +513,16 @@ def test_an_answer_copying_the_recalled_notes_is_never_shown_and_asked_again(tmp
     provider.assert_done()
 
 
+def test_a_copy_of_the_notes_holding_a_claim_is_asked_as_a_copy(tmp_path):
+    said = "I also have a cat called Pixel who only eats wet food."
+    dump = DUMP + "\nI remember that your cat Pixel only eats wet food."
+    provider = ScriptedProvider([dump, "Pixel sounds lovely."])
+    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(said))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Pixel sounds lovely."
+    assert provider.requests[1].messages[-1].text.startswith("Your last answer copied the notes")
+    provider.assert_done()
+
+
 def test_a_strong_models_answer_starting_like_the_notes_is_shown_whole(tmp_path):
     provider = ScriptedProvider([DUMP])
     runtime = make_runtime(tmp_path, provider)

@@ -6,10 +6,10 @@
   already shown in the turn: that reply stands.
 - ``EchoAnswer``: an answer that only repeats the user's message (``replytext.is_echo``),
   copies the instructions the model was given (``replytext.copies``) or the recalled-notes
-  block with its headers (``replytext.dumps_notes``; held back while it streamed, and so
-  never shown), or repeats the answer before it to another message
-  (``replytext.repeats_answer``; held back too, and asked even when it claims a note), is
-  asked again once, tools allowed.
+  block with its headers (``replytext.dumps_notes``), or repeats the answer before it to
+  another message (``replytext.repeats_answer``), is asked again once, tools allowed. The
+  last two are held back while they stream, never shown, and asked again even when they
+  hold a claim of a note.
 - ``UnkeptNote``: an answer that says a note was saved when no file was written in the turn
   (``claims.note_claim``) is asked once for that write; if it is still not made, the turn
   ends with a notice saying so, and words the model answered instead (often the claim
@@ -55,11 +55,11 @@ class EchoAnswer(Guard):
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
         if is_blank(reply.text):
             return None
-        if repeats_answer(reply.text, turn.text, turn.messages):
-            kind: str | None = "repeat"  # not a claim to ask on: the same words as before
-        else:
-            kind = ("notes" if dumps_notes(reply.text) else
-                    "instructions" if copies(reply.text, turn.instructions, turn.text) else
+        # copied words, never shown, so no claim in them to ask on
+        kind = ("repeat" if repeats_answer(reply.text, turn.text, turn.messages) else
+                "notes" if dumps_notes(reply.text) else None)
+        if kind is None:
+            kind = ("instructions" if copies(reply.text, turn.instructions, turn.text) else
                     "echo" if is_echo(reply.text, turn.text) else None)
             if kind is None or unkept_claim(reply, turn):
                 return None
