@@ -32,6 +32,7 @@ from clawd.context.requests import content_words, stem
 from clawd.core import listmark
 from clawd.core.messages import ToolCall
 from clawd.guards.base import Guard, Refusal, TurnView
+from clawd.guards.replytext import runs
 from clawd.workspace.files import is_daily_log
 
 _TIMESTAMP = re.compile(
@@ -167,22 +168,18 @@ def copied(content: str, files: dict[str, str], said: str = "", target: str = ""
     the user's message ``said``; a note is when half its lines or more are. A 1.5B model
     wrote IDENTITY.md's template lines, "Name: Priya" put in, to the daily log as a note."""
     lines = _body(content)
-    given = {name: _runs(_words(text)) for name, text in files.items() if name != target}
-    heard = _runs(_words(said))
+    given = {name: set(runs(_words(text), 3)) for name, text in files.items() if name != target}
+    heard = set(runs(_words(said), 3))
     sources: list[str] = []
     for line in lines:
-        runs = _runs(_words(line))
-        if not runs or len(runs & heard) >= len(runs) / 2:
+        own = set(runs(_words(line), 3))
+        if not own or len(own & heard) >= len(own) / 2:
             continue
         sources += [name for name, known in given.items()
-                    if len(runs & known) >= COPY_SHARE * len(runs)][:1]
+                    if len(own & known) >= COPY_SHARE * len(own)][:1]
     if not sources or len(sources) < NEW_SHARE * len(lines):
         return None
     return max(sources, key=sources.count)
-
-
-def _runs(words: list[str]) -> set[tuple[str, ...]]:
-    return {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
 
 
 class JunkNotes(Guard):

@@ -119,8 +119,9 @@ _ABOUT_INSTRUCTIONS = re.compile(
     re.IGNORECASE)
 
 
-def _runs(words: list[str]) -> list[tuple[str, ...]]:
-    return [tuple(words[i:i + 4]) for i in range(len(words) - 3)]
+def runs(words: list[str], size: int = 4) -> list[tuple[str, ...]]:
+    """The runs of ``size`` words in a row of ``words``, in order (what a copy shares)."""
+    return [tuple(words[i:i + size]) for i in range(len(words) - size + 1)]
 
 
 def copies(reply: str, instructions: str, message: str) -> bool:
@@ -131,9 +132,9 @@ def copies(reply: str, instructions: str, message: str) -> bool:
     words = _plain(reply).split()
     if len(words) < COPY_WORDS or not instructions or _ABOUT_INSTRUCTIONS.search(message):
         return False
-    given = set(_runs(_plain(instructions).split()))
-    runs = _runs(words)
-    return sum(run in given for run in runs) >= COPY_SHARE * len(runs)
+    given = set(runs(_plain(instructions).split()))
+    own = runs(words)
+    return sum(run in given for run in own) >= COPY_SHARE * len(own)
 
 
 # the recalled-notes block's own lines (prompts/recall.md.j2), and the lines of a saved
