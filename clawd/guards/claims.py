@@ -63,6 +63,12 @@ def asks_to_note(message: str) -> bool:
     return bool(keep_requests(message))
 
 
+def _keeps_told(rest: str, told: str) -> bool:
+    """Whether what follows "I remember" says the fact just ``told`` was kept: nothing but
+    "this" ("I remember this."), or that fact restated."""
+    return bool(told) and bool(_BARE_OBJECT.match(rest) or held(rest, [told]))
+
+
 def note_claim(text: str, asked: bool = False, told: str = "") -> str | None:
     """The first sentence of ``text`` that says a note was or will be saved, else None.
     ``asked``: the user asked for a note, so "I remember that …" says one was kept;
@@ -83,9 +89,8 @@ def note_claim(text: str, asked: bool = False, told: str = "") -> str | None:
             continue
         verb = claim.group("verb").lower()
         subject = sentence[claim.start():claim.start("verb")]
-        rest = sentence[claim.end():]
-        kept = told and (_BARE_OBJECT.match(rest) or held(rest, [told]))
-        if _RECALLING.fullmatch(verb) and not (asked or _ASPECT.search(subject) or kept):
+        if _RECALLING.fullmatch(verb) and not (asked or _ASPECT.search(subject)
+                                               or _keeps_told(sentence[claim.end():], told)):
             continue
         if re.fullmatch(_SELF_SUFFICIENT, verb) or _OBJECT.search(sentence[claim.start():]):
             return sentence
