@@ -152,6 +152,9 @@ def test_silent_filter_holds_a_reply_while_it_repeats_the_answer_before():
     f = SilentFilter(previous=before)
     assert [f.feed(p) for p in (before[:10], before[10:])] == ["", ""]
     assert f.finish() == before  # shown at the end, unless a guard drops it
+    bold = "**Day 1:** Belém and the Jerónimos monastery; **Day 2:** Alfama."
+    h = SilentFilter(previous=bold)  # emphasis first: compared as the probe is, unwrapped
+    assert [h.feed(bold[:20]), h.feed(bold[20:])] == ["", ""] and h.finish() == bold
     g = SilentFilter(previous=before)
     assert g.feed("To keep") == ""
     assert g.feed(" it short: Alfama.") == "To keep it short: Alfama."

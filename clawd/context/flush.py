@@ -355,7 +355,8 @@ class SilentFilter:
     def __init__(self, previous: str = "") -> None:
         self._held = ""
         self._decided: bool | None = None  # True: silent; False: show
-        self._previous = previous.strip()  # the answer before: a reply repeating it is held
+        # the answer before, unwrapped as the probe is: a reply repeating it is held
+        self._previous = _unwrapped(previous).strip()
 
     def feed(self, delta: str) -> str:
         """The part of ``delta`` that may be shown now."""
