@@ -101,9 +101,10 @@ def memory_get(ctx: ToolContext, *,
                         f"indexed") from None
     if lines and lines[-1] == "":
         lines.pop()
-    if start > len(lines) and lines:  # said in words, as ``read`` does: an error here left
-        return (f"[{key} has {len(lines)} lines; there is nothing after line "  # a 1.5B
-                f"{len(lines)}]")  # model with nothing to say
+    # past the end: said in words, as ``read`` does (an error here left a 1.5B model with
+    # nothing to say)
+    if start > len(lines) and lines:
+        return f"[{key} has {len(lines)} lines; there is nothing after line {len(lines)}]"
     chosen = lines[start - 1:start - 1 + count]
     text = marked(ctx, key, start, "\n".join(chosen))
     limit = ctx.settings.tools.max_output_chars
