@@ -162,7 +162,6 @@ def flush_retry_prompt(answer: str, today: date, noted_before: bool = False,
 
 
 _MARK = rf"\s*{listmark.MARK}\s+"  # a list item's indent and mark
-LIST_MARK = re.compile("^" + _MARK)
 LIST_LINE = re.compile("^" + _MARK + r"\S")
 
 
@@ -221,7 +220,7 @@ def _saved(fact: str, notes: list[str]) -> bool:
 def _line_key(line: str) -> str:
     """A line's words, as compared with the notes' lines: its list mark, emphasis, case and
     punctuation left out."""
-    return " ".join(re.findall(r"[^\W_]+(?:'[^\W_]+)?", LIST_MARK.sub("", line).lower()))
+    return " ".join(re.findall(r"[^\W_]+(?:'[^\W_]+)?", listmark.strip(line).lower()))
 
 
 def note_lines(files: WorkspaceFiles) -> set[str]:
