@@ -38,8 +38,8 @@ def test_a_scoped_token_reaches_its_agent_only(tmp_path):
     work = make_runtime(tmp_path / "w", ScriptedProvider(["hi"]))
     work.agent_id = "work"
     home = make_runtime(tmp_path / "h", ScriptedProvider())
-    scoped = {"Authorization": "Bearer " + "w" * 20}
-    raw = {"auth": {"tokens": [{"token": "w" * 20, "agents": ["work"]}]}}
+    scoped = {"Authorization": "Bearer work-scoped-token-5678"}
+    raw = {"auth": {"tokens": [{"token": "work-scoped-token-5678", "agents": ["work"]}]}}
     with gateway(tmp_path, None, raw=raw, runtimes=[home, work]) as client:
         assert [a["id"] for a in client.get("/api/agents", headers=scoped).json()["agents"]] \
             == ["work"]

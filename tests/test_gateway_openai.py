@@ -18,6 +18,7 @@ import pytest
 from clawd.config import Config
 from clawd.frontends.gateway.agents import Agents
 from clawd.frontends.gateway.app import create_app
+from clawd.frontends.gateway.openai_map import client_id
 from clawd.frontends.gateway.server import server
 from clawd.providers.scripted import ScriptedProvider
 
@@ -80,7 +81,7 @@ def test_models_and_a_completion_through_the_openai_client(tmp_path):
         pieces = [c.choices[0].delta.content for c in stream if c.choices
                   and c.choices[0].delta.content]
         assert "".join(pieces) == "Five." and len(pieces) > 1
-        assert history(url, "openai:user:alice") == ["2+2?", "Four.", "2+3?", "Five."]
+        assert history(url, "openai:user:" + client_id("alice")) == ["2+2?", "Four.", "2+3?", "Five."]
     sent = provider.requests[-1].messages
     assert [m.text for m in sent if m.role == "user"][-2:] == ["2+2?", "2+3?"]
     assert not any("be brief" in part for part in provider.requests[-1].system)
@@ -100,8 +101,9 @@ def test_the_session_comes_from_the_header_then_the_chat_id_then_user(tmp_path):
                                                    "X-OpenWebUI-Chat-Id": "c1"}) == \
             "agent:main:work"
         assert ask("b", user="bob", extra_headers={"X-OpenWebUI-Chat-Id": "C1/x"}) == \
-            "agent:main:openai:chat:c1-x"
-        assert ask("c", user="bob") == "agent:main:openai:user:bob"
+            "agent:main:openai:chat:" + client_id("C1/x")
+        assert client_id("C1/x").startswith("c1-x-")
+        assert ask("c", user="bob") == "agent:main:openai:user:" + client_id("bob")
         one, two = ask("d"), ask("e")
         assert one != two and one.startswith("agent:main:openai:")
         assert history(url, "work") == ["a", "ok"]
@@ -123,7 +125,7 @@ def test_title_and_tag_requests_stay_out_of_the_session(tmp_path):
                 "Generate a concise, 3-5 word title", "Generate 1-3 broad tags")}])
         assert "".join(c.choices[0].delta.content or "" for c in tags if c.choices) == \
             '{"tags": ["math"]}'
-        assert history(url, "openai:chat:chat-7") == ["what is 2+2?", "4"]
+        assert history(url, "openai:chat:" + client_id("chat-7")) == ["what is 2+2?", "4"]
     aside = provider.requests[1]
     assert aside.tools == [] and aside.messages[0].text == TITLE_PROMPT
 

@@ -44,18 +44,19 @@ def test_beyond_loopback_needs_a_token():
 
 
 def test_a_scoped_token_reaches_only_its_agents():
-    tokens = Tokens.of(gateway(auth={"tokens": [{"token": "w" * 20, "agents": ["Work"]}]}),
-                       TOKEN)
+    work = "work-scoped-token-5678"
+    tokens = Tokens.of(gateway(auth={"tokens": [{"token": work, "agents": ["Work"]}]}), TOKEN)
     assert tokens.agents(f"Bearer {TOKEN}") is None  # every agent
-    assert tokens.agents("bearer " + "w" * 20) == frozenset({"work"})
-    for wrong in (None, "", "Bearer", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer " + "w" * 19):
+    assert tokens.agents("bearer " + work) == frozenset({"work"})
+    for wrong in (None, "", "Bearer", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer " + work[:-1]):
         assert tokens.agents(wrong) is False
     assert Tokens.of(gateway(auth={"mode": "none"}), None).agents(None) is None
 
 
 def test_a_token_too_short_or_an_empty_scope_is_a_config_error():
     for raw in ({"auth": {"token": "short"}},
-                {"auth": {"tokens": [{"token": "x" * 20, "agents": []}]}}):
+                {"auth": {"tokens": [{"token": "x" * 20, "agents": ["main"]}]}},
+                {"auth": {"tokens": [{"token": "work-scoped-token-5678", "agents": []}]}}):
         with pytest.raises(ValueError):
             gateway(**raw)
 

@@ -4,11 +4,16 @@ OpenClaw's names where it has them (``gateway.port``, ``gateway.bind``, ``gatewa
 ``gateway.auth.token``, ``gateway.http.endpoints.chatCompletions.enabled``); the rest are
 clawd's own and documented in docs/gateway.md. ``auth.tokens`` adds tokens limited to some
 agents (``{token, agents}``); ``auth.token`` (or ``CLAWD_GATEWAY_TOKEN``) reaches every
-agent the server serves.
+agent the server serves. ``token_weakness`` says why a token is no secret (too short, or
+too little variety); ``trustedProxies`` names the reverse proxies whose ``X-Forwarded-For``
+is believed (none by default).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import math
+import string
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -17,13 +22,57 @@ from clawd.config.sections import Bool, Float, Int, Model
 
 DEFAULT_PORT = 18789
 MIN_TOKEN_CHARS = 16
+# the least estimated strength of a token, in bits: 16 random letters and digits have ~80,
+# a 43-character ``secrets.token_urlsafe(32)`` ~250; a word, a date or "aaaa…" far fewer
+MIN_TOKEN_BITS = 60
+_CLASSES = (string.digits, string.ascii_lowercase, string.ascii_uppercase)
+
+
+def token_bits(token: str) -> float:
+    """A rough strength of ``token`` in bits: each character not predictable from the ones
+    before it (a repeat, the next step of a run such as ``0123`` or ``aceg``, or a
+    three-character piece seen earlier, as in ``abcabc``) counts log2 of the alphabet its
+    character classes span (digits 10, lowercase 26, uppercase 26, anything else 33)."""
+    pool = sum(len(c) for c in _CLASSES if any(ch in c for ch in token))
+    if any(not any(ch in c for c in _CLASSES) for ch in token):
+        pool += 33
+    free, seen, step = 0, set(), None
+    for i, ch in enumerate(token):
+        diff = ord(ch) - ord(token[i - 1]) if i else None
+        piece = token[i - 2:i + 1] if i >= 2 else ""
+        predictable = diff == 0 or (diff is not None and diff == step and abs(diff) <= 2) \
+            or piece in seen
+        free += 0 if predictable else 1
+        step = diff
+        if piece:
+            seen.add(piece)
+    return free * math.log2(max(pool, 2))
+
+
+def token_weakness(token: str) -> str | None:
+    """Why ``token`` is no secret, or None when it will do."""
+    if len(token) < MIN_TOKEN_CHARS:
+        return (f"is {len(token)} character{'s' if len(token) != 1 else ''} long; a token "
+                f"needs at least {MIN_TOKEN_CHARS}")
+    if token_bits(token) < MIN_TOKEN_BITS:
+        return ("has too little variety to be a secret (repeated, sequential or few kinds "
+                "of characters)")
+    return None
+
+
+def _strong(token: str | None) -> str | None:
+    if token is not None and (why := token_weakness(token)):
+        raise ValueError(f"the token {why}; make one with: clawd serve --new-token")
+    return token
 
 
 class ScopedToken(Model):
     """A bearer token that reaches only the agents listed."""
 
-    token: str = Field(min_length=MIN_TOKEN_CHARS)
+    token: str
     agents: list[str] = Field(min_length=1)
+
+    _token = field_validator("token")(classmethod(lambda cls, v: _strong(v)))
 
 
 class RateLimit(Model):
@@ -37,9 +86,11 @@ class RateLimit(Model):
 
 class Auth(Model):
     mode: Literal["token", "none"] = "token"
-    token: str | None = Field(None, min_length=MIN_TOKEN_CHARS)
+    token: str | None = None
     tokens: list[ScopedToken] = []
     rate_limit: RateLimit = RateLimit()
+
+    _token = field_validator("token")(classmethod(lambda cls, v: _strong(v)))
 
 
 class ChatCompletions(Model):
@@ -81,6 +132,8 @@ class Gateway(Model):
     cors: Cors = Cors()
     # DNS names the gateway answers to besides localhost and IP addresses (DNS rebinding)
     allowed_hosts: list[str] = []
+    # reverse proxies (addresses or networks) whose X-Forwarded-For / -Proto are believed
+    trusted_proxies: list[str] = []
     max_body_bytes: Int = Field(1_000_000, ge=1024)
     max_queued_per_session: Int = Field(8, ge=0)
     # on SIGTERM, how long running turns may go on before they are stopped as Ctrl-C does
@@ -92,6 +145,17 @@ class Gateway(Model):
     @classmethod
     def _hosts(cls, value: list[str]) -> list[str]:
         return [host.strip().lower() for host in value if host.strip()]
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an address or network (e.g. "
+                                 f"\"127.0.0.1\" or \"10.0.0.0/8\")") from None
+        return [entry.strip() for entry in value]
 
     @model_validator(mode="after")
     def _bind(self) -> Gateway:

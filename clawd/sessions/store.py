@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import time
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -44,6 +45,24 @@ def normalize_key(key: str) -> str:
     """Session keys are case-insensitive: one spelling (lowercase) wherever a key is made
     or looked up, so ``Telegram:Group:42`` is the same (group) session as ``telegram:group:42``."""
     return key.strip().lower()
+
+
+MAX_KEY_CHARS = 256
+
+
+def key_problem(key: str) -> str | None:
+    """Why ``key`` can never name a session (None: it can): empty, over ``MAX_KEY_CHARS``,
+    or holding a control character (CR, LF, NUL …) or half of a UTF-16 surrogate pair,
+    which no file, header or JSON store carries. Any other Unicode is a key."""
+    text = key.strip()
+    if not text:
+        return "the session key is empty"
+    if len(text) > MAX_KEY_CHARS:
+        return f"the session key is {len(text):,} characters; at most {MAX_KEY_CHARS}"
+    bad = next((ch for ch in text if unicodedata.category(ch) in ("Cc", "Cs")), None)
+    if bad is not None:
+        return f"the session key holds the character U+{ord(bad):04X}, which no key may hold"
+    return None
 
 
 def main_key(agent_id: str, name: str = "main") -> str:

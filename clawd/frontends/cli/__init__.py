@@ -152,6 +152,9 @@ def build_parser() -> _Parser:
                        "gateway.bind, \"loopback\": 127.0.0.1)")
     serve.add_argument("--port", type=_port, metavar="N",
                        help="port (default: gateway.port, 18789)")
+    serve.add_argument("--new-token", action="store_true",
+                       help="print a fresh token (for gateway.auth.token or "
+                       "CLAWD_GATEWAY_TOKEN) and exit")
 
     models = command(sub, "models", "configured providers and models: window, key, price")
     models.add_argument("--json", action="store_true")

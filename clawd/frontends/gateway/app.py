@@ -21,10 +21,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from clawd.config import Config
+from clawd.core.errors import ClawdError
 from clawd.frontends.gateway.agents import Agents
-from clawd.frontends.gateway.common import GatewayState
+from clawd.frontends.gateway.common import GatewayState, on_error
 from clawd.frontends.gateway.guard import Guard
 from clawd.frontends.gateway.hub import Hub
+from clawd.frontends.gateway.openai_map import MappingError
 from clawd.frontends.gateway.policy import FailedAuth, Tokens
 
 ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID",
@@ -58,6 +60,7 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
             yield
         finally:
             await hub.stop()
+            app.state.gateway.aside.close()
 
     middleware = []
     if gateway.cors.origins:
@@ -67,7 +70,9 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
                                      expose_headers=["X-Clawd-Turn-Id", "Retry-After"]))
     middleware.append(Middleware(Guard, gateway=gateway,
                                  tokens=Tokens.of(gateway, token),
-                                 failed=FailedAuth(gateway.auth.rate_limit)))
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+                                 failed=FailedAuth(gateway.auth.rate_limit),
+                                 stopping=lambda: hub.stopping))
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
+                    exception_handlers={ClawdError: on_error, MappingError: on_error})
     app.state.gateway = GatewayState(config, agents, hub)
     return app

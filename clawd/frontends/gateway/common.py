@@ -4,14 +4,20 @@
 config, the served ``Agents``, the ``Hub``. ``session_of`` turns a key as a client gives it
 (a short name such as ``work`` or a full ``agent:<id>:<name>``) and an optional agent into
 the agent's id and the full key, refusing an agent the bearer token does not reach.
-``failure`` maps the one-line ``ClawdError``s to HTTP statuses.
+``failure`` maps the one-line ``ClawdError``s to HTTP statuses; it is the app's exception
+handler, so a route simply raises. ``header_key`` and ``key_from_header`` carry a session
+key in a header (percent-encoded UTF-8).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any
+import asyncio
+import contextlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import quote, unquote
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -19,10 +25,45 @@ from starlette.responses import JSONResponse, Response
 from clawd.config import Config
 from clawd.core.errors import ClawdError, ConfigError, SandboxError
 from clawd.frontends.gateway.agents import Agents, UnknownAgent
+from clawd.frontends.gateway.bodies import B, BadRequest, parse
 from clawd.frontends.gateway.guard import error_body
 from clawd.frontends.gateway.hub import Hub, IdempotencyConflict, QueueFull, Stopping
 from clawd.frontends.gateway.workspace import NotFound, Refused
 from clawd.sessions.lock import SessionBusyError
+
+T = TypeVar("T")
+
+
+class Busy(ClawdError):
+    """Too much work of one kind at once (HTTP 429)."""
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Bounded:
+    """Blocking work of one kind on a pool of its own: ``threads`` at once, ``waiting`` more
+    queued, and past that ``Busy`` at once, so a flood of it never takes the threads other
+    routes need (those share Starlette's pool)."""
+
+    def __init__(self, what: str, threads: int, waiting: int):
+        self.what, self.limit = what, threads + waiting
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix=f"clawd-{what}")
+        self.pending = 0
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self.pending >= self.limit:
+            raise Busy(f"{self.pending} {self.what} requests are already under way; try "
+                       f"again shortly", retry_after=2)
+        self.pending += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        finally:
+            self.pending -= 1
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass
@@ -30,14 +71,11 @@ class GatewayState:
     config: Config
     agents: Agents
     hub: Hub
+    aside: Bounded = field(default_factory=lambda: Bounded("bookkeeping", 4, 8))
 
 
 class Forbidden(ClawdError):
     """The token does not reach this agent."""
-
-
-class BadRequest(ClawdError):
-    pass
 
 
 def state(request: Request) -> GatewayState:
@@ -61,16 +99,42 @@ def agent_of(request: Request, name: str | None) -> str:
 
 def session_of(request: Request, key: str | None, agent: str | None = None
                ) -> tuple[str, str]:
-    """(agent id, full session key) for a client's key (default ``main``) and agent."""
+    """(agent id, full session key) for a client's key (default ``main``) and agent; a key
+    that can never work (``key_problem``) is a ``BadRequest`` before anything runs."""
     from clawd.frontends.compose import chat_agent, session_key
+    from clawd.sessions.store import key_problem
 
+    if key is not None and (problem := key_problem(key)):
+        raise BadRequest(problem)
     named = chat_agent(state(request).config, agent, key)
     agent_id = agent_of(request, named)
     return agent_id, session_key(agent_id, key)
 
 
+KEY_SAFE = ":@!$&'()*+,;=-._~"  # kept as they are in a header; the rest percent-encoded
+
+
+def header_key(key: str) -> str:
+    """A session key as a header value: UTF-8, percent-encoded (``%`` itself is ``%25``),
+    so any key fits the ASCII a header holds; ``unquote`` (``decodeURIComponent``) gives
+    it back."""
+    return quote(key, safe=KEY_SAFE)
+
+
+def key_from_header(value: str) -> str:
+    """A session key a client sent in a header: percent-encoded UTF-8 (``header_key``); raw
+    UTF-8 bytes, which arrive read as Latin-1, are taken too."""
+    with contextlib.suppress(UnicodeEncodeError, UnicodeDecodeError):
+        value = value.encode("latin-1").decode("utf-8")
+    try:
+        return unquote(value, errors="strict")
+    except UnicodeDecodeError:
+        raise BadRequest("the session key header is not percent-encoded UTF-8") from None
+
+
 def failure(exc: Exception) -> Response:
-    """A ``ClawdError`` as the response its kind calls for."""
+    """A ``ClawdError`` as the response its kind calls for (the app's exception handler:
+    a route raises, this answers)."""
     status, kind, headers = 400, "invalid_request_error", {}
     if isinstance(exc, (Forbidden, Refused, SandboxError)):
         status, kind = 403, "forbidden"
@@ -78,6 +142,9 @@ def failure(exc: Exception) -> Response:
         status, kind = 404, "not_found"
     elif isinstance(exc, QueueFull):
         status, kind = 429, "session_queue_full"
+        headers["Retry-After"] = str(exc.retry_after)
+    elif isinstance(exc, Busy):
+        status, kind = 429, "busy"
         headers["Retry-After"] = str(exc.retry_after)
     elif isinstance(exc, (IdempotencyConflict, SessionBusyError)):
         status, kind = 409, "conflict"
@@ -89,17 +156,15 @@ def failure(exc: Exception) -> Response:
                     media_type="application/json")
 
 
-async def json_body(request: Request) -> dict[str, Any]:
-    """The request's JSON object, or a one-line ``BadRequest``."""
-    raw = await request.body()
-    try:
-        data = json.loads(raw or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"the body is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise BadRequest("the body must be a JSON object")
-    return data
+async def read_body(request: Request, model: type[B]) -> B:
+    """The request's body as ``model`` (``bodies``), or a one-line ``BadRequest``."""
+    return parse(model, await request.body())
 
 
-def ok(data: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(data, status)
+async def on_error(request: Request, exc: Exception) -> Response:
+    """The app's handler for ``ClawdError`` (and ``MappingError``): ``failure``."""
+    return failure(BadRequest(str(exc)) if isinstance(exc, ValueError) else exc)
+
+
+def ok(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(data, status, headers)

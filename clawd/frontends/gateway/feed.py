@@ -5,7 +5,8 @@ The worker thread running a turn hands each line to the event loop (``push``, th
 a client that disconnects and comes back (``Last-Event-ID``) or retries the send with the
 same idempotency key gets the same events, numbered the same. When the turn ends the feed
 drops its text deltas (the ``reply`` line holds the whole text) to stay small; the other
-lines keep their numbers. ``sse`` writes one line as a server-sent event.
+lines keep their numbers. ``sse`` writes one line as a server-sent event; ``heartbeat``
+marks the quiet moments of a stream, for a keep-alive comment every 15 s.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+HEARTBEAT_SECONDS = 15.0  # a comment line in a stream quiet this long
+KEEP_ALIVE = b": keep-alive\n\n"  # an SSE comment: every client skips it
 
 
 class Feed:
@@ -58,9 +63,32 @@ class Feed:
                     yield number, line
             await changed.wait()
 
-    def done_line(self) -> dict[str, Any] | None:
-        return next((line for _, line in reversed(self.lines) if line.get("type") == "done"),
-                    None)
+
+async def heartbeat(lines: AsyncIterator[T], every: float | None = None
+                    ) -> AsyncIterator[T | None]:
+    """``lines`` as they come, with a None after each ``every`` seconds (default
+    ``HEARTBEAT_SECONDS``) without one: the moments to send a keep-alive, so a proxy that
+    drops quiet connections keeps a stream whose turn is waiting on a slow model."""
+    wait = HEARTBEAT_SECONDS if every is None else every
+    source = aiter(lines)
+    pending: asyncio.Task[T] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(source))
+            done, _ = await asyncio.wait({pending}, timeout=wait)
+            if not done:
+                yield None
+                continue
+            try:
+                found = pending.result()
+            except StopAsyncIteration:
+                return
+            pending = None
+            yield found
+    finally:
+        if pending is not None:
+            pending.cancel()
 
 
 def sse(number: int, line: dict[str, Any]) -> bytes:

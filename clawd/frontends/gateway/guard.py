@@ -1,17 +1,21 @@
 """The ASGI middleware every request passes before a route: the checks of ``policy``.
 
-In order: the ``Host`` header (DNS rebinding: 403), ``/health`` and the web chat's files let
-through (``GET`` only), the ``Origin`` of a state-changing request (403), a client address
-locked out after failed authentications (429 with ``Retry-After``), the bearer token (401;
-the agents it reaches are put in ``scope["state"]["agents"]``), and the body's size: past
-``gateway.maxBodyBytes`` the request is answered 413 before any route reads it, so nothing
-is written. Errors have
-OpenAI's shape, ``{"error": {"message", "type", "code"}}``, on every route.
+In order: the ``Host`` header (DNS rebinding: 403); the client's address (the peer, or a
+trusted proxy's ``X-Forwarded-For``); ``/health`` (503 while shutting down) and the web
+chat's files let through (``GET`` only); the ``Origin`` of a state-changing request (403);
+a client locked out after wrong tokens (429 with ``Retry-After``; only a presented token is
+checked against the lockout, so a request refused for Host or Origin, or sent with no token,
+counts for nothing); the bearer token (401; the agents it reaches are put in
+``scope["state"]["agents"]``); and the body's size: past ``gateway.maxBodyBytes`` the
+request is answered 413 before any route reads it, so nothing is written. Errors have
+OpenAI's shape, ``{"error": {"message", "type", "code"}}``, on every route; an exception no
+route handled is answered 500 in that shape and logged in one line.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -19,10 +23,17 @@ from clawd.config.gateway import Gateway
 from clawd.frontends.gateway.policy import (
     FailedAuth,
     Tokens,
+    bearer,
+    client_address,
+    forwarded_scheme,
     host_allowed,
     needs_no_token,
+    networks,
     origin_allowed,
+    rate_key,
 )
+
+log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -51,8 +62,11 @@ class BodyTooLarge(Exception):
 class Guard:
     """See the module docstring."""
 
-    def __init__(self, app: ASGIApp, gateway: Gateway, tokens: Tokens, failed: FailedAuth):
+    def __init__(self, app: ASGIApp, gateway: Gateway, tokens: Tokens, failed: FailedAuth,
+                 stopping: Callable[[], bool] = lambda: False):
         self.app, self.gateway, self.tokens, self.failed = app, gateway, tokens, failed
+        self.trusted = networks(gateway.trusted_proxies)
+        self.stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -65,33 +79,43 @@ class Guard:
             await send_error(send, 403, f"this gateway does not serve the host {host!r}; add "
                              f"it to gateway.allowedHosts if it is yours", "host_not_allowed")
             return
-        if needs_no_token(scope["path"]) and scope["method"] in ("GET", "HEAD"):
-            await self.app(scope, receive, send)
-            return
+        peer = (scope.get("client") or ("?", 0))[0]
+        client = client_address(peer, headers.get("x-forwarded-for"), self.trusted)
+        scheme = forwarded_scheme(peer, headers.get("x-forwarded-proto"),
+                                  scope.get("scheme", "http"), self.trusted)
+        scope["client"], scope["scheme"] = (client, 0), scheme
         method = scope["method"]
-        if not origin_allowed(method, headers.get("origin"), host, scope.get("scheme", "http"),
+        if scope["path"] == "/health" and self.stopping():
+            await send_error(send, 503, "the gateway is shutting down", "stopping")
+            return
+        if needs_no_token(scope["path"]) and method in ("GET", "HEAD"):
+            await self._app(scope, receive, send)
+            return
+        if not origin_allowed(method, headers.get("origin"), host, scheme,
                               self.gateway.cors.origins):
             await send_error(send, 403, f"requests from the page at {headers.get('origin')} "
                              f"may not change anything here (gateway.cors.origins)",
                              "origin_not_allowed")
             return
-        client = (scope.get("client") or ("?", 0))[0]
-        if (wait := self.failed.retry_after(client)) is not None:
-            await send_error(send, 429, f"too many failed authentications; try again in "
-                             f"{wait} s", "rate_limited", {"Retry-After": str(wait)})
+        header = headers.get("authorization")
+        presented = bearer(header) is not None
+        key = rate_key(client)
+        if presented and (wait := self.failed.retry_after(key)) is not None:
+            await _locked_out(send, wait)
             return
-        agents = self.tokens.agents(headers.get("authorization"))
+        agents = self.tokens.agents(header)
         if agents is False:
-            wait = self.failed.failed(client)
+            # only a token presented and wrong is a guess; a request with none is not
+            wait = self.failed.failed(key) if presented else None
             if wait is not None:
-                await send_error(send, 429, f"too many failed authentications; try again in "
-                                 f"{wait} s", "rate_limited", {"Retry-After": str(wait)})
+                await _locked_out(send, wait)
             else:
                 await send_error(send, 401, "a valid bearer token is required (Authorization: "
                                  "Bearer TOKEN)", "unauthorized",
                                  {"WWW-Authenticate": "Bearer"})
             return
-        self.failed.succeeded(client)
+        if presented:
+            self.failed.succeeded(key)
         scope.setdefault("state", {})["agents"] = agents
         limit = self.gateway.max_body_bytes
         length = headers.get("content-length", "")
@@ -104,7 +128,7 @@ class Guard:
 
     async def _bounded(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         """The app with a body of unannounced length cut at ``limit`` (413)."""
-        seen, started = 0, False
+        seen = 0
 
         async def counted() -> Message:
             nonlocal seen
@@ -115,15 +139,35 @@ class Guard:
                     raise BodyTooLarge
             return message
 
+        await self._app(scope, counted, send, limit)
+
+    async def _app(self, scope: Scope, receive: Receive, send: Send, limit: int = 0) -> None:
+        """The app, with what escapes it answered in the error shape (one log line, never a
+        traceback on the console) when nothing was sent yet."""
+        started = False
+
         async def watched(message: Message) -> None:
             nonlocal started
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
-            await self.app(scope, counted, watched)
+            await self.app(scope, receive, watched)
         except BodyTooLarge:
             if not started:
                 await send_error(send, 413, f"the request body is over {limit:,} bytes "
                                  f"(gateway.maxBodyBytes); nothing was sent",
                                  "request_too_large")
+        except Exception as exc:  # noqa: BLE001 - a bug answers 500, the server goes on
+            log.warning("%s %s failed: %s: %s", scope["method"], scope["path"],
+                        type(exc).__name__, exc)
+            log.debug("the traceback", exc_info=True)
+            if not started:
+                await send_error(send, 500, f"the gateway failed on this request "
+                                 f"({type(exc).__name__}); nothing more was done",
+                                 "server_error")
+
+
+async def _locked_out(send: Send, wait: int) -> None:
+    await send_error(send, 429, f"too many wrong tokens from this address; try again in "
+                     f"{wait} s", "rate_limited", {"Retry-After": str(wait)})

@@ -259,6 +259,12 @@ class Hub:
             if slot.running is not None:
                 self._interrupt(slot, slot.running)
 
+    async def idle(self) -> None:
+        """Return once no turn runs or waits (after ``begin_stop``: once the running ones
+        have finished or been stopped)."""
+        while any(s.running is not None or s.queue for s in self.slots.values()):
+            await asyncio.sleep(0.05)
+
     async def stop(self) -> None:
         """Stop: running turns get the grace period, then Ctrl-C; every session is closed
         (each transcript line is written before its event is sent, so nothing is lost)."""

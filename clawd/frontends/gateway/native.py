@@ -10,6 +10,7 @@ application/json`` the events come as one JSON array when the turn ends. Blockin
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +23,17 @@ from clawd import __version__
 from clawd.core.errors import ClawdError
 from clawd.frontends.commands import ESCAPE, REGISTRY
 from clawd.frontends.gateway import history, workspace
+from clawd.frontends.gateway.bodies import BadRequest, FileBody, SendBody
 from clawd.frontends.gateway.common import (
-    BadRequest,
     agent_of,
     allowed,
-    failure,
-    json_body,
+    header_key,
     ok,
+    read_body,
     session_of,
     state,
 )
-from clawd.frontends.gateway.feed import sse
+from clawd.frontends.gateway.feed import KEEP_ALIVE, heartbeat, sse
 from clawd.frontends.gateway.hub import Turn
 from clawd.loop.runtime import Runtime, session_model
 
@@ -63,10 +64,7 @@ async def list_commands(request: Request) -> Response:
 async def list_sessions(request: Request) -> Response:
     from clawd.frontends.cli.sessions import rows
 
-    try:
-        agent_id = agent_of(request, request.query_params.get("agent"))
-    except ClawdError as exc:
-        return failure(exc)
+    agent_id = agent_of(request, request.query_params.get("agent"))
     gw = state(request)
     runtime = gw.agents.runtime(agent_id)
     ended = request.query_params.get("all", "").lower() in ("1", "true", "yes")
@@ -81,31 +79,30 @@ async def list_sessions(request: Request) -> Response:
 
 
 async def session_history(request: Request) -> Response:
-    try:
-        agent_id, key = session_of(request, request.path_params["key"],
-                                   request.query_params.get("agent"))
-        before = _int(request.query_params.get("before"), "before")
-        limit = _int(request.query_params.get("limit"), "limit") or DEFAULT_PAGE
-    except ClawdError as exc:
-        return failure(exc)
+    agent_id, key = session_of(request, request.path_params["key"],
+                               request.query_params.get("agent"))
+    before = _int(request.query_params.get("before"), "before")
+    limit = _int(request.query_params.get("limit"), "limit") or DEFAULT_PAGE
     runtime = state(request).agents.runtime(agent_id)
-    entry = runtime.store.get(key) or {}
-    path = entry.get("sessionFile")
-    found = await run_in_threadpool(history.read_items, Path(str(path))) if path else []
+    entry, found = await run_in_threadpool(_history, runtime, key)
     return ok({"agent": agent_id, "sessionKey": key, "sessionId": entry.get("sessionId"),
                **history.page(found, before, limit),
                "busy": state(request).hub.busy(agent_id, key)})
+
+
+def _history(runtime: Runtime, key: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """On a thread: the session's entry and its transcript's items."""
+    entry: dict[str, Any] = dict(runtime.store.get(key) or {})
+    path = entry.get("sessionFile")
+    return entry, history.read_items(Path(str(path))) if path else []
 
 
 async def session_context(request: Request) -> Response:
     """How full the session's context window is (the REPL's status line): the context
     size after the last model call or compaction, the window, the flush and compaction
     points."""
-    try:
-        agent_id, key = session_of(request, request.path_params["key"],
-                                   request.query_params.get("agent"))
-    except ClawdError as exc:
-        return failure(exc)
+    agent_id, key = session_of(request, request.path_params["key"],
+                               request.query_params.get("agent"))
     runtime = state(request).agents.runtime(agent_id)
     found = await run_in_threadpool(_context, runtime, key)
     return ok({"agent": agent_id, "sessionKey": key, **found,
@@ -127,20 +124,14 @@ def _context(runtime: Runtime, key: str) -> dict[str, Any]:
 
 
 async def send_message(request: Request) -> Response:
-    try:
-        agent_id, key = session_of(request, request.path_params["key"],
-                                   request.query_params.get("agent"))
-        body = await json_body(request)
-        text = body.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise BadRequest("the message is empty: send {\"text\": \"...\"}")
-        idempotency = request.headers.get("idempotency-key") or body.get("idempotencyKey")
-        if idempotency is not None and not isinstance(idempotency, str):
-            raise BadRequest("idempotencyKey must be a string")
-        turn, new = state(request).hub.submit(agent_id, key, text, idempotency)
-    except ClawdError as exc:
-        return failure(exc)
-    headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": key}
+    agent_id, key = session_of(request, request.path_params["key"],
+                               request.query_params.get("agent"))
+    body = await read_body(request, SendBody)
+    if not body.text.strip():
+        raise BadRequest("the message is empty: send {\"text\": \"...\"}")
+    idempotency = request.headers.get("idempotency-key") or body.idempotency_key
+    turn, new = state(request).hub.submit(agent_id, key, body.text, idempotency)
+    headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": header_key(key)}
     if not new:
         headers["X-Clawd-Replayed"] = "true"
     return await _events(request, turn, -1, headers)
@@ -150,15 +141,13 @@ async def turn_events(request: Request) -> Response:
     """Follow a turn again (after a disconnect): the events after ``Last-Event-ID``."""
     turn = state(request).hub.turn(request.path_params["turn"])
     if turn is None or not allowed(request, turn.agent_id):
-        return failure(workspace.NotFound(f"no turn {request.path_params['turn']} (turns are "
-                                         f"remembered while the gateway runs)"))
-    try:
-        after = _int(request.headers.get("last-event-id")
-                     or request.query_params.get("after"), "Last-Event-ID")
-    except ClawdError as exc:
-        return failure(exc)
+        raise workspace.NotFound(f"no turn {request.path_params['turn']} (turns are "
+                                 f"remembered while the gateway runs)")
+    after = _int(request.headers.get("last-event-id") or request.query_params.get("after"),
+                 "Last-Event-ID")
     return await _events(request, turn, -1 if after is None else after,
-                         {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": turn.key})
+                         {"X-Clawd-Turn-Id": turn.id,
+                          "X-Clawd-Session-Key": header_key(turn.key)})
 
 
 async def _events(request: Request, turn: Turn, after: int, headers: dict[str, str]
@@ -167,11 +156,12 @@ async def _events(request: Request, turn: Turn, after: int, headers: dict[str, s
             "text/event-stream" not in request.headers.get("accept", ""):
         lines = [line async for _, line in turn.feed.follow(after)]
         return ok({"turn": turn.to_json(), "events": [line for line in lines
-                                                      if line.get("type") != "delta"]})
+                                                      if line.get("type") != "delta"]},
+                  headers=headers)
 
-    async def stream():
-        async for number, line in turn.feed.follow(after):
-            yield sse(number, line)
+    async def stream() -> AsyncIterator[bytes]:
+        async for found in heartbeat(turn.feed.follow(after)):
+            yield KEEP_ALIVE if found is None else sse(*found)
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={**headers, "Cache-Control": "no-store",
@@ -179,54 +169,38 @@ async def _events(request: Request, turn: Turn, after: int, headers: dict[str, s
 
 
 async def abort(request: Request) -> Response:
-    try:
-        agent_id, key = session_of(request, request.path_params["key"],
-                                   request.query_params.get("agent"))
-    except ClawdError as exc:
-        return failure(exc)
+    agent_id, key = session_of(request, request.path_params["key"],
+                               request.query_params.get("agent"))
     turn = state(request).hub.abort(agent_id, key)
     return ok({"aborted": turn is not None, "turn": turn.to_json() if turn else None})
 
 
 async def memory_search(request: Request) -> Response:
     params = request.query_params
-    try:
-        agent_id, key = session_of(request, params.get("sessionKey"), params.get("agent"))
-        limit = _int(params.get("maxResults"), "maxResults")
-        runtime = state(request).agents.runtime(agent_id)
-        found = await run_in_threadpool(workspace.search, runtime, key, params.get("q", ""),
-                                        limit)
-    except ClawdError as exc:
-        return failure(exc)
+    agent_id, key = session_of(request, params.get("sessionKey"), params.get("agent"))
+    limit = _int(params.get("maxResults"), "maxResults")
+    runtime = state(request).agents.runtime(agent_id)
+    found = await run_in_threadpool(workspace.search, runtime, key, params.get("q", ""), limit)
     return ok({"sessionKey": key, **found})
 
 
 async def read_file(request: Request) -> Response:
     params = request.query_params
-    try:
-        agent_id, key = session_of(request, params.get("sessionKey"), params.get("agent"))
-        runtime = state(request).agents.runtime(agent_id)
-        found = await run_in_threadpool(workspace.read_file, runtime, key,
-                                        request.path_params["path"])
-    except ClawdError as exc:
-        return failure(exc)
+    agent_id, key = session_of(request, params.get("sessionKey"), params.get("agent"))
+    runtime = state(request).agents.runtime(agent_id)
+    found = await run_in_threadpool(workspace.read_file, runtime, key,
+                                    request.path_params["path"])
     return ok(found)
 
 
 async def write_file(request: Request) -> Response:
     params = request.query_params
-    try:
-        body = await json_body(request)
-        agent_id, key = session_of(request, body.get("sessionKey") or params.get("sessionKey"),
-                                   body.get("agent") or params.get("agent"))
-        content, append = body.get("content"), body.get("append", False)
-        if not isinstance(content, str) or not isinstance(append, bool):
-            raise BadRequest("send {\"content\": \"...\", \"append\": false}")
-        runtime = state(request).agents.runtime(agent_id)
-        said = await run_in_threadpool(workspace.write_file, runtime, key,
-                                       request.path_params["path"], content, append)
-    except ClawdError as exc:
-        return failure(exc)
+    body = await read_body(request, FileBody)
+    agent_id, key = session_of(request, body.session_key or params.get("sessionKey"),
+                               body.agent or params.get("agent"))
+    runtime = state(request).agents.runtime(agent_id)
+    said = await run_in_threadpool(workspace.write_file, runtime, key,
+                                   request.path_params["path"], body.content, body.append)
     return ok(said)
 
 

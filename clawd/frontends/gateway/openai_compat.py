@@ -7,7 +7,9 @@ events become OpenAI's shapes: text deltas as ``chat.completion.chunk``s ending 
 ``data: [DONE]``, or one ``chat.completion``; a ``/command`` answers with its output; a
 turn that failed before any text is an error in OpenAI's shape (an ``error`` data line in
 a stream). A client's bookkeeping request is answered by the agent's model directly, with
-no tools and no session.
+no tools and no session, on a small pool of its own (``Bounded``: past it, 429), so a flood
+of them never holds the threads the other routes read with. A quiet stream gets a
+keep-alive comment every 15 s.
 """
 
 from __future__ import annotations
@@ -17,26 +19,26 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, ModelRequest, new_id
+from clawd.frontends.gateway.bodies import BadRequest, CompletionBody
 from clawd.frontends.gateway.common import (
-    BadRequest,
     agent_of,
     allowed,
-    failure,
-    json_body,
+    header_key,
+    key_from_header,
     ok,
+    read_body,
     session_of,
     state,
 )
+from clawd.frontends.gateway.feed import KEEP_ALIVE, heartbeat
 from clawd.frontends.gateway.guard import error_body
 from clawd.frontends.gateway.openai_map import (
-    MappingError,
+    SESSION_HEADER,
     agent_named,
     chunk,
     completion,
@@ -60,24 +62,24 @@ async def models(request: Request) -> Response:
 
 async def chat_completions(request: Request) -> Response:
     gw = state(request)
-    try:
-        body = await json_body(request)
-        agent_id = agent_of(request, agent_named(body.get("model")))
-        model, stream = model_id(agent_id), body.get("stream") is True
-        created = int(time.time())
-        if is_bookkeeping(body, request.headers):
-            runtime = gw.agents.runtime(agent_id)
-            text = await run_in_threadpool(answer_aside, runtime, body)
-            return _single(new_id(), model, created, text, stream,
-                           {"X-Clawd-Bookkeeping": "true"})
-        text = new_message(body)
-        name, how = session_name(request.headers, body.get("user"), new_id())
-        agent_id, key = session_of(request, name, agent_id)
-        idempotency = request.headers.get("idempotency-key")
-        turn, _ = gw.hub.submit(agent_id, key, text, idempotency)
-    except (ClawdError, MappingError) as exc:
-        return failure(BadRequest(str(exc)) if isinstance(exc, MappingError) else exc)
-    headers = {"X-Clawd-Session-Key": key, "X-Clawd-Session-From": how,
+    parsed = await read_body(request, CompletionBody)
+    body = parsed.model_dump(exclude_none=True)
+    agent_id = agent_of(request, agent_named(parsed.model))
+    model, stream = model_id(agent_id), parsed.stream is True
+    created = int(time.time())
+    if is_bookkeeping(body, request.headers):
+        runtime = gw.agents.runtime(agent_id)
+        text = await gw.aside.run(answer_aside, runtime, body)
+        return _single(new_id(), model, created, text, stream,
+                       {"X-Clawd-Bookkeeping": "true"})
+    text = new_message(body)
+    headers = dict(request.headers)
+    if SESSION_HEADER in headers:
+        headers[SESSION_HEADER] = key_from_header(headers[SESSION_HEADER])
+    name, how = session_name(headers, parsed.user, new_id())
+    agent_id, key = session_of(request, name, agent_id)
+    turn, _ = gw.hub.submit(agent_id, key, text, request.headers.get("idempotency-key"))
+    headers = {"X-Clawd-Session-Key": header_key(key), "X-Clawd-Session-From": how,
                "X-Clawd-Turn-Id": turn.id}
     lines = turn.feed.follow()
     if stream:
@@ -96,13 +98,7 @@ async def chat_completions(request: Request) -> Response:
     if not text and error:
         return Response(error_body(502, error, "turn_failed"), 502, headers,
                         media_type="application/json")
-    return ok_with(completion(turn.id, model, created, text, usage_of(done)), headers)
-
-
-def ok_with(data: Any, headers: dict[str, str]) -> Response:
-    response = ok(data)
-    response.headers.update(headers)
-    return response
+    return ok(completion(turn.id, model, created, text, usage_of(done)), headers=headers)
 
 
 def _data(payload: Any) -> bytes:
@@ -113,8 +109,12 @@ async def _chunks(lines: AsyncIterator[tuple[int, dict[str, Any]]], turn_id: str
                   created: int) -> AsyncIterator[bytes]:
     yield _data(chunk(turn_id, model, created, {"role": "assistant", "content": ""}))
     sent, error, done = False, None, None
-    async for _, line in lines:
-        kind = line.get("type")
+    async for found in heartbeat(lines):
+        if found is None:
+            yield KEEP_ALIVE
+            continue
+        kind = found[1].get("type")
+        line = found[1]
         # the text as it streams; a command's output (or a reply that did not stream) whole
         if kind == "delta" or (kind in ("reply", "command") and line.get("text") and not sent):
             sent = True
@@ -135,7 +135,7 @@ async def _chunks(lines: AsyncIterator[tuple[int, dict[str, Any]]], turn_id: str
 def _single(turn_id: str, model: str, created: int, text: str, stream: bool,
             headers: dict[str, str]) -> Response:
     if not stream:
-        return ok_with(completion(turn_id, model, created, text, usage_of(None)), headers)
+        return ok(completion(turn_id, model, created, text, usage_of(None)), headers=headers)
     body = (_data(chunk(turn_id, model, created, {"role": "assistant", "content": text}))
             + _data(chunk(turn_id, model, created, {}, "stop")) + b"data: [DONE]\n\n")
     return Response(body, media_type="text/event-stream", headers=headers)

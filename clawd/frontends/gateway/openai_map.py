@@ -5,20 +5,27 @@ whether it is a client's own bookkeeping. Pure functions, no I/O.
   default agent) are accepted too.
 - **session**: ``X-Clawd-Session-Key`` (a short name or a full key), else the client's chat
   id (Open WebUI sends ``X-OpenWebUI-Chat-Id`` with ``ENABLE_FORWARD_USER_INFO_HEADERS``):
-  ``agent:<id>:openai:chat:<chat id>``, else the ``user`` field:
-  ``agent:<id>:openai:user:<user>``, else a new session for this request alone.
+  ``agent:<id>:openai:chat:<readable>-<digest>``, else the ``user`` field:
+  ``agent:<id>:openai:user:<readable>-<digest>``, else a new session for this request
+  alone. The digest is of the exact value, so values that differ in any way (case, ``@``
+  against ``-``, past the readable part's length) are different sessions: one person's
+  history never reaches another.
 - **the new message**: the last message, which must be the user's. A client re-sends the
   whole conversation each time; clawd keeps its own, so only that message enters the
   session (the client's system message and earlier turns are not appended again).
 - **bookkeeping**: requests a client makes for itself (titles, tags, follow-up questions,
-  search queries) are recognised by the prompts Open WebUI and LibreChat send (``### Task:``
-  with ``<chat_history>``; LibreChat's title prompts), by a ``metadata.task`` field, or by
-  ``X-Clawd-Bookkeeping: true``; they are answered by the agent's model without tools, and
-  never enter a session.
+  search queries) are recognised by their whole shape: one prompt, no conversation in the
+  messages (no assistant message, one user message at most), that begins as one of the
+  task prompts Open WebUI and LibreChat send and carries the conversation inside it
+  (``<chat_history>``, or ``User:`` / ``AI:`` lines); or by a ``metadata.task`` field, or
+  by ``X-Clawd-Bookkeeping: true``. They are answered by the agent's model without tools,
+  and never enter a session. A person's message that merely mentions such a phrase is a
+  message.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -27,17 +34,22 @@ SESSION_HEADER = "x-clawd-session-key"
 CHAT_ID_HEADERS = ("x-openwebui-chat-id",)
 BOOKKEEPING_HEADER = "x-clawd-bookkeeping"
 MODEL_PREFIX = "clawd:"
-MAX_ID_CHARS = 80
+READABLE_CHARS = 40  # of a user or chat id kept readable in the key, before its digest
+DIGEST_CHARS = 16  # hex digits of the id's SHA-256: 64 bits
 
-BOOKKEEPING_PROMPTS = (
+_TRANSCRIPT = re.compile(r"^\W{0,3}(user|human)\W{0,3}:.*^\W{0,3}(ai|assistant|response)\W{0,3}:",
+                         re.I | re.M | re.S)
+# (how a client's task prompt begins, what it carries): the conversation is inside the prompt
+BOOKKEEPING_SHAPES = (
     # Open WebUI's task templates (title, tags, follow-ups, queries, emoji, autocomplete)
-    re.compile(r"\A\s*### Task:.*<chat_history>", re.S),
+    (re.compile(r"\A\s*### Task:"), re.compile(r"<chat_history>.*</chat_history>", re.S)),
     # LibreChat's title prompts
-    re.compile(r"5-word-or-less title for the conversation", re.I),
-    re.compile(r"\A\s*Analyze this conversation and provide:\s*1\. The detected language",
-               re.I),
-    re.compile(r"\A\s*Please generate a concise title \(max 40 characters\) for a "
-               r"conversation", re.I),
+    (re.compile(r"\A\s*(please\s+)?(provide|generate)\s+a\s+concise,\s+5-word-or-less title "
+                r"for the conversation", re.I), _TRANSCRIPT),
+    (re.compile(r"\A\s*Analyze this conversation and provide:\s*1\. The detected language",
+                re.I), _TRANSCRIPT),
+    (re.compile(r"\A\s*Please generate a concise title \(max 40 characters\) for a "
+                r"conversation", re.I), _TRANSCRIPT),
 )
 
 
@@ -59,23 +71,28 @@ def agent_named(model: Any) -> str | None:
     return name[len(MODEL_PREFIX):] if name.lower().startswith(MODEL_PREFIX) else name
 
 
-def _clean(value: str) -> str:
-    text = re.sub(r"[^a-z0-9._-]+", "-", value.strip().lower()).strip("-")
-    return text[:MAX_ID_CHARS]
+def client_id(value: str) -> str:
+    """A client's user or chat id as part of a session key: a readable start (lowercase
+    letters, digits, ``.``, ``_``, ``-``) and a digest of the exact value, so two values
+    that differ in any way never name one session."""
+    readable = re.sub(r"[^a-z0-9._-]+", "-", value.strip().lower()).strip("-.")
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+    return f"{readable[:READABLE_CHARS].rstrip('-.')}-{digest}" if readable else digest
 
 
 def session_name(headers: Mapping[str, str], user: Any, new_id: str) -> tuple[str, str]:
     """The session key (short or full) a request uses, and where it came from:
-    ``header``, ``chat-id``, ``user`` or ``new``."""
+    ``header``, ``chat-id``, ``user`` or ``new``. ``X-Clawd-Session-Key`` is taken as
+    sent, already decoded (``common.key_from_header``)."""
     explicit = (headers.get(SESSION_HEADER) or "").strip()
     if explicit:
         return explicit, "header"
     for name in CHAT_ID_HEADERS:
-        chat = _clean(headers.get(name) or "")
+        chat = (headers.get(name) or "").strip()
         if chat:
-            return f"openai:chat:{chat}", "chat-id"
-    if isinstance(user, str) and _clean(user):
-        return f"openai:user:{_clean(user)}", "user"
+            return f"openai:chat:{client_id(chat)}", "chat-id"
+    if isinstance(user, str) and user.strip():
+        return f"openai:user:{client_id(user)}", "user"
     return f"openai:{new_id}", "new"
 
 
@@ -112,11 +129,13 @@ def is_bookkeeping(body: Mapping[str, Any], headers: Mapping[str, str]) -> bool:
     metadata = body.get("metadata")
     if isinstance(metadata, dict) and metadata.get("task"):
         return True
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
-        return False
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    roles = [m.get("role") for m in messages]
+    if not messages or "assistant" in roles or roles.count("user") > 1:
+        return False  # a conversation: a person is talking
     text = text_of(messages[-1].get("content"))
-    return any(pattern.search(text) for pattern in BOOKKEEPING_PROMPTS)
+    return any(start.search(text) and holds.search(text) for start, holds in
+               BOOKKEEPING_SHAPES)
 
 
 def usage_of(done: Mapping[str, Any] | None) -> dict[str, int]:

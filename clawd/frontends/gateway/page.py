@@ -41,12 +41,7 @@ def _read(name: str) -> tuple[bytes, str]:
 
 
 def _answer(name: str) -> Response:
-    from clawd.frontends.gateway.common import failure
-
-    try:
-        body, media = _read(name)
-    except NotFound as exc:
-        return failure(exc)
+    body, media = _read(name)  # NotFound: the app's handler answers 404
     return Response(body, 200, HEADERS, media_type=media)
 
 

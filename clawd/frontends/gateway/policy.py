@@ -6,8 +6,10 @@ beyond loopback without a token; ``Tokens`` answers which agents a bearer token 
 header naming a DNS name the gateway was not told about (DNS rebinding); ``origin_allowed``
 lets a state-changing request from a browser through only from the gateway's own origin or
 a configured one; ``needs_no_token`` names the paths open without a token (the health
-check, the web chat's files); ``FailedAuth`` counts failed authentications per client address
-(``gateway.auth.rateLimit``).
+check, the web chat's files); ``client_address`` is the address a request came from (the peer, or
+what a trusted proxy says in ``X-Forwarded-For``); ``FailedAuth`` counts wrong tokens per
+client address (``gateway.auth.rateLimit``; an IPv6 client by its /64, which one host
+usually holds whole).
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from clawd.config.gateway import Gateway, RateLimit
+from clawd.config.gateway import Gateway, RateLimit, token_weakness
 from clawd.core.errors import ConfigError
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
@@ -55,7 +57,14 @@ def check_bind(host: str, gateway: Gateway, token: str | None) -> None:
                           f"{ENV_TOKEN}) and mode \"token\"")
     if not token and not gateway.auth.tokens:
         raise ConfigError(f"clawd serve needs a token to listen on {host} (beyond this "
-                          f"machine): set gateway.auth.token or {ENV_TOKEN}")
+                          f"machine): set gateway.auth.token or {ENV_TOKEN} (make one with "
+                          f"clawd serve --new-token)")
+
+
+def check_token(token: str, where: str) -> None:
+    """Refuse, in one line, a token that is no secret (``token_weakness``)."""
+    if why := token_weakness(token):
+        raise ConfigError(f"the token in {where} {why}; make one with: clawd serve --new-token")
 
 
 @dataclass(frozen=True)
@@ -151,11 +160,78 @@ def origin_allowed(method: str, origin: str | None, host: str | None, scheme: st
     return given == own or given in set(extra)
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def networks(entries: Iterable[str]) -> tuple[Network, ...]:
+    """``gateway.trustedProxies`` as networks (an address is a network of one)."""
+    return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address in one hop of ``X-Forwarded-For`` (``1.2.3.4``, ``1.2.3.4:5678``,
+    ``[::1]:80``, ``::1``), or None when it holds none."""
+    hop = text.strip()
+    if hop.startswith("["):
+        hop = hop[1:].partition("]")[0]
+    elif hop.count(":") == 1:
+        hop = hop.partition(":")[0]
+    try:
+        return ipaddress.ip_address(hop)
+    except ValueError:
+        return None
+
+
+def _trusted(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address | None,
+             trusted: Sequence[Network]) -> bool:
+    found = _address(address) if isinstance(address, str) else address
+    return found is not None and any(found in network for network in trusted)
+
+
+def client_address(peer: str, forwarded: str | None, trusted: Sequence[Network]) -> str:
+    """The address a request came from. The peer, unless the peer is a trusted proxy: then
+    the nearest hop of ``X-Forwarded-For`` (read from the right) that is not a trusted
+    proxy too. From any other peer the header is ignored: anybody can write it."""
+    if not forwarded or not _trusted(peer, trusted):
+        return peer
+    found = peer
+    for hop in reversed(forwarded.split(",")):
+        address = _address(hop)
+        if address is None:
+            break  # a hop no proxy of ours wrote: believe nothing left of it
+        found = str(address)
+        if not _trusted(address, trusted):
+            break
+    return found
+
+
+def forwarded_scheme(peer: str, header: str | None, scheme: str,
+                     trusted: Sequence[Network]) -> str:
+    """The scheme the client used: a trusted proxy's ``X-Forwarded-Proto``, else ours."""
+    if header and _trusted(peer, trusted):
+        given = header.split(",")[0].strip().lower()
+        if given in ("http", "https"):
+            return given
+    return scheme
+
+
+def rate_key(address: str) -> str:
+    """What wrong tokens are counted by: an IPv4 address, or an IPv6 address's /64."""
+    found = _address(address)
+    if isinstance(found, ipaddress.IPv6Address):
+        if found.ipv4_mapped is not None:
+            return str(found.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{found}/64", strict=False))
+    return str(found) if found is not None else address
+
+
 @dataclass
 class FailedAuth:
-    """Failed authentications per client address, within ``windowSeconds``; past
-    ``maxAttempts`` the address is refused for ``lockoutSeconds``. Bounded: the oldest
-    addresses are forgotten past ``MAX_CLIENTS``."""
+    """Wrong tokens per client (``rate_key``), within ``windowSeconds``; past
+    ``maxAttempts`` the client's tokens are refused unread for ``lockoutSeconds``. Only a
+    token presented and wrong counts: a request with none (what any web page can make a
+    browser send) is a guess at nothing. Bounded: the oldest clients are forgotten past
+    ``MAX_CLIENTS``."""
 
     limit: RateLimit
     clock: Callable[[], float] = time.monotonic

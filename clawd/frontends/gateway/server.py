@@ -1,25 +1,40 @@
 """``clawd serve``: the gateway on uvicorn, its token, and a clean stop on SIGTERM.
 
-The token is ``CLAWD_GATEWAY_TOKEN``, else ``gateway.auth.token``; on loopback without
-either, one is made once and kept in ``<state>/gateway-token`` (readable by you only), so
-``clawd serve`` works out of the box and the token is never printed or logged (the line at
-start-up names the file). Beyond loopback a configured token is required (``policy``).
-SIGTERM or Ctrl-C: no new turns, running ones get ``gateway.shutdownGraceSeconds`` and are
-then stopped as Ctrl-C stops them (their partial replies kept), every session closed.
+The token is ``CLAWD_GATEWAY_TOKEN``, else ``gateway.auth.token``; one that is no secret
+(``token_weakness``) is refused at start. On loopback without either, one is made once and
+kept in ``<state>/gateway-token`` (created readable by you only, in one step, never
+rewritten; a token file others may read is refused with the ``chmod`` to run), so ``clawd
+serve`` works out of the box and the token is never printed or logged (the line at start-up
+names the file). Beyond loopback a configured token is required (``policy``). ``clawd serve
+--new-token`` prints a fresh token and exits.
+
+SIGTERM or Ctrl-C: the server keeps listening while running turns finish, answering every
+new turn (and ``/health``) 503; running turns get ``gateway.shutdownGraceSeconds`` and are
+then stopped as Ctrl-C stops them (their partial replies kept); then it stops listening and
+every session is closed. A second signal stops at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import secrets
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 from clawd.config import Config
-from clawd.frontends.gateway.policy import ENV_TOKEN, bind_host, check_bind, is_loopback
+from clawd.core.errors import ConfigError
+from clawd.frontends.gateway.policy import (
+    ENV_TOKEN,
+    bind_host,
+    check_bind,
+    check_token,
+    is_loopback,
+)
 
 log = logging.getLogger(__name__)
 TOKEN_FILE = "gateway-token"
@@ -30,19 +45,50 @@ def configured_token(config: Config) -> str | None:
     return os.environ.get(ENV_TOKEN, "").strip() or config.gateway.auth.token
 
 
+def new_token() -> str:
+    """A fresh token: 32 random bytes, URL-safe (43 characters)."""
+    return secrets.token_urlsafe(32)
+
+
 def local_token(state: Path) -> tuple[str, Path]:
-    """The token kept in ``<state>/gateway-token``, made on first use (mode 0600)."""
+    """The token kept in ``<state>/gateway-token``, made on first use (mode 0600, written
+    whole under another name and linked into place, so no reader ever sees half a token and
+    two starts at once agree on one). A file others may read or write, or one holding a
+    weak token, is refused in one line, never reused or rewritten."""
     path = state / TOKEN_FILE
-    if path.is_file():
-        token = path.read_text(encoding="utf-8").strip()
-        if len(token) >= 16:
-            return token, path
+    try:
+        return _read_token(path), path
+    except FileNotFoundError:
+        pass
     state.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(token + "\n")
-    return token, path
+    spare = path.with_name(f".{TOKEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(new_token() + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):  # another start made one first: use it
+            os.link(spare, path)
+    finally:
+        spare.unlink(missing_ok=True)
+    return _read_token(path), path
+
+
+def _read_token(path: Path) -> str:
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{path} is not a regular file; remove it and clawd serve makes "
+                          f"a new token there")
+    if info.st_mode & 0o077:
+        raise ConfigError(f"{path} may be read by others (mode {info.st_mode & 0o777:o}); "
+                          f"run: chmod 600 {path}")
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise ConfigError(f"{path} belongs to another user; remove it and clawd serve makes "
+                          f"a new token there")
+    token = path.read_text(encoding="utf-8").strip()
+    check_token(token, str(path))
+    return token
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -50,11 +96,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from clawd.frontends.gateway.agents import Agents
     from clawd.frontends.gateway.app import create_app
 
+    if getattr(args, "new_token", False):
+        print(new_token())
+        return 0
     config = load_config()
     gateway = config.gateway
     host = bind_host(gateway, args.host)
     port = args.port if args.port is not None else gateway.port
     token = configured_token(config)
+    if token and os.environ.get(ENV_TOKEN, "").strip():
+        check_token(token, ENV_TOKEN)  # the config's own tokens were checked as it loaded
     check_bind(host, gateway, token)
     where = "the config or the environment"
     if gateway.auth.mode == "token" and not token and not gateway.auth.tokens:
@@ -81,22 +132,40 @@ def run(app: Any, host: str, port: int) -> None:
 
 
 def server(app: Any, host: str, port: int) -> Any:
-    """A uvicorn server for ``app`` whose first SIGTERM or Ctrl-C also tells the ``Hub`` to
-    stop (no new turns; the grace period starts). ``ready`` is set once it listens, and
-    ``port`` says where (``port`` 0: an ephemeral one, for tests and benchmarks)."""
+    """A uvicorn server for ``app`` whose first SIGTERM or Ctrl-C tells the ``Hub`` to stop
+    (no new turns, answered 503; the grace period starts) and stops listening only once no
+    turn runs; a second signal stops at once. ``ready`` is set once it listens, and
+    ``port`` says where (``port`` 0: an ephemeral one, for tests and benchmarks).
+    Forwarded headers are the ``Guard``'s to read (``gateway.trustedProxies``): uvicorn's
+    own reading, which believes any local peer, is off."""
     import asyncio
     import threading
 
     import uvicorn
 
+    hub = app.state.gateway.hub
+
     class Server(uvicorn.Server):
         ready = threading.Event()
         _loop: asyncio.AbstractEventLoop | None = None
+        _draining = False
 
         def handle_exit(self, sig: int, frame: Any) -> None:
-            if self._loop is not None:
-                self._loop.call_soon_threadsafe(app.state.gateway.hub.begin_stop)
-            super().handle_exit(sig, frame)
+            self._captured_signals.append(sig)  # raised again once stopped, as uvicorn does
+            if self._loop is None or self._draining or self.should_exit:
+                self.should_exit = self.force_exit = True
+                return
+            self._draining = True
+            self._loop.call_soon_threadsafe(self._drain)
+
+        def _drain(self) -> None:
+            hub.begin_stop()
+
+            async def wait() -> None:
+                await hub.idle()
+                self.should_exit = True
+
+            self._drainer = asyncio.get_running_loop().create_task(wait())
 
         async def startup(self, sockets: Any = None) -> None:
             self._loop = asyncio.get_running_loop()
@@ -108,6 +177,6 @@ def server(app: Any, host: str, port: int) -> Any:
             return int(self.servers[0].sockets[0].getsockname()[1])
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            access_log=False, lifespan="on",
+                            access_log=False, lifespan="on", proxy_headers=False,
                             timeout_graceful_shutdown=None)
     return Server(config)
