@@ -19,6 +19,8 @@ ephemeral port; loopback only). Measured:
 Bounded in count (the options) and time (``--timeout`` seconds for the whole run).
 
     python scripts/bench_gateway.py [--turns N] [--clients N] [--sessions N] [--rounds N]
+    git worktree add /tmp/before HEAD~1
+    python scripts/bench_gateway.py --before /tmp/before   # the previous code, same run
 """
 
 from __future__ import annotations
@@ -178,42 +180,57 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="sends per client")
     parser.add_argument("--model-ms", type=float, default=20, help="model delay to 1st token")
     parser.add_argument("--timeout", type=float, default=300, help="seconds for the whole run")
+    parser.add_argument("--before", metavar="DIR",
+                        help="another checkout of clawd (e.g. a git worktree of the previous "
+                        "commit): its gateway is measured too, in the same run")
     parser.add_argument("--serve", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(Path(args.serve), args.model_ms)
         return 0
+    scripts = [("gateway", Path(__file__).resolve())]
+    if args.before:
+        scripts.insert(0, ("before", Path(args.before).resolve() / "scripts" / "bench_gateway.py"))
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
         base_first, base_end = in_process(Path(tmp) / "inproc", args.model_ms, args.turns)
-        child = subprocess.Popen([sys.executable, __file__, "--serve", str(Path(tmp) / "gw"),
-                                  "--model-ms", str(args.model_ms)], stdout=subprocess.PIPE,
-                                 text=True, env={**os.environ, "CLAWD_HOME": tmp})
-        try:
-            line = child.stdout.readline() if child.stdout else ""
-            if not line.startswith("PORT "):
-                raise SystemExit(f"the gateway did not start: {line!r}")
-            url = f"http://127.0.0.1:{int(line.split()[1])}"
-            result = asyncio.run(asyncio.wait_for(through_gateway(url, child.pid, args),
-                                                  args.timeout))
-        finally:
-            child.terminate()
-            child.wait(30)
-    report(args, base_first, base_end, result)
+        for name, script in scripts:
+            results[name] = measure(script, Path(tmp) / name, args)
+    for name, got in results.items():
+        report(args, name, base_first, base_end, got)
     return 0
 
 
-def report(args: argparse.Namespace, base_first: list[float], base_end: list[float],
-           got: dict) -> None:
-    print(f"model: scripted, {args.model_ms:g} ms to the first token; {args.turns} turns "
-          f"for latency; cores: {os.cpu_count()}")
+def measure(script: Path, home: Path, args: argparse.Namespace) -> dict:
+    """Start the gateway of ``script``'s checkout in a child process and measure it."""
+    home.mkdir(parents=True)
+    child = subprocess.Popen([sys.executable, str(script), "--serve", str(home / "gw"),
+                              "--model-ms", str(args.model_ms)], stdout=subprocess.PIPE,
+                             text=True, env={**os.environ, "CLAWD_HOME": str(home)})
+    try:
+        line = child.stdout.readline() if child.stdout else ""
+        if not line.startswith("PORT "):
+            raise SystemExit(f"the gateway of {script} did not start: {line!r}")
+        url = f"http://127.0.0.1:{int(line.split()[1])}"
+        return asyncio.run(asyncio.wait_for(through_gateway(url, child.pid, args),
+                                            args.timeout))
+    finally:
+        child.terminate()
+        child.wait(30)
+
+
+def report(args: argparse.Namespace, name: str, base_first: list[float],
+           base_end: list[float], got: dict) -> None:
+    print(f"[{name}] model: scripted, {args.model_ms:g} ms to the first token; {args.turns} "
+          f"turns for latency; cores: {os.cpu_count()}")
     print(f"{'':28} {'in-process':>11} {'gateway':>9} {'added':>8} {'ratio':>6}")
-    for name, base, gw in (("first event p50 (ms)", base_first, got["first"]),
-                           ("first event p95 (ms)", base_first, got["first"]),
-                           ("end of turn p50 (ms)", base_end, got["end"]),
-                           ("end of turn p95 (ms)", base_end, got["end"])):
-        q = 0.95 if "p95" in name else 0.5
+    for label, base, gw in (("first event p50 (ms)", base_first, got["first"]),
+                            ("first event p95 (ms)", base_first, got["first"]),
+                            ("end of turn p50 (ms)", base_end, got["end"]),
+                            ("end of turn p95 (ms)", base_end, got["end"])):
+        q = 0.95 if "p95" in label else 0.5
         a, b = ms(base, q), ms(gw, q)
-        print(f"{name:28} {a:11.2f} {b:9.2f} {b - a:8.2f} {b / a if a else 0:6.2f}")
+        print(f"{label:28} {a:11.2f} {b:9.2f} {b - a:8.2f} {b / a if a else 0:6.2f}")
     print(f"concurrent: {args.clients} clients over {args.sessions} sessions, "
           f"{got['turns']} turns in {got['seconds']:.2f} s = "
           f"{got['turns'] / got['seconds']:.1f} turns/s")

@@ -81,7 +81,8 @@ def test_models_and_a_completion_through_the_openai_client(tmp_path):
         pieces = [c.choices[0].delta.content for c in stream if c.choices
                   and c.choices[0].delta.content]
         assert "".join(pieces) == "Five." and len(pieces) > 1
-        assert history(url, "openai:user:" + client_id("alice")) == ["2+2?", "Four.", "2+3?", "Five."]
+        assert history(url, "openai:user:" + client_id("alice")) == ["2+2?", "Four.", "2+3?",
+                                                                     "Five."]
     sent = provider.requests[-1].messages
     assert [m.text for m in sent if m.role == "user"][-2:] == ["2+2?", "2+3?"]
     assert not any("be brief" in part for part in provider.requests[-1].system)

@@ -1,6 +1,7 @@
 """``clawd serve`` as a real process over the stand-in model server: SIGTERM in the middle of
 a turn ends it cleanly (the turn finished within the grace period, or stopped as Ctrl-C
-stops it) and every transcript line is there."""
+stops it) and every transcript line is there; while it drains, new turns and the health
+check are answered 503."""
 
 from __future__ import annotations
 
@@ -41,6 +42,15 @@ def _serve(home: Path, grace: float) -> tuple[subprocess.Popen, str]:
     return start_serve({**os.environ, "CLAWD_GATEWAY_TOKEN": TOKEN}, port)
 
 
+def _during_drain(url: str) -> tuple[int, int, str]:
+    """A new turn and the health check, just after SIGTERM: (statuses, the error type)."""
+    time.sleep(0.3)  # the signal handled
+    sent = httpx.post(f"{url}/api/sessions/other/messages", headers=AUTH,
+                      json={"text": "too late"}, timeout=5)
+    health = httpx.get(f"{url}/health", timeout=5)
+    return sent.status_code, health.status_code, sent.json()["error"]["type"]
+
+
 @pytest.mark.parametrize("grace, finished", [(30, True), (0, False)])
 def test_sigterm_mid_turn_loses_no_transcript_line(isolated_home, local_config, local_server,
                                                    grace, finished):
@@ -48,6 +58,7 @@ def test_sigterm_mid_turn_loses_no_transcript_line(isolated_home, local_config, 
     child, url = _serve(isolated_home, grace)
     try:
         seen: list[dict] = []
+        refused: list[tuple[int, int, str]] = []
         with httpx.stream("POST", f"{url}/api/sessions/main/messages", headers=AUTH,
                           json={"text": "count to ten"}, timeout=20) as response:
             assert response.status_code == 200
@@ -57,6 +68,8 @@ def test_sigterm_mid_turn_loses_no_transcript_line(isolated_home, local_config, 
                 seen.append(json.loads(line[6:]))
                 if len(seen) == 2:  # words are arriving: stop the server
                     child.send_signal(signal.SIGTERM)
+                    if finished:  # still listening while the turn runs: 503 to new work
+                        refused.append(_during_drain(url))
         # uvicorn stops cleanly, then lets the signal end the process as it would have
         assert child.wait(20) in (0, -signal.SIGTERM)
     finally:
@@ -64,6 +77,8 @@ def test_sigterm_mid_turn_loses_no_transcript_line(isolated_home, local_config, 
             child.kill()
     out, err = child.communicate()
     assert "Traceback" not in err
+    if finished:
+        assert refused == [(503, 503, "stopping")]
     streamed = "".join(e["text"] for e in seen if e["type"] == "delta")
     done = seen[-1]
     assert done["type"] == "done" and done["interrupted"] is not finished

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from fakeserver import openai_error
-from webchat import PHONE, idle, send, shot, texts
+from webchat import PHONE, idle, open_session, send, shot, texts
 
 pytestmark = pytest.mark.slow  # a browser and a server process
 
@@ -264,3 +264,19 @@ def test_a_phone_sized_screen(web, stand_in):
     page.click("#backdrop", position={"x": 370, "y": 400})
     page.wait_for_function("() => document.querySelector('#sidebar')"
                            ".getBoundingClientRect().right <= 0")
+
+
+def test_a_session_named_in_any_script_works_end_to_end(web, stand_in, web_served):
+    page = web.page("unicode")
+    name = "日本の旅 ☃"
+    open_session(page, name)
+    send(page, "konnichiwa")
+    idle(page)
+    assert texts(page, ".msg.user .bubble") == ["konnichiwa"]
+    page.reload()
+    idle(page)
+    assert page.text_content("#title") == name
+    assert texts(page, ".msg.user .bubble") == ["konnichiwa"]
+    assert [m["role"] for m in web_served.transcript(f"agent:main:{name}")] == ["user",
+                                                                               "assistant"]
+    shot(page, "unicode-session")

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, Valida
 
 from clawd.core.errors import ClawdError
 
+
 class BadRequest(ClawdError):
     """A request the gateway cannot take (HTTP 400), said in one line."""
 

@@ -30,6 +30,7 @@ from clawd.frontends.gateway.guard import error_body
 from clawd.frontends.gateway.hub import Hub, IdempotencyConflict, QueueFull, Stopping
 from clawd.frontends.gateway.workspace import NotFound, Refused
 from clawd.sessions.lock import SessionBusyError
+from clawd.sessions.store import key_problem
 
 T = TypeVar("T")
 
@@ -102,7 +103,6 @@ def session_of(request: Request, key: str | None, agent: str | None = None
     """(agent id, full session key) for a client's key (default ``main``) and agent; a key
     that can never work (``key_problem``) is a ``BadRequest`` before anything runs."""
     from clawd.frontends.compose import chat_agent, session_key
-    from clawd.sessions.store import key_problem
 
     if key is not None and (problem := key_problem(key)):
         raise BadRequest(problem)
@@ -127,9 +127,12 @@ def key_from_header(value: str) -> str:
     with contextlib.suppress(UnicodeEncodeError, UnicodeDecodeError):
         value = value.encode("latin-1").decode("utf-8")
     try:
-        return unquote(value, errors="strict")
+        key = unquote(value, errors="strict")
     except UnicodeDecodeError:
         raise BadRequest("the session key header is not percent-encoded UTF-8") from None
+    if problem := key_problem(key):
+        raise BadRequest(problem)
+    return key
 
 
 def failure(exc: Exception) -> Response:

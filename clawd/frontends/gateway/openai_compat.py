@@ -156,6 +156,8 @@ def answer_aside(runtime: Runtime, body: dict[str, Any]) -> str:
             system.append(text)
         elif role in ("user", "assistant") and text.strip():
             messages.append(Message.user(text) if role == "user" else Message.assistant(text))
+    if not messages and system:  # the task prompt sent as a system message alone
+        messages, system = [Message.user("\n\n".join(system))], []
     if not messages:
         raise BadRequest("the request has no user message")
     handle = runtime.models(runtime.settings.model)
