@@ -205,8 +205,8 @@ def test_a_tool_call_repeating_the_step_before_is_not_run_again(tmp_path):
     events = list(Session(runtime, KEY).run_turn("My budget is 2400 euros."))
     assert (runtime.workspace / "memory/2026-11-22.md").read_text() == "- budget 2400\n"
     repeated = provider.requests[2].messages[-1]
-    assert repeated.is_error and repeated.text.startswith("not run again: the step before "
-                                                          "made this same call")
+    assert not repeated.is_error and repeated.text.startswith("already done: the step before "
+                                                              "made this same call")
     assert [r.tool_choice for r in provider.requests] == ["auto", "auto", "none"]
     assert events[-1].text == "Noted: 2400 euros."
     provider.assert_done()
@@ -221,7 +221,7 @@ def test_the_same_note_again_with_a_trailing_break_is_a_repeat(tmp_path):
     runtime = make_runtime(tmp_path, provider)
     list(Session(runtime, KEY).run_turn("My budget is 2400 euros."))
     assert (runtime.workspace / "memory/2026-11-22.md").read_text() == "- budget 2400\n"
-    assert provider.requests[2].messages[-1].text.startswith("not run again")
+    assert provider.requests[2].messages[-1].text.startswith("already done")
     provider.assert_done()
 
 

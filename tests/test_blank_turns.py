@@ -326,7 +326,8 @@ def test_a_flush_writing_the_same_note_again_ends(tmp_path):
     assert events[-1].text == "Sure."
     lines = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]
     results = [e for e in lines if e.get("role") == "toolResult"]
-    assert len(results) == 2 and results[1]["isError"]  # every call has its result
+    assert len(results) == 2  # every call has its result; the repeat's says it was done
+    assert results[1]["content"][0]["text"].startswith("already done")
 
 
 @pytest.mark.parametrize("silent", ["NO_REPLY", "```\nNO_REPLY\n"])  # a coder model fences it

@@ -267,16 +267,25 @@ def test_last_sync_survives_the_process_and_status_says_so(ws, tmp_path):
     second = make(ws, tmp_path)  # as `clawd memory status` right after `clawd memory index`
     status = second.status()
     assert status["lastSync"]["indexed"] == 2 and status["lastSync"]["files"] == 2
-    assert status["lastSync"]["at"].endswith("+00:00") and status["dirty"] is True
+    assert status["lastSync"]["at"].endswith("+00:00") and status["dirty"] is False
+    state = next(line for line in format_memory_status(status).splitlines()
+                 if line.startswith("state"))
+    assert "up to date (synced 2" in state  # nothing changed since: not "dirty"
+    second.close()
+    note = next(ws.rglob("*.md"))
+    note.write_text(note.read_text() + "\n- one more line\n")
+    third = make(ws, tmp_path)  # a note changed after the index: the next sync takes it
+    status = third.status()
+    assert status["dirty"] is True
     text = format_memory_status(status)
     state = next(line for line in text.splitlines() if line.startswith("state"))
     assert "last synced 2" in state and "checked again before the next search" in state
     assert "dirty" not in text
-    second.sync()
-    state = next(line for line in format_memory_status(second.status()).splitlines()
+    third.sync()
+    state = next(line for line in format_memory_status(third.status()).splitlines()
                  if line.startswith("state"))
     assert "up to date (synced 2" in state
-    second.close()
+    third.close()
 
 
 def test_cli_status_after_cli_index(cli_workspace, capsys):
@@ -287,7 +296,7 @@ def test_cli_status_after_cli_index(cli_workspace, capsys):
     status = json.loads(capsys.readouterr().out)
     assert status["lastSync"]["indexed"] == 2 and status["skippedFiles"] == []
     assert cli.main(["memory", "status"]) == 0
-    assert "last synced" in capsys.readouterr().out
+    assert "up to date (synced" in capsys.readouterr().out
 
 
 # --- 5. templates are not memories ------------------------------------------------------------

@@ -63,7 +63,9 @@ def test_repeated_writes_are_made_again_only_without_the_guard(tmp_path):
     for profile, results in (("weak", [False, True]), ("strong", [False, False])):
         provider = ScriptedProvider([write, write, "Done."])
         events = list(session_with(tmp_path / profile, provider, profile).run_turn("note it"))
-        assert [e.is_error for e in events if isinstance(e, ToolFinished)] == results, profile
+        finished = [e for e in events if isinstance(e, ToolFinished)]
+        assert not any(e.is_error for e in finished)  # a repeat is no failure either way
+        assert [e.text.startswith("already done") for e in finished] == results, profile
 
 
 @pytest.mark.slow  # long sessions

@@ -276,7 +276,7 @@ COMMANDS = {"/compact": (), "/context": ("list", "detail"), "/help": (),
 def test_slash_completion(text, expected):
     completer = SlashCompleter(COMMANDS)
     found = [c.text for c in completer.get_completions(Document(text), None)]
-    assert found == expected
+    assert found == [word + " " for word in expected]
 
 
 def test_completion_comes_from_the_command_registry():
@@ -290,7 +290,8 @@ def test_tab_completes_a_command_then_its_subcommand(tmp_path, history, monkeypa
     chat = Chat(make_runtime(tmp_path, ScriptedProvider([])), KEY)
     with create_pipe_input() as pipe:
         # the next keys go in once the completions for what is typed are known
-        then = {"/mem": "\t sta", "/memory sta": f"\t{ENTER}{CTRL_D}"}
+        # Tab puts the space after the command: "sta" typed next is its subcommand
+        then = {"/mem": "\tsta", "/memory sta": f"\t{ENTER}{CTRL_D}"}
 
         class Completer(SlashCompleter):
             def get_completions(self, document, complete_event):
@@ -307,7 +308,7 @@ def test_tab_completes_a_command_then_its_subcommand(tmp_path, history, monkeypa
                       stream=io.StringIO(), color=False, warm=False)
         finally:
             give_up.cancel()
-    assert history.read_text().splitlines()[-1] == "+/memory status"
+    assert history.read_text().splitlines()[-1].rstrip() == "+/memory status"
 
 
 def test_ctrl_r_finds_an_earlier_message_and_enter_takes_it(tmp_path, history):

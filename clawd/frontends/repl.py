@@ -56,7 +56,8 @@ def banner(agent_id: str, key: str, model: str) -> str:
 
 class SlashCompleter(Completer):
     """Completes a command word at the start of a line beginning with ``/``, then its
-    subcommand (``commands``: each command word and its subcommands)."""
+    subcommand (``commands``: each command word and its subcommands), each with a space
+    after it (``/mem`` Tab ``s`` is ``/memory s``)."""
 
     def __init__(self, commands: Mapping[str, Sequence[str]]):
         self.commands = commands
@@ -72,9 +73,9 @@ class SlashCompleter(Completer):
             words, typed = sorted(self.commands.get(name.lower(), ())), rest
         else:
             return
-        for word in words:
+        for word in words:  # with the space after it: the next word can be typed at once
             if word.startswith(typed.lower()):
-                yield Completion(word, start_position=-len(typed))
+                yield Completion(word + " ", start_position=-len(typed), display=word)
 
 
 # The keys and what they do, for /help: Enter and Esc+Enter are bound below, the others are

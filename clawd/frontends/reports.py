@@ -126,6 +126,11 @@ def format_memory_files(workspace: Path) -> str:
         "\n".join(listing) or "  (none)")
 
 
+def shown_time(stamp: str | None) -> str:
+    """``2026-11-22 10:03``: the one way times are shown (export, sessions, /status)."""
+    return stamp[:16].replace("T", " ") if stamp else "?"
+
+
 def _fmt_age(created: str | None, now: datetime) -> str:
     start = parse_iso(created)
     if start is None:
@@ -150,7 +155,8 @@ def format_status(session: Session) -> str:
         f"{e.get('cumulativeOutputTokens', 0):,} · cache read "
         f"{e.get('cumulativeCacheReadTokens', 0):,} · cache write "
         f"{e.get('cumulativeCacheWriteTokens', 0):,} (this session)",
-        f"Session:     {session.key} ({e.get('sessionId')}) · age "
+        f"Session:     {session.key} ({e.get('sessionId')}) · started "
+        f"{shown_time(e.get('createdAt'))} · age "
         f"{_fmt_age(e.get('createdAt'), session.rt.clock())}",
         f"Workspace:   {session.rt.workspace}",
     ]

@@ -26,8 +26,10 @@ from clawd.tools.base import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
-REPEATED = ("not run again: the step before made this same call with the same arguments, "
-            "and its result is above; answer the user now")
+# not an error: nothing failed, and a small model answers an error result with an apology
+# ("I am sorry, I couldn't assist with that.") though its note was written
+REPEATED = ("already done: the step before made this same call with the same arguments, and "
+            "its result is above; do not call it again, answer the user now")
 
 
 class ToolRunner:
@@ -51,7 +53,7 @@ class ToolRunner:
                 call = pending[0]
                 yield ToolStarted(call.id, call.name, call.arguments)
                 if repeated:
-                    text, is_error = REPEATED, True
+                    text, is_error = REPEATED, False
                 elif call.id in refused:
                     text, is_error = refused[call.id], True
                 else:

@@ -58,7 +58,7 @@ from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
 from clawd.memory.interface import SearchResults
 from clawd.memory.matrix import VectorMatrix
-from clawd.memory.plan import skipped_files
+from clawd.memory.plan import skipped_files, unchanged
 from clawd.memory.store import Store
 from clawd.memory.superseded import Superseded
 from clawd.memory.target import Seen, SyncCancelled, Target
@@ -350,7 +350,10 @@ class MemoryIndex:
                        "available": self.store.vec_available, "mode": vector_mode,
                        "extension": self.store.vec_version, "dims": self.store.dims or None},
             "fts": {"available": self.store.fts_available},
-            "dirty": self.dirty, "syncOnSearch": self.settings.sync.on_search,
+            # before this process has synced, "dirty" is whether a file changed since the
+            # last sync (by size and time), not merely that nobody has looked yet
+            "dirty": self.dirty if self.synced else not unchanged(self._target()),
+            "syncOnSearch": self.settings.sync.on_search,
             "watching": self._watcher is not None,
             "sources": list(self.settings.sources), "lastSync": last_sync,
             "skippedFiles": [{"path": key, "reason": reason}

@@ -139,6 +139,28 @@ def make_plan(target: Target, embedding: str | None, force: bool = False) -> Pla
                 skipped, missing)
 
 
+def unchanged(target: Target) -> bool:
+    """Whether the index holds every source file as it is now, judged by size and time
+    alone (nothing is read): for ``status`` in a process that has not synced yet."""
+    known = target.store.files()
+    sources = all_sources(target.workspace, target.settings, target.sessions_dir, {})
+    skipped = skipped_files(target.store)
+    seen = set()
+    for source in sources:
+        if source.key in skipped:
+            seen.add(source.key)
+            continue
+        previous = known.get(source.key)
+        try:
+            stat = source.path.stat()
+        except OSError:
+            return False
+        if previous is None or previous[2] != stat.st_mtime or previous[3] != stat.st_size:
+            return False
+        seen.add(source.key)
+    return set(known) <= seen
+
+
 def skipped_files(store: Any) -> dict[str, tuple[str, str]]:
     """The files the last sync skipped: key -> (reason, stamp)."""
     try:

@@ -167,7 +167,8 @@ def transport_error(name: str, exc: BaseException, base_url: Any = None) -> Prov
         if isinstance(exc, module.TimeoutException):
             return ProviderError(f"{name}: no reply from{where} in time", retryable=True)
         if isinstance(exc, module.ConnectError):
-            return ProviderError(f"{name}: cannot connect to{where}: {one_line(str(exc))}",
+            return ProviderError(f"{name}: cannot connect to{where}: {one_line(str(exc))} "
+                                 f"(is the server running? clawd doctor checks it)",
                                  retryable=True)
         if isinstance(exc, module.TransportError):
             return ProviderError(f"{name}: connection lost: {one_line(str(exc))}",

@@ -12,6 +12,7 @@ settings, then known windows). The SDKs are imported only when a provider is bui
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -82,9 +83,13 @@ def wire_api(config: Config, ref: str) -> str:
     if name in BUILTIN:
         return BUILTIN[name][0]
     if declared is None:
+        known = sorted({*BUILTIN, *(config.models.providers or {})})
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
         raise ProviderSetupError(
-            f"unknown provider {name!r} in {ref!r}: built in are anthropic and openai; "
-            f"declare others under models.providers.{name} (api, baseUrl) in {_where(config)}")
+            f"unknown provider {name!r} in {ref!r}{guess}: built in are anthropic and "
+            f"openai; declare others under models.providers.{name} (api, baseUrl) in "
+            f"{_where(config)}")
     raise ProviderSetupError(
         f"models.providers.{name}.api is not set: use \"openai-completions\" or "
         f"\"anthropic-messages\" in {_where(config)}")

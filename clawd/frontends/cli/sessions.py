@@ -21,6 +21,7 @@ from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, utc_iso
 from clawd.core.textcut import shorten
 from clawd.frontends.compose import agent_paths
+from clawd.frontends.reports import shown_time
 from clawd.sessions.files import (
     DELETED_DIR,
     Summary,
@@ -73,7 +74,7 @@ def format_list(found: list[Row], agent_id: str) -> str:
         s = row.summary
         key = _short_key(row.key, agent_id) if row.key else "(ended)"
         lines.append(f"{s.session_id:<18} {key:<14} {s.messages:>4}  "
-                     f"{_when(s.last_activity):<16}  {(s.model or '?'):<24} "
+                     f"{shown_time(s.last_activity):<16}  {(s.model or '?'):<24} "
                      f"{s.title or '(no messages)'}")
     return "\n".join(lines)
 
@@ -84,7 +85,7 @@ def format_show(row: Row, count: int) -> str:
         f"Session:    {s.session_id} ({row.key or (s.key or '?') + ', ended'})",
         f"Title:      {s.title or '(no messages)'}",
         f"Model:      {s.model or '?'}",
-        f"Started:    {_when(s.created)} · last activity {_when(s.last_activity)}",
+        f"Started:    {shown_time(s.created)} · last activity {shown_time(s.last_activity)}",
         (f"Messages:   {s.messages} · compactions {entry['compactionCount']} · memory "
          f"flushes {entry['memoryFlushCount']}"),
         (f"Usage:      in {entry['cumulativeInputTokens']:,} · out "
@@ -111,7 +112,7 @@ def export_markdown(row: Row) -> str:
     out = [f"# {s.title or 'Session ' + s.session_id}", "",
            f"- session: `{s.session_id}` ({row.key or s.key or '?'})",
            f"- model: {s.model or '?'}",
-           f"- started: {s.created or '?'} · last activity: {s.last_activity or '?'}", ""]
+           f"- started: {shown_time(s.created)} · last activity: {shown_time(s.last_activity)}", ""]
     entries = s.loaded.entries if s.loaded else []
     marks = _marks(entries, _conversation(s))
     for entry in entries:
@@ -129,7 +130,7 @@ def export_markdown(row: Row) -> str:
                     "</details>", ""]
             continue
         mark = f" ({marks[message.id]})" if message.id in marks else ""
-        out += [f"## {_who(message).capitalize()} · {_when(message.timestamp)}{mark}", ""]
+        out += [f"## {_who(message).capitalize()} · {shown_time(message.timestamp)}{mark}", ""]
         if message.text:
             out += [message.text, ""]
         for call in message.tool_calls:
@@ -317,13 +318,6 @@ def _who(message: Message) -> str:
 def _short_key(key: str, agent_id: str) -> str:
     prefix = f"agent:{agent_id}:"
     return key.removeprefix(prefix)
-
-
-def _when(stamp: str | None) -> str:
-    """``2026-11-22 10:03`` from an ISO time (as written, the writer's local time)."""
-    if not stamp:
-        return "?"
-    return stamp[:16].replace("T", " ")
 
 
 def _fence(text: str, lang: str = "") -> str:

@@ -9,13 +9,16 @@ counts for nothing); the bearer token (401; the agents it reaches are put in
 ``scope["state"]["agents"]``); and the body's size: past ``gateway.maxBodyBytes`` the
 request is answered 413 before any route reads it, so nothing is written. Errors have
 OpenAI's shape, ``{"error": {"message", "type", "code"}}``, on every route; an exception no
-route handled is answered 500 in that shape and logged in one line.
+route handled is answered 500 in that shape and logged in one line. Each request is logged
+in one line when it ends (``clawd.access``: method, path, status, time; never the query or
+a header).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -34,6 +37,7 @@ from clawd.frontends.gateway.policy import (
 )
 
 log = logging.getLogger(__name__)
+access = logging.getLogger("clawd.access")  # a line per request; ``clawd serve`` shows it
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -72,6 +76,21 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started, status = time.monotonic(), 0
+
+        async def watched(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self._guard(scope, receive, watched)
+        finally:  # one line a request, when it ends (a stream: when the turn has); no query
+            access.info("%s %s %s %.0f ms", scope["method"], scope["path"], status or "-",
+                        (time.monotonic() - started) * 1000)
+
+    async def _guard(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
         host = headers.get("host")

@@ -74,7 +74,7 @@ async def chat_completions(request: Request) -> Response:
                        {"X-Clawd-Bookkeeping": "true"})
     text = new_message(body)
     headers = dict(request.headers)
-    if SESSION_HEADER in headers:
+    if headers.get(SESSION_HEADER, "").strip():  # blank: not given
         headers[SESSION_HEADER] = key_from_header(headers[SESSION_HEADER])
     name, how = session_name(headers, parsed.user, new_id())
     agent_id, key = session_of(request, name, agent_id)

@@ -115,9 +115,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_app(config, agents, token if gateway.auth.mode == "token" else None)
     auth = ("no token (gateway.auth.mode none)" if gateway.auth.mode == "none"
             else f"bearer token from {where}")
-    print(f"clawd serve: http://{_url_host(host)}:{port} · agents {', '.join(agents.ids)} · "
-          f"{auth}" + ("" if is_loopback(host) else " · reachable beyond this machine"),
+    url = f"http://{_url_host(host)}:{port}"
+    openai = (f" · OpenAI endpoint {url}/v1" if gateway.http.endpoints.chat_completions.enabled
+              else "")
+    print(f"clawd serve: {url} · agents {', '.join(agents.ids)} · {auth}{openai}"
+          + ("" if is_loopback(host) else " · reachable beyond this machine"),
           file=sys.stderr, flush=True)
+    logging.getLogger("clawd.access").setLevel(logging.INFO)  # a line per request
     run(app, host, port)
     return 0
 

@@ -1,0 +1,201 @@
+"""Does automatic recall help or get in the way? Ordinary messages and questions about the
+past, each in a fresh session, with recall on and off, on a real model.
+
+The workspace holds older notes that share a topic with the messages (a move to Lisbon with
+a cat, a sister, a project): a saved conversation, two older daily logs, and today's log
+(which the project context shows). Then:
+
+- **ordinary messages**: statements, requests, creative and advice asks, none of which
+  needs a note. A reply fails when it refuses or says the notes hold nothing ("I'm sorry",
+  "no information", "can't assist", a stray ``<tools>``) or is blank. Recall must not add
+  failures here. The messages come in two halves fixed before any tuning: ``tune`` (what a
+  change may be tried on) and ``held`` (looked at only to report);
+- **questions about the past**: the reply must hold the fact (in an older note, or in
+  today's log, already in view).
+
+Each message is sent ``--samples`` times per setting (the server samples). Prints the
+failures per half and setting, the questions answered, and keeps every reply in
+``--keep``/bench.log. Not part of the test suite: it needs a model server.
+
+    CTX=8192 ../shared/tools/local-llm/serve.sh start qwen-1.5b
+    python scripts/bench_recall_harm.py --base-url http://127.0.0.1:8080/v1 \\
+        --model qwen2.5-coder-1.5b-instruct --window 8192 --samples 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+NOTES = {
+    "memory/2026-11-18-lisbon-move.md": """# Session: 2026-11-18 19:02
+
+- **Session key**: agent:main:main
+- **Session id**: 6f1c2a0b9e3d4410
+
+**user** (2026-11-18 18:40): We are moving to Lisbon in March, with our cat Mochi.
+**assistant** (2026-11-18 18:40): That is exciting! Moving with a cat takes some planning.
+**user** (2026-11-18 18:44): We found a flat in Alfama, the lease starts on 1 March.
+**assistant** (2026-11-18 18:45): Alfama is lovely, though hilly. Noted: lease from 1 March.
+**user** (2026-11-18 18:50): Mochi hates the carrier, any advice for the flight?
+**assistant** (2026-11-18 18:51): Leave the carrier open at home for weeks so she gets used to it.
+""",
+    "memory/2026-11-19.md": (
+        "- Moving to Lisbon (Alfama) in March with the cat Mochi; lease starts 1 March.\n"
+        "- Started learning Portuguese on an app, 15 minutes a day.\n"
+        "- Works remotely for a Dutch design studio.\n"),
+    "memory/2026-11-24.md": (
+        "- The tidepool project needs a database; choosing between SQLite and PostgreSQL.\n"
+        "- Mochi's vet appointment for the travel papers is on 9 January.\n"),
+    "memory/2026-11-27.md": """- Sister Ines is visiting on 12 December for a week.
+""",
+}
+
+# (kind, half, message): none of these needs a note to be answered
+ORDINARY = [
+    ("statement", "tune", "My sister Ines lives in Porto and teaches piano."),
+    ("statement", "tune", "I decided to use PostgreSQL 16 for the tidepool project."),
+    ("creative", "tune", "Write a short poem about the hills of Lisbon."),
+    ("advice", "tune", "Give me three tips for keeping a cat calm during a move."),
+    ("request", "tune", "Translate 'good morning, neighbour' into Portuguese."),
+    ("statement", "tune", "I started a pottery class on Thursdays."),
+    ("statement", "held", "My neighbour Rui lent me a ladder yesterday."),
+    ("creative", "held", "Write a haiku about the river Tagus at dawn."),
+    ("advice", "held", "What should I pack for a weekend in Sintra? A short list."),
+    ("creative", "held", "Suggest a name for a sourdough starter."),
+    ("statement", "held", "I finished the first chapter of my Portuguese course."),
+    ("request", "held", "Explain in two sentences how a funicular works."),
+]
+# (question, what the answer must hold)
+QUESTIONS = [
+    ("Which neighbourhood of Lisbon are we moving to?", r"Alfama"),
+    ("What is my cat called?", r"Mochi"),
+    ("When does our lease start?", r"1(st)? March|March 1"),
+    ("What is my sister's name, and when is she visiting?", r"Ines.*12|12.*Ines"),
+]
+FAILED = re.compile(
+    r"i'?m sorry|i apologi[sz]e|can(no|')?t (assist|help)|unable to (help|assist)|"
+    r"did(n't| not) find|(no|any) (relevant |specific )?(information|details|notes)|"
+    r"not (mentioned|found|provided) in|notes (provided|do not|don't)|</?tools?>", re.I)
+
+
+def write_config(state: Path, workspace: Path, args: argparse.Namespace, recall: bool) -> Path:
+    provider = {"api": "openai-completions", "baseUrl": args.base_url,
+                "models": [{"id": args.model, "contextWindow": args.window,
+                            "maxTokens": args.max_tokens}], "timeoutSeconds": 600}
+    config = {"agents": {"defaults": {
+        "workspace": str(workspace), "model": f"bench/{args.model}",
+        "memorySearch": {"provider": "local", "recall": {"enabled": recall}}}},
+        "models": {"providers": {"bench": provider}}}
+    path = state / f"clawd-{'on' if recall else 'off'}.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+def seed(runtime) -> None:
+    """The notes as the run began: what an earlier message wrote is taken away, so every
+    message meets the same notes."""
+    memory = runtime.workspace / "memory"
+    for path in memory.rglob("*.md"):
+        if str(path.relative_to(runtime.workspace)) not in NOTES:
+            path.unlink()
+    for rel, text in NOTES.items():
+        (runtime.workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (runtime.workspace / rel).write_text(text)
+    if runtime.memory is not None:
+        runtime.memory.mark_dirty()
+        runtime.memory.catch_up(60)
+
+
+def ask(runtime, key: str, text: str, log) -> str:
+    from clawd.core.events import Recalled, TurnDone
+    from clawd.frontends.commands import Chat
+
+    seed(runtime)
+    chat = Chat(runtime, key)
+    reply, recalled = "", ""
+    try:
+        for event in chat.handle(text):
+            if isinstance(event, Recalled):
+                recalled = ", ".join(f"{p}:{a}-{b} ({s:.2f})" for p, a, b, s in event.places)
+            elif isinstance(event, TurnDone):
+                reply = event.text
+    finally:
+        chat.session.close()
+    log(f"\n> [{key}] {text}\n  recalled: {recalled or '-'}\n  "
+        + (reply.replace("\n", "\n  ") or "(no reply)"))
+    return reply
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    parser.add_argument("--window", type=int, default=8192)
+    parser.add_argument("--max-tokens", type=int, default=300)
+    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--half", choices=["tune", "held", "both"], default="both")
+    parser.add_argument("--settings", default="off,on", help="recall settings to run")
+    parser.add_argument("--keep", type=Path, default=None, help="where to leave the run")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+
+    home = args.keep or Path(tempfile.mkdtemp(prefix="clawd-recall-"))
+    state, workspace = home / "state", home / "workspace"
+    state.mkdir(parents=True, exist_ok=True)
+    os.environ["CLAWD_HOME"] = str(state)
+    os.environ.pop("CLAWD_CONFIG", None)
+    from clawd.config import load_config
+    from clawd.frontends.compose import build_runtime
+    from clawd.workspace.init import apply, plan_init
+
+    apply(plan_init(state, write_config(state, workspace, args, True), workspace, "main"))
+    lines: list[str] = []
+
+    def log(text: str) -> None:
+        lines.append(text)
+        print(text, flush=True)
+
+    ordinary = [m for m in ORDINARY if args.half in ("both", m[1])]
+    started, stamp = time.perf_counter(), time.strftime("%H%M%S")
+    results: dict[str, dict[str, list[int]]] = {}
+    for setting in args.settings.split(","):
+        runtime = build_runtime(load_config(write_config(state, workspace, args,
+                                                         setting == "on")), None)
+        failed = {"tune": [0, 0], "held": [0, 0]}
+        answered = [0, 0]
+        for n, (_, half, text) in enumerate(ordinary):
+            for k in range(args.samples):
+                reply = ask(runtime, f"agent:main:{setting}-o{n}-{k}-{stamp}", text, log)
+                failed[half][0] += not reply.strip() or bool(FAILED.search(reply))
+                failed[half][1] += 1
+        for n, (question, pattern) in enumerate(QUESTIONS):
+            for k in range(args.samples):
+                reply = ask(runtime, f"agent:main:{setting}-q{n}-{k}-{stamp}", question, log)
+                answered[0] += bool(re.search(pattern, reply, re.I | re.S))
+                answered[1] += 1
+        if runtime.memory is not None:
+            runtime.memory.close()
+        results[setting] = {**failed, "answered": answered}
+    print("\n" + "=" * 72)
+    print(f"model {args.model}, window {args.window:,}, {args.samples} samples a message")
+    for setting, got in results.items():
+        print(f"recall {setting:3}: ordinary replies that refused or found nothing: tune "
+              f"{got['tune'][0]}/{got['tune'][1]}, held-out {got['held'][0]}/"
+              f"{got['held'][1]}; questions about the past answered {got['answered'][0]}/"
+              f"{got['answered'][1]}")
+    print(f"wall time: {time.perf_counter() - started:.0f} s; the run is in {home}")
+    (home / "bench.log").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
