@@ -72,6 +72,10 @@ def test_list_show_export(sessions_dir, capsys):
 
     code, md, _ = run(["sessions", "export", "main"], capsys)
     assert md.startswith("# plan the kyoto trip in october\n")
+    # one time format wherever a time is shown: local, to the minute
+    minute = r"\d{4}-\d\d-\d\d \d\d:\d\d"
+    assert re.search(rf"- started: {minute} · last activity: {minute}\n", md), md
+    assert re.search(rf"## You · {minute}\n", md)
     assert "## You ·" in md and "what about hotels?" in md and "## Assistant ·" in md
     target = sessions_dir.parent / "trip.md"
     assert run(["sessions", "export", "main", "-o", str(target)], capsys)[0] == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -94,3 +95,25 @@ def test_sigterm_mid_turn_loses_no_transcript_line(isolated_home, local_config, 
     else:
         assert messages[1].get("aborted") is True
         assert kept == streamed and 0 < len(kept) < len(WORDS)
+
+
+def test_serve_says_where_v1_is_and_logs_a_line_per_request(isolated_home, local_config):
+    config_path = isolated_home / ".clawd" / "clawd.json"
+    config = json.loads(config_path.read_text())
+    port = free_port()
+    config["gateway"] = {"port": port,
+                         "http": {"endpoints": {"chatCompletions": {"enabled": True}}}}
+    config_path.write_text(json.dumps(config))
+    child, url = start_serve({**os.environ, "CLAWD_GATEWAY_TOKEN": TOKEN}, port)
+    try:
+        assert httpx.get(f"{url}/api/sessions?q=secret", headers=AUTH).status_code == 200
+        assert httpx.get(f"{url}/api/sessions", headers={
+            "Authorization": "Bearer wrong-token-0123456789"}).status_code == 401
+    finally:
+        child.terminate()
+        _, err = child.communicate(timeout=20)
+    first = err.splitlines()[0]
+    assert first.startswith(f"clawd serve: {url}") and f"OpenAI endpoint {url}/v1" in first
+    assert TOKEN not in err and "secret" not in err  # no token, no query in the log
+    assert re.search(r"GET /api/sessions 200 \d+ ms", err)
+    assert re.search(r"GET /api/sessions 401 \d+ ms", err)

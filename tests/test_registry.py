@@ -83,6 +83,28 @@ def test_unknown_provider_names_the_config_key():
     with pytest.raises(ProviderSetupError) as info:
         make_provider(config(), "mistral/large", env={})
     assert "models.providers.mistral" in str(info.value) and "\n" not in str(info.value)
+    assert "did you mean" not in str(info.value)  # nothing close to guess
+
+
+@pytest.mark.parametrize("ref, guess", [("opneai/gpt-4o", "openai"),
+                                        ("antropic/claude-x", "anthropic"),
+                                        ("olama/llama3", "ollama")])
+def test_a_provider_typo_gets_a_guess(ref, guess):
+    declared = config({"ollama": {"api": "openai-completions",
+                                  "baseUrl": "http://127.0.0.1:11434/v1"}})
+    with pytest.raises(ProviderSetupError, match=f"did you mean '{guess}'"):
+        make_provider(declared, ref, env={})
+
+
+def test_a_server_that_refuses_the_connection_points_to_doctor():
+    import httpx
+
+    from clawd.providers.common import transport_error
+
+    error = transport_error("local", httpx.ConnectError("[Errno 111] Connection refused"),
+                            "http://127.0.0.1:9/v1")
+    assert "cannot connect to http://127.0.0.1:9/v1" in str(error)
+    assert "clawd doctor" in str(error) and error.retryable
 
 
 @pytest.mark.parametrize("declared,needle", [

@@ -33,6 +33,13 @@ def parse_iso(stamp: Any) -> datetime | None:
         return None
 
 
+def shown_time(stamp: Any) -> str:
+    """A timestamp as clawd shows it everywhere (``/status``, ``sessions``, export, saved
+    sessions): local time to the minute, ``2026-11-22 10:03``; ``?`` when unreadable."""
+    parsed = parse_iso(stamp)
+    return parsed.astimezone().strftime("%Y-%m-%d %H:%M") if parsed else "?"
+
+
 def utc_iso(stamp: Any) -> str | None:
     """A timestamp in one form, UTC with milliseconds and ``Z`` (as ``now_iso`` writes);
     None when unreadable. Transcripts say ``Z``, the session store the local offset."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clawd.context.layers import report
-from clawd.core.messages import parse_iso
+from clawd.core.messages import parse_iso, shown_time
 from clawd.core.textcut import shorten
 from clawd.memory.forget import Forgotten, Line
 from clawd.memory.interface import SearchResults
@@ -124,11 +124,6 @@ def format_memory_files(workspace: Path) -> str:
                for p in files]
     return f"{MEMORY_FILE}:\n{text.rstrip()}\n\nmemory files:\n" + (
         "\n".join(listing) or "  (none)")
-
-
-def shown_time(stamp: str | None) -> str:
-    """``2026-11-22 10:03``: the one way times are shown (export, sessions, /status)."""
-    return stamp[:16].replace("T", " ") if stamp else "?"
 
 
 def _fmt_age(created: str | None, now: datetime) -> str:

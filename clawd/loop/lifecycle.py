@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from clawd.config import Reset, SessionMemoryHook
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event
-from clawd.core.messages import Message, ModelRequest, parse_iso
+from clawd.core.messages import Message, ModelRequest, parse_iso, shown_time
 from clawd.core.templates import render
 from clawd.providers.base import Provider, complete
 from clawd.sessions.entry import SessionEntry
@@ -131,7 +131,7 @@ def save_session(files: WorkspaceFiles, messages: list[Message], *, key: str,
     there is one, then the last messages); never overwrites an existing file. Returns its
     workspace-relative path."""
     slug = slug or now.strftime("%H%M")
-    rows = [{"role": m.role, "text": m.text.strip(), "when": _when(m.timestamp)}
+    rows = [{"role": m.role, "text": m.text.strip(), "when": shown_time(m.timestamp)}
             for m in messages]
     text = render("session_memory.md.j2", date=now.date().isoformat(),
                   time=now.strftime("%H:%M"), slug=slug, key=key, session_id=session_id,
@@ -144,11 +144,6 @@ def save_session(files: WorkspaceFiles, messages: list[Message], *, key: str,
             return path
         except FileExistsError:
             taken.append(path)
-
-
-def _when(stamp: str) -> str:
-    parsed = parse_iso(stamp)
-    return parsed.astimezone().strftime("%Y-%m-%d %H:%M") if parsed else "?"
 
 
 def due_reset(session: Session) -> str | None:

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from clawd.core.errors import ClawdError
-from clawd.core.messages import Message, utc_iso
+from clawd.core.messages import Message, shown_time, utc_iso
 from clawd.core.textcut import shorten
 from clawd.frontends.compose import agent_paths
-from clawd.frontends.reports import shown_time
 from clawd.sessions.files import (
     DELETED_DIR,
     Summary,
