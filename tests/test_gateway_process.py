@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -117,3 +118,29 @@ def test_serve_says_where_v1_is_and_logs_a_line_per_request(isolated_home, local
     assert TOKEN not in err and "secret" not in err  # no token, no query in the log
     assert re.search(r"GET /api/sessions 200 \d+ ms", err)
     assert re.search(r"GET /api/sessions 401 \d+ ms", err)
+
+
+def test_a_cli_on_a_session_the_gateway_holds_is_told_who_and_until_when(isolated_home,
+                                                                         local_config):
+    config_path = isolated_home / ".clawd" / "clawd.json"
+    config = json.loads(config_path.read_text())
+    port = free_port()
+    config["gateway"] = {"port": port, "idleSessionSeconds": 60}
+    config_path.write_text(json.dumps(config))
+    child, url = start_serve({**os.environ, "CLAWD_GATEWAY_TOKEN": TOKEN}, port)
+    try:
+        sent = httpx.post(f"{url}/api/sessions/main/messages", headers=AUTH,
+                          json={"text": "/status"}, timeout=20)
+        assert sent.status_code == 200
+        started = time.monotonic()
+        cli = subprocess.run([sys.executable, "-m", "clawd", "chat", "-m", "/status"],
+                             capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - started
+    finally:
+        child.terminate()
+        child.wait(20)
+    assert cli.returncode == 1
+    err = cli.stderr.strip()
+    assert f"in use by clawd serve ({url})" in err and "lets it go at" in err, err
+    assert len(err.splitlines()) == 1
+    assert took < 8  # it would be let go in a minute: no point waiting ten seconds first

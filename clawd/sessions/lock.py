@@ -5,9 +5,12 @@ without the first reply), so a process takes ``<sessions>/locks/<key>.lock`` bef
 loads a session and keeps it until it is done with it. A second process waits up to
 ``WAIT_SECONDS`` and then fails in one line naming the process that holds the session. The
 lock is an OS file lock (``flock``): the kernel drops it when its holder exits or crashes,
-so a stale holder never blocks anyone; the pid written in the file is only for the message.
-Within one process the lock is shared (counted), so ``/new`` and tests may open the same
-key again.
+so a stale holder never blocks anyone. What is written in the file is only for that
+message: the holder's pid, what it is (``HOLDER``: ``clawd serve`` says so, with its
+address), and, when the holder says when it will let go (``describe``: the gateway lets an
+idle session go after ``gateway.idleSessionSeconds``), that time: a waiter whose wait would
+end before it gives up at once and says when to come back. Within one process the lock is
+shared (counted), so ``/new`` and tests may open the same key again.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from clawd.core.errors import ClawdError
 WAIT_SECONDS = 10.0
 POLL_SECONDS = 0.1
 
+HOLDER = "another clawd process"  # what this process is, for a waiter's message
 _held: dict[Path, tuple[IO[bytes], int]] = {}
 # re-entrant: a Session collected during ``acquire`` releases its own hold from a finalizer
 _guard = threading.RLock()
@@ -59,19 +63,42 @@ def acquire(sessions_dir: Path, key: str, wait: float | None = None,
         handle = open(path, "a+b")  # noqa: SIM115 - held open while the session is held
         deadline = time.monotonic() + (WAIT_SECONDS if wait is None else wait)
         while not _try_lock(handle):
-            if time.monotonic() >= deadline:
-                holder = _holder(handle)
+            pid, who, until = _holder(handle)
+            left = until - time.time() if until is not None else None
+            if time.monotonic() >= deadline or (
+                    left is not None and time.monotonic() + left > deadline):
                 handle.close()
-                raise SessionBusyError(
-                    f"session {key} is in use by another clawd process"
-                    f"{f' (pid {holder})' if holder else ''}; {hint}")
+                raise SessionBusyError(_busy(key, pid, who, left, hint))
             time.sleep(POLL_SECONDS)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()).encode())
-        handle.flush()
+        _write(handle, HOLDER, None)
         _held[path] = (handle, 1)
         return path
+
+
+def describe(sessions_dir: Path, key: str, until: float | None) -> None:
+    """Say in the lock of a session this process holds when it will let it go (``until``,
+    a ``time.time()``; None: not known, e.g. while a turn runs)."""
+    with _guard:
+        held = _held.get(lock_path(sessions_dir, key))
+        if held is not None:
+            _write(held[0], HOLDER, until)
+
+
+def _write(handle: IO[bytes], who: str, until: float | None) -> None:
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n{who}\n{'' if until is None else f'{until:.0f}'}\n"
+                 .encode("utf-8"))
+    handle.flush()
+
+
+def _busy(key: str, pid: str, who: str, left: float | None, hint: str) -> str:
+    holder = f"{who or 'another clawd process'}{f' (pid {pid})' if pid else ''}"
+    if left is None:
+        return f"session {key} is in use by {holder}; {hint}"
+    at = time.strftime("%H:%M:%S", time.localtime(time.time() + max(left, 0)))
+    return (f"session {key} is in use by {holder}, which lets it go at {at} (in "
+            f"{max(round(left), 1)} s) if no other turn comes; {hint}")
 
 
 def release(path: Path) -> None:
@@ -88,10 +115,13 @@ def release(path: Path) -> None:
         handle.close()
 
 
-def _holder(handle: IO[bytes]) -> str:
+def _holder(handle: IO[bytes]) -> tuple[str, str, float | None]:
+    """(pid, what it is, when it lets go) as the holder wrote them."""
     handle.seek(0)
-    text = handle.read(32).decode("ascii", "replace").strip()
-    return text if text.isdigit() else ""
+    lines = handle.read(512).decode("utf-8", "replace").splitlines() + ["", "", ""]
+    pid, who, until = (line.strip() for line in lines[:3])
+    return (pid if pid.isdigit() else "", who if pid.isdigit() else "",
+            float(until) if until.isdigit() else None)
 
 
 try:

@@ -35,6 +35,7 @@ from clawd.frontends.commands import Chat
 from clawd.frontends.gateway.agents import Agents
 from clawd.frontends.gateway.feed import Feed
 from clawd.frontends.render import drive, event_json
+from clawd.sessions import lock
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +219,16 @@ class Hub:
                 push({"type": "error", "message": str(exc)})
                 push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])
                 return
+        sessions_dir = slot.chat.session.rt.sessions_dir
+        lock.describe(sessions_dir, slot.key, None)  # a turn runs: no time to let go yet
+        try:
+            drive(slot.chat.handle(turn.text), self._render(turn, push))
+        finally:  # a waiting CLI is told when the idle session will be let go
+            lock.describe(sessions_dir, slot.key, time.time() + max(self.idle_seconds, 0))
+
+    @staticmethod
+    def _render(turn: Turn, push: Callable[[dict[str, Any]], None]
+                ) -> Callable[[Any], bool]:
         def render(event: Any) -> bool:
             for line in event_json(event, deltas=True):
                 push(line)
@@ -228,7 +239,7 @@ class Hub:
                 turn.interrupted = True  # the turn has ended: nothing more to stop
             return False
 
-        drive(slot.chat.handle(turn.text), render)
+        return render
 
     def _let_go(self, slot: Slot) -> None:
         """Close an idle session (its lock goes back to the CLI); forget an empty slot."""

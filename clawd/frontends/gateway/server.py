@@ -28,6 +28,7 @@ from typing import Any
 
 from clawd.config import Config
 from clawd.core.errors import ConfigError
+from clawd.sessions import lock
 from clawd.frontends.gateway.policy import (
     ENV_TOKEN,
     bind_host,
@@ -122,6 +123,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
           + ("" if is_loopback(host) else " · reachable beyond this machine"),
           file=sys.stderr, flush=True)
     logging.getLogger("clawd.access").setLevel(logging.INFO)  # a line per request
+    lock.HOLDER = f"clawd serve ({url})"  # what a CLI waiting for one of its sessions is told
     run(app, host, port)
     return 0
 
