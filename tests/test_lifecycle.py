@@ -150,6 +150,19 @@ def test_slug_timeout_falls_back_to_hhmm(tmp_path):
     assert path == "memory/2026-11-22-0705.md"
 
 
+def test_a_session_the_model_gave_no_name_is_named_by_its_first_words(tmp_path):
+    def failing(request):
+        raise RuntimeError("the server is gone")
+    messages = [Message.user("My sister Inês lives in Porto and teaches piano."),
+                Message.assistant("Noted.")]
+    path = end_session_memory(ScriptedProvider(default=failing), DiskFiles(tmp_path),
+                              messages, cfg=SessionMemoryHook(), key=KEY, session_id="s1",
+                              reason="/new", now=datetime(2026, 11, 22, 16, 38))
+    assert path == "memory/2026-11-22-sister-ines-lives-porto.md"
+    assert (tmp_path / path).read_text().startswith(
+        "# Session 2026-11-22 16:38: sister-ines-lives-porto\n")
+
+
 def test_hook_takes_the_last_n_messages(tmp_path):
     messages = [Message.user(f"u{i}") if i % 2 == 0 else Message.assistant(f"a{i}")
                 for i in range(40)]

@@ -447,3 +447,38 @@ def test_a_terminal_with_no_color_set_gets_plain_text(monkeypatch, no_color):
         assert out.getvalue() == "error: boom\n**a** b\n"
     else:
         assert out.getvalue().startswith("\x1b[31merror: boom\x1b[0m\n")
+
+
+class _Screen:
+    """Two streams that are one terminal, as stdout and stderr of ``clawd chat -m``."""
+
+    def __init__(self, tty: bool = True):
+        self.text, self.tty = "", tty
+
+    def stream(self):
+        screen = self
+
+        class Stream(io.StringIO):
+            def write(self, text):
+                screen.text += text
+                return len(text)
+
+            def isatty(self):
+                return screen.tty
+
+        return Stream()
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_a_notice_after_the_reply_is_on_a_line_of_its_own(tty):
+    """``-m``: the reply on stdout, a notice on stderr; on one terminal they shared a line."""
+    screen = _Screen(tty)
+    out, err = screen.stream(), screen.stream()
+    renderer = Renderer(out, side=err, color=False)
+    for event in (TextDelta("Here is the answer"), ev.Notice("the reply hit the output limit"),
+                  ev.TurnDone("Here is the answer", session_key="k")):
+        renderer.event(event)
+    if tty:
+        assert screen.text == "Here is the answer\n· the reply hit the output limit\n"
+    else:  # piped: stdout holds the reply as written, its newline at the end
+        assert screen.text == "Here is the answer· the reply hit the output limit\n\n"

@@ -93,6 +93,13 @@ def event_json(event: Any, *, deltas: bool = False) -> list[dict[str, Any]]:
     return []
 
 
+def _tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 class Renderer:
     """Writes events to a text stream: replies as they stream, the rest on lines of their own.
 
@@ -125,8 +132,8 @@ class Renderer:
         """A whole line (on the side stream unless ``side`` is false), after ending a reply
         line that is still open on the same stream."""
         target = self.side if side else self.stream
-        if target is self.stream:
-            self._end_reply()
+        if target is self.stream or (self.midline and _tty(target) and _tty(self.stream)):
+            self._end_reply()  # two streams on one screen (-m): not on the reply's line
         self._open = False
         self._write(self._style(code, text) + "\n", target)
 

@@ -24,6 +24,7 @@ from clawd.core.errors import ClawdError
 from clawd.core.events import Event
 from clawd.core.messages import Message, ModelRequest, parse_iso, shown_time
 from clawd.core.templates import render
+from clawd.memory.search import STOP_WORDS
 from clawd.providers.base import Provider, complete
 from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import MEMORY_DIR, is_writable
@@ -90,6 +91,17 @@ def sanitize_slug(text: str, *, cut: bool = False, said: str | None = None) -> s
     return slug or None
 
 
+def words_slug(messages: list[Message]) -> str | None:
+    """A slug from the first user message's own words, when the model gives none (it failed,
+    or took too long): ``my sister Ines lives in Porto`` → ``sister-ines-lives-porto``.
+    None when it holds fewer than two words worth a name (``hi``): the time is used then."""
+    first = next((m.text for m in messages if m.role == "user" and m.text.strip()), "")
+    ascii_text = unicodedata.normalize("NFKD", first).encode("ascii", "ignore").decode()
+    words = [w for w in re.findall(r"[a-z0-9]+", ascii_text.lower())
+             if len(w) > 2 and w not in STOP_WORDS]
+    return sanitize_slug(" ".join(words)) if len(words) >= 2 else None
+
+
 def model_slug(provider: Provider, messages: list[Message], timeout: float) -> str | None:
     """Ask the model for a slug, giving up after ``timeout`` seconds."""
     conversation = "\n".join(f"{m.role}: {m.text[:500]}" for m in messages[-8:])
@@ -103,7 +115,7 @@ def model_slug(provider: Provider, messages: list[Message], timeout: float) -> s
             reply = complete(provider, request).message
             result["text"] = reply.text
             result["cut"] = "yes" if reply.stop_reason == "length" else ""
-        except Exception as exc:  # noqa: BLE001 - any failure falls back to HHMM
+        except Exception as exc:  # noqa: BLE001 - any failure falls back to the words
             log.info("slug request failed: %s", exc)
 
     worker = threading.Thread(target=ask, daemon=True, name="clawd-slug")
@@ -200,5 +212,6 @@ def end_session_memory(provider: Provider | None, files: WorkspaceFiles,
     if not cfg.enabled or not chosen:
         return None
     slug = model_slug(provider, chosen, cfg.slug_timeout_seconds) if provider else None
+    slug = slug or words_slug(chosen)
     return save_session(files, chosen, key=key, session_id=session_id, reason=reason,
                         now=now, slug=slug, summary=summary)

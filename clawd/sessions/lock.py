@@ -88,7 +88,7 @@ def _write(handle: IO[bytes], who: str, until: float | None) -> None:
     handle.seek(0)
     handle.truncate()
     handle.write(f"{os.getpid()}\n{who}\n{'' if until is None else f'{until:.0f}'}\n"
-                 .encode("utf-8"))
+                 .encode())
     handle.flush()
 
 

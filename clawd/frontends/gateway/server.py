@@ -28,7 +28,6 @@ from typing import Any
 
 from clawd.config import Config
 from clawd.core.errors import ConfigError
-from clawd.sessions import lock
 from clawd.frontends.gateway.policy import (
     ENV_TOKEN,
     bind_host,
@@ -36,6 +35,7 @@ from clawd.frontends.gateway.policy import (
     check_token,
     is_loopback,
 )
+from clawd.sessions import lock
 
 log = logging.getLogger(__name__)
 TOKEN_FILE = "gateway-token"
