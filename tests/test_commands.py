@@ -89,7 +89,7 @@ def test_undo_after_a_compaction_and_of_a_summarised_turn(tmp_path):
         "NO_REPLY" if is_flush(request) else summary))
     runtime = make_runtime(tmp_path, provider)
     chat = Chat(runtime, KEY)
-    list(chat.handle("first" + " and more" * 60))  # long enough that a summary saves room
+    list(chat.handle("first" + " and more" * 120))  # long enough that a summary saves room
     list(chat.handle("second"))
     list(chat.handle("/compact"))  # flushes, then summarises the first turn, keeps the second
     assert texts(chat.session.history.messages) == ["second", "two"]

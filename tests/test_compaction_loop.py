@@ -402,11 +402,11 @@ def test_compact_with_nothing_to_cut_does_not_use_up_the_flush(tmp_path):
 def test_a_compaction_that_would_not_shrink_the_context_keeps_the_history(tmp_path):
     """Two short turns: a summary longer than what it replaces is not applied."""
     model = LoopModel()
-    wordy = "## Goal\n" + "- a long and wordy summary of almost nothing at all\n" * 20
+    wordy = "## Goal\n" + "- a long and wordy summary of almost nothing at all\n" * 80
     provider, runtime, session = start(
         tmp_path, lambda request: wordy if is_summary(request) else model(request))
     chat = Chat(runtime, KEY)
-    list(chat.handle("hi"))
+    list(chat.handle("hi " + "and some more words " * 60))
     list(chat.handle("and hello"))
     before = list(session.history.messages)
     used = session.context_tokens()
@@ -420,6 +420,23 @@ def test_a_compaction_that_would_not_shrink_the_context_keeps_the_history(tmp_pa
     assert session.context_tokens() == used
     assert not any(e["type"] == "compaction" for e in lines(session))
     assert session.store.get(KEY)["compactionCount"] == 0
+
+
+def test_a_compact_of_too_little_history_asks_the_model_nothing(tmp_path):
+    """A 1.5B model took two minutes (a flush, then a summary) to say this."""
+    model = LoopModel()
+    provider, runtime, session = start(tmp_path, model)
+    chat = Chat(runtime, KEY)
+    list(chat.handle("hi"))
+    list(chat.handle("and hello"))
+    asked = len(provider.requests)
+    events = list(chat.handle("/compact"))
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and notices[0].startswith(
+        "not compacted: the 2 messages before the latest turn hold ")
+    assert notices[0].endswith("too few for a summary to save room; the history is unchanged")
+    assert len(provider.requests) == asked  # no flush, no summary
+    assert session.history.summary is None
 
 
 def test_compact_in_a_script_says_it_once(tmp_path, capsys):

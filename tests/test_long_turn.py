@@ -127,7 +127,7 @@ def test_compact_on_a_short_history_compacts_what_precedes_the_latest_turn(tmp_p
                                  "The user told me no facts.", "## Goal\nsmall talk"])
     runtime = make_runtime(tmp_path, provider)
     chat = Chat(runtime, KEY)
-    list(chat.handle("first question" + ", and more" * 60))  # a summary saves room
+    list(chat.handle("first question" + ", and more" * 120))  # a summary saves room
     list(chat.handle("second question"))
     events = list(chat.handle("/compact"))
     assert [e for e in events if isinstance(e, Compacted)]

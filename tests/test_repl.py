@@ -482,3 +482,14 @@ def test_a_notice_after_the_reply_is_on_a_line_of_its_own(tty):
         assert screen.text == "Here is the answer\n· the reply hit the output limit\n"
     else:  # piped: stdout holds the reply as written, its newline at the end
         assert screen.text == "Here is the answer· the reply hit the output limit\n\n"
+
+
+def test_the_status_line_forgets_the_old_session_s_turn_after_new(tmp_path):
+    provider = ScriptedProvider([Reply("ok", usage=Usage(1000, 200, 0, 0))])
+    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    status = statusline.Status(chat)
+    for line, expected in (("hi", (1000, 200)), ("/status", (1000, 200)), ("/new", None)):
+        status.start_turn()
+        list(chat.handle(line))
+        status.end_turn()
+        assert status.turn == expected, line

@@ -91,8 +91,11 @@ class Status:
     def end_turn(self) -> None:
         """The tokens the line just handled used, if it called the model."""
         session, after = self._usage()
-        # after /new or /reset, the counters are the new session's, from zero
+        # after /new or /reset, the counters are the new session's, from zero, and the old
+        # session's last turn is no longer this session's
         before = self._before[1] if session == self._before[0] else [0] * _USAGE
+        if session != self._before[0]:
+            self.turn = self.cost = None
         fresh, output, read, written = (a - b for a, b in zip(after, before))
         if fresh or output or read or written:
             self.turn = (fresh + read + written, output)

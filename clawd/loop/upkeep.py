@@ -58,6 +58,9 @@ from clawd.workspace.files import daily_log_path, is_writable
 
 log = logging.getLogger(__name__)
 OVERFLOW_ATTEMPTS = 3  # compactions tried for one request the server says does not fit
+# a manual /compact of less history than this is refused before any model request: a
+# summary (its sections, the facts it keeps) is rarely much smaller
+WORTH_A_SUMMARY = 200
 
 
 class Upkeep:
@@ -198,6 +201,15 @@ class Upkeep:
                              f"tokens) is one turn, and the latest turn is always kept")
             return False
         request = messages[users[-1]] if users and cut > users[-1] else None
+        small = estimate_messages(history_messages(self.conversation.history.summary,
+                                                   messages[:cut]))
+        if reason == "manual" and small < WORTH_A_SUMMARY:
+            # decided before any flush or summary is asked for (it took minutes on a slow
+            # model, to say the same)
+            yield Notice(f"not compacted: the {cut} message{'s' * (cut != 1)} before the latest "
+                         f"turn hold {small:,} tokens, too few for a summary to save room; the "
+                         f"history is unchanged")
+            return False
         if reason != "auto":
             yield from self.flush_if_due(view=messages[:cut] if reason == "overflow" else None)
         history = self.conversation.history
