@@ -189,3 +189,25 @@ def test_a_client_that_disconnects_does_not_stop_the_turn(tmp_path):
         kinds = [json.loads(line[6:])["type"] for line in again.text.splitlines()
                  if line.startswith("data: ")]
         assert kinds == ["reply", "done"]
+
+
+def test_an_anonymous_request_leaves_no_session_behind(tmp_path):
+    """No session key, chat id or user: nobody can come back to the session, so it is set
+    aside when its turn ends (its transcript kept in deleted/), not listed forever."""
+    from gateway_client import gateway
+
+    raw = {"http": {"endpoints": {"chatCompletions": {"enabled": True}}}}
+    with gateway(tmp_path, ScriptedProvider(default="hello"), raw=raw) as http:
+        for text in ("hi", "hi again"):
+            answer = http.post("/v1/chat/completions", headers=AUTH, json={
+                "model": "clawd", "messages": [{"role": "user", "content": text}]})
+            assert answer.status_code == 200 and answer.headers["X-Clawd-Session-From"] == "new"
+            assert answer.json()["choices"][0]["message"]["content"] == "hello"
+        named = http.post("/v1/chat/completions", headers=AUTH, json={
+            "model": "clawd", "user": "bob", "messages": [{"role": "user", "content": "hi"}]})
+        assert named.status_code == 200
+        listed = http.get("/api/sessions", headers=AUTH).json()["sessions"]
+        assert [s["key"] for s in listed] == ["agent:main:openai:user:" + client_id("bob")]
+    kept = list((tmp_path / "state" / "agents" / "main" / "sessions" / "deleted").iterdir())
+    assert len(kept) == 2
+    assert all('"hi' in path.read_text() for path in kept)

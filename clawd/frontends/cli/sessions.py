@@ -205,6 +205,16 @@ def delete(store: SessionStore, row: Row, *, purge: bool) -> str:
             lock.release(held)
 
 
+def set_aside(store: SessionStore, key: str) -> str | None:
+    """Delete the session ``key`` points at, keeping its transcript in ``deleted/`` (a
+    session nobody can come back to: an OpenAI request with no chat id, user or key).
+    What was done, or None when the key points at nothing."""
+    entry = store.get(key)
+    path = Path(str((entry or {}).get("sessionFile") or ""))
+    summary = read_summary(path) if entry and path.is_file() else None
+    return delete(store, Row(summary, key), purge=False) if summary else None
+
+
 def cmd_sessions(args: argparse.Namespace) -> int:
     from clawd.config import load_config, resolve_agent
 

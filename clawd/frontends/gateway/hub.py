@@ -71,6 +71,7 @@ class Turn:
     text: str
     feed: Feed = field(default_factory=Feed)
     state: str = "queued"  # queued | running | done
+    ephemeral: bool = False  # its session is set aside when it ends (nobody can return)
     abort: bool = False
     interrupted: bool = False  # the abort's interrupt has been delivered
 
@@ -111,10 +112,12 @@ class Hub:
 
     # --- sending ----------------------------------------------------------------------------
 
-    def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None
-               ) -> tuple[Turn, bool]:
+    def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None,
+               *, ephemeral: bool = False) -> tuple[Turn, bool]:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
-        it is new (False: a retried send, the turn it started the first time)."""
+        it is new (False: a retried send, the turn it started the first time).
+        ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
+        ends."""
         if idempotency:
             seen = self.sent.get((agent_id, key, idempotency))
             if seen is not None:
@@ -131,7 +134,7 @@ class Hub:
         waiting = len(slot.queue) + (1 if slot.running is not None else 0)
         if waiting > self.max_queued:
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
-        turn = Turn(self.new_id(), agent_id, key, text)
+        turn = Turn(self.new_id(), agent_id, key, text, ephemeral=ephemeral)
         self._remember(turn, idempotency)
         slot.queue.append(turn)
         if slot.idle_timer is not None:
@@ -225,6 +228,22 @@ class Hub:
             drive(slot.chat.handle(turn.text), self._render(turn, push))
         finally:  # a waiting CLI is told when the idle session will be let go
             lock.describe(sessions_dir, slot.key, time.time() + max(self.idle_seconds, 0))
+            if turn.ephemeral:
+                self._set_aside(slot)
+
+    @staticmethod
+    def _set_aside(slot: Slot) -> None:
+        """Close the session of an ephemeral turn and delete it, its transcript kept."""
+        from clawd.frontends.cli.sessions import set_aside
+
+        chat, slot.chat = slot.chat, None
+        if chat is not None:
+            runtime = chat.session.rt
+            chat.session.close()
+            try:
+                set_aside(runtime.store, slot.key)  # type: ignore[arg-type]
+            except ClawdError as exc:
+                log.warning("session %s was not set aside: %s", slot.key, exc)
 
     @staticmethod
     def _render(turn: Turn, push: Callable[[dict[str, Any]], None]

@@ -78,7 +78,8 @@ async def chat_completions(request: Request) -> Response:
         headers[SESSION_HEADER] = key_from_header(headers[SESSION_HEADER])
     name, how = session_name(headers, parsed.user, new_id())
     agent_id, key = session_of(request, name, agent_id)
-    turn, _ = gw.hub.submit(agent_id, key, text, request.headers.get("idempotency-key"))
+    turn, _ = gw.hub.submit(agent_id, key, text, request.headers.get("idempotency-key"),
+                            ephemeral=how == "new")  # nobody can come back to it
     headers = {"X-Clawd-Session-Key": header_key(key), "X-Clawd-Session-From": how,
                "X-Clawd-Turn-Id": turn.id}
     lines = turn.feed.follow()
