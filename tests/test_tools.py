@@ -245,6 +245,29 @@ def test_context_files_cap_and_window(tmp_path):
                                          "memory/2026-11-22.md"]
 
 
+def test_an_untouched_memory_template_is_no_context(tmp_path):
+    """In an 8k window the template's 809 characters of placeholders were sent in full
+    while today's log was cut."""
+    from clawd.workspace.template import template_files
+
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    template = next(src.read_text() for name, src in template_files() if name == "MEMORY.md")
+    (ws / "MEMORY.md").write_text(template)
+
+    def memory_md() -> str | None:
+        found = read_context_files(DiskFiles(ws), include_memory=True,
+                                   today=date(2026, 11, 22), max_chars=20_000)
+        return next((f.text for f in found if f.name == "MEMORY.md"), None)
+
+    assert memory_md() is None
+    (ws / "MEMORY.md").write_text(template.replace(
+        "- (name — who they are, how they relate to the user)", "- Ines: sister, in Porto"))
+    shown = memory_md()
+    assert shown is not None and "- Ines: sister, in Porto" in shown
+    assert "## People" in shown and "(preferences" not in shown and "## Lessons" not in shown
+
+
 def test_a_tool_is_declared_once_by_its_signature(ctx):
     @tool("probe", "Echo typed arguments.")
     def probe(ctx, *, name: str, count: Annotated[int, Param("how many", minimum=1)] = 2,

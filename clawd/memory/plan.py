@@ -26,7 +26,7 @@ from clawd.memory.chunker import Chunk, chunk_text
 from clawd.memory.sources import NotText, all_sources, read_source
 from clawd.memory.target import Target
 from clawd.workspace.files import MEMORY_FILE, without_replaced
-from clawd.workspace.init import template_lines
+from clawd.workspace.template import template_lines
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,12 @@ from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from pathlib import Path
 
+from clawd.core import listmark
 from clawd.core.errors import SandboxError
 from clawd.core.textcut import keep_ends
 from clawd.core.tokens import at_most
 from clawd.workspace.interface import WorkspaceFiles
+from clawd.workspace.template import template_lines
 
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
 MEMORY_FILE = "MEMORY.md"
@@ -124,7 +126,9 @@ def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: da
         if raw is None or not raw.strip():
             continue
         if name == MEMORY_FILE:
-            raw = replaced_left_out(raw)
+            raw = placeholders_left_out(replaced_left_out(raw))
+            if not raw:  # the template as laid down: placeholders are no context
+                continue
         text, cut = truncate(raw, max_chars, name)
         found.append(ContextFile(name, len(raw), text, cut))
     return found
@@ -229,6 +233,26 @@ def replaced_lines(memory: str) -> list[ReplacedLine]:
             found.append(ReplacedLine(entry["old"], entry["path"], start,
                                       int(entry["end"] or start), entry["day"], entry["new"]))
     return found
+
+
+def placeholders_left_out(text: str) -> str:
+    """MEMORY.md without its template's placeholder bullets (``- (people — who they
+    are)``) and the headings left with nothing under them; empty when nothing of the
+    user's own is left (in an 8k window the untouched template took 809 characters while
+    today's log was cut)."""
+    lines = [line for line in text.splitlines() if not listmark.PLACEHOLDER.match(line)]
+    kept = []
+    for i, line in enumerate(lines):
+        if line.startswith("##"):
+            rest = lines[i + 1:]
+            end = next((j for j, later in enumerate(rest) if later.startswith("#")), len(rest))
+            if not any(later.strip() for later in rest[:end]):
+                continue  # a section with nothing in it
+        kept.append(line)
+    template = template_lines()
+    own = any(line.strip() and not line.startswith("#") and line.strip() not in template
+              for line in kept)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip() + "\n" if own else ""
 
 
 def replaced_left_out(text: str) -> str:

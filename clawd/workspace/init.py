@@ -19,7 +19,6 @@ example of a local server, for the next step ``clawd init`` prints.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import re
@@ -41,15 +40,14 @@ from clawd.config import (
 )
 from clawd.config.text import add_agent, agent_snippet, json5_string
 from clawd.core.errors import ClawdError
-from clawd.core.templates import data_dir
 from clawd.workspace.files import MEMORY_DIR
+from clawd.workspace.template import TEMPLATE_DIR, template_files
 
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+    pass
 
 log = logging.getLogger(__name__)
 
-TEMPLATE_DIR = "workspace_template"
 STARTER_CONFIG = "starter_config.json5"
 # Same rule as agents.list[].id: the id becomes a directory name, so nothing like "../x".
 AGENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -162,26 +160,6 @@ def apply(actions: list[Action]) -> list[Action]:
             log.info("%s %s exists, kept", action.kind, action.path)
         done.append(replace(action, status="created" if created else "exists"))
     return done
-
-
-def template_files() -> list[tuple[str, Traversable]]:
-    """The workspace template as (relative posix path, resource) pairs, sorted by path."""
-    found: list[tuple[str, Traversable]] = []
-
-    def walk(node: Traversable, prefix: str) -> None:
-        for child in node.iterdir():
-            # Editor backups, .DS_Store, caches: never part of a user's workspace.
-            if child.name.startswith(".") or child.name == "__pycache__":
-                continue
-            rel = f"{prefix}{child.name}"
-            if child.is_dir():
-                walk(child, rel + "/")
-            elif child.is_file():
-                found.append((rel, child))
-
-    walk(data_dir(TEMPLATE_DIR), "")
-    # Top-level files before the templates/ folder, then alphabetical: a readable plan.
-    return sorted(found, key=lambda item: (item[0].count("/"), item[0]))
 
 
 def starter_config_text() -> str:
@@ -326,14 +304,3 @@ def _write_new(action: Action) -> bool:
     return True
 
 
-@functools.cache
-def template_lines() -> frozenset[str]:
-    """The lines of the notes' templates (MEMORY.md and ``templates/*.md``) that say nothing
-    of the user's own: neither headings nor blank, stripped. A note made of these alone is
-    the template as it was laid down."""
-    lines: set[str] = set()
-    for rel, resource in template_files():
-        if rel == "MEMORY.md" or rel.startswith("templates/"):
-            lines.update(line.strip() for line in resource.read_text(encoding="utf-8")
-                         .splitlines() if line.strip() and not line.lstrip().startswith("#"))
-    return frozenset(lines)
