@@ -19,7 +19,8 @@ failures per half and setting, the questions answered, and keeps every reply in
 
     CTX=8192 ../shared/tools/local-llm/serve.sh start qwen-1.5b
     python scripts/bench_recall_harm.py --base-url http://127.0.0.1:8080/v1 \\
-        --model qwen2.5-coder-1.5b-instruct --window 8192 --samples 2
+        --model qwen2.5-coder-1.5b-instruct --window 8192 --samples 2 \\
+        --restart "CTX=8192 ../shared/tools/local-llm/serve.sh start qwen-1.5b"
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -100,6 +102,23 @@ def write_config(state: Path, workspace: Path, args: argparse.Namespace, recall:
     return path
 
 
+class ServerGone(Exception):
+    pass
+
+
+def asked(runtime, key: str, text: str, log, restart: str | None) -> str:
+    """``ask``, and once more after ``restart`` (a shell command) when the server died
+    (llama.cpp's server has been seen to abort on a grammar error mid-run)."""
+    try:
+        return ask(runtime, key, text, log)
+    except ServerGone as exc:
+        if not restart:
+            raise SystemExit(f"the model server is gone: {exc}") from None
+        log(f"  the server is gone ({exc}); restarting it")
+        subprocess.run(restart, shell=True, check=True, capture_output=True)
+        return ask(runtime, key + "-again", text, log)
+
+
 def seed(runtime) -> None:
     """The notes as the run began: what an earlier message wrote is taken away, so every
     message meets the same notes."""
@@ -116,20 +135,24 @@ def seed(runtime) -> None:
 
 
 def ask(runtime, key: str, text: str, log) -> str:
-    from clawd.core.events import Recalled, TurnDone
+    from clawd.core.events import ErrorEvent, Recalled, TurnDone
     from clawd.frontends.commands import Chat
 
     seed(runtime)
     chat = Chat(runtime, key)
-    reply, recalled = "", ""
+    reply, recalled, errors = "", "", []
     try:
         for event in chat.handle(text):
             if isinstance(event, Recalled):
                 recalled = ", ".join(f"{p}:{a}-{b} ({s:.2f})" for p, a, b, s in event.places)
+            elif isinstance(event, ErrorEvent):
+                errors.append(event.message)
             elif isinstance(event, TurnDone):
                 reply = event.text
     finally:
         chat.session.close()
+    if any("cannot connect" in e for e in errors):  # the server died: this turn is no figure
+        raise ServerGone(errors[-1])
     log(f"\n> [{key}] {text}\n  recalled: {recalled or '-'}\n  "
         + (reply.replace("\n", "\n  ") or "(no reply)"))
     return reply
@@ -145,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--half", choices=["tune", "held", "both"], default="both")
     parser.add_argument("--settings", default="off,on", help="recall settings to run")
     parser.add_argument("--keep", type=Path, default=None, help="where to leave the run")
+    parser.add_argument("--restart", metavar="CMD", help="a shell command that starts the "
+                        "model server again if it dies mid-run")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
 
@@ -174,12 +199,14 @@ def main(argv: list[str] | None = None) -> int:
         answered = [0, 0]
         for n, (_, half, text) in enumerate(ordinary):
             for k in range(args.samples):
-                reply = ask(runtime, f"agent:main:{setting}-o{n}-{k}-{stamp}", text, log)
+                reply = asked(runtime, f"agent:main:{setting}-o{n}-{k}-{stamp}", text, log,
+                              args.restart)
                 failed[half][0] += not reply.strip() or bool(FAILED.search(reply))
                 failed[half][1] += 1
         for n, (question, pattern) in enumerate(QUESTIONS):
             for k in range(args.samples):
-                reply = ask(runtime, f"agent:main:{setting}-q{n}-{k}-{stamp}", question, log)
+                reply = asked(runtime, f"agent:main:{setting}-q{n}-{k}-{stamp}", question, log,
+                              args.restart)
                 answered[0] += bool(re.search(pattern, reply, re.I | re.S))
                 answered[1] += 1
         if runtime.memory is not None:

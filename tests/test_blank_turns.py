@@ -43,7 +43,7 @@ def test_a_blank_answer_is_asked_again_once_without_it_in_the_request(tmp_path, 
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
         "Your budget is 2400 euros."
     assert events[-1].text == "Your budget is 2400 euros."
-    assert not [e for e in events if isinstance(e, Notice)]
+    assert [e.text for e in events if isinstance(e, Notice)] == ["asking the model again: the reply was empty"]
     first, second = provider.requests
     # asked again after the history, the user's message repeated: a 1.5B model answered
     # 0 of 6 such requests with a note in the system prompt, 6 of 6 this way; and the
@@ -75,9 +75,9 @@ def test_an_answer_that_only_repeats_the_message_is_asked_again(tmp_path):
     renderer = Renderer(out, color=False)
     for event in events:
         renderer.event(event)
-    assert out.getvalue() == (f"{said}\n· write path='{DAILY}' append=True\n"
+    assert out.getvalue() == (f"{said}\n· asking the model again: the reply only repeated your message\n"
+                              f"· write path='{DAILY}' append=True\n"
                               f"Noted: 2400 euros in total.\n")  # the echo was shown
-    assert not [e for e in events if isinstance(e, Notice)]
     second = provider.requests[1]
     assert [m.role for m in second.messages] == ["user", "user"]  # the echo not sent back
     assert second.messages[-1].text == (
@@ -138,7 +138,8 @@ def test_an_answer_copying_the_instructions_is_asked_again(tmp_path):
     assert [m.text for m in Session(runtime, KEY).history.messages][-1] == \
         "Saved to today's log."
     assert COPIED not in [m.text for m in Session(runtime, KEY).history.messages]
-    assert not [e for e in events if isinstance(e, Notice)]
+    assert [e.text for e in events if isinstance(e, Notice)] == [
+        "asking the model again: the reply copied the instructions"]
     provider.assert_done()
 
 
@@ -168,6 +169,7 @@ def test_an_echo_then_nothing_ends_with_one_notice(tmp_path):
     provider = ScriptedProvider([said, ""])
     events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(said))
     assert [e.text for e in events if isinstance(e, Notice)] == [
+        "asking the model again: the reply only repeated your message",
         "the model returned an empty reply; nothing to show"]
     provider.assert_done()
 
@@ -179,7 +181,8 @@ def test_two_blank_answers_end_the_turn_with_a_notice(tmp_path, blank, said):
     session = Session(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("suggest an itinerary"))
     notices = [e.text for e in events if isinstance(e, Notice)]
-    assert len(notices) == 1 and notices[0].startswith(said)
+    assert notices[0] == "asking the model again: the reply was empty"  # while the second answer is awaited
+    assert len(notices) == 2 and notices[1].startswith(said)
     assert events[-1].text == ""
     provider.assert_done()
 
@@ -514,6 +517,35 @@ def test_an_answer_copying_the_recalled_notes_is_never_shown_and_asked_again(tmp
     provider.assert_done()
 
 
+class Counted(ScriptedProvider):
+    """A scripted model that counts the pieces of each reply it was read to."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.read: list[int] = []
+
+    def stream(self, request):
+        self.read.append(0)
+        for event in super().stream(request):
+            if isinstance(event, TextDelta):
+                self.read[-1] += 1
+            yield event
+
+
+def test_a_copy_of_the_notes_is_not_read_to_its_end(tmp_path):
+    """The first reply of a script copied the notes over and over: 2,800 tokens decoded,
+    nine minutes with nothing shown. Once a header line of the notes is in, the answer will
+    be asked again whatever follows: the stream is closed (the server stops generating)."""
+    runaway = DUMP + ("\n" + DUMP) * 200
+    provider = Counted([runaway, "You live in Ghent."], chunk_size=16)
+    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn("Where do I live?"))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "You live in Ghent."
+    assert provider.read[0] <= 5 < len(runaway) // 16  # read to its first line break or so
+    assert [e.text for e in events if isinstance(e, Notice)] == [
+        "asking the model again: the reply copied the recalled notes"]
+    provider.assert_done()
+
+
 def test_a_copy_of_the_notes_holding_a_claim_is_asked_as_a_copy(tmp_path):
     said = "I also have a cat called Pixel who only eats wet food."
     dump = DUMP + "\nI remember that your cat Pixel only eats wet food."
@@ -573,7 +605,8 @@ def test_an_answer_repeating_the_one_before_to_another_message_is_never_shown(tm
     assert ask.startswith("Your last answer was your answer to my message before, word for "
                           "word") and ask.endswith("best for an evening walk?")
     assert [m.text for m in Session(runtime, KEY).history.messages].count(STUCK) == 1
-    assert not [e for e in events if isinstance(e, Notice)]
+    assert [e.text for e in events if isinstance(e, Notice)] == [
+        "asking the model again: the reply repeated the answer before"]
     provider.assert_done()
 
 

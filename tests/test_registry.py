@@ -220,3 +220,23 @@ def test_context_window(ref, context_tokens, expected):
     ("ollama/llama3.1", 2048), ("ollama/qwen", 4096), ("openai/gpt-4o", 4096)])
 def test_max_output_tokens(ref, expected):
     assert max_output_tokens(WINDOWS, AgentDefaults(), ref) == expected
+
+
+def test_a_declared_server_s_replies_are_capped_by_its_window():
+    """A 1.5B model copying its notes over and over ran 2,800 tokens under the 4,096
+    default; a declared server's model with no maxTokens gets an eighth of its window."""
+    from clawd.providers.registry import max_output_tokens
+
+    declared = {"local": {"api": "openai-completions", "baseUrl": "http://127.0.0.1:8080/v1",
+                          "models": [{"id": "small", "contextWindow": 8192},
+                                     {"id": "tiny", "contextWindow": 2048},
+                                     {"id": "large", "contextWindow": 131072},
+                                     {"id": "own", "contextWindow": 8192, "maxTokens": 3000}]}}
+    cfg = config(declared)
+    settings = cfg.agents.defaults
+    assert [max_output_tokens(cfg, settings, f"local/{m}")
+            for m in ("small", "tiny", "large", "own")] == [1024, 512, 4096, 3000]
+    assert max_output_tokens(cfg, settings, "anthropic/claude-x") == 4096  # built in: as set
+    chosen = parse_config(json.dumps({"agents": {"defaults": {"maxTokens": 2000}},
+                                      "models": {"providers": declared}}))
+    assert max_output_tokens(chosen, chosen.agents.defaults, "local/small") == 2000

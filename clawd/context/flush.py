@@ -380,6 +380,11 @@ class SilentFilter:
         released, self._held = self._held, ""
         return released
 
+    @property
+    def held(self) -> str:
+        """The text held back until the filter decides (empty once it has)."""
+        return self._held if self._decided is None else ""
+
     def finish(self) -> str:
         """Whatever is still held back once the stream has ended."""
         if self._decided is None and not is_blank(self._held):

@@ -46,11 +46,21 @@ class BlankAnswer(Guard):
             return None
         ask = render("blank_retry.md.j2", kind="silent" if is_silent(reply.text) else "empty",
                      request=shorten(turn.text, 1000))
-        return AskAgain(self.name, Message.user(ask), drop=True, tool_choice="none")
+        return AskAgain(self.name, Message.user(ask), drop=True, tool_choice="none",
+                        why="the reply was empty")
+
+
+ECHO_WHY = {"repeat": "the reply repeated the answer before",
+            "notes": "the reply copied the recalled notes",
+            "instructions": "the reply copied the instructions",
+            "echo": "the reply only repeated your message"}
 
 
 class EchoAnswer(Guard):
     name = "echo"
+
+    def settled(self, held: str) -> bool:
+        return dumps_notes(held)  # a header line of the notes: asked again, never shown
 
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
         if is_blank(reply.text):
@@ -64,7 +74,7 @@ class EchoAnswer(Guard):
             if kind is None or unkept_claim(reply, turn):
                 return None
         ask = render("blank_retry.md.j2", kind=kind, request=shorten(turn.text, 1000))
-        return AskAgain(self.name, Message.user(ask), drop=True)
+        return AskAgain(self.name, Message.user(ask), drop=True, why=ECHO_WHY[kind])
 
 
 def unkept_claim(reply: Message, turn: TurnView) -> str | None:

@@ -41,7 +41,9 @@ class AskAgain:
     ends without what was asked for (None: nothing to say). ``quiet``: what is asked for is
     a tool call, so the answer is not streamed, and an answer in words only ends the turn
     unseen and leaves the history like a dropped one (a 1.5B model asked for the note it
-    claimed answered "I saved the note …" again, with no call).
+    claimed answered "I saved the note …" again, with no call). ``why``: the reason, shown
+    while the second answer is awaited (a first answer held back and dropped left the user
+    looking at nothing for minutes).
     """
 
     guard: str
@@ -50,6 +52,7 @@ class AskAgain:
     tool_choice: str = "auto"
     unmet: str | None = None
     quiet: bool = False
+    why: str = ""  # in words, for the user waiting on the second answer (none: say nothing)
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,12 @@ class Guard:
     def looping(self, parts: list[str]) -> str | None:
         return None
 
+    def settled(self, held: str) -> bool:
+        """Whether a reply held back while it streams (``held``, so far) is one this guard
+        will ask again whatever follows: reading on would only make the user wait (a copy
+        of the recalled notes ran to 2,800 tokens, nine minutes on a 1.5B model)."""
+        return False
+
     def clean(self, reply: Message) -> Message:
         return reply
 
@@ -134,6 +143,10 @@ class Guards:
     def looping(self, parts: list[str]) -> str | None:
         """The text to keep when the stream so far (``parts``) must stop, else None."""
         return next((cut for g in self.guards if (cut := g.looping(parts)) is not None), None)
+
+    def settled(self, held: str) -> bool:
+        """Whether a guard will ask again for the held-back reply whatever follows."""
+        return any(g.settled(held) for g in self.guards)
 
     def clean(self, reply: Message) -> Message:
         for guard in self.guards:

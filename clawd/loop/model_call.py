@@ -3,7 +3,9 @@
 ``ModelCall.run`` builds the request (the fixed layers, the summary and the history as the
 ``PruningLedger`` prunes it, a message that got no reply folded into the next, recalled
 notes in front of the user's message), streams the reply (holding back a ``NO_REPLY`` so it
-is never shown) through the model's guards, and returns one of:
+is never shown) through the model's guards (a held-back reply a guard will ask again for
+whatever follows is not read to its end: the stream is closed, and the server stops), and
+returns one of:
 
 - ``Replied``: the assistant message, not yet kept: the caller decides whether it joins the
   history (``keep``), which then records the call's usage (``TokenMeter``, the store), and
@@ -152,6 +154,11 @@ class ModelCall:
                             yield TextDelta(shown)
                         if (cut := guards.looping(parts)) is not None:  # its loop once
                             final = Message.assistant(cut)
+                            break
+                        if "\n" in event.text and guards.settled(silent.held):
+                            # held back, and a guard will ask again whatever follows: stop
+                            # reading, and the server stops generating when we go
+                            final = Message.assistant("".join(parts), stop_reason="stopped")
                             break
                     elif isinstance(event, ModelResponse):
                         final = event.message

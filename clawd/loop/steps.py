@@ -90,6 +90,8 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
             if not step.drop:  # the user saw it, and it stands
                 turn.reply = turn.view.shown = reply.text
             turn.ask, turn.tool_choice, turn.quiet = step.ask, step.tool_choice, step.quiet
+            if show and step.why and step.drop:  # nothing was shown: say why it waits again
+                yield Notice(f"asking the model again: {step.why}")
             continue
         if isinstance(step, Stop):
             turn.reply = reply.text

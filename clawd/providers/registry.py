@@ -138,12 +138,25 @@ def profile_settings(config: Config, ref: str) -> tuple[str, dict[str, bool]]:
     return profile, {str(k): v for k, v in guards.items()}
 
 
+# a declared server's model with no ``maxTokens`` of its own, under the agent's default: its
+# replies are capped at this share of its window (at least ``DECLARED_MIN_OUTPUT``); a small
+# local model that runs away (a copy of its notes, over and over) stops in a minute, not ten
+DECLARED_OUTPUT_SHARE = 8
+DECLARED_MIN_OUTPUT = 512
+
+
 def max_output_tokens(config: Config, settings: AgentDefaults, ref: str) -> int:
-    """Config ``maxTokens`` of the model, else the agent's ``maxTokens``."""
+    """Config ``maxTokens`` of the model, else the agent's ``maxTokens``; for a declared
+    (not built-in) provider without either set, an eighth of the model's window, 512 at
+    least (1,024 for an 8k window), never more than the agent's default."""
     info = model_info(config, ref)
     if info is not None and info.max_tokens:
         return info.max_tokens
-    return settings.max_tokens
+    name, _ = split_ref(ref)
+    if name in BUILTIN or "max_tokens" in settings.model_fields_set:
+        return settings.max_tokens
+    window = context_window(config, settings, ref)
+    return min(settings.max_tokens, max(DECLARED_MIN_OUTPUT, window // DECLARED_OUTPUT_SHARE))
 
 
 def resolve(config: Config, ref: str, *, env: Mapping[str, str] = os.environ) -> ModelTarget:
