@@ -43,7 +43,8 @@ def test_a_blank_answer_is_asked_again_once_without_it_in_the_request(tmp_path, 
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
         "Your budget is 2400 euros."
     assert events[-1].text == "Your budget is 2400 euros."
-    assert [e.text for e in events if isinstance(e, Notice)] == ["asking the model again: the reply was empty"]
+    assert [e.text for e in events if isinstance(e, Notice)] == [
+        "asking the model again: the reply was empty"]
     first, second = provider.requests
     # asked again after the history, the user's message repeated: a 1.5B model answered
     # 0 of 6 such requests with a note in the system prompt, 6 of 6 this way; and the
@@ -75,7 +76,8 @@ def test_an_answer_that_only_repeats_the_message_is_asked_again(tmp_path):
     renderer = Renderer(out, color=False)
     for event in events:
         renderer.event(event)
-    assert out.getvalue() == (f"{said}\n· asking the model again: the reply only repeated your message\n"
+    assert out.getvalue() == (f"{said}\n· asking the model again: the reply only repeated "
+                              f"your message\n"
                               f"· write path='{DAILY}' append=True\n"
                               f"Noted: 2400 euros in total.\n")  # the echo was shown
     second = provider.requests[1]
@@ -181,7 +183,7 @@ def test_two_blank_answers_end_the_turn_with_a_notice(tmp_path, blank, said):
     session = Session(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("suggest an itinerary"))
     notices = [e.text for e in events if isinstance(e, Notice)]
-    assert notices[0] == "asking the model again: the reply was empty"  # while the second answer is awaited
+    assert notices[0] == "asking the model again: the reply was empty"  # while it waits
     assert len(notices) == 2 and notices[1].startswith(said)
     assert events[-1].text == ""
     provider.assert_done()
