@@ -589,3 +589,32 @@ def test_an_outage_at_the_compaction_point_leaves_the_history_as_it_was(tmp_path
     events = list(session.run_turn(user_text(903)))
     done = [e for e in events if isinstance(e, Compacted)]
     assert done and done[0].method != "truncated" and events[-1].text.startswith("Reply")
+
+
+@pytest.mark.parametrize("profile", ["weak", "strong"])
+def test_a_summary_line_nothing_said_is_left_out_under_the_weak_profile(tmp_path, profile):
+    """A 1.5B model's summary said "The user decided to use Python 3.9 for … tidepool"."""
+    from clawd.loop.runtime import fixed_models
+
+    model = LoopModel()
+    invented = "- The user decided to use Python 3.9 for the tidepool app."
+    summary = ("## Goal\n- Build tidepool, a tide chart app that works offline.\n"
+               f"## Decisions\n{invented}\n## Next\n- Store the tides locally.")
+    provider, runtime, session = start(
+        tmp_path, lambda request: summary if is_summary(request) else model(request))
+    runtime.models = fixed_models(provider, WINDOW, profile=profile)
+    chat = Chat(runtime, KEY)
+    list(chat.handle("I am building tidepool, a tide chart app that works offline. "
+                     + "It should store the tides locally. " * 40))
+    list(chat.handle("thanks"))
+    events = list(chat.handle("/compact"))
+    assert [e for e in events if isinstance(e, Compacted)]
+    kept = chat.session.history.summary or ""
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    if profile == "weak":
+        assert invented not in kept and "## Decisions" not in kept
+        assert "Build tidepool" in kept and "Store the tides locally" in kept
+        assert notices == ["left out of the summary, as nothing in the conversation said it: "
+                           "The user decided to use Python 3.9 for the tidepool app."]
+    else:  # a strong model's summary is taken as it wrote it
+        assert invented in kept and notices == []

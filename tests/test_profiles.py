@@ -9,7 +9,14 @@ from clawd.config import parse_config
 from clawd.config.schema import GUARD_NAMES
 from clawd.core.errors import ConfigError
 from clawd.core.events import Notice, ToolFinished
-from clawd.guards.profile import FLUSH_GUARDS, PROFILES, STEP_GUARDS, TOOL_GUARDS, make_profile
+from clawd.guards.profile import (
+    FLUSH_GUARDS,
+    PROFILES,
+    STEP_GUARDS,
+    SUMMARY_GUARDS,
+    TOOL_GUARDS,
+    make_profile,
+)
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers import registry
@@ -108,7 +115,8 @@ def test_a_flush_answer_of_fragments_keeps_the_users_words_beside_it(tmp_path):
 def test_the_profiles_hold_what_they_say():
     assert PROFILES["weak"].guards == frozenset(GUARD_NAMES)
     assert PROFILES["strong"].guards == frozenset()
-    assert set(GUARD_NAMES) == set(STEP_GUARDS) | set(FLUSH_GUARDS) | set(TOOL_GUARDS)
+    assert set(GUARD_NAMES) == (set(STEP_GUARDS) | set(FLUSH_GUARDS) | set(TOOL_GUARDS)
+                                | set(SUMMARY_GUARDS))
     assert [g.name for g in PROFILES["weak"].step_guards().guards] == list(STEP_GUARDS)
     lean = make_profile("weak", {"echo": False})
     assert "echo" not in lean.guards and lean.name == "weak+"

@@ -27,7 +27,7 @@ import posixpath
 import re
 
 from clawd.context.facts import facts
-from clawd.context.references import references
+from clawd.context.references import missing, references
 from clawd.context.requests import content_words, stem
 from clawd.core import listmark
 from clawd.core.messages import ToolCall
@@ -159,6 +159,44 @@ def unfounded(content: str, shown: str) -> str | None:
     if words and sum(w in shown for w in words) >= FOUNDED_SHARE * len(words):
         return None
     return f"something the conversation never said ({', '.join(unseen)})"
+
+
+def founded_summary(summary: str, history: str) -> tuple[str, list[str]]:
+    """A compaction summary without its lines that claim what the history it replaces
+    (``history``: its messages, tool calls and results, their dates, the summary before)
+    never said; and those lines. A line is unfounded when it holds a number or identifier
+    the history does not (thousands separators aside), or a name it does not and fewer
+    than half its other words are there (``unfounded``, the rule for notes). A 1.5B
+    model's summary said "The user decided to use Python 3.9 for … tidepool", which nobody
+    had said. Headings stay, unless nothing is left under one."""
+    flat = history.replace(",", "")
+    kept: list[str] = []
+    dropped: list[str] = []
+    for line in summary.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            kept.append(line)
+            continue
+        numbers, names = missing(line, history)
+        invented = [n for n in numbers if n.replace(",", "") not in flat]
+        if invented or (names and unfounded(line, history.lower())):
+            dropped.append(line.strip())
+        else:
+            kept.append(line)
+    if not dropped:
+        return summary, []
+    out = [line for i, line in enumerate(kept)
+           if not line.lstrip().startswith("#") or _has_body(kept[i + 1:])]
+    return "\n".join(out).strip(), dropped
+
+
+def _has_body(after: list[str]) -> bool:
+    """Whether lines follow a heading before the next one."""
+    for line in after:
+        if line.lstrip().startswith("#"):
+            return False
+        if line.strip():
+            return True
+    return False
 
 
 def copied(content: str, files: dict[str, str], said: str = "", target: str = "") -> str | None:

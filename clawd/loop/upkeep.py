@@ -17,8 +17,10 @@ words (``flush_words``: never their requests); a strong model's answer is taken 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Generator
+from dataclasses import replace
 from typing import Any
 
 from clawd.context.access import Access
@@ -42,9 +44,10 @@ from clawd.context.layers import describe_room, history_messages, report
 from clawd.core.errors import ClawdError, ProviderError
 from clawd.core.events import Compacted, ErrorEvent, Event, Flushed, Notice, Waiting
 from clawd.core.messages import Message, new_id
+from clawd.core.textcut import shorten
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import TurnView
-from clawd.guards.notes import junk
+from clawd.guards.notes import founded_summary, junk
 from clawd.guards.profile import Profile
 from clawd.loop.model_call import ModelCall, Overflowed
 from clawd.loop.parts import Conversation, Record, Window
@@ -61,6 +64,15 @@ OVERFLOW_ATTEMPTS = 3  # compactions tried for one request the server says does 
 # a manual /compact of less history than this is refused before any model request: a
 # summary (its sections, the facts it keeps) is rarely much smaller
 WORTH_A_SUMMARY = 200
+
+
+def said_in(summary: str | None, messages: list[Message]) -> str:
+    """What a summary of ``messages`` may draw on: the summary before, and each message's
+    date, text and tool calls (results are messages too)."""
+    return "\n".join([summary or "", *(
+        f"{(m.timestamp or '')[:10]} {m.text} "
+        + " ".join(json.dumps(c.arguments, ensure_ascii=False) for c in m.tool_calls)
+        for m in messages)])
 
 
 class Upkeep:
@@ -224,6 +236,15 @@ class Upkeep:
         except ProviderError as exc:  # not about size (an outage): the history stays as is
             raise ProviderError(f"compaction stopped, the history is unchanged: {exc}",
                                 status=exc.status) from exc
+        if summary.method != "truncated" and self.profile().has("summary_claims"):
+            text, dropped = founded_summary(summary.text, said_in(history.summary,
+                                                                  messages[:cut]))
+            if dropped and text.strip():
+                log.info("summary lines nothing said, left out: %s", dropped)
+                summary = replace(summary, text=text)
+                yield Notice(f"left out of the summary, as nothing in the conversation said "
+                             f"it: {shorten(dropped[0].lstrip('-*+ '), 80)}"
+                             + (f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""))
         replaced = estimate_messages(history_messages(history.summary, messages[:cut]))
         if summary.method != "truncated" and estimate_messages(
                 history_messages(summary.text, [])) >= replaced:
