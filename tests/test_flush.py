@@ -135,6 +135,7 @@ def test_silent_filter_releases_text_as_soon_as_it_cannot_be_silent():
 @pytest.mark.parametrize("text, at_end", [
     ("From memory/2026-11-27.md#L1-L4 (lines 1-4):\n- Tomas lives in Ghent.", True),
     ("[Found in your memory files for this message]\n- Ghent", True),
+    ("[Notes from your memory files that may relate]\n- Ghent", True),
     ("**assistant** (2026-11-27 15:08):\nI remember that your MOT is due.", True),
     ("From what you told me, you live in Ghent.", False),
     ("Fine, Ghent it is.", False),

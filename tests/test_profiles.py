@@ -12,6 +12,7 @@ from clawd.core.events import Notice, ToolFinished
 from clawd.guards.profile import (
     FLUSH_GUARDS,
     PROFILES,
+    RECALL_GUARDS,
     STEP_GUARDS,
     SUMMARY_GUARDS,
     TOOL_GUARDS,
@@ -116,7 +117,7 @@ def test_the_profiles_hold_what_they_say():
     assert PROFILES["weak"].guards == frozenset(GUARD_NAMES)
     assert PROFILES["strong"].guards == frozenset()
     assert set(GUARD_NAMES) == (set(STEP_GUARDS) | set(FLUSH_GUARDS) | set(TOOL_GUARDS)
-                                | set(SUMMARY_GUARDS))
+                                | set(SUMMARY_GUARDS) | set(RECALL_GUARDS))
     assert [g.name for g in PROFILES["weak"].step_guards().guards] == list(STEP_GUARDS)
     lean = make_profile("weak", {"echo": False})
     assert "echo" not in lean.guards and lean.name == "weak+"

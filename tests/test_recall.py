@@ -369,3 +369,49 @@ def test_a_recalled_note_copied_into_todays_log_is_refused(tmp_path, clock):
     assert events[-1].text == "About 2400 euros."
     provider.assert_done()
     runtime.memory.close()
+
+
+def test_when_the_best_hit_is_in_view_nothing_weaker_is_sent():
+    """"What is my sister's name, and when is she visiting?": today's log, in view, had it
+    at 0.88; the unrelated chunk sent alone made a 1.5B model say the notes held nothing."""
+    shown = "## memory/2026-11-27.md\n- Sister Ines is visiting on 12 December for a week.\n"
+    results = [
+        {"path": "memory/2026-11-27.md", "startLine": 1, "endLine": 1, "score": 0.88,
+         "snippet": "- Sister Ines is visiting on 12 December for a week."},
+        {"path": "memory/2026-11-02.md", "startLine": 3, "endLine": 3, "score": 0.80,
+         "snippet": "- Booked the ferry to Porto for the 12th."}]
+    assert choose(results, shown, 1000) == []
+    # a weaker hit is still sent beside a best one that is not in view
+    results[0]["snippet"] += "\n- She brings her piano."
+    assert [h.path for h in choose(results, shown, 1000)] == ["memory/2026-11-27.md",
+                                                              "memory/2026-11-02.md"]
+
+
+@pytest.mark.parametrize("message, wanted", [
+    ("What is my cat called?", True),
+    ("What is the capital of France?", True),  # a question: notes may answer it
+    ("where do I live", True),
+    ("Plan my week around the vet appointment.", True),  # the user's own things
+    ("Remind me what the vet said.", True),
+    ("My sister Ines lives in Porto and teaches piano.", False),  # told, not asked
+    ("I decided to use PostgreSQL 16 for the tidepool project.", False),
+    ("Write a long poem about the hills of Lisbon.", False),  # nobody's in particular
+    ("Explain how a funicular works.", False),
+    ("Please remember that my car's MOT is due on 9 January.", False),  # to keep, not asked
+    ("thanks!", False),
+])
+def test_which_messages_recall_searches_for(message, wanted):
+    from clawd.loop.recall import wants_recall
+
+    assert wants_recall(message) is wanted
+
+
+@pytest.mark.parametrize("profile, recalled", [("weak", False), ("strong", True)])
+def test_a_statement_gets_no_notes_under_the_weak_profile(tmp_path, clock, profile, recalled):
+    provider = ScriptedProvider(["Noted, Porto is lovely."])
+    runtime = recall_runtime(tmp_path, provider, clock, profile=profile)
+    events = list(Session(runtime, KEY).run_turn("My sister Ines moved to Porto in March."))
+    assert bool([e for e in events if isinstance(e, Recalled)]) is recalled
+    sent = user_texts(provider.requests[0])[-1]
+    assert (sent == "My sister Ines moved to Porto in March.") is not recalled
+    runtime.memory.close()

@@ -50,6 +50,9 @@ FLUSH_GUARDS = ("flush_retry", "flush_words")
 # what the model is told of: automatic recall searches memory for each message, and the
 # model is not offered ``memory_search`` itself (``loop.parts.Window.withheld``)
 TOOL_GUARDS = ("recall_only",)
+# which messages automatic recall searches for: only those asking what notes could answer
+# (``loop.recall.wants_recall``)
+RECALL_GUARDS = ("recall_gate",)
 # its compaction summaries: a line claiming what the summarised history never said is left
 # out (``notes.founded_summary``; ``loop.upkeep.Upkeep.compact``)
 SUMMARY_GUARDS = ("summary_claims",)

@@ -139,11 +139,13 @@ def copies(reply: str, instructions: str, message: str) -> bool:
 
 # the recalled-notes block's own lines (prompts/recall.md.j2), and the lines of a saved
 # conversation it may hold (``**user** (2026-11-27 13:34):``), which no answer repeats
-_RECALL_HEAD = re.compile(r"^\W*(?:\[Found in your memory files|\[End of the notes|"
+_RECALL_HEAD = re.compile(r"^\W*(?:\[Notes from your memory files|\[Found in your memory files|"
+                          r"\[End of the notes|"
                           r"From [^\s#]+#L\d+(?:-L\d+)? \(lines? \d|"
                           r"(?:user|assistant)\*\* \(\d{4}-\d\d-\d\d \d\d:\d\d\):)",
                           re.MULTILINE)
-_RECALL_OPENINGS = ("[Found in your memory files", "user** (", "assistant** (")
+_RECALL_OPENINGS = ("[Notes from your memory files", "[Found in your memory files", "user** (",
+                    "assistant** (")
 
 
 def recall_start(probe: str) -> bool:

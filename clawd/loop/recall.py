@@ -16,26 +16,35 @@ front of the message, so without them the block held only the older notes around
 window (in characters, about 5% of its tokens). Each hit is named by its citation (``path#Lx-Ly``);
 with ``memorySearch.citations`` the block asks the reply to end with the ones it used. The
 search waits up to ``SYNC_WAIT`` for a sync of notes written just before (a flush,
-``/new``); a failed search leaves the turn as it was.
+``/new``); a failed search leaves the turn as it was. When the best hit is already in view
+whole, nothing is sent. Under the weak profile's ``recall_gate``, only a message that asks
+something notes could answer is searched for (``wants_recall``): statements and requests of
+nobody's in particular go to the model alone.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field, replace
 
 from clawd.config.sections import MemorySearch
 from clawd.context.access import Access
+from clawd.context.facts import asks
+from clawd.context.requests import keep_requests
 from clawd.core import listmark
 from clawd.core.messages import Message, TextPart
 from clawd.core.templates import render
-from clawd.core.textcut import shorten
+from clawd.core.textcut import sentences, shorten
 from clawd.memory.interface import Memory, SearchHit, citation
 from clawd.tools.memory import visible_search
 from clawd.workspace.files import MEMORY_FILE
 
 log = logging.getLogger(__name__)
 
+_QUESTION = re.compile(r"\W*(?:who|whom|whose|what|what's|when|where|which|why|how|"
+                       r"do|does|did|is|are|was|were|can|could|should|would|will|have|has|"
+                       r"had|am)\b", re.I)
 QUERY_CHARS = 2000  # the embedder reads about 256 tokens; more only slows the keyword half
 MIN_PIECE = 80  # a hit cut shorter than this is left out
 MARGIN = 0.15  # hits scoring this much below the best one are left out
@@ -97,8 +106,13 @@ def unseen(text: str, shown: str) -> str:
 
 def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
     """The hits worth sending, best first (``results`` are), within ``MARGIN`` of the best
-    one, with only their lines not already in view, within ``max_chars``."""
-    hits, room = [], max_chars
+    one, with only their lines not already in view, within ``max_chars``. When the best
+    hit is already in view whole, nothing is sent: the answer is before the model, and the
+    weaker hits alone, framed as what memory found, told a 1.5B model the notes held
+    nothing ("What is my sister's name?": today's log had it at 0.88, an unrelated 0.40
+    chunk was sent)."""
+    hits: list[Hit] = []
+    room = max_chars
     best = max((float(r["score"]) for r in results), default=0.0)
     for r in results:
         if float(r["score"]) < best - MARGIN:
@@ -106,6 +120,8 @@ def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
         text = unseen(str(r.get("snippet") or ""),
                       "" if r["path"] == MEMORY_FILE else shown)
         if not text:
+            if not hits:
+                return []  # the best match is in view: nothing weaker is worth sending
             continue
         if len(text) > room:
             if room < MIN_PIECE:
@@ -117,13 +133,38 @@ def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
     return hits
 
 
+_REMIND = re.compile(r"\b(?:remind|recall|look up|find)\b", re.I)
+_OWN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|myself|we|we're|we've|our|ours|us)\b",
+                  re.I)
+
+
+def wants_recall(text: str) -> bool:
+    """Whether a message may need notes from before (the ``recall_gate`` guard): a question
+    ("What is my cat called?", "What's the capital of France?"), or a request about the
+    user's own things ("Plan my week", "Draft a reply to our landlord"). A statement ("My
+    sister Ines lives in Porto") tells, and a request of nobody's in particular ("Write a
+    haiku about the Tagus") needs none, nor does a request to keep something (the note is
+    the loop's to make): with notes in front of them a 1.5B model answered "I did not find
+    any relevant information in the notes" to statements and requests alike."""
+    for sentence in sentences(text):
+        if not asks(sentence) or keep_requests(sentence):
+            continue  # told, or asked to be kept: the note is the loop's, not an answer
+        if (sentence.rstrip().endswith("?") or _QUESTION.match(sentence)
+                or _OWN.search(sentence) or _REMIND.search(sentence)):
+            return True
+    return False
+
+
 def recall(memory: Memory | None, access: Access, settings: MemorySearch, message: Message,
-           shown: str, window: int) -> Recall | None:
-    """Search memory for ``message``; None when recall is off, the message has no text, the
+           shown: str, window: int, *, gate: bool = False) -> Recall | None:
+    """Search memory for ``message``; None when recall is off, the message has no text (or,
+    with ``gate``, does not ask for anything notes could answer: ``wants_recall``), the
     search fails or finds nothing new."""
     cfg = settings.recall
     query = message.text.strip()[:QUERY_CHARS]
     if not cfg.enabled or memory is None or not query:
+        return None
+    if gate and not wants_recall(query):
         return None
     try:
         memory.catch_up(SYNC_WAIT)

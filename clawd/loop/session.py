@@ -302,7 +302,8 @@ class Session:
         if not self.searches_memory:
             return None
         return recall(self.rt.memory, self.access, self.rt.settings.memory_search, message,
-                      shown, self.budget.context_window)
+                      shown, self.budget.context_window,
+                      gate=self.window.model.profile.has("recall_gate"))
 
     def _too_large(self, message: Message, layers: Layers) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""
