@@ -68,7 +68,8 @@ def test_a_send_streams_the_events_of_json_stream(tmp_path):
         line.pop("sessionId", None)
         line.pop("usage", None)
     assert streamed == printed
-    assert [e["type"] for e in streamed] == ["delta"] * 5 + ["reply", "done"]
+    assert [e["type"] for e in streamed] == ["waiting"] + ["delta"] * 5 + ["reply", "done"]
+    assert streamed[0] == {"type": "waiting", "stage": "model"}
 
 
 def test_history_pages_back_without_flush_turns(tmp_path):
@@ -226,3 +227,35 @@ def test_memory_search_sees_what_the_session_may_see(tmp_path):
         group = client.get("/api/memory/search?q=ledger&sessionKey=discord:channel:9",
                            headers=AUTH)
         assert group.status_code == 403 and "Ada" not in group.text
+
+
+def test_an_ended_session_is_read_by_its_id_and_sessions_are_deleted(tmp_path):
+    provider = ScriptedProvider(default="ok")
+    with gateway(tmp_path, provider) as client:
+        send(client, "first words", key="trip")
+        first = client.get("/api/sessions/trip/history", headers=AUTH).json()["sessionId"]
+        send(client, "/new", key="trip")
+        send(client, "second words", key="trip")
+        send(client, "elsewhere", key="other")
+        ended = client.get(f"/api/sessions/trip/history?sessionId={first}", headers=AUTH)
+        assert ended.status_code == 200 and ended.json()["sessionId"] == first
+        assert [i["text"] for i in ended.json()["items"] if i["type"] == "user"] == \
+            ["first words"]
+        # only a session of that key, by its exact id
+        for wrong in (first, "../sessions", first[:6]):
+            key = "other" if wrong == first else "trip"
+            assert client.get(f"/api/sessions/{key}/history?sessionId={wrong}",
+                              headers=AUTH).status_code == 404, wrong
+        # a delete from another site's page is refused, like every change
+        assert client.delete(f"/api/sessions/trip?sessionId={first}", headers={
+            **AUTH, "Origin": "https://evil.example"}).status_code == 403
+        gone = client.delete(f"/api/sessions/trip?sessionId={first}", headers=AUTH)
+        assert gone.status_code == 200 and gone.json()["deleted"] is True
+        listed = client.get("/api/sessions?all=true", headers=AUTH).json()["sessions"]
+        assert first not in [s["sessionId"] for s in listed]
+        assert client.delete("/api/sessions/trip", headers=AUTH).status_code == 200
+        assert client.delete("/api/sessions/trip", headers=AUTH).status_code == 404
+        keys = [s["key"] for s in client.get("/api/sessions", headers=AUTH).json()["sessions"]]
+        assert keys == ["agent:main:other"]
+    kept = tmp_path / "state" / "agents" / "main" / "sessions" / "deleted"
+    assert len(list(kept.iterdir())) == 2  # the transcripts are kept aside

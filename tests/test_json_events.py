@@ -74,4 +74,5 @@ def test_the_repl_with_json_and_stream_prints_deltas(tmp_path):
                          deltas=True, warm=False) == 0
     events = [json.loads(line) for line in out.getvalue().splitlines()[1:]]  # after the banner
     assert "".join(e["text"] for e in events if e["type"] == "delta") == "forty-two"
-    assert [e["type"] for e in events if e["type"] != "delta"] == ["reply", "done", "command"]
+    assert [e["type"] for e in events if e["type"] != "delta"] == ["waiting", "reply", "done",
+                                                                   "command"]

@@ -6,6 +6,10 @@ tests/artifacts/."""
 
 from __future__ import annotations
 
+import json
+import re
+import time
+
 import pytest
 
 from fakeserver import openai_error
@@ -280,3 +284,84 @@ def test_a_session_named_in_any_script_works_end_to_end(web, stand_in, web_serve
     assert [m["role"] for m in web_served.transcript(f"agent:main:{name}")] == ["user",
                                                                                "assistant"]
     shot(page, "unicode-session")
+
+
+def test_the_page_says_what_it_waits_on_until_the_first_words(web, stand_in):
+    """The "…" bubble went at the first event (recall comes first), and a slow model's
+    20 s to minutes before the first token showed nothing."""
+    def slow(body, words):
+        time.sleep(2.5)
+        return "at last"
+
+    stand_in.answer = slow
+    page = web.page("waiting")
+    send(page, "take your time")
+    page.wait_for_function("() => /waiting for the model… [12] s/.test("
+                           "document.querySelector('.msg.waiting')?.textContent || '')")
+    shot(page, "desktop-waiting")
+    idle(page)
+    assert page.query_selector(".msg.waiting") is None
+    assert texts(page, ".msg.assistant .bubble") == ["at last"]
+
+
+def test_each_message_has_its_time_and_copy_and_the_last_reply_a_retry(web, stand_in,
+                                                                       web_served):
+    answers = iter(["First answer.\n\n```sh\nclawd serve\n```", "Second answer.",
+                    "Second answer, again."])
+    stand_in.answer = lambda body, words: next(answers)
+    page = web.page("actions")
+    for text in ("one", "two"):
+        send(page, text)
+        idle(page)
+    stamps = texts(page, ".msg .acts time")
+    assert len(stamps) == 4 and all(re.fullmatch(r"\d\d:\d\d", s) for s in stamps)
+    assert len(page.query_selector_all(".msg.assistant .acts .act")) >= 2  # copy on each
+    assert page.query_selector_all(".code > .act") and \
+        page.text_content(".code > .act") == "copy code"
+    retries = page.query_selector_all(".act.retry")
+    assert len(retries) == 1  # the last reply only
+    shot(page, "desktop-actions")
+    retries[0].click()
+    page.wait_for_function("() => [...document.querySelectorAll('.msg.assistant .bubble')]"
+                           ".some(b => b.textContent === 'Second answer, again.')")
+    idle(page)
+    assert texts(page, ".msg.assistant .bubble")[-1] == "Second answer, again."
+
+
+def test_ended_sessions_are_listed_read_only_and_can_be_deleted(web, stand_in, web_served):
+    page = web.page("history-of")
+    send(page, "the first session")
+    idle(page)
+    page.click("#cmd-new")
+    idle(page)
+    send(page, "the second session")
+    idle(page)
+    assert page.query_selector(".session.ended") is None  # current sessions only
+    page.check("#show-ended")
+    page.wait_for_selector(".session.ended")
+    ended = page.query_selector(".session.ended:has-text('the first session')")
+    assert "ended" in ended.text_content()
+    mine = f".session[data-session-id='{ended.get_attribute('data-session-id')}']"
+    ended.click()
+    idle(page)
+    assert texts(page, ".msg.user .bubble") == ["the first session"]
+    assert page.is_disabled("#input") and page.is_visible("#ended-note")
+    assert page.query_selector(".act.retry") is None
+    shot(page, "desktop-ended-session")
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.click(f".session-row:has({mine}) .session-delete")
+    page.wait_for_function(f"() => !document.querySelector({json.dumps(mine)})")
+    idle(page)
+    assert not page.is_disabled("#input")  # back on a current session
+    listed = web_served.api("GET", "/api/sessions?all=true").json()["sessions"]
+    assert not [s for s in listed if not s["current"] and "history-of" in s["key"]]
+
+
+def test_the_model_s_name_shows_on_a_phone(web, stand_in):
+    page = web.page("phone-model", viewport=PHONE, is_mobile=True, has_touch=True)
+    send(page, "hello")
+    idle(page)
+    box = page.query_selector("#model").bounding_box()
+    assert page.is_visible("#model") and page.text_content("#model") == "local/qwen"
+    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+    shot(page, "phone-model")

@@ -60,6 +60,8 @@ def event_json(event: Any, *, deltas: bool = False) -> list[dict[str, Any]]:
     any text) and a ``done`` line."""
     if isinstance(event, ev.TextDelta):
         return [{"type": "delta", "text": event.text}] if deltas and event.text else []
+    if isinstance(event, ev.Waiting):  # streamed only: what a live view shows meanwhile
+        return [{"type": "waiting", "stage": event.stage}] if deltas else []
     if isinstance(event, ev.TurnDone):
         done = {"type": "done", "sessionKey": event.session_key, "sessionId": event.session_id,
                 "model": event.model, "usage": event.usage.to_json(), "steps": event.steps,

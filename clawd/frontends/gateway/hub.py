@@ -270,6 +270,14 @@ class Hub:
             chat.session.close()
         self.slots.pop((slot.agent_id, slot.key), None)
 
+    async def release(self, agent_id: str, key: str) -> None:
+        """Let go of an idle session now (before it is deleted): its lock is freed."""
+        slot = self.slots.get((agent_id, key))
+        if slot is not None and slot.running is None and not slot.queue:
+            if slot.idle_timer is not None:
+                slot.idle_timer.cancel()
+            self._let_go(slot)
+
     # --- stopping ---------------------------------------------------------------------------
 
     def begin_stop(self) -> None:

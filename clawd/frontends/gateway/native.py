@@ -84,17 +84,67 @@ async def session_history(request: Request) -> Response:
     before = _int(request.query_params.get("before"), "before")
     limit = _int(request.query_params.get("limit"), "limit") or DEFAULT_PAGE
     runtime = state(request).agents.runtime(agent_id)
-    entry, found = await run_in_threadpool(_history, runtime, key)
+    entry, found = await run_in_threadpool(_history, runtime, key,
+                                           request.query_params.get("sessionId"))
     return ok({"agent": agent_id, "sessionKey": key, "sessionId": entry.get("sessionId"),
                **history.page(found, before, limit),
                "busy": state(request).hub.busy(agent_id, key)})
 
 
-def _history(runtime: Runtime, key: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """On a thread: the session's entry and its transcript's items."""
+def _history(runtime: Runtime, key: str, session_id: str | None = None
+             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """On a thread: the session's entry and its transcript's items; with ``session_id``,
+    those of that session of the key, ended or not."""
+    if session_id:
+        path = _transcript_of(runtime, key, session_id)
+        return {"sessionId": path.stem}, history.read_items(path)
     entry: dict[str, Any] = dict(runtime.store.get(key) or {})
-    path = entry.get("sessionFile")
-    return entry, history.read_items(Path(str(path))) if path else []
+    found = entry.get("sessionFile")
+    return entry, history.read_items(Path(str(found))) if found else []
+
+
+def _transcript_of(runtime: Runtime, key: str, session_id: str) -> Path:
+    """The transcript of session ``session_id`` if it was a session of ``key`` (an ended
+    one is listed with ``all=true``); 404 otherwise."""
+    from clawd.sessions.files import read_summary, transcripts
+    from clawd.sessions.store import normalize_key
+
+    for path in transcripts(runtime.sessions_dir):
+        if path.stem == session_id.strip():
+            summary = read_summary(path)
+            if summary is not None and normalize_key(summary.key or "") == key:
+                return path
+    raise workspace.NotFound(f"no session {session_id} of {key}")
+
+
+async def delete_session(request: Request) -> Response:
+    """Delete a session (the key's current one, or ``sessionId``): it leaves the lists,
+    its transcript is kept aside in ``deleted/``, as ``clawd sessions delete`` does."""
+    from clawd.frontends.cli.sessions import Row, delete, set_aside
+    from clawd.sessions.files import read_summary
+
+    agent_id, key = session_of(request, request.path_params["key"],
+                               request.query_params.get("agent"))
+    gw = state(request)
+    if gw.hub.busy(agent_id, key)["running"]:
+        raise BadRequest(f"session {key} is running a turn; stop it first")
+    runtime = gw.agents.runtime(agent_id)
+    await gw.hub.release(agent_id, key)  # the gateway's own hold on it, if idle
+    session_id = request.query_params.get("sessionId")
+
+    def remove() -> str | None:
+        if not session_id:
+            return set_aside(runtime.store, key)  # type: ignore[arg-type]
+        path = _transcript_of(runtime, key, session_id)
+        summary = read_summary(path)
+        current = (runtime.store.get(key) or {}).get("sessionId") == path.stem
+        return delete(runtime.store, Row(summary, key if current else None),  # type: ignore[arg-type]
+                      purge=False) if summary else None
+
+    said = await run_in_threadpool(remove)
+    if said is None:
+        raise workspace.NotFound(f"no session {key}")
+    return ok({"deleted": True, "result": said})
 
 
 async def session_context(request: Request) -> Response:
@@ -221,6 +271,7 @@ ROUTES = [
     Route("/api/sessions/{key}/context", session_context),
     Route("/api/sessions/{key}/messages", send_message, methods=["POST"]),
     Route("/api/sessions/{key}/abort", abort, methods=["POST"]),
+    Route("/api/sessions/{key}", delete_session, methods=["DELETE"]),
     Route("/api/turns/{turn}/events", turn_events),
     Route("/api/memory/search", memory_search),
     Route("/api/files/{path:path}", read_file, methods=["GET"]),

@@ -66,10 +66,12 @@ async function openAgent(agent) {
   await openSession(localStorage.getItem(`clawd.session.${agent}`) || `agent:${agent}:main`);
 }
 
-async function openSession(key) {
+// Open a session by key; with `ended`, that ended session of the key, read-only.
+async function openSession(key, ended = null) {
   leaveTurn();
   const opening = ++state.opening;
-  Object.assign(state, { key, sessionId: null, items: [], before: null, extras: [] });
+  Object.assign(state, { key, sessionId: null, items: [], before: null, extras: [], ended });
+  readOnly(!!ended);
   $("items").replaceChildren();
   $("live").replaceChildren();
   $("title").textContent = key.split(":").slice(2).join(":") || key;
@@ -86,13 +88,42 @@ async function openSession(key) {
   if (opening !== state.opening) return;
   Object.assign(state, { key: page.sessionKey, sessionId: page.sessionId, items: page.items,
     before: page.before });
-  localStorage.setItem(`clawd.session.${state.agent}`, state.key);
+  if (!ended) localStorage.setItem(`clawd.session.${state.agent}`, state.key);
   draw();
   toEnd();
   busy(false);
   refreshSessions();
-  refreshContext();
-  if (page.busy && page.busy.running) follow(page.busy.running);
+  if (!ended) refreshContext();
+  if (!ended && page.busy && page.busy.running) follow(page.busy.running);
+}
+
+// An ended session is shown, not written to.
+function readOnly(on) {
+  $("composer").classList.toggle("ended", on);
+  for (const id of ["input", "send", "cmd-new", "cmd-compact"]) $(id).disabled = on;
+  $("input").placeholder = on ? "This session has ended: it is shown read-only." :
+    "Message, or /command";
+  $("ended-note").hidden = !on;
+  $("meter").hidden = on; // the context meter is a current session's
+}
+
+async function removeSession(s) {
+  const name = s.title || s.key.split(":").slice(2).join(":");
+  if (!window.confirm(`Delete "${name}"? It leaves the list; its transcript is kept aside.`)) {
+    return;
+  }
+  const ended = s.current === false ? `&sessionId=${encodeURIComponent(s.sessionId)}` : "";
+  try {
+    await api.json(`/api/sessions/${encodeURIComponent(s.key)}?agent=` +
+      `${encodeURIComponent(state.agent)}${ended}`, { method: "DELETE" });
+  } catch (err) {
+    report(err);
+    return;
+  }
+  const open = s.current === false ? state.ended === s.sessionId : s.key === state.key &&
+    !state.ended;
+  if (open) await openSession(`agent:${state.agent}:main`);
+  else refreshSessions();
 }
 
 async function refreshContext() {
@@ -108,11 +139,15 @@ async function refreshContext() {
 }
 
 async function refreshSessions() {
+  const all = $("show-ended").checked ? "&all=true" : "";
   try {
-    const found = await api.json(`/api/sessions?agent=${encodeURIComponent(state.agent)}`);
+    const found = await api.json(`/api/sessions?agent=${encodeURIComponent(state.agent)}${all}`);
     const sessions = found.sessions.filter((s) => s.key);
-    if (!sessions.some((s) => s.key === state.key)) sessions.unshift({ key: state.key });
-    view.sessionList($("sessions"), sessions, state.key, openSession);
+    if (!state.ended && !sessions.some((s) => s.key === state.key && s.current !== false)) {
+      sessions.unshift({ key: state.key });
+    }
+    view.sessionList($("sessions"), sessions, { key: state.key, sessionId: state.ended },
+      openSession, removeSession);
   } catch (err) {
     if (err.status === 401) report(err);
   }
@@ -211,10 +246,11 @@ async function finish(turn) {
   }
   if (page && state.key === turn.key) {
     // a command's lines go where it was typed (the top of a session /new started); a
-    // message's after its reply
+    // message's after its reply, but what was recalled for it above the reply
     const after = !turn.command ? page.total : page.sessionId === turn.sessionId ? turn.before : 0;
     for (const node of turn.live.extras) {
-      state.extras.push({ sessionId: page.sessionId, after, node });
+      const at = node.dataset.place === "after-user" && !turn.command ? turn.before + 1 : after;
+      state.extras.push({ sessionId: page.sessionId, after: at, node });
     }
     $("live").replaceChildren();
     draw();
@@ -304,6 +340,8 @@ function wire() {
     $("open-name").value = "";
     openSession(name.includes(":") ? name : `agent:${state.agent}:${name}`);
   });
+  $("show-ended").addEventListener("change", refreshSessions);
+  $("items").addEventListener("clawd-retry", () => send("/retry"));
   $("signout").addEventListener("click", () => {
     leaveTurn();
     api.forget();

@@ -12,6 +12,7 @@ export const state = {
   agent: null,
   key: null,
   sessionId: null,
+  ended: null, // the id of an ended session shown read-only, else null
   items: [], // the history items shown, in order
   before: null, // where the next older page ends (null: nothing older)
   extras: [], // lines the history does not keep: {sessionId, after, node}
@@ -42,7 +43,8 @@ export function busy(on) {
 // The path of a page of the session's history: the newest, or the one before `before`.
 export function historyPath(key, before = null) {
   return `${api.sessionPath(key, "history", state.agent)}&limit=${PAGE}` +
-    (before === null ? "" : `&before=${before}`);
+    (before === null ? "" : `&before=${before}`) +
+    (state.ended ? `&sessionId=${encodeURIComponent(state.ended)}` : "");
 }
 
 // The history items and the extra lines, in order.
@@ -58,6 +60,8 @@ export function draw() {
   }
   while (next < extras.length) nodes.push(extras[next++].node);
   $("items").replaceChildren(...nodes);
+  const replies = $("items").querySelectorAll(".msg.assistant");
+  if (replies.length && !state.ended) view.offerRetry(replies[replies.length - 1]);
   $("older").hidden = state.before === null;
   $("empty").hidden = nodes.length > 0 || $("live").childElementCount > 0;
 }

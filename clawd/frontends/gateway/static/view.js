@@ -11,6 +11,11 @@ export function el(tag, cls, text) {
   return node;
 }
 
+// what a turn waits on (the `waiting` event's stage), as the REPL's waiting line says it
+const STAGES = { recall: "searching memory", flush: "saving notes before compaction",
+  compaction: "summarising older messages", consolidation: "updating MEMORY.md",
+  model: "waiting for the model" };
+
 function tag(text, cls = "") {
   return el("span", `tag ${cls}`.trim(), text);
 }
@@ -30,11 +35,61 @@ function when(iso) {
   return `${Math.round(minutes / 1440)}d`;
 }
 
+// "14:05" (today) or "2026-11-27 14:05", with the whole time as a tooltip
+function stamp(iso) {
+  const at = new Date(iso);
+  if (!iso || Number.isNaN(at.getTime())) return null;
+  const pad = (n) => String(n).padStart(2, "0");
+  const day = `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}`;
+  const time = `${pad(at.getHours())}:${pad(at.getMinutes())}`;
+  const today = new Date().toDateString() === at.toDateString();
+  const node = el("time", "stamp", today ? time : `${day} ${time}`);
+  node.dateTime = at.toISOString();
+  node.title = at.toLocaleString();
+  return node;
+}
+
+// A button that copies `text()` and says so for a moment.
+function copyButton(text, label = "copy") {
+  const button = el("button", "act", label);
+  button.type = "button";
+  button.title = "copy to the clipboard";
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(text());
+      button.textContent = "copied";
+    } catch {
+      button.textContent = "copy failed";
+    }
+    setTimeout(() => { button.textContent = label; }, 1500);
+  });
+  return button;
+}
+
+function actions(item, extra = []) {
+  const row = el("div", "acts");
+  const time = stamp(item.timestamp);
+  if (time) row.append(time);
+  row.append(...extra);
+  return row;
+}
+
+// Code blocks get a copy button of their own (the code, without the fences).
+function withCodeButtons(bubble) {
+  for (const pre of bubble.querySelectorAll("pre")) {
+    const code = pre.querySelector("code") || pre;
+    const wrap = el("div", "code");
+    pre.replaceWith(wrap);
+    wrap.append(copyButton(() => code.textContent, "copy code"), pre);
+  }
+}
+
 export function userNode(text, item = {}) {
   const node = el("div", "msg user");
   node.append(el("div", "bubble", text));
   if (item.refused) node.append(tag("not sent: too large", "warn"));
   if (item.undone) node.append(tag("taken back"));
+  if (item.timestamp) node.append(actions(item));
   return node;
 }
 
@@ -42,10 +97,26 @@ export function assistantNode(text, item = {}) {
   const node = el("div", "msg assistant");
   const bubble = el("div", "bubble md");
   bubble.innerHTML = render(text); // escaped first: see markdown.js
+  withCodeButtons(bubble);
   node.append(bubble);
   if (item.interrupted) node.append(tag("stopped", "warn"));
   if (item.undone) node.append(tag("taken back"));
+  if (item.timestamp) node.append(actions(item, [copyButton(() => text)]));
   return node;
+}
+
+// The last reply of the session gets "retry" (the REPL's /retry: the answer is taken back
+// and asked for again); chat.js hears the event.
+export function offerRetry(node) {
+  const row = node.querySelector(".acts");
+  if (!row || row.querySelector(".retry")) return;
+  const button = el("button", "act retry", "retry");
+  button.type = "button";
+  button.title = "take this answer back and ask again (/retry)";
+  button.addEventListener("click", () => {
+    node.dispatchEvent(new CustomEvent("clawd-retry", { bubbles: true }));
+  });
+  row.append(button);
 }
 
 function brief(args) {
@@ -132,8 +203,34 @@ export class Live {
     this.text = "";
     this.pending = false;
     this.waiting = el("div", "msg assistant waiting");
-    this.waiting.append(el("div", "bubble", "…"));
+    this.waitLabel = el("div", "bubble", "…");
+    this.waiting.append(this.waitLabel);
+    this.stage = "model";
+    this.since = Date.now();
+    this.timer = null;
     this.done = null;
+  }
+
+  // Until the reply's first words: what the turn waits on, and for how long.
+  wait(stage) {
+    this.stage = stage;
+    this.since = Date.now();
+    if (!this.waiting.parentNode) this.container.append(this.waiting);
+    this.tick();
+    if (this.timer === null) this.timer = setInterval(() => this.tick(), 1000);
+    this.scroll();
+  }
+
+  tick() {
+    const seconds = Math.floor((Date.now() - this.since) / 1000);
+    const what = STAGES[this.stage] || "working";
+    this.waitLabel.textContent = seconds >= 1 ? `${what}… ${seconds} s` : `${what}…`;
+  }
+
+  stopWaiting() {
+    this.waiting.remove();
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
   }
 
   add(node, extra = false) {
@@ -142,10 +239,7 @@ export class Live {
     this.scroll();
   }
 
-  start() {
-    this.container.append(this.waiting);
-    this.scroll();
-  }
+  start() { this.wait("model"); }
 
   user(text) { this.add(userNode(text)); }
 
@@ -174,7 +268,9 @@ export class Live {
   }
 
   event(e) {
+    if (e.type === "waiting") return this.wait(e.stage);
     if (e.type !== "delta" && e.type !== "reply" && e.type !== "done") this.close();
+    if (["delta", "reply", "command", "done"].includes(e.type)) this.stopWaiting();
     switch (e.type) {
       case "delta":
         this.open();
@@ -206,10 +302,13 @@ export class Live {
       }
       case "notice": this.add(line("notice", e.text), true); break;
       case "error": this.add(line("error", e.message), true); break;
-      case "recall":
-        this.add(line("info", `recalled ${e.results.length} note(s): ` +
-          e.results.map((r) => r.path).join(", ")), true);
+      case "recall": {
+        const node = line("info", `recalled ${e.results.length} note(s): ` +
+          e.results.map((r) => r.path).join(", "));
+        node.dataset.place = "after-user"; // kept above the reply it came before
+        this.add(node, true);
         break;
+      }
       case "flush":
         this.add(line("info", e.skipped ? `memory flush skipped: ${e.skipped}` :
           `memory flush wrote ${(e.files || []).join(", ") || "nothing"}`), true);
@@ -222,28 +321,43 @@ export class Live {
       case "done": this.close(); this.done = e; break;
       default: break; // a type this page does not know
     }
-    this.waiting.remove();
   }
 
   error(message) {
-    this.waiting.remove();
+    this.stopWaiting();
     this.add(line("error", message), true);
   }
 }
 
-export function sessionList(container, sessions, active, open) {
+// The sessions: each opens on a click; an ended one (listed with "all") opens read-only;
+// each has a delete button (`remove`).
+export function sessionList(container, sessions, active, open, remove) {
   container.replaceChildren(...sessions.map((s) => {
     const name = s.key.split(":").slice(2).join(":");
-    const node = el("button", "session");
+    const ended = s.current === false;
+    const row = el("div", "session-row");
+    const node = el("button", ended ? "session ended" : "session");
     node.type = "button";
-    if (s.key === active) node.classList.add("active");
+    if (ended ? s.sessionId === active.sessionId : s.key === active.key && !active.sessionId) {
+      node.classList.add("active");
+    }
     node.dataset.key = s.key;
+    if (ended) node.dataset.sessionId = s.sessionId;
     node.append(el("span", "session-title", s.title || name));
     const busy = s.busy && s.busy.running ? " · running" : "";
-    node.append(el("span", "session-meta",
-      `${name} · ${s.messages || 0} msgs${s.lastActivity ? ` · ${when(s.lastActivity)}` : ""}${busy}`));
-    node.addEventListener("click", () => open(s.key));
-    return node;
+    node.append(el("span", "session-meta", `${ended ? "ended · " : ""}${name} · ` +
+      `${s.messages || 0} msgs${s.lastActivity ? ` · ${when(s.lastActivity)}` : ""}${busy}`));
+    node.addEventListener("click", () => open(s.key, ended ? s.sessionId : null));
+    row.append(node);
+    if (s.sessionId && remove) {
+      const del = el("button", "session-delete", "×");
+      del.type = "button";
+      del.title = "delete this session (its transcript is kept aside)";
+      del.setAttribute("aria-label", `delete ${s.title || name}`);
+      del.addEventListener("click", () => remove(s));
+      row.append(del);
+    }
+    return row;
   }));
 }
 
