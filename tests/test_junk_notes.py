@@ -275,3 +275,29 @@ def test_a_copied_note_is_refused_and_the_turn_answers(tmp_path):
     assert events[-1].text == "Nice to meet you, Priya!"
     provider.assert_done()
 
+
+
+@pytest.mark.parametrize("said, note, kept", [
+    # the model's advice, saved as if the user had said it
+    ("I've been feeling stressed at work lately.",
+     "- Remember to take a walk daily and drink plenty of water.", False),
+    ("I work long hours these weeks.", "- Try to sleep eight hours.\n- Take breaks often.",
+     False),
+    # the user's own to-do, and a plain fact: notes
+    ("Remind me to call Ines on Friday.", "- Remember to call Ines on Friday.", True),
+    ("My sister Ines lives in Porto.", "- Ines (sister) lives in Porto.", True),
+])
+def test_advice_for_the_user_is_no_note_about_them(tmp_path, said, note, kept):
+    provider = ScriptedProvider([junk_write(note), "Take care."])
+    runtime, session = session_with(tmp_path, provider, "weak")
+    events = list(session.run_turn(said))
+    [result] = [e for e in events if isinstance(e, ToolFinished)]
+    log = runtime.workspace / DAILY
+    if kept:
+        assert not result.is_error and note in log.read_text()
+    else:
+        assert result.is_error and result.text.startswith(
+            "not written: this is advice for the user, not something they told you")
+        assert not log.exists() or note not in log.read_text()
+        assert provider.requests[1].tool_choice == "none"  # the answer, in words
+    provider.assert_done()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from clawd.context.facts import facts
+from clawd.context.facts import asks, facts
 from clawd.context.references import missing, references
 from clawd.context.requests import content_words, stem
 from clawd.core import listmark
@@ -199,6 +199,25 @@ def _has_body(after: list[str]) -> bool:
     return False
 
 
+def advice(content: str, heard: str) -> bool:
+    """Whether a note is advice for the user rather than something they told: half its
+    lines or more ask something of the reader (an imperative: "Remember to take a walk
+    daily", saved by a 1.5B model as a note about a user who had said they were tired)
+    with fewer than half their words in what the user said (``heard``). "Remember to call
+    Ines on Friday", after "remind me to call Ines on Friday", is the user's own."""
+    lines = _body(content)
+    known = {stem(w) for w in content_words(heard)}
+    bad = 0
+    for line in lines:
+        text = listmark.strip(line)
+        if not asks(text):
+            continue
+        words = {stem(w) for w in content_words(text)}
+        if words and sum(w in known for w in words) < FOUNDED_SHARE * len(words):
+            bad += 1
+    return bool(lines) and bad >= NEW_SHARE * len(lines)
+
+
 def copied(content: str, files: dict[str, str], said: str = "", target: str = "") -> str | None:
     """The file the lines of a note were copied from, or None: a line is copied when
     ``COPY_SHARE`` of its runs of three words are in one of ``files`` (what the model was
@@ -232,6 +251,11 @@ class JunkNotes(Guard):
             return Refusal(f"not written: {source} already holds these lines, and a note "
                            f"of them today would date them anew; nothing to write. Answer "
                            f"the user now.", final=True)
+        heard = " ".join([turn.text, *(m.text for m in turn.messages if m.role == "user")])
+        if advice(note, heard):
+            return Refusal("not written: this is advice for the user, not something they "
+                           "told you; a note keeps what the user said, decided or asked to "
+                           "be kept. Answer the user now.", final=True)
         why = junk(note, turn.text) or unfounded(note, turn.shown_text())
         if why is None:
             return None
