@@ -14,8 +14,9 @@ a cat, a sister, a project): a saved conversation, two older daily logs, and tod
   today's log, already in view).
 
 Each message is sent ``--samples`` times per setting (the server samples). Prints the
-failures per half and setting, the questions answered, and keeps every reply in
-``--keep``/bench.log. Not part of the test suite: it needs a model server.
+failures per half and setting, the replies to requests that talk of notes instead, the
+questions answered, and keeps every reply in ``--keep``/bench.log (``--report DIR`` reads
+the figures of a kept run again). Not part of the test suite: it needs a model server.
 
     CTX=8192 ../shared/tools/local-llm/serve.sh start qwen-1.5b
     python scripts/bench_recall_harm.py --base-url http://127.0.0.1:8080/v1 \\
@@ -83,6 +84,12 @@ QUESTIONS = [
     ("When does our lease start?", r"1(st)? March|March 1"),
     ("What is my sister's name, and when is she visiting?", r"Ines.*12|12.*Ines"),
 ]
+# a reply to a request, creative or advice ask that talks of notes, memory or saving: it
+# answered the notes in front of the message instead of the message ("Here is a poem …,
+# based on the information provided in your memory")
+DISTRACTED = re.compile(r"\b(?:notes?|memory|memories|daily log|saved|wrote|write down|"
+                        r"append(?:ed)?|added (?:it|this|that|the)|information provided)\b",
+                        re.I)
 FAILED = re.compile(
     r"i'?m sorry|i apologi[sz]e|can(no|')?t (assist|help)|unable to (help|assist)|"
     r"did(n't| not) find|(no|any) (relevant |specific )?(information|details|notes)|"
@@ -158,6 +165,41 @@ def ask(runtime, key: str, text: str, log) -> str:
     return reply
 
 
+def report(log: str) -> dict[str, dict[str, list[int]]]:
+    """The figures of a run, read back from its bench.log: per setting, for each half of
+    the ordinary messages [failed, distracted (requests and asks only), sent] and for the
+    questions [answered, asked]."""
+    kinds = {text: (kind, half) for kind, half, text in ORDINARY}
+    patterns = dict(QUESTIONS)
+    out: dict[str, dict[str, list[int]]] = {}
+    for block in re.split(r"\n> \[", log)[1:]:
+        head, _, body = block.partition("] ")
+        text, _, rest = body.partition("\n")
+        reply = "\n".join(line.strip() for line in rest.splitlines()[1:])
+        reply = "" if reply == "(no reply)" else reply
+        setting = head.split(":")[2].split("-")[0]
+        got = out.setdefault(setting, {"tune": [0, 0, 0], "held": [0, 0, 0],
+                                        "answered": [0, 0]})
+        if text in kinds:
+            kind, half = kinds[text]
+            got[half][0] += not reply.strip() or bool(FAILED.search(reply))
+            got[half][1] += kind != "statement" and bool(DISTRACTED.search(reply))
+            got[half][2] += 1
+        elif text in patterns:
+            got["answered"][0] += bool(re.search(patterns[text], reply, re.I | re.S))
+            got["answered"][1] += 1
+    return out
+
+
+def print_report(got: dict[str, dict[str, list[int]]]) -> None:
+    for setting, r in got.items():
+        print(f"recall {setting:3}: ordinary replies that refused or found nothing: tune "
+              f"{r['tune'][0]}/{r['tune'][2]}, held-out {r['held'][0]}/{r['held'][2]}; "
+              f"requests answered with talk of notes: tune {r['tune'][1]}, held-out "
+              f"{r['held'][1]}; questions about the past answered {r['answered'][0]}/"
+              f"{r['answered'][1]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
@@ -168,9 +210,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--half", choices=["tune", "held", "both"], default="both")
     parser.add_argument("--settings", default="off,on", help="recall settings to run")
     parser.add_argument("--keep", type=Path, default=None, help="where to leave the run")
+    parser.add_argument("--report", type=Path, metavar="DIR",
+                        help="no run: the figures of the run kept in DIR, read again")
     parser.add_argument("--restart", metavar="CMD", help="a shell command that starts the "
                         "model server again if it dies mid-run")
     args = parser.parse_args(argv)
+    if args.report:
+        print_report(report((args.report / "bench.log").read_text()))
+        return 0
     sys.path.insert(0, str(ROOT))
 
     home = args.keep or Path(tempfile.mkdtemp(prefix="clawd-recall-"))
@@ -191,36 +238,22 @@ def main(argv: list[str] | None = None) -> int:
 
     ordinary = [m for m in ORDINARY if args.half in ("both", m[1])]
     started, stamp = time.perf_counter(), time.strftime("%H%M%S")
-    results: dict[str, dict[str, list[int]]] = {}
     for setting in args.settings.split(","):
         runtime = build_runtime(load_config(write_config(state, workspace, args,
                                                          setting == "on")), None)
-        failed = {"tune": [0, 0], "held": [0, 0]}
-        answered = [0, 0]
-        for n, (_, half, text) in enumerate(ordinary):
+        asks = [(f"o{n}", text) for n, (_, _, text) in enumerate(ordinary)]
+        asks += [(f"q{n}", question) for n, (question, _) in enumerate(QUESTIONS)]
+        for name, text in asks:  # the figures are read back from the log (``report``)
             for k in range(args.samples):
-                reply = asked(runtime, f"agent:main:{setting}-o{n}-{k}-{stamp}", text, log,
-                              args.restart)
-                failed[half][0] += not reply.strip() or bool(FAILED.search(reply))
-                failed[half][1] += 1
-        for n, (question, pattern) in enumerate(QUESTIONS):
-            for k in range(args.samples):
-                reply = asked(runtime, f"agent:main:{setting}-q{n}-{k}-{stamp}", question, log,
-                              args.restart)
-                answered[0] += bool(re.search(pattern, reply, re.I | re.S))
-                answered[1] += 1
+                asked(runtime, f"agent:main:{setting}-{name}-{k}-{stamp}", text, log,
+                      args.restart)
         if runtime.memory is not None:
             runtime.memory.close()
-        results[setting] = {**failed, "answered": answered}
     print("\n" + "=" * 72)
     print(f"model {args.model}, window {args.window:,}, {args.samples} samples a message")
-    for setting, got in results.items():
-        print(f"recall {setting:3}: ordinary replies that refused or found nothing: tune "
-              f"{got['tune'][0]}/{got['tune'][1]}, held-out {got['held'][0]}/"
-              f"{got['held'][1]}; questions about the past answered {got['answered'][0]}/"
-              f"{got['answered'][1]}")
-    print(f"wall time: {time.perf_counter() - started:.0f} s; the run is in {home}")
     (home / "bench.log").write_text("\n".join(lines) + "\n")
+    print_report(report("\n".join(lines)))
+    print(f"wall time: {time.perf_counter() - started:.0f} s; the run is in {home}")
     return 0
 
 
