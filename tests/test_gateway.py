@@ -259,3 +259,27 @@ def test_an_ended_session_is_read_by_its_id_and_sessions_are_deleted(tmp_path):
         assert keys == ["agent:main:other"]
     kept = tmp_path / "state" / "agents" / "main" / "sessions" / "deleted"
     assert len(list(kept.iterdir())) == 2  # the transcripts are kept aside
+
+
+def test_a_session_is_renamed_by_a_title_line_in_its_transcript(tmp_path):
+    with gateway(tmp_path, ScriptedProvider(default="ok")) as client:
+        send(client, "plan the kyoto trip in october", key="trip")
+        named = client.patch("/api/sessions/trip", json={"title": "  Kyoto   trip "},
+                             headers=AUTH)
+        assert named.status_code == 200 and named.json()["title"] == "Kyoto trip"
+        [row] = client.get("/api/sessions", headers=AUTH).json()["sessions"]
+        assert row["title"] == "Kyoto trip"
+        last = row["lastActivity"]
+        for bad in ({"title": "   "}, {"title": 5}, {"title": "x" * 201}, {}):
+            assert client.patch("/api/sessions/trip", json=bad, headers=AUTH).status_code \
+                == 400, bad
+        assert client.patch("/api/sessions/nosuch", json={"title": "x"},
+                            headers=AUTH).status_code == 404
+    # the title survives a rebuilt store, and is no activity
+    store = tmp_path / "state" / "agents" / "main" / "sessions" / "sessions.json"
+    store.unlink()
+    from clawd.frontends.cli.sessions import rows
+    from clawd.sessions.store import SessionStore
+
+    [again] = rows(SessionStore(store), ended=False)
+    assert again.summary.title == "Kyoto trip" and again.to_json()["lastActivity"] == last

@@ -349,6 +349,7 @@ def test_ended_sessions_are_listed_read_only_and_can_be_deleted(web, stand_in, w
     assert page.query_selector(".act.retry") is None
     shot(page, "desktop-ended-session")
     page.on("dialog", lambda dialog: dialog.accept())
+    page.hover(f".session-row:has({mine})")  # its buttons show on hover
     page.click(f".session-row:has({mine}) .session-delete")
     page.wait_for_function(f"() => !document.querySelector({json.dumps(mine)})")
     idle(page)
@@ -365,3 +366,17 @@ def test_the_model_s_name_shows_on_a_phone(web, stand_in):
     assert page.is_visible("#model") and page.text_content("#model") == "local/qwen"
     assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
     shot(page, "phone-model")
+
+
+def test_a_session_is_renamed_from_the_list(web, stand_in):
+    page = web.page("to-rename")
+    send(page, "some first words")
+    idle(page)
+    page.on("dialog", lambda dialog: dialog.accept("Holiday plans"))
+    page.hover(".session-row:has(.session.active)")  # its buttons show on hover
+    page.click(".session-row:has(.session.active) .session-rename")
+    page.wait_for_function("() => document.querySelector('.session.active .session-title')"
+                           "?.textContent === 'Holiday plans'")
+    page.reload()
+    idle(page)
+    assert page.text_content(".session.active .session-title") == "Holiday plans"

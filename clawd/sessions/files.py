@@ -20,6 +20,7 @@ from clawd.sessions.entry import SessionEntry, new_entry
 from clawd.sessions.transcript import Loaded, Transcript
 
 TITLE_CHARS = 60
+TITLE_ENTRY = "title"  # ``{"type": "title", "title"}``: the session renamed
 # An entry naming the session key, appended to a transcript whose header predates the key.
 KEY_ENTRY = "session-key"
 DELETED_DIR = "deleted"  # transcripts of deleted sessions: kept, but out of every listing
@@ -68,7 +69,11 @@ def read_summary(path: Path) -> Summary | None:
     flush_at, flush_cycle = None, None
     turn = {"inputTokens": 0, "outputTokens": 0}
     latest: dict[str, Any] = {"totalTokens": 0, "totalTokensFresh": False}
+    named = ""  # a rename (a ``title`` entry): the newest names the session
     for entry in loaded.entries:
+        if entry.get("type") == TITLE_ENTRY:  # no activity: not counted as such
+            named = _one_line(str(entry.get("title") or "")) or named
+            continue
         last = _text(entry.get("timestamp")) or last
         if entry.get("type") == "compaction":
             counters["compactionCount"] += 1
@@ -108,7 +113,7 @@ def read_summary(path: Path) -> Summary | None:
     return Summary(path=path, session_id=header["id"], agent_id=_text(header.get("agentId")),
                    key=session_key_of(loaded), created=_text(header.get("timestamp")),
                    last_activity=last, model=model or _text(header.get("model")),
-                   model_override=_text(header.get("modelOverride")), title=title,
+                   model_override=_text(header.get("modelOverride")), title=named or title,
                    messages=count, counters=counters, latest={**turn, **latest},
                    flush_at=flush_at, flush_cycle=flush_cycle, loaded=loaded)
 

@@ -65,7 +65,7 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
     middleware = []
     if gateway.cors.origins:
         middleware.append(Middleware(CORSMiddleware, allow_origins=gateway.cors.origins,
-                                     allow_methods=["GET", "POST", "PUT", "DELETE"],
+                                     allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                                      allow_headers=ALLOWED_HEADERS,
                                      expose_headers=["X-Clawd-Turn-Id", "Retry-After"]))
     middleware.append(Middleware(Guard, gateway=gateway,

@@ -75,3 +75,10 @@ def describe(exc: ValidationError) -> str:
     if error.get("type") == "missing":
         return f"the body has no {where}"
     return f"{where}: {message}" if where else f"the body {message}"
+
+
+class TitleBody(Body):
+    """``PATCH /api/sessions/{key}``: a new title (the session list shows it)."""
+
+    title: StrictStr = Field(max_length=200)
+    session_id: StrictStr | None = Field(None, alias="sessionId")

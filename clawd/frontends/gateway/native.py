@@ -23,7 +23,7 @@ from clawd import __version__
 from clawd.core.errors import ClawdError
 from clawd.frontends.commands import ESCAPE, REGISTRY
 from clawd.frontends.gateway import history, workspace
-from clawd.frontends.gateway.bodies import BadRequest, FileBody, SendBody
+from clawd.frontends.gateway.bodies import BadRequest, FileBody, SendBody, TitleBody
 from clawd.frontends.gateway.common import (
     agent_of,
     allowed,
@@ -115,6 +115,35 @@ def _transcript_of(runtime: Runtime, key: str, session_id: str) -> Path:
             if summary is not None and normalize_key(summary.key or "") == key:
                 return path
     raise workspace.NotFound(f"no session {session_id} of {key}")
+
+
+async def rename_session(request: Request) -> Response:
+    """Give a session (the key's current one, or ``sessionId``) a title: a ``title`` entry
+    appended to its transcript, so every list (and a rebuilt store) shows it."""
+    from clawd.sessions.files import TITLE_ENTRY
+    from clawd.sessions.transcript import Transcript
+
+    agent_id, key = session_of(request, request.path_params["key"],
+                               request.query_params.get("agent"))
+    body = await read_body(request, TitleBody)
+    title = " ".join(body.title.split())
+    if not title:
+        raise BadRequest("the title is empty")
+    runtime = state(request).agents.runtime(agent_id)
+
+    def rename() -> str:
+        if body.session_id:
+            path = _transcript_of(runtime, key, body.session_id)
+        else:
+            found = (runtime.store.get(key) or {}).get("sessionFile")
+            if not found or not Path(str(found)).is_file():
+                raise workspace.NotFound(f"no session {key}")
+            path = Path(str(found))
+        Transcript(path).append({"type": TITLE_ENTRY, "title": title})
+        return path.stem
+
+    session_id = await run_in_threadpool(rename)
+    return ok({"sessionKey": key, "sessionId": session_id, "title": title})
 
 
 async def delete_session(request: Request) -> Response:
@@ -272,6 +301,7 @@ ROUTES = [
     Route("/api/sessions/{key}/messages", send_message, methods=["POST"]),
     Route("/api/sessions/{key}/abort", abort, methods=["POST"]),
     Route("/api/sessions/{key}", delete_session, methods=["DELETE"]),
+    Route("/api/sessions/{key}", rename_session, methods=["PATCH"]),
     Route("/api/turns/{turn}/events", turn_events),
     Route("/api/memory/search", memory_search),
     Route("/api/files/{path:path}", read_file, methods=["GET"]),

@@ -107,6 +107,21 @@ function readOnly(on) {
   $("meter").hidden = on; // the context meter is a current session's
 }
 
+async function renameSession(s) {
+  const title = window.prompt("A name for this session:", s.title || "");
+  if (title === null || !title.trim()) return;
+  const body = { title };
+  if (s.current === false) body.sessionId = s.sessionId;
+  try {
+    await api.json(`/api/sessions/${encodeURIComponent(s.key)}?agent=` +
+      `${encodeURIComponent(state.agent)}`, { method: "PATCH", body: JSON.stringify(body) });
+  } catch (err) {
+    report(err);
+    return;
+  }
+  refreshSessions();
+}
+
 async function removeSession(s) {
   const name = s.title || s.key.split(":").slice(2).join(":");
   if (!window.confirm(`Delete "${name}"? It leaves the list; its transcript is kept aside.`)) {
@@ -147,7 +162,7 @@ async function refreshSessions() {
       sessions.unshift({ key: state.key });
     }
     view.sessionList($("sessions"), sessions, { key: state.key, sessionId: state.ended },
-      openSession, removeSession);
+      openSession, removeSession, renameSession);
   } catch (err) {
     if (err.status === 401) report(err);
   }

@@ -330,8 +330,8 @@ export class Live {
 }
 
 // The sessions: each opens on a click; an ended one (listed with "all") opens read-only;
-// each has a delete button (`remove`).
-export function sessionList(container, sessions, active, open, remove) {
+// each has a rename and a delete button (`rename`, `remove`).
+export function sessionList(container, sessions, active, open, remove, rename) {
   container.replaceChildren(...sessions.map((s) => {
     const name = s.key.split(":").slice(2).join(":");
     const ended = s.current === false;
@@ -349,6 +349,14 @@ export function sessionList(container, sessions, active, open, remove) {
       `${s.messages || 0} msgs${s.lastActivity ? ` · ${when(s.lastActivity)}` : ""}${busy}`));
     node.addEventListener("click", () => open(s.key, ended ? s.sessionId : null));
     row.append(node);
+    if (s.sessionId && rename) {
+      const edit = el("button", "session-rename", "✎");
+      edit.type = "button";
+      edit.title = "rename this session";
+      edit.setAttribute("aria-label", `rename ${s.title || name}`);
+      edit.addEventListener("click", () => rename(s));
+      row.append(edit);
+    }
     if (s.sessionId && remove) {
       const del = el("button", "session-delete", "×");
       del.type = "button";
