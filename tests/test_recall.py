@@ -415,3 +415,22 @@ def test_a_statement_gets_no_notes_under_the_weak_profile(tmp_path, clock, profi
     sent = user_texts(provider.requests[0])[-1]
     assert (sent == "My sister Ines moved to Porto in March.") is not recalled
     runtime.memory.close()
+
+
+def test_what_was_recalled_is_kept_for_the_history_a_page_shows(tmp_path, clock):
+    """The web page's "recalled" line was gone after a reload: the transcript kept no
+    trace of it. A ``recall`` line now follows the message; the model never sees it."""
+    from clawd.frontends.gateway.history import items
+
+    provider = ScriptedProvider(["About 2400 euros.", "Sure."])
+    runtime = recall_runtime(tmp_path, provider, clock)
+    session = Session(runtime, KEY)
+    list(session.run_turn("What is the budget for the Lisbon trip?"))
+    entries = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
+    shown = items(entries[1:])
+    assert [i["type"] for i in shown] == ["user", "recall", "assistant"]
+    assert shown[1]["messageId"] == shown[0]["id"]
+    assert shown[1]["results"][0]["path"] == "memory/2026-11-02.md"
+    list(Session(runtime, KEY).run_turn("Thanks"))  # reopened: the history is as before
+    assert [m.role for m in provider.requests[1].messages] == ["user", "assistant", "user"]
+    runtime.memory.close()

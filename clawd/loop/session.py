@@ -248,6 +248,11 @@ class Session:
                                             if self.call.recall else [message])
             self.conversation.append(message)
             appended = True
+            if self.call.recall:  # what was found for it, for the history a page shows
+                self.conversation.transcript.append({
+                    "type": "recall", "messageId": message.id,
+                    "places": [[h.path, h.start, h.end, round(h.score, 3)]
+                               for h in self.call.recall.hits]})
             yield from self._steps(turn)
         except KeyboardInterrupt as exc:
             turn.aborted = turn.interrupted = True

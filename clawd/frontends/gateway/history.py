@@ -1,7 +1,8 @@
 """A session's history as a client shows it: transcript entries to items, a page at a time.
 
-What the user saw, in order: their messages, the assistant's replies (text and tool calls),
-tool results, and a marker where a compaction summarised older messages. Left out: the
+What the user saw, in order: their messages, the notes recalled for a message, the
+assistant's replies (text and tool calls), tool results, and a marker where a compaction
+summarised older messages. Left out: the
 memory flush's silent turns, a reply that was only ``NO_REPLY``, and blank answers that
 were asked again (all on disk, never shown). Marked: a reply cut short (``interrupted``),
 a turn taken back by ``/undo`` or ``/retry`` (``undone``), a message too large to send
@@ -29,6 +30,14 @@ def items(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for entry in entries:
         kind = entry.get("type")
+        if kind == "recall" and isinstance(entry.get("places"), list):
+            out.append({"type": "recall", "id": entry.get("id"),
+                        "timestamp": entry.get("timestamp"),
+                        "messageId": entry.get("messageId"),
+                        "results": [{"path": p[0], "startLine": p[1], "endLine": p[2],
+                                     "score": p[3]} for p in entry["places"]
+                                    if isinstance(p, list) and len(p) == 4]})
+            continue
         if kind == "compaction":
             out.append({"type": "compaction", "id": entry.get("id"),
                         "timestamp": entry.get("timestamp"),

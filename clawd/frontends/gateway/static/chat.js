@@ -261,11 +261,10 @@ async function finish(turn) {
   }
   if (page && state.key === turn.key) {
     // a command's lines go where it was typed (the top of a session /new started); a
-    // message's after its reply, but what was recalled for it above the reply
+    // message's after its reply
     const after = !turn.command ? page.total : page.sessionId === turn.sessionId ? turn.before : 0;
     for (const node of turn.live.extras) {
-      const at = node.dataset.place === "after-user" && !turn.command ? turn.before + 1 : after;
-      state.extras.push({ sessionId: page.sessionId, after: at, node });
+      state.extras.push({ sessionId: page.sessionId, after, node });
     }
     $("live").replaceChildren();
     draw();

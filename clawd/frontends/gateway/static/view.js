@@ -166,10 +166,17 @@ export function compactionNode(item) {
   return node;
 }
 
+// The notes automatic recall sent with a message (a `recall` event or history item).
+function recallNode(found) {
+  return line("info", `recalled ${found.results.length} note(s): ` +
+    found.results.map((r) => `${r.path}:${r.startLine}`).join(", "));
+}
+
 // A history item's nodes; `calls` maps tool-call ids to their nodes, so a toolResult
 // lands in its call's <details>.
 export function itemNodes(item, calls) {
   if (item.type === "user") return [userNode(item.text, item)];
+  if (item.type === "recall") return [recallNode(item)];
   if (item.type === "compaction") return [compactionNode(item)];
   if (item.type === "toolResult") {
     let node = calls.get(item.toolCallId);
@@ -302,13 +309,7 @@ export class Live {
       }
       case "notice": this.add(line("notice", e.text), true); break;
       case "error": this.add(line("error", e.message), true); break;
-      case "recall": {
-        const node = line("info", `recalled ${e.results.length} note(s): ` +
-          e.results.map((r) => r.path).join(", "));
-        node.dataset.place = "after-user"; // kept above the reply it came before
-        this.add(node, true);
-        break;
-      }
+      case "recall": this.add(recallNode(e)); break; // the history keeps it too
       case "flush":
         this.add(line("info", e.skipped ? `memory flush skipped: ${e.skipped}` :
           `memory flush wrote ${(e.files || []).join(", ") || "nothing"}`), true);
@@ -349,21 +350,17 @@ export function sessionList(container, sessions, active, open, remove, rename) {
       `${s.messages || 0} msgs${s.lastActivity ? ` · ${when(s.lastActivity)}` : ""}${busy}`));
     node.addEventListener("click", () => open(s.key, ended ? s.sessionId : null));
     row.append(node);
-    if (s.sessionId && rename) {
-      const edit = el("button", "session-rename", "✎");
-      edit.type = "button";
-      edit.title = "rename this session";
-      edit.setAttribute("aria-label", `rename ${s.title || name}`);
-      edit.addEventListener("click", () => rename(s));
-      row.append(edit);
-    }
-    if (s.sessionId && remove) {
-      const del = el("button", "session-delete", "×");
-      del.type = "button";
-      del.title = "delete this session (its transcript is kept aside)";
-      del.setAttribute("aria-label", `delete ${s.title || name}`);
-      del.addEventListener("click", () => remove(s));
-      row.append(del);
+    const label = s.title || name;
+    for (const [act, cls, glyph, title] of [
+      [rename, "session-rename", "✎", "rename this session"],
+      [remove, "session-delete", "×", "delete this session (its transcript is kept aside)"]]) {
+      if (!s.sessionId || !act) continue;
+      const button = el("button", cls, glyph);
+      button.type = "button";
+      button.title = title;
+      button.setAttribute("aria-label", `${title.split(" ")[0]} ${label}`);
+      button.addEventListener("click", () => act(s));
+      row.append(button);
     }
     return row;
   }));
