@@ -326,6 +326,15 @@ def test_each_message_has_its_time_and_copy_and_the_last_reply_a_retry(web, stan
                            ".some(b => b.textContent === 'Second answer, again.')")
     idle(page)
     assert texts(page, ".msg.assistant .bubble")[-1] == "Second answer, again."
+    # "edit" on the last message takes it back and puts its words in the box
+    edits = page.query_selector_all(".act.edit")
+    assert len(edits) == 1
+    edits[0].click()
+    page.wait_for_function("() => document.getElementById('input').value === 'two'")
+    idle(page)
+    assert texts(page, ".msg.user:not(.undone) .bubble") == ["one"]  # the rest taken back
+    assert [b.get_attribute("class") for b in page.query_selector_all(".act.edit")] == [
+        "act edit"]  # now on "one"
 
 
 def test_ended_sessions_are_listed_read_only_and_can_be_deleted(web, stand_in, web_served):

@@ -356,6 +356,11 @@ function wire() {
   });
   $("show-ended").addEventListener("change", refreshSessions);
   $("items").addEventListener("clawd-retry", () => send("/retry"));
+  $("items").addEventListener("clawd-edit", async (e) => {
+    await send("/undo");
+    $("input").value = e.detail || "";
+    $("input").focus();
+  });
   $("signout").addEventListener("click", () => {
     leaveTurn();
     api.forget();

@@ -60,8 +60,9 @@ export function draw() {
   }
   while (next < extras.length) nodes.push(extras[next++].node);
   $("items").replaceChildren(...nodes);
-  const replies = $("items").querySelectorAll(".msg.assistant");
-  if (replies.length && !state.ended) view.offerRetry(replies[replies.length - 1]);
+  const replies = $("items").querySelectorAll(".msg.assistant:not(.undone)");
+  const messages = $("items").querySelectorAll(".msg.user:not(.undone)");
+  if (!state.ended) view.offerLast(replies[replies.length - 1], messages[messages.length - 1]);
   $("older").hidden = state.before === null;
   $("empty").hidden = nodes.length > 0 || $("live").childElementCount > 0;
 }

@@ -89,6 +89,7 @@ export function userNode(text, item = {}) {
   node.append(el("div", "bubble", text));
   if (item.refused) node.append(tag("not sent: too large", "warn"));
   if (item.undone) node.append(tag("taken back"));
+  node.classList.toggle("undone", !!item.undone);
   if (item.timestamp) node.append(actions(item));
   return node;
 }
@@ -101,22 +102,29 @@ export function assistantNode(text, item = {}) {
   node.append(bubble);
   if (item.interrupted) node.append(tag("stopped", "warn"));
   if (item.undone) node.append(tag("taken back"));
+  node.classList.toggle("undone", !!item.undone);
   if (item.timestamp) node.append(actions(item, [copyButton(() => text)]));
   return node;
 }
 
-// The last reply of the session gets "retry" (the REPL's /retry: the answer is taken back
-// and asked for again); chat.js hears the event.
-export function offerRetry(node) {
-  const row = node.querySelector(".acts");
-  if (!row || row.querySelector(".retry")) return;
-  const button = el("button", "act retry", "retry");
-  button.type = "button";
-  button.title = "take this answer back and ask again (/retry)";
-  button.addEventListener("click", () => {
-    node.dispatchEvent(new CustomEvent("clawd-retry", { bubbles: true }));
-  });
-  row.append(button);
+// The last exchange of the session gets "retry" on its reply (the REPL's /retry: the
+// answer is taken back and asked for again) and "edit" on its message (/undo, the text
+// back in the box to change and send again); chat.js hears the events.
+export function offerLast(reply, message) {
+  for (const [node, name, title, detail] of [
+    [reply, "retry", "take this answer back and ask again (/retry)", null],
+    [message, "edit", "take this message back (/undo) and edit it",
+      message && message.querySelector(".bubble").textContent]]) {
+    const row = node && node.querySelector(".acts");
+    if (!row || row.querySelector(`.${name}`)) continue;
+    const button = el("button", `act ${name}`, name);
+    button.type = "button";
+    button.title = title;
+    button.addEventListener("click", () => {
+      node.dispatchEvent(new CustomEvent(`clawd-${name}`, { bubbles: true, detail }));
+    });
+    row.append(button);
+  }
 }
 
 function brief(args) {
