@@ -42,9 +42,6 @@ from clawd.workspace.files import MEMORY_FILE
 
 log = logging.getLogger(__name__)
 
-_QUESTION = re.compile(r"\W*(?:who|whom|whose|what|what's|when|where|which|why|how|"
-                       r"do|does|did|is|are|was|were|can|could|should|would|will|have|has|"
-                       r"had|am)\b", re.I)
 QUERY_CHARS = 2000  # the embedder reads about 256 tokens; more only slows the keyword half
 MIN_PIECE = 80  # a hit cut shorter than this is left out
 MARGIN = 0.15  # hits scoring this much below the best one are left out
@@ -133,6 +130,9 @@ def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
     return hits
 
 
+_QUESTION = re.compile(r"\W*(?:who|whom|whose|what|what's|when|where|which|why|how|"
+                       r"do|does|did|is|are|was|were|can|could|should|would|will|have|has|"
+                       r"had|am)\b", re.I)
 _REMIND = re.compile(r"\b(?:remind|recall|look up|find)\b", re.I)
 _OWN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|myself|we|we're|we've|our|ours|us)\b",
                   re.I)
