@@ -160,7 +160,8 @@ def test_json_stream_prints_deltas_that_add_up_to_the_reply(setup, server, capsy
     events = [json.loads(line) for line in out.splitlines()]
     deltas = [e["text"] for e in events if e["type"] == "delta"]
     assert len(deltas) > 1 and "".join(deltas) == "The quick brown fox."
-    assert [e["type"] for e in events[len(deltas):]] == ["reply", "done"]
+    assert events[0] == {"type": "waiting", "stage": "model"}  # until the first words
+    assert [e["type"] for e in events[1 + len(deltas):]] == ["reply", "done"]
     assert events[-1]["usage"] == {"input": 500, "output": 6, "cacheRead": 200, "cacheWrite": 0}
     assert events[-1]["model"] == "local/qwen-test"
 
