@@ -5,8 +5,8 @@ The worker thread running a turn hands each line to the event loop (``push``, th
 a client that disconnects and comes back (``Last-Event-ID``) or retries the send with the
 same idempotency key gets the same events, numbered the same. When the turn ends the feed
 drops its text deltas (the ``reply`` line holds the whole text) to stay small; the other
-lines keep their numbers. ``sse`` writes one line as a server-sent event; ``heartbeat``
-marks the quiet moments of a stream, for a keep-alive comment every 15 s.
+lines keep their numbers. ``sse`` writes one line as a server-sent event; ``follow`` with
+``keepalive`` marks the quiet moments of a stream, for a keep-alive comment every 15 s.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
 HEARTBEAT_SECONDS = 15.0  # a comment line in a stream quiet this long
 KEEP_ALIVE = b": keep-alive\n\n"  # an SSE comment: every client skips it
 
@@ -45,8 +44,11 @@ class Feed:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    async def follow(self, after: int = -1) -> AsyncIterator[tuple[int, dict[str, Any]]]:
-        """Every line numbered above ``after``, then each new one, until the turn ends."""
+    async def follow(self, after: int = -1, *, keepalive: float | None = None
+                     ) -> AsyncIterator[tuple[int, dict[str, Any]] | None]:
+        """Every line numbered above ``after``, then each new one, until the turn ends; with
+        ``keepalive``, a None after each that many seconds without one (the moments for a
+        stream to send a comment, so a proxy keeps a connection a slow model leaves quiet)."""
         seen = 0  # lines read of the list as it grows (it is only appended to until closed)
         while True:
             changed, lines = self._changed, self.lines
@@ -61,34 +63,19 @@ class Feed:
                 if number > after:
                     after = number
                     yield number, line
-            await changed.wait()
-
-
-async def heartbeat(lines: AsyncIterator[T], every: float | None = None
-                    ) -> AsyncIterator[T | None]:
-    """``lines`` as they come, with a None after each ``every`` seconds (default
-    ``HEARTBEAT_SECONDS``) without one: the moments to send a keep-alive, so a proxy that
-    drops quiet connections keeps a stream whose turn is waiting on a slow model."""
-    wait = HEARTBEAT_SECONDS if every is None else every
-    source = aiter(lines)
-    pending: asyncio.Task[T] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(source))
-            done, _ = await asyncio.wait({pending}, timeout=wait)
-            if not done:
-                yield None
+            if keepalive is None:
+                await changed.wait()
                 continue
             try:
-                found = pending.result()
-            except StopAsyncIteration:
-                return
-            pending = None
-            yield found
-    finally:
-        if pending is not None:
-            pending.cancel()
+                await asyncio.wait_for(changed.wait(), keepalive)
+            except TimeoutError:
+                yield None
+
+    async def lines_of(self, after: int = -1) -> AsyncIterator[tuple[int, dict[str, Any]]]:
+        """``follow`` without keep-alives: the lines alone."""
+        async for found in self.follow(after):
+            if found is not None:
+                yield found
 
 
 def sse(number: int, line: dict[str, Any]) -> bytes:

@@ -22,7 +22,7 @@ from starlette.routing import Route
 from clawd import __version__
 from clawd.core.errors import ClawdError
 from clawd.frontends.commands import ESCAPE, REGISTRY
-from clawd.frontends.gateway import history, workspace
+from clawd.frontends.gateway import feed, history, workspace
 from clawd.frontends.gateway.bodies import BadRequest, FileBody, SendBody, TitleBody
 from clawd.frontends.gateway.common import (
     agent_of,
@@ -33,7 +33,7 @@ from clawd.frontends.gateway.common import (
     session_of,
     state,
 )
-from clawd.frontends.gateway.feed import KEEP_ALIVE, heartbeat, sse
+from clawd.frontends.gateway.feed import KEEP_ALIVE, sse
 from clawd.frontends.gateway.hub import Turn
 from clawd.loop.runtime import Runtime, session_model
 
@@ -233,13 +233,13 @@ async def _events(request: Request, turn: Turn, after: int, headers: dict[str, s
                   ) -> Response:
     if "application/json" in request.headers.get("accept", "") and \
             "text/event-stream" not in request.headers.get("accept", ""):
-        lines = [line async for _, line in turn.feed.follow(after)]
+        lines = [line async for _, line in turn.feed.lines_of(after)]
         return ok({"turn": turn.to_json(), "events": [line for line in lines
                                                       if line.get("type") != "delta"]},
                   headers=headers)
 
     async def stream() -> AsyncIterator[bytes]:
-        async for found in heartbeat(turn.feed.follow(after)):
+        async for found in turn.feed.follow(after, keepalive=feed.HEARTBEAT_SECONDS):
             yield KEEP_ALIVE if found is None else sse(*found)
 
     return StreamingResponse(stream(), media_type="text/event-stream",

@@ -24,6 +24,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from clawd.core.messages import Message, ModelRequest, new_id
+from clawd.frontends.gateway import feed
 from clawd.frontends.gateway.bodies import BadRequest, CompletionBody
 from clawd.frontends.gateway.common import (
     agent_of,
@@ -35,7 +36,7 @@ from clawd.frontends.gateway.common import (
     session_of,
     state,
 )
-from clawd.frontends.gateway.feed import KEEP_ALIVE, heartbeat
+from clawd.frontends.gateway.feed import KEEP_ALIVE
 from clawd.frontends.gateway.guard import error_body
 from clawd.frontends.gateway.openai_map import (
     SESSION_HEADER,
@@ -82,13 +83,13 @@ async def chat_completions(request: Request) -> Response:
                             ephemeral=how == "new")  # nobody can come back to it
     headers = {"X-Clawd-Session-Key": header_key(key), "X-Clawd-Session-From": how,
                "X-Clawd-Turn-Id": turn.id}
-    lines = turn.feed.follow()
     if stream:
+        lines = turn.feed.follow(keepalive=feed.HEARTBEAT_SECONDS)
         return StreamingResponse(_chunks(lines, turn.id, model, created),
                                  media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-store"})
     text, error, done = "", None, None
-    async for _, line in lines:
+    async for _, line in turn.feed.lines_of():
         kind = line.get("type")
         if kind in ("reply", "command") and line.get("text"):
             text = line["text"]
@@ -106,11 +107,11 @@ def _data(payload: Any) -> bytes:
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
 
 
-async def _chunks(lines: AsyncIterator[tuple[int, dict[str, Any]]], turn_id: str, model: str,
-                  created: int) -> AsyncIterator[bytes]:
+async def _chunks(lines: AsyncIterator[tuple[int, dict[str, Any]] | None], turn_id: str,
+                  model: str, created: int) -> AsyncIterator[bytes]:
     yield _data(chunk(turn_id, model, created, {"role": "assistant", "content": ""}))
     sent, error, done = False, None, None
-    async for found in heartbeat(lines):
+    async for found in lines:
         if found is None:
             yield KEEP_ALIVE
             continue
