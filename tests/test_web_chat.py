@@ -306,7 +306,8 @@ def test_the_page_says_what_it_waits_on_until_the_first_words(web, stand_in):
 
 def test_each_message_has_its_time_and_copy_and_the_last_reply_a_retry(web, stand_in,
                                                                        web_served):
-    answers = iter(["First answer.\n\n```sh\nclawd serve\n```", "Second answer.",
+    code = "def greet(name):\n    return 'hi ' + name  # 2 words"
+    answers = iter([f"First answer.\n\n```python\n{code}\n```", "Second answer.",
                     "Second answer, again."])
     stand_in.answer = lambda body, words: next(answers)
     page = web.page("actions")
@@ -318,6 +319,11 @@ def test_each_message_has_its_time_and_copy_and_the_last_reply_a_retry(web, stan
     assert len(page.query_selector_all(".msg.assistant .acts .act")) >= 2  # copy on each
     assert page.query_selector_all(".code > .act") and \
         page.text_content(".code > .act") == "copy code"
+    # highlighted, and the code itself unchanged
+    assert page.text_content(".msg.assistant pre code") == code
+    assert texts(page, "pre .tok-kw") == ["def", "return"]
+    assert texts(page, "pre .tok-str") == ["'hi '"]
+    assert texts(page, "pre .tok-com") == ["# 2 words"]
     retries = page.query_selector_all(".act.retry")
     assert len(retries) == 1  # the last reply only
     shot(page, "desktop-actions")

@@ -100,6 +100,40 @@ function list(lines) {
   return start === 1 ? `<ol>${body}</ol>` : `<ol start="${start}">${body}</ol>`;
 }
 
+// A light highlighter for code blocks: comments, strings, numbers and the keywords of the
+// common languages, each an escaped span; everything else escaped as it is. Plain text,
+// Markdown and diffs are left as they are.
+const TOKEN = new RegExp([
+  String.raw`(?<com>#[^\n]*|\/\/[^\n]*|\/\*[\s\S]*?\*\/|--[^\n]*)`,
+  String.raw`(?<str>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|\`(?:\\.|[^\`\\])*\`)`,
+  String.raw`(?<num>\b\d+(?:\.\d+)?\b)`,
+  String.raw`(?<kw>\b(?:def|class|return|if|else|elif|for|while|in|import|from|as|with|try|` +
+    String.raw`except|finally|raise|function|const|let|var|new|async|await|yield|lambda|pass|` +
+    String.raw`break|continue|switch|case|default|export|fn|pub|struct|impl|use|match|func|` +
+    String.raw`package|interface|type|select|where|insert|update|delete|create|table|` +
+    String.raw`true|false|null|None|True|False|and|or|not|echo|then|fi|do|done)\b)`,
+].join("|"), "g");
+const PLAIN = new Set(["", "text", "txt", "plain", "md", "markdown", "diff", "console", "output"]);
+
+function highlight(code, lang) {
+  if (PLAIN.has(lang.toLowerCase())) return escapeHtml(code);
+  // "--" starts a comment in SQL and Lua only; "#" not in JavaScript, CSS or Go
+  const dashes = /^(sql|lua|haskell|hs)$/i.test(lang);
+  const hashes = !/^(js|javascript|ts|typescript|css|go|c|cpp|java|rust|rs|json)$/i.test(lang);
+  let out = "";
+  let at = 0;
+  for (const m of code.matchAll(TOKEN)) {
+    const kind = Object.keys(m.groups).find((k) => m.groups[k] !== undefined);
+    if (kind === "com" && ((m[0].startsWith("--") && !dashes) || (m[0][0] === "#" && !hashes))) {
+      continue;
+    }
+    out += escapeHtml(code.slice(at, m.index)) +
+      `<span class="tok-${kind}">${escapeHtml(m[0])}</span>`;
+    at = m.index + m[0].length;
+  }
+  return out + escapeHtml(code.slice(at));
+}
+
 export function render(source) {
   const lines = String(source ?? "").split(HOLE).join("").replace(/\r\n?/g, "\n").split("\n");
   const out = [];
@@ -113,7 +147,7 @@ export function render(source) {
       for (i += 1; i < lines.length && !close.test(lines[i]); i += 1) body.push(lines[i]);
       i += 1;
       const lang = m[2] ? ` class="lang-${escapeHtml(m[2])}"` : "";
-      out.push(`<pre><code${lang}>${escapeHtml(body.join("\n"))}</code></pre>`);
+      out.push(`<pre><code${lang}>${highlight(body.join("\n"), m[2] || "")}</code></pre>`);
     } else if (!line.trim()) {
       i += 1;
     } else if ((m = line.match(HEADING))) {
