@@ -76,3 +76,4 @@ def test_the_context_route_gives_the_meter(tmp_path):
         assert client.get("/api/sessions/main/context").status_code == 401
         described = client.get("/openapi.json", headers=AUTH).json()["paths"]
         assert "/api/sessions/{key}/context" in described and "/" in described
+    assert set(described["/api/sessions/{key}"]) == {"patch", "delete"}

@@ -53,10 +53,18 @@ def document(compatible: bool) -> dict[str, Any]:
                                      "sessions list --json`, and busy", [
                                          AGENT, _param("all", kind="boolean",
                                                        about="also ended sessions")])},
+        "/api/sessions/{key}": {
+            "patch": _op("rename the session (a title line in its transcript)", [KEY, AGENT],
+                         {"title": {"type": "string"}, "sessionId": {"type": "string"}},
+                         errors=(400, 401, 403, 404)),
+            "delete": _op("delete the session; its transcript is kept aside", [
+                KEY, AGENT, _param("sessionId", about="an ended session of the key")],
+                errors=(400, 401, 403, 404))},
         "/api/sessions/{key}/history": {"get": _op(
             "a session's history, a page at a time (newest first page)",
             [KEY, AGENT, _param("before", kind="integer", about="items before this index"),
-             _param("limit", kind="integer", about="items per page (default 50, max 200)")])},
+             _param("limit", kind="integer", about="items per page (default 50, max 200)"),
+             _param("sessionId", about="that session of the key, ended or not")])},
         "/api/sessions/{key}/context": {"get": _op(
             "how full the session's context window is: sessionId, model, used (tokens after "
             "the last model call or compaction; null before the first), window, flushAt, "
