@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from clawd.config import (
     DEFAULT_AGENT_ID,
@@ -42,9 +42,6 @@ from clawd.config.text import add_agent, agent_snippet, json5_string
 from clawd.core.errors import ClawdError
 from clawd.workspace.files import MEMORY_DIR
 from clawd.workspace.template import TEMPLATE_DIR, template_files
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -302,5 +299,3 @@ def _write_new(action: Action) -> bool:
         action.path.unlink(missing_ok=True)
         raise
     return True
-
-

@@ -35,7 +35,6 @@ def template_files() -> list[tuple[str, Traversable]]:
     return sorted(found, key=lambda item: (item[0].count("/"), item[0]))
 
 
-
 @functools.cache
 def template_lines() -> frozenset[str]:
     """The lines of the notes' templates (MEMORY.md and ``templates/*.md``) that say nothing

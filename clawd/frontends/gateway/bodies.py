@@ -1,6 +1,6 @@
 """The request bodies the gateway takes, as pydantic models, and reading one.
 
-``body_of`` parses and checks a body in one step with pydantic's JSON parser, so whatever
+``parse`` reads and checks a body in one step with pydantic's JSON parser, so whatever
 JSON cannot carry into a turn is a 400 in the error shape before anything runs: bytes that
 are not UTF-8, a lone surrogate (``"\\ud800"``, which no transcript could store), nesting
 past the parser's depth limit, a wrong type. Fields a client adds of its own are ignored.
@@ -39,6 +39,13 @@ class FileBody(Body):
     agent: StrictStr | None = None
 
 
+class TitleBody(Body):
+    """``PATCH /api/sessions/{key}``: a new title (the session list shows it)."""
+
+    title: StrictStr = Field(max_length=200)
+    session_id: StrictStr | None = Field(None, alias="sessionId")
+
+
 class ChatMessage(Body):
     role: StrictStr
     content: StrictStr | list[dict[str, Any]] | None = None
@@ -75,10 +82,3 @@ def describe(exc: ValidationError) -> str:
     if error.get("type") == "missing":
         return f"the body has no {where}"
     return f"{where}: {message}" if where else f"the body {message}"
-
-
-class TitleBody(Body):
-    """``PATCH /api/sessions/{key}``: a new title (the session list shows it)."""
-
-    title: StrictStr = Field(max_length=200)
-    session_id: StrictStr | None = Field(None, alias="sessionId")
