@@ -213,18 +213,18 @@ class Upkeep:
                              f"tokens) is one turn, and the latest turn is always kept")
             return False
         request = messages[users[-1]] if users and cut > users[-1] else None
-        small = estimate_messages(history_messages(self.conversation.history.summary,
-                                                   messages[:cut]))
-        if reason == "manual" and small < WORTH_A_SUMMARY:
+        history = self.conversation.history
+        # what the summary replaces (the flush below leaves both as they are)
+        replaced = estimate_messages(history_messages(history.summary, messages[:cut]))
+        if reason == "manual" and replaced < WORTH_A_SUMMARY:
             # decided before any flush or summary is asked for (it took minutes on a slow
             # model, to say the same)
             yield Notice(f"not compacted: the {cut} message{'s' * (cut != 1)} before the latest "
-                         f"turn hold {small:,} tokens, too few for a summary to save room; the "
-                         f"history is unchanged")
+                         f"turn hold {replaced:,} tokens, too few for a summary to save room; "
+                         f"the history is unchanged")
             return False
         if reason != "auto":
             yield from self.flush_if_due(view=messages[:cut] if reason == "overflow" else None)
-        history = self.conversation.history
         before = self.window.used(incoming)
         budget = self.window.budget
         yield Waiting("compaction")
@@ -245,7 +245,6 @@ class Upkeep:
                 yield Notice(f"left out of the summary, as nothing in the conversation said "
                              f"it: {shorten(dropped[0].lstrip('-*+ '), 80)}"
                              + (f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""))
-        replaced = estimate_messages(history_messages(history.summary, messages[:cut]))
         if summary.method != "truncated" and estimate_messages(
                 history_messages(summary.text, [])) >= replaced:
             # a short history: its summary would take more room than the messages it replaces
