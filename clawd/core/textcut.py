@@ -4,8 +4,10 @@ Every part of clawd that bounds a text (workspace files in the context, tool res
 they enter the transcript, pruned tool results, tool output inside a compaction request, one-line
 previews) cuts it here; each caller chooses its own split and says what was cut in its marker.
 ``sentences`` splits a text where a sentence or a line ends (claims of notes, the user's
-words a summary must keep). ``two_columns`` lays out a name and its description per row
-within a width, wrapping descriptions between words.
+words a summary must keep). ``empty_sections_out`` takes out the Markdown headings left with
+nothing under them (a MEMORY.md without its placeholders, a summary without its unfounded
+lines). ``two_columns`` lays out a name and its description per row within a width,
+wrapping descriptions between words.
 """
 
 from __future__ import annotations
@@ -34,6 +36,22 @@ def shorten(text: str, width: int, ellipsis: str = "…") -> str:
 def sentences(text: str) -> list[str]:
     """The sentences and lines of ``text``, stripped, without empty ones."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def empty_sections_out(lines: list[str], droppable: Callable[[str], bool]) -> list[str]:
+    """``lines`` without the headings (those ``droppable`` says may go) that have nothing
+    but blank lines under them before the next heading or the end."""
+    out: list[str] = []
+    body = False  # read from the end: whether text follows before the heading below
+    for line in reversed(lines):
+        if line.lstrip().startswith("#"):
+            if body or not droppable(line):
+                out.append(line)
+            body = False
+        else:
+            out.append(line)
+            body = body or bool(line.strip())
+    return out[::-1]
 
 
 MIN_DESCRIPTION = 30  # narrower than this beside the names: descriptions go below them

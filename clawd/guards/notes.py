@@ -31,6 +31,7 @@ from clawd.context.references import missing, references
 from clawd.context.requests import content_words, stem
 from clawd.core import listmark
 from clawd.core.messages import ToolCall
+from clawd.core.textcut import empty_sections_out
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.guards.replytext import runs
 from clawd.workspace.files import is_daily_log
@@ -184,19 +185,7 @@ def founded_summary(summary: str, history: str) -> tuple[str, list[str]]:
             kept.append(line)
     if not dropped:
         return summary, []
-    out = [line for i, line in enumerate(kept)
-           if not line.lstrip().startswith("#") or _has_body(kept[i + 1:])]
-    return "\n".join(out).strip(), dropped
-
-
-def _has_body(after: list[str]) -> bool:
-    """Whether lines follow a heading before the next one."""
-    for line in after:
-        if line.lstrip().startswith("#"):
-            return False
-        if line.strip():
-            return True
-    return False
+    return "\n".join(empty_sections_out(kept, droppable=lambda _: True)).strip(), dropped
 
 
 def advice(content: str, heard: str) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from clawd.core import listmark
 from clawd.core.errors import SandboxError
-from clawd.core.textcut import keep_ends
+from clawd.core.textcut import empty_sections_out, keep_ends
 from clawd.core.tokens import at_most
 from clawd.workspace.interface import WorkspaceFiles
 from clawd.workspace.template import template_lines
@@ -240,15 +240,9 @@ def placeholders_left_out(text: str) -> str:
     are)``) and the headings left with nothing under them; empty when nothing of the
     user's own is left (in an 8k window the untouched template took 809 characters while
     today's log was cut)."""
-    lines = [line for line in text.splitlines() if not listmark.PLACEHOLDER.match(line)]
-    kept = []
-    for i, line in enumerate(lines):
-        if line.startswith("##"):
-            rest = lines[i + 1:]
-            end = next((j for j, later in enumerate(rest) if later.startswith("#")), len(rest))
-            if not any(later.strip() for later in rest[:end]):
-                continue  # a section with nothing in it
-        kept.append(line)
+    kept = empty_sections_out(
+        [line for line in text.splitlines() if not listmark.PLACEHOLDER.match(line)],
+        droppable=lambda heading: heading.startswith("##"))  # the title stays
     template = template_lines()
     own = any(line.strip() and not line.startswith("#") and line.strip() not in template
               for line in kept)
