@@ -135,13 +135,19 @@ def kept_statement(sentence: str) -> str | None:
     return rest if _kind(rest) == "fact" else None
 
 
+def is_question(sentence: str) -> bool:
+    """Whether a sentence is a question, with or without its ``?``."""
+    text = _plain(sentence)
+    return bool(text) and (text.rstrip().endswith("?") or bool(_QUESTION_START.search(text)))
+
+
 def asks(sentence: str) -> bool:
     """Whether a sentence asks for something: a question, an imperative, a polite or
     indirect request."""
     text = _plain(sentence)
     if not text:
         return False
-    if text.rstrip().endswith("?") or _QUESTION_START.search(text) or _POLITE.search(text):
+    if is_question(text) or _POLITE.search(text):
         return True
     if _WANT_WORK.search(text):
         return True

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from clawd.config.sections import MemorySearch
 from clawd.context.access import Access
-from clawd.context.facts import asks
+from clawd.context.facts import asks, is_question
 from clawd.context.requests import keep_requests
 from clawd.core import listmark
 from clawd.core.messages import Message, TextPart
@@ -130,9 +130,6 @@ def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
     return hits
 
 
-_QUESTION = re.compile(r"\W*(?:who|whom|whose|what|what's|when|where|which|why|how|"
-                       r"do|does|did|is|are|was|were|can|could|should|would|will|have|has|"
-                       r"had|am)\b", re.I)
 _REMIND = re.compile(r"\b(?:remind|recall|look up|find)\b", re.I)
 _OWN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|myself|we|we're|we've|our|ours|us)\b",
                   re.I)
@@ -149,8 +146,7 @@ def wants_recall(text: str) -> bool:
     for sentence in sentences(text):
         if not asks(sentence) or keep_requests(sentence):
             continue  # told, or asked to be kept: the note is the loop's, not an answer
-        if (sentence.rstrip().endswith("?") or _QUESTION.match(sentence)
-                or _OWN.search(sentence) or _REMIND.search(sentence)):
+        if is_question(sentence) or _OWN.search(sentence) or _REMIND.search(sentence):
             return True
     return False
 
