@@ -67,14 +67,18 @@ _JOINED = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z]
                      r"|(?<=\d)(?=[A-Za-z])")
 
 
+def _folded(text: str) -> str:
+    """``text`` in ASCII, accents folded (Café → Cafe), so no word loses letters inside."""
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+
+
 def sanitize_slug(text: str, *, cut: bool = False, said: str | None = None) -> str | None:
     """Lowercase, hyphenated, at most 30 characters, ending at a word boundary; None when
     nothing usable is left. ``cut``: the reply hit its token limit, so its last word may be
     a fragment and is dropped; a single word longer than 30 characters is not used. Words
     run together in camel case are parted; with ``said`` (the conversation), a number it
     never held is left out (a 1.5B model named a talk of "9 January" ``…january2023``)."""
-    # accents folded (Café → cafe), so no word loses letters in the middle
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    ascii_text = _folded(text)
     first = ascii_text.strip().splitlines()[0] if ascii_text.strip() else ""
     words = re.findall(r"[a-z0-9]+", _JOINED.sub(" ", first).lower())
     if cut:
@@ -96,8 +100,7 @@ def words_slug(messages: list[Message]) -> str | None:
     or took too long): ``my sister Ines lives in Porto`` → ``sister-ines-lives-porto``.
     None when it holds fewer than two words worth a name (``hi``): the time is used then."""
     first = next((m.text for m in messages if m.role == "user" and m.text.strip()), "")
-    ascii_text = unicodedata.normalize("NFKD", first).encode("ascii", "ignore").decode()
-    words = [w for w in re.findall(r"[a-z0-9]+", ascii_text.lower())
+    words = [w for w in re.findall(r"[a-z0-9]+", _folded(first).lower())
              if len(w) > 2 and w not in STOP_WORDS]
     return sanitize_slug(" ".join(words)) if len(words) >= 2 else None
 

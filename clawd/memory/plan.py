@@ -109,8 +109,7 @@ def make_plan(target: Target, embedding: str | None, force: bool = False) -> Pla
                 skipped[source.key] = before  # still the same file: no second warning
                 continue
             previous = known.get(source.key)
-            if not rebuild and previous and previous[2] == stat.st_mtime \
-                    and previous[3] == stat.st_size:
+            if not rebuild and _same_stat(previous, stat):
                 continue
             text = read_source(source)
         except NotText as exc:
@@ -150,15 +149,19 @@ def unchanged(target: Target) -> bool:
         if source.key in skipped:
             seen.add(source.key)
             continue
-        previous = known.get(source.key)
         try:
             stat = source.path.stat()
         except OSError:
             return False
-        if previous is None or previous[2] != stat.st_mtime or previous[3] != stat.st_size:
+        if not _same_stat(known.get(source.key), stat):
             return False
         seen.add(source.key)
     return set(known) <= seen
+
+
+def _same_stat(previous: Any, stat: os.stat_result) -> bool:
+    """Whether an indexed file (its ``files`` row) has the size and time it has now."""
+    return bool(previous) and previous[2] == stat.st_mtime and previous[3] == stat.st_size
 
 
 def skipped_files(store: Any) -> dict[str, tuple[str, str]]:
