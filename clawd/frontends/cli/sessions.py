@@ -205,13 +205,19 @@ def delete(store: SessionStore, row: Row, *, purge: bool) -> str:
             lock.release(held)
 
 
+def current_transcript(store: SessionRecords, key: str) -> Path | None:
+    """The transcript of the session ``key`` points at, when it is on disk."""
+    found = (store.get(key) or {}).get("sessionFile")
+    path = Path(str(found)) if found else None
+    return path if path is not None and path.is_file() else None
+
+
 def set_aside(store: SessionStore, key: str) -> str | None:
     """Delete the session ``key`` points at, keeping its transcript in ``deleted/`` (a
     session nobody can come back to: an OpenAI request with no chat id, user or key).
     What was done, or None when the key points at nothing."""
-    entry = store.get(key)
-    path = Path(str((entry or {}).get("sessionFile") or ""))
-    summary = read_summary(path) if entry and path.is_file() else None
+    path = current_transcript(store, key)
+    summary = read_summary(path) if path is not None else None
     return delete(store, Row(summary, key), purge=False) if summary else None
 
 

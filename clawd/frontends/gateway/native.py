@@ -120,6 +120,7 @@ def _transcript_of(runtime: Runtime, key: str, session_id: str) -> Path:
 async def rename_session(request: Request) -> Response:
     """Give a session (the key's current one, or ``sessionId``) a title: a ``title`` entry
     appended to its transcript, so every list (and a rebuilt store) shows it."""
+    from clawd.frontends.cli.sessions import current_transcript
     from clawd.sessions.files import TITLE_ENTRY
     from clawd.sessions.transcript import Transcript
 
@@ -132,13 +133,10 @@ async def rename_session(request: Request) -> Response:
     runtime = state(request).agents.runtime(agent_id)
 
     def rename() -> str:
-        if body.session_id:
-            path = _transcript_of(runtime, key, body.session_id)
-        else:
-            found = (runtime.store.get(key) or {}).get("sessionFile")
-            if not found or not Path(str(found)).is_file():
-                raise workspace.NotFound(f"no session {key}")
-            path = Path(str(found))
+        path = (_transcript_of(runtime, key, body.session_id) if body.session_id
+                else current_transcript(runtime.store, key))
+        if path is None:
+            raise workspace.NotFound(f"no session {key}")
         Transcript(path).append({"type": TITLE_ENTRY, "title": title})
         return path.stem
 

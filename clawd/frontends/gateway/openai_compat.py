@@ -74,10 +74,10 @@ async def chat_completions(request: Request) -> Response:
         return _single(new_id(), model, created, text, stream,
                        {"X-Clawd-Bookkeeping": "true"})
     text = new_message(body)
-    headers = dict(request.headers)
-    if headers.get(SESSION_HEADER, "").strip():  # blank: not given
-        headers[SESSION_HEADER] = key_from_header(headers[SESSION_HEADER])
-    name, how = session_name(headers, parsed.user, new_id())
+    sent = dict(request.headers)
+    if sent.get(SESSION_HEADER, "").strip():  # blank: not given
+        sent[SESSION_HEADER] = key_from_header(sent[SESSION_HEADER])
+    name, how = session_name(sent, parsed.user, new_id())
     agent_id, key = session_of(request, name, agent_id)
     turn, _ = gw.hub.submit(agent_id, key, text, request.headers.get("idempotency-key"),
                             ephemeral=how == "new")  # nobody can come back to it
@@ -115,8 +115,8 @@ async def _chunks(lines: AsyncIterator[tuple[int, dict[str, Any]] | None], turn_
         if found is None:
             yield KEEP_ALIVE
             continue
-        kind = found[1].get("type")
         line = found[1]
+        kind = line.get("type")
         # the text as it streams; a command's output (or a reply that did not stream) whole
         if kind == "delta" or (kind in ("reply", "command") and line.get("text") and not sent):
             sent = True
