@@ -35,7 +35,8 @@ class Feed:
         self._wake()
 
     def close(self) -> None:
-        """The turn has ended: no more lines; deltas are dropped."""
+        """The turn has ended: no more lines; deltas are dropped for whoever follows from
+        now on (the list a follower is reading is left as it is)."""
         self.closed = True
         self.lines = [(n, line) for n, line in self.lines if line.get("type") != "delta"]
         self._wake()
@@ -49,20 +50,19 @@ class Feed:
         """Every line numbered above ``after``, then each new one, until the turn ends; with
         ``keepalive``, a None after each that many seconds without one (the moments for a
         stream to send a comment, so a proxy keeps a connection a slow model leaves quiet)."""
-        seen = 0  # lines read of the list as it grows (it is only appended to until closed)
+        # the list as it grows, read to its end: ``close`` puts a copy without the deltas in
+        # its place, so a follower that came before the end still gets every line
+        lines, seen = self.lines, 0
         while True:
-            changed, lines = self._changed, self.lines
-            if self.closed:
-                for number, line in lines:
-                    if number > after:
-                        yield number, line
-                return
+            changed = self._changed
             while seen < len(lines):
                 number, line = lines[seen]
                 seen += 1
                 if number > after:
                     after = number
                     yield number, line
+            if self.closed:
+                return
             if keepalive is None:
                 await changed.wait()
                 continue
