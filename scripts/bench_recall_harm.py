@@ -27,7 +27,6 @@ the figures of a kept run again). Not part of the test suite: it needs a model s
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -94,19 +93,6 @@ FAILED = re.compile(
     r"i'?m sorry|i apologi[sz]e|can(no|')?t (assist|help)|unable to (help|assist)|"
     r"did(n't| not) find|(no|any) (relevant |specific )?(information|details|notes)|"
     r"not (mentioned|found|provided) in|notes (provided|do not|don't)|</?tools?>", re.I)
-
-
-def write_config(state: Path, workspace: Path, args: argparse.Namespace, recall: bool) -> Path:
-    provider = {"api": "openai-completions", "baseUrl": args.base_url,
-                "models": [{"id": args.model, "contextWindow": args.window,
-                            "maxTokens": args.max_tokens}], "timeoutSeconds": 600}
-    config = {"agents": {"defaults": {
-        "workspace": str(workspace), "model": f"bench/{args.model}",
-        "memorySearch": {"provider": "local", "recall": {"enabled": recall}}}},
-        "models": {"providers": {"bench": provider}}}
-    path = state / f"clawd-{'on' if recall else 'off'}.json"
-    path.write_text(json.dumps(config, indent=2))
-    return path
 
 
 class ServerGone(Exception):
@@ -225,11 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     state.mkdir(parents=True, exist_ok=True)
     os.environ["CLAWD_HOME"] = str(state)
     os.environ.pop("CLAWD_CONFIG", None)
+    from bench_real_model import write_config
+
     from clawd.config import load_config
     from clawd.frontends.compose import build_runtime
     from clawd.workspace.init import apply, plan_init
 
-    apply(plan_init(state, write_config(state, workspace, args, True), workspace, "main"))
+    args.memory_search, args.recall, args.api_key = True, True, None
+    write_config(state, workspace, args)
+    apply(plan_init(state, state / "clawd.json", workspace, "main"))
     lines: list[str] = []
 
     def log(text: str) -> None:
@@ -239,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     ordinary = [m for m in ORDINARY if args.half in ("both", m[1])]
     started, stamp = time.perf_counter(), time.strftime("%H%M%S")
     for setting in args.settings.split(","):
-        runtime = build_runtime(load_config(write_config(state, workspace, args,
-                                                         setting == "on")), None)
+        args.recall = setting == "on"
+        write_config(state, workspace, args)  # bench_real_model's, as the other benches use
+        runtime = build_runtime(load_config(state / "clawd.json"), None)
         asks = [(f"o{n}", text) for n, (_, _, text) in enumerate(ordinary)]
         asks += [(f"q{n}", question) for n, (question, _) in enumerate(QUESTIONS)]
         for name, text in asks:  # the figures are read back from the log (``report``)
