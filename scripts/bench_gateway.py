@@ -46,6 +46,7 @@ def _runtime(tmp: Path, model_ms: float):
     from clawd.config import AgentDefaults, Config
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.providers.scripted import ScriptedProvider
+    from clawd.storage.files import FileStorage
     from clawd.tools.files import file_tools
 
     def step(request):
@@ -56,7 +57,8 @@ def _runtime(tmp: Path, model_ms: float):
     (workspace / "memory").mkdir(parents=True, exist_ok=True)
     settings = AgentDefaults.model_validate({"workspace": str(workspace)})
     return Runtime(config=Config(), agent_id="main", settings=settings, workspace=workspace,
-                   sessions_dir=tmp / "state" / "agents" / "main" / "sessions",
+                   storage=FileStorage("main", workspace,
+                                       tmp / "state" / "agents" / "main" / "sessions"),
                    models=fixed_models(ScriptedProvider(default=step, chunk_size=8), 200_000,
                                        profile="strong"),
                    tools=file_tools())

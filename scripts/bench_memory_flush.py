@@ -233,10 +233,12 @@ def run(name: str, flush: bool, plan: list[Turn], facts: list[Fact], docs: dict[
         root: Path, args: argparse.Namespace) -> Run:
     from clawd.config import AgentDefaults, Config
     from clawd.core.events import Compacted, ErrorEvent
+    from clawd.core.messages import iso_clock
     from clawd.core.tokens import estimate_request
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
+    from clawd.storage.files import FileStorage
     from clawd.tools.files import file_tools
 
     started = time.perf_counter()
@@ -255,7 +257,8 @@ def run(name: str, flush: bool, plan: list[Turn], facts: list[Fact], docs: dict[
                        "memoryFlush": {"enabled": flush,
                                        "softThresholdTokens": args.window // 8}}})
     runtime = Runtime(config=Config(), agent_id="main", settings=settings, workspace=workspace,
-                      sessions_dir=root / name / "sessions",
+                      storage=FileStorage("main", workspace, root / name / "sessions",
+                                          now=iso_clock(lambda: now[0])),
                       models=fixed_models(provider, args.window), tools=file_tools(),
                       clock=lambda: now[0])
     session = Session(runtime, "agent:main:main")

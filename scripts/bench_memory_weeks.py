@@ -261,7 +261,7 @@ def build(rt, data: dict, consolidating: bool, log: list[dict],
     """The notes day by day, each followed by the day's consolidation when asked for (by
     the oracle with ``oracle``)."""
     from clawd.loop import consolidate as running
-    from clawd.loop.consolidate import STATE_FILE, consolidate, last_run, refusal
+    from clawd.loop.consolidate import RECORD, consolidate, last_run, refusal
     from clawd.providers.scripted import ScriptedProvider
 
     handle = rt.models(rt.settings.model)
@@ -297,9 +297,9 @@ def build(rt, data: dict, consolidating: bool, log: list[dict],
         running.ask = asking
     if copy_from is not None:  # the consolidation variant's result, for decay on top of it
         shutil.copyfile(copy_from / "workspace" / "MEMORY.md", rt.workspace / "MEMORY.md")
-        record = rt.sessions_dir.parent / STATE_FILE  # state/agents/<id>/: the runs made
-        shutil.copyfile(copy_from / "state" / record.relative_to(rt.sessions_dir.parents[2]),
-                        record)
+        sessions = rt.storage.sessions_dir  # state/agents/<id>/sessions
+        record = sessions.parent / f"{RECORD}.json"  # the runs made
+        shutil.copyfile(copy_from / "state" / record.relative_to(sessions.parents[2]), record)
         totals["copied"] = 1
     return totals
 

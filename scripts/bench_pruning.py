@@ -124,11 +124,12 @@ class Run:
 
 def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
     from clawd.config import AgentDefaults, Config
-    from clawd.core.messages import ToolSpec
+    from clawd.core.messages import ToolSpec, iso_clock
     from clawd.core.tokens import estimate_request
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
+    from clawd.storage.files import FileStorage
     from clawd.tools.base import Tool, schema
 
     started = time.perf_counter()
@@ -144,7 +145,8 @@ def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
     settings = AgentDefaults.model_validate({"workspace": str(workspace),
                                              "contextPruning": {"mode": mode}})
     runtime = Runtime(config=Config(), agent_id="main", settings=settings, workspace=workspace,
-                      sessions_dir=root / mode / "sessions",
+                      storage=FileStorage("main", workspace, root / mode / "sessions",
+                                          now=iso_clock(clock)),
                       models=fixed_models(provider, WINDOW, cache=True),
                       tools=[exec_tool], clock=clock)
     session = Session(runtime, "agent:main:main")

@@ -89,9 +89,11 @@ def old_budget(rt, model):
 def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Result:
     from clawd.config import AgentDefaults, Config
     from clawd.core.events import Compacted, ErrorEvent, Flushed
+    from clawd.core.messages import iso_clock
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
+    from clawd.storage.files import FileStorage
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
     from clawd.tools.memory import memory_tools
@@ -107,7 +109,9 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
     provider = ScriptedProvider(default=model, model="bench")
     runtime = Runtime(config=Config(), agent_id="main",
                       settings=AgentDefaults(workspace=str(workspace)), workspace=workspace,
-                      sessions_dir=root / "sessions", models=fixed_models(provider, window),
+                      storage=FileStorage("main", workspace, root / "sessions",
+                                          now=iso_clock(lambda: now[0])),
+                      models=fixed_models(provider, window),
                       tools=file_tools() + [exec_tool()] + memory_tools(),
                       clock=lambda: now[0])
     saved = Session._too_large

@@ -147,6 +147,7 @@ def loop_overhead(root: Path, messages: int, turns: int) -> tuple[float, float, 
     from clawd.frontends.commands import Chat
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.providers.scripted import ScriptedProvider
+    from clawd.storage.files import FileStorage
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
     from clawd.workspace.init import apply, plan_init
@@ -157,7 +158,8 @@ def loop_overhead(root: Path, messages: int, turns: int) -> tuple[float, float, 
                                               chunk_size=16))
     settings = AgentDefaults.model_validate({"workspace": str(workspace)})
     runtime = Runtime(config=Config(), agent_id="main", settings=settings,
-                      workspace=workspace, sessions_dir=root / "state" / "sessions",
+                      workspace=workspace,
+                      storage=FileStorage("main", workspace, root / "state" / "sessions"),
                       models=fixed_models(provider, 1_000_000),
                       tools=file_tools() + [exec_tool()])
     fill_transcript(Chat(runtime, "agent:main:main").session, messages)

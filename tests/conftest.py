@@ -12,10 +12,15 @@ from pathlib import Path
 import pytest
 
 from clawd.config import AgentDefaults, Config
+from clawd.core.messages import iso_clock
 from clawd.loop.runtime import Runtime, fixed_models
 from clawd.providers.scripted import ScriptedProvider
+from clawd.storage.files import FileStorage
+from clawd.tools.base import ToolContext
 from clawd.tools.exec import exec_tool
 from clawd.tools.files import file_tools
+from clawd.workspace.backups import DiskBackups
+from clawd.workspace.disk import DiskFiles
 
 
 @pytest.fixture(autouse=True)
@@ -122,11 +127,19 @@ def make_runtime(tmp_path: Path, provider: ScriptedProvider, *, window: int = 20
     workspace = tmp_path / "ws"
     (workspace / "memory").mkdir(parents=True, exist_ok=True)
     agent = AgentDefaults.model_validate({"workspace": str(workspace), **(settings or {})})
+    clock = clock or Clock()
+    storage = FileStorage("main", workspace, tmp_path / "state" / "agents" / "main" / "sessions",
+                          now=iso_clock(clock))
     return Runtime(config=Config(), agent_id="main", settings=agent, workspace=workspace,
-                   sessions_dir=tmp_path / "state" / "agents" / "main" / "sessions",
-                   models=fixed_models(provider, window, cache=cache),
+                   storage=storage, models=fixed_models(provider, window, cache=cache),
                    tools=file_tools() + [exec_tool()] if tools is None else tools,
-                   allow_exec=allow_exec, clock=clock or Clock())
+                   allow_exec=allow_exec, clock=clock)
+
+
+def disk_tool_context(workspace: Path, settings: AgentDefaults, **more) -> ToolContext:
+    """What a tool gets, over the folder ``workspace``."""
+    return ToolContext(workspace, settings, files=DiskFiles(workspace),
+                       backups=DiskBackups(workspace), **more)
 
 
 def ctrl_c_as_in_a_terminal() -> None:

@@ -6,8 +6,9 @@ import pytest
 
 from clawd.config import AgentDefaults
 from clawd.core.errors import ToolError
-from clawd.tools.base import ToolContext
 from clawd.tools.files import edit, file_tools, write
+
+from conftest import disk_tool_context
 
 DAILY = "memory/2026-11-22.md"
 
@@ -16,7 +17,7 @@ DAILY = "memory/2026-11-22.md"
 def ctx(tmp_path):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
-    return ToolContext(ws, AgentDefaults(workspace=str(ws)))
+    return disk_tool_context(ws, AgentDefaults(workspace=str(ws)))
 
 
 def test_append_creates_then_adds_lines_at_the_end(ctx):

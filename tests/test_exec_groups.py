@@ -15,10 +15,9 @@ import pytest
 from clawd.config import AgentDefaults
 from clawd.core.errors import ToolError
 from clawd.tools import exec as exec_module
-from clawd.tools.base import ToolContext
 from clawd.tools.exec import run_exec
 
-from conftest import ctrl_c_as_in_a_terminal
+from conftest import ctrl_c_as_in_a_terminal, disk_tool_context
 
 pytestmark = [pytest.mark.slow,  # starts processes and signals them
               pytest.mark.skipif(os.name == "nt", reason="process groups are POSIX")]
@@ -62,7 +61,7 @@ def _pid_from(path: Path, seconds: float = 10.0) -> int:
 def ctx(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    return ToolContext(ws, AgentDefaults(workspace=str(ws)), allow_exec=True)
+    return disk_tool_context(ws, AgentDefaults(workspace=str(ws)), allow_exec=True)
 
 
 @pytest.mark.parametrize("ignores_term", [False, True])
@@ -91,7 +90,10 @@ from clawd.tools.base import ToolContext
 from clawd.tools.exec import run_exec
 
 ws = Path(sys.argv[1])
-ctx = ToolContext(ws, AgentDefaults(workspace=str(ws)), allow_exec=True)
+from clawd.workspace.backups import DiskBackups
+from clawd.workspace.disk import DiskFiles
+ctx = ToolContext(ws, AgentDefaults(workspace=str(ws)), allow_exec=True, files=DiskFiles(ws),
+                  backups=DiskBackups(ws))
 try:
     run_exec({"command": "sleep 30 & echo $! > child.pid; wait", "timeout": 60}, ctx)
 except KeyboardInterrupt:

@@ -157,8 +157,8 @@ def test_a_session_runs_on_any_entry_shape(tmp_path_factory, entry, said):
     tmp = tmp_path_factory.mktemp("e")
     provider = ScriptedProvider(default="fine")
     runtime = make_runtime(tmp, provider)
-    runtime.sessions_dir.mkdir(parents=True, exist_ok=True)
-    entry = {**entry, "sessionFile": str(runtime.sessions_dir / "sid.jsonl")}
+    runtime.storage.sessions_dir.mkdir(parents=True, exist_ok=True)
+    entry = {**entry, "sessionFile": str(runtime.storage.sessions_dir / "sid.jsonl")}
     runtime.store.path.write_text(json.dumps({"agent:main:main": entry}))
     session = Session(runtime, "agent:main:main")
     events = list(session.run_turn(said))
@@ -249,8 +249,8 @@ def test_found_unreadable_usage_keeps_the_message(tmp_path):
 def test_found_store_fields_of_the_wrong_type_are_dropped_with_a_warning(tmp_path, caplog):
     provider = ScriptedProvider(default="fine")
     runtime = make_runtime(tmp_path, provider)
-    runtime.sessions_dir.mkdir(parents=True)
-    entry = {"sessionId": "sid", "sessionFile": str(runtime.sessions_dir / "sid.jsonl"),
+    runtime.storage.sessions_dir.mkdir(parents=True)
+    entry = {"sessionId": "sid", "sessionFile": str(runtime.storage.sessions_dir / "sid.jsonl"),
              "tokenRatio": [1], "prunedResults": True, "invalidLines": True,
              "compactionCount": "2", "cumulativeInputTokens": 7}
     runtime.store.path.write_text(json.dumps({"agent:main:main": entry}))
@@ -261,7 +261,7 @@ def test_found_store_fields_of_the_wrong_type_are_dropped_with_a_warning(tmp_pat
     assert "dropped fields of the wrong type" in caplog.text
     assert "tokenRatio, prunedResults, invalidLines" in caplog.text.replace(
         "compactionCount, ", "")
-    assert list(runtime.sessions_dir.glob("sessions.json.corrupt-*"))  # the file as it was
+    assert list(runtime.storage.sessions_dir.glob("sessions.json.corrupt-*"))  # the file as it was
     session.close()
 
 

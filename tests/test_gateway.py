@@ -276,10 +276,10 @@ def test_a_session_is_renamed_by_a_title_line_in_its_transcript(tmp_path):
         assert client.patch("/api/sessions/nosuch", json={"title": "x"},
                             headers=AUTH).status_code == 404
     # the title survives a rebuilt store, and is no activity
-    store = tmp_path / "state" / "agents" / "main" / "sessions" / "sessions.json"
-    store.unlink()
+    sessions = tmp_path / "state" / "agents" / "main" / "sessions"
+    (sessions / "sessions.json").unlink()
     from clawd.frontends.cli.sessions import rows
-    from clawd.sessions.store import SessionStore
+    from clawd.storage.files import FileStorage
 
-    [again] = rows(SessionStore(store), ended=False)
+    [again] = rows(FileStorage("main", tmp_path / "ws", sessions), ended=False)
     assert again.summary.title == "Kyoto trip" and again.to_json()["lastActivity"] == last

@@ -139,7 +139,7 @@ def test_the_cli_and_the_gateway_share_the_session_lock(tmp_path, monkeypatch):
     with gateway(tmp_path, None, runtimes=[runtime], raw={"idleSessionSeconds": 30}) as client:
         # another process (a clawd chat) holds the session: the turn waits, then fails in
         # one line, and nothing is written
-        child = _holder(runtime.sessions_dir, "agent:main:main")
+        child = _holder(runtime.storage.sessions_dir, "agent:main:main")
         assert child.stdout.readline().strip() == "held"
         busy = events(_post(client, "blocked"))
         assert busy[0]["type"] == "error" and "in use by another clawd process" in \
@@ -148,7 +148,7 @@ def test_the_cli_and_the_gateway_share_the_session_lock(tmp_path, monkeypatch):
         child.communicate("")
         assert events(_post(client, "from the web"))[-1]["failed"] is False
         # the gateway now holds it (for idleSessionSeconds): a chat elsewhere is refused
-        other = _holder(runtime.sessions_dir, "agent:main:main")
+        other = _holder(runtime.storage.sessions_dir, "agent:main:main")
         out, _ = other.communicate("", timeout=10)
         assert other.returncode == 1 and "in use by another clawd process" in out
     cli = Session(runtime, "agent:main:main")  # the gateway let go of it when it stopped

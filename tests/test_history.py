@@ -13,11 +13,10 @@ from clawd.core.errors import ClawdError, ToolError
 from clawd.frontends import cli
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.tools.base import ToolContext
 from clawd.tools.files import edit, write
 from clawd.workspace import backups as history
 
-from conftest import make_runtime
+from conftest import disk_tool_context, make_runtime
 
 
 @pytest.fixture
@@ -26,7 +25,7 @@ def ctx(tmp_path):
     ws.mkdir()
     (ws / "SOUL.md").write_text("I am kind and curious.\n")
     (ws / "MEMORY.md").write_text("- likes tea\n- lives in Lyon\n")
-    return ToolContext(ws, AgentDefaults(workspace=str(ws)))
+    return disk_tool_context(ws, AgentDefaults(workspace=str(ws)))
 
 
 def test_overwriting_a_bootstrap_file_keeps_the_previous_version(ctx):

@@ -28,7 +28,7 @@ LAYERS: dict[str, int] = {
     "clawd": 0,  # the package itself: its version
     "clawd.core": 1, "clawd.config": 1,
     "clawd.workspace": 2, "clawd.sessions": 2, "clawd.providers": 2, "clawd.memory": 2,
-    "clawd.context": 3, "clawd.tools": 3, "clawd.guards": 3,
+    "clawd.context": 3, "clawd.tools": 3, "clawd.guards": 3, "clawd.storage": 3,
     "clawd.loop": 4,
     "clawd.frontends": 5, "clawd.__main__": 5,
 }
@@ -181,6 +181,40 @@ def test_the_layer_checker_sees_an_upward_import():
                            "clawd.loop.session": {"clawd.core.tokens"}}) == [
         "clawd.core.tokens (1) -> clawd.loop.session (4)"]
     assert layer_of("clawd.memory.index") == 2 and layer_of("clawd.nowhere") is None
+
+
+# The stores' own classes: above the storage layer, only ``storage.interface.AgentStorage``
+# (and the Protocols under it) is known, so a second backend is a drop-in.
+STORE_CLASSES = {"DiskFiles", "DiskBackups", "SessionStore", "Transcript", "FileStorage"}
+ABOVE_THE_STORES = ("clawd.loop", "clawd.context", "clawd.tools", "clawd.frontends")
+
+
+def store_class_imports() -> list[str]:
+    """Each import of a store class above the storage layer, and each use of a transcript
+    by its path there (``sessions_dir``, an entry's ``sessionFile`` read)."""
+    found = []
+    for name, path in _modules().items():
+        if not name.startswith(ABOVE_THE_STORES):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in _all_imports(tree):
+            names = {alias.name for alias in node.names}
+            if isinstance(node, ast.ImportFrom) and names & STORE_CLASSES:
+                found.append(f"{name}: {', '.join(sorted(names & STORE_CLASSES))}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("sessions_dir",
+                                                                  "sessionFile"):
+                found.append(f"{name}: .{node.attr}")
+            read = (node.slice if isinstance(node, ast.Subscript) else node.args[0]
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "get" and node.args else None)
+            if isinstance(read, ast.Constant) and read.value == "sessionFile":
+                found.append(f"{name}: reads 'sessionFile'")
+    return found
+
+
+def test_nothing_above_the_stores_names_a_store_class_or_a_transcript_path():
+    assert store_class_imports() == []
 
 
 def test_every_folder_of_modules_is_a_package():

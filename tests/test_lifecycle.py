@@ -287,10 +287,10 @@ def test_agents_are_isolated(tmp_path, clock):
     b.agent_id = "work"
     list(Chat(a, "agent:main:main").handle("alpha secret"))
     list(Chat(b, "agent:work:main").handle("beta"))
-    assert a.sessions_dir != b.sessions_dir and a.workspace != b.workspace
-    store_b = json.loads((b.sessions_dir / "sessions.json").read_text())
+    assert a.storage.sessions_dir != b.storage.sessions_dir and a.workspace != b.workspace
+    store_b = json.loads((b.storage.sessions_dir / "sessions.json").read_text())
     assert "agent:main:main" not in store_b
-    text_b = "".join(p.read_text() for p in b.sessions_dir.glob("*.jsonl"))
+    text_b = "".join(p.read_text() for p in b.storage.sessions_dir.glob("*.jsonl"))
     assert "alpha secret" not in text_b
 
 

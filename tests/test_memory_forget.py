@@ -18,12 +18,12 @@ from clawd.memory import open_index
 from clawd.memory.forget import Request, find, forget, parse, remove, still_found
 from clawd.memory.plan import text_hash
 from clawd.memory.purge import embedded_texts
-from clawd.tools.base import ToolContext
 from clawd.tools.files import file_tools
 from clawd.tools.memory import memory_tools
 from clawd.workspace.backups import DiskBackups
 from clawd.workspace.disk import DiskFiles
 
+from conftest import disk_tool_context
 from memory_fakes import write
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
@@ -152,7 +152,7 @@ def test_after_forget_neither_recall_nor_memory_get_nor_read_find_it(setup):
     assert "7731" in recalled()
     forgotten(workspace, index, found_lines(workspace, parse("quillon")))
     assert "quillon" not in recalled().lower() and "7731" not in recalled()
-    ctx = ToolContext(workspace=workspace, settings=AgentDefaults(), memory=index)
+    ctx = disk_tool_context(workspace=workspace, settings=AgentDefaults(), memory=index)
     tools = {t.spec.name: t for t in memory_tools() + file_tools()}
     for path in ("memory/2026-11-20.md", "MEMORY.md"):
         assert "quillon" not in tools["memory_get"].run({"path": path}, ctx).lower()

@@ -110,7 +110,7 @@ def chat_for(tmp_path, key, **settings):
     runtime = make_runtime(tmp_path, ScriptedProvider(), settings=settings)
     write(runtime.workspace, "memory/2026-11-20.md", DAY)
     runtime.memory = open_index("main", runtime.workspace, MemorySearch(), tmp_path / "state",
-                                runtime.sessions_dir)
+                                runtime.storage.sessions_dir)
     return Chat(runtime, key), runtime
 
 

@@ -20,6 +20,7 @@ from clawd.tools.base import ToolContext
 from clawd.tools.memory import memory_tools
 from clawd.workspace.init import apply, plan_init
 
+from conftest import disk_tool_context
 from memory_fakes import FakeEmbedder, settings, write
 
 NOTE = "# Servers\n\n- ferro-db-01 is the primary Postgres host in rack 4\n"
@@ -62,7 +63,7 @@ def run_tool(name: str, args: dict, ctx: ToolContext) -> str:
 
 def tool_context(ws: Path, memory=None) -> ToolContext:
     agent = AgentDefaults.model_validate({"memorySearch": {"fallback": "none"}})
-    return ToolContext(workspace=ws, settings=agent, memory=memory)
+    return disk_tool_context(workspace=ws, settings=agent, memory=memory)
 
 
 # --- 1. binary files --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from clawd.workspace.files import (
     replaced_lines,
 )
 
+from conftest import disk_tool_context
 from memory_fakes import FakeEmbedder, settings, write
 
 DAY = "memory/2026-03-03.md"
@@ -141,8 +142,7 @@ def test_the_context_leaves_the_record_out_and_says_so(tmp_path: Path):
 def tool_context(ws: Path, access=None):
     from clawd.config import AgentDefaults
     from clawd.context.access import Access
-    from clawd.tools.base import ToolContext
-    return ToolContext(workspace=ws, settings=AgentDefaults.model_validate(
+    return disk_tool_context(workspace=ws, settings=AgentDefaults.model_validate(
         {"memorySearch": {"fallback": "none"}}), access=access or Access())
 
 

@@ -16,6 +16,7 @@ from clawd.tools.base import ToolContext
 from clawd.tools.memory import memory_tools
 from clawd.workspace.disk import DiskFiles
 
+from conftest import disk_tool_context
 from memory_fakes import FakeEmbedder, write
 
 
@@ -35,7 +36,7 @@ def ws(tmp_path: Path) -> Path:
 def context(ws: Path, memory=None, **memory_search) -> ToolContext:
     settings = AgentDefaults.model_validate({"memorySearch": {"fallback": "none",
                                                               **memory_search}})
-    return ToolContext(workspace=ws, settings=settings, memory=memory)
+    return disk_tool_context(workspace=ws, settings=settings, memory=memory)
 
 
 def run(name: str, args: dict, ctx: ToolContext) -> str:

@@ -25,7 +25,7 @@ def memory_runtime(tmp_path, provider, clock=None, agent_id="main"):
     runtime.agent_id = agent_id
     runtime.tools = runtime.tools + memory_tools()
     runtime.memory = open_index(agent_id, runtime.workspace, MemorySearch(),
-                                tmp_path / "state", runtime.sessions_dir,
+                                tmp_path / "state", runtime.storage.sessions_dir,
                                 embedder=FakeEmbedder())
     return runtime
 

@@ -76,7 +76,7 @@ def test_a_store_written_with_mixed_case_keys_keeps_working(tmp_path):
     rt = make_runtime(tmp_path, provider)
     first = Session(rt, "agent:main:work")
     list(first.run_turn("hello"))
-    path = rt.sessions_dir / "sessions.json"
+    path = rt.storage.sessions_dir / "sessions.json"
     data = json.loads(path.read_text())
     # as an older clawd wrote it: the key as typed, plus a stale duplicate spelling
     old = data.pop("agent:main:work")

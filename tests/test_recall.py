@@ -32,7 +32,7 @@ def recall_runtime(tmp_path, provider, clock, *, embedder=None, search=None, pro
     runtime.tools = runtime.tools + memory_tools()
     runtime.memory = open_index("main", runtime.workspace,
                                 MemorySearch.model_validate(search or {}),
-                                tmp_path / "state", runtime.sessions_dir,
+                                tmp_path / "state", runtime.storage.sessions_dir,
                                 embedder=embedder or FakeEmbedder())
     # an old daily log: out of the project context, which holds today's and yesterday's
     (runtime.workspace / "memory" / "2026-11-02.md").write_text(
@@ -243,7 +243,7 @@ def test_with_the_local_model_a_question_recalls_and_a_greeting_does_not(tmp_pat
     runtime.tools = runtime.tools + memory_tools()
     runtime.memory = open_index("main", runtime.workspace,
                                 MemorySearch.model_validate({"provider": "local"}),
-                                tmp_path / "state", runtime.sessions_dir)
+                                tmp_path / "state", runtime.storage.sessions_dir)
     (runtime.workspace / "memory" / "2026-11-02.md").write_text(
         "# 2026-11-02\n\n- Budget for the Lisbon trip: 2400 euros, flights included\n\n"
         "## People\n\n- Ines is my sister; she lives in Porto\n")

@@ -88,7 +88,7 @@ def test_resume_shows_where_the_resumed_session_left_off(tmp_path, isolated_home
         "models": {"providers": {"local": {"api": "openai-completions",
                                            "baseUrl": "http://127.0.0.1:9/v1"}}}}))
     runtime = make_runtime(tmp_path, ScriptedProvider(["one", "two"]))
-    runtime.sessions_dir = isolated_home / ".clawd" / "agents" / "main" / "sessions"
+    runtime.storage.sessions_dir = isolated_home / ".clawd" / "agents" / "main" / "sessions"
     chat = Chat(runtime, KEY)
     list(chat.handle("the first session"))
     first = chat.session.entry["sessionId"]

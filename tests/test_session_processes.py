@@ -185,11 +185,11 @@ def test_a_session_in_use_is_not_deleted_under_its_holder(tmp_path):
     holder = _child(tmp_path, "holder", 0, hold=60)
     try:
         _wait_for(tmp_path / "holder.ready")
-        store = make_runtime(tmp_path, ScriptedProvider()).store
-        row = resolve(store, "main", "main")
+        storage = make_runtime(tmp_path, ScriptedProvider()).storage
+        row = resolve(storage, "main", "main")
         with pytest.raises(session_lock.SessionBusyError, match=f"pid {holder.pid}.*leave"):
-            delete(store, row, purge=True)
-        assert transcript.exists() and store.get(KEY) is not None
+            delete(storage, row, purge=True)
+        assert transcript.exists() and storage.sessions.get(KEY) is not None
     finally:
         holder.kill()
         holder.wait(10)

@@ -212,7 +212,7 @@ def test_an_older_transcript_gets_its_key_recorded_once_when_opened(tmp_path):
     from conftest import make_runtime
 
     runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
-    sessions = runtime.sessions_dir
+    sessions = runtime.storage.sessions_dir
     sessions.mkdir(parents=True)
     old = sessions / "old1.jsonl"
     old.write_text(
@@ -241,8 +241,8 @@ def test_opening_a_session_is_not_activity(tmp_path):
     from conftest import make_runtime
 
     runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
-    runtime.sessions_dir.mkdir(parents=True)
-    transcript = runtime.sessions_dir / "sid.jsonl"
+    runtime.storage.sessions_dir.mkdir(parents=True)
+    transcript = runtime.storage.sessions_dir / "sid.jsonl"
     transcript.write_text(
         '{"type":"session","version":1,"id":"sid","agentId":"main","timestamp":"t",'
         '"key":"agent:main:main"}\n{"torn')

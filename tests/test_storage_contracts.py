@@ -34,7 +34,7 @@ STORES: dict[str, Callable[[Path], SessionRecords]] = {
     "json": lambda root: SessionStore(root / "sessions.json"),
 }
 LOGS: dict[str, Callable[[Path], TranscriptLog]] = {
-    "jsonl": lambda root: Transcript.create(root / "s1.jsonl", "s1", "main", key="agent:main:main"),
+    "jsonl": lambda root: Transcript.create(root / "s1.jsonl", "main", key="agent:main:main"),
 }
 MEMORIES: dict[str, Callable[[Path, Path], Memory]] = {
     "sqlite": lambda workspace, state: open_index("main", workspace, MemorySearch(), state,

@@ -10,18 +10,20 @@ import pytest
 
 from clawd.config import AgentDefaults
 from clawd.core.errors import SandboxError, ToolError
-from clawd.tools.base import Param, ToolContext, tool
+from clawd.tools.base import Param, tool
 from clawd.tools.exec import run_exec
 from clawd.tools.files import edit, read, write
 from clawd.workspace.disk import DiskFiles
 from clawd.workspace.files import read_context_files, resolve, truncate
+
+from conftest import disk_tool_context
 
 
 @pytest.fixture
 def ctx(tmp_path):
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
-    return ToolContext(ws, AgentDefaults(workspace=str(ws)))
+    return disk_tool_context(ws, AgentDefaults(workspace=str(ws)))
 
 
 @pytest.mark.parametrize("path", ["../outside.txt", "memory/../../outside.txt", "/etc/passwd",
@@ -197,7 +199,7 @@ def test_edit_needs_a_unique_match(ctx):
 
 
 def test_read_only_workspace_refuses_writes(ctx):
-    ro = ToolContext(ctx.workspace, AgentDefaults(workspace=str(ctx.workspace),
+    ro = disk_tool_context(ctx.workspace, AgentDefaults(workspace=str(ctx.workspace),
                                                   workspace_access="ro"))
     with pytest.raises(ToolError, match="read-only"):
         write({"path": "a.md", "content": "x"}, ro)
@@ -312,7 +314,7 @@ def test_a_tool_enforces_its_params_bounds(tmp_path):
              top: Annotated[int, Param(minimum=1, maximum=10, clamp=True)] = 3) -> str:
         return f"{count} {share} {top}"
 
-    ctx = ToolContext(tmp_path, AgentDefaults(workspace=str(tmp_path)))
+    ctx = disk_tool_context(tmp_path, AgentDefaults(workspace=str(tmp_path)))
     assert pick({"count": 5, "share": 0.5, "top": 400}, ctx) == "5 0.5 10"  # clamped
     for bad, says in (({"count": 0}, "'count' must be between 1 and 5"),
                       ({"count": 6}, "'count' must be between 1 and 5"),

@@ -11,8 +11,8 @@ from clawd.sessions.transcript import Transcript, build_history
 
 
 def test_round_trip(tmp_path):
-    path = tmp_path / "s.jsonl"
-    t = Transcript.create(path, "sid", "main")
+    path = tmp_path / "sid.jsonl"
+    t = Transcript.create(path, "main")
     call = ToolCall("c1", "read", {"path": "a.md"})
     sent = [Message.user("hi"),
             Message.assistant("let me look", [call], usage=Usage(10, 5, 3, 2),
@@ -31,15 +31,15 @@ def test_round_trip(tmp_path):
 
 
 def test_torn_line_is_skipped_and_next_append_starts_fresh(tmp_path, caplog):
-    path = tmp_path / "s.jsonl"
-    t = Transcript.create(path, "sid", "main")
+    path = tmp_path / "sid.jsonl"
+    t = Transcript.create(path, "main")
     t.append_message(Message.user("one"))
     with open(path, "ab") as handle:  # a crash mid-write leaves half a line
         handle.write(b'{"type":"message","role":"assistant","content":[{"ty')
     t2 = Transcript(path)
     loaded = t2.load()
     assert [Message.from_entry(e).text for e in loaded.entries] == ["one"]
-    assert len(loaded.warnings) == 1 and "s.jsonl:3" in loaded.warnings[0]
+    assert len(loaded.warnings) == 1 and "sid.jsonl:3" in loaded.warnings[0]
     assert "skipped" in caplog.text
     t2.append_message(Message.user("two"))
     again = Transcript(path).load()
@@ -49,8 +49,8 @@ def test_torn_line_is_skipped_and_next_append_starts_fresh(tmp_path, caplog):
 
 
 def test_invalid_lines_anywhere_are_skipped(tmp_path):
-    path = tmp_path / "s.jsonl"
-    t = Transcript.create(path, "sid", "main")
+    path = tmp_path / "sid.jsonl"
+    t = Transcript.create(path, "main")
     t.append_message(Message.user("a"))
     with open(path, "a") as handle:
         handle.write("not json\n[1,2]\n{\"no\":\"type\"}\n")
@@ -85,8 +85,8 @@ def test_a_compaction_without_summary_hides_nothing(caplog):
 
 
 def test_entries_are_single_json_lines(tmp_path):
-    path = tmp_path / "s.jsonl"
-    t = Transcript.create(path, "sid", "main")
+    path = tmp_path / "sid.jsonl"
+    t = Transcript.create(path, "main")
     t.append_message(Message.user("line one\nline two"))
     rows = path.read_text().splitlines()
     assert len(rows) == 2 and json.loads(rows[1])["content"][0]["text"] == "line one\nline two"

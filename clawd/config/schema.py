@@ -7,6 +7,7 @@ root, with the ids of the agents and which one is the default.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -162,6 +163,24 @@ class Hooks(Model):
     consolidation: ConsolidationHook = ConsolidationHook()
 
 
+class Storage(Model):
+    """Where clawd keeps what it keeps: ``url`` (``postgresql://…``) names a database;
+    absent, the embedded files and SQLite (``CLAWD_STORAGE_URL`` overrides it)."""
+
+    url: str | None = None
+
+    @model_validator(mode="after")
+    def _postgres(self) -> Storage:
+        if self.url is not None and not self.url.startswith(("postgresql://", "postgres://")):
+            raise ValueError("storage.url must be a postgresql:// URL (leave it out for the "
+                             "embedded files)")
+        return self
+
+    def effective_url(self) -> str | None:
+        """The database in use: ``CLAWD_STORAGE_URL``, else ``url`` (None: the files)."""
+        return os.environ.get("CLAWD_STORAGE_URL") or self.url
+
+
 class Config(Model):
     """The whole ``clawd.json``."""
 
@@ -170,6 +189,7 @@ class Config(Model):
     session: Session = Session()
     hooks: Hooks = Hooks()
     gateway: Gateway = Gateway()
+    storage: Storage = Storage()
 
     # where the file was read from: private, so not a key a config file could set
     _source: Path | None = PrivateAttr(None)

@@ -13,6 +13,7 @@ their wire formats; nothing above ``providers/`` sees SDK types.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -55,6 +56,11 @@ def utc_iso(stamp: Any) -> str | None:
 def now_iso() -> str:
     """The current UTC time as an ISO-8601 string with milliseconds."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def iso_clock(clock: Callable[[], datetime]) -> Callable[[], str]:
+    """``clock``'s time as an ISO-8601 string with milliseconds (a store's timestamps)."""
+    return lambda: clock().isoformat(timespec="milliseconds")
 
 
 @dataclass(slots=True)

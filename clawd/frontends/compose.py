@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from clawd.config import Config
     from clawd.loop.runtime import Runtime
+    from clawd.storage.interface import AgentStorage
 
 
-def agent_paths(agent_id: str) -> tuple[Path, Path]:
-    """(sessions dir, state dir) of an agent."""
-    from clawd.config import state_dir
+def agent_storage(config: Config, agent_id: str) -> AgentStorage:
+    """The storage of agent ``agent_id`` (files, or the database ``storage.url`` names)."""
+    from clawd.config import resolve_agent
+    from clawd.storage import open_storage
 
-    state = state_dir()
-    return state / "agents" / agent_id / "sessions", state
+    return open_storage(config, agent_id, resolve_agent(config, agent_id)[1])
 
 
 def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False,
@@ -27,16 +28,17 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                   with_memory: bool = True) -> Runtime:
     """Everything one agent needs: settings, workspace, providers, tools, memory."""
     from clawd.config import resolve_agent
+    from clawd.core.paths import state_dir
     from clawd.guards.profile import make_profile
     from clawd.loop.runtime import ModelHandle, Runtime
     from clawd.providers import registry
+    from clawd.storage import open_storage, sessions_dir
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
 
     agent_id, settings = resolve_agent(config, agent)
     workspace = Path(settings.workspace).expanduser().resolve()
-    sessions_dir, state = agent_paths(agent_id)
-    sessions_dir.mkdir(parents=True, exist_ok=True)
+    storage = open_storage(config, agent_id, settings)
     tools = file_tools() + ([exec_tool()] if settings.tools.exec.enabled else [])
     memory = None
     if with_memory and settings.memory_search.enabled:
@@ -44,7 +46,8 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
         from clawd.tools.memory import memory_tools
 
         openai = config.models.providers.get("openai")
-        memory = open_index(agent_id, workspace, settings.memory_search, state, sessions_dir,
+        memory = open_index(agent_id, workspace, settings.memory_search, state_dir(),
+                            sessions_dir(agent_id),
                             openai_base_url=openai.base_url if openai else None)
         tools += memory_tools()
     def models(ref: str) -> ModelHandle:
@@ -56,7 +59,7 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
 
     return Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,
-        sessions_dir=sessions_dir, models=models, tools=tools, memory=memory,
+        storage=storage, models=models, tools=tools, memory=memory,
         allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
 
 

@@ -267,12 +267,11 @@ def _waiting_line(renderer: Renderer, status: Status) -> WaitingLine | None:
 
 def run_repl(config: Any, args: Any) -> int:
     """``clawd chat`` on a terminal."""
+    from clawd.core.paths import state_dir
     from clawd.frontends.cli.chat import open_chat
-    from clawd.frontends.compose import agent_paths
 
     # the SDK is imported in the warm-up, after the prompt is on screen
     with open_chat(config, args, approve=ExecApproval(), background=True) as chat:
-        _, state = agent_paths(chat.runtime.agent_id)
-        return repl_loop(chat, history=history_path(state, chat.runtime.agent_id),
+        return repl_loop(chat, history=history_path(state_dir(), chat.runtime.agent_id),
                          as_json=bool(getattr(args, "json", False)),
                          deltas=bool(getattr(args, "stream", False)))

@@ -6,15 +6,15 @@ a small window (``BATCH_LINES``), and applies what it answers through the policy
 ``context.consolidation`` (parsed, checked against the lines it cites, applied without
 losing a line). A malformed or empty answer changes nothing; a result that would lose a line
 of MEMORY.md is not written. Before a write, MEMORY.md is kept in the backups (``clawd
-history``); the day of the run is recorded beside the agent's sessions
-(``consolidation.json``), so the next run reads only what came after. ``dry_run`` asks the
+history``); the day of the run is kept in the agent's records (``consolidation``:
+``consolidation.json`` beside its sessions, or a database row), so the next run reads only
+what came after. ``dry_run`` asks the
 model and shows the diff, and writes nothing.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -42,7 +42,7 @@ from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, is_writable
 
 log = logging.getLogger(__name__)
 BATCH_LINES = 60  # note lines shown in one request (a few thousand tokens)
-STATE_FILE = "consolidation.json"
+RECORD = "consolidation"  # the record of the last run (consolidation.json in the files)
 
 
 @dataclass
@@ -62,17 +62,14 @@ class Report:
 def last_run(rt: Runtime) -> date | None:
     """The day of the last consolidation that wrote (None: never)."""
     try:
-        data = json.loads((rt.sessions_dir.parent / STATE_FILE).read_text())
-        return date.fromisoformat(data["lastRunDate"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return date.fromisoformat((rt.storage.records.get(RECORD) or {})["lastRunDate"])
+    except (ValueError, KeyError, TypeError):
         return None
 
 
 def _record(rt: Runtime, now: datetime) -> None:
-    path = rt.sessions_dir.parent / STATE_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"lastRunAt": now.isoformat(timespec="seconds"),
-                                "lastRunDate": now.date().isoformat()}) + "\n")
+    rt.storage.records.put(RECORD, {"lastRunAt": now.isoformat(timespec="seconds"),
+                                    "lastRunDate": now.date().isoformat()})
 
 
 def notes_since(rt: Runtime, since: date | None) -> dict[str, str]:

@@ -200,7 +200,7 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
         return f"; the last one was saved to {saved}"
     if unsaved and any(m.role == "user" for m in old.history.messages):
         return (f"; the last one was not saved to {MEMORY_DIR}/ ({unsaved}), its transcript "
-                f"is kept: {old.transcript.path}")
+                f"is kept: {old.transcript.location}")
     return ""
 
 

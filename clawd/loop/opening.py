@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from clawd.context.access import Access
@@ -18,7 +17,8 @@ from clawd.core.messages import new_id
 from clawd.loop.runtime import Runtime, session_model
 from clawd.sessions.entry import SessionEntry, new_entry
 from clawd.sessions.files import KEY_ENTRY, session_key_of
-from clawd.sessions.transcript import History, Transcript, build_history
+from clawd.sessions.interfaces import TranscriptLog
+from clawd.sessions.transcript import History, begin, build_history
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Opened:
     entry: SessionEntry
-    transcript: Transcript
+    transcript: TranscriptLog
     history: History
     warnings: list[str]  # unreadable transcript lines not reported before
 
@@ -46,11 +46,9 @@ def open_entry(rt: Runtime, key: str, access: Access, pinned: str | None, *,
         entry = store.patch(key, base=stored, model=pinned, modelOverride=pinned) or stored
     else:
         entry = stored
-    transcript = Transcript.create(Path(entry["sessionFile"]), entry["sessionId"], rt.agent_id,
-                                   key=key, model=entry.get("model"),
-                                   modelOverride=entry.get("modelOverride"),
-                                   timestamp=entry.get("createdAt"))
-    loaded = transcript.load(quiet=True)
+    transcript = rt.storage.transcript(entry["sessionId"])
+    loaded = begin(transcript, rt.agent_id, key=key, model=entry.get("model"),
+                   modelOverride=entry.get("modelOverride"), timestamp=entry.get("createdAt"))
     if loaded.header is not None and session_key_of(loaded) is None:
         # written before headers named the key: recorded once, so a rebuilt store finds it
         transcript.append({"type": KEY_ENTRY, "key": key})
@@ -70,9 +68,8 @@ def open_entry(rt: Runtime, key: str, access: Access, pinned: str | None, *,
 
 def _start(rt: Runtime, key: str, model: str | None) -> SessionEntry:
     session_id = new_id() + new_id()[:4]
-    path = rt.sessions_dir / f"{session_id}.jsonl"
     ref = model or session_model(None, rt.settings)
-    entry = new_entry(session_id, path, ref, rt.now_iso(),
+    entry = new_entry(session_id, rt.storage.session_file(session_id), ref, rt.now_iso(),
                       context_window=rt.models(ref).context_window)
     if model:
         entry["modelOverride"] = model

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,15 @@ from clawd.config import AgentDefaults, Config
 from clawd.context.access import Access, offered
 from clawd.context.layers import Layers, build_layers
 from clawd.core.errors import ClawdError
+from clawd.core.messages import iso_clock
 from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
 from clawd.guards.profile import PROFILES, Profile
 from clawd.memory.interface import Memory
 from clawd.providers.base import Provider
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.interfaces import SessionRecords
-from clawd.sessions.store import SessionStore
+from clawd.storage.interface import AgentStorage
 from clawd.tools.base import Tool
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
 from clawd.workspace.interface import Backups, WorkspaceFiles
 
 
@@ -63,33 +61,31 @@ class Runtime:
     config: Config
     agent_id: str
     settings: AgentDefaults
-    workspace: Path
-    sessions_dir: Path
+    workspace: Path  # where the workspace is (the folder ``exec`` runs in)
+    storage: AgentStorage  # sessions, transcripts, workspace files, records, leases
     models: Callable[[str], ModelHandle]
     tools: list[Tool] = field(default_factory=list)
     memory: Memory | None = None
     allow_exec: bool = False
     approve: Callable[[str], bool] | None = None
     clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
-    workspace_files: WorkspaceFiles | None = None  # None: the folder ``workspace`` itself
-    workspace_backups: Backups | None = None  # None: its ``.clawd/history``
 
-    @cached_property
+    @property
     def files(self) -> WorkspaceFiles:
         """The workspace's files, as the loop and the front ends use them."""
-        return self.workspace_files or DiskFiles(self.workspace)
+        return self.storage.files
 
-    @cached_property
+    @property
     def backups(self) -> Backups:
         """Earlier versions of the workspace's files, kept before a change."""
-        return self.workspace_backups or DiskBackups(self.workspace)
+        return self.storage.backups
 
     @property
     def store(self) -> SessionRecords:
-        return SessionStore(self.sessions_dir / "sessions.json", now=self.now_iso)
+        return self.storage.sessions
 
     def now_iso(self) -> str:
-        return self.clock().isoformat(timespec="milliseconds")
+        return iso_clock(self.clock)()
 
     def budget(self, model: ModelHandle) -> Budget:
         """The flush and compaction points and the shares of the window for one model."""

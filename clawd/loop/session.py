@@ -43,7 +43,6 @@ from clawd.loop.toolrunner import ToolRunner
 from clawd.loop.turn import Turn
 from clawd.loop.upkeep import Upkeep
 from clawd.providers.base import Provider
-from clawd.sessions import lock
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.store import normalize_key
 from clawd.sessions.transcript import History, undo_last
@@ -66,8 +65,8 @@ class Session:
         self.access = Access.of(self.key, runtime.settings, runtime.workspace)
         self.store = runtime.store
         # one writer per session: held until this Session is closed or collected
-        held = lock.acquire(runtime.sessions_dir, self.key)
-        self._release = weakref.finalize(self, lock.release, held)
+        self.lease = runtime.storage.hold(self.key)
+        self._release = weakref.finalize(self, self.lease.release)
         self.run_model = None if pin else model
         opened = open_entry(runtime, self.key, self.access, model if pin else None,
                             run_model=self.run_model, fresh=fresh)
@@ -321,7 +320,7 @@ class Session:
                 f"{budget.context_window:,} tokens, the system prompt, tools and workspace "
                 f"files take {fixed:,} and {budget.context_window - budget.compact_at:,} are "
                 f"kept for the reply, which leaves {max(room, 0):,} for a message; nothing was "
-                f"sent (the message is kept in the transcript {self.transcript.path}, out of "
+                f"sent (the message is kept in the transcript {self.transcript.location}, out of "
                 f"the conversation)")
 
     # --- flush and compaction (``Upkeep``) --------------------------------------------------

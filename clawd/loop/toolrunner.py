@@ -76,7 +76,7 @@ class ToolRunner:
         ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
                           approve=rt.approve, memory=rt.memory,
                           today=lambda: rt.clock().date(), access=self.access, flush=flush,
-                          workspace_files=rt.files, workspace_backups=rt.backups)
+                          files=rt.files, backups=rt.backups)
         try:
             text, is_error = tool.run(call.arguments, ctx), False
         except ClawdError as exc:

@@ -56,7 +56,7 @@ _RENAMED = {"inputTokens": "cumulativeInputTokens", "outputTokens": "cumulativeO
             "cacheWriteTokens": "cumulativeCacheWriteTokens", "contextTokens": "contextUsedTokens"}
 
 
-def new_entry(session_id: str, session_file: Path, model: str, now: str | None = None, *,
+def new_entry(session_id: str, session_file: str | Path, model: str, now: str | None = None, *,
               context_window: int | None = None) -> SessionEntry:
     now = now or now_iso()
     return SessionEntry(

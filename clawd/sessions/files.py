@@ -5,19 +5,23 @@ line and entries) into a ``Summary``: its key, model, title, message count, last
 and the counters the store keeps, recomputed from the usage each call reported.
 ``entry_from`` turns a summary into a store entry, which is how a lost or unreadable
 ``sessions.json`` is rebuilt and how ``clawd chat --resume ID`` points a key at a session.
-``find_transcript`` resolves an id (or a unique prefix of one) to its file.
+``find_session`` resolves an id (or a unique prefix of one) among the sessions kept.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message
 from clawd.sessions.entry import SessionEntry, new_entry
 from clawd.sessions.transcript import Loaded, Transcript
+
+if TYPE_CHECKING:
+    from clawd.sessions.interfaces import TranscriptLog
 
 TITLE_CHARS = 60
 TITLE_ENTRY = "title"  # ``{"type": "title", "title"}``: the session renamed
@@ -30,7 +34,7 @@ DELETED_DIR = "deleted"  # transcripts of deleted sessions: kept, but out of eve
 class Summary:
     """One session as its transcript records it."""
 
-    path: Path
+    location: str  # where the transcript is, as messages name it
     session_id: str
     agent_id: str | None
     key: str | None
@@ -57,8 +61,17 @@ def session_key_of(loaded: Loaded) -> str | None:
 
 
 def read_summary(path: Path) -> Summary | None:
-    """The summary of one transcript; None when it has no header line (not a transcript)."""
-    loaded = Transcript(path).load(quiet=True)
+    """The summary of one transcript file; None when it has no header line."""
+    return summarize(Transcript(path).load(quiet=True), str(path))
+
+
+def summary_of(log: TranscriptLog) -> Summary | None:
+    """The summary of one transcript log; None when it has no header line."""
+    return summarize(log.load(quiet=True), log.location)
+
+
+def summarize(loaded: Loaded, location: str) -> Summary | None:
+    """What a loaded transcript says; None when it has no header line (not a transcript)."""
     header = loaded.header
     if header is None or not isinstance(header.get("id"), str):
         return None
@@ -110,7 +123,8 @@ def read_summary(path: Path) -> Summary | None:
             turn["outputTokens"] += usage.output_tokens
         if usage.prompt_tokens:
             latest = {"totalTokens": usage.prompt_tokens, "totalTokensFresh": True}
-    return Summary(path=path, session_id=header["id"], agent_id=_text(header.get("agentId")),
+    return Summary(location=location, session_id=header["id"],
+                   agent_id=_text(header.get("agentId")),
                    key=session_key_of(loaded), created=_text(header.get("timestamp")),
                    last_activity=last, model=model or _text(header.get("model")),
                    model_override=_text(header.get("modelOverride")), title=named or title,
@@ -118,11 +132,14 @@ def read_summary(path: Path) -> Summary | None:
                    flush_at=flush_at, flush_cycle=flush_cycle, loaded=loaded)
 
 
-def entry_from(summary: Summary, default_model: str = "") -> SessionEntry:
-    """A ``sessions.json`` entry that says what the transcript says."""
+def entry_from(summary: Summary, default_model: str = "", session_file: str | None = None
+               ) -> SessionEntry:
+    """A ``sessions.json`` entry that says what the transcript says (``session_file``: what
+    its ``sessionFile`` says; by default the transcript's location)."""
     created = summary.created or summary.last_activity
     entry = cast(SessionEntry, {
-        **new_entry(summary.session_id, summary.path, summary.model or default_model,
+        **new_entry(summary.session_id, session_file or summary.location,
+                    summary.model or default_model,
                     created), **summary.counters, **summary.latest})
     entry["updatedAt"] = summary.last_activity or created
     if summary.model_override:
@@ -139,37 +156,43 @@ def transcripts(sessions_dir: Path) -> list[Path]:
 
 
 def rebuild(sessions_dir: Path, agent_id: str | None = None) -> dict[str, SessionEntry]:
-    """Store entries from the transcripts: per key, the session with the latest activity.
+    """Store entries from the transcript files of ``sessions_dir`` (``entries_from``)."""
+    return entries_from((read_summary(path) for path in transcripts(sessions_dir)), agent_id)
+
+
+def entries_from(summaries: Iterable[Summary | None], agent_id: str | None = None,
+                 session_file: Callable[[str], str] | None = None) -> dict[str, SessionEntry]:
+    """Store entries from transcripts' summaries: per key, the session with the latest
+    activity (``session_file``: what an entry's ``sessionFile`` says for a session id).
 
     A transcript written before headers carried the key gets a key of its own
     (``agent:<agentId>:session-<id>``): it can be resumed, and never takes another's place.
     """
     found: dict[str, tuple[str, SessionEntry]] = {}
-    for path in transcripts(sessions_dir):
-        summary = read_summary(path)
+    for summary in summaries:
         if summary is None:
             continue
         agent = summary.agent_id or agent_id or "main"
         key = summary.key or f"agent:{agent}:session-{summary.session_id}"
         when = summary.last_activity or ""
         if key not in found or when >= found[key][0]:
-            found[key] = (when, entry_from(summary))
+            found[key] = (when, entry_from(summary, session_file=session_file(
+                summary.session_id) if session_file else None))
     return {key: entry for key, (_, entry) in found.items()}
 
 
-def find_transcript(sessions_dir: Path, wanted: str) -> Path:
-    """The transcript of a session id, or of the one session whose id starts with it."""
+def find_session(ids: list[str], wanted: str, where: str) -> str:
+    """The session id ``wanted`` names in ``ids``: itself, or the one id it begins."""
     wanted = wanted.strip()
-    exact = sessions_dir / f"{wanted}.jsonl"
-    if wanted and "/" not in wanted and exact.is_file():
-        return exact
-    matches = [p for p in transcripts(sessions_dir) if wanted and p.stem.startswith(wanted)]
+    if wanted in ids:
+        return wanted
+    matches = [one for one in ids if wanted and one.startswith(wanted)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise ClawdError(f"no session {wanted!r} in {sessions_dir} (see clawd sessions list)")
+        raise ClawdError(f"no session {wanted!r} in {where} (see clawd sessions list)")
     raise ClawdError(f"{wanted!r} matches {len(matches)} sessions "
-                     f"({', '.join(p.stem for p in matches[:4])}…); give more of the id")
+                     f"({', '.join(matches[:4])}…); give more of the id")
 
 
 def _one_line(text: str) -> str:

@@ -12,7 +12,6 @@ must pass. An entry is a ``SessionEntry`` (``sessions.entry``): typed fields, st
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clawd.sessions.entry import SessionEntry
@@ -27,7 +26,12 @@ Entry = SessionEntry
 class SessionRecords(Protocol):
     """The session store."""
 
-    path: Path  # where it lives, for messages (a hosted store names its table)
+    location: str  # where it lives, as messages name it
+
+    def rebuild(self) -> tuple[int, int]:
+        """Recount every entry from its transcript and add the sessions only transcripts
+        know; (entries recounted, entries added)."""
+        ...
 
     def entries(self) -> dict[str, Entry]:
         """Every entry by session key (normalised: lower-case)."""
@@ -53,7 +57,8 @@ class SessionRecords(Protocol):
 class TranscriptLog(Protocol):
     """One session's append-only log."""
 
-    path: Path
+    session_id: str
+    location: str  # where it lives, as messages name it
 
     def append(self, entry: dict[str, Any]) -> None:
         """Add an entry (``id`` and ``timestamp`` filled in when missing), durably."""

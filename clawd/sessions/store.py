@@ -82,6 +82,7 @@ class SessionStore:
 
     def __init__(self, path: Path, now: Callable[[], str] = now_iso):
         self.path = path
+        self.location = str(path)
         self.now = now  # the clock behind createdAt/updatedAt (injectable for tests)
         self.lock_path = path.with_name(path.name + ".lock")
 

@@ -18,12 +18,15 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, new_id, now_iso
+
+if TYPE_CHECKING:
+    from clawd.sessions.interfaces import TranscriptLog
 
 log = logging.getLogger(__name__)
 VERSION = 1
@@ -57,19 +60,17 @@ class Transcript:
 
     def __init__(self, path: Path):
         self.path = path
+        self.session_id = path.stem
+        self.location = str(path)
         self._needs_newline: bool | None = None
 
     @classmethod
-    def create(cls, path: Path, session_id: str, agent_id: str, **about: Any) -> Transcript:
-        """Start a new transcript with its header line (an existing file is kept as is);
-        ``about``: what else the header records (``key``, ``model``, ``modelOverride``)."""
+    def create(cls, path: Path, agent_id: str, **about: Any) -> Transcript:
+        """The transcript file ``path`` (named ``<session id>.jsonl``), its header line
+        written when it is new (``begin``)."""
         transcript = cls(path)
-        if not path.exists() or path.stat().st_size == 0:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            header = {"type": "session", "version": VERSION, "id": session_id,
-                      "agentId": agent_id, "timestamp": now_iso()}
-            header.update({k: v for k, v in about.items() if v is not None})
-            transcript.append(header)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        begin(transcript, agent_id, **about)
         return transcript
 
     def append(self, entry: dict[str, Any]) -> None:
@@ -116,6 +117,20 @@ class Transcript:
             else:
                 entries.append(entry)
         return Loaded(header, entries, warnings, invalid)
+
+
+def begin(log: TranscriptLog, agent_id: str, **about: Any) -> Loaded:
+    """Load ``log``, first writing its header line when it is new (a log that holds
+    anything, even unreadable lines, is kept as it is); ``about``: what else the header
+    records (``key``, ``model``, ``modelOverride``, ``timestamp``)."""
+    loaded = log.load(quiet=True)
+    if loaded.header is None and not loaded.entries and not loaded.invalid_lines:
+        header = {"type": "session", "version": VERSION, "id": log.session_id,
+                  "agentId": agent_id, "timestamp": now_iso()}
+        header.update({k: v for k, v in about.items() if v is not None})
+        log.append(header)
+        loaded.header = header
+    return loaded
 
 
 def _ends_torn(path: Path) -> bool:
@@ -199,7 +214,7 @@ def apply_compaction(history: History, entry: dict[str, Any]) -> None:
     history.summarised_turn = request.id if request is not None else None
 
 
-def undo_last(history: History, transcript: Transcript, verb: str = "undo"
+def undo_last(history: History, transcript: TranscriptLog, verb: str = "undo"
               ) -> tuple[Message, bool]:
     """Take the last turn (its user message and everything after it) out of ``history``
     and record an ``undo`` entry in ``transcript``, which keeps the turn itself.

@@ -18,7 +18,6 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,8 +26,6 @@ from clawd.context.access import Access
 from clawd.core.errors import ToolError
 from clawd.core.messages import ToolSpec
 from clawd.memory.interface import Memory
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
 from clawd.workspace.interface import Backups, WorkspaceFiles
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -47,16 +44,8 @@ class ToolContext:
     today: Callable[[], date] = field(default=date.today)
     access: Access = field(default_factory=Access)  # group session? (see clawd.context.access)
     flush: bool = False  # the call comes from a memory-flush turn
-    workspace_files: WorkspaceFiles | None = None  # None: the folder ``workspace`` itself
-    workspace_backups: Backups | None = None  # None: its ``.clawd/history``
-
-    @cached_property
-    def files(self) -> WorkspaceFiles:
-        return self.workspace_files or DiskFiles(self.workspace)
-
-    @cached_property
-    def backups(self) -> Backups:
-        return self.workspace_backups or DiskBackups(self.workspace)
+    files: WorkspaceFiles = field(kw_only=True)  # the workspace's files
+    backups: Backups = field(kw_only=True)  # their kept versions
 
 
 @dataclass

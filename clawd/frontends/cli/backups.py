@@ -7,16 +7,16 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import datetime
-from pathlib import Path
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     from clawd.config import load_config, resolve_agent
     from clawd.core.errors import ClawdError
-    from clawd.workspace.backups import DiskBackups
+    from clawd.frontends.compose import agent_storage
 
-    _, settings = resolve_agent(load_config(), args.agent)
-    backups = DiskBackups(Path(settings.workspace).expanduser().resolve())
+    config = load_config()
+    agent_id, _ = resolve_agent(config, args.agent)
+    backups = agent_storage(config, agent_id).backups
     action = args.history_command
     if action == "list":
         kept = backups.versions(args.file)

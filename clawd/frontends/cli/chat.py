@@ -56,22 +56,21 @@ def resume_key(runtime: Runtime, wanted: str, session: str | None) -> str:
 
     The key is the one the transcript's header names; the session the key pointed at
     before stays on disk (``sessions list --all``)."""
-    from clawd.sessions import lock
-
     store = runtime.store
-    row = resolve_by_id(store, wanted)
+    row = resolve_by_id(runtime.storage, wanted)
     s = row.summary
     key = main_key(runtime.agent_id, row.key or s.key or f"session-{s.session_id}")
     if session and main_key(runtime.agent_id, session) != key:
         raise ClawdError(f"session {s.session_id} belongs to {key}; leave out --session "
                          f"(or use --session {key})")
-    held = lock.acquire(runtime.sessions_dir, key)  # no one is using the key meanwhile
+    held = runtime.storage.hold(key)  # no one is using the key meanwhile
     try:
         def point(old: SessionEntry | None) -> SessionEntry:
             if old is not None and old.get("sessionId") == s.session_id:
                 return old
-            return entry_from(s, runtime.settings.model)
+            return entry_from(s, runtime.settings.model,
+                              runtime.storage.session_file(s.session_id))
         store.update(key, point)
     finally:
-        lock.release(held)
+        held.release()
     return key

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,17 +19,12 @@ from typing import Any
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, shown_time, utc_iso
 from clawd.core.textcut import shorten
-from clawd.frontends.compose import agent_paths
-from clawd.sessions.files import (
-    DELETED_DIR,
-    Summary,
-    find_transcript,
-    read_summary,
-    transcripts,
-)
-from clawd.sessions.interfaces import SessionRecords
-from clawd.sessions.store import SessionStore, main_key
+from clawd.frontends.compose import agent_storage
+from clawd.sessions.files import Summary, find_session, summary_of
+from clawd.sessions.interfaces import TranscriptLog
+from clawd.sessions.store import main_key
 from clawd.sessions.transcript import unanswered_ids
+from clawd.storage.interface import AgentStorage
 
 LAST_MESSAGES = 6
 SHOW_CHARS = 400
@@ -48,16 +42,18 @@ class Row:
         return {"sessionId": s.session_id, "key": self.key or s.key, "current": bool(self.key),
                 "title": s.title, "messages": s.messages, "model": s.model,
                 "createdAt": utc_iso(s.created), "lastActivity": utc_iso(s.last_activity),
-                "sessionFile": str(s.path)}
+                "sessionFile": s.location}
 
 
-def rows(store: SessionStore, *, ended: bool) -> list[Row]:
+def rows(storage: AgentStorage, *, ended: bool) -> list[Row]:
     """The sessions keys point at (and with ``ended`` every other transcript), newest first."""
-    data = store.entries()
+    data = storage.sessions.entries()
     current = {e.get("sessionId"): key for key, e in data.items() if isinstance(e, dict)}
     found = []
-    for path in transcripts(store.path.parent):
-        summary = read_summary(path)
+    for session_id in storage.session_ids():
+        if not ended and session_id not in current:
+            continue
+        summary = summary_of(storage.transcript(session_id))
         if summary is None:
             continue
         key = current.get(summary.session_id)
@@ -91,7 +87,7 @@ def format_show(row: Row, count: int) -> str:
          f"{entry['cumulativeOutputTokens']:,} · cache read "
          f"{entry['cumulativeCacheReadTokens']:,} · cache write "
          f"{entry['cumulativeCacheWriteTokens']:,}"),
-        f"Transcript: {s.path}",
+        f"Transcript: {s.location}",
     ]
     conversation = _conversation(s)
     last = conversation[-count:] if count else []
@@ -156,80 +152,71 @@ def write_export(target: Path, text: str) -> None:
                          f"{exc.strerror or exc}") from None
 
 
-def resolve(store: SessionStore, agent_id: str, wanted: str) -> Row:
+def resolve(storage: AgentStorage, agent_id: str, wanted: str) -> Row:
     """``ID|KEY``: a session key (full or short) first, then a session id or its prefix."""
-    data = store.entries()
+    data = storage.sessions.entries()
     for key in (wanted, main_key(agent_id, wanted)):
         entry = data.get(key)
         if isinstance(entry, dict) and entry.get("sessionId"):
-            path = Path(entry.get("sessionFile") or "")
-            summary = read_summary(path) if path.is_file() else None
+            log = storage.transcript(entry["sessionId"])
+            summary = summary_of(log)
             if summary is None:
-                raise ClawdError(f"session {key} has no readable transcript at {path}")
+                raise ClawdError(f"session {key} has no readable transcript at {log.location}")
             return Row(summary, key)
-    return resolve_by_id(store, wanted)
+    return resolve_by_id(storage, wanted)
 
 
-def resolve_by_id(store: SessionRecords, wanted: str) -> Row:
-    path = find_transcript(store.path.parent, wanted)
-    summary = read_summary(path)
+def resolve_by_id(storage: AgentStorage, wanted: str) -> Row:
+    session_id = find_session(storage.session_ids(), wanted, storage.location)
+    log = storage.transcript(session_id)
+    summary = summary_of(log)
     if summary is None:
-        raise ClawdError(f"{path} is not a session transcript (no header line)")
-    data = store.entries()
+        raise ClawdError(f"{log.location} is not a session transcript (no header line)")
+    data = storage.sessions.entries()
     current = {e.get("sessionId"): k for k, e in data.items() if isinstance(e, dict)}
     return Row(summary, current.get(summary.session_id))
 
 
-def delete(store: SessionStore, row: Row, *, purge: bool) -> str:
-    """Remove the session from the store and move its transcript aside (or remove it)."""
-    from clawd.sessions import lock
-
+def delete(storage: AgentStorage, row: Row, *, purge: bool) -> str:
+    """Remove the session from the store and set its transcript aside (or remove it)."""
     s = row.summary
     # a session in use by another process is not deleted under it
-    held = (lock.acquire(store.path.parent, row.key, wait=0,
-                                 hint="leave that chat first, then delete it")
+    held = (storage.hold(row.key, wait=0, hint="leave that chat first, then delete it")
             if row.key else None)
     try:
-        for k, e in store.entries().items():
+        for k, e in storage.sessions.entries().items():
             if isinstance(e, dict) and e.get("sessionId") == s.session_id:
-                store.update(k, lambda old: None)
-        if purge:
-            s.path.unlink()
-            return f"deleted session {s.session_id} and its transcript"
-        target = s.path.parent / DELETED_DIR / s.path.name
-        target.parent.mkdir(exist_ok=True)
-        shutil.move(str(s.path), target)
-        return f"deleted session {s.session_id}; its transcript is kept in {target}"
+                storage.sessions.update(k, lambda old: None)
+        return storage.set_aside(s.session_id, purge=purge)
     finally:
         if held is not None:
-            lock.release(held)
+            held.release()
 
 
-def current_transcript(store: SessionRecords, key: str) -> Path | None:
-    """The transcript of the session ``key`` points at, when it is on disk."""
-    found = (store.get(key) or {}).get("sessionFile")
-    path = Path(str(found)) if found else None
-    return path if path is not None and path.is_file() else None
+def current_transcript(storage: AgentStorage, key: str) -> TranscriptLog | None:
+    """The transcript of the session ``key`` points at, when it holds anything."""
+    found = (storage.sessions.get(key) or {}).get("sessionId")
+    return storage.transcript(found) if found and found in storage.session_ids() else None
 
 
-def set_aside(store: SessionStore, key: str) -> str | None:
-    """Delete the session ``key`` points at, keeping its transcript in ``deleted/`` (a
-    session nobody can come back to: an OpenAI request with no chat id, user or key).
-    What was done, or None when the key points at nothing."""
-    path = current_transcript(store, key)
-    summary = read_summary(path) if path is not None else None
-    return delete(store, Row(summary, key), purge=False) if summary else None
+def set_aside(storage: AgentStorage, key: str) -> str | None:
+    """Delete the session ``key`` points at, keeping its transcript apart (a session nobody
+    can come back to: an OpenAI request with no chat id, user or key). What was done, or
+    None when the key points at nothing."""
+    log = current_transcript(storage, key)
+    summary = summary_of(log) if log is not None else None
+    return delete(storage, Row(summary, key), purge=False) if summary else None
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     from clawd.config import load_config, resolve_agent
 
-    agent_id, _ = resolve_agent(load_config(), args.agent)
-    sessions_dir, _ = agent_paths(agent_id)
-    store = SessionStore(sessions_dir / "sessions.json")
+    config = load_config()
+    agent_id, _ = resolve_agent(config, args.agent)
+    storage = agent_storage(config, agent_id)
     action = args.sessions_command
     if action == "list":
-        found = rows(store, ended=getattr(args, "all", False))
+        found = rows(storage, ended=getattr(args, "all", False))
         if args.json:
             print(json.dumps([r.to_json() for r in found], indent=2, ensure_ascii=False))
         elif not found:
@@ -237,11 +224,12 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         else:
             print(format_list(found, agent_id))
     elif action == "rebuild":
-        recounted, added = store.rebuild()
-        print(f"{store.path}: {recounted} {'entry' if recounted == 1 else 'entries'} "
-              f"recounted from their transcripts, {added} added")
+        recounted, added = storage.sessions.rebuild()
+        print(f"{storage.sessions.location}: {recounted} "
+              f"{'entry' if recounted == 1 else 'entries'} recounted from their transcripts, "
+              f"{added} added")
     else:
-        row = resolve(store, agent_id, args.session)
+        row = resolve(storage, agent_id, args.session)
         if action == "show":
             print(format_show(row, args.last))
         elif action == "export":
@@ -252,7 +240,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             else:
                 sys.stdout.write(text)
         else:
-            print(delete(store, row, purge=args.purge))
+            print(delete(storage, row, purge=args.purge))
     return 0
 
 

@@ -12,13 +12,12 @@ a turn taken back by ``/undo`` or ``/retry`` (``undone``), a message too large t
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from clawd.context.flush import is_silent
 from clawd.core.messages import Message
 from clawd.frontends.cli.sessions import taken_back
-from clawd.sessions.transcript import Transcript
+from clawd.sessions.interfaces import TranscriptLog
 
 MAX_PAGE = 200
 RESULT_CHARS = 2000  # of a tool result's text, as in the ``toolResult`` event
@@ -97,8 +96,6 @@ def page(found: list[dict[str, Any]], before: int | None, limit: int) -> dict[st
             "total": len(found)}
 
 
-def read_items(path: Path) -> list[dict[str, Any]]:
-    """The items of the transcript at ``path`` (none when it does not exist yet)."""
-    if not path.is_file():
-        return []
-    return items(Transcript(path).load(quiet=True).entries)
+def read_items(log: TranscriptLog) -> list[dict[str, Any]]:
+    """The items of the transcript ``log`` (none when it holds nothing yet)."""
+    return items(log.load(quiet=True).entries)

@@ -35,7 +35,6 @@ from clawd.frontends.commands import Chat
 from clawd.frontends.gateway.agents import Agents
 from clawd.frontends.gateway.feed import Feed
 from clawd.frontends.render import drive, event_json
-from clawd.sessions import lock
 
 log = logging.getLogger(__name__)
 
@@ -222,12 +221,11 @@ class Hub:
                 push({"type": "error", "message": str(exc)})
                 push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])
                 return
-        sessions_dir = slot.chat.session.rt.sessions_dir
-        lock.describe(sessions_dir, slot.key, None)  # a turn runs: no time to let go yet
+        slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
         try:
             drive(slot.chat.handle(turn.text), self._render(turn, push))
         finally:  # a waiting CLI is told when the idle session will be let go
-            lock.describe(sessions_dir, slot.key, time.time() + max(self.idle_seconds, 0))
+            slot.chat.session.lease.describe(time.time() + max(self.idle_seconds, 0))
             if turn.ephemeral:
                 self._set_aside(slot)
 
@@ -241,7 +239,7 @@ class Hub:
             runtime = chat.session.rt
             chat.session.close()
             try:
-                set_aside(runtime.store, slot.key)  # type: ignore[arg-type]
+                set_aside(runtime.storage, slot.key)
             except ClawdError as exc:
                 log.warning("session %s was not set aside: %s", slot.key, exc)
 

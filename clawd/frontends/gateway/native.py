@@ -11,7 +11,6 @@ application/json`` the events come as one JSON array when the turn ends. Blockin
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -36,6 +35,7 @@ from clawd.frontends.gateway.common import (
 from clawd.frontends.gateway.feed import KEEP_ALIVE, sse
 from clawd.frontends.gateway.hub import Turn
 from clawd.loop.runtime import Runtime, session_model
+from clawd.sessions.interfaces import TranscriptLog
 
 DEFAULT_PAGE = 50
 
@@ -68,7 +68,7 @@ async def list_sessions(request: Request) -> Response:
     gw = state(request)
     runtime = gw.agents.runtime(agent_id)
     ended = request.query_params.get("all", "").lower() in ("1", "true", "yes")
-    found = await run_in_threadpool(rows, runtime.store, ended=ended)  # type: ignore[arg-type]
+    found = await run_in_threadpool(rows, runtime.storage, ended=ended)
     out = []
     for row in found:
         item = row.to_json()
@@ -96,24 +96,25 @@ def _history(runtime: Runtime, key: str, session_id: str | None = None
     """On a thread: the session's entry and its transcript's items; with ``session_id``,
     those of that session of the key, ended or not."""
     if session_id:
-        path = _transcript_of(runtime, key, session_id)
-        return {"sessionId": path.stem}, history.read_items(path)
+        log = _transcript_of(runtime, key, session_id)
+        return {"sessionId": log.session_id}, history.read_items(log)
     entry: dict[str, Any] = dict(runtime.store.get(key) or {})
-    found = entry.get("sessionFile")
-    return entry, history.read_items(Path(str(found))) if found else []
+    found = entry.get("sessionId")
+    return entry, history.read_items(runtime.storage.transcript(found)) if found else []
 
 
-def _transcript_of(runtime: Runtime, key: str, session_id: str) -> Path:
+def _transcript_of(runtime: Runtime, key: str, session_id: str) -> TranscriptLog:
     """The transcript of session ``session_id`` if it was a session of ``key`` (an ended
     one is listed with ``all=true``); 404 otherwise."""
-    from clawd.sessions.files import read_summary, transcripts
+    from clawd.sessions.files import summary_of
     from clawd.sessions.store import normalize_key
 
-    for path in transcripts(runtime.sessions_dir):
-        if path.stem == session_id.strip():
-            summary = read_summary(path)
-            if summary is not None and normalize_key(summary.key or "") == key:
-                return path
+    wanted = session_id.strip()
+    if wanted in runtime.storage.session_ids():
+        log = runtime.storage.transcript(wanted)
+        summary = summary_of(log)
+        if summary is not None and normalize_key(summary.key or "") == key:
+            return log
     raise workspace.NotFound(f"no session {session_id} of {key}")
 
 
@@ -122,7 +123,6 @@ async def rename_session(request: Request) -> Response:
     appended to its transcript, so every list (and a rebuilt store) shows it."""
     from clawd.frontends.cli.sessions import current_transcript
     from clawd.sessions.files import TITLE_ENTRY
-    from clawd.sessions.transcript import Transcript
 
     agent_id, key = session_of(request, request.path_params["key"],
                                request.query_params.get("agent"))
@@ -133,12 +133,12 @@ async def rename_session(request: Request) -> Response:
     runtime = state(request).agents.runtime(agent_id)
 
     def rename() -> str:
-        path = (_transcript_of(runtime, key, body.session_id) if body.session_id
-                else current_transcript(runtime.store, key))
-        if path is None:
+        log = (_transcript_of(runtime, key, body.session_id) if body.session_id
+               else current_transcript(runtime.storage, key))
+        if log is None:
             raise workspace.NotFound(f"no session {key}")
-        Transcript(path).append({"type": TITLE_ENTRY, "title": title})
-        return path.stem
+        log.append({"type": TITLE_ENTRY, "title": title})
+        return log.session_id
 
     session_id = await run_in_threadpool(rename)
     return ok({"sessionKey": key, "sessionId": session_id, "title": title})
@@ -148,7 +148,7 @@ async def delete_session(request: Request) -> Response:
     """Delete a session (the key's current one, or ``sessionId``): it leaves the lists,
     its transcript is kept aside in ``deleted/``, as ``clawd sessions delete`` does."""
     from clawd.frontends.cli.sessions import Row, delete, set_aside
-    from clawd.sessions.files import read_summary
+    from clawd.sessions.files import summary_of
 
     agent_id, key = session_of(request, request.path_params["key"],
                                request.query_params.get("agent"))
@@ -161,11 +161,11 @@ async def delete_session(request: Request) -> Response:
 
     def remove() -> str | None:
         if not session_id:
-            return set_aside(runtime.store, key)  # type: ignore[arg-type]
-        path = _transcript_of(runtime, key, session_id)
-        summary = read_summary(path)
-        current = (runtime.store.get(key) or {}).get("sessionId") == path.stem
-        return delete(runtime.store, Row(summary, key if current else None),  # type: ignore[arg-type]
+            return set_aside(runtime.storage, key)
+        log = _transcript_of(runtime, key, session_id)
+        summary = summary_of(log)
+        current = (runtime.store.get(key) or {}).get("sessionId") == log.session_id
+        return delete(runtime.storage, Row(summary, key if current else None),
                       purge=False) if summary else None
 
     said = await run_in_threadpool(remove)

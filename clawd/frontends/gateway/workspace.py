@@ -37,7 +37,7 @@ def context(runtime: Runtime, key: str) -> ToolContext:
     access = Access.of(key, runtime.settings, runtime.workspace)
     return ToolContext(runtime.workspace, runtime.settings, memory=runtime.memory,
                        today=lambda: runtime.clock().date(), access=access,
-                       workspace_files=runtime.files, workspace_backups=runtime.backups)
+                       files=runtime.files, backups=runtime.backups)
 
 
 def read_file(runtime: Runtime, key: str, path: str) -> dict[str, Any]:

@@ -1,0 +1,40 @@
+"""Where an agent's sessions, transcripts, workspace files and records live.
+
+``open_storage`` is the one place that chooses: the embedded files (``FileStorage``) by
+default, or PostgreSQL when ``storage.url`` (or ``CLAWD_STORAGE_URL``) names a database.
+The rest of clawd sees only ``interface.AgentStorage``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clawd.core.messages import now_iso
+from clawd.core.paths import state_dir
+
+if TYPE_CHECKING:
+    from clawd.config import AgentDefaults, Config
+    from clawd.storage.interface import AgentStorage
+
+
+def sessions_dir(agent_id: str) -> Path:
+    """The embedded home of an agent's sessions: ``~/.clawd/agents/<id>/sessions``."""
+    return state_dir() / "agents" / agent_id / "sessions"
+
+
+def open_storage(config: Config, agent_id: str, settings: AgentDefaults,
+                 now: Callable[[], str] = now_iso) -> AgentStorage:
+    """The storage of agent ``agent_id`` (``settings``: its resolved settings)."""
+    url = config.storage.effective_url()
+    if url:
+        from clawd.storage.postgres import database
+
+        return database(url).agent(agent_id, now=now)
+    from clawd.storage.files import FileStorage
+
+    folder = sessions_dir(agent_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileStorage(agent_id, Path(settings.workspace).expanduser().resolve(), folder,
+                       now=now)

@@ -1,0 +1,119 @@
+"""The embedded ``AgentStorage``: files under ``~/.clawd/agents/<id>`` and the workspace.
+
+``sessions/sessions.json`` is the session store, ``sessions/<id>.jsonl`` the transcripts
+(``sessions/deleted/`` keeps those of deleted sessions), ``<name>.json`` beside
+``sessions/`` the agent's small records, and the session lease an OS file lock
+(``sessions.lock``). The workspace is a folder of Markdown files with earlier versions kept
+under ``.clawd/history``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from clawd.core.errors import ClawdError
+from clawd.core.messages import now_iso
+from clawd.sessions import lock
+from clawd.sessions.files import DELETED_DIR, transcripts
+from clawd.sessions.interfaces import SessionRecords
+from clawd.sessions.lock import CHAT_HINT
+from clawd.sessions.store import SessionStore
+from clawd.sessions.transcript import Transcript
+from clawd.storage.interface import KeyValue
+from clawd.workspace.backups import DiskBackups
+from clawd.workspace.disk import DiskFiles
+from clawd.workspace.interface import Backups, WorkspaceFiles
+
+SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+
+def checked_id(session_id: str) -> str:
+    """``session_id`` when it can name a session (never a path); a ``ClawdError`` if not."""
+    if not SESSION_ID.fullmatch(session_id):
+        raise ClawdError(f"{session_id[:80]!r} is not a session id")
+    return session_id
+
+
+class FileLease:
+    """A session key's OS file lock (``sessions.lock``)."""
+
+    def __init__(self, sessions_dir: Path, key: str, wait: float | None, hint: str):
+        self.sessions_dir, self.key = sessions_dir, key
+        self._held: Path | None = lock.acquire(sessions_dir, key, wait=wait, hint=hint)
+
+    def describe(self, until: float | None) -> None:
+        if self._held is not None:
+            lock.describe(self.sessions_dir, self.key, until)
+
+    def release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            lock.release(held)
+
+
+class JsonRecords:
+    """``KeyValue`` as ``<folder>/<name>.json`` files, each replaced whole."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads((self.folder / f"{name}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def put(self, name: str, value: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"{name}.json"
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(value) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+
+class FileStorage:
+    """One agent's files: ``sessions_dir`` and the folder ``workspace``."""
+
+    kind = "files"
+
+    def __init__(self, agent_id: str, workspace: Path, sessions_dir: Path,
+                 now: Callable[[], str] = now_iso):
+        self.agent_id = agent_id
+        self.workspace, self.sessions_dir = workspace, sessions_dir
+        self.location = str(sessions_dir.parent)
+        self.sessions: SessionRecords = SessionStore(sessions_dir / "sessions.json", now=now)
+        self.files: WorkspaceFiles = DiskFiles(workspace)
+        self.backups: Backups = DiskBackups(workspace)
+        self.records: KeyValue = JsonRecords(sessions_dir.parent)
+
+    def transcript(self, session_id: str) -> Transcript:
+        return Transcript(self.sessions_dir / f"{checked_id(session_id)}.jsonl")
+
+    def session_file(self, session_id: str) -> str:
+        return str(self.sessions_dir / f"{checked_id(session_id)}.jsonl")
+
+    def session_ids(self) -> list[str]:
+        return [path.stem for path in transcripts(self.sessions_dir)]
+
+    def set_aside(self, session_id: str, *, purge: bool = False) -> str:
+        path = self.transcript(session_id).path
+        if purge:
+            path.unlink()
+            return f"deleted session {session_id} and its transcript"
+        target = path.parent / DELETED_DIR / path.name
+        target.parent.mkdir(exist_ok=True)
+        shutil.move(str(path), target)
+        return f"deleted session {session_id}; its transcript is kept in {target}"
+
+    def hold(self, key: str, wait: float | None = None, hint: str = CHAT_HINT) -> FileLease:
+        return FileLease(self.sessions_dir, key, wait, hint)
+
+    def close(self) -> None:
+        pass
