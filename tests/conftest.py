@@ -247,3 +247,59 @@ def web(chromium, web_served):
     chat = WebChat(chromium, web_served)
     yield chat
     assert chat.close() == []
+
+
+# --- PostgreSQL: one server a test run (a worker), a fresh database a test ----------------------
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """The URL of a PostgreSQL server with pgvector: ``CLAWD_TEST_POSTGRES_URL``, else a
+    ``pgserver`` (PostgreSQL 16 and pgvector from the test extra) started for this run in a
+    temporary folder and stopped after it. A template database with clawd's schema is made
+    once, so each test's fresh database is a copy of it."""
+    import psycopg
+
+    from clawd.storage.postgres.database import Database
+
+    url = os.environ.get("CLAWD_TEST_POSTGRES_URL")
+    server = None
+    if not url:
+        import pgserver
+
+        server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+        url = server.get_uri()
+    template = "clawd_test_template"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {template} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {template}")
+    Database(_with_database(url, template)).close()  # migrated once
+    yield url, template
+    if server is not None:
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A fresh, migrated database of its own for one test; dropped after it."""
+    import uuid
+
+    import psycopg
+
+    from clawd.storage.postgres.database import forget
+
+    url, template = pg_server
+    name = f"clawd_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
+    own = _with_database(url, name)
+    yield own
+    forget(own)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _with_database(url: str, name: str) -> str:
+    """The ``postgresql://`` URL ``url`` naming the database ``name`` instead."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))

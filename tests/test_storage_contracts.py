@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,16 +26,34 @@ from clawd.memory import open_index
 from clawd.memory.interface import Memory
 from clawd.sessions.interfaces import SessionRecords, TranscriptLog
 from clawd.sessions.store import SessionStore
-from clawd.sessions.transcript import Transcript, build_history
+from clawd.sessions.transcript import Transcript, begin, build_history
 from clawd.workspace.backups import DiskBackups
 from clawd.workspace.disk import DiskFiles
 from clawd.workspace.interface import Backups, Stat, WorkspaceFiles
 
-STORES: dict[str, Callable[[Path], SessionRecords]] = {
-    "json": lambda root: SessionStore(root / "sessions.json"),
+
+def _pg(url: str) -> Any:
+    """Agent ``main``'s storage in the database ``url``."""
+    from clawd.storage.postgres import database
+
+    return database(url).agent("main")
+
+
+def _pg_log(url: str) -> TranscriptLog:
+    log = _pg(url).transcript("s1")
+    begin(log, "main", key="agent:main:main")
+    return log
+
+
+# Each factory takes the test's folder and, for PostgreSQL, its own database's URL.
+STORES: dict[str, Callable[[Path, str | None], SessionRecords]] = {
+    "json": lambda root, url: SessionStore(root / "sessions.json"),
+    "postgresql": lambda root, url: _pg(url).sessions,
 }
-LOGS: dict[str, Callable[[Path], TranscriptLog]] = {
-    "jsonl": lambda root: Transcript.create(root / "s1.jsonl", "main", key="agent:main:main"),
+LOGS: dict[str, Callable[[Path, str | None], TranscriptLog]] = {
+    "jsonl": lambda root, url: Transcript.create(root / "s1.jsonl", "main",
+                                                 key="agent:main:main"),
+    "postgresql": lambda root, url: _pg_log(url),
 }
 MEMORIES: dict[str, Callable[[Path, Path], Memory]] = {
     "sqlite": lambda workspace, state: open_index("main", workspace, MemorySearch(), state,
@@ -42,19 +61,29 @@ MEMORIES: dict[str, Callable[[Path, Path], Memory]] = {
 }
 
 
+def _url(request) -> str | None:
+    """The test's own database when its backend is PostgreSQL."""
+    return request.getfixturevalue("pg_url") if request.param == "postgresql" else None
+
+
 @pytest.fixture(params=sorted(STORES))
 def store(request, tmp_path) -> SessionRecords:
-    return STORES[request.param](tmp_path)
+    return STORES[request.param](tmp_path, _url(request))
 
 
 @pytest.fixture(params=sorted(LOGS))
 def log(request, tmp_path) -> TranscriptLog:
-    return LOGS[request.param](tmp_path)
+    request.node.again = lambda: LOGS[request.param](tmp_path, _url(request))
+    return LOGS[request.param](tmp_path, _url(request))
 
 
 KEY = "agent:main:main"
 BASE = {"sessionId": "s1", "sessionFile": "s1.jsonl", "compactionCount": 0,
         "cumulativeInputTokens": 0}
+
+
+def _url_of(request, backend: str) -> str | None:
+    return request.getfixturevalue("pg_url") if backend == "postgresql" else None
 
 
 # --- the session store -------------------------------------------------------------------------
@@ -95,9 +124,10 @@ def test_an_update_to_none_removes_the_entry(store):
     assert store.get(KEY) is None
 
 
-def test_concurrent_counters_never_lose_an_update(store, tmp_path):
+def test_concurrent_counters_never_lose_an_update(store, request, tmp_path):
     store.update(KEY, lambda e: dict(BASE))
-    other = STORES[next(iter(STORES))](tmp_path)  # a second handle on the same store
+    backend = request.node.callspec.params["store"]
+    other = STORES[backend](tmp_path, _url_of(request, backend))  # a second handle
 
     def bump(target: SessionRecords) -> None:
         for _ in range(25):
@@ -137,9 +167,9 @@ def test_a_message_round_trips_unchanged(log):
     assert Message.from_entry(entry) == message
 
 
-def test_a_log_read_again_sees_what_another_handle_wrote(log, tmp_path):
+def test_a_log_read_again_sees_what_another_handle_wrote(log, request):
     log.append_message(Message.user("one"))
-    again = LOGS[next(iter(LOGS))](tmp_path)
+    again = request.node.again()
     again.append_message(Message.user("two"))
     assert [e["content"][0]["text"] for e in log.load().entries] == ["one", "two"]
 
@@ -212,13 +242,16 @@ def test_memory_checks_itself_for_the_doctor(memory):
 
 # --- the workspace files -----------------------------------------------------------------------
 
-FILES: dict[str, Callable[[Path], WorkspaceFiles]] = {"disk": DiskFiles}
+FILES: dict[str, Callable[[Path, str | None], WorkspaceFiles]] = {
+    "disk": lambda root, url: DiskFiles(root),
+    "postgresql": lambda root, url: _pg(url).files,
+}
 
 
 @pytest.fixture(params=sorted(FILES))
 def files(request, tmp_path) -> WorkspaceFiles:
     (tmp_path / "ws").mkdir()
-    return FILES[request.param](tmp_path / "ws")
+    return FILES[request.param](tmp_path / "ws", _url(request))
 
 
 def test_workspace_files_read_what_was_written_and_nothing_else(files):
@@ -263,15 +296,17 @@ def test_workspace_files_refuse_paths_outside_the_workspace(files, path):
 
 # --- earlier versions of the workspace files ----------------------------------------------------
 
-BACKUPS: dict[str, Callable[[Path], tuple[WorkspaceFiles, Backups]]] = {
-    "disk": lambda root: (DiskFiles(root), DiskBackups(root))}
+BACKUPS: dict[str, Callable[[Path, str | None], tuple[WorkspaceFiles, Backups]]] = {
+    "disk": lambda root, url: (DiskFiles(root), DiskBackups(root)),
+    "postgresql": lambda root, url: (_pg(url).files, _pg(url).backups),
+}
 T0 = datetime(2026, 11, 23, 2, 45, 12)
 
 
 @pytest.fixture(params=sorted(BACKUPS))
 def kept(request, tmp_path) -> tuple[WorkspaceFiles, Backups]:
     (tmp_path / "ws").mkdir()
-    return BACKUPS[request.param](tmp_path / "ws")
+    return BACKUPS[request.param](tmp_path / "ws", _url(request))
 
 
 def test_backups_keep_a_file_as_it_was_and_put_it_back(kept):

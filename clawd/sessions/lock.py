@@ -68,7 +68,7 @@ def acquire(sessions_dir: Path, key: str, wait: float | None = None,
             if time.monotonic() >= deadline or (
                     left is not None and time.monotonic() + left > deadline):
                 handle.close()
-                raise SessionBusyError(_busy(key, pid, who, left, hint))
+                raise SessionBusyError(busy_message(key, pid, who, left, hint))
             time.sleep(POLL_SECONDS)
         _write(handle, HOLDER, None)
         _held[path] = (handle, 1)
@@ -92,7 +92,7 @@ def _write(handle: IO[bytes], who: str, until: float | None) -> None:
     handle.flush()
 
 
-def _busy(key: str, pid: str, who: str, left: float | None, hint: str) -> str:
+def busy_message(key: str, pid: str, who: str, left: float | None, hint: str) -> str:
     holder = f"{who or 'another clawd process'}{f' (pid {pid})' if pid else ''}"
     if left is None:
         return f"session {key} is in use by {holder}; {hint}"

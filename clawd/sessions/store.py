@@ -36,7 +36,7 @@ from clawd.sessions.entry import (
     migrate_entry,
     needs_migration,
 )
-from clawd.sessions.files import entry_from, read_summary, rebuild, transcripts
+from clawd.sessions.files import Summary, entry_from, read_summary, rebuild, transcripts
 
 log = logging.getLogger(__name__)
 
@@ -125,21 +125,14 @@ class SessionStore:
         with self._locked():
             data = self._read_repairing()
             found = _normalized(rebuild(self.path.parent))
-            recounted = added = 0
-            for key, entry in data.items():
+
+            def summary(entry: dict[str, Any]) -> Summary | None:
                 path = Path(entry.get("sessionFile") or "")
-                summary = read_summary(path) if path.is_file() else None
-                if summary is not None:
-                    data[key] = {**entry, **entry_from(summary, entry.get("model") or ""),
-                                 **_store_only(entry)}
-                    recounted += 1
-            known = {e.get("sessionId") for e in data.values()}
-            for key, entry in found.items():
-                if key not in data and entry["sessionId"] not in known:
-                    data[key] = dict(entry)
-                    added += 1
+                return read_summary(path) if path.is_file() else None
+
+            done = recounted(data, summary, found)
             self._write(data)
-            return recounted, added
+            return done
 
     def get(self, key: str) -> SessionEntry | None:
         return self.entries().get(normalize_key(key))
@@ -175,17 +168,7 @@ class SessionStore:
         re-created from ``base``, the writer's own copy; without ``base`` nothing is written.
         """
         def change(stored: SessionEntry | None) -> SessionEntry | None:
-            if stored is None:
-                if base is None:
-                    return None
-                log.warning("%s: the entry for %s was missing; re-created it", self.path, key)
-                stored = base
-            entry: dict[str, Any] = {**stored, **fields}  # the names are the caller's
-            for name, delta in (add or {}).items():
-                entry[name] = _count(entry.get(name)) + delta
-            for target, source in (copy or {}).items():
-                entry[target] = entry.get(source, 0)
-            return cast(SessionEntry, entry)
+            return patched(stored, base, add, copy, fields, f"{self.path}: {key}")
         return self.update(key, change, touch=touch)
 
     def _read_repairing(self) -> dict[str, Any]:
@@ -258,6 +241,47 @@ class SessionStore:
                 yield
             finally:
                 _unlock(handle)
+
+
+def patched(stored: SessionEntry | None, base: SessionEntry | None,
+            add: dict[str, int] | None, copy: dict[str, str] | None, fields: dict[str, Any],
+            where: str) -> SessionEntry | None:
+    """``patch``'s change of one entry: ``fields`` set, ``add`` added to counters, ``copy``
+    copied (``{target: source}``); a missing entry re-created from ``base`` (None without
+    it: nothing is written)."""
+    if stored is None:
+        if base is None:
+            return None
+        log.warning("%s: the entry was missing; re-created it", where)
+        stored = base
+    entry: dict[str, Any] = {**stored, **fields}  # the names are the caller's
+    for name, delta in (add or {}).items():
+        entry[name] = _count(entry.get(name)) + delta
+    for target, source in (copy or {}).items():
+        entry[target] = entry.get(source, 0)
+    return cast(SessionEntry, entry)
+
+
+def recounted(data: dict[str, Any], summary: Callable[[dict[str, Any]], Summary | None],
+              found: dict[str, Any]) -> tuple[int, int]:
+    """``rebuild`` over ``data`` (changed in place): each entry recounted from its
+    transcript's ``summary`` (store-only fields kept), and the keys of ``found`` (entries
+    from the transcripts) added when neither the key nor its session is known;
+    (recounted, added)."""
+    counted = added = 0
+    for key, entry in data.items():
+        about = summary(entry)
+        if about is not None:
+            data[key] = {**entry, **entry_from(about, entry.get("model") or "",
+                                               entry.get("sessionFile")),
+                         **_store_only(entry)}
+            counted += 1
+    known = {e.get("sessionId") for e in data.values()}
+    for key, entry in found.items():
+        if key not in data and entry["sessionId"] not in known:
+            data[key] = dict(entry)
+            added += 1
+    return counted, added
 
 
 class _Corrupt(ValueError):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,30 +94,37 @@ class Transcript:
     def load(self, *, quiet: bool = False) -> Loaded:
         """Every valid entry, skipping (and reporting) torn or invalid lines; ``quiet``
         leaves the logging of the warnings to the caller."""
-        header, entries, warnings, invalid = None, [], [], []
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return Loaded(None, [], [])
-        for number, line in enumerate(raw.split(b"\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                entry = orjson.loads(line)
-                if not isinstance(entry, dict) or "type" not in entry:
-                    raise ValueError("not an entry object")
-            except ValueError as exc:
-                warning = f"{self.path}:{number}: skipped an invalid line ({_short(exc)})"
-                if not quiet:
-                    log.warning(warning)
-                warnings.append(warning)
-                invalid.append(number)
-                continue
-            if entry["type"] == "session" and header is None:
-                header = entry
-            else:
-                entries.append(entry)
-        return Loaded(header, entries, warnings, invalid)
+        return parse_lines(enumerate(raw.split(b"\n"), start=1), self.location, quiet=quiet)
+
+
+def parse_lines(lines: Iterable[tuple[int, bytes | str]], where: str, *,
+                quiet: bool = False) -> Loaded:
+    """A transcript from its numbered lines: the header, then every readable entry in order;
+    a line that is not an entry object is skipped and reported (``where:number``)."""
+    header, entries, warnings, invalid = None, [], [], []
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            entry = orjson.loads(line)
+            if not isinstance(entry, dict) or "type" not in entry:
+                raise ValueError("not an entry object")
+        except ValueError as exc:
+            warning = f"{where}:{number}: skipped an invalid line ({_short(exc)})"
+            if not quiet:
+                log.warning(warning)
+            warnings.append(warning)
+            invalid.append(number)
+            continue
+        if entry["type"] == "session" and header is None:
+            header = entry
+        else:
+            entries.append(entry)
+    return Loaded(header, entries, warnings, invalid)
 
 
 def begin(log: TranscriptLog, agent_id: str, **about: Any) -> Loaded:

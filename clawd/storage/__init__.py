@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clawd.core.messages import now_iso
 from clawd.core.paths import state_dir
@@ -24,14 +24,25 @@ def sessions_dir(agent_id: str) -> Path:
     return state_dir() / "agents" / agent_id / "sessions"
 
 
+def postgres(url: str) -> Any:
+    """The ``Database`` at ``url``; without the PostgreSQL driver, a ``ConfigError`` that
+    says how to install it."""
+    try:
+        from clawd.storage.postgres import database
+    except ImportError as exc:
+        from clawd.core.errors import ConfigError
+
+        raise ConfigError(f"storage.url names a PostgreSQL database, but its driver is not "
+                          f"installed ({exc.name}); pip install 'clawd[postgres]'") from None
+    return database(url)
+
+
 def open_storage(config: Config, agent_id: str, settings: AgentDefaults,
                  now: Callable[[], str] = now_iso) -> AgentStorage:
     """The storage of agent ``agent_id`` (``settings``: its resolved settings)."""
     url = config.storage.effective_url()
     if url:
-        from clawd.storage.postgres import database
-
-        return database(url).agent(agent_id, now=now)
+        return postgres(url).agent(agent_id, now=now)
     from clawd.storage.files import FileStorage
 
     folder = sessions_dir(agent_id)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from clawd.core.errors import ClawdError
 from clawd.workspace.files import BOOTSTRAP_FILES, MEMORY_DIR, MEMORY_FILE
-from clawd.workspace.interface import Version
+from clawd.workspace.interface import Backups, Version
 
 PROTECTED = (*BOOTSTRAP_FILES, MEMORY_FILE)
 STATE_DIR = ".clawd"
@@ -60,7 +60,7 @@ class DiskBackups:
         if not ignore.exists():  # a workspace under git does not list clawd's records
             ignore.write_text("# clawd's own records (clawd history); not part of the notes\n*\n")
         base = now.strftime("%Y%m%d-%H%M%S")
-        taken = [_order(p.stem)[1] for p in directory.glob(f"{base}*.md")]
+        taken = [stamp_order(p.stem)[1] for p in directory.glob(f"{base}*.md")]
         stamp = f"{base}-{max(taken) + 1}" if taken else base  # after any, even pruned ones
         target = directory / f"{stamp}.md"
         shutil.copy2(self.root / path, target)
@@ -69,27 +69,17 @@ class DiskBackups:
         return Version(path, stamp, target.stat().st_size)
 
     def versions(self, name: str | None = None) -> list[Version]:
-        names = [_canonical(name)] if name else [*PROTECTED, *self._kept_notes()]
+        names = [kept_name(name)] if name else [*PROTECTED, *self._kept_notes()]
         found = []
         for each in names:
             directory = self.root / HISTORY_DIR / each
             if directory.is_dir():
                 found += [Version(each, p.stem, p.stat().st_size)
                           for p in directory.glob("*.md")]
-        return sorted(found, key=lambda v: (v.name, _order(v.stamp)))
+        return sorted(found, key=lambda v: (v.name, stamp_order(v.stamp)))
 
     def find(self, ref: str) -> Version:
-        name, _, stamp = ref.partition("@")
-        kept = self.versions(name)
-        if not kept:
-            raise ClawdError(f"no earlier versions of {_canonical(name)} are kept "
-                             f"(in {self.location})")
-        if not stamp:
-            return kept[-1]
-        match = next((v for v in kept if v.stamp == stamp), None)
-        if match is None:
-            raise ClawdError(f"no version {ref}; `clawd history list {kept[0].name}` lists them")
-        return match
+        return find_version(self, ref)
 
     def text(self, version: Version) -> str:
         return self._file(version).read_text(encoding="utf-8", errors="replace")
@@ -117,7 +107,22 @@ class DiskBackups:
                       if d.is_dir()) if found.is_dir() else []
 
 
-def _canonical(name: str) -> str:
+def find_version(backups: Backups, ref: str) -> Version:
+    """The version ``FILE@STAMP`` names in ``backups`` (``FILE`` alone: its newest)."""
+    name, _, stamp = ref.partition("@")
+    kept = backups.versions(name)
+    if not kept:
+        raise ClawdError(f"no earlier versions of {kept_name(name)} are kept "
+                         f"(in {backups.location})")
+    if not stamp:
+        return kept[-1]
+    match = next((v for v in kept if v.stamp == stamp), None)
+    if match is None:
+        raise ClawdError(f"no version {ref}; `clawd history list {kept[0].name}` lists them")
+    return match
+
+
+def kept_name(name: str) -> str:
     """The protected file a name means, in any case (``soul.md`` → ``SOUL.md``), or a note
     under ``memory/`` (``memory/2026-11-20.md``, as written)."""
     match = next((p for p in PROTECTED if p.lower() == name.strip().lower()), None)
@@ -136,6 +141,6 @@ def _is_note(name: str) -> bool:
         and all(part not in ("", ".", "..") for part in parts)
 
 
-def _order(stamp: str) -> tuple[str, int]:
+def stamp_order(stamp: str) -> tuple[str, int]:
     number = stamp[16:]
     return stamp[:15], int(number) if number.isdigit() else 1

@@ -1,0 +1,169 @@
+"""One PostgreSQL database as clawd's store: a connection pool, the schema and its migrations.
+
+``database(url)`` opens (once per process and URL) a ``psycopg_pool.ConnectionPool`` and
+brings the schema up to date: numbered migrations (``MIGRATIONS``), each run once, in order,
+in one transaction, under an advisory lock so two workers starting together never run one
+twice; the version is the row count of ``clawd_schema``. The ``vector`` extension (pgvector)
+is created when the server has it; a server without it fails in one line that says what to
+install (the memory index needs it).
+
+The tables keep the embedded meanings: a ``sessions`` row is a ``sessions.json`` entry
+(JSONB), a ``transcript_lines`` row a JSONL line as written (the ``json`` type keeps the text
+byte for byte, which ``jsonb`` would not; a line that was already unreadable in a migrated
+file is kept in ``torn``), a ``workspace_files`` row a file's bytes, ``file_versions`` its
+kept versions, ``records`` an agent's small JSON records, ``leases`` who holds a session.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from clawd.core.errors import ClawdError
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE sessions (
+        agent_id text NOT NULL, key text NOT NULL, entry jsonb NOT NULL,
+        PRIMARY KEY (agent_id, key));
+    CREATE TABLE session_logs (
+        agent_id text NOT NULL, session_id text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(), deleted_at timestamptz,
+        PRIMARY KEY (agent_id, session_id));
+    CREATE TABLE transcript_lines (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        agent_id text NOT NULL, session_id text NOT NULL, line json, torn text,
+        CHECK ((line IS NULL) <> (torn IS NULL)));
+    CREATE INDEX transcript_lines_session ON transcript_lines (agent_id, session_id, seq);
+    CREATE TABLE workspace_files (
+        agent_id text NOT NULL, path text NOT NULL, data bytea NOT NULL,
+        version integer NOT NULL DEFAULT 1, mtime timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (agent_id, path));
+    CREATE TABLE file_versions (
+        agent_id text NOT NULL, path text NOT NULL, stamp text NOT NULL, data bytea NOT NULL,
+        PRIMARY KEY (agent_id, path, stamp));
+    CREATE TABLE records (
+        agent_id text NOT NULL, name text NOT NULL, value jsonb NOT NULL,
+        PRIMARY KEY (agent_id, name));
+    CREATE TABLE leases (
+        agent_id text NOT NULL, key text NOT NULL, holder text NOT NULL, pid integer,
+        until double precision, PRIMARY KEY (agent_id, key));
+    """,
+)
+MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
+POOL_SIZE = 8
+
+
+class DatabaseError(ClawdError):
+    """The database cannot be used (unreachable, no rights, no pgvector)."""
+
+
+def shown(url: str) -> str:
+    """``url`` without its password, for messages."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 - a URL psycopg cannot read is shown by its scheme
+        return url.split("://", 1)[0] + "://…"
+    host = parts.get("host") or "localhost"
+    return (f"postgresql://{parts.get('user', '')}@{host}"
+            f"{':' + str(parts['port']) if parts.get('port') else ''}/{parts.get('dbname', '')}")
+
+
+class Database:
+    """A pool of connections to one database whose schema is current."""
+
+    def __init__(self, url: str, *, pool_size: int = POOL_SIZE):
+        import psycopg
+        from psycopg_pool import ConnectionPool
+
+        self.url = url
+        self.location = shown(url)
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                self.vector_version = _extension(conn, self.location)
+                self.schema_version = _migrate(conn)
+        except psycopg.OperationalError as exc:
+            raise DatabaseError(f"cannot reach the database {self.location}: "
+                                f"{_first_line(exc)}") from None
+        self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
+                                   kwargs={"autocommit": True}, name="clawd")
+
+    def connection(self) -> Any:
+        """A pooled connection (``with db.connection() as conn``), in autocommit: a
+        ``conn.transaction()`` block makes several statements one."""
+        return self.pool.connection()
+
+    def agent(self, agent_id: str, **options: Any) -> Any:
+        from clawd.storage.postgres.storage import PgStorage
+
+        return PgStorage(self, agent_id, **options)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+_open: dict[str, Database] = {}
+_guard = threading.Lock()
+
+
+def database(url: str) -> Database:
+    """The process's ``Database`` for ``url`` (opened and migrated on first use)."""
+    with _guard:
+        if url not in _open:
+            _open[url] = Database(url)
+        return _open[url]
+
+
+def forget(url: str) -> None:
+    """Close the process's pool on ``url``, if it has one."""
+    with _guard:
+        db = _open.pop(url, None)
+    if db is not None:
+        db.close()
+
+
+def _extension(conn: Any, where: str) -> str:
+    """The version of ``vector`` in the database, created if the server has it."""
+    found = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+                         ).fetchone()
+    if found:
+        return str(found[0])
+    available = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+                             ).fetchone()
+    if not available:
+        raise DatabaseError(f"{where}: the server has no pgvector; install it and run "
+                            f"CREATE EXTENSION vector; in the database")
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except Exception as exc:  # noqa: BLE001 - no rights: say what an owner must run
+        raise DatabaseError(f"{where}: the vector extension is not created and this user "
+                            f"may not create it ({_first_line(exc)}); as the database's "
+                            f"owner run CREATE EXTENSION vector;") from None
+    return str(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+                            ).fetchone()[0])
+
+
+def _migrate(conn: Any) -> int:
+    """Run the migrations not run yet; the schema version."""
+    conn.execute("CREATE TABLE IF NOT EXISTS clawd_schema (version integer PRIMARY KEY, "
+                 "applied_at timestamptz NOT NULL DEFAULT now())")
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        done = conn.execute("SELECT count(*) FROM clawd_schema").fetchone()[0]
+        if done > len(MIGRATIONS):
+            raise DatabaseError(f"the database's schema is version {done}; this clawd knows "
+                                f"{len(MIGRATIONS)}: upgrade clawd")
+        for number, sql in enumerate(MIGRATIONS[done:], start=done + 1):
+            conn.execute(sql)
+            conn.execute("INSERT INTO clawd_schema (version) VALUES (%s)", (number,))
+            log.info("database schema: migration %d applied", number)
+    return len(MIGRATIONS)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

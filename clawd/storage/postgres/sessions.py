@@ -1,0 +1,155 @@
+"""Sessions and transcripts in PostgreSQL: ``PgSessions`` (``SessionRecords``) and
+``PgTranscript`` (``TranscriptLog``).
+
+A session is one ``sessions`` row per (agent, key) whose ``entry`` is the ``sessions.json``
+entry as JSONB, with the same fields and meanings. Every change runs in one transaction that
+first takes a transaction-scoped advisory lock on the key (so even the first write of a new
+key is serialised), reads the row, applies the change to what is stored and writes it back:
+counters are increments against the stored value, as in the file store. A transcript is the
+``transcript_lines`` rows of its session in ``seq`` order, each the JSONL line as written;
+an append is one committed insert, so a line is whole or absent, never torn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+import orjson
+from psycopg.types.json import Jsonb
+
+from clawd.core.messages import Message, new_id, now_iso
+from clawd.sessions.entry import SessionEntry
+from clawd.sessions.files import entries_from, summary_of
+from clawd.sessions.store import normalize_key, patched, recounted
+from clawd.sessions.transcript import Loaded, parse_lines
+
+if TYPE_CHECKING:
+    from clawd.storage.postgres.database import Database
+
+
+def key_lock(agent_id: str, key: str) -> int:
+    """A signed 64-bit advisory-lock number for one session key of one agent."""
+    import hashlib
+
+    digest = hashlib.blake2b(f"{agent_id}\n{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class PgSessions:
+    """The session store of one agent: ``sessions`` rows."""
+
+    def __init__(self, db: Database, agent_id: str, now: Callable[[], str] = now_iso,
+                 transcript: Callable[[str], PgTranscript] | None = None,
+                 session_ids: Callable[[], list[str]] | None = None,
+                 session_file: Callable[[str], str] | None = None):
+        self.db, self.agent_id, self.now = db, agent_id, now
+        self.location = f"{db.location} (sessions of agent {agent_id})"
+        self._transcript, self._ids, self._file = transcript, session_ids, session_file
+
+    def entries(self) -> dict[str, SessionEntry]:
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT key, entry FROM sessions WHERE agent_id = %s",
+                                (self.agent_id,)).fetchall()
+        return {key: cast(SessionEntry, entry) for key, entry in rows}
+
+    def get(self, key: str) -> SessionEntry | None:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT entry FROM sessions WHERE agent_id = %s AND key = %s",
+                               (self.agent_id, normalize_key(key))).fetchone()
+        return cast(SessionEntry, row[0]) if row else None
+
+    def update(self, key: str, change: Callable[[SessionEntry | None], SessionEntry | None],
+               *, touch: bool = True) -> SessionEntry | None:
+        key = normalize_key(key)
+        with self.db.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key_lock(self.agent_id, key),))
+            row = conn.execute("SELECT entry FROM sessions WHERE agent_id = %s AND key = %s",
+                               (self.agent_id, key)).fetchone()
+            entry = change(cast(SessionEntry, row[0]) if row else None)
+            if entry is None:
+                conn.execute("DELETE FROM sessions WHERE agent_id = %s AND key = %s",
+                             (self.agent_id, key))
+                return None
+            if touch or not entry.get("updatedAt"):
+                entry["updatedAt"] = self.now()
+            conn.execute("INSERT INTO sessions (agent_id, key, entry) VALUES (%s, %s, %s) "
+                         "ON CONFLICT (agent_id, key) DO UPDATE SET entry = EXCLUDED.entry",
+                         (self.agent_id, key, Jsonb(entry)))
+            return entry
+
+    def patch(self, key: str, base: SessionEntry | None = None,
+              add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
+              touch: bool = True, **fields: Any) -> SessionEntry | None:
+        where = f"{self.location}: {key}"
+        return self.update(key, lambda stored: patched(stored, base, add, copy, fields, where),
+                           touch=touch)
+
+    def rebuild(self) -> tuple[int, int]:
+        """Recount every entry from its transcript and add the keys only transcripts know."""
+        if self._transcript is None or self._ids is None:
+            return 0, 0
+        ids = self._ids()
+        summaries = {i: summary_of(self._transcript(i)) for i in ids}
+        found = entries_from(summaries.values(), self.agent_id, self._file)
+        data: dict[str, Any] = dict(self.entries())
+        done = recounted(data, lambda e: summaries.get(str(e.get("sessionId"))), found)
+        for key, entry in data.items():
+            self.update(key, _replace(cast(SessionEntry, entry)), touch=False)
+        return done
+
+
+def _replace(entry: SessionEntry) -> Callable[[SessionEntry | None], SessionEntry]:
+    return lambda _stored: entry
+
+
+def _is_json(line: str) -> bool:
+    try:
+        orjson.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
+class PgTranscript:
+    """One session's ``transcript_lines`` rows."""
+
+    def __init__(self, db: Database, agent_id: str, session_id: str):
+        self.db, self.agent_id, self.session_id = db, agent_id, session_id
+        self.location = f"{db.location} (transcript {session_id} of agent {agent_id})"
+        self._known = False  # its session_logs row exists
+
+    def append(self, entry: dict[str, Any]) -> None:
+        entry.setdefault("id", new_id())
+        entry.setdefault("timestamp", now_iso())
+        self.append_lines([orjson.dumps(entry).decode()])
+
+    def append_message(self, message: Message) -> None:
+        self.append(message.to_entry())
+
+    def append_lines(self, lines: list[str]) -> None:
+        """Add JSONL lines as they are, in order, in one transaction (a line that is not
+        JSON, as a migrated file may hold, is kept as text in ``torn``)."""
+        with self.db.connection() as conn, conn.transaction():
+            if not self._known:
+                conn.execute("INSERT INTO session_logs (agent_id, session_id) VALUES (%s, %s) "
+                             "ON CONFLICT DO NOTHING", (self.agent_id, self.session_id))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO transcript_lines (agent_id, session_id, line, torn) "
+                    "VALUES (%s, %s, %s::json, %s)",
+                    [(self.agent_id, self.session_id, *((line, None) if _is_json(line)
+                                                        else (None, line)))
+                     for line in lines])
+        self._known = True
+
+    def raw_lines(self) -> list[str]:
+        """Every line as stored, in order (torn ones too)."""
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT coalesce(line::text, torn) FROM transcript_lines "
+                                "WHERE agent_id = %s AND session_id = %s ORDER BY seq",
+                                (self.agent_id, self.session_id)).fetchall()
+        return [row[0] for row in rows]
+
+    def load(self, *, quiet: bool = False) -> Loaded:
+        return parse_lines(enumerate(self.raw_lines(), start=1), self.location, quiet=quiet)

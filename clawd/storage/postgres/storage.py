@@ -1,0 +1,163 @@
+"""One agent's storage in PostgreSQL (``PgStorage``) and its session lease (``PgLease``).
+
+The lease is a session-level advisory lock on the (agent, key) number, taken on a
+connection of its own that stays open while the session is held: the server lets go of it
+the moment that connection ends, so a holder that exits or is killed never blocks anyone,
+across processes and hosts. Who holds a session (and, when it says, until when) is written
+in ``leases`` for a waiter's message, as the file lock writes it in its file. Within one
+process a key held again is counted, as with the file lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
+
+from clawd.core.messages import now_iso
+from clawd.sessions import lock
+from clawd.sessions.lock import CHAT_HINT, SessionBusyError, busy_message
+from clawd.storage.files import checked_id
+from clawd.storage.postgres.files import PgBackups, PgFiles
+from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
+
+if TYPE_CHECKING:
+    from clawd.storage.postgres.database import Database
+
+_held: dict[tuple[str, str, str], tuple[Any, int]] = {}
+_guard = threading.RLock()
+
+
+class PgLease:
+    """A hold on one session key: an advisory lock on a connection of its own."""
+
+    def __init__(self, db: Database, agent_id: str, key: str, wait: float | None, hint: str):
+        import psycopg
+
+        self.db, self.agent_id, self.key = db, agent_id, key
+        self._slot = (db.url, agent_id, key)
+        self._released = False
+        with _guard:
+            if self._slot in _held:
+                conn, count = _held[self._slot]
+                _held[self._slot] = (conn, count + 1)
+                return
+            conn = psycopg.connect(db.url, autocommit=True)
+            number = key_lock(agent_id, key)
+            deadline = time.monotonic() + (lock.WAIT_SECONDS if wait is None else wait)
+            while not _one(conn, "SELECT pg_try_advisory_lock(%s)", (number,)):
+                holder = conn.execute("SELECT holder, pid, until FROM leases WHERE "
+                                      "agent_id = %s AND key = %s", (agent_id, key)).fetchone()
+                who, pid, until = holder or ("", None, None)
+                left = until - time.time() if until is not None else None
+                if time.monotonic() >= deadline or (
+                        left is not None and time.monotonic() + left > deadline):
+                    conn.close()
+                    raise SessionBusyError(busy_message(key, str(pid or ""), who, left, hint))
+                time.sleep(lock.POLL_SECONDS)
+            _held[self._slot] = (conn, 1)
+            self._say(conn, None)
+
+    def describe(self, until: float | None) -> None:
+        with _guard:
+            held = _held.get(self._slot)
+            if held is not None and not self._released:
+                self._say(held[0], until)
+
+    def release(self) -> None:
+        with _guard:
+            if self._released or self._slot not in _held:
+                return
+            self._released = True
+            conn, count = _held.pop(self._slot)
+            if count > 1:
+                _held[self._slot] = (conn, count - 1)
+                return
+            try:
+                conn.execute("DELETE FROM leases WHERE agent_id = %s AND key = %s",
+                             (self.agent_id, self.key))
+                conn.execute("SELECT pg_advisory_unlock(%s)",
+                             (key_lock(self.agent_id, self.key),))
+            finally:
+                conn.close()
+
+    def _say(self, conn: Any, until: float | None) -> None:
+        conn.execute("INSERT INTO leases (agent_id, key, holder, pid, until) "
+                     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id, key) DO UPDATE SET "
+                     "holder = EXCLUDED.holder, pid = EXCLUDED.pid, until = EXCLUDED.until",
+                     (self.agent_id, self.key, lock.HOLDER, os.getpid(), until))
+
+
+def _one(conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
+    row = conn.execute(sql, params).fetchone()
+    return row[0] if row else None
+
+
+class PgRecords:
+    """``KeyValue`` as ``records`` rows."""
+
+    def __init__(self, db: Database, agent_id: str):
+        self.db, self.agent_id = db, agent_id
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT value FROM records WHERE agent_id = %s AND name = %s",
+                               (self.agent_id, name)).fetchone()
+        return row[0] if row and isinstance(row[0], dict) else None
+
+    def put(self, name: str, value: dict[str, Any]) -> None:
+        with self.db.connection() as conn:
+            conn.execute("INSERT INTO records (agent_id, name, value) VALUES (%s, %s, %s) "
+                         "ON CONFLICT (agent_id, name) DO UPDATE SET value = EXCLUDED.value",
+                         (self.agent_id, name, Jsonb(value)))
+
+
+class PgStorage:
+    """One agent's sessions, transcripts, workspace files and records in one database."""
+
+    kind = "postgresql"
+
+    def __init__(self, db: Database, agent_id: str, now: Callable[[], str] = now_iso):
+        self.db, self.agent_id = db, agent_id
+        self.location = f"{db.location} (agent {agent_id})"
+        self.sessions = PgSessions(db, agent_id, now, self.transcript, self.session_ids,
+                                   self.session_file)
+        self.files = PgFiles(db, agent_id)
+        self.backups = PgBackups(db, agent_id, self.files)
+        self.records = PgRecords(db, agent_id)
+
+    def transcript(self, session_id: str) -> PgTranscript:
+        return PgTranscript(self.db, self.agent_id, checked_id(session_id))
+
+    def session_file(self, session_id: str) -> str:
+        return f"{checked_id(session_id)}.jsonl"  # its name in an exported folder
+
+    def session_ids(self) -> list[str]:
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT session_id FROM session_logs WHERE agent_id = %s AND "
+                                "deleted_at IS NULL ORDER BY session_id",
+                                (self.agent_id,)).fetchall()
+        return [row[0] for row in rows]
+
+    def set_aside(self, session_id: str, *, purge: bool = False) -> str:
+        with self.db.connection() as conn, conn.transaction():
+            if purge:
+                conn.execute("DELETE FROM transcript_lines WHERE agent_id = %s AND "
+                             "session_id = %s", (self.agent_id, session_id))
+                conn.execute("DELETE FROM session_logs WHERE agent_id = %s AND "
+                             "session_id = %s", (self.agent_id, session_id))
+                return f"deleted session {session_id} and its transcript"
+            conn.execute("UPDATE session_logs SET deleted_at = now() WHERE agent_id = %s AND "
+                         "session_id = %s", (self.agent_id, session_id))
+        return (f"deleted session {session_id}; its transcript is kept in the database "
+                f"(deleted, out of every listing)")
+
+    def hold(self, key: str, wait: float | None = None, hint: str = CHAT_HINT) -> PgLease:
+        return PgLease(self.db, self.agent_id, key, wait, hint)
+
+    def close(self) -> None:
+        pass
