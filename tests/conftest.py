@@ -128,8 +128,7 @@ def make_runtime(tmp_path: Path, provider: ScriptedProvider, *, window: int = 20
     (workspace / "memory").mkdir(parents=True, exist_ok=True)
     agent = AgentDefaults.model_validate({"workspace": str(workspace), **(settings or {})})
     clock = clock or Clock()
-    storage = FileStorage("main", workspace, tmp_path / "state" / "agents" / "main" / "sessions",
-                          now=iso_clock(clock))
+    storage = storage_for_tests(tmp_path, workspace, clock)
     return Runtime(config=Config(), agent_id="main", settings=agent, workspace=workspace,
                    storage=storage, models=fixed_models(provider, window, cache=cache),
                    tools=file_tools() + [exec_tool()] if tools is None else tools,
@@ -251,51 +250,82 @@ def web(chromium, web_served):
 
 # --- PostgreSQL: one server a test run (a worker), a fresh database a test ----------------------
 
-@pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+_PG: dict[str, object] = {}  # the server of this process: "url", "server"
+TEMPLATE = "clawd_test_template"
+
+
+def pg_base_url() -> str:
     """The URL of a PostgreSQL server with pgvector: ``CLAWD_TEST_POSTGRES_URL``, else a
-    ``pgserver`` (PostgreSQL 16 and pgvector from the test extra) started for this run in a
-    temporary folder and stopped after it. A template database with clawd's schema is made
-    once, so each test's fresh database is a copy of it."""
+    ``pgserver`` (PostgreSQL 16 and pgvector from the test extra) started once in this
+    process in a temporary folder and stopped when it exits. A template database with
+    clawd's schema is made once, so each test's fresh database is a copy of it."""
+    if "url" in _PG:
+        return str(_PG["url"])
+    import atexit
+    import tempfile
+
     import psycopg
 
     from clawd.storage.postgres.database import Database
 
     url = os.environ.get("CLAWD_TEST_POSTGRES_URL")
-    server = None
     if not url:
         import pgserver
 
-        server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="clawd-pg-"), cleanup_mode="stop")
+        atexit.register(server.cleanup)
         url = server.get_uri()
-    template = "clawd_test_template"
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {template} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {template}")
-    Database(_with_database(url, template)).close()  # migrated once
-    yield url, template
-    if server is not None:
-        server.cleanup()
+        conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {TEMPLATE}")
+    Database(_with_database(url, TEMPLATE)).close()  # migrated once
+    _PG["url"] = url
+    return url
 
 
-@pytest.fixture
-def pg_url(pg_server):
-    """A fresh, migrated database of its own for one test; dropped after it."""
+def fresh_database() -> str:
+    """The URL of a new, migrated database (a copy of the template)."""
     import uuid
 
     import psycopg
 
-    from clawd.storage.postgres.database import forget
-
-    url, template = pg_server
+    url = pg_base_url()
     name = f"clawd_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
-    own = _with_database(url, name)
-    yield own
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    return _with_database(url, name)
+
+
+def drop_database(own: str) -> None:
+    import psycopg
+
+    from clawd.storage.postgres.database import forget
+
     forget(own)
-    with psycopg.connect(url, autocommit=True) as conn:
+    from urllib.parse import urlsplit
+
+    name = urlsplit(own).path.lstrip("/")
+    with psycopg.connect(pg_base_url(), autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+_MADE: list[str] = []  # the databases runtimes of the test under way were given
+
+
+@pytest.fixture(autouse=True)
+def drop_made_databases():
+    """Drop the databases ``storage_for_tests`` made for a test, after it."""
+    yield
+    while _MADE:
+        drop_database(_MADE.pop())
+
+
+@pytest.fixture
+def pg_url():
+    """A fresh, migrated database of its own for one test; dropped after it."""
+    own = fresh_database()
+    yield own
+    drop_database(own)
 
 
 def _with_database(url: str, name: str) -> str:
@@ -303,3 +333,17 @@ def _with_database(url: str, name: str) -> str:
     from urllib.parse import urlsplit, urlunsplit
 
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def storage_for_tests(tmp_path: Path, workspace: Path, clock: Callable[[], datetime]):
+    """The storage a test's runtime gets: the files under ``tmp_path``, or with
+    ``CLAWD_TEST_STORAGE=postgresql`` a fresh database of its own (the loop's tests run
+    on both)."""
+    if os.environ.get("CLAWD_TEST_STORAGE") == "postgresql":
+        from clawd.storage.postgres import database
+
+        url = fresh_database()
+        _MADE.append(url)
+        return database(url).agent("main", now=iso_clock(clock))
+    return FileStorage("main", workspace, tmp_path / "state" / "agents" / "main" / "sessions",
+                       now=iso_clock(clock))

@@ -249,7 +249,7 @@ def test_found_unreadable_usage_keeps_the_message(tmp_path):
 def test_found_store_fields_of_the_wrong_type_are_dropped_with_a_warning(tmp_path, caplog):
     provider = ScriptedProvider(default="fine")
     runtime = make_runtime(tmp_path, provider)
-    runtime.storage.sessions_dir.mkdir(parents=True)
+    runtime.storage.sessions_dir.mkdir(parents=True, exist_ok=True)
     entry = {"sessionId": "sid", "sessionFile": str(runtime.storage.sessions_dir / "sid.jsonl"),
              "tokenRatio": [1], "prunedResults": True, "invalidLines": True,
              "compactionCount": "2", "cumulativeInputTokens": 7}

@@ -34,7 +34,7 @@ MEMORY = "# Memory\n\n- quillon is the brand of the safe in the study\n- I like 
 
 
 def found_lines(workspace, request):
-    return find(DiskFiles(workspace), workspace, request)
+    return find(DiskFiles(workspace), request)
 
 
 def forgotten(workspace, index, lines, now=NOW):

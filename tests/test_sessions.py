@@ -213,7 +213,7 @@ def test_an_older_transcript_gets_its_key_recorded_once_when_opened(tmp_path):
 
     runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
     sessions = runtime.storage.sessions_dir
-    sessions.mkdir(parents=True)
+    sessions.mkdir(parents=True, exist_ok=True)
     old = sessions / "old1.jsonl"
     old.write_text(
         '{"type":"session","version":1,"id":"old1","agentId":"main","timestamp":"2026-01-01T00:00:00Z"}\n'
@@ -241,7 +241,7 @@ def test_opening_a_session_is_not_activity(tmp_path):
     from conftest import make_runtime
 
     runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
-    runtime.storage.sessions_dir.mkdir(parents=True)
+    runtime.storage.sessions_dir.mkdir(parents=True, exist_ok=True)
     transcript = runtime.storage.sessions_dir / "sid.jsonl"
     transcript.write_text(
         '{"type":"session","version":1,"id":"sid","agentId":"main","timestamp":"t",'

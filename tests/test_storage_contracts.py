@@ -335,3 +335,104 @@ def test_backups_keep_notes_and_name_what_is_missing(kept):
     for ref in ("SOUL.md", f"{version.name}@20000101-000000", "notes.txt"):
         with pytest.raises(ClawdError):
             backups.find(ref)
+
+
+# --- one agent's storage as a whole --------------------------------------------------------------
+
+def _files_storage(root: Path, url: str | None) -> Any:
+    from clawd.storage.files import FileStorage
+
+    return FileStorage("main", root / "ws", root / "state" / "agents" / "main" / "sessions")
+
+
+STORAGES: dict[str, Callable[[Path, str | None], Any]] = {
+    "files": _files_storage,
+    "postgresql": lambda root, url: _pg(url),
+}
+# a child process holding session KEY until it is killed: prints "held" once it holds it
+HOLDER = """
+import sys, time
+from pathlib import Path
+kind, where = sys.argv[1], sys.argv[2]
+if kind == "files":
+    from clawd.storage.files import FileStorage
+    root = Path(where)
+    storage = FileStorage("main", root / "ws", root / "state" / "agents" / "main" / "sessions")
+else:
+    from clawd.storage.postgres import database
+    storage = database(where).agent("main")
+lease = storage.hold(sys.argv[3])
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.fixture(params=sorted(STORAGES))
+def storage(request, tmp_path):
+    made = STORAGES[request.param](tmp_path, _url(request))
+    made.where = str(tmp_path) if request.param == "files" else _url(request)
+    return made
+
+
+def test_transcripts_are_opened_by_id_listed_and_set_aside(storage):
+    assert storage.session_ids() == [] and storage.kind in ("files", "postgresql")
+    for session_id in ("b2", "a1", "c3"):
+        begin(storage.transcript(session_id), "main", key=f"agent:main:{session_id}")
+    storage.transcript("a1").append({"type": "note", "text": "kept"})
+    assert storage.session_ids() == ["a1", "b2", "c3"]
+    assert storage.session_file("a1").endswith("a1.jsonl")
+    said = storage.set_aside("b2")
+    assert "b2" in said and storage.session_ids() == ["a1", "c3"]
+    storage.set_aside("c3", purge=True)
+    assert storage.session_ids() == ["a1"] and storage.transcript("c3").load().entries == []
+    assert [e["text"] for e in storage.transcript("a1").load().entries] == ["kept"]
+
+
+@pytest.mark.parametrize("bad", ["../a1", "a/b", "", ".hidden", "x" * 200, "a\nb"])
+def test_a_session_id_is_never_a_path(storage, bad):
+    with pytest.raises(ClawdError):
+        storage.transcript(bad)
+
+
+def test_records_keep_small_json_values(storage):
+    assert storage.records.get("consolidation") is None
+    storage.records.put("consolidation", {"lastRunDate": "2026-11-27"})
+    storage.records.put("consolidation", {"lastRunDate": "2026-11-28", "n": 2})
+    assert storage.records.get("consolidation") == {"lastRunDate": "2026-11-28", "n": 2}
+
+
+def test_a_rebuild_recounts_entries_from_their_transcripts(storage):
+    storage.sessions.update(KEY, lambda e: {**BASE, "sessionFile": storage.session_file("s1"),
+                                            "modelOverride": "local/q"})
+    log = storage.transcript("s1")
+    begin(log, "main", key=KEY, model="local/q")
+    log.append_message(Message.user("hello there"))
+    begin(storage.transcript("s2"), "main", key="agent:main:other")
+    assert storage.sessions.rebuild() == (1, 1)
+    entries = storage.sessions.entries()
+    assert entries[KEY]["modelOverride"] == "local/q"  # what only the store knows, kept
+    assert entries["agent:main:other"]["sessionId"] == "s2"
+
+
+def test_a_lease_is_one_process_at_a_time_and_counted_within_one(storage, request):
+    import subprocess
+    import sys
+
+    from clawd.sessions.lock import SessionBusyError
+
+    first = storage.hold(KEY)
+    again = storage.hold(KEY)  # the same process: counted
+    again.release()
+    backend = request.node.callspec.params["storage"]
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, backend, storage.where, "other"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "held"
+        with pytest.raises(SessionBusyError, match=f"pid {child.pid}"):
+            storage.hold("other", wait=0.3)
+        first.describe(None)
+    finally:
+        child.kill()
+        child.wait(10)
+    storage.hold("other", wait=5).release()  # the holder's end lets it go
+    first.release()

@@ -279,7 +279,7 @@ def _memory(chat: Chat, args: str) -> Generator[Event, None, None]:
     elif action == "status" and memory is not None:
         yield from _out("memory", format_memory_status(memory.status()))
     elif action == "show":
-        yield from _out("memory", format_memory_files(runtime.workspace))
+        yield from _out("memory", format_memory_files(runtime.files))
     elif action == "add" and rest:
         access = runtime.settings.workspace_access
         if access != "rw":
@@ -313,7 +313,7 @@ def _forget(chat: Chat, args: str) -> str:
     if not target:
         raise ClawdError("usage: /memory forget [--yes] TEXT (or PATH#Lx-Ly)")
     request = forget.parse(target)
-    lines = forget.find(runtime.files, runtime.workspace, request)
+    lines = forget.find(runtime.files, request)
     listed = format_forget_lines(request.describe(), lines)
     if not lines:
         return listed

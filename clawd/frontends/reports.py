@@ -5,7 +5,6 @@ the memory index and the history. Pure formatting: nothing here prints or change
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clawd.context.layers import report
@@ -15,6 +14,7 @@ from clawd.memory.forget import Forgotten, Line
 from clawd.memory.interface import SearchResults
 from clawd.sessions.transcript import History
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
+from clawd.workspace.interface import Stat, WorkspaceFiles, markdown_under
 
 if TYPE_CHECKING:
     from clawd.loop.consolidate import Report
@@ -114,14 +114,12 @@ def format_memory_status(status: dict) -> str:
     return "\n".join(f"{key:<{width}}{value}" for key, value in rows)
 
 
-def format_memory_files(workspace: Path) -> str:
+def format_memory_files(files: WorkspaceFiles) -> str:
     """MEMORY.md, then the list of memory files with their sizes."""
-    memory = workspace / MEMORY_FILE
-    text = (memory.read_text(encoding="utf-8", errors="replace") if memory.exists()
-            else "(no MEMORY.md yet)")
-    files = sorted((workspace / MEMORY_DIR).glob("**/*.md"))
-    listing = [f"  {p.relative_to(workspace).as_posix():<40} {p.stat().st_size:>8,} bytes"
-               for p in files]
+    text = files.read(MEMORY_FILE)
+    text = "(no MEMORY.md yet)" if text is None else text
+    listing = [f"  {path:<40} {(files.stat(path) or Stat('file', 0)).size:>8,} bytes"
+               for path in markdown_under(files, MEMORY_DIR)]
     return f"{MEMORY_FILE}:\n{text.rstrip()}\n\nmemory files:\n" + (
         "\n".join(listing) or "  (none)")
 

@@ -38,7 +38,7 @@ from clawd.core.templates import render
 from clawd.loop.runtime import ModelHandle, Runtime
 from clawd.memory.recency import dated
 from clawd.providers.base import Provider, complete
-from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, is_writable
+from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 
 log = logging.getLogger(__name__)
 BATCH_LINES = 60  # note lines shown in one request (a few thousand tokens)
@@ -168,7 +168,7 @@ def after_session(rt: Runtime, model: ModelHandle, provider: Provider | None, *,
     day, said in one notice; an error is said, not raised."""
     if (not private or provider is None
             or last_run(rt) == rt.clock().date()
-            or not is_writable(rt.workspace, rt.settings.workspace_access)):
+            or not rt.writable()):
         return
     if (why := refusal(model)) is not None:
         yield Notice(f"memory consolidation did not run: {why}")

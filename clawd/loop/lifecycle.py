@@ -27,7 +27,7 @@ from clawd.core.templates import render
 from clawd.memory.search import STOP_WORDS
 from clawd.providers.base import Provider, complete
 from clawd.sessions.entry import SessionEntry
-from clawd.workspace.files import MEMORY_DIR, is_writable
+from clawd.workspace.files import MEMORY_DIR
 from clawd.workspace.interface import WorkspaceFiles
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
     rt = old.rt
     yield from old.flush_before_end()
     saved, unsaved = None, None
-    if not is_writable(rt.workspace, rt.settings.workspace_access):
+    if not rt.writable():
         unsaved = "the workspace is not writable"
     elif not old.access.may_save_session():
         unsaved = "memory/ is shareable and this is a group session"

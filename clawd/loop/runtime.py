@@ -84,6 +84,10 @@ class Runtime:
     def store(self) -> SessionRecords:
         return self.storage.sessions
 
+    def writable(self) -> bool:
+        """Whether notes can be written: the config allows it and the store does."""
+        return self.settings.workspace_access == "rw" and self.files.writable()
+
     def now_iso(self) -> str:
         return iso_clock(self.clock)()
 

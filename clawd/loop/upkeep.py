@@ -57,7 +57,7 @@ from clawd.loop.toolrunner import ToolRunner
 from clawd.loop.turn import Turn
 from clawd.providers.base import Provider
 from clawd.sessions.transcript import apply_compaction
-from clawd.workspace.files import daily_log_path, is_writable
+from clawd.workspace.files import daily_log_path
 
 log = logging.getLogger(__name__)
 OVERFLOW_ATTEMPTS = 3  # compactions tried for one request the server says does not fit
@@ -111,7 +111,7 @@ class Upkeep:
             return
         if not any(m.role == "user" for m in (self.history if view is None else view)):
             return  # nothing said yet to keep: a first message crossed the point on its own
-        if not is_writable(self.rt.workspace, self.rt.settings.workspace_access):
+        if not self.rt.writable():
             cycle = self.record.entry.get("compactionCount", 0)
             if self._skip_logged != cycle:  # one log line per skipped cycle
                 log.info("memory flush skipped: the workspace is not writable")

@@ -25,15 +25,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from clawd.config import MemorySearch
 from clawd.core.errors import ClawdError, SandboxError
 from clawd.memory.interface import Memory
-from clawd.memory.sources import memory_files
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, is_private_memory
-from clawd.workspace.interface import Backups, Version, WorkspaceFiles
+from clawd.workspace.interface import Backups, Version, WorkspaceFiles, notes
 
 MIN_CHARS = 3
 LINES_RE = re.compile(r"^(?P<path>.+?\.md)#L(?P<start>\d+)(?:-L?(?P<end>\d+))?$",
@@ -89,12 +86,6 @@ def parse(argument: str) -> Request:
     return Request(text=text)
 
 
-def note_files(workspace: Path) -> list[str]:
-    """The notes forget may change: MEMORY.md and ``memory/**/*.md`` inside the workspace."""
-    return [note.key for note in memory_files(workspace, MemorySearch())
-            if note.path.is_file()]  # no extraPaths; links out of the workspace left out
-
-
 def _read(files: WorkspaceFiles, rel: str) -> list[str] | None:
     """The file's lines with their endings; None for a file that is not UTF-8 text."""
     try:
@@ -108,9 +99,9 @@ def _strip(line: str) -> str:
     return line.rstrip("\r\n")
 
 
-def find(files: WorkspaceFiles, workspace: Path, request: Request) -> list[Line]:
-    """The lines ``request`` names, in file and line order (``workspace``: where the notes
-    the index reads are found, ``note_files``)."""
+def find(files: WorkspaceFiles, request: Request) -> list[Line]:
+    """The lines ``request`` names, in file and line order (among the ``notes``: MEMORY.md
+    and ``memory/**/*.md``; no extraPaths, no links out of the workspace)."""
     if request.path:
         rel = _note_path(files, request.path)
         lines = _read(files, rel)
@@ -123,7 +114,7 @@ def find(files: WorkspaceFiles, workspace: Path, request: Request) -> list[Line]
                 if lines[number - 1].strip()]
     needle = request.text.casefold()
     found: list[Line] = []
-    for rel in note_files(workspace):
+    for rel in notes(files):
         lines = _read(files, rel) or []
         found += [Line(rel, number, _strip(line)) for number, line in enumerate(lines, 1)
                   if needle in line.casefold()]

@@ -45,7 +45,5 @@ def open_storage(config: Config, agent_id: str, settings: AgentDefaults,
         return postgres(url).agent(agent_id, now=now)
     from clawd.storage.files import FileStorage
 
-    folder = sessions_dir(agent_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    return FileStorage(agent_id, Path(settings.workspace).expanduser().resolve(), folder,
-                       now=now)
+    return FileStorage(agent_id, Path(settings.workspace).expanduser().resolve(),
+                       sessions_dir(agent_id), now=now)

@@ -88,6 +88,7 @@ class FileStorage:
         self.agent_id = agent_id
         self.workspace, self.sessions_dir = workspace, sessions_dir
         self.location = str(sessions_dir.parent)
+        sessions_dir.mkdir(parents=True, exist_ok=True)
         self.sessions: SessionRecords = SessionStore(sessions_dir / "sessions.json", now=now)
         self.files: WorkspaceFiles = DiskFiles(workspace)
         self.backups: Backups = DiskBackups(workspace)

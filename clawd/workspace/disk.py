@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from clawd.workspace.files import relative, resolve
+from clawd.workspace.files import is_writable, relative, resolve
 from clawd.workspace.interface import Stat
 
 
@@ -60,6 +60,9 @@ class DiskFiles:
         except BaseException:
             Path(temp).unlink(missing_ok=True)
             raise
+
+    def writable(self) -> bool:
+        return is_writable(self.root)
 
     def listing(self, folder: str) -> list[str]:
         real = resolve(self.root, folder)

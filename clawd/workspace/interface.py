@@ -64,6 +64,10 @@ class WorkspaceFiles(Protocol):
         """Replace the file's text (atomically: a reader sees the old or the new text)."""
         ...
 
+    def writable(self) -> bool:
+        """Whether notes can be written (the folder exists and may be written, say)."""
+        ...
+
     def listing(self, folder: str) -> list[str]:
         """The files directly in ``folder``, as workspace-relative paths, sorted."""
         ...
@@ -71,6 +75,30 @@ class WorkspaceFiles(Protocol):
     def entries(self, folder: str) -> list[str]:
         """What ``folder`` holds, by name, sorted, each folder with a trailing ``/``."""
         ...
+
+
+def markdown_under(files: WorkspaceFiles, folder: str) -> list[str]:
+    """Every ``.md`` file under ``folder``, at any depth, sorted; a link out of the
+    workspace is left out (and a link inside it found once, under its own path)."""
+    from clawd.core.errors import SandboxError
+
+    found: set[str] = set()
+    for name in files.entries(folder):
+        try:
+            path = files.canonical(f"{folder}/{name.rstrip('/')}")
+        except SandboxError:
+            continue
+        if name.endswith("/"):
+            found.update(markdown_under(files, path))
+        elif path.endswith(".md") and path.startswith(f"{folder}/"):
+            found.add(path)
+    return sorted(found)
+
+
+def notes(files: WorkspaceFiles) -> list[str]:
+    """The notes: MEMORY.md and ``memory/**/*.md``."""
+    head = ["MEMORY.md"] if (files.stat("MEMORY.md") or Stat("folder", 0)).kind == "file" else []
+    return head + markdown_under(files, "memory")
 
 
 @dataclass(frozen=True)

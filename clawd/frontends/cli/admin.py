@@ -136,7 +136,7 @@ def _forget(runtime: Any, args: argparse.Namespace) -> int:
             raise ClawdError(f"the workspace is read-only here (workspaceAccess: \"{access}\"); "
                              f"nothing was forgotten")
         request = forget.parse(args.target)
-        lines = forget.find(runtime.files, runtime.workspace, request)
+        lines = forget.find(runtime.files, request)
         print(format_forget_lines(request.describe(), lines))
         if not lines:
             return 0

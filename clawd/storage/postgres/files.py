@@ -107,6 +107,9 @@ class PgFiles:
                          "version = workspace_files.version + 1, mtime = EXCLUDED.mtime",
                          (self.agent_id, name, data, mtime))
 
+    def writable(self) -> bool:
+        return True
+
     def listing(self, folder: str) -> list[str]:
         return sorted(self._under(folder)[0])
 

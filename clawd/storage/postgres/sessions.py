@@ -28,11 +28,12 @@ if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
 
 
-def key_lock(agent_id: str, key: str) -> int:
-    """A signed 64-bit advisory-lock number for one session key of one agent."""
+def key_lock(agent_id: str, key: str, purpose: str) -> int:
+    """A signed 64-bit advisory-lock number for one session key of one agent and one
+    ``purpose`` (``entry``: a change of its row; ``lease``: the session held)."""
     import hashlib
 
-    digest = hashlib.blake2b(f"{agent_id}\n{key}".encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(f"{purpose}\n{agent_id}\n{key}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -63,7 +64,8 @@ class PgSessions:
                *, touch: bool = True) -> SessionEntry | None:
         key = normalize_key(key)
         with self.db.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key_lock(self.agent_id, key),))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)",
+                         (key_lock(self.agent_id, key, "entry"),))
             row = conn.execute("SELECT entry FROM sessions WHERE agent_id = %s AND key = %s",
                                (self.agent_id, key)).fetchone()
             entry = change(cast(SessionEntry, row[0]) if row else None)

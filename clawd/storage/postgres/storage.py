@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from clawd.core.messages import now_iso
@@ -36,8 +37,6 @@ class PgLease:
     """A hold on one session key: an advisory lock on a connection of its own."""
 
     def __init__(self, db: Database, agent_id: str, key: str, wait: float | None, hint: str):
-        import psycopg
-
         self.db, self.agent_id, self.key = db, agent_id, key
         self._slot = (db.url, agent_id, key)
         self._released = False
@@ -47,7 +46,7 @@ class PgLease:
                 _held[self._slot] = (conn, count + 1)
                 return
             conn = psycopg.connect(db.url, autocommit=True)
-            number = key_lock(agent_id, key)
+            number = key_lock(agent_id, key, "lease")
             deadline = time.monotonic() + (lock.WAIT_SECONDS if wait is None else wait)
             while not _one(conn, "SELECT pg_try_advisory_lock(%s)", (number,)):
                 holder = conn.execute("SELECT holder, pid, until FROM leases WHERE "
@@ -81,7 +80,9 @@ class PgLease:
                 conn.execute("DELETE FROM leases WHERE agent_id = %s AND key = %s",
                              (self.agent_id, self.key))
                 conn.execute("SELECT pg_advisory_unlock(%s)",
-                             (key_lock(self.agent_id, self.key),))
+                             (key_lock(self.agent_id, self.key, "lease"),))
+            except psycopg.Error:
+                pass  # the connection is gone, and the server let go of the lock with it
             finally:
                 conn.close()
 
