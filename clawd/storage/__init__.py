@@ -24,7 +24,7 @@ def sessions_dir(agent_id: str) -> Path:
     return state_dir() / "agents" / agent_id / "sessions"
 
 
-def postgres(url: str) -> Any:
+def open_database(url: str) -> Any:
     """The ``Database`` at ``url``; without the PostgreSQL driver, a ``ConfigError`` that
     says how to install it."""
     try:
@@ -42,7 +42,7 @@ def open_storage(config: Config, agent_id: str, settings: AgentDefaults,
     """The storage of agent ``agent_id`` (``settings``: its resolved settings)."""
     url = config.storage.effective_url()
     if url:
-        return postgres(url).agent(agent_id, now=now)
+        return open_database(url).agent(agent_id, now=now)
     from clawd.storage.files import FileStorage
 
     return FileStorage(agent_id, Path(settings.workspace).expanduser().resolve(),

@@ -146,6 +146,13 @@ def build_parser() -> _Parser:
             "version", metavar="FILE[@STAMP]", help="as listed, e.g. SOUL.md@20261123-024512 "
             "(FILE alone: its newest version)")
 
+    storage = command(sub, "storage", "where clawd keeps things: status (default), migrate "
+                      "a files home into PostgreSQL, export it back (docs/hosting.md)")
+    stsub = storage.add_subparsers(dest="storage_command", metavar="ACTION")
+    storage.set_defaults(storage_command="status")
+    from clawd.frontends.cli.storage import add_parsers as storage_parsers
+    storage_parsers(command, stsub)
+
     serve = command(sub, "serve", "run the HTTP gateway: the native API, server-sent events, "
                     "and the OpenAI-compatible endpoint when enabled (docs/gateway.md)")
     serve.add_argument("--host", metavar="H", help="address to listen on (default: "
@@ -238,12 +245,12 @@ def _main(argv: list[str] | None) -> int:
                        "reply already streams as it arrives)")
         if args.resume is not None and not args.resume.strip():
             chat.error("--resume: the session id is empty (see clawd sessions list)")
-    from clawd.frontends.cli import admin, backups, sessions
+    from clawd.frontends.cli import admin, backups, sessions, storage
 
     handler = {"init": admin.cmd_init, "chat": cmd_chat, "memory": admin.cmd_memory,
                "sessions": sessions.cmd_sessions, "models": admin.cmd_models,
                "doctor": admin.cmd_doctor, "history": backups.cmd_history,
-               "serve": _cmd_serve}[args.command]
+               "storage": storage.cmd_storage, "serve": _cmd_serve}[args.command]
     try:
         return handler(args)
     except ConfigError as exc:

@@ -98,6 +98,26 @@ class Database:
         ``conn.transaction()`` block makes several statements one."""
         return self.pool.connection()
 
+    def counts(self) -> dict[str, int]:
+        """Rows per store: agents, sessions, transcripts, lines, files, versions."""
+        with self.connection() as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(DISTINCT agent_id) FROM (SELECT agent_id FROM sessions "
+                "UNION SELECT agent_id FROM session_logs UNION SELECT agent_id FROM "
+                "workspace_files) a), (SELECT count(*) FROM sessions), (SELECT count(*) FROM "
+                "session_logs), (SELECT count(*) FROM transcript_lines), (SELECT count(*) "
+                "FROM workspace_files), (SELECT count(*) FROM file_versions)").fetchone()
+        return dict(zip(("agents", "sessions", "transcripts", "lines", "files", "versions"),
+                        row or ()))
+
+    def agent_ids(self) -> list[str]:
+        """The agents the database holds anything of."""
+        with self.connection() as conn:
+            rows = conn.execute("SELECT agent_id FROM sessions UNION SELECT agent_id FROM "
+                                "session_logs UNION SELECT agent_id FROM workspace_files "
+                                "ORDER BY 1").fetchall()
+        return [row[0] for row in rows]
+
     def agent(self, agent_id: str, **options: Any) -> Any:
         from clawd.storage.postgres.storage import PgStorage
 

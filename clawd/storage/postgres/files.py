@@ -184,7 +184,16 @@ class PgBackups:
                              "AND stamp = %s", (self.agent_id, old.name, old.stamp))
         return Version(name, stamp, len(data))
 
-    def versions(self, name: str | None = None) -> list[Version]:
+    def put(self, name: str, stamp: str, data: bytes) -> None:
+        """Keep ``data`` as the version ``stamp`` of ``name`` (a migrated copy)."""
+        with self.db.connection() as conn:
+            conn.execute("INSERT INTO file_versions (agent_id, path, stamp, data) "
+                         "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                         (self.agent_id, name, stamp, data))
+
+    def versions(self, name: str | None = None, *, everything: bool = False) -> list[Version]:
+        """The kept versions (of ``name``; of the files clawd keeps; with ``everything``,
+        of whatever a migrated workspace kept)."""
         with self.db.connection() as conn:
             if name:
                 rows = conn.execute("SELECT path, stamp, length(data) FROM file_versions "
@@ -194,26 +203,26 @@ class PgBackups:
                 rows = conn.execute("SELECT path, stamp, length(data) FROM file_versions "
                                     "WHERE agent_id = %s", (self.agent_id,)).fetchall()
         found = [Version(path, stamp, size) for path, stamp, size in rows
-                 if name or path in PROTECTED or path.startswith("memory/")]
+                 if name or everything or path in PROTECTED or path.startswith("memory/")]
         return sorted(found, key=lambda v: (v.name, stamp_order(v.stamp)))
 
     def find(self, ref: str) -> Version:
         return find_version(self, ref)
 
     def text(self, version: Version) -> str:
-        return self._data(version).decode("utf-8", errors="replace")
+        return self.data(version).decode("utf-8", errors="replace")
 
     def where(self, version: Version) -> str:
         return f"{self.location}: {version.ref}"
 
     def restore(self, version: Version, now: datetime) -> Version | None:
-        data = self._data(version)
+        data = self.data(version)
         saved = (self.keep(version.name, now)
                  if self.files.read_bytes(version.name) is not None else None)
         self.files.write_bytes(version.name, data)
         return saved
 
-    def _data(self, version: Version) -> bytes:
+    def data(self, version: Version) -> bytes:
         with self.db.connection() as conn:
             row = conn.execute("SELECT data FROM file_versions WHERE agent_id = %s AND "
                                "path = %s AND stamp = %s",

@@ -110,6 +110,12 @@ class PgRecords:
                                (self.agent_id, name)).fetchone()
         return row[0] if row and isinstance(row[0], dict) else None
 
+    def items(self) -> dict[str, dict[str, Any]]:
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT name, value FROM records WHERE agent_id = %s",
+                                (self.agent_id,)).fetchall()
+        return {name: value for name, value in rows}
+
     def put(self, name: str, value: dict[str, Any]) -> None:
         with self.db.connection() as conn:
             conn.execute("INSERT INTO records (agent_id, name, value) VALUES (%s, %s, %s) "
@@ -141,6 +147,14 @@ class PgStorage:
         with self.db.connection() as conn:
             rows = conn.execute("SELECT session_id FROM session_logs WHERE agent_id = %s AND "
                                 "deleted_at IS NULL ORDER BY session_id",
+                                (self.agent_id,)).fetchall()
+        return [row[0] for row in rows]
+
+    def deleted_ids(self) -> list[str]:
+        """The sessions deleted (their transcripts kept apart), sorted."""
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT session_id FROM session_logs WHERE agent_id = %s AND "
+                                "deleted_at IS NOT NULL ORDER BY session_id",
                                 (self.agent_id,)).fetchall()
         return [row[0] for row in rows]
 

@@ -1,0 +1,124 @@
+"""``clawd storage migrate | export | status``: moving a files home into PostgreSQL and back,
+and which store is in use (SPEC §14, docs/hosting.md).
+
+``migrate --to URL`` copies every agent's sessions, transcripts, records, workspace files
+and kept versions into the database, verifies them and prints what moved; the files are
+left as they were (``--dry-run`` writes nothing). ``export --to DIR`` writes the database
+back as the embedded layout: ``DIR/agents/<id>/sessions`` (``DIR`` serves as
+``CLAWD_HOME``) and ``DIR/workspaces/<id>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from clawd.core.errors import ClawdError
+
+
+def cmd_storage(args: argparse.Namespace) -> int:
+    from clawd.config import load_config
+
+    config = load_config()
+    action = args.storage_command
+    if action == "migrate":
+        return _migrate(config, args.to, args.agent, dry_run=args.dry_run)
+    if action == "export":
+        return _export(config, args.to, args.agent)
+    for line in status_lines(config):
+        print(line)
+    return 0
+
+
+def _agents(config: Any, only: str | None) -> list[str]:
+    """The agents of a files home: the config's and any with a folder of its own."""
+    from clawd.core.paths import state_dir
+
+    if only:
+        return [only]
+    folder = state_dir() / "agents"
+    found = [p.name for p in sorted(folder.iterdir()) if p.is_dir()] if folder.is_dir() else []
+    return list(dict.fromkeys([*config.agent_ids(), *found]))
+
+
+def _workspace(config: Any, agent_id: str) -> Path | None:
+    from clawd.config import resolve_agent
+
+    try:
+        return Path(resolve_agent(config, agent_id)[1].workspace).expanduser().resolve()
+    except ClawdError:
+        return None  # an agent the config no longer names: its sessions only
+
+
+def _migrate(config: Any, url: str, agent: str | None, *, dry_run: bool) -> int:
+    from clawd.storage import open_database, sessions_dir
+    from clawd.storage.moving import migrate
+
+    db = open_database(url)
+    started, problems = time.monotonic(), 0
+    print(f"{'would copy' if dry_run else 'copying'} into {db.location} (schema "
+          f"{db.schema_version}, vector {db.vector_version})")
+    for agent_id in _agents(config, agent):
+        workspace = _workspace(config, agent_id)
+        moved = migrate(sessions_dir(agent_id), workspace or Path("/nonexistent"),
+                        db.agent(agent_id), dry_run=dry_run)
+        problems += len(moved.problems)
+        print(moved.line() + ("" if workspace else " (no workspace: the config does not "
+                                                   "name this agent)"))
+    print(f"{'dry run: nothing written' if dry_run else 'verified by SHA-256'} in "
+          f"{time.monotonic() - started:.1f} s; the files are left as they were"
+          + ("" if dry_run else f"; to use the database set storage.url (or "
+             f"CLAWD_STORAGE_URL) to {db.location}"))
+    return 1 if problems else 0
+
+
+def _export(config: Any, to: str, agent: str | None) -> int:
+    from clawd.storage import open_database
+    from clawd.storage.moving import export
+
+    url = config.storage.effective_url()
+    if not url:
+        raise ClawdError("clawd storage export reads the database storage.url (or "
+                         "CLAWD_STORAGE_URL) names; neither is set")
+    db = open_database(url)
+    home = Path(to).expanduser().resolve()
+    for agent_id in [agent] if agent else db.agent_ids():
+        moved = export(db.agent(agent_id), home, home / "workspaces" / agent_id)
+        print(moved.line())
+    print(f"wrote {home}: use it with CLAWD_HOME={home} and each agent's workspace set to "
+          f"{home / 'workspaces'}/<id>")
+    return 0
+
+
+def status_lines(config: Any) -> list[str]:
+    """Which store is in use and what it holds."""
+    from clawd.core.paths import state_dir
+
+    url = config.storage.effective_url()
+    if not url:
+        home = state_dir()
+        transcripts = list((home / "agents").glob("*/sessions/*.jsonl"))
+        return [f"store: files under {home} (the embedded default; storage.url not set)",
+                f"agents: {len(list((home / 'agents').glob('*/sessions')))} · transcripts: "
+                f"{len(transcripts)}"]
+    from clawd.storage import open_database
+
+    db = open_database(url)
+    counts = db.counts()
+    return [f"store: PostgreSQL {db.location}",
+            f"schema: version {db.schema_version} · vector extension {db.vector_version}",
+            " · ".join(f"{name}: {value:,}" for name, value in counts.items())]
+
+
+def add_parsers(command: Any, sub: Any) -> None:
+    """The ``storage`` actions (``command`` adds one with the global options)."""
+    migrate = command(sub, "migrate", "copy this files home (every agent's sessions, "
+                      "transcripts, workspace and kept versions) into a database")
+    migrate.add_argument("--to", required=True, metavar="URL", help="postgresql://…")
+    migrate.add_argument("--dry-run", action="store_true", help="count, write nothing")
+    export = command(sub, "export", "write the database back as the embedded layout")
+    export.add_argument("--to", required=True, metavar="DIR",
+                        help="a new folder: DIR/agents/<id>/sessions, DIR/workspaces/<id>")
+    command(sub, "status", "which store is in use: schema version, counts, vector extension")

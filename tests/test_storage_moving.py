@@ -1,0 +1,128 @@
+"""``clawd storage migrate | export | status`` on a real PostgreSQL: a files home moves in,
+verified and untouched, the conversation goes on in the database, and the export gives back
+what went in plus the new turns, byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from pathlib import Path
+
+from clawd.config import AgentDefaults, Config
+from clawd.frontends.cli import main
+from clawd.loop.runtime import Runtime, fixed_models
+from clawd.loop.session import Session
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.storage.files import FileStorage
+from clawd.storage.postgres import database
+from clawd.tools.files import file_tools
+
+KEY = "agent:main:main"
+
+
+def _runtime(workspace: Path, storage, provider: ScriptedProvider) -> Runtime:
+    return Runtime(config=Config(), agent_id="main",
+                   settings=AgentDefaults(workspace=str(workspace)), workspace=workspace,
+                   storage=storage, models=fixed_models(provider, 200_000, profile="strong"),
+                   tools=file_tools())
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _files_home(home: Path) -> tuple[Path, Path]:
+    """A files home as a user leaves it: two sessions (one ended by a fresh start), a note
+    written by a tool, a kept version of MEMORY.md, a deleted session, a torn line."""
+    workspace, sessions = home / "clawd", home / ".clawd" / "agents" / "main" / "sessions"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# Memory\n\n- Ines is my sister.\n")
+    storage = FileStorage("main", workspace, sessions)
+    provider = ScriptedProvider([
+        Reply("Noted.", [tool("write", path="memory/2026-11-20.md",
+                              content="- The NAS is called tern.\n", append=True)]),
+        "Saved.", "Hello again.", "Throwaway."])
+    rt = _runtime(workspace, storage, provider)
+    first = Session(rt, KEY)
+    list(first.run_turn("Remember: the NAS is called tern."))
+    first.close()
+    second = Session(rt, KEY, fresh=True)  # the first session ends, kept on disk
+    list(second.run_turn("hello"))
+    second.close()
+    scratch = Session(rt, "agent:main:scratch")
+    list(scratch.run_turn("scratch this"))
+    scratch.close()
+    from clawd.frontends.cli.sessions import delete, resolve
+    delete(storage, resolve(storage, "main", "scratch"), purge=False)
+    storage.backups.keep("MEMORY.md", datetime(2026, 11, 20, 9, 0, 0))
+    with open(sessions / f"{storage.sessions.get(KEY)['sessionId']}.jsonl", "ab") as handle:
+        handle.write(b'{"type":"message","role":"us')  # a crash cut this write
+    return workspace, sessions
+
+
+def test_migrate_then_chat_then_export_gives_back_everything(isolated_home, pg_url, capsys,
+                                                             monkeypatch):
+    workspace, sessions = _files_home(isolated_home)
+    before = _tree(isolated_home)
+    assert main(["storage", "migrate", "--to", pg_url, "--dry-run"]) == 0
+    assert "dry run: nothing written" in capsys.readouterr().out
+    assert database(pg_url).counts()["lines"] == 0
+
+    assert main(["storage", "migrate", "--to", pg_url]) == 0
+    said = capsys.readouterr().out
+    assert "agent main: 1 session, 3 transcripts" in said and "verified by SHA-256" in said, said
+    assert "problem" not in said
+    assert _tree(isolated_home) == before  # the files are left as they were
+    assert main(["storage", "migrate", "--to", pg_url]) == 0  # a second run changes nothing
+    assert "0 sessions, 0 transcripts" in capsys.readouterr().out
+
+    # the conversation goes on in the database, where the history it sees came from
+    storage = database(pg_url).agent("main")
+    provider = ScriptedProvider(["It is called tern."])
+    session = Session(_runtime(workspace, storage, provider), KEY)
+    list(session.run_turn("What is the NAS called?"))
+    session.close()
+    sent = [m.text for m in provider.requests[0].messages if m.role == "user"]
+    assert sent[-2:] == ["hello", "What is the NAS called?"]
+    assert _tree(isolated_home) == before  # nothing written to the files
+
+    monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
+    out = isolated_home / "exported"
+    assert main(["storage", "export", "--to", str(out)]) == 0
+    back = out / "agents" / "main" / "sessions"
+    for path in sessions.rglob("*.jsonl"):
+        original = path.read_bytes()
+        exported = (back / path.relative_to(sessions)).read_bytes()
+        assert exported.startswith(original)  # byte for byte, torn line too
+    current = storage.sessions.get(KEY)["sessionId"]
+    tail = (back / f"{current}.jsonl").read_bytes().split(b'"role":"us\n', 1)[1]
+    assert [json.loads(line)["content"][0]["text"] for line in tail.splitlines()] == [
+        "What is the NAS called?", "It is called tern."]
+    notes = out / "workspaces" / "main"
+    for rel in ("MEMORY.md", "memory/2026-11-20.md"):
+        assert (notes / rel).read_bytes() == (workspace / rel).read_bytes()
+    assert [p.name for p in (notes / ".clawd" / "history" / "MEMORY.md").iterdir()] == [
+        "20261120-090000.md"]
+    stored = json.loads((back / "sessions.json").read_text())
+    assert set(stored) == {KEY} and stored[KEY]["sessionFile"] == str(back / f"{current}.jsonl")
+    assert list((back / "deleted").glob("*.jsonl"))  # the deleted session stays apart
+
+
+def test_status_names_the_store_schema_and_extension(pg_url, capsys, monkeypatch):
+    assert main(["storage", "status"]) == 0
+    assert "store: files under" in capsys.readouterr().out
+    monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
+    assert main(["storage", "status"]) == 0
+    said = capsys.readouterr().out
+    assert "store: PostgreSQL" in said and "schema: version 1" in said
+    assert "vector extension 0." in said and "transcripts: 0" in said
+
+
+def test_an_unreachable_database_is_one_line(capsys):
+    url = "postgresql://nobody@127.0.0.1:1/none"
+    assert main(["storage", "migrate", "--to", url]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("clawd: cannot reach the database postgresql://nobody@127.0.0.1:1")
+    assert len(err.splitlines()) == 1
