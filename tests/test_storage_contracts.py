@@ -55,9 +55,18 @@ LOGS: dict[str, Callable[[Path, str | None], TranscriptLog]] = {
                                                  key="agent:main:main"),
     "postgresql": lambda root, url: _pg_log(url),
 }
-MEMORIES: dict[str, Callable[[Path, Path], Memory]] = {
-    "sqlite": lambda workspace, state: open_index("main", workspace, MemorySearch(), state,
-                                                  state / "sessions"),
+def _pg_memory(workspace: Path, state: Path, url: str | None) -> tuple[Memory, Any]:
+    storage = _pg(url)
+    return open_index("main", workspace, MemorySearch(), state, None,
+                      stored=storage.memory_sources, files=storage.files), storage.files
+
+
+# memory factories: (the index, the workspace files it reads)
+MEMORIES: dict[str, Callable[[Path, Path, str | None], tuple[Memory, WorkspaceFiles]]] = {
+    "sqlite": lambda workspace, state, url: (
+        open_index("main", workspace, MemorySearch(), state, state / "sessions"),
+        DiskFiles(workspace)),
+    "postgresql": _pg_memory,
 }
 
 
@@ -180,11 +189,10 @@ def test_a_log_read_again_sees_what_another_handle_wrote(log, request):
 def memory(request, tmp_path):
     workspace = tmp_path / "ws"
     (workspace / "memory").mkdir(parents=True)
-    (workspace / "memory" / "2026-11-20.md").write_text(
-        "# 2026-11-20\n\n- The NAS is called tern and runs Debian 12.\n"
-        "- Ines arrives in Lisbon on May 14.\n")
-    index = MEMORIES[request.param](workspace, tmp_path / "state")
-    yield index, workspace
+    index, files = MEMORIES[request.param](workspace, tmp_path / "state", _url(request))
+    files.write("memory/2026-11-20.md", "# 2026-11-20\n\n- The NAS is called tern and runs "
+                "Debian 12.\n- Ines arrives in Lisbon on May 14.\n")
+    yield index, files
     index.close()
 
 
@@ -199,9 +207,9 @@ def test_memory_finds_a_note_by_its_words_and_says_where(memory):
 
 
 def test_memory_takes_in_a_changed_note_after_mark_dirty(memory):
-    index, workspace = memory
+    index, files = memory
     index.sync()
-    (workspace / "memory" / "2026-11-21.md").write_text("- The router's admin port is 8443.\n")
+    files.write("memory/2026-11-21.md", "- The router's admin port is 8443.\n")
     index.mark_dirty()
     index.sync()
     assert [h["path"] for h in index.search("router admin port 8443")["results"]][:1] == [
@@ -210,17 +218,17 @@ def test_memory_takes_in_a_changed_note_after_mark_dirty(memory):
 
 
 def test_memory_forgets_lines_the_edit_removes_and_keeps_the_rest(memory):
-    index, workspace = memory
+    index, files = memory
     index.sync()
-    note = workspace / "memory" / "2026-11-20.md"
+    note = "memory/2026-11-20.md"
     assert any("tern" in h["snippet"] for h in index.search("tern Debian")["results"])
 
     def edit() -> None:  # the front end's part: line 3 leaves the note
-        lines = note.read_text().splitlines(keepends=True)
-        note.write_text("".join(lines[:2] + lines[3:]))
+        lines = files.read(note).splitlines(keepends=True)
+        files.write(note, "".join(lines[:2] + lines[3:]))
 
-    done = index.forget({"memory/2026-11-20.md": {3}}, edit)
-    assert done["chunks"] == 1 and "tern" not in note.read_text()
+    done = index.forget({note: {3}}, edit)
+    assert done["chunks"] == 1 and "tern" not in files.read(note)
     found = index.search("tern Debian", min_score=0.0)["results"]
     assert not [h for h in found if "tern" in h["snippet"]]
     assert [h["path"] for h in index.search("Ines Lisbon May")["results"]][:1] == [

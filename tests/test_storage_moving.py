@@ -126,3 +126,15 @@ def test_an_unreachable_database_is_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("clawd: cannot reach the database postgresql://nobody@127.0.0.1:1")
     assert len(err.splitlines()) == 1
+
+
+def test_the_doctor_checks_the_database(pg_url, capsys, monkeypatch):
+    from clawd.frontends.cli.admin import doctor_checks
+
+    monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
+    checks = {what: (ok, text) for ok, what, text in doctor_checks(None)}
+    assert checks["storage"][0] and "schema version 1, vector 0." in checks["storage"][1]
+    assert checks["workspace"] == (True, checks["workspace"][1])
+    monkeypatch.setenv("CLAWD_STORAGE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    checks = {what: (ok, text) for ok, what, text in doctor_checks(None)}
+    assert checks["storage"][0] is False and "cannot reach" in checks["storage"][1]

@@ -28,7 +28,6 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                   with_memory: bool = True) -> Runtime:
     """Everything one agent needs: settings, workspace, providers, tools, memory."""
     from clawd.config import resolve_agent
-    from clawd.core.paths import state_dir
     from clawd.guards.profile import make_profile
     from clawd.loop.runtime import ModelHandle, Runtime
     from clawd.providers import registry
@@ -46,9 +45,10 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
         from clawd.tools.memory import memory_tools
 
         openai = config.models.providers.get("openai")
-        memory = open_index(agent_id, workspace, settings.memory_search, state_dir(),
+        memory = open_index(agent_id, workspace, settings.memory_search, storage.index_home,
                             sessions_dir(agent_id),
-                            openai_base_url=openai.base_url if openai else None)
+                            openai_base_url=openai.base_url if openai else None,
+                            stored=storage.memory_sources, files=storage.files)
         tools += memory_tools()
     def models(ref: str) -> ModelHandle:
         return ModelHandle(ref, registry.context_window(config, settings, ref),

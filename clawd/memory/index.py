@@ -59,10 +59,12 @@ from clawd.memory.embeddings import Embedders
 from clawd.memory.interface import SearchResults
 from clawd.memory.matrix import VectorMatrix
 from clawd.memory.plan import skipped_files, unchanged
+from clawd.memory.sources import StoredSources
 from clawd.memory.store import Store
 from clawd.memory.superseded import Superseded
 from clawd.memory.target import Seen, SyncCancelled, Target
 from clawd.workspace.disk import DiskFiles
+from clawd.workspace.interface import WorkspaceFiles
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +88,11 @@ class MemoryIndex:
                  state_dir: Path, sessions_dir: Path | None = None, *,
                  embedder: Embedder | None = None, fallback: Embedder | None = None,
                  env: Mapping[str, str] | None = None, openai_base_url: str | None = None,
-                 today: Callable[[], date] = date.today):
+                 today: Callable[[], date] = date.today,
+                 stored: StoredSources | None = None, files: WorkspaceFiles | None = None):
         self.agent_id = agent_id
+        self.stored = stored  # the files are kept in a store (polled, not watched)
+        self._fingerprint: str | None = None  # the store's, at the last sync
         self.today = today  # the day dated notes' age is counted from (temporalDecay)
         self.workspace = workspace
         self.settings = settings
@@ -108,7 +113,7 @@ class MemoryIndex:
         self.vectors = VectorMatrix()  # the vector stage's in-process fast path
         self._watcher: Any = None
         self._pool: Any = None
-        self.superseded = Superseded(DiskFiles(workspace))  # replaced lines, marked
+        self.superseded = Superseded(files or DiskFiles(workspace))  # replaced lines, marked
 
     @property
     def store(self) -> Store:
@@ -138,10 +143,12 @@ class MemoryIndex:
         with self._sync_lock:
             with self._lock:
                 changes = self._changes
+            fingerprint = self.stored.fingerprint() if self.stored is not None else None
             result = sync.run(self._target(), self.embedders, force=force,
                                   progress=progress)
             with self._lock:
                 self.dirty = self._changes != changes  # a change seen during the sync
+                self._fingerprint = fingerprint
                 self.synced = True
                 self.last_sync = {**result, "at": datetime.now(timezone.utc).isoformat(
                     timespec="seconds")}
@@ -151,7 +158,7 @@ class MemoryIndex:
 
     def _target(self) -> Target:
         return Target(self.store, self.settings, self.workspace, self.sessions_dir,
-                      self.batch_seen, self._cancel)
+                      self.batch_seen, self._cancel, self.stored)
 
     def _refresh(self) -> None:
         """Before a search (``sync.onSearch``): bring the index up to date without waiting.
@@ -161,6 +168,7 @@ class MemoryIndex:
         are; otherwise a sync is started in the background and the search reads the last
         committed state.
         """
+        self._poll()
         if not ((self.dirty or self._batches_due()) and self.settings.sync.on_search):
             return
         if not self.synced and self._sync_lock.acquire(blocking=False):
@@ -171,6 +179,13 @@ class MemoryIndex:
                 log.warning("memory sync before search failed: %s", exc)
             return
         self.sync_in_background()
+
+    def _poll(self) -> None:
+        """Files kept in a store are not watched: a change (by this process or another)
+        shows in its fingerprint, asked before a search."""
+        if self.stored is not None and self.synced and not self.dirty \
+                and self.stored.fingerprint() != self._fingerprint:
+            self.mark_dirty()
 
     def sync_in_background(self) -> None:
         """Start a sync on a daemon thread unless one is already running (or closing)."""
@@ -202,6 +217,7 @@ class MemoryIndex:
         turn): start the sync a change asked for (``sync.onSearch``) in the background and
         wait up to ``timeout`` seconds for it, so notes written just before are found; a
         longer sync (a first index) goes on while the search reads what is committed."""
+        self._poll()
         if self.dirty and self.settings.sync.on_search:
             self.sync_in_background()
         self.settle(timeout)
@@ -216,7 +232,7 @@ class MemoryIndex:
 
     def start_watcher(self) -> None:
         """Watch the memory files (``sync.watch``) and sync after each burst of changes."""
-        if self._watcher is None and self.settings.sync.watch:
+        if self._watcher is None and self.settings.sync.watch and self.stored is None:
             from clawd.memory.watch import Watcher
 
             self._watcher = Watcher(self.workspace, self.settings, self.sessions_dir,
@@ -385,11 +401,16 @@ def open_index(agent_id: str, workspace: Path, settings: MemorySearch, state_dir
                fallback: Embedder | None = None,
                env: Mapping[str, str] | None = None,
                openai_base_url: str | None = None,
-               today: Callable[[], date] = date.today) -> MemoryIndex:
+               today: Callable[[], date] = date.today,
+               stored: StoredSources | None = None,
+               files: WorkspaceFiles | None = None) -> MemoryIndex:
     """The agent's memory index (created on first use). ``embedder``/``fallback`` replace
     the configured providers (tests, benchmarks); ``env`` replaces ``os.environ`` for keys;
     ``openai_base_url`` (``models.providers.openai.baseUrl``) serves remote embeddings when
-    ``remote.baseUrl`` is not set; ``today`` is the clock temporal decay counts ages by."""
+    ``remote.baseUrl`` is not set; ``today`` is the clock temporal decay counts ages by;
+    ``stored`` and ``files``: where the notes (and transcripts) are when a store keeps them
+    rather than the folder ``workspace``."""
     return MemoryIndex(agent_id, workspace, settings, state_dir, sessions_dir,
                        embedder=embedder, fallback=fallback, env=env,
-                       openai_base_url=openai_base_url, today=today)
+                       openai_base_url=openai_base_url, today=today, stored=stored,
+                       files=files)

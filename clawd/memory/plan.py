@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,8 +63,8 @@ class Plan:
     stored_embedding: str | None  # the embedding signature the index was built with
     rebuild: bool
     files: int  # source files indexed (skipped ones left out)
-    changed: list[tuple[Any, str, os.stat_result, list[Chunk]]]  # read and chunked again
-    touched: list[tuple[Any, str, os.stat_result]]  # same content, new size or mtime
+    changed: list[tuple[Any, str, Any, list[Chunk]]]  # read and chunked again
+    touched: list[tuple[Any, str, Any]]  # same content, new size or mtime
     removed: list[str]  # keys of files gone (or now skipped)
     skipped: dict[str, tuple[str, str]]  # key -> (reason, stamp of the file when skipped)
     missing: list[tuple[int, str, str, str]]  # (id, path, heading, text) of kept chunks
@@ -92,17 +91,18 @@ def make_plan(target: Target, embedding: str | None, force: bool = False) -> Pla
 
     target.check()
     links: dict[str, str] = {}
-    sources = all_sources(target.workspace, target.settings, target.sessions_dir, links)
+    sources = all_sources(target.workspace, target.settings, target.sessions_dir, links,
+                          target.stored)
     known = store.files()
     warned = skipped_files(store)
     # key -> (reason, stamp): the stamp tells whether a skipped file changed since.
     skipped: dict[str, tuple[str, str]] = {key: (reason, "") for key, reason in links.items()}
-    changed: list[tuple[Any, str, os.stat_result, list[Chunk]]] = []
-    touched: list[tuple[Any, str, os.stat_result]] = []
+    changed: list[tuple[Any, str, Any, list[Chunk]]] = []
+    touched: list[tuple[Any, str, Any]] = []
     for source in sources:
         stamp = ""
         try:
-            stat = source.path.stat()
+            stat = source.stat()
             stamp = f"{stat.st_size}:{stat.st_mtime_ns}"
             before = warned.get(source.key)
             if not force and before and before[1] == stamp:
@@ -142,7 +142,8 @@ def unchanged(target: Target) -> bool:
     """Whether the index holds every source file as it is now, judged by size and time
     alone (nothing is read): for ``status`` in a process that has not synced yet."""
     known = target.store.files()
-    sources = all_sources(target.workspace, target.settings, target.sessions_dir, {})
+    sources = all_sources(target.workspace, target.settings, target.sessions_dir, {},
+                          target.stored)
     skipped = skipped_files(target.store)
     seen = set()
     for source in sources:
@@ -150,7 +151,7 @@ def unchanged(target: Target) -> bool:
             seen.add(source.key)
             continue
         try:
-            stat = source.path.stat()
+            stat = source.stat()
         except OSError:
             return False
         if not _same_stat(known.get(source.key), stat):
@@ -159,7 +160,7 @@ def unchanged(target: Target) -> bool:
     return set(known) <= seen
 
 
-def _same_stat(previous: Any, stat: os.stat_result) -> bool:
+def _same_stat(previous: Any, stat: Any) -> bool:
     """Whether an indexed file (its ``files`` row) has the size and time it has now."""
     return bool(previous) and previous[2] == stat.st_mtime and previous[3] == stat.st_size
 

@@ -84,7 +84,11 @@ def _levels(index: Any, rows: list[ChunkRow]) -> dict[tuple[str, int, int], tupl
     out: dict[tuple[str, int, int], tuple[int, ...]] = {}
     for path in {row.path for row in rows}:
         try:
-            text = decode_text((index.workspace / path).read_bytes())
+            raw = (index.stored.read(path) if index.stored is not None
+                   else (index.workspace / path).read_bytes())
+            if raw is None:
+                continue
+            text = decode_text(raw)
         except (OSError, NotText):
             continue
         for chunk in own_chunks(path, text, cfg.tokens, cfg.overlap):

@@ -20,8 +20,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple, Protocol
 
 from clawd.config import MemorySearch
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
@@ -29,11 +31,51 @@ from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 log = logging.getLogger(__name__)
 
 
+class Stamp(NamedTuple):
+    """What a stored file's size and time are (as ``os.stat`` names them)."""
+
+    st_size: int
+    st_mtime: float
+    st_mtime_ns: int
+
+
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     key: str  # the path results and memory_get use
     source: str  # "memory" | "sessions"
-    path: Path  # real location on disk
+    path: Path | None  # real location on disk; None: kept in a store (``reader``)
+    reader: Callable[[], bytes] | None = None
+    stamp: Stamp | None = None
+
+    def stat(self) -> Any:
+        """Its size and time (``st_size``, ``st_mtime``, ``st_mtime_ns``)."""
+        if self.stamp is not None:
+            return self.stamp
+        assert self.path is not None
+        return self.path.stat()
+
+    def read(self) -> bytes:
+        if self.reader is not None:
+            return self.reader()
+        assert self.path is not None
+        return self.path.read_bytes()
+
+
+class StoredSources(Protocol):
+    """Memory files and transcripts kept in a store rather than a folder (a database): the
+    index reads them through this, and polls ``fingerprint`` where a folder is watched."""
+
+    def sources(self, settings: MemorySearch) -> list[SourceFile]:
+        """The memory files (and, with session memory on, the transcripts) to index."""
+        ...
+
+    def read(self, key: str) -> bytes | None:
+        """The bytes of the memory file ``key`` (workspace-relative), or None."""
+        ...
+
+    def fingerprint(self) -> str:
+        """Changes whenever a memory file or transcript does (cheap: no file is read)."""
+        ...
 
 
 class NotText(ValueError):
@@ -132,7 +174,10 @@ def session_files(sessions_dir: Path | None, settings: MemorySearch) -> list[Sou
 
 
 def all_sources(workspace: Path, settings: MemorySearch, sessions_dir: Path | None,
-                skipped: Skipped | None = None) -> list[SourceFile]:
+                skipped: Skipped | None = None,
+                stored: StoredSources | None = None) -> list[SourceFile]:
+    if stored is not None:
+        return stored.sources(settings)
     found = memory_files(workspace, settings, skipped) if "memory" in settings.sources else []
     return found + session_files(sessions_dir, settings)
 
@@ -166,7 +211,7 @@ def transcript_text(raw: str) -> str:
 def read_source(source: SourceFile) -> str:
     """The text to index; ``NotText`` for a memory file that is not UTF-8 text (transcripts,
     written by clawd, are read leniently)."""
-    raw = source.path.read_bytes()
+    raw = source.read()
     if source.source == "sessions":
         return transcript_text(raw.decode("utf-8", errors="replace"))
     return decode_text(raw)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clawd.config import MemorySearch
+from clawd.memory.sources import StoredSources
 from clawd.memory.store import Store
 
 
@@ -38,6 +39,7 @@ class Target:
     sessions_dir: Path | None
     seen: Seen
     cancel: threading.Event
+    stored: StoredSources | None = None  # the files are kept in a store, not a folder
 
     def check(self) -> None:
         if self.cancel.is_set():

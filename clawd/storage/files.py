@@ -19,6 +19,8 @@ from typing import Any
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import now_iso
+from clawd.core.paths import state_dir
+from clawd.memory.sources import StoredSources
 from clawd.sessions import lock
 from clawd.sessions.files import DELETED_DIR, transcripts
 from clawd.sessions.interfaces import SessionRecords
@@ -93,6 +95,8 @@ class FileStorage:
         self.files: WorkspaceFiles = DiskFiles(workspace)
         self.backups: Backups = DiskBackups(workspace)
         self.records: KeyValue = JsonRecords(sessions_dir.parent)
+        self.memory_sources: StoredSources | None = None  # the folders themselves
+        self.index_home = state_dir()
 
     def transcript(self, session_id: str) -> Transcript:
         return Transcript(self.sessions_dir / f"{checked_id(session_id)}.jsonl")

@@ -12,8 +12,10 @@ layer knows whether these are files under ``~/.clawd`` and the workspace
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
+from clawd.memory.sources import StoredSources
 from clawd.sessions.interfaces import SessionRecords, TranscriptLog
 from clawd.sessions.lock import CHAT_HINT
 from clawd.workspace.interface import Backups, WorkspaceFiles
@@ -48,6 +50,10 @@ class AgentStorage(Protocol):
     files: WorkspaceFiles
     backups: Backups
     records: KeyValue
+    # where the memory index reads notes and transcripts when they are not files (None:
+    # the workspace folder and the sessions folder), and where its SQLite file is kept
+    memory_sources: StoredSources | None
+    index_home: Path
 
     def transcript(self, session_id: str) -> TranscriptLog:
         """The log of session ``session_id`` (empty until something is appended)."""

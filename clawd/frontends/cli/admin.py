@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from clawd.frontends.compose import build_runtime
@@ -334,7 +335,7 @@ def doctor_checks(agent: str | None):
     try:
         runtime = build_runtime(config, agent_id)
     except ClawdError as exc:
-        yield False, "agent", str(exc)
+        yield False, "storage" if config.storage.effective_url() else "agent", str(exc)
         return
     index = runtime.memory
     if index is None:
@@ -344,6 +345,9 @@ def doctor_checks(agent: str | None):
             yield from index.check()
         finally:
             index.close()
+    if runtime.storage.kind != "files":
+        yield from storage_checks(runtime.storage, settings.workspace_access)
+        return
     workspace = runtime.workspace
     try:
         with tempfile.NamedTemporaryFile(dir=workspace, prefix=".clawd-doctor-"):
@@ -357,3 +361,18 @@ def doctor_checks(agent: str | None):
         yield False, "workspace", (f"{workspace} does not exist (run clawd init)" if missing
                                    else f"{workspace} is not writable: "
                                    f"{exc.strerror or exc}")
+
+
+def storage_checks(storage: Any, access: str):
+    """The database behind ``storage``: reached, schema, pgvector, a write and read back."""
+    db = storage.db
+    yield True, "storage", (f"{db.location}: schema version {db.schema_version}, vector "
+                            f"{db.vector_version}")
+    try:
+        storage.records.put("doctor", {"checkedAt": time.time()})
+        ok = storage.records.get("doctor") is not None
+        yield ok, "workspace", (f"{storage.files.location} can be written" + (
+            "" if access == "rw" else f" (workspaceAccess {access!r}: clawd will not write it)")
+            if ok else "a record written to the database did not read back")
+    except Exception as exc:  # noqa: BLE001 - the doctor says what failed, in one line
+        yield False, "workspace", f"{storage.location}: {str(exc).splitlines()[0]}"

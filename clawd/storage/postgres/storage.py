@@ -10,6 +10,7 @@ process a key held again is counted, as with the file lock.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -20,10 +21,11 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from clawd.core.messages import now_iso
+from clawd.core.paths import state_dir
 from clawd.sessions import lock
 from clawd.sessions.lock import CHAT_HINT, SessionBusyError, busy_message
 from clawd.storage.files import checked_id
-from clawd.storage.postgres.files import PgBackups, PgFiles
+from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
 from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
 
 if TYPE_CHECKING:
@@ -136,6 +138,10 @@ class PgStorage:
         self.files = PgFiles(db, agent_id)
         self.backups = PgBackups(db, agent_id, self.files)
         self.records = PgRecords(db, agent_id)
+        self.memory_sources = PgMemorySources(db, agent_id, self.files, self.transcript)
+        # the memory index is derived from the rows: a SQLite file per database and host
+        self.index_home = state_dir() / "hosted" / hashlib.sha256(
+            db.location.encode()).hexdigest()[:12]
 
     def transcript(self, session_id: str) -> PgTranscript:
         return PgTranscript(self.db, self.agent_id, checked_id(session_id))

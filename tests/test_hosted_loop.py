@@ -1,0 +1,144 @@
+"""The loop with ``storage.url`` set, built by the composition root as ``clawd chat`` builds
+it: a conversation, recall, ``memory search``, ``/new``, ``/compact`` with its flush,
+consolidation and forget all work on PostgreSQL and write no session or note file; a note
+another worker writes is found without a watcher; two processes never share a session."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from clawd.config import load_config
+from clawd.core.events import ErrorEvent, Notice, TurnDone
+from clawd.frontends.commands import Chat
+from clawd.frontends.compose import build_runtime
+from clawd.loop.consolidate import consolidate, last_run
+from clawd.loop.runtime import fixed_models
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.sessions.lock import SessionBusyError
+from clawd.storage.postgres import database
+
+from loopmodel import is_flush
+
+KEY = "agent:main:main"
+
+
+@pytest.fixture
+def hosted(isolated_home, pg_url, monkeypatch):
+    """A config whose storage is the test's database (workspace ``~/ws``, never made)."""
+    monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
+    state = isolated_home / ".clawd"
+    state.mkdir()
+    (state / "clawd.json").write_text('{"agents": {"defaults": {"workspace": "~/ws"}}}')
+    return isolated_home
+
+
+def _runtime(provider: ScriptedProvider, profile: str = "weak"):
+    rt = build_runtime(load_config(), None)
+    return dataclasses.replace(rt, models=fixed_models(provider, 200_000, profile=profile))
+
+
+def _files_written(home) -> list[str]:
+    """Every file under the home but caches (the memory index, derived from the rows; the
+    tokenizer; onnxruntime's)."""
+    return sorted(p.relative_to(home).as_posix() for p in home.rglob("*")
+                  if p.is_file() and not {"hosted", "cache", ".cache"} & set(p.relative_to(home).parts)
+                  and p.name != "clawd.json")
+
+
+def said(events) -> str:
+    return "\n".join(e.text for e in events if isinstance(e, (Notice, TurnDone)))
+
+
+def test_a_conversation_and_its_memory_live_in_the_database(hosted):
+    summary = "Summary: the user keeps a NAS called tern."
+    provider = ScriptedProvider([
+        Reply("Noted.", [tool("write", path="memory/2026-11-22.md",
+                              content="- The NAS is called tern and runs Debian 12.\n",
+                              append=True)]),
+        "Saved.", "It is called tern.",
+    ], default=lambda request: "NO_REPLY" if is_flush(request) else summary)
+    rt = _runtime(provider)
+    chat = Chat(rt, KEY)
+    list(chat.handle("Remember: the NAS is called tern, and it runs Debian 12."
+                     + " It sits in the hall cupboard." * 60))  # enough that a summary helps
+    found = rt.memory.search("tern Debian")["results"]
+    assert found and found[0]["path"] == "memory/2026-11-22.md"
+    # recall: the note answers the question, and is sent with it
+    list(chat.handle("What is the NAS called, the one on Debian?"))
+    assert "tern" in provider.requests[-1].messages[-1].text
+    list(chat.handle("/compact"))
+    assert chat.session.history.summary.startswith(summary)
+    ended = chat.session.record.entry["sessionId"]
+    list(chat.handle("/new"))
+    storage = rt.storage
+    assert ended in storage.session_ids() and storage.sessions.get(KEY)["sessionId"] != ended
+    saved = [p for p in storage.files.listing("memory") if p != "memory/2026-11-22.md"]
+    assert saved and "tern" in storage.files.read(saved[0])  # the /new hook's session note
+    assert _files_written(hosted) == []  # no transcript, store or note on disk
+    assert not (hosted / "ws").exists()
+    chat.session.close()
+    rt.memory.close()
+
+
+def test_consolidation_and_forget_change_the_rows(hosted):
+    provider = ScriptedProvider(["ADD Facts | The NAS is called tern | S1"])
+    rt = _runtime(provider, profile="strong")
+    rt.files.write("memory/2026-11-21.md", "# 2026-11-21\n\n- The NAS is called tern.\n"
+                                            "- The safe code is Quillon 7731.\n")
+    report = consolidate(rt, provider)
+    assert report.written and "The NAS is called tern" in rt.files.read("MEMORY.md")
+    assert last_run(rt) is not None and rt.storage.records.get("consolidation")
+    chat = Chat(rt, KEY)
+    events = list(chat.handle("/memory forget --yes quillon"))
+    assert not [e for e in events if isinstance(e, ErrorEvent)]
+    assert "Quillon" not in rt.files.read("memory/2026-11-21.md")
+    assert rt.backups.versions("memory/2026-11-21.md")  # kept before the change
+    found = rt.memory.search("safe code Quillon 7731", min_score=0.0)["results"]
+    assert not [h for h in found if "7731" in h["snippet"]]
+    assert _files_written(hosted) == []
+    chat.session.close()
+    rt.memory.close()
+
+
+def test_a_note_another_worker_writes_is_found_without_a_watcher(hosted, pg_url):
+    rt = _runtime(ScriptedProvider([]))
+    rt.files.write("memory/2026-11-20.md", "- Ines arrives in Lisbon on May 14.\n")
+    assert rt.memory.search("Ines Lisbon")["results"]
+    other = database(pg_url).agent("main")  # another process's handle on the same rows
+    other.files.append("memory/2026-11-20.md", "- The router's admin port is 8443.\n")
+    rt.memory.catch_up(5.0)
+    hits = rt.memory.search("router admin port 8443")["results"]
+    assert hits and "8443" in hits[0]["snippet"]
+    rt.memory.close()
+
+
+HOLD = """
+import sys, time
+from clawd.storage.postgres import database
+lease = database(sys.argv[1]).agent("main").hold(sys.argv[2])
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_two_processes_never_hold_one_session(hosted, pg_url):
+    child = subprocess.Popen([sys.executable, "-c", HOLD, pg_url, KEY],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "held"
+        rt = _runtime(ScriptedProvider(["hi"]))
+        with pytest.raises(SessionBusyError, match=f"pid {child.pid}"):
+            rt.storage.hold(KEY, wait=0.2)
+    finally:
+        child.kill()
+        child.wait(10)
+    chat = Chat(rt, KEY)  # its holder gone, the session opens
+    list(chat.handle("hello"))
+    assert [e["role"] for e in rt.storage.transcript(chat.session.record.entry["sessionId"])
+            .load().entries if e["type"] == "message"] == ["user", "assistant"]
+    chat.session.close()
+    rt.memory.close()
