@@ -44,8 +44,9 @@ def _runtime(provider: ScriptedProvider, profile: str = "weak"):
 def _files_written(home) -> list[str]:
     """Every file under the home but caches (the memory index, derived from the rows; the
     tokenizer; onnxruntime's)."""
+    caches = {"hosted", "cache", ".cache"}
     return sorted(p.relative_to(home).as_posix() for p in home.rglob("*")
-                  if p.is_file() and not {"hosted", "cache", ".cache"} & set(p.relative_to(home).parts)
+                  if p.is_file() and not caches & set(p.relative_to(home).parts)
                   and p.name != "clawd.json")
 
 

@@ -53,12 +53,11 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import MemorySearch
-from clawd.memory import candidates, diversity, purge, recency, search, sync
+from clawd.memory import candidates, diversity, purge, recency, report, search, sync
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
 from clawd.memory.interface import SearchResults
 from clawd.memory.matrix import VectorMatrix
-from clawd.memory.plan import skipped_files, unchanged
 from clawd.memory.sources import StoredSources
 from clawd.memory.store import Store
 from clawd.memory.superseded import Superseded
@@ -70,7 +69,6 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
-LAST_SYNC_META = "lastSync"
 # How often a pool crowded by repeats of one place is widened (4x each time).
 WIDEN_STEPS = 3
 
@@ -152,7 +150,7 @@ class MemoryIndex:
                 self.synced = True
                 self.last_sync = {**result, "at": datetime.now(timezone.utc).isoformat(
                     timespec="seconds")}
-                self.store.set_meta(LAST_SYNC_META, json.dumps(self.last_sync))
+                self.store.set_meta(report.LAST_SYNC_META, json.dumps(self.last_sync))
                 self._polled_at = time.monotonic()
             return result
 
@@ -342,39 +340,7 @@ class MemoryIndex:
             yield False, "memory index", f"{self.path}: {exc}"
 
     def status(self) -> dict[str, Any]:
-        with self._lock:
-            counts = self.store.counts()
-            stored = self.store.get_meta("embedding")
-            jobs, awaited = self.store.batch_counts()
-            last_sync = self.last_sync or _json_meta(self.store.get_meta(LAST_SYNC_META))
-            skipped = skipped_files(self.store)
-        embedding = json.loads(stored) if stored else {}
-        active = self.embedders.active
-        vector_mode = "off" if not self.settings.store.vector.enabled else \
-            "vec0" if self.store.vec_available else "in-process"
-        return {
-            "agentId": self.agent_id, "path": str(self.path), "workspace": str(self.workspace),
-            "files": counts["files"], "chunks": counts["chunks"],
-            "embeddedChunks": counts["embedded"], "cacheEntries": counts["cache"],
-            "pendingBatches": jobs, "pendingEmbeddings": awaited,
-            "fullyEmbedded": counts["embedded"] == counts["chunks"],
-            "provider": active.provider if active else embedding.get("provider")
-            or self.embedders.primary_name,
-            "model": active.model if active else embedding.get("model"),
-            "fallback": self.embedders.fallback_info, "embeddingError": self.embedders.error,
-            "vector": {"enabled": self.settings.store.vector.enabled,
-                       "available": self.store.vec_available, "mode": vector_mode,
-                       "extension": self.store.vec_version, "dims": self.store.dims or None},
-            "fts": {"available": self.store.fts_available},
-            # before this process has synced, "dirty" is whether a file changed since the
-            # last sync (by size and time), not merely that nobody has looked yet
-            "dirty": self.dirty if self.synced else not unchanged(self._target()),
-            "syncOnSearch": self.settings.sync.on_search,
-            "watching": self._watcher is not None,
-            "sources": list(self.settings.sources), "lastSync": last_sync,
-            "skippedFiles": [{"path": key, "reason": reason}
-                             for key, (reason, _) in sorted(skipped.items())],
-        }
+        return report.status(self)
 
 
 def _place(rows: Mapping[int, Any], chunk_id: int) -> tuple[str, int, int] | None:
@@ -386,14 +352,6 @@ def _place(rows: Mapping[int, Any], chunk_id: int) -> tuple[str, int, int] | Non
 def _path(rows: Mapping[int, Any], chunk_id: int) -> str | None:
     row = rows.get(chunk_id)
     return row.path if row is not None else None
-
-
-def _json_meta(value: str | None) -> dict[str, Any] | None:
-    try:
-        data = json.loads(value) if value else None
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def open_index(agent_id: str, workspace: Path, settings: MemorySearch, state_dir: Path,
