@@ -13,12 +13,14 @@ layer knows whether these are files under ``~/.clawd`` and the workspace
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from clawd.memory.sources import StoredSources
-from clawd.sessions.interfaces import SessionRecords, TranscriptLog
 from clawd.sessions.lock import CHAT_HINT
-from clawd.workspace.interface import Backups, WorkspaceFiles
+
+if TYPE_CHECKING:
+    from clawd.memory.sources import StoredSources
+    from clawd.sessions.interfaces import SessionRecords, TranscriptLog
+    from clawd.workspace.interface import Backups, WorkspaceFiles
 
 
 class Lease(Protocol):

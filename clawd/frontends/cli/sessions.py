@@ -14,17 +14,19 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, shown_time, utc_iso
 from clawd.core.textcut import shorten
 from clawd.frontends.compose import agent_storage
 from clawd.sessions.files import Summary, find_session, summary_of
-from clawd.sessions.interfaces import TranscriptLog
 from clawd.sessions.store import main_key
 from clawd.sessions.transcript import unanswered_ids
-from clawd.storage.interface import AgentStorage
+
+if TYPE_CHECKING:
+    from clawd.sessions.interfaces import TranscriptLog
+    from clawd.storage.interface import AgentStorage
 
 LAST_MESSAGES = 6
 SHOW_CHARS = 400
