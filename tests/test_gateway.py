@@ -43,7 +43,9 @@ def test_a_scoped_token_reaches_its_agent_only(tmp_path):
     with gateway(tmp_path, None, raw=raw, runtimes=[home, work]) as client:
         assert [a["id"] for a in client.get("/api/agents", headers=scoped).json()["agents"]] \
             == ["work"]
-        assert client.get("/api/sessions", headers=scoped).status_code == 403  # main
+        assert client.get("/api/sessions?agent=main", headers=scoped).status_code == 403
+        # no agent named: the first one the token reaches, not the default it cannot
+        assert client.get("/api/sessions", headers=scoped).json()["agent"] == "work"
         assert client.get("/api/sessions?agent=work", headers=scoped).status_code == 200
         denied = client.post("/api/sessions/agent:main:main/messages", json={"text": "x"},
                              headers=scoped)

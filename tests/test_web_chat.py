@@ -395,3 +395,36 @@ def test_a_session_is_renamed_from_the_list(web, stand_in):
     page.reload()
     idle(page)
     assert page.text_content(".session.active .session-title") == "Holiday plans"
+
+
+def test_a_person_signs_in_and_sees_their_own_agent_only(web, stand_in, web_served):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(web_served.home),
+           "CLAWD_HOME": str(web_served.home / ".clawd")}
+    env.pop("CLAWD_CONFIG", None)
+    added = subprocess.run([sys.executable, "-m", "clawd", "users", "add", "alice"], env=env,
+                           capture_output=True, text=True, timeout=60, check=True)
+    token = added.stdout.strip().splitlines()[-1]
+    time.sleep(2.5)  # the server looks its people up again every 2 s
+    page = web.context().new_page()
+    page.set_default_timeout(15_000)
+    page.goto(f"{web_served.url}/#token={token}")
+    page.wait_for_selector("#app:not([hidden])")
+    idle(page)
+    assert page.eval_on_selector_all("#agent option", "os => os.map(o => o.value)") == [
+        "alice"]
+    assert not page.is_visible("#agent")  # one agent: nothing to pick
+    send(page, "hello from alice")
+    idle(page)
+    shot(page, "person-signed-in")
+    assert [m["role"] for m in web_served.transcript("agent:alice:main")] == ["user",
+                                                                           "assistant"]
+    others = web_served.home / ".clawd" / "agents"
+    assert not [p for p in others.glob("*/sessions/*.jsonl")
+                if "hello from alice" in p.read_text() and "/alice/" not in p.as_posix()]
+    denied = web_served.api("GET", "/api/sessions?agent=main",
+                            headers={"Authorization": f"Bearer {token}"})
+    assert denied.status_code == 403

@@ -20,7 +20,27 @@ def agent_storage(config: Config, agent_id: str) -> AgentStorage:
     from clawd.config import resolve_agent
     from clawd.storage import open_storage
 
+    if agent_id.lower() not in {a.lower() for a in config.agent_ids()}:
+        config = with_people(config)
     return open_storage(config, agent_id, resolve_agent(config, agent_id)[1])
+
+
+def with_people(config: Config) -> Config:
+    """``config`` with the agents of its people (``clawd users``) that it does not list
+    itself, each as an ``agents.list`` entry of its own (the default agent kept first)."""
+    from clawd.config import DEFAULT_AGENT_ID, AgentEntry
+    from clawd.storage import open_people
+
+    known = {agent.lower() for agent in config.agent_ids()}
+    missing = [agent for person in open_people(config).all() for agent in person.agents
+               if agent.lower() not in known]
+    if not missing:
+        return config
+    grown = config.model_copy(deep=True)
+    entries = list(config.agents.entries) or [AgentEntry(id=DEFAULT_AGENT_ID, default=True)]
+    grown.agents.entries = entries + [AgentEntry(id=a) for a in dict.fromkeys(missing)]
+    grown.source = config.source
+    return grown
 
 
 def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False,
@@ -35,6 +55,8 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
 
+    if agent is not None and agent.lower() not in {a.lower() for a in config.agent_ids()}:
+        config = with_people(config)  # a person's own agent
     agent_id, settings = resolve_agent(config, agent)
     workspace = Path(settings.workspace).expanduser().resolve()
     storage = open_storage(config, agent_id, settings)

@@ -17,6 +17,7 @@ from clawd.core.paths import state_dir
 if TYPE_CHECKING:
     from clawd.config import AgentDefaults, Config
     from clawd.storage.interface import AgentStorage
+    from clawd.storage.people import People
 
 
 def sessions_dir(agent_id: str) -> Path:
@@ -47,3 +48,12 @@ def open_storage(config: Config, agent_id: str, settings: AgentDefaults,
 
     return FileStorage(agent_id, Path(settings.workspace).expanduser().resolve(),
                        sessions_dir(agent_id), now=now)
+
+
+def open_people(config: Config) -> People:
+    """The people of this clawd: ``people.json`` in the state folder, or the database's."""
+    from clawd.storage.people import FilePeople, PgPeople
+
+    url = config.storage.effective_url()
+    return PgPeople(open_database(url)) if url else FilePeople(state_dir() / "people.json")
+

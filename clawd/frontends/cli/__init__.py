@@ -153,6 +153,13 @@ def build_parser() -> _Parser:
     from clawd.frontends.cli.storage import add_parsers as storage_parsers
     storage_parsers(command, stsub)
 
+    users = command(sub, "users", "the people who may use clawd serve: list (default), add, "
+                    "remove, rotate (docs/hosting.md)")
+    usub = users.add_subparsers(dest="users_command", metavar="ACTION")
+    users.set_defaults(users_command="list")
+    from clawd.frontends.cli.users import add_parsers as users_parsers
+    users_parsers(command, usub)
+
     serve = command(sub, "serve", "run the HTTP gateway: the native API, server-sent events, "
                     "and the OpenAI-compatible endpoint when enabled (docs/gateway.md)")
     serve.add_argument("--host", metavar="H", help="address to listen on (default: "
@@ -245,12 +252,13 @@ def _main(argv: list[str] | None) -> int:
                        "reply already streams as it arrives)")
         if args.resume is not None and not args.resume.strip():
             chat.error("--resume: the session id is empty (see clawd sessions list)")
-    from clawd.frontends.cli import admin, backups, sessions, storage
+    from clawd.frontends.cli import admin, backups, sessions, storage, users
 
     handler = {"init": admin.cmd_init, "chat": cmd_chat, "memory": admin.cmd_memory,
                "sessions": sessions.cmd_sessions, "models": admin.cmd_models,
                "doctor": admin.cmd_doctor, "history": backups.cmd_history,
-               "storage": storage.cmd_storage, "serve": _cmd_serve}[args.command]
+               "storage": storage.cmd_storage, "users": users.cmd_users,
+               "serve": _cmd_serve}[args.command]
     try:
         return handler(args)
     except ConfigError as exc:

@@ -9,11 +9,15 @@ runtimes of their own. ``close`` closes each agent's memory index.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
+from typing import Any
 
 from clawd.config import Config
 from clawd.core.errors import ClawdError
 from clawd.loop.runtime import Runtime
+
+PEOPLE_SECONDS = 2.0
 
 
 class UnknownAgent(ClawdError):
@@ -24,34 +28,59 @@ class Agents:
     """The served agents: ids, and a runtime per id made on first use."""
 
     def __init__(self, config: Config, ids: list[str],
-                 build: Callable[[str], Runtime] | None = None):
+                 build: Callable[[str], Runtime] | None = None, people: Any = None):
         self.config = config
-        self.ids = ids
+        self._ids = ids
+        self.people = people  # ``storage.people.People``: their agents are served too
+        self._theirs: tuple[float, list[str]] = (0.0, [])
         self._build = build or (lambda agent: _build_runtime(config, agent))
         self._runtimes: dict[str, Runtime] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def of_config(cls, config: Config, only: str | None = None) -> Agents:
-        """Every agent of the config, or only ``only`` (an unknown id fails in one line)."""
+        """Every agent of the config and of its people (``clawd users``), or only ``only``
+        (an unknown id fails in one line)."""
         from clawd.config import resolve_agent
+        from clawd.frontends.compose import with_people
+        from clawd.storage import open_people
 
         if only is not None:
-            agent_id, _ = resolve_agent(config, only)
+            agent_id, _ = resolve_agent(with_people(config), only)
             return cls(config, [agent_id])
-        return cls(config, config.agent_ids())
+        return cls(config, config.agent_ids(), people=open_people(config))
+
+    @property
+    def ids(self) -> list[str]:
+        """The served agents: the config's, then those of people added since (looked up
+        again after ``PEOPLE_SECONDS``, so ``clawd users add`` needs no restart)."""
+        if self.people is None:
+            return self._ids
+        at, theirs = self._theirs
+        if time.monotonic() - at > PEOPLE_SECONDS:
+            known = {a.lower() for a in self._ids}
+            theirs = list(dict.fromkeys(a for p in self.people.all() for a in p.agents
+                                        if a.lower() not in known))
+            self._theirs = (time.monotonic(), theirs)
+        return self._ids + theirs
+
+    def reaches(self, allowed: frozenset[str] | None) -> list[str]:
+        """The served agents a token reaching ``allowed`` (None: all) may use."""
+        return [a for a in self.ids if allowed is None or a.lower() in allowed]
 
     @classmethod
-    def of_runtimes(cls, runtimes: list[Runtime], config: Config | None = None) -> Agents:
+    def of_runtimes(cls, runtimes: list[Runtime], config: Config | None = None,
+                    people: Any = None) -> Agents:
         """Agents over runtimes built elsewhere (tests, benchmarks)."""
-        agents = cls(config or runtimes[0].config, [rt.agent_id for rt in runtimes])
+        agents = cls(config or runtimes[0].config, [rt.agent_id for rt in runtimes],
+                     people=people)
         agents._runtimes = {rt.agent_id: rt for rt in runtimes}
         return agents
 
     @property
     def default(self) -> str:
         configured = self.config.default_agent_id()
-        return configured if configured in self.ids else self.ids[0]
+        return configured if configured in self._ids else self.ids[0]
 
     def find(self, name: str | None) -> str:
         """The id of the agent ``name`` (any case; None: the default one)."""

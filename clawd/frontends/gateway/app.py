@@ -69,7 +69,7 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
                                      allow_headers=ALLOWED_HEADERS,
                                      expose_headers=["X-Clawd-Turn-Id", "Retry-After"]))
     middleware.append(Middleware(Guard, gateway=gateway,
-                                 tokens=Tokens.of(gateway, token),
+                                 tokens=Tokens.of(gateway, token, agents.people),
                                  failed=FailedAuth(gateway.auth.rate_limit),
                                  stopping=lambda: hub.stopping))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,

@@ -91,8 +91,13 @@ def allowed(request: Request, agent_id: str) -> bool:
 
 
 def agent_of(request: Request, name: str | None) -> str:
-    """The served agent ``name`` names (None: the default), if the token reaches it."""
-    agent_id = state(request).agents.find(name)
+    """The served agent ``name`` names (None: the default, or for a token that does not
+    reach it, the first agent the token does: a person's own), if the token reaches it."""
+    agents = state(request).agents
+    agent_id = agents.find(name)
+    if name is None and not allowed(request, agent_id):
+        agent_id = next(iter(agents.reaches(request.scope.get("state", {}).get("agents"))),
+                        agent_id)
     if not allowed(request, agent_id):
         raise Forbidden(f"this token does not reach the agent {agent_id!r}")
     return agent_id

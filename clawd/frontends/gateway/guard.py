@@ -22,6 +22,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
+
 from clawd.config.gateway import Gateway
 from clawd.frontends.gateway.policy import (
     FailedAuth,
@@ -122,7 +124,8 @@ class Guard:
         if presented and (wait := self.failed.retry_after(key)) is not None:
             await _locked_out(send, wait)
             return
-        agents = self.tokens.agents(header)
+        agents = (await run_in_threadpool(self.tokens.agents, header)
+                  if self.tokens.people is not None else self.tokens.agents(header))
         if agents is False:
             # only a token presented and wrong is a guess; a request with none is not
             wait = self.failed.failed(key) if presented else None

@@ -19,6 +19,7 @@ import ipaddress
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from clawd.config.gateway import Gateway, RateLimit, token_weakness
 from clawd.core.errors import ConfigError
@@ -73,17 +74,19 @@ class Tokens:
 
     entries: tuple[tuple[bytes, frozenset[str] | None], ...] = ()
     required: bool = True
+    people: Any = None  # ``storage.people.People``: their tokens reach their own agents
 
     @classmethod
-    def of(cls, gateway: Gateway, token: str | None) -> Tokens:
-        """``token``: the unscoped one (``gateway.auth.token`` or the environment)."""
+    def of(cls, gateway: Gateway, token: str | None, people: Any = None) -> Tokens:
+        """``token``: the unscoped one (``gateway.auth.token`` or the environment);
+        ``people``: the people of this clawd (``clawd users``)."""
         entries: list[tuple[bytes, frozenset[str] | None]] = []
         if token:
             entries.append((token.encode(), None))
         for scoped in gateway.auth.tokens:
             entries.append((scoped.token.encode(),
                             frozenset(agent.lower() for agent in scoped.agents)))
-        return cls(tuple(entries), gateway.auth.mode == "token")
+        return cls(tuple(entries), gateway.auth.mode == "token", people)
 
     def agents(self, header: str | None) -> frozenset[str] | None | bool:
         """What the ``Authorization`` header reaches: ``None`` every agent, a set some of
@@ -98,6 +101,10 @@ class Tokens:
         for secret, agents in self.entries:
             if hmac.compare_digest(secret, given) and found is False:
                 found = agents
+        if found is False and self.people is not None:
+            person = self.people.find(given)
+            if person is not None:
+                found = frozenset(agent.lower() for agent in person.agents)
         return found
 
 

@@ -11,7 +11,8 @@ The tables keep the embedded meanings: a ``sessions`` row is a ``sessions.json``
 (JSONB), a ``transcript_lines`` row a JSONL line as written (the ``json`` type keeps the text
 byte for byte, which ``jsonb`` would not; a line that was already unreadable in a migrated
 file is kept in ``torn``), a ``workspace_files`` row a file's bytes, ``file_versions`` its
-kept versions, ``records`` an agent's small JSON records, ``leases`` who holds a session.
+kept versions, ``records`` an agent's small JSON records, ``leases`` who holds a session,
+``people`` who may use the gateway (their tokens' digests).
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE leases (
         agent_id text NOT NULL, key text NOT NULL, holder text NOT NULL, pid integer,
         until double precision, PRIMARY KEY (agent_id, key));
+    """,
+    """
+    CREATE TABLE people (
+        name text PRIMARY KEY, agents text[] NOT NULL, digest text NOT NULL UNIQUE,
+        created text NOT NULL);
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time

@@ -1,0 +1,94 @@
+"""``clawd users add | list | remove | rotate``: the people of a clawd (SPEC §14).
+
+``add NAME`` makes a token (printed once; only its digest is kept) and, unless ``--agent
+ID`` names an agent they are to share, an agent of the person's own called ``NAME``: its
+workspace gets the template's files (SOUL.md, MEMORY.md …) and it has sessions and daily
+logs of its own. The person's token reaches their agents only, over the gateway and the web
+page; the operator's token (``gateway.auth.token``) reaches every agent. ``remove`` takes
+the person's access away (their agent's files stay); ``rotate`` replaces the token.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from clawd.core.errors import ClawdError
+
+
+def cmd_users(args: argparse.Namespace) -> int:
+    from clawd.config import load_config
+    from clawd.storage import open_people
+
+    config = load_config()
+    people = open_people(config)
+    action = args.users_command
+    if action == "add":
+        return _add(config, people, args.name, args.agent)
+    if action == "remove":
+        person = people.remove(args.name)
+        print(f"removed {person.name}: their token no longer works; the files of "
+              f"{', '.join(person.agents)} are kept")
+        return 0
+    if action == "rotate":
+        person, token = people.rotate(args.name)
+        print(f"a new token for {person.name} (the old one no longer works; shown once):")
+        print(token)
+        return 0
+    found = people.all()
+    if not found:
+        print(f"no people yet ({people.location}); add one with clawd users add NAME")
+    for person in found:
+        print(f"{person.name:<20} agents {', '.join(person.agents):<24} since "
+              f"{person.created[:10]}")
+    return 0
+
+
+def _add(config: Any, people: Any, name: str, agent: str | None) -> int:
+    from clawd.frontends.compose import agent_storage, with_people
+    from clawd.storage.people import checked_name
+
+    name = checked_name(name)
+    known = {a.lower(): a for a in with_people(config).agent_ids()}
+    if agent is not None:
+        if agent.lower() not in known:
+            raise ClawdError(f"unknown agent {agent!r} (there are: {', '.join(known.values())})")
+        agents = (known[agent.lower()],)
+    elif name in known:
+        raise ClawdError(f"there is an agent {name} already; give {name} that agent with "
+                         f"--agent {name}, or choose another name")
+    else:
+        agents = (name,)
+    person, token = people.add(name, agents)
+    if agent is None:
+        storage = agent_storage(config, name)
+        made = _seed(storage.files)
+        print(f"added {name} with an agent of their own, {name} ({storage.files.location}; "
+              f"{made} files from the template)")
+    else:
+        print(f"added {name}, reaching agent {agents[0]}")
+    print("their token (shown once; clawd keeps only its digest):")
+    print(token)
+    return 0
+
+
+def _seed(files: Any) -> int:
+    """Lay the workspace template down in ``files`` (what exists is kept)."""
+    from clawd.workspace.template import template_files
+
+    made = 0
+    for rel, resource in template_files():
+        if files.stat(rel) is None:
+            files.create(rel, resource.read_text(encoding="utf-8"))
+            made += 1
+    return made
+
+
+def add_parsers(command: Any, sub: Any) -> None:
+    add = command(sub, "add", "add a person: a token (shown once) and, unless --agent names "
+                  "one, an agent of their own")
+    add.add_argument("name", metavar="NAME")
+    command(sub, "list", "the people, their agents")
+    for action, what in (("remove", "take a person's access away (their files stay)"),
+                         ("rotate", "a new token for a person (the old one stops working)")):
+        command(sub, action, what).add_argument("name", metavar="NAME")
