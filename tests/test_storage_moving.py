@@ -116,7 +116,7 @@ def test_status_names_the_store_schema_and_extension(pg_url, capsys, monkeypatch
     monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
     assert main(["storage", "status"]) == 0
     said = capsys.readouterr().out
-    assert "store: PostgreSQL" in said and "schema: version 2" in said
+    assert "store: PostgreSQL" in said and "schema: version 3" in said
     assert "vector extension 0." in said and "transcripts: 0" in said
 
 
@@ -133,7 +133,7 @@ def test_the_doctor_checks_the_database(pg_url, capsys, monkeypatch):
 
     monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
     checks = {what: (ok, text) for ok, what, text in doctor_checks(None)}
-    assert checks["storage"][0] and "schema version 2, vector 0." in checks["storage"][1]
+    assert checks["storage"][0] and "schema version 3, vector 0." in checks["storage"][1]
     assert checks["workspace"] == (True, checks["workspace"][1])
     monkeypatch.setenv("CLAWD_STORAGE_URL", "postgresql://nobody@127.0.0.1:1/none")
     checks = {what: (ok, text) for ok, what, text in doctor_checks(None)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -39,9 +40,10 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
     from clawd.frontends.gateway import native, openai_compat, openapi, page
 
     gateway = config.gateway
+    shared, failed = _shared(config)
     hub = Hub(agents, max_queued=gateway.max_queued_per_session,
               idle_seconds=gateway.idle_session_seconds,
-              grace_seconds=gateway.shutdown_grace_seconds)
+              grace_seconds=gateway.shutdown_grace_seconds, shared=shared)
     routes = list(native.ROUTES) + page.ROUTES
     compatible = gateway.http.endpoints.chat_completions.enabled
     if compatible:
@@ -70,9 +72,27 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
                                      expose_headers=["X-Clawd-Turn-Id", "Retry-After"]))
     middleware.append(Middleware(Guard, gateway=gateway,
                                  tokens=Tokens.of(gateway, token, agents.people),
-                                 failed=FailedAuth(gateway.auth.rate_limit),
+                                 failed=failed,
                                  stopping=lambda: hub.stopping))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={ClawdError: on_error, MappingError: on_error})
     app.state.gateway = GatewayState(config, agents, hub)
     return app
+
+
+def _shared(config: Config) -> tuple[Any, Any]:
+    """With ``storage.url``: what this worker shares with the others on the database
+    (turns, their lines, failed sign-ins); without it, this process's memory alone."""
+    url = config.storage.effective_url()
+    if not url:
+        return None, FailedAuth(config.gateway.auth.rate_limit)
+    import os
+    import socket
+
+    from clawd.storage import open_database
+    from clawd.storage.postgres.shared import PgFailedAuth, PgShared
+
+    db = open_database(url)
+    return (PgShared(db, f"{socket.gethostname()}:{os.getpid()}"),
+            PgFailedAuth(db, config.gateway.auth.rate_limit))
+

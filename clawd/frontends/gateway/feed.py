@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 HEARTBEAT_SECONDS = 15.0  # a comment line in a stream quiet this long
@@ -23,14 +23,18 @@ KEEP_ALIVE = b": keep-alive\n\n"  # an SSE comment: every client skips it
 class Feed:
     """The numbered event lines of one turn; touched only on the event loop's thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Callable[[int, dict[str, Any] | None], None] | None = None
+                 ) -> None:
         self.lines: list[tuple[int, dict[str, Any]]] = []
         self.count = 0
         self.closed = False
         self._changed = asyncio.Event()
+        self._sink = sink  # each line (and None at the end) also goes there: other workers
 
     def push(self, line: dict[str, Any]) -> None:
         self.lines.append((self.count, line))
+        if self._sink is not None:
+            self._sink(self.count, line)
         self.count += 1
         self._wake()
 
@@ -39,6 +43,8 @@ class Feed:
         now on (the list a follower is reading is left as it is)."""
         self.closed = True
         self.lines = [(n, line) for n, line in self.lines if line.get("type") != "delta"]
+        if self._sink is not None:
+            self._sink(self.count, None)
         self._wake()
 
     def _wake(self) -> None:

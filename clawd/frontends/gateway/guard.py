@@ -26,7 +26,6 @@ from starlette.concurrency import run_in_threadpool
 
 from clawd.config.gateway import Gateway
 from clawd.frontends.gateway.policy import (
-    FailedAuth,
     Tokens,
     bearer,
     client_address,
@@ -68,11 +67,20 @@ class BodyTooLarge(Exception):
 class Guard:
     """See the module docstring."""
 
-    def __init__(self, app: ASGIApp, gateway: Gateway, tokens: Tokens, failed: FailedAuth,
+    def __init__(self, app: ASGIApp, gateway: Gateway, tokens: Tokens,
+                 failed: Any,  # a policy.FailedAuth, or one shared by workers (remote)
                  stopping: Callable[[], bool] = lambda: False):
         self.app, self.gateway, self.tokens, self.failed = app, gateway, tokens, failed
         self.trusted = networks(gateway.trusted_proxies)
         self.stopping = stopping
+
+    async def _failed(self, what: str, key: str) -> Any:
+        """``FailedAuth``'s ``what`` for ``key``; off the event loop when the counts are
+        shared through a database (``remote``)."""
+        call = getattr(self.failed, what)
+        if getattr(self.failed, "remote", False):
+            return await run_in_threadpool(call, key)
+        return call(key)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -121,14 +129,14 @@ class Guard:
         header = headers.get("authorization")
         presented = bearer(header) is not None
         key = rate_key(client)
-        if presented and (wait := self.failed.retry_after(key)) is not None:
+        if presented and (wait := await self._failed("retry_after", key)) is not None:
             await _locked_out(send, wait)
             return
         agents = (await run_in_threadpool(self.tokens.agents, header)
                   if self.tokens.people is not None else self.tokens.agents(header))
         if agents is False:
             # only a token presented and wrong is a guess; a request with none is not
-            wait = self.failed.failed(key) if presented else None
+            wait = await self._failed("failed", key) if presented else None
             if wait is not None:
                 await _locked_out(send, wait)
             else:
@@ -137,7 +145,7 @@ class Guard:
                                  {"WWW-Authenticate": "Bearer"})
             return
         if presented:
-            self.failed.succeeded(key)
+            await self._failed("succeeded", key)
         scope.setdefault("state", {})["agents"] = agents
         limit = self.gateway.max_body_bytes
         length = headers.get("content-length", "")

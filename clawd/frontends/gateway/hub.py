@@ -34,6 +34,7 @@ from clawd.core.errors import ClawdError
 from clawd.frontends.commands import Chat
 from clawd.frontends.gateway.agents import Agents
 from clawd.frontends.gateway.feed import Feed
+from clawd.frontends.gateway.shared import StoredFeed, sink
 from clawd.frontends.render import drive, event_json
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,21 @@ class Turn:
 
 
 @dataclass(eq=False)
+class RemoteTurn:
+    """A turn another worker runs (with shared state): followed through its stored lines."""
+
+    id: str
+    agent_id: str
+    key: str
+    feed: StoredFeed
+    state: str = "running"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key,
+                "state": self.state}
+
+
+@dataclass(eq=False)
 class Slot:
     """One session's queue and, while it is in use, its open ``Chat``."""
 
@@ -97,10 +113,16 @@ class Hub:
     """Every session the gateway has touched (see the module docstring)."""
 
     def __init__(self, agents: Agents, *, max_queued: int = 8, idle_seconds: float = 60,
-                 grace_seconds: float = 10, new_id: Callable[[], str] | None = None):
+                 grace_seconds: float = 10, new_id: Callable[[], str] | None = None,
+                 shared: Any = None):
         from clawd.core.messages import new_id as make_id
 
         self.agents = agents
+        # ``storage.postgres.shared.PgShared``: turns and their lines other workers see; a
+        # session is let go after each turn then, so the next may run on any worker
+        self.shared = shared
+        if shared is not None:
+            idle_seconds = 0
         self.max_queued, self.idle_seconds, self.grace = max_queued, idle_seconds, grace_seconds
         self.new_id = new_id or make_id
         self.slots: dict[tuple[str, str], Slot] = {}
@@ -112,7 +134,7 @@ class Hub:
     # --- sending ----------------------------------------------------------------------------
 
     def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None,
-               *, ephemeral: bool = False) -> tuple[Turn, bool]:
+               *, ephemeral: bool = False) -> tuple[Turn | RemoteTurn, bool]:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
         it is new (False: a retried send, the turn it started the first time).
         ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
@@ -127,13 +149,24 @@ class Hub:
                 return seen, False
         if self.stopping:
             raise Stopping("the gateway is shutting down; the message was not sent")
+        turn_id = self.new_id()
+        if self.shared is not None:
+            other = self.shared.begin(turn_id, agent_id, key, text, idempotency)
+            if other is not None:  # a retry of a send another worker took
+                if not other[1]:
+                    raise IdempotencyConflict(
+                        f"the idempotency key {idempotency!r} was used for another message "
+                        f"to {key}; use a new key for a new message")
+                return self.turn(other[0]) or self._remote(other[0], agent_id, key), False
         slot = self.slots.get((agent_id, key))
         if slot is None:
             slot = self.slots[(agent_id, key)] = Slot(agent_id, key)
         waiting = len(slot.queue) + (1 if slot.running is not None else 0)
         if waiting > self.max_queued:
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
-        turn = Turn(self.new_id(), agent_id, key, text, ephemeral=ephemeral)
+        turn = Turn(turn_id, agent_id, key, text, ephemeral=ephemeral)
+        if self.shared is not None:
+            turn.feed = Feed(sink(self.shared, turn_id))
         self._remember(turn, idempotency)
         slot.queue.append(turn)
         if slot.idle_timer is not None:
@@ -154,8 +187,18 @@ class Hub:
                     break
                 table.popitem(last=False)
 
-    def turn(self, turn_id: str) -> Turn | None:
-        return self.turns.get(turn_id)
+    def turn(self, turn_id: str) -> Turn | RemoteTurn | None:
+        """A turn of this worker, or with shared state, of any worker."""
+        found = self.turns.get(turn_id)
+        if found is not None or self.shared is None:
+            return found
+        about = self.shared.turn(turn_id)
+        return None if about is None else self._remote(turn_id, about["agent"], about["key"],
+                                                       about["state"])
+
+    def _remote(self, turn_id: str, agent_id: str, key: str, state: str = "running"
+                ) -> RemoteTurn:
+        return RemoteTurn(turn_id, agent_id, key, StoredFeed(self.shared, turn_id), state)
 
     def busy(self, agent_id: str, key: str) -> dict[str, Any]:
         """The session's running turn and how many wait behind it."""

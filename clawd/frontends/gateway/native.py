@@ -33,7 +33,7 @@ from clawd.frontends.gateway.common import (
     state,
 )
 from clawd.frontends.gateway.feed import KEEP_ALIVE, sse
-from clawd.frontends.gateway.hub import Turn
+from clawd.frontends.gateway.hub import RemoteTurn, Turn
 from clawd.loop.runtime import Runtime, session_model
 from clawd.sessions.interfaces import TranscriptLog
 
@@ -227,8 +227,8 @@ async def turn_events(request: Request) -> Response:
                           "X-Clawd-Session-Key": header_key(turn.key)})
 
 
-async def _events(request: Request, turn: Turn, after: int, headers: dict[str, str]
-                  ) -> Response:
+async def _events(request: Request, turn: Turn | RemoteTurn, after: int,
+                  headers: dict[str, str]) -> Response:
     if "application/json" in request.headers.get("accept", "") and \
             "text/event-stream" not in request.headers.get("accept", ""):
         lines = [line async for _, line in turn.feed.lines_of(after)]

@@ -12,7 +12,9 @@ The tables keep the embedded meanings: a ``sessions`` row is a ``sessions.json``
 byte for byte, which ``jsonb`` would not; a line that was already unreadable in a migrated
 file is kept in ``torn``), a ``workspace_files`` row a file's bytes, ``file_versions`` its
 kept versions, ``records`` an agent's small JSON records, ``leases`` who holds a session,
-``people`` who may use the gateway (their tokens' digests).
+``people`` who may use the gateway (their tokens' digests); ``gateway_turns``,
+``turn_events`` and ``auth_failures`` what the gateway's workers share
+(``storage.postgres.shared``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,21 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE people (
         name text PRIMARY KEY, agents text[] NOT NULL, digest text NOT NULL UNIQUE,
         created text NOT NULL);
+    """,
+    """
+    CREATE TABLE gateway_turns (
+        turn_id text PRIMARY KEY, agent_id text NOT NULL, key text NOT NULL,
+        idempotency text, text_hash text NOT NULL, worker text NOT NULL,
+        state text NOT NULL, created timestamptz NOT NULL DEFAULT now());
+    CREATE UNIQUE INDEX gateway_turns_idempotency ON gateway_turns (agent_id, key, idempotency)
+        WHERE idempotency IS NOT NULL;
+    CREATE INDEX gateway_turns_created ON gateway_turns (created);
+    CREATE TABLE turn_events (
+        turn_id text NOT NULL, seq integer NOT NULL, line json NOT NULL,
+        PRIMARY KEY (turn_id, seq));
+    CREATE TABLE auth_failures (
+        client text PRIMARY KEY, failures double precision[] NOT NULL DEFAULT '{}',
+        locked_until double precision);
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time

@@ -1,0 +1,56 @@
+"""The gateway's side of what several workers share (``storage.postgres.shared``): a turn
+another worker runs, followed through its stored lines (``StoredFeed``), and the sink that
+stores this worker's lines (``sink``). Without ``storage.url`` none of this is used: one
+process holds everything in memory, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+POLL_SECONDS = 0.1  # how often a follower on another worker looks for new lines
+
+
+def sink(shared: Any, turn_id: str) -> Callable[[int, dict[str, Any] | None], None]:
+    """What a ``Feed`` hands its lines to: the shared store (None: the turn ended)."""
+    def keep(seq: int, line: dict[str, Any] | None) -> None:
+        if line is None:
+            shared.finish(turn_id)
+        else:
+            shared.publish(turn_id, seq, line)
+    return keep
+
+
+class StoredFeed:
+    """The lines of a turn another worker runs, as ``Feed`` offers them: ``follow`` polls
+    the database until the turn has ended."""
+
+    def __init__(self, shared: Any, turn_id: str):
+        self.shared, self.turn_id = shared, turn_id
+
+    async def follow(self, after: int = -1, *, keepalive: float | None = None
+                     ) -> AsyncIterator[tuple[int, dict[str, Any]] | None]:
+        quiet = time.monotonic()
+        while True:
+            rows, ended = await run_in_threadpool(self.shared.events_after, self.turn_id,
+                                                  after)
+            for number, line in rows:
+                after = number
+                quiet = time.monotonic()
+                yield number, line
+            if ended and not rows:
+                return
+            if keepalive is not None and time.monotonic() - quiet >= keepalive:
+                quiet = time.monotonic()
+                yield None
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def lines_of(self, after: int = -1) -> AsyncIterator[tuple[int, dict[str, Any]]]:
+        async for found in self.follow(after):
+            if found is not None:
+                yield found

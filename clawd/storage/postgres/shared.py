@@ -1,0 +1,167 @@
+"""What several ``clawd serve`` workers on one database share (SPEC §14): the turns they
+started (so a retried send with the same idempotency key never runs twice, whichever worker
+it reaches), every turn's event lines (so ``GET /api/turns/{id}/events`` follows a turn
+from any worker, ``Last-Event-ID`` included) and the failed sign-ins per client address.
+
+A worker writes its turns' lines through a writer thread in small batches, so the event
+loop never waits on the database; a follower on another worker polls for lines after the
+last it has. When a turn ends its text deltas are dropped (its ``reply`` line holds the
+whole text), as the in-process feed drops them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from clawd.config.gateway import RateLimit
+
+if TYPE_CHECKING:
+    from clawd.storage.postgres.database import Database
+
+log = logging.getLogger(__name__)
+BATCH = 200  # lines written in one statement at most
+KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class PgShared:
+    """The shared turns and event lines of one database's workers."""
+
+    def __init__(self, db: Database, worker: str):
+        self.db, self.worker = db, worker
+        self._lines: queue.Queue[tuple[str, int, dict[str, Any]] | tuple[str, None, str]] = \
+            queue.Queue()
+        self._writer = threading.Thread(target=self._write, daemon=True,
+                                        name="clawd-shared-writer")
+        self._writer.start()
+
+    # --- turns ------------------------------------------------------------------------------
+
+    def begin(self, turn_id: str, agent_id: str, key: str, text: str,
+              idempotency: str | None) -> tuple[str, bool] | None:
+        """Record a new turn. With an idempotency key some worker used already for this
+        session: (that turn's id, whether its text was the same), and nothing recorded."""
+        with self.db.connection() as conn:
+            made = conn.execute(
+                "INSERT INTO gateway_turns (turn_id, agent_id, key, idempotency, text_hash, "
+                "worker, state) VALUES (%s, %s, %s, %s, %s, %s, 'queued') "
+                "ON CONFLICT DO NOTHING RETURNING turn_id",
+                (turn_id, agent_id, key, idempotency, text_hash(text), self.worker)).fetchone()
+            if made or idempotency is None:
+                return None
+            row = conn.execute("SELECT turn_id, text_hash FROM gateway_turns WHERE "
+                               "agent_id = %s AND key = %s AND idempotency = %s",
+                               (agent_id, key, idempotency)).fetchone()
+        if row is None:  # the other turn was just removed: try once more
+            return self.begin(turn_id, agent_id, key, text, None)
+        return str(row[0]), row[1] == text_hash(text)
+
+    def turn(self, turn_id: str) -> dict[str, Any] | None:
+        """A turn any worker recorded: its agent, session key and state."""
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT agent_id, key, state, worker FROM gateway_turns WHERE "
+                               "turn_id = %s", (turn_id,)).fetchone()
+        return (dict(zip(("agent", "key", "state", "worker"), row)) if row else None)
+
+    def publish(self, turn_id: str, seq: int, line: dict[str, Any]) -> None:
+        """Keep one event line of a turn (written by the writer thread, in order)."""
+        self._lines.put((turn_id, seq, line))
+
+    def finish(self, turn_id: str) -> None:
+        """The turn ended (after its last line is written)."""
+        self._lines.put((turn_id, None, "done"))
+
+    def events_after(self, turn_id: str, after: int) -> tuple[list[tuple[int, Any]], bool]:
+        """The lines numbered above ``after``, and whether the turn has ended."""
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT seq, line FROM turn_events WHERE turn_id = %s AND "
+                                "seq > %s ORDER BY seq", (turn_id, after)).fetchall()
+            state = conn.execute("SELECT state FROM gateway_turns WHERE turn_id = %s",
+                                 (turn_id,)).fetchone()
+        return [(int(seq), line) for seq, line in rows], not state or state[0] == "done"
+
+    def settle(self, timeout: float = 5.0) -> None:
+        """Wait until every line handed in so far is written (tests, shutdown)."""
+        done = threading.Event()
+        self._lines.put(("", None, done))  # type: ignore[arg-type]
+        done.wait(timeout)
+
+    def _write(self) -> None:
+        while True:
+            batch = [self._lines.get()]
+            while len(batch) < BATCH:
+                try:
+                    batch.append(self._lines.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                self._flush(batch)
+            except Exception as exc:  # noqa: BLE001 - a lost line must not stop the writer
+                log.warning("shared turn lines not written: %s", exc)
+
+    def _flush(self, batch: list[Any]) -> None:
+        lines = [(t, s, orjson.dumps(line).decode()) for t, s, line in batch if s is not None]
+        ended = [t for t, s, what in batch if s is None and what == "done"]
+        with self.db.connection() as conn, conn.transaction():
+            if lines:
+                with conn.cursor() as cur:
+                    cur.executemany("INSERT INTO turn_events (turn_id, seq, line) VALUES "
+                                    "(%s, %s, %s::json) ON CONFLICT DO NOTHING", lines)
+                conn.execute("UPDATE gateway_turns SET state = 'running' WHERE turn_id = ANY(%s)"
+                             " AND state = 'queued'", (list({t for t, _, _ in lines}),))
+            if ended:
+                conn.execute("DELETE FROM turn_events WHERE turn_id = ANY(%s) AND "
+                             "line->>'type' = 'delta'", (ended,))
+                conn.execute("UPDATE gateway_turns SET state = 'done' WHERE turn_id = ANY(%s)",
+                             (ended,))
+                conn.execute("DELETE FROM gateway_turns WHERE created < now() - "
+                             "make_interval(secs => %s)", (KEEP_TURNS_SECONDS,))
+        for _, s, what in batch:
+            if s is None and isinstance(what, threading.Event):
+                what.set()
+
+
+class PgFailedAuth:
+    """``FailedAuth`` (wrong tokens per client address, lockouts) shared by every worker:
+    the same rules, counted in the ``auth_failures`` table by wall-clock time."""
+
+    remote = True  # its calls reach the database: the guard makes them off the event loop
+
+    def __init__(self, db: Database, limit: RateLimit):
+        self.db, self.limit = db, limit
+
+    def retry_after(self, client: str) -> int | None:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT locked_until FROM auth_failures WHERE client = %s",
+                               (client,)).fetchone()
+        left = (row[0] - time.time()) if row and row[0] else None
+        return max(1, round(left + 0.5)) if left is not None and left > 0 else None
+
+    def failed(self, client: str) -> int | None:
+        now, window = time.time(), self.limit.window_seconds
+        with self.db.connection() as conn, conn.transaction():
+            row = conn.execute(
+                "INSERT INTO auth_failures (client, failures) VALUES (%s, ARRAY[%s]) "
+                "ON CONFLICT (client) DO UPDATE SET failures = array_append(ARRAY(SELECT f "
+                "FROM unnest(auth_failures.failures) f WHERE f > %s), %s) "
+                "RETURNING cardinality(failures)", (client, now, now - window, now)).fetchone()
+            if row and row[0] >= self.limit.max_attempts:
+                conn.execute("UPDATE auth_failures SET failures = '{}', locked_until = %s "
+                             "WHERE client = %s", (now + self.limit.lockout_seconds, client))
+                return max(1, round(self.limit.lockout_seconds))
+        return None
+
+    def succeeded(self, client: str) -> None:
+        with self.db.connection() as conn:
+            conn.execute("UPDATE auth_failures SET failures = '{}' WHERE client = %s",
+                         (client,))

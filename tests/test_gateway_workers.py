@@ -1,0 +1,94 @@
+"""Two gateway workers on one PostgreSQL database, requests alternating between them: one
+conversation, whichever worker serves each turn; a retried send with the same idempotency
+key never runs twice, whichever worker it reaches; a turn run by one worker is followed from
+the other (``Last-Event-ID`` too); wrong tokens count on every worker together."""
+
+from __future__ import annotations
+
+from starlette.testclient import TestClient
+
+from clawd.config import AgentDefaults, Config
+from clawd.frontends.gateway.agents import Agents
+from clawd.frontends.gateway.app import create_app
+from clawd.loop.runtime import Runtime, fixed_models
+from clawd.providers.scripted import ScriptedProvider
+from clawd.storage.postgres import database
+
+from gateway_client import AUTH, BASE, TOKEN, events
+
+
+def _worker(tmp_path, url: str, name: str, rate: dict | None = None):
+    provider = ScriptedProvider(default=lambda request: f"{name}: " + request.messages[-1].text)
+    workspace = tmp_path / "ws"
+    runtime = Runtime(config=Config(), agent_id="main",
+                      settings=AgentDefaults.model_validate({
+                          "workspace": str(workspace), "memorySearch": {"enabled": False}}),
+                      workspace=workspace, storage=database(url).agent("main"),
+                      models=fixed_models(provider, 200_000, profile="strong"), tools=[])
+    config = Config.model_validate({"storage": {"url": url}, "gateway": {
+        "shutdownGraceSeconds": 0, "auth": {"rateLimit": rate or {}}}})
+    return TestClient(create_app(config, Agents.of_runtimes([runtime], config), TOKEN),
+                      base_url=BASE)
+
+
+def _reply(streamed: list[dict]) -> str:
+    return next(e["text"] for e in streamed if e["type"] == "reply")
+
+
+def test_alternating_workers_keep_one_conversation(tmp_path, pg_url):
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        for n in range(6):
+            client = (a, b)[n % 2]
+            sent = client.post("/api/sessions/main/messages", json={"text": f"message {n}"},
+                               headers=AUTH)
+            assert _reply(events(sent)) == f"{'ab'[n % 2]}: message {n}"
+        for client in (a, b):
+            items = client.get("/api/sessions/main/history?limit=50", headers=AUTH).json()
+            said = [i["text"] for i in items["items"] if i["type"] in ("user", "assistant")]
+            assert said == [t for n in range(6) for t in (f"message {n}",
+                                                          f"{'ab'[n % 2]}: message {n}")]
+
+
+def test_a_retried_send_runs_once_whichever_worker_it_reaches(tmp_path, pg_url):
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        key = {"Idempotency-Key": "send-1", **AUTH}
+        first = a.post("/api/sessions/main/messages", json={"text": "once"}, headers=key)
+        turn = first.headers["X-Clawd-Turn-Id"]
+        a.app.state.gateway.hub.shared.settle()
+        again = b.post("/api/sessions/main/messages", json={"text": "once"}, headers=key)
+        assert again.headers["X-Clawd-Turn-Id"] == turn
+        assert again.headers["X-Clawd-Replayed"] == "true"
+        assert _reply(events(again)) == "a: once"
+        other = b.post("/api/sessions/main/messages", json={"text": "something else"},
+                       headers=key)
+        assert other.status_code == 409
+        items = b.get("/api/sessions/main/history", headers=AUTH).json()["items"]
+        assert [i["text"] for i in items if i["type"] == "user"] == ["once"]  # ran once
+
+
+def test_a_turn_is_followed_from_another_worker(tmp_path, pg_url):
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        sent = a.post("/api/sessions/main/messages", json={"text": "follow me"},
+                      headers=AUTH)
+        turn = sent.headers["X-Clawd-Turn-Id"]
+        here = events(sent)
+        a.app.state.gateway.hub.shared.settle()
+        there = events(b.get(f"/api/turns/{turn}/events", headers=AUTH))
+        kept = [e for e in here if e["type"] != "delta"]
+        assert [e["type"] for e in there] == [e["type"] for e in kept]
+        assert _reply(there) == "a: follow me"
+        rest = b.get(f"/api/turns/{turn}/events", headers={**AUTH, "Last-Event-ID": "1"})
+        assert len(events(rest)) < len(there)
+        assert b.get("/api/turns/nosuch/events", headers=AUTH).status_code == 404
+
+
+def test_wrong_tokens_count_on_every_worker_together(tmp_path, pg_url):
+    rate = {"maxAttempts": 4, "windowSeconds": 60, "lockoutSeconds": 30}
+    with _worker(tmp_path, pg_url, "a", rate) as a, _worker(tmp_path, pg_url, "b", rate) as b:
+        wrong = {"Authorization": "Bearer not-the-token-at-all-0000"}
+        codes = [(a, b)[n % 2].get("/api/agents", headers=wrong).status_code
+                 for n in range(5)]
+        assert codes == [401, 401, 401, 429, 429]
+        locked = b.get("/api/agents", headers=AUTH)
+        assert locked.status_code == 429 and int(locked.headers["Retry-After"]) > 0
+        assert a.get("/api/agents", headers=AUTH).status_code == 429
