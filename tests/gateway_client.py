@@ -56,10 +56,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_serve(env: dict[str, str], port: int) -> tuple[subprocess.Popen, str]:
-    """``clawd serve`` as a process with ``env``, once its health check answers on
-    ``port``: the process and its URL."""
-    child = subprocess.Popen([sys.executable, "-m", "clawd", "serve"], env=env,
+def start_serve(env: dict[str, str], port: int, more: list[str] | None = None
+                ) -> tuple[subprocess.Popen, str]:
+    """``clawd serve`` (with ``more`` options) as a process with ``env``, once its health
+    check answers on ``port``: the process and its URL."""
+    child = subprocess.Popen([sys.executable, "-m", "clawd", "serve", *(more or [])], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):

@@ -92,3 +92,22 @@ def test_wrong_tokens_count_on_every_worker_together(tmp_path, pg_url):
         locked = b.get("/api/agents", headers=AUTH)
         assert locked.status_code == 429 and int(locked.headers["Retry-After"]) > 0
         assert a.get("/api/agents", headers=AUTH).status_code == 429
+
+
+def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
+    from clawd.storage.postgres.shared import PgShared
+
+    ghost = PgShared(database(pg_url), worker="clawd gone-host:4242")  # no such connection
+    assert ghost.begin("t-ghost", "main", "agent:main:main", "hello", "k1") is None
+    ghost.publish("t-ghost", 0, {"type": "delta", "text": "Hel"})
+    ghost.settle()
+    with _worker(tmp_path, pg_url, "b") as b:
+        key = {"Idempotency-Key": "k1", **AUTH}
+        again = b.post("/api/sessions/main/messages", json={"text": "hello"}, headers=key)
+        assert again.headers["X-Clawd-Turn-Id"] == "t-ghost"  # never run a second time
+        said = events(again)
+        assert [e["type"] for e in said] == ["delta", "error", "done"]
+        assert "stopped before it ended" in said[1]["message"] and said[2]["failed"]
+        # the session itself goes on, on this worker
+        assert _reply(events(b.post("/api/sessions/main/messages", json={"text": "next"},
+                                    headers=AUTH))) == "b: next"

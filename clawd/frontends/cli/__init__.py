@@ -166,6 +166,8 @@ def build_parser() -> _Parser:
                        "gateway.bind, \"loopback\": 127.0.0.1)")
     serve.add_argument("--port", type=_port, metavar="N",
                        help="port (default: gateway.port, 18789)")
+    serve.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="N worker processes on the one port (needs storage.url)")
     serve.add_argument("--new-token", action="store_true",
                        help="print a fresh token (for gateway.auth.token or "
                        "CLAWD_GATEWAY_TOKEN) and exit")

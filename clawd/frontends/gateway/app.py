@@ -86,13 +86,9 @@ def _shared(config: Config) -> tuple[Any, Any]:
     url = config.storage.effective_url()
     if not url:
         return None, FailedAuth(config.gateway.auth.rate_limit)
-    import os
-    import socket
-
     from clawd.storage import open_database
     from clawd.storage.postgres.shared import PgFailedAuth, PgShared
 
     db = open_database(url)
-    return (PgShared(db, f"{socket.gethostname()}:{os.getpid()}"),
-            PgFailedAuth(db, config.gateway.auth.rate_limit))
+    return PgShared(db), PgFailedAuth(db, config.gateway.auth.rate_limit)
 

@@ -112,20 +112,40 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if gateway.auth.mode == "token" and not token and not gateway.auth.tokens:
         token, path = local_token(state_dir())
         where = str(path)
-    agents = Agents.of_config(config, args.agent)
-    app = create_app(config, agents, token if gateway.auth.mode == "token" else None)
     auth = ("no token (gateway.auth.mode none)" if gateway.auth.mode == "none"
             else f"bearer token from {where}")
     url = f"http://{_url_host(host)}:{port}"
     openai = (f" · OpenAI endpoint {url}/v1" if gateway.http.endpoints.chat_completions.enabled
               else "")
-    print(f"clawd serve: {url} · agents {', '.join(agents.ids)} · {auth}{openai}"
-          + ("" if is_loopback(host) else " · reachable beyond this machine"),
-          file=sys.stderr, flush=True)
-    logging.getLogger("clawd.access").setLevel(logging.INFO)  # a line per request
-    lock.HOLDER = f"clawd serve ({url})"  # what a CLI waiting for one of its sessions is told
-    run(app, host, port)
-    return 0
+    count = getattr(args, "workers", None) or 1
+    if count > 1 and not config.storage.effective_url():
+        raise ConfigError("--workers: several workers share sessions through a database; set "
+                          "storage.url (or CLAWD_STORAGE_URL), see docs/hosting.md")
+    scoped = token if gateway.auth.mode == "token" else None
+
+    def started(ids: list[str]) -> None:
+        print(f"clawd serve: {url} · agents {', '.join(ids)} · {auth}{openai}"
+              + (f" · {count} workers" if count > 1 else "")
+              + ("" if is_loopback(host) else " · reachable beyond this machine"),
+              file=sys.stderr, flush=True)
+
+    def serve(sock: Any = None) -> int:
+        agents = Agents.of_config(config, args.agent)
+        app = create_app(config, agents, scoped)
+        if sock is None:
+            started(agents.ids)
+        logging.getLogger("clawd.access").setLevel(logging.INFO)  # a line per request
+        lock.HOLDER = f"clawd serve ({url})"  # what a CLI waiting for a session is told
+        server(app, host, port).run(sockets=[sock] if sock is not None else None)
+        return 0
+
+    if count == 1:
+        return serve()
+    from clawd.frontends.gateway.workers import listen, supervise
+
+    sock = listen(host, port)  # bound before the workers fork: each accepts on it
+    started([args.agent] if args.agent else config.agent_ids())
+    return supervise(count, sock, serve)
 
 
 def _url_host(host: str) -> str:

@@ -20,6 +20,8 @@ kept versions, ``records`` an agent's small JSON records, ``leases`` who holds a
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 from typing import Any
 
@@ -106,15 +108,20 @@ class Database:
 
         self.url = url
         self.location = shown(url)
+        # every connection of this process says who it is: another worker tells a live
+        # worker's turn from a dead one's by it (``pg_stat_activity``)
+        self.worker = f"clawd {socket.gethostname()}:{os.getpid()}"[:63]
         try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            with psycopg.connect(url, autocommit=True, connect_timeout=10,
+                                 application_name=self.worker) as conn:
                 self.vector_version = _extension(conn, self.location)
                 self.schema_version = _migrate(conn)
         except psycopg.OperationalError as exc:
             raise DatabaseError(f"cannot reach the database {self.location}: "
                                 f"{_first_line(exc)}") from None
         self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
-                                   kwargs={"autocommit": True}, name="clawd")
+                                   kwargs={"autocommit": True,
+                                           "application_name": self.worker}, name="clawd")
 
     def connection(self) -> Any:
         """A pooled connection (``with db.connection() as conn``), in autocommit: a

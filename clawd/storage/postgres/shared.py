@@ -37,8 +37,8 @@ def text_hash(text: str) -> str:
 class PgShared:
     """The shared turns and event lines of one database's workers."""
 
-    def __init__(self, db: Database, worker: str):
-        self.db, self.worker = db, worker
+    def __init__(self, db: Database, worker: str | None = None):
+        self.db, self.worker = db, worker or db.worker
         self._lines: queue.Queue[tuple[str, int, dict[str, Any]] | tuple[str, None, str]] = \
             queue.Queue()
         self._writer = threading.Thread(target=self._write, daemon=True,
@@ -82,13 +82,36 @@ class PgShared:
         self._lines.put((turn_id, None, "done"))
 
     def events_after(self, turn_id: str, after: int) -> tuple[list[tuple[int, Any]], bool]:
-        """The lines numbered above ``after``, and whether the turn has ended."""
+        """The lines numbered above ``after``, and whether the turn has ended (a turn whose
+        worker is gone, killed say, is ended here with a line that says so)."""
         with self.db.connection() as conn:
             rows = conn.execute("SELECT seq, line FROM turn_events WHERE turn_id = %s AND "
                                 "seq > %s ORDER BY seq", (turn_id, after)).fetchall()
-            state = conn.execute("SELECT state FROM gateway_turns WHERE turn_id = %s",
-                                 (turn_id,)).fetchone()
+            state = conn.execute("SELECT state, worker, key FROM gateway_turns WHERE "
+                                 "turn_id = %s", (turn_id,)).fetchone()
+            if not rows and state and state[0] != "done" and not conn.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE application_name = %s",
+                    (state[1],)).fetchone():
+                self._orphaned(conn, turn_id, state[2])
+                return self.events_after(turn_id, after)
         return [(int(seq), line) for seq, line in rows], not state or state[0] == "done"
+
+    @staticmethod
+    def _orphaned(conn: Any, turn_id: str, key: str) -> None:
+        """End the turn of a worker that is gone: what it said is kept; one line says why
+        the reply stops there."""
+        with conn.transaction():
+            last = conn.execute("SELECT coalesce(max(seq), -1) FROM turn_events WHERE "
+                                "turn_id = %s", (turn_id,)).fetchone()[0]
+            why = {"type": "error", "message": "the worker running this turn stopped before it "
+                   "ended; the message is kept in the session, the reply is cut short there"}
+            done = {"type": "done", "text": "", "failed": True, "sessionKey": key}
+            conn.execute("INSERT INTO turn_events (turn_id, seq, line) VALUES (%s, %s, %s::json), "
+                         "(%s, %s, %s::json) ON CONFLICT DO NOTHING",
+                         (turn_id, last + 1, orjson.dumps(why).decode(), turn_id, last + 2,
+                          orjson.dumps(done).decode()))
+            conn.execute("UPDATE gateway_turns SET state = 'done' WHERE turn_id = %s",
+                         (turn_id,))
 
     def settle(self, timeout: float = 5.0) -> None:
         """Wait until every line handed in so far is written (tests, shutdown)."""

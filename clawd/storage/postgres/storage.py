@@ -47,7 +47,7 @@ class PgLease:
                 conn, count = _held[self._slot]
                 _held[self._slot] = (conn, count + 1)
                 return
-            conn = psycopg.connect(db.url, autocommit=True)
+            conn = psycopg.connect(db.url, autocommit=True, application_name=db.worker)
             number = key_lock(agent_id, key, "lease")
             deadline = time.monotonic() + (lock.WAIT_SECONDS if wait is None else wait)
             while not _one(conn, "SELECT pg_try_advisory_lock(%s)", (number,)):
