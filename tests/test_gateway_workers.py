@@ -111,3 +111,43 @@ def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
         # the session itself goes on, on this worker
         assert _reply(events(b.post("/api/sessions/main/messages", json={"text": "next"},
                                     headers=AUTH))) == "b: next"
+
+
+def test_an_abort_asked_of_one_worker_stops_the_turn_on_the_other(tmp_path, pg_url):
+    import threading
+    import time
+
+    from clawd.core.messages import Message, ModelResponse, TextDelta, Usage
+
+    started, gate = threading.Event(), threading.Event()
+
+    class Gated(ScriptedProvider):
+        def stream(self, request):
+            yield TextDelta("The quick brown")
+            started.set()
+            gate.wait(10)
+            yield TextDelta(" fox")
+            yield ModelResponse(Message.assistant("The quick brown fox", usage=Usage(10, 4),
+                                                  stop_reason="stop"))
+
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        runtime = a.app.state.gateway.agents.runtime("main")
+        runtime.models = fixed_models(Gated([]), 200_000, profile="strong")
+        assert a.app.state.gateway.hub.shared.listening.wait(5)
+        box: dict = {}
+        thread = threading.Thread(target=lambda: box.setdefault("events", events(a.post(
+            "/api/sessions/main/messages", json={"text": "tell me"}, headers=AUTH))))
+        thread.start()
+        assert started.wait(5)
+        stopped = b.post("/api/sessions/main/abort", headers=AUTH).json()
+        assert stopped["aborted"] is True
+        hub = a.app.state.gateway.hub
+        deadline = time.monotonic() + 5
+        while not any(s.running is not None and s.running.abort for s in hub.slots.values()):
+            assert time.monotonic() < deadline, "the worker running the turn never heard"
+            time.sleep(0.02)
+        gate.set()
+        thread.join(10)
+        assert box["events"][-1]["interrupted"] is True
+        items = b.get("/api/sessions/main/history", headers=AUTH).json()["items"]
+        assert items[-1] == {**items[-1], "text": "The quick brown", "interrupted": True}

@@ -9,6 +9,7 @@ OpenAI-compatible routes are mounted only with
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -56,6 +57,7 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        hub.listen(asyncio.get_running_loop())
         for agent_id in agents.ids:  # built now, off the loop: no request waits on one
             await run_in_threadpool(agents.runtime, agent_id)
         try:
@@ -63,6 +65,8 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
         finally:
             await hub.stop()
             app.state.gateway.aside.close()
+            if shared is not None:
+                shared.close()
 
     middleware = []
     if gateway.cors.origins:

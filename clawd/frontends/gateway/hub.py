@@ -206,13 +206,26 @@ class Hub:
         running = slot.running.id if slot is not None and slot.running else None
         return {"running": running, "queued": len(slot.queue) if slot else 0}
 
-    def abort(self, agent_id: str, key: str) -> Turn | None:
-        """Stop the session's running turn as Ctrl-C does; the turn, or None if none ran."""
+    def abort(self, agent_id: str, key: str) -> Turn | RemoteTurn | None:
+        """Stop the session's running turn as Ctrl-C does, on this worker or (with shared
+        state) the one running it; the turn, or None if none ran."""
         slot = self.slots.get((agent_id, key))
         if slot is None or slot.running is None:
-            return None
+            found = self.shared.request_abort(agent_id, key) if self.shared else None
+            return self._remote(found, agent_id, key) if found else None
         self._interrupt(slot, slot.running)
         return slot.running
+
+    def listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hear the aborts other workers are asked for (with shared state)."""
+        if self.shared is not None:
+            self.shared.listen(lambda turn_id: loop.call_soon_threadsafe(self._aborted,
+                                                                         turn_id))
+
+    def _aborted(self, turn_id: str) -> None:
+        for slot in self.slots.values():
+            if slot.running is not None and slot.running.id == turn_id:
+                self._interrupt(slot, slot.running)
 
     @staticmethod
     def _interrupt(slot: Slot, turn: Turn) -> None:

@@ -1,7 +1,9 @@
 """What several ``clawd serve`` workers on one database share (SPEC §14): the turns they
 started (so a retried send with the same idempotency key never runs twice, whichever worker
 it reaches), every turn's event lines (so ``GET /api/turns/{id}/events`` follows a turn
-from any worker, ``Last-Event-ID`` included) and the failed sign-ins per client address.
+from any worker, ``Last-Event-ID`` included), aborts (asked for on any worker, heard by the
+one running the turn through ``LISTEN``/``NOTIFY``) and the failed sign-ins per client
+address.
 
 A worker writes its turns' lines through a writer thread in small batches, so the event
 loop never waits on the database; a follower on another worker polls for lines after the
@@ -16,6 +18,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 BATCH = 200  # lines written in one statement at most
+ABORTS = "clawd_abort"  # the channel aborts are asked for on
 KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
 
 
@@ -44,6 +48,12 @@ class PgShared:
         self._writer = threading.Thread(target=self._write, daemon=True,
                                         name="clawd-shared-writer")
         self._writer.start()
+        self.listening = threading.Event()  # the abort listener is connected
+        self.closed = threading.Event()
+
+    def close(self) -> None:
+        """Stop listening (lines handed in are still written)."""
+        self.closed.set()
 
     # --- turns ------------------------------------------------------------------------------
 
@@ -72,6 +82,41 @@ class PgShared:
             row = conn.execute("SELECT agent_id, key, state, worker FROM gateway_turns WHERE "
                                "turn_id = %s", (turn_id,)).fetchone()
         return (dict(zip(("agent", "key", "state", "worker"), row)) if row else None)
+
+    # --- aborts -----------------------------------------------------------------------------
+
+    def request_abort(self, agent_id: str, key: str) -> str | None:
+        """Ask whichever worker runs the session's turn to stop it; the turn's id, or None
+        when no worker runs one."""
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT turn_id FROM gateway_turns WHERE agent_id = %s AND "
+                               "key = %s AND state <> 'done' ORDER BY created DESC LIMIT 1",
+                               (agent_id, key)).fetchone()
+            if row is not None:
+                conn.execute("SELECT pg_notify(%s, %s)", (ABORTS, row[0]))
+        return str(row[0]) if row else None
+
+    def listen(self, on_abort: Callable[[str], None]) -> None:
+        """Call ``on_abort(turn_id)`` (on a thread of its own) for each abort any worker
+        asks for; a lost connection is made again."""
+        def run() -> None:
+            import psycopg
+
+            while not self.closed.is_set():
+                try:
+                    with psycopg.connect(self.db.url, autocommit=True,
+                                         application_name=self.db.worker) as conn:
+                        conn.execute(f"LISTEN {ABORTS}")
+                        self.listening.set()
+                        while not self.closed.is_set():
+                            for note in conn.notifies(timeout=0.5):
+                                on_abort(note.payload)
+                except Exception as exc:  # noqa: BLE001 - listen again after a pause
+                    self.listening.clear()
+                    if not self.closed.wait(1.0):
+                        log.warning("listening for aborts: %s; listening again", exc)
+
+        threading.Thread(target=run, daemon=True, name="clawd-aborts").start()
 
     def publish(self, turn_id: str, seq: int, line: dict[str, Any]) -> None:
         """Keep one event line of a turn (written by the writer thread, in order)."""
