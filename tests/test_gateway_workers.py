@@ -1,9 +1,14 @@
 """Two gateway workers on one PostgreSQL database, requests alternating between them: one
 conversation, whichever worker serves each turn; a retried send with the same idempotency
 key never runs twice, whichever worker it reaches; a turn run by one worker is followed from
-the other (``Last-Event-ID`` too); wrong tokens count on every worker together."""
+the other (``Last-Event-ID`` too); an abort reaches the worker running the turn; a
+session's waiting turns are bounded over every worker; wrong tokens count on every worker
+together."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 from starlette.testclient import TestClient
 
@@ -12,21 +17,24 @@ from clawd.frontends.gateway.agents import Agents
 from clawd.frontends.gateway.app import create_app
 from clawd.loop.runtime import Runtime, fixed_models
 from clawd.providers.scripted import ScriptedProvider
-from clawd.storage.postgres import database
+from clawd.storage.postgres import Database, database
 
 from gateway_client import AUTH, BASE, TOKEN, events
 
 
-def _worker(tmp_path, url: str, name: str, rate: dict | None = None):
+def _worker(tmp_path, url: str, name: str, rate: dict | None = None, queued: int = 8):
+    """One worker: its own ``Database`` (pool and session leases, as a process of its own
+    has), the stand-in model answering "<name>: <message>"."""
     provider = ScriptedProvider(default=lambda request: f"{name}: " + request.messages[-1].text)
     workspace = tmp_path / "ws"
     runtime = Runtime(config=Config(), agent_id="main",
                       settings=AgentDefaults.model_validate({
                           "workspace": str(workspace), "memorySearch": {"enabled": False}}),
-                      workspace=workspace, storage=database(url).agent("main"),
+                      workspace=workspace, storage=Database(url).agent("main"),
                       models=fixed_models(provider, 200_000, profile="strong"), tools=[])
     config = Config.model_validate({"storage": {"url": url}, "gateway": {
-        "shutdownGraceSeconds": 0, "auth": {"rateLimit": rate or {}}}})
+        "shutdownGraceSeconds": 0, "maxQueuedPerSession": queued,
+        "auth": {"rateLimit": rate or {}}}})
     return TestClient(create_app(config, Agents.of_runtimes([runtime], config), TOKEN),
                       base_url=BASE)
 
@@ -113,31 +121,45 @@ def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
                                     headers=AUTH))) == "b: next"
 
 
+class Gated(ScriptedProvider):
+    """The first reply stops after its first words until ``gate`` is set."""
+
+    def __init__(self):
+        super().__init__([])
+        self.started, self.gate = threading.Event(), threading.Event()
+
+    def stream(self, request):
+        from clawd.core.messages import Message, ModelResponse, TextDelta, Usage
+
+        yield TextDelta("The quick brown")
+        self.started.set()
+        self.gate.wait(10)
+        yield TextDelta(" fox")
+        yield ModelResponse(Message.assistant("The quick brown fox", usage=Usage(10, 4),
+                                              stop_reason="stop"))
+
+
+def _gate(client) -> Gated:
+    model = Gated()
+    runtime = client.app.state.gateway.agents.runtime("main")
+    runtime.models = fixed_models(model, 200_000, profile="strong")
+    return model
+
+
+def _in_thread(client, text: str, box: dict) -> threading.Thread:
+    thread = threading.Thread(target=lambda: box.setdefault(text, client.post(
+        "/api/sessions/main/messages", json={"text": text}, headers=AUTH)))
+    thread.start()
+    return thread
+
+
 def test_an_abort_asked_of_one_worker_stops_the_turn_on_the_other(tmp_path, pg_url):
-    import threading
-    import time
-
-    from clawd.core.messages import Message, ModelResponse, TextDelta, Usage
-
-    started, gate = threading.Event(), threading.Event()
-
-    class Gated(ScriptedProvider):
-        def stream(self, request):
-            yield TextDelta("The quick brown")
-            started.set()
-            gate.wait(10)
-            yield TextDelta(" fox")
-            yield ModelResponse(Message.assistant("The quick brown fox", usage=Usage(10, 4),
-                                                  stop_reason="stop"))
-
     with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
-        runtime = a.app.state.gateway.agents.runtime("main")
-        runtime.models = fixed_models(Gated([]), 200_000, profile="strong")
+        model = _gate(a)
+        started, gate = model.started, model.gate
         assert a.app.state.gateway.hub.shared.listening.wait(5)
         box: dict = {}
-        thread = threading.Thread(target=lambda: box.setdefault("events", events(a.post(
-            "/api/sessions/main/messages", json={"text": "tell me"}, headers=AUTH))))
-        thread.start()
+        thread = _in_thread(a, "tell me", box)
         assert started.wait(5)
         stopped = b.post("/api/sessions/main/abort", headers=AUTH).json()
         assert stopped["aborted"] is True
@@ -148,6 +170,33 @@ def test_an_abort_asked_of_one_worker_stops_the_turn_on_the_other(tmp_path, pg_u
             time.sleep(0.02)
         gate.set()
         thread.join(10)
-        assert box["events"][-1]["interrupted"] is True
+        assert events(box["tell me"])[-1]["interrupted"] is True
         items = b.get("/api/sessions/main/history", headers=AUTH).json()["items"]
         assert items[-1] == {**items[-1], "text": "The quick brown", "interrupted": True}
+
+
+def test_a_session_s_turns_wait_on_every_worker_within_one_bound(tmp_path, pg_url):
+    with _worker(tmp_path, pg_url, "a", queued=2) as a, \
+            _worker(tmp_path, pg_url, "b", queued=2) as b:
+        model = _gate(a)
+        box: dict = {}
+        threads = [_in_thread(a, "first", box)]
+        assert model.started.wait(5)
+        threads += [_in_thread(b, "second", box), _in_thread(b, "third", box)]
+        deadline = time.monotonic() + 5
+        while a.app.state.gateway.hub.shared.waiting("main", "agent:main:main") < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        refused = a.post("/api/sessions/main/messages", json={"text": "fourth"},
+                         headers=AUTH)
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+        model.gate.set()
+        for thread in threads:
+            thread.join(30)
+        assert {text: box[text].status_code for text in box} == {
+            "first": 200, "second": 200, "third": 200}
+        items = b.get("/api/sessions/main/history?limit=50", headers=AUTH).json()["items"]
+        users = [i["text"] for i in items if i["type"] == "user"]
+        assert users[0] == "first" and sorted(users[1:]) == ["second", "third"]
+        assert "fourth" not in users
+

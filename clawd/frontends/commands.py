@@ -42,12 +42,15 @@ class Chat:
     """The current session of one agent, as the front ends see it."""
 
     def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
-                 background: bool = False):
+                 background: bool = False, wait: float | None = None):
+        """``wait``: how long to wait for another process to let the session go (None:
+        ``sessions.lock.WAIT_SECONDS``)."""
         self.runtime = runtime
-        self.session = Session(runtime, key, model, pin=False)
+        self.session = Session(runtime, key, model, pin=False, wait=wait)
         self.keys: list[tuple[str, str]] = []  # the front end's keys and what they do, for /help
         self.width: Callable[[], int] | None = None  # the terminal's width, for /help
-        if not runtime.workspace.is_dir() and runtime.settings.workspace_access != "none":
+        if (runtime.storage.kind == "files" and not runtime.workspace.is_dir()
+                and runtime.settings.workspace_access != "none"):
             log.warning("the workspace %s does not exist (run clawd init to create it with "
                         "its starter files); chatting without workspace files until then",
                         runtime.workspace)

@@ -57,15 +57,16 @@ class Session:
     """A conversation under one session key (see the module docstring)."""
 
     def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
-                 fresh: bool = False, pin: bool = True):
+                 fresh: bool = False, pin: bool = True, wait: float | None = None):
         """``model`` is pinned to the session (``modelOverride``) unless ``pin`` is false:
-        then it is used by this process only (``--model``, one-shot as in ``llm -m``)."""
+        then it is used by this process only (``--model``, one-shot as in ``llm -m``).
+        ``wait``: how long to wait for another process holding the session."""
         self.rt = runtime
         self.key = normalize_key(key)
         self.access = Access.of(self.key, runtime.settings, runtime.workspace)
         self.store = runtime.store
         # one writer per session: held until this Session is closed or collected
-        self.lease = runtime.storage.hold(self.key)
+        self.lease = runtime.storage.hold(self.key, wait=wait)
         self._release = weakref.finalize(self, self.lease.release)
         self.run_model = None if pin else model
         opened = open_entry(runtime, self.key, self.access, model if pin else None,

@@ -40,6 +40,7 @@ from clawd.frontends.render import drive, event_json
 log = logging.getLogger(__name__)
 
 MAX_THREADS = 64  # turns running at once, over all sessions
+SHARED_WAIT_SECONDS = 600.0  # a turn waits this long for another worker's turn to end
 IDEMPOTENCY_KEYS = 1000  # sends remembered for their idempotency key
 # where the Ctrl-C of an abort may be thrown into a turn: the points inside its steps
 INTERRUPTIBLE = (ev.TextDelta, ev.ToolStarted, ev.ToolFinished, ev.Waiting, ev.Recalled,
@@ -162,7 +163,11 @@ class Hub:
         if slot is None:
             slot = self.slots[(agent_id, key)] = Slot(agent_id, key)
         waiting = len(slot.queue) + (1 if slot.running is not None else 0)
+        if self.shared is not None:  # every worker's turns of the session, this one's too
+            waiting = self.shared.waiting(agent_id, key) - 1
         if waiting > self.max_queued:
+            if self.shared is not None:
+                self.shared.drop(turn_id)
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
         turn = Turn(turn_id, agent_id, key, text, ephemeral=ephemeral)
         if self.shared is not None:
@@ -272,7 +277,10 @@ class Hub:
         if slot.chat is None:
             try:
                 runtime = self.agents.runtime(slot.agent_id)
-                slot.chat = Chat(runtime, slot.key)
+                # with other workers, the session may be running a turn on one of them:
+                # this turn waits its turn, as it would in this worker's queue
+                slot.chat = Chat(runtime, slot.key,
+                                 wait=SHARED_WAIT_SECONDS if self.shared else None)
             except ClawdError as exc:
                 push({"type": "error", "message": str(exc)})
                 push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])

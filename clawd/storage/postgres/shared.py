@@ -76,6 +76,21 @@ class PgShared:
             return self.begin(turn_id, agent_id, key, text, None)
         return str(row[0]), row[1] == text_hash(text)
 
+    def waiting(self, agent_id: str, key: str) -> int:
+        """The session's turns not ended yet, on every living worker (the running one
+        included; a dead worker's turns wait for nobody)."""
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT count(*) FROM gateway_turns WHERE agent_id = %s AND "
+                               "key = %s AND state <> 'done' AND worker IN (SELECT "
+                               "application_name FROM pg_stat_activity)",
+                               (agent_id, key)).fetchone()
+        return int(row[0]) if row else 0
+
+    def drop(self, turn_id: str) -> None:
+        """Forget a turn that was refused before it was queued."""
+        with self.db.connection() as conn:
+            conn.execute("DELETE FROM gateway_turns WHERE turn_id = %s", (turn_id,))
+
     def turn(self, turn_id: str) -> dict[str, Any] | None:
         """A turn any worker recorded: its agent, session key and state."""
         with self.db.connection() as conn:

@@ -31,7 +31,7 @@ from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
 if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
 
-_held: dict[tuple[str, str, str], tuple[Any, int]] = {}
+_held: dict[tuple[int, str, str], tuple[Any, int]] = {}
 _guard = threading.RLock()
 
 
@@ -40,26 +40,28 @@ class PgLease:
 
     def __init__(self, db: Database, agent_id: str, key: str, wait: float | None, hint: str):
         self.db, self.agent_id, self.key = db, agent_id, key
-        self._slot = (db.url, agent_id, key)
+        self._slot = (id(db), agent_id, key)  # one process, one Database per URL
         self._released = False
         with _guard:
-            if self._slot in _held:
+            if self._slot in _held:  # held by this process already: counted
                 conn, count = _held[self._slot]
                 _held[self._slot] = (conn, count + 1)
                 return
-            conn = psycopg.connect(db.url, autocommit=True, application_name=db.worker)
-            number = key_lock(agent_id, key, "lease")
-            deadline = time.monotonic() + (lock.WAIT_SECONDS if wait is None else wait)
-            while not _one(conn, "SELECT pg_try_advisory_lock(%s)", (number,)):
-                holder = conn.execute("SELECT holder, pid, until FROM leases WHERE "
-                                      "agent_id = %s AND key = %s", (agent_id, key)).fetchone()
-                who, pid, until = holder or ("", None, None)
-                left = until - time.time() if until is not None else None
-                if time.monotonic() >= deadline or (
-                        left is not None and time.monotonic() + left > deadline):
-                    conn.close()
-                    raise SessionBusyError(busy_message(key, str(pid or ""), who, left, hint))
-                time.sleep(lock.POLL_SECONDS)
+        # waited for without the process's guard: other sessions open meanwhile
+        conn = psycopg.connect(db.url, autocommit=True, application_name=db.worker)
+        number = key_lock(agent_id, key, "lease")
+        deadline = time.monotonic() + (lock.WAIT_SECONDS if wait is None else wait)
+        while not _one(conn, "SELECT pg_try_advisory_lock(%s)", (number,)):
+            holder = conn.execute("SELECT holder, pid, until FROM leases WHERE "
+                                  "agent_id = %s AND key = %s", (agent_id, key)).fetchone()
+            who, pid, until = holder or ("", None, None)
+            left = until - time.time() if until is not None else None
+            if time.monotonic() >= deadline or (
+                    left is not None and time.monotonic() + left > deadline):
+                conn.close()
+                raise SessionBusyError(busy_message(key, str(pid or ""), who, left, hint))
+            time.sleep(lock.POLL_SECONDS)
+        with _guard:
             _held[self._slot] = (conn, 1)
             self._say(conn, None)
 
