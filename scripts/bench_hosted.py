@@ -1,0 +1,203 @@
+"""Several gateway workers on one PostgreSQL against the embedded single process, in one run.
+
+Each configuration is a real ``clawd serve`` (``--workers N`` on PostgreSQL) over the
+stand-in model on 127.0.0.1 (it answers at once, so what is timed is clawd's own work):
+``--sessions`` sessions (200) of ``--turns`` turns (5) each, sent by ``--clients``
+concurrent clients (16), a session's turns in order, every send with an idempotency key and
+retried once with the same key when the connection fails. Reported: turns per second, the
+latency of a turn at p50/p95 and what PostgreSQL adds to it over the embedded store, and
+from every session's history afterwards: turns lost and turns run twice (both must be 0).
+The last run kills one of two workers (SIGKILL) a third of the way in: every turn a client
+was told was done must be in its history, once.
+
+PostgreSQL: a ``pgserver`` (the test extra) started for the run, a fresh database a run.
+
+    python scripts/bench_hosted.py [--sessions 200] [--turns 5] [--clients 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fakeserver import FakeServer  # noqa: E402
+from gateway_client import free_port  # noqa: E402
+from webchat import StandIn  # noqa: E402
+
+TOKEN = "bench-token-7f3a9c2e5b1d8a64"
+AUTH = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
+
+
+def home_for(root: Path, model_url: str, port: int, url: str | None) -> dict[str, str]:
+    home = root / f"home-{port}"
+    (home / "ws" / "memory").mkdir(parents=True)
+    (home / ".clawd").mkdir()
+    config = {"agents": {"defaults": {"workspace": str(home / "ws"), "model": "local/qwen",
+                                      "memorySearch": {"enabled": False}}},
+              "models": {"providers": {"local": {
+                  "api": "openai-completions", "baseUrl": model_url + "/v1",
+                  "models": [{"id": "qwen", "contextWindow": 32000}], "maxRetries": 0}}},
+              "gateway": {"port": port, "shutdownGraceSeconds": 2,
+                          "maxQueuedPerSession": 64}}
+    if url:
+        config["storage"] = {"url": url}
+    (home / ".clawd" / "clawd.json").write_text(json.dumps(config))
+    env = {**os.environ, "HOME": str(home), "CLAWD_HOME": str(home / ".clawd"),
+           "CLAWD_GATEWAY_TOKEN": TOKEN}
+    env.pop("CLAWD_CONFIG", None)
+    return env
+
+
+def start(env: dict[str, str], port: int, workers: int) -> subprocess.Popen:
+    more = ["--workers", str(workers)] if workers > 1 else []
+    child = subprocess.Popen([sys.executable, "-m", "clawd", "serve", *more], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return child
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    child.kill()
+    raise SystemExit(f"clawd serve did not start: {child.communicate()[1][-2000:]}")
+
+
+def load(port: int, sessions: int, turns: int, clients: int,
+         kill: tuple[subprocess.Popen, int] | None = None) -> dict[str, float]:
+    """Every session's turns, in order per session, sessions side by side."""
+    base = f"http://127.0.0.1:{port}"
+    latencies: list[float] = []
+    acknowledged: dict[int, list[str]] = {n: [] for n in range(sessions)}
+    failed = [0]
+    done = [0]
+    lock = threading.Lock()
+    total = sessions * turns
+
+    def session(n: int) -> None:
+        with httpx.Client(timeout=60) as client:
+            for t in range(turns):
+                text = f"s{n} turn {t}"
+                headers = {**AUTH, "Idempotency-Key": f"bench-{n}-{t}"}
+                started = time.perf_counter()
+                for attempt in range(3):
+                    try:
+                        got = client.post(f"{base}/api/sessions/s{n}/messages",
+                                          json={"text": text}, headers=headers)
+                        finished = any(e.get("type") == "reply"
+                                       for e in got.json().get("events", []))
+                        if got.status_code == 200 and finished:
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    time.sleep(0.2 * (attempt + 1))
+                else:
+                    with lock:
+                        failed[0] += 1
+                    continue
+                with lock:
+                    latencies.append((time.perf_counter() - started) * 1000)
+                    acknowledged[n].append(text)
+                    done[0] += 1
+                    if kill and done[0] == total // 3:
+                        os.kill(kill[1], signal.SIGKILL)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(session, range(sessions)))
+    seconds = time.perf_counter() - started
+    lost = doubled = 0
+    with httpx.Client(timeout=60) as client:
+        for n in range(sessions):
+            items = client.get(f"{base}/api/sessions/s{n}/history?limit=200",
+                               headers=AUTH).json()["items"]
+            said = [i["text"] for i in items if i["type"] == "user"]
+            lost += sum(1 for text in acknowledged[n] if text not in said)
+            doubled += sum(1 for text in set(said) if said.count(text) > 1)
+    return {"turns/s": done[0] / seconds, "p50 ms": percentile(latencies, 0.5),
+            "p95 ms": percentile(latencies, 0.95), "done": done[0], "unanswered": failed[0],
+            "lost": lost, "doubled": doubled}
+
+
+def fresh_database(base: str, name: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    return urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--workers", default="1,2,4")
+    args = parser.parse_args()
+    import pgserver
+
+    root = Path(tempfile.mkdtemp(prefix="clawd-bench-hosted-"))
+    server = pgserver.get_server(root / "pg", cleanup_mode="stop")
+    base = server.get_uri()
+    rows: list[tuple[str, dict[str, float]]] = []
+    with FakeServer() as model:
+        model.default("POST", "/v1/chat/completions", StandIn())
+        runs = [("embedded, 1 process", None, 1, False)]
+        runs += [(f"postgresql, {n} worker{'s' if n > 1 else ''}", f"run{n}", n, False)
+                 for n in map(int, args.workers.split(","))]
+        runs.append(("postgresql, 2 workers, one killed", "killed", 2, True))
+        for label, database, workers, kill in runs:
+            port = free_port()
+            url = fresh_database(base, f"bench_{database}") if database else None
+            child = start(home_for(root, model.url, port, url), port, workers)
+            victim = None
+            if kill:
+                import psutil
+
+                victim = (child, psutil.Process(child.pid).children()[0].pid)
+            try:
+                found = load(port, args.sessions, args.turns, args.clients, victim)
+            finally:
+                child.send_signal(signal.SIGTERM)
+                child.communicate(timeout=60)
+            rows.append((label, found))
+            print(f"{label}: {json.dumps({k: round(v, 1) for k, v in found.items()})}",
+                  file=sys.stderr, flush=True)
+    server.cleanup()
+    embedded = rows[0][1]
+    print(f"{args.sessions} sessions × {args.turns} turns, {args.clients} clients, stand-in "
+          f"model on 127.0.0.1, {os.cpu_count()} CPUs")
+    print(f"{'':<36}{'turns/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'+p50':>8}{'lost':>6}"
+          f"{'twice':>7}{'unanswered':>12}")
+    for label, found in rows:
+        added = found["p50 ms"] - embedded["p50 ms"]
+        print(f"{label:<36}{found['turns/s']:>9.1f}{found['p50 ms']:>9.1f}"
+              f"{found['p95 ms']:>9.1f}{added:>+8.1f}{int(found['lost']):>6}"
+              f"{int(found['doubled']):>7}{int(found['unanswered']):>12}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
