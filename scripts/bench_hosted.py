@@ -162,6 +162,9 @@ def main() -> int:
     server = pgserver.get_server(root / "pg", cleanup_mode="stop")
     base = server.get_uri()
     rows: list[tuple[str, dict[str, float]]] = []
+    from http.server import ThreadingHTTPServer
+
+    ThreadingHTTPServer.request_queue_size = 256  # the stand-in takes every connection
     with FakeServer() as model:
         model.default("POST", "/v1/chat/completions", StandIn())
         runs = [("embedded, 1 process", None, 1, False)]
@@ -181,7 +184,9 @@ def main() -> int:
                 found = load(port, args.sessions, args.turns, args.clients, victim)
             finally:
                 child.send_signal(signal.SIGTERM)
-                child.communicate(timeout=60)
+                said = child.communicate(timeout=60)[1]
+                if "Traceback" in said:
+                    print(f"{label}: clawd serve said\n{said[-3000:]}", file=sys.stderr)
             rows.append((label, found))
             print(f"{label}: {json.dumps({k: round(v, 1) for k, v in found.items()})}",
                   file=sys.stderr, flush=True)

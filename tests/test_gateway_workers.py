@@ -45,11 +45,15 @@ def _reply(streamed: list[dict]) -> str:
 
 def test_alternating_workers_keep_one_conversation(tmp_path, pg_url):
     with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        started = time.monotonic()
         for n in range(6):
             client = (a, b)[n % 2]
             sent = client.post("/api/sessions/main/messages", json={"text": f"message {n}"},
                                headers=AUTH)
             assert _reply(events(sent)) == f"{'ab'[n % 2]}: message {n}"
+        # the worker holding the session idle let it go when the other asked, not after
+        # gateway.idleSessionSeconds (60 s)
+        assert time.monotonic() - started < 20
         for client in (a, b):
             items = client.get("/api/sessions/main/history?limit=50", headers=AUTH).json()
             said = [i["text"] for i in items["items"] if i["type"] in ("user", "assistant")]

@@ -119,11 +119,9 @@ class Hub:
         from clawd.core.messages import new_id as make_id
 
         self.agents = agents
-        # ``storage.postgres.shared.PgShared``: turns and their lines other workers see; a
-        # session is let go after each turn then, so the next may run on any worker
+        # ``storage.postgres.shared.PgShared``: turns and their lines other workers see; an
+        # idle session is let go at once when another worker waits for it
         self.shared = shared
-        if shared is not None:
-            idle_seconds = 0
         self.max_queued, self.idle_seconds, self.grace = max_queued, idle_seconds, grace_seconds
         self.new_id = new_id or make_id
         self.slots: dict[tuple[str, str], Slot] = {}
@@ -224,8 +222,18 @@ class Hub:
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
         """Hear the aborts other workers are asked for (with shared state)."""
         if self.shared is not None:
-            self.shared.listen(lambda turn_id: loop.call_soon_threadsafe(self._aborted,
-                                                                         turn_id))
+            self.shared.listen(
+                lambda turn_id: loop.call_soon_threadsafe(self._aborted, turn_id),
+                lambda agent_id, key: loop.call_soon_threadsafe(self._idle_now, agent_id, key))
+
+    def _idle_now(self, agent_id: str, key: str) -> None:
+        """Let go of the session now if it is idle here (another process waits for it, or
+        it is about to be deleted)."""
+        slot = self.slots.get((agent_id, key))
+        if slot is not None and slot.running is None and not slot.queue:
+            if slot.idle_timer is not None:
+                slot.idle_timer.cancel()
+            self._let_go(slot)
 
     def _aborted(self, turn_id: str) -> None:
         for slot in self.slots.values():
@@ -334,11 +342,7 @@ class Hub:
 
     async def release(self, agent_id: str, key: str) -> None:
         """Let go of an idle session now (before it is deleted): its lock is freed."""
-        slot = self.slots.get((agent_id, key))
-        if slot is not None and slot.running is None and not slot.queue:
-            if slot.idle_timer is not None:
-                slot.idle_timer.cancel()
-            self._let_go(slot)
+        self._idle_now(agent_id, key)
 
     # --- stopping ---------------------------------------------------------------------------
 

@@ -111,9 +111,13 @@ class PgShared:
                 conn.execute("SELECT pg_notify(%s, %s)", (ABORTS, row[0]))
         return str(row[0]) if row else None
 
-    def listen(self, on_abort: Callable[[str], None]) -> None:
+    def listen(self, on_abort: Callable[[str], None],
+               on_release: Callable[[str, str], None] | None = None) -> None:
         """Call ``on_abort(turn_id)`` (on a thread of its own) for each abort any worker
-        asks for; a lost connection is made again."""
+        asks for, and ``on_release(agent_id, key)`` for each session another process waits
+        for; a lost connection is made again."""
+        from clawd.storage.postgres.storage import RELEASES
+
         def run() -> None:
             import psycopg
 
@@ -122,10 +126,14 @@ class PgShared:
                     with psycopg.connect(self.db.url, autocommit=True,
                                          application_name=self.db.worker) as conn:
                         conn.execute(f"LISTEN {ABORTS}")
+                        conn.execute(f"LISTEN {RELEASES}")
                         self.listening.set()
                         while not self.closed.is_set():
                             for note in conn.notifies(timeout=0.5):
-                                on_abort(note.payload)
+                                if note.channel == ABORTS:
+                                    on_abort(note.payload)
+                                elif on_release is not None and "\n" in note.payload:
+                                    on_release(*note.payload.split("\n", 1))
                 except Exception as exc:  # noqa: BLE001 - listen again after a pause
                     self.listening.clear()
                     if not self.closed.wait(1.0):

@@ -5,7 +5,9 @@ connection of its own that stays open while the session is held: the server lets
 the moment that connection ends, so a holder that exits or is killed never blocks anyone,
 across processes and hosts. Who holds a session (and, when it says, until when) is written
 in ``leases`` for a waiter's message, as the file lock writes it in its file. Within one
-process a key held again is counted, as with the file lock.
+process a key held again is counted, as with the file lock. A waiter first asks, on the
+``clawd_release`` channel, that whoever holds the session idle let it go: a gateway worker
+does at once (``storage.postgres.shared``), a chat in a terminal does not.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
 
 _held: dict[tuple[int, str, str], tuple[Any, int]] = {}
+RELEASES = "clawd_release"  # "let go of this session if you hold it idle": agent\nkey
+ASK_EVERY_SECONDS = 0.5  # how often a waiter asks again
 _guard = threading.RLock()
 
 
@@ -51,7 +55,12 @@ class PgLease:
         conn = psycopg.connect(db.url, autocommit=True, application_name=db.worker)
         number = key_lock(agent_id, key, "lease")
         deadline = time.monotonic() + (lock.WAIT_SECONDS if wait is None else wait)
+        asked = 0.0
         while not _one(conn, "SELECT pg_try_advisory_lock(%s)", (number,)):
+            if time.monotonic() - asked >= ASK_EVERY_SECONDS:
+                # a gateway worker holding it idle lets go when asked (once its turn ends)
+                conn.execute("SELECT pg_notify(%s, %s)", (RELEASES, f"{agent_id}\n{key}"))
+                asked = time.monotonic()
             holder = conn.execute("SELECT holder, pid, until FROM leases WHERE "
                                   "agent_id = %s AND key = %s", (agent_id, key)).fetchone()
             who, pid, until = holder or ("", None, None)
