@@ -347,3 +347,61 @@ def storage_for_tests(tmp_path: Path, workspace: Path, clock: Callable[[], datet
         return database(url).agent("main", now=iso_clock(clock))
     return FileStorage("main", workspace, tmp_path / "state" / "agents" / "main" / "sessions",
                        now=iso_clock(clock))
+
+
+# --- the loop's tests on both storages ----------------------------------------------------------
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "files_only(why): a test of the files themselves (bytes on disk, file "
+                   "modes, sessions.json): ``both_storages`` runs it on files only")
+
+
+@pytest.hookimpl(trylast=True)  # after a test's own parametrize marks: ids end in the kind
+def pytest_generate_tests(metafunc):
+    """``both_storages``: each test once on files and once on PostgreSQL (ids ending in
+    ``files`` and ``postgresql``); a test marked ``files_only`` on files alone."""
+    if "both_storages" in metafunc.fixturenames:
+        kinds = (["files"] if metafunc.definition.get_closest_marker("files_only")
+                 else ["files", "postgresql"])
+        metafunc.parametrize("both_storages", kinds, indirect=True)
+
+
+@pytest.fixture
+def both_storages(request, monkeypatch):
+    """The storage ``make_runtime`` gives in this run of the test: files, or a fresh
+    database (``CLAWD_TEST_STORAGE=postgresql``). A module of the loop's tests runs every
+    test on both with ``pytestmark = pytest.mark.usefixtures("both_storages")``."""
+    kind = getattr(request, "param", "files")
+    if kind == "postgresql":
+        monkeypatch.setenv("CLAWD_TEST_STORAGE", "postgresql")
+    else:
+        monkeypatch.delenv("CLAWD_TEST_STORAGE", raising=False)
+    return kind
+
+
+def _log(of):
+    """The transcript of a ``Session`` (or the ``TranscriptLog`` itself)."""
+    return getattr(of, "transcript", of)
+
+
+def transcript_lines(of) -> list[dict]:
+    """Every entry of a session's transcript as stored, its header first (read through the
+    storage interface: a file's lines or a database's rows alike)."""
+    loaded = _log(of).load()
+    return ([loaded.header] if loaded.header is not None else []) + loaded.entries
+
+
+def transcript_entries(of) -> list[dict]:
+    """The entries of a session's transcript after its header line."""
+    return _log(of).load().entries
+
+
+def stored_text(of) -> str:
+    """A transcript exactly as stored, one line each: the JSONL file's text, or the
+    database's lines as written (``PgTranscript.raw_lines``)."""
+    log = _log(of)
+    path = getattr(log, "path", None)
+    if path is not None:
+        return path.read_text(encoding="utf-8") if path.exists() else ""
+    return "".join(f"{line}\n" for line in log.raw_lines())

@@ -14,6 +14,7 @@ from clawd.tools.memory import memory_tools
 from conftest import make_runtime
 
 ALL = file_tools() + [exec_tool()] + memory_tools()
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 @pytest.mark.parametrize("access, offered, injected", [
@@ -25,8 +26,8 @@ def test_workspace_access_decides_tools_and_files(tmp_path, access, offered, inj
     provider = ScriptedProvider(["hi"])
     rt = make_runtime(tmp_path, provider, settings={"workspaceAccess": access}, tools=ALL)
     rt.models = fixed_models(provider, 200_000, profile="strong")  # told of every tool
-    (rt.workspace / "SOUL.md").write_text("SOUL-TEXT")
-    (rt.workspace / "MEMORY.md").write_text("MEMORY-TEXT")
+    rt.files.write("SOUL.md", "SOUL-TEXT")
+    rt.files.write("MEMORY.md", "MEMORY-TEXT")
     list(Session(rt, "agent:main:main").run_turn("hello"))
     request = provider.requests[-1]
     assert {t.name for t in request.tools} == offered
@@ -37,7 +38,7 @@ def test_workspace_access_decides_tools_and_files(tmp_path, access, offered, inj
 def test_none_refuses_a_tool_call_it_never_offered(tmp_path):
     provider = ScriptedProvider([Reply(tool_calls=[tool("read", path="SOUL.md")]), "ok"])
     rt = make_runtime(tmp_path, provider, settings={"workspaceAccess": "none"}, tools=ALL)
-    (rt.workspace / "SOUL.md").write_text("SOUL-TEXT")
+    rt.files.write("SOUL.md", "SOUL-TEXT")
     session = Session(rt, "agent:main:main")
     list(session.run_turn("read it"))
     result = next(m for m in session.history.messages if m.role == "toolResult")

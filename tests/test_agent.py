@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 
 import pytest
@@ -23,13 +22,14 @@ from clawd.core.messages import TextDelta as Delta
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
-from conftest import make_runtime
+from conftest import make_runtime, transcript_lines
 
 KEY = "agent:main:main"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 def lines(session: Session) -> list[dict]:
-    return [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
+    return transcript_lines(session)
 
 
 def test_text_turn_streams_and_persists(tmp_path):
@@ -62,7 +62,7 @@ def test_multi_step_tool_turn(tmp_path):
     session = Session(runtime, KEY)
     events = list(session.run_turn("store alpha"))
     assert [e.name for e in events if isinstance(e, ToolStarted)] == ["write", "read"]
-    assert (runtime.workspace / "notes/a.md").read_text() == "alpha"
+    assert runtime.files.read("notes/a.md") == "alpha"
     third = provider.requests[2]
     result = third.messages[-1]
     assert result.role == "toolResult" and "alpha" in result.text
@@ -156,14 +156,14 @@ def test_history_is_reloaded_from_disk(tmp_path):
 def test_context_layers_in_request(tmp_path, clock):
     provider = ScriptedProvider(["ok"])
     runtime = make_runtime(tmp_path, provider, clock=clock)
-    (runtime.workspace / "AGENTS.md").write_text("agents rules")
-    (runtime.workspace / "MEMORY.md").write_text("secret long-term fact")
-    (runtime.workspace / "memory/2026-11-22.md").write_text("today note")
-    (runtime.workspace / "memory/2026-11-21.md").write_text("yesterday note")
-    (runtime.workspace / "memory/2026-11-20.md").write_text("older note")
+    runtime.files.write("AGENTS.md", "agents rules")
+    runtime.files.write("MEMORY.md", "secret long-term fact")
+    runtime.files.write("memory/2026-11-22.md", "today note")
+    runtime.files.write("memory/2026-11-21.md", "yesterday note")
+    runtime.files.write("memory/2026-11-20.md", "older note")
     list(Session(runtime, KEY).run_turn("hi"))
     system, project = provider.requests[0].system
-    assert "2026-11-22" in system and str(runtime.workspace) in system
+    assert "2026-11-22" in system and runtime.files.location in system
     assert "agents rules" in project and "secret long-term fact" in project
     assert "today note" in project and "yesterday note" in project
     assert "older note" not in project
@@ -203,7 +203,7 @@ def test_a_tool_call_repeating_the_step_before_is_not_run_again(tmp_path):
     provider = ScriptedProvider([Reply("", [note]), Reply("", [again]), "Noted: 2400 euros."])
     runtime = make_runtime(tmp_path, provider)
     events = list(Session(runtime, KEY).run_turn("My budget is 2400 euros."))
-    assert (runtime.workspace / "memory/2026-11-22.md").read_text() == "- budget 2400\n"
+    assert runtime.files.read("memory/2026-11-22.md") == "- budget 2400\n"
     repeated = provider.requests[2].messages[-1]
     assert not repeated.is_error and repeated.text.startswith("already done: the step before "
                                                               "made this same call")
@@ -220,7 +220,7 @@ def test_the_same_note_again_with_a_trailing_break_is_a_repeat(tmp_path):
     provider = ScriptedProvider([Reply("", [note]), Reply("", [again]), "Noted: 2400 euros."])
     runtime = make_runtime(tmp_path, provider)
     list(Session(runtime, KEY).run_turn("My budget is 2400 euros."))
-    assert (runtime.workspace / "memory/2026-11-22.md").read_text() == "- budget 2400\n"
+    assert runtime.files.read("memory/2026-11-22.md") == "- budget 2400\n"
     assert provider.requests[2].messages[-1].text.startswith("already done")
     provider.assert_done()
 
@@ -248,7 +248,7 @@ def test_a_repeated_read_only_call_still_runs(tmp_path):
 def test_group_sessions_never_see_memory_md(tmp_path):
     provider = ScriptedProvider(["ok", "ok"])
     runtime = make_runtime(tmp_path, provider)
-    (runtime.workspace / "MEMORY.md").write_text("secret long-term fact")
+    runtime.files.write("MEMORY.md", "secret long-term fact")
     for key in ("agent:main:telegram:group:42", "agent:main:discord:channel:7"):
         list(Session(runtime, key).run_turn("hi"))
     for request in provider.requests:
@@ -284,7 +284,7 @@ def test_context_report_agrees_with_a_provider_that_counts_differently(tmp_path)
 
     provider = Wordier(default=" ".join(f"reply word {i}," for i in range(40)))
     runtime = make_runtime(tmp_path, provider)
-    (runtime.workspace / "AGENTS.md").write_text("Rules of the house. " * 300)
+    runtime.files.write("AGENTS.md", "Rules of the house. " * 300)
     chat = Chat(runtime, KEY)
     for i in range(4):
         list(chat.handle(f"message number {i} " + "with some padding " * 40))
@@ -342,7 +342,7 @@ def test_stray_text_beside_a_tool_call_is_not_sent_back(tmp_path, stray):
     list(session.run_turn("What is my budget?"))
     sent = [m for m in provider.requests[-1].messages if m.role == "assistant" and m.tool_calls]
     assert [m.text for m in sent] == ["", "Let me check."]  # words beside a call stay
-    stored = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
+    stored = lines(session)
     assert not any(part.get("text") == stray for e in stored for part in e.get("content", []))
 
 

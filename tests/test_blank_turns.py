@@ -23,16 +23,17 @@ from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
-from conftest import make_runtime
+from conftest import make_runtime, transcript_entries, transcript_lines
 from fakeserver import openai_stream
 from loopmodel import filler, talk_until_flush
 
 KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 def entries(session: Session) -> list[dict]:
-    return [json.loads(x) for x in session.transcript.path.read_text().splitlines()][1:]
+    return transcript_entries(session)
 
 
 @pytest.mark.parametrize("blank", ["", "  \n", "NO_REPLY", "NO_REPLY - nothing to add"])
@@ -131,7 +132,7 @@ def test_an_answer_copying_the_instructions_is_asked_again(tmp_path):
                 append=True)
     provider = ScriptedProvider([COPIED, Reply("", [note]), "Saved to today's log."])
     runtime = make_runtime(tmp_path, provider)
-    (runtime.workspace / "AGENTS.md").write_text(AGENTS.read_text())
+    runtime.files.write("AGENTS.md", AGENTS.read_text())
     session = Session(runtime, KEY)
     events = list(session.run_turn(said))
     assert provider.requests[1].messages[-1].text.startswith(
@@ -150,7 +151,7 @@ def test_an_answer_copying_the_instructions_is_asked_again(tmp_path):
 def test_a_quote_of_the_instructions_asked_for_is_an_answer(tmp_path, said):
     provider = ScriptedProvider([COPIED])
     runtime = make_runtime(tmp_path, provider)
-    (runtime.workspace / "AGENTS.md").write_text(AGENTS.read_text())
+    runtime.files.write("AGENTS.md", AGENTS.read_text())
     events = list(Session(runtime, KEY).run_turn(said))
     assert events[-1].text == COPIED
     provider.assert_done()
@@ -251,17 +252,17 @@ def test_the_flush_shows_no_tool_lines_only_the_files_written(tmp_path):
     for event in events:
         renderer.event(event)
     assert out.getvalue() == f"· memory flush: {DAILY}\nSure.\n"
-    assert (runtime.workspace / DAILY).read_text() == "- budget 2400\n"
+    assert runtime.files.read(DAILY) == "- budget 2400\n"
 
 
 def test_a_flush_that_answers_in_words_keeps_them_in_the_daily_log(tmp_path):
     provider = ScriptedProvider()
     runtime, session = near_flush(tmp_path, provider)
-    (runtime.workspace / DAILY).write_text("# 2026-11-22\n\n- earlier note")
+    runtime.files.write(DAILY, "# 2026-11-22\n\n- earlier note")
     provider.add("- The user's budget is 2400 euros.\n- Trip: Lisbon in May.", "Sure.")
     events = list(session.run_turn(f"one more {filler(400)}"))
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
-    assert (runtime.workspace / DAILY).read_text() == (
+    assert runtime.files.read(DAILY) == (
         "# 2026-11-22\n\n- earlier note\n\n## Flush notes (10:00, written from the model's "
         "reply)\n\n- The user's budget is 2400 euros.\n- Trip: Lisbon in May.\n")
     assert events[-1].text == "Sure."
@@ -273,17 +274,18 @@ def test_flush_notes_copied_from_older_notes_are_not_saved_again_as_todays(tmp_p
     through one, replaced since, as the current value)."""
     provider = ScriptedProvider()
     runtime, session = near_flush(tmp_path, provider)
-    (runtime.workspace / "memory" / "2026-11-10.md").write_text(
+    runtime.files.write(
+        "memory/2026-11-10.md",
         "# 2026-11-10\n\n- Asked for a soup recipe.\n- The build server is osprey.\n")
-    (runtime.workspace / "MEMORY.md").write_text("## Facts\n\n* The build server was "
-                                                 "renamed to **condor**.\n")
+    runtime.files.write("MEMORY.md", "## Facts\n\n* The build server was renamed to "
+                                     "**condor**.\n")
     provider.add("- asked for a soup recipe\n"
                  "- I remember that the build server was renamed to condor.\n"
                  "- ~~The build server is osprey.~~ [replaced on 2026-11-20 by: The build "
                  "server was renamed to condor.]\n"
                  "- The user's budget is 2400 euros.", "Sure.")
     list(session.run_turn(f"one more {filler(400)}"))
-    log = (runtime.workspace / DAILY).read_text()
+    log = runtime.files.read(DAILY)
     assert log.endswith("reply)\n\n- The user's budget is 2400 euros.\n"), log
     assert "soup" not in log and "osprey" not in log and "condor" not in log
 
@@ -291,12 +293,11 @@ def test_flush_notes_copied_from_older_notes_are_not_saved_again_as_todays(tmp_p
 def test_a_flush_answer_made_only_of_older_notes_saves_nothing(tmp_path):
     provider = ScriptedProvider()
     runtime, session = near_flush(tmp_path, provider)
-    (runtime.workspace / "memory" / "2026-11-10.md").write_text(
-        "# 2026-11-10\n\n- Asked for a soup recipe.\n")
+    runtime.files.write("memory/2026-11-10.md", "# 2026-11-10\n\n- Asked for a soup recipe.\n")
     provider.add("- Asked for a soup recipe.", "Sure.")
     events = list(session.run_turn(f"one more {filler(400)}"))
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
-    assert not (runtime.workspace / DAILY).exists()
+    assert runtime.files.stat(DAILY) is None
 
 
 def test_flush_notes_caught_in_a_loop_are_saved_once(tmp_path):
@@ -306,7 +307,7 @@ def test_flush_notes_caught_in_a_loop_are_saved_once(tmp_path):
                      + ["- Rainy day: no plan suggested", "- Dishes: none suggested"] * 30)
     provider.add(loop, "Sure.")
     list(session.run_turn(f"one more {filler(400)}"))
-    assert (runtime.workspace / DAILY).read_text().endswith(
+    assert runtime.files.read(DAILY).endswith(
         "reply)\n\n- Budget: 2400 euros\n- Ines: May 14\n- Rainy day: no plan suggested\n"
         "- Dishes: none suggested\n")
 
@@ -323,13 +324,13 @@ def test_a_flush_writing_the_same_note_again_ends(tmp_path):
 
     runtime, session = near_flush(tmp_path, ScriptedProvider(default=model))
     events = list(session.run_turn(f"one more {filler(400)}"))
-    assert (runtime.workspace / DAILY).read_text().count("2400") == 1
+    assert runtime.files.read(DAILY).count("2400") == 1
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
     # written once; the same write again is answered without running, and a third one,
     # after the request asked for words, ends the flush
     assert len(flush_requests) == 3 and flush_requests[2].tool_choice == "none"
     assert events[-1].text == "Sure."
-    lines = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]
+    lines = transcript_lines(session)
     results = [e for e in lines if e.get("role") == "toolResult"]
     assert len(results) == 2  # every call has its result; the repeat's says it was done
     assert results[1]["content"][0]["text"].startswith("already done")
@@ -356,12 +357,12 @@ def test_a_silent_flush_of_a_conversation_that_noted_nothing_is_asked_once(
                                                         "conversation yet. List every fact")
     assert "NO_REPLY" not in asked[1].text  # no way out offered: a weak model takes it
     assert events[-1].text == "Sure."
-    log = runtime.workspace / DAILY
+    log = runtime.files.read(DAILY)
     if saved is None:
-        assert not log.exists()
+        assert log is None
         assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
     else:
-        assert log.read_text().endswith(f"reply)\n\n{saved}\n")
+        assert log.endswith(f"reply)\n\n{saved}\n")
     provider.assert_done()
 
 
@@ -427,7 +428,7 @@ def test_a_flush_after_a_compaction_does_not_say_nothing_was_saved(tmp_path):
     asked = [r.messages[-1] for r in provider.requests if r.messages[-1].flush]
     assert asked[-1].text.startswith("What the user said since the conversation was last "
                                      "summarised has not been saved.")
-    assert (runtime.workspace / DAILY).read_text().endswith("- Ines: May 14\n")
+    assert runtime.files.read(DAILY).endswith("- Ines: May 14\n")
     provider.assert_done()
 
 
@@ -444,11 +445,11 @@ def test_a_flush_that_only_says_done_is_asked_once_for_the_notes(tmp_path, secon
     asked = [r.messages[-1] for r in provider.requests if r.messages[-1].flush]
     assert len(asked) == 2 and 'You replied "Done" but no note was written' in asked[1].text
     assert events[-1].text == "Sure."
-    log = runtime.workspace / DAILY
+    log = runtime.files.read(DAILY)
     if saved is None:
-        assert not log.exists() or "Done" not in log.read_text()
+        assert log is None or "Done" not in log
     else:
-        assert log.read_text().endswith(f"reply)\n\n{saved}\n")
+        assert log.endswith(f"reply)\n\n{saved}\n")
     provider.assert_done()
 
 
@@ -472,7 +473,7 @@ def test_a_flush_that_saves_nothing_twice_keeps_the_users_own_words(tmp_path, lo
             "memoryFlush": {"softThresholdTokens": 1000}}
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
     if logged:  # the budget is already in today's log
-        (runtime.workspace / DAILY).write_text("# 2026-11-22\n\n- Lisbon budget: 2400 euros\n")
+        runtime.files.write(DAILY, "# 2026-11-22\n\n- Lisbon budget: 2400 euros\n")
     session = Session(runtime, KEY)
     said = ["By the way, my budget for the Lisbon trip is 2400 euros in total.",
             "My sister Ines arrives in Lisbon on May 14.", "Thanks!"]
@@ -485,7 +486,7 @@ def test_a_flush_that_saves_nothing_twice_keeps_the_users_own_words(tmp_path, lo
     asked = [r for r in provider.requests if r.messages[-1].flush]
     assert [r.messages[-1].text[:20] for r in asked[:2]] == [
         "Write any lasting no", "Nothing has been sav"]
-    log = (runtime.workspace / DAILY).read_text()
+    log = runtime.files.read(DAILY)
     words = log.split("## Flush notes (", 1)[1]
     assert words.split(", ", 1)[1].startswith(
         "the user's own words: the model saved no notes)\n\n- ")

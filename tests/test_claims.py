@@ -21,6 +21,7 @@ from conftest import file_tools, make_runtime
 
 KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 @pytest.mark.parametrize("text, claim", [
@@ -157,8 +158,7 @@ def test_i_remember_this_after_a_fact_is_asked_to_be_written(tmp_path, said, ask
 
 
 def daily(session: Session) -> str:
-    path = session.rt.workspace / DAILY
-    return path.read_text() if path.exists() else ""
+    return session.rt.files.read(DAILY) or ""
 
 
 def test_an_unkept_note_is_asked_for_once_and_written(tmp_path):

@@ -3,8 +3,6 @@ they meet compaction and the memory flush, arguments, the ``//`` escape, /contex
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from clawd.core.errors import ProviderError
@@ -14,18 +12,18 @@ from clawd.frontends.commands import ALIASES, REGISTRY, Chat
 from clawd.frontends.reports import format_recap
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.sessions.files import read_summary
+from clawd.sessions.files import summary_of
 from clawd.sessions.transcript import History
 
-from conftest import make_runtime
+from conftest import make_runtime, stored_text, transcript_entries
 from loopmodel import is_flush
 
 KEY = "agent:main:main"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 def entries(chat: Chat) -> list[dict]:
-    lines = chat.session.transcript.path.read_text().splitlines()
-    return [json.loads(line) for line in lines][1:]
+    return transcript_entries(chat.session)
 
 
 def said(events: list) -> str:
@@ -80,7 +78,7 @@ def test_undo_until_there_is_nothing_left(tmp_path):
     # the store no longer claims the last reported prompt describes the history
     entry = runtime.store.get(KEY)
     assert entry["totalTokensFresh"] is False
-    assert read_summary(chat.session.transcript.path).latest["totalTokensFresh"] is False
+    assert summary_of(chat.session.transcript).latest["totalTokensFresh"] is False
 
 
 def test_undo_after_a_compaction_and_of_a_summarised_turn(tmp_path):
@@ -179,11 +177,11 @@ def test_an_argument_to_a_command_that_takes_none_is_one_line_and_does_nothing(t
     runtime = make_runtime(tmp_path, provider)
     chat = Chat(runtime, KEY)
     list(chat.handle("first"))
-    before = chat.session.transcript.path.read_bytes()
+    before = stored_text(chat.session)
     session_id = chat.session.entry["sessionId"]
     events = list(chat.handle(f"/{name}  foo bar"))
     assert events == [ErrorEvent(f"/{name} takes no arguments (got 'foo bar')")]
-    assert chat.session.transcript.path.read_bytes() == before  # no undo, retry or reset
+    assert stored_text(chat.session) == before  # no undo, retry or reset
     assert chat.session.entry["sessionId"] == session_id
     provider.assert_done()
 
@@ -193,8 +191,7 @@ def test_a_command_reads_its_arguments_after_any_whitespace(tmp_path):
     assert "list the commands" in said(list(chat.handle("/HELP")))
     events = list(chat.handle("/memory\tadd a note\nover two lines"))
     assert said(events) == "added to memory/2026-11-22.md"
-    assert "- a note over two lines" in (chat.runtime.workspace /
-                                          "memory/2026-11-22.md").read_text()
+    assert "- a note over two lines" in chat.runtime.files.read("memory/2026-11-22.md")
 
 
 def test_a_double_slash_sends_a_message_that_starts_with_a_slash(tmp_path):

@@ -9,7 +9,6 @@ from the transcript lines and from the requests the scripted provider recorded.
 from __future__ import annotations
 
 import io
-import json
 import logging
 import os
 
@@ -30,7 +29,7 @@ from clawd.frontends.commands import Chat
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
-from conftest import make_runtime
+from conftest import make_runtime, transcript_entries
 from loopmodel import LoopModel, facts_in, filler, is_flush, is_summary
 
 KEY = "agent:main:main"
@@ -38,10 +37,11 @@ WINDOW = 8000  # flush at 6000, compact above 7000, keep the newest 2000 verbati
 SETTINGS = {"compaction": {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
                            "memoryFlush": {"softThresholdTokens": 1000}}}
 DAILY = "memory/2026-11-22.md"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 def lines(session: Session) -> list[dict]:
-    return [json.loads(line) for line in session.transcript.path.read_text().splitlines()][1:]
+    return transcript_entries(session)
 
 
 def user_text(i: int, words: int = 120) -> str:
@@ -95,8 +95,7 @@ def flush_prompts(provider: ScriptedProvider) -> list[ModelRequest]:
 
 
 def daily_log(runtime) -> str:
-    path = runtime.workspace / DAILY
-    return path.read_text() if path.exists() else ""
+    return runtime.files.read(DAILY) or ""
 
 
 # --- several cycles -----------------------------------------------------------------------------
@@ -200,7 +199,7 @@ def test_compaction_entries_counters_and_events(tmp_path):
 @pytest.mark.slow  # a long session
 def test_tool_calls_and_results_stay_together(tmp_path):
     provider, runtime, session = start(tmp_path, LoopModel(tool_every=2))
-    (runtime.workspace / "notes.md").write_text(filler(150))
+    runtime.files.write("notes.md", filler(150))
     drive(session, range(60))
     entries = lines(session)
     assert markers(entries).count("C") >= 2
@@ -247,7 +246,7 @@ def test_tool_results_mid_turn_trigger_the_flush_before_the_next_step(tmp_path):
         return model(request)
 
     provider, runtime, session = start(tmp_path, reply)
-    (runtime.workspace / "report.md").write_text("FACT-900 " + filler(1500))
+    runtime.files.write("report.md", "FACT-900 " + filler(1500))
     i = 0
     while session.context_tokens() < session.budget.flush_at - 1200:
         drive(session, range(i, i + 1))
@@ -474,6 +473,7 @@ def test_read_only_workspace_skips_the_flush_with_a_log_line(tmp_path, caplog):
     assert entry["memoryFlushAt"] is None and entry["memoryFlushCompactionCount"] is None
 
 
+@pytest.mark.files_only  # a read-only mount of the memory folder
 def test_read_only_memory_directory_skips_the_flush(tmp_path, monkeypatch, caplog):
     provider, runtime, session = start(tmp_path)
     memory = str(runtime.workspace / "memory")
@@ -489,6 +489,7 @@ def test_read_only_memory_directory_skips_the_flush(tmp_path, monkeypatch, caplo
     assert [e for e in lines(session) if e["type"] == "compaction"]
 
 
+@pytest.mark.files_only  # the memory folder's permissions
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes through directory permissions")
 def test_read_only_directory_permissions_skip_the_flush(tmp_path):
     provider, runtime, session = start(tmp_path)

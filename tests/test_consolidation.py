@@ -24,6 +24,8 @@ from clawd.workspace.init import template_files
 
 from conftest import Clock, make_runtime
 
+pytestmark = pytest.mark.usefixtures("both_storages")
+
 TEMPLATE = next(src.read_text() for name, src in template_files() if name == "MEMORY.md")
 DAY1 = ("# 2026-11-20\n\n- Budget for the Lisbon trip: 2400 euros\n"
         "- The home server is called tern\n")
@@ -139,20 +141,21 @@ ANSWER = ("ADD Facts and references | Budget for the Lisbon trip: 2400 euros | S
           "ADD People | Ines, the user's sister, arrives on 2026-05-14 | S5\n")
 
 
-def runtime_with(tmp_path, *answers, memory: str | None = TEMPLATE, settings=None):
+def runtime_with(tmp_path, *answers, memory: str | None = TEMPLATE, settings=None,
+                 notes: dict[str, str] = NOTES):
     provider = ScriptedProvider(list(answers))
     rt = make_runtime(tmp_path, provider, clock=Clock(), settings=settings)
-    for path, text in NOTES.items():
-        (rt.workspace / path).write_text(text)
+    for path, text in notes.items():
+        rt.files.write(path, text)
     if memory is not None:
-        (rt.workspace / "MEMORY.md").write_text(memory)
+        rt.files.write("MEMORY.md", memory)
     return rt, provider
 
 
 def test_a_run_writes_memory_md_with_provenance_and_keeps_the_old_version(tmp_path):
     rt, provider = runtime_with(tmp_path, ANSWER)
     report = consolidate(rt, provider)
-    text = (rt.workspace / "MEMORY.md").read_text()
+    text = rt.files.read("MEMORY.md")
     assert report.written and len(report.added) == 3
     assert "- Ines, the user's sister, arrives on 2026-05-14 (memory/2026-11-21.md#L7)" in text
     assert "Thanks for the help" not in text
@@ -167,8 +170,7 @@ def test_the_next_run_reads_only_the_notes_since_the_last_run(tmp_path):
     rt, provider = runtime_with(tmp_path, ANSWER, "NONE")
     consolidate(rt, provider)
     rt.clock.advance(days=1)
-    (rt.workspace / "memory/2026-11-23.md").write_text(
-        "# 2026-11-23\n\n- Dentist moved to Friday\n")
+    rt.files.write("memory/2026-11-23.md", "# 2026-11-23\n\n- Dentist moved to Friday\n")
     report = consolidate(rt, provider)
     shown = provider.requests[1].messages[0].text
     assert "(memory/2026-11-20.md#L3): " not in shown and "Dentist moved to Friday" in shown
@@ -178,7 +180,7 @@ def test_the_next_run_reads_only_the_notes_since_the_last_run(tmp_path):
 def test_a_dry_run_shows_the_diff_and_writes_nothing(tmp_path):
     rt, provider = runtime_with(tmp_path, ANSWER)
     report = consolidate(rt, provider, dry_run=True)
-    assert (rt.workspace / "MEMORY.md").read_text() == TEMPLATE
+    assert rt.files.read("MEMORY.md") == TEMPLATE
     assert "+- Budget for the Lisbon trip: 2400 euros (memory/2026-11-20.md#L3)" in report.diff
     assert rt.backups.versions("MEMORY.md") == [] and last_run(rt) is None
 
@@ -188,7 +190,7 @@ def test_a_dry_run_shows_the_diff_and_writes_nothing(tmp_path):
 def test_a_bad_answer_changes_nothing(tmp_path, answer):
     rt, provider = runtime_with(tmp_path, answer)
     report = consolidate(rt, provider)
-    assert (rt.workspace / "MEMORY.md").read_text() == TEMPLATE and not report.written
+    assert rt.files.read("MEMORY.md") == TEMPLATE and not report.written
     assert report.refused and rt.backups.versions("MEMORY.md") == []
 
 
@@ -197,15 +199,13 @@ def test_a_line_written_by_hand_is_never_lost(tmp_path):
     answer = "REPLACE M1 | The home server is called heron | S4\n"
     rt, provider = runtime_with(tmp_path, answer, memory=memory)
     consolidate(rt, provider)
-    text = (rt.workspace / "MEMORY.md").read_text()
+    text = rt.files.read("MEMORY.md")
     assert "Home server: tern, in the hall cupboard" in text  # in ## Replaced, word for word
     assert text.index("## Replaced") < text.index("Home server: tern, in the hall cupboard")
 
 
 def test_nothing_to_consolidate_says_so(tmp_path):
-    rt, provider = runtime_with(tmp_path)
-    for path in NOTES:
-        (rt.workspace / path).unlink()
+    rt, provider = runtime_with(tmp_path, notes={})  # no daily log
     report = consolidate(rt, provider)
     assert report.message == "nothing to consolidate: no daily log or session file yet"
     assert provider.requests == []
@@ -243,7 +243,7 @@ def test_a_private_session_ends_with_one_consolidation_a_day(tmp_path):
     rt, provider, events = ended(tmp_path, "agent:main:main")
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert any(n.startswith("memory consolidation: MEMORY.md updated") for n in notices)
-    assert "(memory/2026-11-21.md#L7)" in (rt.workspace / "MEMORY.md").read_text()
+    assert "(memory/2026-11-21.md#L7)" in rt.files.read("MEMORY.md")
     asked = len(provider.requests)
     from clawd.frontends.commands import Chat
 
@@ -258,7 +258,7 @@ def test_a_private_session_ends_with_one_consolidation_a_day(tmp_path):
                                           ("agent:main:main", False)])
 def test_never_from_a_group_session_and_never_unless_enabled(tmp_path, key, enabled):
     rt, provider, _ = ended(tmp_path, key, enabled)
-    assert (rt.workspace / "MEMORY.md").read_text() == TEMPLATE
+    assert rt.files.read("MEMORY.md") == TEMPLATE
     assert all("MEMORY.md now:" not in r.messages[-1].text for r in provider.requests)
 
 
@@ -270,7 +270,7 @@ def test_a_weak_model_is_refused_with_a_clear_message(tmp_path):
     from clawd.loop.runtime import fixed_models
 
     rt, provider, events = ended(tmp_path, "agent:main:main", profile="weak")
-    assert (rt.workspace / "MEMORY.md").read_text() == TEMPLATE
+    assert rt.files.read("MEMORY.md") == TEMPLATE
     notice = next(e.text for e in events if isinstance(e, Notice)
                   and e.text.startswith("memory consolidation did not run"))
     assert "weak model profile, which does not consolidate" in notice

@@ -22,6 +22,7 @@ from loopmodel import filler, is_flush, talk_until_flush
 
 KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
+pytestmark = pytest.mark.usefixtures("both_storages")
 DATA = Path(__file__).parent / "data" / "fact_sentences.jsonl"
 
 
@@ -159,7 +160,7 @@ def test_a_flush_that_answers_no_reply_twice_keeps_the_facts_not_the_requests(tm
     events = list(session.run_turn(f"one more {filler(400)}"))
     assert len([r for r in provider.requests if is_flush(r)]) == 2  # asked again once
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
-    log = (runtime.workspace / DAILY).read_text()
+    log = runtime.files.read(DAILY)
     # the request to read and keep was kept at the end of its own turn, as asked
     assert "## The user's words" in log and "- Read notes/router.txt" in log
     fallback = log.split("## Flush notes (", 1)[1]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from datetime import date
 
@@ -32,10 +31,11 @@ from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
 from clawd.workspace.disk import DiskFiles
 
-from conftest import make_runtime
+from conftest import make_runtime, transcript_lines
 from loopmodel import LoopModel, filler, is_flush, talk_until_flush
 
 KEY = "agent:main:main"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 # --- flush_due ------------------------------------------------------------------------------
@@ -257,7 +257,7 @@ def test_flush_request_carries_the_flush_prompts_and_tools(tmp_path):
     assert all("NO_REPLY" not in s for s in chat.system)
     assert events[-1].text == "Sure."
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
-    entries = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]
+    entries = transcript_lines(session)
     flushed = [e for e in entries if e.get("flush")]
     # the flush's prompt and both answers; asking again is sent once, never kept (as in a turn)
     assert [e["role"] for e in flushed] == ["user", "assistant", "assistant"]
@@ -300,7 +300,7 @@ def test_a_conversation_of_questions_is_not_asked_again_for_notes(tmp_path):
     assert len([r for r in provider.requests if r.messages[-1].flush]) == 1  # not asked again
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[])]
     assert events[-1].text == "Sure."
-    assert not (runtime.workspace / "memory" / "2026-11-22.md").exists()
+    assert runtime.files.stat("memory/2026-11-22.md") is None
     provider.assert_done()
 
 
@@ -353,7 +353,7 @@ def test_written_files_mark_the_memory_index_dirty(tmp_path):
             break
     assert flushed == [Flushed(files=["memory/2026-11-22.md"])]
     assert runtime.memory.dirty == 1
-    assert "FACT-000" in (runtime.workspace / "memory/2026-11-22.md").read_text()
+    assert "FACT-000" in runtime.files.read("memory/2026-11-22.md")
 
 
 @pytest.mark.parametrize("path, note", [

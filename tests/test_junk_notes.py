@@ -23,6 +23,7 @@ from loopmodel import filler, is_flush, talk_until_flush
 
 KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
+pytestmark = pytest.mark.usefixtures("both_storages")
 ROWS = [json.loads(line) for line in
         (Path(__file__).parent / "data" / "daily_notes.jsonl").read_text().splitlines()]
 TERN = "2026-11-25 00:00:00 2026-11-25 00:00:00 tern hostname tern Debian 12"
@@ -114,7 +115,7 @@ def test_a_junk_note_is_refused_and_the_model_writes_again(tmp_path):
                                       "a note is one line")
     assert NOTE_IS in results[0].text and "Write it again" in results[0].text
     assert provider.requests[1].tool_choice == "auto"  # the one retry
-    log = (runtime.workspace / DAILY).read_text()
+    log = runtime.files.read(DAILY)
     assert "- NAS: tern, Debian 12" in log and "00:00:00" not in log
     assert events[-1].text == "Noted: tern runs Debian 12."
     provider.assert_done()
@@ -130,7 +131,7 @@ def test_a_second_junk_note_is_refused_too_and_the_turn_ends_with_an_answer(tmp_
     assert "Do not write it again: answer the user now." in results[1].text
     assert provider.requests[2].tool_choice == "none"  # no third try: an answer
     assert events[-1].text == "I kept nothing for now." and not events[-1].failed
-    assert not (runtime.workspace / DAILY).exists()
+    assert runtime.files.stat(DAILY) is None
     provider.assert_done()
 
 
@@ -160,13 +161,13 @@ def test_a_made_up_note_is_refused_and_the_turn_answers(tmp_path):
     1.5B model appended a made-up city and job to the daily log, and answered with them."""
     provider = ScriptedProvider([junk_write(MADE_UP), "You live in Leeds and work as a nurse."])
     runtime, session = session_with(tmp_path, provider, "weak")
-    (runtime.workspace / "USER.md").write_text("- Priya lives in Leeds; night-shift nurse.\n")
+    runtime.files.write("USER.md", "- Priya lives in Leeds; night-shift nurse.\n")
     events = list(session.run_turn("Where do I live and what is my job?"))
     results = [e for e in events if isinstance(e, ToolFinished)]
     assert [r.is_error for r in results] == [True]
     assert results[0].text.startswith("not written: this is something the conversation "
                                       "never said (500,000), not a note")
-    assert not (runtime.workspace / DAILY).exists()
+    assert runtime.files.stat(DAILY) is None
     assert events[-1].text == "You live in Leeds and work as a nurse."
     provider.assert_done()
 
@@ -176,7 +177,7 @@ def test_the_strong_profile_never_refuses_a_note(tmp_path):
     runtime, session = session_with(tmp_path, provider, "strong")
     events = list(session.run_turn(TOLD))
     assert [e.is_error for e in events if isinstance(e, ToolFinished)] == [False]
-    assert TERN in (runtime.workspace / DAILY).read_text()
+    assert TERN in runtime.files.read(DAILY)
     provider.assert_done()
 
 
@@ -201,7 +202,7 @@ def test_a_flushs_junk_note_is_refused_and_its_second_try_written(tmp_path):
     assert refusal.role == "toolResult" and refusal.is_error
     assert refusal.text.startswith("not written: this is mostly timestamps, not a note")
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
-    log = (runtime.workspace / DAILY).read_text()
+    log = runtime.files.read(DAILY)
     assert "- NAS: tern, Debian 12" in log and "00:00:00" not in log
     provider.assert_done()
 
@@ -264,14 +265,14 @@ def test_a_note_copied_from_a_file_the_model_was_shown_says_which(content, said,
 def test_a_copied_note_is_refused_and_the_turn_answers(tmp_path):
     provider = ScriptedProvider([junk_write(IDENTITY_COPY), "Nice to meet you, Priya!"])
     runtime, session = session_with(tmp_path, provider, "weak")
-    (runtime.workspace / "IDENTITY.md").write_text(IDENTITY)
+    runtime.files.write("IDENTITY.md", IDENTITY)
     events = list(session.run_turn("Hi! I'm Priya. I live in Leeds and I work night shifts."))
     results = [e for e in events if isinstance(e, ToolFinished)]
     assert [r.is_error for r in results] == [True]
     assert results[0].text.startswith("not written: IDENTITY.md already holds these lines")
     assert results[0].text.endswith("Answer the user now.")
     assert provider.requests[1].tool_choice == "none"  # nothing new to write: an answer
-    assert not (runtime.workspace / DAILY).exists()
+    assert runtime.files.stat(DAILY) is None
     assert events[-1].text == "Nice to meet you, Priya!"
     provider.assert_done()
 
@@ -292,12 +293,12 @@ def test_advice_for_the_user_is_no_note_about_them(tmp_path, said, note, kept):
     runtime, session = session_with(tmp_path, provider, "weak")
     events = list(session.run_turn(said))
     [result] = [e for e in events if isinstance(e, ToolFinished)]
-    log = runtime.workspace / DAILY
+    log = runtime.files.read(DAILY)
     if kept:
-        assert not result.is_error and note in log.read_text()
+        assert not result.is_error and note in log
     else:
         assert result.is_error and result.text.startswith(
             "not written: this is advice for the user, not something they told you")
-        assert not log.exists() or note not in log.read_text()
+        assert log is None or note not in log
         assert provider.requests[1].tool_choice == "none"  # the answer, in words
     provider.assert_done()

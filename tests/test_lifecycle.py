@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from datetime import datetime, timedelta, timezone
+from fnmatch import fnmatch
 
 import pytest
 
@@ -17,9 +17,10 @@ from clawd.loop.lifecycle import end_session_memory, reset_reason, sanitize_slug
 from clawd.providers.scripted import Reply, ScriptedProvider
 from clawd.workspace.disk import DiskFiles
 
-from conftest import Clock, make_runtime
+from conftest import Clock, make_runtime, stored_text, transcript_lines
 
 KEY = "agent:main:main"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 def slug_or(text):
@@ -34,20 +35,19 @@ def test_new_starts_a_fresh_session_and_keeps_the_old_transcript(tmp_path, clock
     runtime = make_runtime(tmp_path, provider, clock=clock)
     chat = Chat(runtime, KEY)
     list(chat.handle("we chose 100 requests per minute for the API"))
-    old_entry, old_file = dict(chat.session.entry), chat.session.transcript.path
+    old_entry, old_log = dict(chat.session.entry), chat.session.transcript
     events = list(chat.handle("/new"))
-    old_lines = [json.loads(line) for line in old_file.read_text().splitlines()]
+    old_lines = transcript_lines(old_log)
     assert old_lines[-1].get("flush") is True  # the once-per-cycle flush ran before the end
     assert any(isinstance(e, CommandOutput) and e.name == "new" for e in events)
     new_entry = chat.session.store.get(KEY)
     assert new_entry["sessionId"] != old_entry["sessionId"]
     assert new_entry["inputTokens"] == 0 and new_entry["compactionCount"] == 0
-    old_bytes = old_file.read_bytes()
+    old_bytes = stored_text(old_log)
     list(chat.handle("next topic"))
-    assert old_file.read_bytes() == old_bytes  # untouched once the new session runs
+    assert stored_text(old_log) == old_bytes  # untouched once the new session runs
     assert [m.text for m in chat.session.history.messages][0] == "next topic"
-    saved = runtime.workspace / "memory" / "2026-11-22-api-rate-limits.md"
-    text = saved.read_text()
+    text = runtime.files.read("memory/2026-11-22-api-rate-limits.md")
     assert KEY in text and old_entry["sessionId"] in text
     assert "100 requests per minute" in text and "first answer" in text
     notice = next(e for e in events if isinstance(e, Notice))
@@ -73,7 +73,7 @@ def test_the_saved_session_keeps_the_summary_of_what_compaction_took_out(tmp_pat
     list(chat.handle("/compact"))
     assert "2400" not in " ".join(m.text for m in chat.session.history.messages)
     list(chat.handle("/new"))
-    text = (runtime.workspace / "memory" / "2026-11-22-lisbon-trip.md").read_text()
+    text = runtime.files.read("memory/2026-11-22-lisbon-trip.md")
     assert "after a summary of the earlier ones" in text
     summary = text.index("## Summary of the earlier messages\n\n## Goal\nPlan the Lisbon "
                          "trip; the budget is 2400 euros in total.\n")
@@ -111,7 +111,8 @@ def test_reset_and_files_are_never_overwritten(tmp_path, clock):
     for _ in range(3):
         list(chat.handle("talk about limits"))
         list(chat.handle("/reset"))
-    names = sorted(p.name for p in (runtime.workspace / "memory").glob("2026-11-22-*.md"))
+    names = sorted(p.removeprefix("memory/") for p in runtime.files.listing("memory")
+                   if fnmatch(p, "memory/2026-11-22-*.md"))
     assert names == ["2026-11-22-api-rate-limits-2.md", "2026-11-22-api-rate-limits-3.md",
                      "2026-11-22-api-rate-limits.md"]
 
@@ -119,7 +120,7 @@ def test_reset_and_files_are_never_overwritten(tmp_path, clock):
 def test_nothing_saved_for_an_empty_session(tmp_path, clock):
     chat = Chat(make_runtime(tmp_path, ScriptedProvider(), clock=clock), KEY)
     list(chat.handle("/new"))
-    assert not list((chat.runtime.workspace / "memory").glob("*.md"))
+    assert not [p for p in chat.runtime.files.listing("memory") if p.endswith(".md")]
 
 
 @pytest.mark.parametrize("reply, expected", [
@@ -287,11 +288,11 @@ def test_agents_are_isolated(tmp_path, clock):
     b.agent_id = "work"
     list(Chat(a, "agent:main:main").handle("alpha secret"))
     list(Chat(b, "agent:work:main").handle("beta"))
-    assert a.storage.sessions_dir != b.storage.sessions_dir and a.workspace != b.workspace
-    store_b = json.loads((b.storage.sessions_dir / "sessions.json").read_text())
+    assert a.storage.location != b.storage.location and a.workspace != b.workspace
+    store_b = b.store.entries()
     assert "agent:main:main" not in store_b
-    text_b = "".join(p.read_text() for p in b.storage.sessions_dir.glob("*.jsonl"))
-    assert "alpha secret" not in text_b
+    text_b = "".join(stored_text(b.storage.transcript(i)) for i in b.storage.session_ids())
+    assert "beta" in text_b and "alpha secret" not in text_b
 
 
 def test_a_reset_that_fails_still_ends_the_turn(tmp_path, clock):

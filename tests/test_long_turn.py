@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from clawd.context.compaction import find_cut
 from clawd.core.errors import ContextOverflowError
 from clawd.core.events import Compacted, ErrorEvent
@@ -18,15 +20,16 @@ from clawd.frontends.commands import Chat
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
-from conftest import make_runtime
+from conftest import make_runtime, transcript_entries
 from loopmodel import filler, is_flush
 
 KEY = "agent:main:main"
 REQUEST = "Read the eight doc files, 0 to 7, and tell me which one mentions the budget."
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 def entries(session: Session) -> list[dict]:
-    return [json.loads(x) for x in session.transcript.path.read_text().splitlines()][1:]
+    return transcript_entries(session)
 
 
 class Reader:
@@ -51,7 +54,7 @@ def setup_docs(tmp_path, window, provider):
     for i in range(8):
         body = f"# doc{i}\n" + filler(1200, i) + ("\nThe budget is 2400 euros.\n" if i == 5
                                                  else "\n")
-        (runtime.workspace / f"doc{i}.md").write_text(body)
+        runtime.files.write(f"doc{i}.md", body)
     return runtime
 
 
@@ -67,7 +70,7 @@ def test_a_turn_of_many_large_tool_results_finishes_in_a_small_window(tmp_path):
     results = [e for e in on_disk if e.get("role") == "toolResult"]
     assert len(results) == 8  # every tool result is still in the transcript, whole
     for i, result in enumerate(results):
-        assert result["content"][0]["text"] == (runtime.workspace / f"doc{i}.md").read_text()
+        assert result["content"][0]["text"] == runtime.files.read(f"doc{i}.md")
     compactions = [e for e in on_disk if e["type"] == "compaction"]
     user_id = next(e["id"] for e in on_disk if e.get("role") == "user")
     assert all(c["turnMessageId"] == user_id for c in compactions)

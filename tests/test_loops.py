@@ -21,6 +21,7 @@ from conftest import make_runtime
 from fakeserver import openai_stream
 
 KEY = "agent:main:main"
+pytestmark = pytest.mark.usefixtures("both_storages")
 LOOP = "Here is what to pack:\n" + "Sunglasses\n" * 80
 STOPPED = "the reply was stopped: the model kept repeating itself"
 

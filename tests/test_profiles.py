@@ -28,6 +28,7 @@ from loopmodel import filler, is_flush, talk_until_flush
 
 KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 def session_with(tmp_path, provider, profile: str, **kw) -> Session:
@@ -91,8 +92,8 @@ def test_a_strong_models_flush_is_taken_as_it_answers(tmp_path):
         provider.add("NO_REPLY", "NO_REPLY", "Sure.")
         list(session.run_turn(f"one more {filler(400)}"))
         assert len([r for r in provider.requests if is_flush(r)]) == flush_requests, profile
-        log = session.rt.workspace / DAILY
-        assert log.exists() is (profile == "weak")  # the weak model's: the user's words
+        written = session.rt.files.stat(DAILY) is not None
+        assert written is (profile == "weak")  # the weak model's: the user's words
 
 
 @pytest.mark.slow  # long sessions
@@ -109,7 +110,7 @@ def test_a_flush_answer_of_fragments_keeps_the_users_words_beside_it(tmp_path):
                      say=lambda i: f"I moved to Porto last month. {filler(40, i)}")
     provider.add("NO_REPLY", "- Porto\n- Last month", "Sure.")
     list(session.run_turn(f"one more {filler(400)}"))
-    log = (session.rt.workspace / DAILY).read_text()
+    log = session.rt.files.read(DAILY)
     assert "- Porto\n- Last month" in log and "- I moved to Porto last month." in log
 
 
@@ -178,7 +179,7 @@ def test_tool_calls_after_a_request_for_words_stop_the_turn(tmp_path):
     provider = ScriptedProvider([write, write, write, write])
     session = session_with(tmp_path, provider, "weak")
     events = list(session.run_turn("Ines arrives on May 14."))
-    assert (session.rt.workspace / DAILY).read_text().count("Ines") == 1
+    assert session.rt.files.read(DAILY).count("Ines") == 1
     assert [r.tool_choice for r in provider.requests] == ["auto", "auto", "none"]
     assert [e.text for e in events if isinstance(e, Notice)][-1].startswith(
         "stopped: the model kept calling tools")
@@ -214,8 +215,7 @@ def test_a_call_written_as_text_is_run_under_the_weak_profile_never_shown(tmp_pa
     shown = "".join(e.text for e in events if type(e).__name__ == "TextDelta")
     assert shown == "Noted: Dr. Sousa is your dentist." and "{" not in shown
     assert [e.name for e in events if isinstance(e, ToolFinished)] == ["write"]
-    daily = session.rt.workspace / DAILY
-    assert "- My dentist is Dr. Sousa" in daily.read_text()
+    assert "- My dentist is Dr. Sousa" in session.rt.files.read(DAILY)
     strong = ScriptedProvider([spelled])  # a strong model's reply is kept as it wrote it
     events = list(session_with(tmp_path / "strong", strong, "strong").run_turn(text))
     assert not [e for e in events if isinstance(e, ToolFinished)]
@@ -231,8 +231,8 @@ def test_arguments_swallowed_by_the_path_are_taken_back_out_under_the_weak_profi
     for profile, error in (("weak", False), ("strong", True)):
         provider = ScriptedProvider([call, "Your space is C07."])
         session = session_with(tmp_path / profile, provider, profile)
-        (session.rt.workspace / "memory" / "2026-11-20.md").write_text(
-            "# 2026-11-20\n- Parking space C07\n- Gym on Fridays\n")
+        session.rt.files.write("memory/2026-11-20.md",
+                               "# 2026-11-20\n- Parking space C07\n- Gym on Fridays\n")
         events = list(session.run_turn("What is my parking space?"))
         [done] = [e for e in events if isinstance(e, ToolFinished)]
         assert done.is_error is error, profile
@@ -283,8 +283,8 @@ def test_a_read_already_made_in_the_turn_is_not_made_again_under_the_weak_profil
     for profile, errors in (("weak", [False, False, True]), ("strong", [False, False, False])):
         provider = ScriptedProvider([read, other, read, "Your space is C07."])
         session = session_with(tmp_path / profile, provider, profile)
-        (session.rt.workspace / "notes.md").write_text("- Parking space: C07\n")
-        (session.rt.workspace / "memory" / "2026-11-20.md").write_text("- Parking: C07\n")
+        session.rt.files.write("notes.md", "- Parking space: C07\n")
+        session.rt.files.write("memory/2026-11-20.md", "- Parking: C07\n")
         events = list(session.run_turn("What is my parking space?"))
         finished = [e for e in events if isinstance(e, ToolFinished)]
         assert [e.is_error for e in finished] == errors, profile

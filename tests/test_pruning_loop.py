@@ -19,9 +19,10 @@ from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.base import Tool, schema
 from clawd.tools.files import file_tools
 
-from conftest import make_runtime
+from conftest import make_runtime, stored_text, transcript_lines
 
 KEY = "agent:main:main"
+pytestmark = pytest.mark.usefixtures("both_storages")
 PLACEHOLDER = "[Old tool result content cleared]"
 TRIM_NOTE = "[Tool result trimmed: kept first 1500 and last 1500 of"
 # Only pruning under test: no flush or compaction turns consuming scripted replies.
@@ -56,10 +57,8 @@ def settings(**pruning) -> dict:
 def runtime(tmp_path, provider, clock, *, cache=True, window=WINDOW, **pruning):
     rt = make_runtime(tmp_path, provider, window=window, settings=settings(**pruning),
                       clock=clock, cache=cache, tools=file_tools() + [dump_tool()])
-    logs = rt.workspace / "logs"
-    logs.mkdir()
     for tag in "ABC":
-        (logs / f"{tag.lower()}.log").write_text(log_text(tag, 30_000))
+        rt.files.write(f"logs/{tag.lower()}.log", log_text(tag, 30_000))
     return rt
 
 
@@ -160,13 +159,13 @@ def test_transcript_is_byte_identical_after_a_pruned_request(tmp_path, clock):
     session = Session(rt, KEY)
     run(session, "check the three build logs")
     run(session, "and the report")
-    before = session.transcript.path.read_bytes()
+    before = stored_text(session).encode()
     full = results(session.history.messages)
 
     clock.advance(minutes=6)
     run(session, "anything new?")
     assert session.last_pruned  # the request really was pruned
-    after = session.transcript.path.read_bytes()
+    after = stored_text(session).encode()
     assert after.startswith(before)
     added = [json.loads(line) for line in after[len(before):].decode().splitlines()]
     assert [e["role"] for e in added] == ["user", "assistant"]
@@ -318,7 +317,7 @@ def test_oversized_tool_result_is_capped_in_the_transcript(tmp_path, clock):
     session = Session(rt, KEY)
     run(session, "dump it")
     original = log_text("Z", 40_000)
-    stored = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
+    stored = transcript_lines(session)
     result = next(e for e in stored if e.get("role") == "toolResult")
     text = result["content"][0]["text"]
     assert len(text) <= 5000

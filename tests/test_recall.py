@@ -18,25 +18,34 @@ from clawd.memory import open_index
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.memory import memory_tools
 
-from conftest import make_runtime
+from conftest import make_runtime, transcript_lines
 from memory_fakes import FakeEmbedder
 
 KEY = "agent:main:main"
 NOTE = "- Budget for the Lisbon trip: 2400 euros, flights included\n"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
-def recall_runtime(tmp_path, provider, clock, *, embedder=None, search=None, profile="weak"):
+def index_of(runtime, tmp_path, search: dict, **kw):
+    """The memory index over the runtime's storage, as the composition root opens it: the
+    folders, or the notes and transcripts a database keeps."""
+    storage = runtime.storage
+    return open_index("main", runtime.workspace, MemorySearch.model_validate(search),
+                      tmp_path / "state", getattr(storage, "sessions_dir", None),
+                      stored=storage.memory_sources, files=storage.files, **kw)
+
+
+def recall_runtime(tmp_path, provider, clock, *, embedder=None, search=None, profile="weak",
+                   old_log=True):
     runtime = make_runtime(tmp_path, provider, clock=clock,
                            settings={"memorySearch": search or {}})
     runtime.models = fixed_models(provider, 200_000, profile=profile)
     runtime.tools = runtime.tools + memory_tools()
-    runtime.memory = open_index("main", runtime.workspace,
-                                MemorySearch.model_validate(search or {}),
-                                tmp_path / "state", runtime.storage.sessions_dir,
-                                embedder=embedder or FakeEmbedder())
-    # an old daily log: out of the project context, which holds today's and yesterday's
-    (runtime.workspace / "memory" / "2026-11-02.md").write_text(
-        "# 2026-11-02\n\n- Ines is my sister; she lives in Porto\n" + NOTE)
+    runtime.memory = index_of(runtime, tmp_path, search or {},
+                              embedder=embedder or FakeEmbedder())
+    if old_log:  # an old daily log: out of the project context (today's and yesterday's)
+        runtime.files.write("memory/2026-11-02.md",
+                            "# 2026-11-02\n\n- Ines is my sister; she lives in Porto\n" + NOTE)
     return runtime
 
 
@@ -55,8 +64,7 @@ def test_notes_found_for_the_message_are_sent_with_it_and_never_stored(tmp_path,
     assert "2400 euros" in sent and "From memory/2026-11-02.md#L1-L4 (lines 1-4):" in sent
     assert sent.endswith("What is the budget for the Lisbon trip?")  # the message comes last
     # the transcript keeps what the user wrote, nothing more
-    lines = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
-    stored = [e for e in lines if e.get("role") == "user"]
+    stored = [e for e in transcript_lines(session) if e.get("role") == "user"]
     assert [e["content"][0]["text"] for e in stored] == ["What is the budget for the Lisbon trip?"]
     # the next turn sends the earlier message as it was: the prompt cache keeps the prefix
     list(session.run_turn("Thanks, see you tomorrow"))
@@ -73,7 +81,8 @@ def test_notes_found_for_the_message_are_sent_with_it_and_never_stored(tmp_path,
 def test_a_line_consolidation_replaced_is_sent_with_its_replacement(tmp_path, clock):
     provider = ScriptedProvider(["3100 euros."])
     runtime = recall_runtime(tmp_path, provider, clock)
-    (runtime.workspace / "MEMORY.md").write_text(
+    runtime.files.write(
+        "MEMORY.md",
         "# MEMORY.md\n\n## Facts and references\n\n- Lisbon trip budget raised to 3100 euros "
         "(memory/2026-11-09.md#L3)\n\n## Replaced\n\n- Lisbon trip budget: 2400 euros "
         "(memory/2026-11-02.md#L4) — replaced on 2026-11-09 by: Lisbon trip budget raised to "
@@ -88,7 +97,7 @@ def test_a_line_consolidation_replaced_is_sent_with_its_replacement(tmp_path, cl
 def test_every_step_of_the_turn_keeps_the_notes(tmp_path, clock):
     provider = ScriptedProvider([Reply("", [tool("read", path="USER.md")]), "2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock)
-    (runtime.workspace / "USER.md").write_text("# User\n")
+    runtime.files.write("USER.md", "# User\n")
     list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
     assert len(provider.requests) == 2
     assert all("2400 euros" in user_texts(r)[-1] for r in provider.requests)
@@ -97,9 +106,8 @@ def test_every_step_of_the_turn_keeps_the_notes(tmp_path, clock):
 
 def test_notes_already_in_view_are_not_repeated(tmp_path, clock):
     provider = ScriptedProvider(["2400 euros."])
-    runtime = recall_runtime(tmp_path, provider, clock)
-    (runtime.workspace / "memory" / "2026-11-02.md").unlink()
-    (runtime.workspace / "memory" / "2026-11-22.md").write_text("# 2026-11-22\n\n" + NOTE)
+    runtime = recall_runtime(tmp_path, provider, clock, old_log=False)
+    runtime.files.write("memory/2026-11-22.md", "# 2026-11-22\n\n" + NOTE)
     events = list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
     assert not [e for e in events if isinstance(e, Recalled)]
     request = provider.requests[0]
@@ -162,9 +170,8 @@ def test_group_sessions_recall_shareable_notes_only(tmp_path, clock):
     provider = ScriptedProvider(["ok", "ok"])
     runtime = recall_runtime(tmp_path, provider, clock,
                              search={"shareablePaths": ["memory/shared"]})
-    shared = runtime.workspace / "memory" / "shared"
-    shared.mkdir()
-    (shared / "office.md").write_text("- The Lisbon office wifi password is on the fridge\n")
+    runtime.files.write("memory/shared/office.md",
+                        "- The Lisbon office wifi password is on the fridge\n")
     events = list(Session(runtime, "agent:main:discord:group:42").run_turn(
         "What is the budget for the Lisbon trip and the Lisbon office wifi?"))
     places = [p for e in events if isinstance(e, Recalled) for p in e.places]
@@ -191,10 +198,10 @@ def test_a_failed_search_leaves_the_turn_as_it_was(tmp_path, clock, caplog):
 def test_a_note_written_just_before_is_found(tmp_path, clock):
     provider = ScriptedProvider(["Noted.", "2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock)
-    (runtime.workspace / "memory" / "2026-11-02.md").write_text("# 2026-11-02\n")
+    runtime.files.write("memory/2026-11-02.md", "# 2026-11-02\n")
     session = Session(runtime, KEY)
     list(session.run_turn("hello"))  # the index is synced once in this process
-    (runtime.workspace / "memory" / "2026-11-02.md").write_text("# 2026-11-02\n\n" + NOTE)
+    runtime.files.write("memory/2026-11-02.md", "# 2026-11-02\n\n" + NOTE)
     runtime.memory.mark_dirty()  # as a write by a tool or the watcher would
     list(session.run_turn("What is the budget for the Lisbon trip?"))
     assert "2400 euros" in user_texts(provider.requests[1])[-1]
@@ -223,8 +230,8 @@ def test_the_notes_stay_within_their_share_of_the_window(tmp_path, clock):
     runtime = recall_runtime(tmp_path, provider, clock, search={"recall": {"maxChars": 50000}})
     runtime.models = lambda ref: runtime_model(ref, provider)
     for i in range(8):
-        (runtime.workspace / "memory" / f"2026-10-0{i + 1}.md").write_text(
-            f"- Lisbon trip budget detail {i}: " + "euros " * 150 + "\n")
+        runtime.files.write(f"memory/2026-10-0{i + 1}.md",
+                            f"- Lisbon trip budget detail {i}: " + "euros " * 150 + "\n")
     list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
     sent = user_texts(provider.requests[0])[-1]
     assert "Lisbon trip budget detail" in sent and len(sent) < 8192 // 5 + 600
@@ -241,10 +248,9 @@ def test_with_the_local_model_a_question_recalls_and_a_greeting_does_not(tmp_pat
     provider = ScriptedProvider(["Hello!", "2400 euros.", "She lives in Porto."])
     runtime = make_runtime(tmp_path, provider, clock=clock)
     runtime.tools = runtime.tools + memory_tools()
-    runtime.memory = open_index("main", runtime.workspace,
-                                MemorySearch.model_validate({"provider": "local"}),
-                                tmp_path / "state", runtime.storage.sessions_dir)
-    (runtime.workspace / "memory" / "2026-11-02.md").write_text(
+    runtime.memory = index_of(runtime, tmp_path, {"provider": "local"})
+    runtime.files.write(
+        "memory/2026-11-02.md",
         "# 2026-11-02\n\n- Budget for the Lisbon trip: 2400 euros, flights included\n\n"
         "## People\n\n- Ines is my sister; she lives in Porto\n")
     session = Session(runtime, KEY)
@@ -365,7 +371,7 @@ def test_a_recalled_note_copied_into_todays_log_is_refused(tmp_path, clock):
     [result] = [e for e in events if isinstance(e, ToolFinished)]
     assert result.is_error
     assert result.text.startswith("not written: memory/2026-11-02.md already holds these lines")
-    assert not (runtime.workspace / "memory" / "2026-11-22.md").exists()
+    assert runtime.files.stat("memory/2026-11-22.md") is None
     assert events[-1].text == "About 2400 euros."
     provider.assert_done()
     runtime.memory.close()
@@ -426,8 +432,7 @@ def test_what_was_recalled_is_kept_for_the_history_a_page_shows(tmp_path, clock)
     runtime = recall_runtime(tmp_path, provider, clock)
     session = Session(runtime, KEY)
     list(session.run_turn("What is the budget for the Lisbon trip?"))
-    entries = [json.loads(line) for line in session.transcript.path.read_text().splitlines()]
-    shown = items(entries[1:])
+    shown = items(transcript_lines(session)[1:])
     assert [i["type"] for i in shown] == ["user", "recall", "assistant"]
     assert shown[1]["messageId"] == shown[0]["id"]
     assert shown[1]["results"][0]["path"] == "memory/2026-11-02.md"

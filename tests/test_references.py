@@ -19,6 +19,8 @@ from clawd.providers.scripted import ScriptedProvider
 from conftest import make_runtime
 from loopmodel import filler
 
+pytestmark = pytest.mark.usefixtures("both_storages")
+
 BUDGET = "By the way, my budget for the Lisbon trip is 2400 euros in total."
 INES = "Note that my sister Ines arrives in Lisbon on May 14."
 

@@ -15,6 +15,7 @@ from conftest import make_runtime
 
 KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 @pytest.mark.parametrize("message", [
@@ -90,8 +91,7 @@ def session_with(tmp_path, provider, profile="weak", key=KEY) -> Session:
 
 
 def daily(session: Session) -> str:
-    path = session.rt.workspace / DAILY
-    return path.read_text() if path.exists() else ""
+    return session.rt.files.read(DAILY) or ""
 
 
 def test_a_model_that_only_says_it_remembers_still_gets_the_fact_kept(tmp_path):
@@ -167,8 +167,7 @@ def test_a_request_to_read_a_file_and_keep_a_value_is_kept_with_the_lines_it_use
     provider = ScriptedProvider([Reply("", [tool("read", path="notes/router.txt")]),
                                  "The admin port is 8443."])
     session = session_with(tmp_path, provider)
-    (session.rt.workspace / "notes").mkdir()
-    (session.rt.workspace / "notes/router.txt").write_text(ROUTER)
+    session.rt.files.write("notes/router.txt", ROUTER)
     events = list(session.run_turn(ASK_FILE))
     log = daily(session)
     assert f"- {ASK_FILE}\n  - from notes/router.txt: admin_port = 8443\n" in log
@@ -183,8 +182,7 @@ def test_a_file_request_whose_value_the_model_noted_is_not_kept_twice(tmp_path):
         Reply("", [tool("write", path=DAILY, content="- Router admin port: 8443\n",
                         append=True)]), "Noted: the admin port is 8443."])
     session = session_with(tmp_path, provider, "strong")
-    (session.rt.workspace / "notes").mkdir()
-    (session.rt.workspace / "notes/router.txt").write_text(ROUTER)
+    session.rt.files.write("notes/router.txt", ROUTER)
     events = list(session.run_turn(ASK_FILE))
     assert not any(isinstance(e, Notice) for e in events)
     assert daily(session).count("8443") == 1

@@ -15,11 +15,12 @@ from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
 from clawd.workspace.files import ContextFile, fit_files
 
-from conftest import make_runtime
+from conftest import make_runtime, transcript_lines
 from loopmodel import LoopModel, filler
 
 KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 # window -> (flush at, compact at, kept verbatim, workspace files, summary) with defaults
 DEFAULT_BUDGETS = {
@@ -68,8 +69,8 @@ def test_after_compaction_the_context_is_under_the_compaction_point(tmp_path):
     """The 8k case: a big daily log no longer keeps the context over the window."""
     provider = ScriptedProvider(default=LoopModel(lossy=True))
     runtime = make_runtime(tmp_path, provider, window=8000)
-    (runtime.workspace / DAILY).write_text(
-        "".join(f"- {i}: {filler(20, i)}\n" for i in range(900)))  # ~21k tokens
+    runtime.files.write(
+        DAILY, "".join(f"- {i}: {filler(20, i)}\n" for i in range(900)))  # ~21k tokens
     session = Session(runtime, KEY)
     compactions = []
     for i in range(25):
@@ -119,9 +120,9 @@ def test_a_message_larger_than_the_window_is_refused_with_its_size(tmp_path):
     errors = [e.message for e in events if isinstance(e, ErrorEvent)]
     assert len(errors) == 1 and errors[0].startswith("your message is ")
     assert "tokens and cannot fit: the model's window is 8,000 tokens" in errors[0]
-    assert "nothing was sent" in errors[0] and str(session.transcript.path) in errors[0]
+    assert "nothing was sent" in errors[0] and session.transcript.location in errors[0]
     assert not provider.requests
-    entries = [json.loads(x) for x in session.transcript.path.read_text().splitlines()]
+    entries = transcript_lines(session)
     assert entries[-1]["refused"] is True and entries[-1]["content"][0]["text"] == huge
     assert session.history.messages == [] and Session(runtime, KEY).history.messages == []
     events = list(session.run_turn("a short one"))  # the session goes on
@@ -129,13 +130,12 @@ def test_a_message_larger_than_the_window_is_refused_with_its_size(tmp_path):
 
 
 def test_the_workspace_template_fits_an_8k_window_untruncated(tmp_path):
-    from clawd.workspace.init import apply, plan_init
+    from clawd.workspace.template import template_files
 
-    workspace = tmp_path / "ws"
-    apply(plan_init(tmp_path / "state", tmp_path / "state" / "clawd.json", workspace))
     provider = ScriptedProvider(["Hello."])
     runtime = make_runtime(tmp_path, provider, window=8192)
-    runtime.workspace = workspace
+    for rel, resource in template_files():  # as clawd init (or clawd users add) lays it down
+        runtime.files.create(rel, resource.read_text(encoding="utf-8"))
     session = Session(runtime, KEY)
     layers = session.layers()
     assert layers.files and not any(f.truncated for f in layers.files)

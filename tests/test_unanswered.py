@@ -23,6 +23,7 @@ from conftest import make_runtime, write_local_config
 from fakeserver import FakeServer, openai_error, openai_stream
 
 KEY = "agent:main:main"
+pytestmark = pytest.mark.usefixtures("both_storages")
 
 
 def user_runs(request) -> list[int]:

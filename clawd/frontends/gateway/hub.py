@@ -14,6 +14,10 @@ session's running turn as Ctrl-C does (``Session.cancel`` for a reply streaming 
 same interrupt thrown into the turn at its next event otherwise): the partial reply is
 kept, marked interrupted. A slot holds its ``Chat`` (and so the session's lock, which the
 CLI honours) while turns come, and lets it go after ``gateway.idleSessionSeconds``.
+With ``shared`` (several workers on one database, ``storage.postgres.shared``) turns and
+their lines are recorded there: a send retried on another worker, a follower of a turn
+another worker runs (``RemoteTurn``), an abort, the bound on waiting turns and a session
+another worker waits for (let go at once when idle) all reach across workers.
 ``stop`` (SIGTERM) refuses new turns, lets running ones go on for
 ``gateway.shutdownGraceSeconds``, then stops them as Ctrl-C does; queued turns are not run.
 """

@@ -119,6 +119,8 @@ class Database:
         except psycopg.OperationalError as exc:
             raise DatabaseError(f"cannot reach the database {self.location}: "
                                 f"{_first_line(exc)}") from None
+        self._lease: Any = None
+        self._lease_guard = threading.Lock()
         self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
                                    kwargs={"autocommit": True,
                                            "application_name": self.worker}, name="clawd")
@@ -127,6 +129,17 @@ class Database:
         """A pooled connection (``with db.connection() as conn``), in autocommit: a
         ``conn.transaction()`` block makes several statements one."""
         return self.pool.connection()
+
+    def lease_connection(self) -> Any:
+        """The connection this process's session leases are advisory locks on (made on
+        first use; made again if it was lost, when every lock on it went with it)."""
+        import psycopg
+
+        with self._lease_guard:
+            if self._lease is None or self._lease.closed:
+                self._lease = psycopg.connect(self.url, autocommit=True,
+                                              application_name=self.worker)
+            return self._lease
 
     def counts(self) -> dict[str, int]:
         """Rows per store: agents, sessions, transcripts, lines, files, versions."""
@@ -155,6 +168,8 @@ class Database:
 
     def close(self) -> None:
         self.pool.close()
+        if self._lease is not None:
+            self._lease.close()
 
 
 _open: dict[str, Database] = {}

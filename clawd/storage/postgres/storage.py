@@ -1,9 +1,10 @@
 """One agent's storage in PostgreSQL (``PgStorage``) and its session lease (``PgLease``).
 
-The lease is a session-level advisory lock on the (agent, key) number, taken on a
-connection of its own that stays open while the session is held: the server lets go of it
-the moment that connection ends, so a holder that exits or is killed never blocks anyone,
-across processes and hosts. Who holds a session (and, when it says, until when) is written
+The lease is a session-level advisory lock on the (agent, key) number, taken on the
+process's one lease connection (``Database.lease_connection``; every session this process
+holds is a lock on it, so a thousand held sessions cost one connection): the server lets go
+of them the moment that connection ends, so a holder that exits or is killed never blocks
+anyone, across processes and hosts. Who holds a session (and, when it says, until when) is written
 in ``leases`` for a waiter's message, as the file lock writes it in its file. Within one
 process a key held again is counted, as with the file lock. A waiter first asks, on the
 ``clawd_release`` channel, that whoever holds the session idle let it go: a gateway worker
@@ -33,77 +34,91 @@ from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
 if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
 
-_held: dict[tuple[int, str, str], tuple[Any, int]] = {}
+_held: dict[tuple[int, str, str], int] = {}  # sessions this process holds, and how often
+_acquiring: set[tuple[int, str, str]] = set()  # being waited for by a thread of ours
 RELEASES = "clawd_release"  # "let go of this session if you hold it idle": agent\nkey
 ASK_EVERY_SECONDS = 0.5  # how often a waiter asks again
-_guard = threading.RLock()
+_changed = threading.Condition(threading.RLock())
 
 
 class PgLease:
-    """A hold on one session key: an advisory lock on a connection of its own."""
+    """A hold on one session key: an advisory lock on the process's lease connection."""
 
     def __init__(self, db: Database, agent_id: str, key: str, wait: float | None, hint: str):
         self.db, self.agent_id, self.key = db, agent_id, key
         self._slot = (id(db), agent_id, key)  # one process, one Database per URL
         self._released = False
-        with _guard:
+        with _changed:
+            while self._slot in _acquiring:  # another thread of ours is getting it
+                _changed.wait()
             if self._slot in _held:  # held by this process already: counted
-                conn, count = _held[self._slot]
-                _held[self._slot] = (conn, count + 1)
+                _held[self._slot] += 1
                 return
-        # waited for without the process's guard: other sessions open meanwhile
-        conn = psycopg.connect(db.url, autocommit=True, application_name=db.worker)
-        number = key_lock(agent_id, key, "lease")
+            _acquiring.add(self._slot)
+        try:  # waited for without the process's guard: other sessions open meanwhile
+            self._acquire(wait, hint)
+            with _changed:
+                _held[self._slot] = 1
+        finally:
+            with _changed:
+                _acquiring.discard(self._slot)
+                _changed.notify_all()
+        self._say(None)
+
+    def _acquire(self, wait: float | None, hint: str) -> None:
+        number = key_lock(self.agent_id, self.key, "lease")
         deadline = time.monotonic() + (lock.WAIT_SECONDS if wait is None else wait)
         asked = 0.0
-        while not _one(conn, "SELECT pg_try_advisory_lock(%s)", (number,)):
-            if time.monotonic() - asked >= ASK_EVERY_SECONDS:
-                # a gateway worker holding it idle lets go when asked (once its turn ends)
-                conn.execute("SELECT pg_notify(%s, %s)", (RELEASES, f"{agent_id}\n{key}"))
-                asked = time.monotonic()
-            holder = conn.execute("SELECT holder, pid, until FROM leases WHERE "
-                                  "agent_id = %s AND key = %s", (agent_id, key)).fetchone()
+        while not _one(self.db.lease_connection(), "SELECT pg_try_advisory_lock(%s)",
+                       (number,)):
+            with self.db.connection() as conn:
+                if time.monotonic() - asked >= ASK_EVERY_SECONDS:
+                    # a gateway worker holding it idle lets go when asked (its turn done)
+                    conn.execute("SELECT pg_notify(%s, %s)",
+                                 (RELEASES, f"{self.agent_id}\n{self.key}"))
+                    asked = time.monotonic()
+                holder = conn.execute("SELECT holder, pid, until FROM leases WHERE "
+                                      "agent_id = %s AND key = %s",
+                                      (self.agent_id, self.key)).fetchone()
             who, pid, until = holder or ("", None, None)
             left = until - time.time() if until is not None else None
             if time.monotonic() >= deadline or (
                     left is not None and time.monotonic() + left > deadline):
-                conn.close()
-                raise SessionBusyError(busy_message(key, str(pid or ""), who, left, hint))
+                raise SessionBusyError(busy_message(self.key, str(pid or ""), who, left, hint))
             time.sleep(lock.POLL_SECONDS)
-        with _guard:
-            _held[self._slot] = (conn, 1)
-            self._say(conn, None)
 
     def describe(self, until: float | None) -> None:
-        with _guard:
-            held = _held.get(self._slot)
-            if held is not None and not self._released:
-                self._say(held[0], until)
+        with _changed:
+            held = self._slot in _held and not self._released
+        if held:
+            self._say(until)
 
     def release(self) -> None:
-        with _guard:
+        with _changed:
             if self._released or self._slot not in _held:
                 return
             self._released = True
-            conn, count = _held.pop(self._slot)
-            if count > 1:
-                _held[self._slot] = (conn, count - 1)
+            _held[self._slot] -= 1
+            if _held[self._slot] > 0:
                 return
+            del _held[self._slot]
             try:
-                conn.execute("DELETE FROM leases WHERE agent_id = %s AND key = %s",
-                             (self.agent_id, self.key))
-                conn.execute("SELECT pg_advisory_unlock(%s)",
-                             (key_lock(self.agent_id, self.key, "lease"),))
+                with self.db.connection() as conn:
+                    conn.execute("DELETE FROM leases WHERE agent_id = %s AND key = %s",
+                                 (self.agent_id, self.key))
+                self.db.lease_connection().execute(
+                    "SELECT pg_advisory_unlock(%s)", (key_lock(self.agent_id, self.key,
+                                                              "lease"),))
             except psycopg.Error:
                 pass  # the connection is gone, and the server let go of the lock with it
-            finally:
-                conn.close()
 
-    def _say(self, conn: Any, until: float | None) -> None:
-        conn.execute("INSERT INTO leases (agent_id, key, holder, pid, until) "
-                     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id, key) DO UPDATE SET "
-                     "holder = EXCLUDED.holder, pid = EXCLUDED.pid, until = EXCLUDED.until",
-                     (self.agent_id, self.key, lock.HOLDER, os.getpid(), until))
+    def _say(self, until: float | None) -> None:
+        with self.db.connection() as conn:
+            conn.execute("INSERT INTO leases (agent_id, key, holder, pid, until) "
+                         "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id, key) DO UPDATE "
+                         "SET holder = EXCLUDED.holder, pid = EXCLUDED.pid, "
+                         "until = EXCLUDED.until",
+                         (self.agent_id, self.key, lock.HOLDER, os.getpid(), until))
 
 
 def _one(conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
