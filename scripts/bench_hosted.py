@@ -185,8 +185,11 @@ def main() -> int:
             finally:
                 child.send_signal(signal.SIGTERM)
                 said = child.communicate(timeout=60)[1]
-                if "Traceback" in said:
-                    print(f"{label}: clawd serve said\n{said[-3000:]}", file=sys.stderr)
+                notes = [line for line in said.splitlines()
+                         if not line.startswith(("clawd: GET", "clawd: POST"))]
+                if kill or "Traceback" in said:
+                    print(f"{label}: clawd serve said:\n" + "\n".join(notes[-40:]),
+                          file=sys.stderr)
             rows.append((label, found))
             print(f"{label}: {json.dumps({k: round(v, 1) for k, v in found.items()})}",
                   file=sys.stderr, flush=True)

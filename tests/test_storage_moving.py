@@ -138,3 +138,35 @@ def test_the_doctor_checks_the_database(pg_url, capsys, monkeypatch):
     monkeypatch.setenv("CLAWD_STORAGE_URL", "postgresql://nobody@127.0.0.1:1/none")
     checks = {what: (ok, text) for ok, what, text in doctor_checks(None)}
     assert checks["storage"][0] is False and "cannot reach" in checks["storage"][1]
+
+
+def test_workers_starting_together_on_a_new_database_all_start(pg_url):
+    """The vector extension and the migrations are made once, by whichever starts first."""
+    import threading
+
+    from clawd.storage.postgres.database import Database
+
+    opened, failed = [], []
+
+    def start() -> None:
+        try:
+            opened.append(Database(pg_url))
+        except Exception as exc:  # noqa: BLE001 - collected for the assert
+            failed.append(exc)
+
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as a new database has it
+        conn.execute("DROP TABLE clawd_schema, sessions, session_logs, transcript_lines, "
+                     "workspace_files, file_versions, records, leases, people, gateway_turns, "
+                     "turn_events, auth_failures")
+        conn.execute("DROP EXTENSION vector")
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert failed == [] and len(opened) == 4
+    assert {db.schema_version for db in opened} == {3}
+    for db in opened:
+        db.close()

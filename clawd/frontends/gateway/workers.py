@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +43,10 @@ def supervise(count: int, sock: socket.socket, serve: Callable[[socket.socket], 
             code = 1
             try:
                 code = serve(sock)
+            except BaseException:  # noqa: BLE001 - said, then the worker ends
+                traceback.print_exc()
             finally:
+                sys.stderr.flush()
                 os._exit(code)
         children.append(pid)
     signals = {"count": 0}

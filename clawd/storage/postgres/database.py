@@ -112,8 +112,10 @@ class Database:
         # worker's turn from a dead one's by it (``pg_stat_activity``)
         self.worker = f"clawd {socket.gethostname()}:{os.getpid()}"[:63]
         try:
+            # one starter at a time (two workers starting together race otherwise)
             with psycopg.connect(url, autocommit=True, connect_timeout=10,
-                                 application_name=self.worker) as conn:
+                                 application_name=self.worker) as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
                 self.vector_version = _extension(conn, self.location)
                 self.schema_version = _migrate(conn)
         except psycopg.OperationalError as exc:
@@ -214,11 +216,10 @@ def _extension(conn: Any, where: str) -> str:
 
 
 def _migrate(conn: Any) -> int:
-    """Run the migrations not run yet; the schema version."""
+    """Run the migrations not run yet; the schema version (under ``MIGRATION_LOCK``)."""
     conn.execute("CREATE TABLE IF NOT EXISTS clawd_schema (version integer PRIMARY KEY, "
                  "applied_at timestamptz NOT NULL DEFAULT now())")
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         done = conn.execute("SELECT count(*) FROM clawd_schema").fetchone()[0]
         if done > len(MIGRATIONS):
             raise DatabaseError(f"the database's schema is version {done}; this clawd knows "
