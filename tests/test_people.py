@@ -76,8 +76,9 @@ def _served(tmp_path, people):
         runtime = make_runtime(tmp_path / agent, provider)
         runtime.files.write("memory/2026-11-20.md", f"- {agent}'s secret is {agent}-4242\n")
         runtimes.append(dataclasses.replace(runtime, agent_id=agent))
-    config = Config.model_validate({"gateway": {"idleSessionSeconds": 0,
-                                                "shutdownGraceSeconds": 0}})
+    config = Config.model_validate({"gateway": {
+        "idleSessionSeconds": 0, "shutdownGraceSeconds": 0,
+        "http": {"endpoints": {"chatCompletions": {"enabled": True}}}}})
     return create_app(config, Agents.of_runtimes(runtimes, config, people=people), TOKEN)
 
 
@@ -113,3 +114,25 @@ def test_one_persons_token_never_reaches_anothers_agent(tmp_path):
         people.remove("carol")
         assert client.get("/api/agents", headers={"Authorization": f"Bearer {carol}"}
                           ).status_code == 401
+
+
+def test_the_openai_endpoint_answers_a_person_from_their_own_agent(tmp_path):
+    from starlette.testclient import TestClient
+
+    people = FilePeople(tmp_path / "people.json")
+    _, alice = people.add("alice", ("alice",))
+    as_alice = {"Authorization": f"Bearer {alice}"}
+    with TestClient(_served(tmp_path, people), base_url=BASE) as client:
+        models = client.get("/v1/models", headers=as_alice).json()["data"]
+        assert [m["id"] for m in models] == ["clawd:alice"]
+        body = {"model": "clawd", "user": "alice-phone",
+                "messages": [{"role": "user", "content": "hi"}]}
+        answer = client.post("/v1/chat/completions", json=body, headers=as_alice)
+        assert answer.status_code == 200
+        assert answer.json()["choices"][0]["message"]["content"] == "alice here"
+        assert answer.headers["X-Clawd-Session-Key"].startswith("agent:alice:openai:user:")
+        for model in ("clawd:carol", "clawd:main"):
+            denied = client.post("/v1/chat/completions", json={**body, "model": model},
+                                 headers=as_alice)
+            assert denied.status_code == 403, model
+
