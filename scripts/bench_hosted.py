@@ -34,6 +34,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_storage import fresh  # noqa: E402
 
 from fakeserver import FakeServer  # noqa: E402
 from gateway_client import free_port  # noqa: E402
@@ -138,17 +141,6 @@ def load(port: int, sessions: int, turns: int, clients: int,
             "lost": lost, "doubled": doubled}
 
 
-def fresh_database(base: str, name: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    import psycopg
-
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name}")
-    return urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=200)
@@ -173,7 +165,7 @@ def main() -> int:
         runs.append(("postgresql, 2 workers, one killed", "killed", 2, True))
         for label, database, workers, kill in runs:
             port = free_port()
-            url = fresh_database(base, f"bench_{database}") if database else None
+            url = fresh(base, f"bench_{database}") if database else None
             child = start(home_for(root, model.url, port, url), port, workers)
             victim = None
             if kill:

@@ -176,18 +176,17 @@ class PgStorage:
         return f"{checked_id(session_id)}.jsonl"  # its name in an exported folder
 
     def session_ids(self) -> list[str]:
-        with self.db.connection() as conn:
-            rows = conn.execute("SELECT session_id FROM session_logs WHERE agent_id = %s AND "
-                                "deleted_at IS NULL ORDER BY session_id",
-                                (self.agent_id,)).fetchall()
-        return [row[0] for row in rows]
+        return self._ids(deleted=False)
 
     def deleted_ids(self) -> list[str]:
         """The sessions deleted (their transcripts kept apart), sorted."""
+        return self._ids(deleted=True)
+
+    def _ids(self, *, deleted: bool) -> list[str]:
         with self.db.connection() as conn:
             rows = conn.execute("SELECT session_id FROM session_logs WHERE agent_id = %s AND "
-                                "deleted_at IS NOT NULL ORDER BY session_id",
-                                (self.agent_id,)).fetchall()
+                                "(deleted_at IS NOT NULL) = %s ORDER BY session_id",
+                                (self.agent_id, deleted)).fetchall()
         return [row[0] for row in rows]
 
     def set_aside(self, session_id: str, *, purge: bool = False) -> str:
