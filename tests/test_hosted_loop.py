@@ -143,3 +143,28 @@ def test_two_processes_never_hold_one_session(hosted, pg_url):
             .load().entries if e["type"] == "message"] == ["user", "assistant"]
     chat.session.close()
     rt.memory.close()
+
+
+def test_the_daily_consolidation_runs_once_over_every_worker(hosted):
+    import threading
+    import time
+
+    from clawd.loop.consolidate import after_session
+
+    def slow(request):  # both sessions end while the other's run is under way
+        time.sleep(0.5)
+        return "ADD Facts | The NAS is called tern | S1"
+
+    first, second = ScriptedProvider(default=slow), ScriptedProvider(default=slow)
+    workers = [_runtime(first, profile="strong"), _runtime(second, profile="strong")]
+    workers[0].files.write("memory/2026-11-21.md", "# 2026-11-21\n\n- The NAS is called tern.\n")
+    threads = [threading.Thread(target=lambda rt=rt, p=p: list(after_session(
+        rt, rt.models("local/m"), p, private=True))) for rt, p in zip(workers, (first, second))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(first.requests) + len(second.requests) == 1  # one worker took the day
+    assert "The NAS is called tern" in workers[1].files.read("MEMORY.md")
+    for rt in workers:
+        rt.memory.close()

@@ -375,9 +375,14 @@ time.sleep(60)
 """
 
 
+def storage_root(storage) -> Path:
+    return storage.root
+
+
 @pytest.fixture(params=sorted(STORAGES))
 def storage(request, tmp_path):
     made = STORAGES[request.param](tmp_path, _url(request))
+    made.root = tmp_path
     made.where = str(tmp_path) if request.param == "files" else _url(request)
     return made
 
@@ -400,6 +405,23 @@ def test_transcripts_are_opened_by_id_listed_and_set_aside(storage):
 def test_a_session_id_is_never_a_path(storage, bad):
     with pytest.raises(ClawdError):
         storage.transcript(bad)
+
+
+def test_a_claim_is_taken_once_whatever_the_number_of_takers(storage, request):
+    import threading
+
+    backend = request.node.callspec.params["storage"]
+    others = [STORAGES[backend](storage_root(storage), _url_of(request, backend))
+              for _ in range(4)]  # handles of their own, as other workers have
+    taken: list[bool] = []
+    threads = [threading.Thread(target=lambda s=s: taken.append(
+        s.records.claim("consolidation-day", "2026-11-27"))) for s in others]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(taken) == [False, False, False, True]
+    assert storage.records.claim("consolidation-day", "2026-11-28") is True  # the next day
 
 
 def test_records_keep_small_json_values(storage):

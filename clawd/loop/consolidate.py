@@ -43,6 +43,7 @@ from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 log = logging.getLogger(__name__)
 BATCH_LINES = 60  # note lines shown in one request (a few thousand tokens)
 RECORD = "consolidation"  # the record of the last run (consolidation.json in the files)
+CLAIM = "consolidation-day"  # the day whose automatic run a process has taken
 
 
 @dataclass
@@ -173,6 +174,8 @@ def after_session(rt: Runtime, model: ModelHandle, provider: Provider | None, *,
     if (why := refusal(model)) is not None:
         yield Notice(f"memory consolidation did not run: {why}")
         return
+    if not rt.storage.records.claim(CLAIM, rt.clock().date().isoformat()):
+        return  # another process (a worker on the same database) runs today's
     yield Waiting("consolidation")
     try:
         report = consolidate(rt, provider)

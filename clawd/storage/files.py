@@ -72,6 +72,21 @@ class JsonRecords:
             return None
         return data if isinstance(data, dict) else None
 
+    def claim(self, name: str, token: str) -> bool:
+        """A read and a write under a lock on ``<name>.json.lock``."""
+        from clawd.sessions.store import _lock, _unlock
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / f"{name}.json.lock", "a+b") as handle:
+            _lock(handle)
+            try:
+                if (self.get(name) or {}).get("claim") == token:
+                    return False
+                self.put(name, {"claim": token})
+                return True
+            finally:
+                _unlock(handle)
+
     def put(self, name: str, value: dict[str, Any]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{name}.json"

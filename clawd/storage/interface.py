@@ -41,6 +41,11 @@ class KeyValue(Protocol):
 
     def put(self, name: str, value: dict[str, Any]) -> None: ...
 
+    def claim(self, name: str, token: str) -> bool:
+        """Take ``token`` (a day, a job) under ``name`` for this process: True only for the
+        one call, in any process, that set it; background work that must run once."""
+        ...
+
 
 class AgentStorage(Protocol):
     """One agent's sessions, transcripts, workspace files and records."""

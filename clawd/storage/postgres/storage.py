@@ -144,6 +144,17 @@ class PgRecords:
                                 (self.agent_id,)).fetchall()
         return {name: value for name, value in rows}
 
+    def claim(self, name: str, token: str) -> bool:
+        """One statement: set ``{claim: token}`` unless it is already that; whichever
+        worker's statement sets it gets the row back."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "INSERT INTO records (agent_id, name, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT (agent_id, name) DO UPDATE SET value = EXCLUDED.value "
+                "WHERE records.value->>'claim' IS DISTINCT FROM EXCLUDED.value->>'claim' "
+                "RETURNING 1", (self.agent_id, name, Jsonb({"claim": token}))).fetchone()
+        return row is not None
+
     def put(self, name: str, value: dict[str, Any]) -> None:
         with self.db.connection() as conn:
             conn.execute("INSERT INTO records (agent_id, name, value) VALUES (%s, %s, %s) "
