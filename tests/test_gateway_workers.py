@@ -107,8 +107,18 @@ def test_wrong_tokens_count_on_every_worker_together(tmp_path, pg_url):
 
 
 def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
+    from clawd.core.messages import Message
+    from clawd.sessions.entry import new_entry
+    from clawd.sessions.transcript import begin
     from clawd.storage.postgres.shared import PgShared
 
+    # the dead worker had opened the session, kept the message and said "Hel" of its reply
+    storage = database(pg_url).agent("main")
+    log = storage.transcript("sid")
+    begin(log, "main", key="agent:main:main")
+    log.append_message(Message.user("hello"))
+    storage.sessions.update("agent:main:main", lambda _: new_entry(
+        "sid", storage.session_file("sid"), "local/m"))
     ghost = PgShared(database(pg_url), worker="clawd gone-host:4242")  # no such connection
     assert ghost.begin("t-ghost", "main", "agent:main:main", "hello", "k1") is None
     ghost.publish("t-ghost", 0, {"type": "delta", "text": "Hel"})
@@ -120,6 +130,10 @@ def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
         said = events(again)
         assert [e["type"] for e in said] == ["delta", "error", "done"]
         assert "stopped before it ended" in said[1]["message"] and said[2]["failed"]
+        # what it had said is in the session, marked interrupted as Ctrl-C marks it
+        items = b.get("/api/sessions/main/history", headers=AUTH).json()["items"]
+        assert [(i["type"], i["text"], i.get("interrupted")) for i in items] == [
+            ("user", "hello", None), ("assistant", "Hel", True)]
         # the session itself goes on, on this worker
         assert _reply(events(b.post("/api/sessions/main/messages", json={"text": "next"},
                                     headers=AUTH))) == "b: next"

@@ -155,31 +155,65 @@ class PgShared:
         with self.db.connection() as conn:
             rows = conn.execute("SELECT seq, line FROM turn_events WHERE turn_id = %s AND "
                                 "seq > %s ORDER BY seq", (turn_id, after)).fetchall()
-            state = conn.execute("SELECT state, worker, key FROM gateway_turns WHERE "
-                                 "turn_id = %s", (turn_id,)).fetchone()
-            if not rows and state and state[0] != "done" and not conn.execute(
-                    "SELECT 1 FROM pg_stat_activity WHERE application_name = %s",
-                    (state[1],)).fetchone():
-                self._orphaned(conn, turn_id, state[2])
-                return self.events_after(turn_id, after)
+            state = conn.execute("SELECT state, worker, key, agent_id, text_hash FROM "
+                                 "gateway_turns WHERE turn_id = %s", (turn_id,)).fetchone()
+            orphaned = bool(not rows and state and state[0] != "done" and not conn.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE application_name = %s",
+                (state[1],)).fetchone())
+            if orphaned:
+                partial = self._orphaned(conn, turn_id, state[2])
+        if orphaned:
+            self._keep_partial(state[3], state[2], state[4], partial)
+            return self.events_after(turn_id, after)
         return [(int(seq), line) for seq, line in rows], not state or state[0] == "done"
 
     @staticmethod
-    def _orphaned(conn: Any, turn_id: str, key: str) -> None:
+    def _orphaned(conn: Any, turn_id: str, key: str) -> str:
         """End the turn of a worker that is gone: what it said is kept; one line says why
-        the reply stops there."""
+        the reply stops there. The reply's text so far."""
         with conn.transaction():
-            last = conn.execute("SELECT coalesce(max(seq), -1) FROM turn_events WHERE "
-                                "turn_id = %s", (turn_id,)).fetchone()[0]
+            rows = conn.execute("SELECT seq, line FROM turn_events WHERE turn_id = %s "
+                                "ORDER BY seq", (turn_id,)).fetchall()
+            last = rows[-1][0] if rows else -1
+            lines = [line for _, line in rows]
             why = {"type": "error", "message": "the worker running this turn stopped before it "
                    "ended; the message is kept in the session, the reply is cut short there"}
             done = {"type": "done", "text": "", "failed": True, "sessionKey": key}
             conn.execute("INSERT INTO turn_events (turn_id, seq, line) VALUES (%s, %s, %s::json), "
                          "(%s, %s, %s::json) ON CONFLICT DO NOTHING",
-                         (turn_id, last + 1, orjson.dumps(why).decode(), turn_id, last + 2,
-                          orjson.dumps(done).decode()))
+                         (turn_id, last + 1, orjson.dumps(why).decode(), turn_id,
+                          last + 2, orjson.dumps(done).decode()))
             conn.execute("UPDATE gateway_turns SET state = 'done' WHERE turn_id = %s",
                          (turn_id,))
+        return "".join(str(line.get("text") or "") for line in lines
+                       if isinstance(line, dict) and line.get("type") == "delta")
+
+    def _keep_partial(self, agent_id: str, key: str, asked: str, partial: str) -> None:
+        """Write what a dead worker's reply had said into the session, marked interrupted
+        as Ctrl-C marks it, when the session's last message is still that turn's own (no
+        other turn came since) and nobody holds the session."""
+        from clawd.core.messages import Message
+        from clawd.sessions.lock import SessionBusyError
+
+        if not partial.strip():
+            return
+        storage = self.db.agent(agent_id)
+        try:
+            lease = storage.hold(key, wait=0)
+        except SessionBusyError:
+            return  # someone has the session: the next turn folds the message in
+        try:
+            entry = storage.sessions.get(key) or {}
+            if not entry.get("sessionId"):
+                return
+            log = storage.transcript(entry["sessionId"])
+            said = [e for e in log.load(quiet=True).entries if e.get("type") == "message"
+                    and not e.get("flush")]
+            if said and said[-1].get("role") == "user" \
+                    and text_hash(Message.from_entry(said[-1]).text) == asked:
+                log.append_message(Message.assistant(partial, aborted=True))
+        finally:
+            lease.release()
 
     def settle(self, timeout: float = 5.0) -> None:
         """Wait until every line handed in so far is written (tests, shutdown)."""
