@@ -232,15 +232,21 @@ class SessionStore:
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a+b") as handle:
-            _lock(handle)
-            try:
-                yield
-            finally:
-                _unlock(handle)
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return locked_file(self.lock_path)
+
+
+@contextlib.contextmanager
+def locked_file(path: Path) -> Iterator[None]:
+    """Hold an exclusive OS lock on ``path`` (made, with its folder, if missing): the
+    read-modify-write of a file several processes change goes under it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        _lock(handle)
+        try:
+            yield
+        finally:
+            _unlock(handle)
 
 
 def patched(stored: SessionEntry | None, base: SessionEntry | None,

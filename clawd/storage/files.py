@@ -25,7 +25,7 @@ from clawd.sessions import lock
 from clawd.sessions.files import DELETED_DIR, transcripts
 from clawd.sessions.interfaces import SessionRecords
 from clawd.sessions.lock import CHAT_HINT
-from clawd.sessions.store import SessionStore
+from clawd.sessions.store import SessionStore, locked_file
 from clawd.sessions.transcript import Transcript
 from clawd.storage.interface import KeyValue
 from clawd.workspace.backups import DiskBackups
@@ -74,18 +74,11 @@ class JsonRecords:
 
     def claim(self, name: str, token: str) -> bool:
         """A read and a write under a lock on ``<name>.json.lock``."""
-        from clawd.sessions.store import _lock, _unlock
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / f"{name}.json.lock", "a+b") as handle:
-            _lock(handle)
-            try:
-                if (self.get(name) or {}).get("claim") == token:
-                    return False
-                self.put(name, {"claim": token})
-                return True
-            finally:
-                _unlock(handle)
+        with locked_file(self.folder / f"{name}.json.lock"):
+            if (self.get(name) or {}).get("claim") == token:
+                return False
+            self.put(name, {"claim": token})
+            return True
 
     def put(self, name: str, value: dict[str, Any]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -124,21 +124,16 @@ class FilePeople:
 
     @contextlib.contextmanager
     def _changing(self) -> Iterator[dict[str, Any]]:
-        from clawd.sessions.store import _lock, _unlock
+        from clawd.sessions.store import locked_file
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name(self.path.name + ".lock"), "a+b") as handle:
-            _lock(handle)
-            try:
-                data = self._read()
-                yield data
-                tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    out.write(json.dumps(data, indent=2) + "\n")
-                os.replace(tmp, self.path)
-            finally:
-                _unlock(handle)
+        with locked_file(self.path.with_name(self.path.name + ".lock")):
+            data = self._read()
+            yield data
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(data, indent=2) + "\n")
+            os.replace(tmp, self.path)
 
 
 class PgPeople:
