@@ -399,9 +399,9 @@ def transcript_entries(of) -> list[dict]:
 
 def stored_text(of) -> str:
     """A transcript exactly as stored, one line each: the JSONL file's text, or the
-    database's lines as written (``PgTranscript.raw_lines``)."""
+    database's lines as written (``PgTranscript.raw_text``)."""
     log = _log(of)
     path = getattr(log, "path", None)
     if path is not None:
         return path.read_text(encoding="utf-8") if path.exists() else ""
-    return "".join(f"{line}\n" for line in log.raw_lines())
+    return log.raw_text()

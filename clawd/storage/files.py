@@ -127,6 +127,3 @@ class FileStorage:
 
     def hold(self, key: str, wait: float | None = None, hint: str = CHAT_HINT) -> FileLease:
         return FileLease(self.sessions_dir, key, wait, hint)
-
-    def close(self) -> None:
-        pass

@@ -209,11 +209,10 @@ def export(source: Any, home: Path, workspace: Path) -> Moved:
                          f"folders")
     live = set(source.session_ids())
     for session_id in sorted(live | set(source.deleted_ids())):
-        lines = source.transcript(session_id).raw_lines()
+        text = source.transcript(session_id).raw_text()
         folder = sessions_dir if session_id in live else sessions_dir / DELETED_DIR
-        (folder / f"{session_id}.jsonl").write_bytes(
-            b"".join(line.encode() + b"\n" for line in lines))
-        moved.transcripts, moved.lines = moved.transcripts + 1, moved.lines + len(lines)
+        (folder / f"{session_id}.jsonl").write_bytes(text.encode())
+        moved.transcripts, moved.lines = moved.transcripts + 1, moved.lines + text.count("\n")
     entries = {key: {**entry, "sessionFile": str(sessions_dir / f"{entry.get('sessionId')}"
                                                                f".jsonl")}
                for key, entry in source.sessions.entries().items()}

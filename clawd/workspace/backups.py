@@ -30,6 +30,7 @@ PROTECTED = (*BOOTSTRAP_FILES, MEMORY_FILE)
 STATE_DIR = ".clawd"
 HISTORY_DIR = f"{STATE_DIR}/history"
 KEEP = 50
+STAMP = "%Y%m%d-%H%M%S"  # a version's second; a number follows within one second
 
 
 def is_protected(rel_path: str) -> bool:
@@ -59,9 +60,7 @@ class DiskBackups:
         ignore = self.root / STATE_DIR / ".gitignore"
         if not ignore.exists():  # a workspace under git does not list clawd's records
             ignore.write_text("# clawd's own records (clawd history); not part of the notes\n*\n")
-        base = now.strftime("%Y%m%d-%H%M%S")
-        taken = [stamp_order(p.stem)[1] for p in directory.glob(f"{base}*.md")]
-        stamp = f"{base}-{max(taken) + 1}" if taken else base  # after any, even pruned ones
+        stamp = next_stamp(now, [p.stem for p in directory.glob(f"{now.strftime(STAMP)}*.md")])
         target = directory / f"{stamp}.md"
         shutil.copy2(self.root / path, target)
         for old in self.versions(path)[:-KEEP]:
@@ -105,6 +104,14 @@ class DiskBackups:
         found = base / MEMORY_DIR
         return sorted(d.relative_to(base).as_posix() for d in found.rglob("*.md")
                       if d.is_dir()) if found.is_dir() else []
+
+
+def next_stamp(now: datetime, taken: list[str]) -> str:
+    """The stamp of a version kept at ``now``, given the stamps of that second already
+    taken: ``YYYYMMDD-HHMMSS``, then ``-2``, ``-3``… after any (even pruned ones)."""
+    base = now.strftime(STAMP)
+    numbers = [stamp_order(stamp)[1] for stamp in taken]
+    return f"{base}-{max(numbers) + 1}" if numbers else base
 
 
 def find_version(backups: Backups, ref: str) -> Version:

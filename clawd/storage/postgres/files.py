@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any
 from clawd.config import MemorySearch
 from clawd.core.errors import ClawdError, SandboxError
 from clawd.memory.sources import SourceFile, Stamp
-from clawd.workspace.backups import KEEP, PROTECTED, find_version, kept_name, stamp_order
+from clawd.workspace.backups import (
+    KEEP,
+    PROTECTED,
+    STAMP,
+    find_version,
+    kept_name,
+    next_stamp,
+    stamp_order,
+)
 from clawd.workspace.interface import Stat, Version
 
 if TYPE_CHECKING:
@@ -174,12 +182,12 @@ class PgBackups:
         data = self.files.read_bytes(name)
         if data is None:
             raise FileNotFoundError(f"{name} does not exist")
-        base = now.strftime("%Y%m%d-%H%M%S")
         with self.db.connection() as conn, conn.transaction():
-            taken = [stamp_order(row[0])[1] for row in conn.execute(
+            taken = [row[0] for row in conn.execute(
                 "SELECT stamp FROM file_versions WHERE agent_id = %s AND path = %s AND "
-                "starts_with(stamp, %s) FOR UPDATE", (self.agent_id, name, base)).fetchall()]
-            stamp = f"{base}-{max(taken) + 1}" if taken else base
+                "starts_with(stamp, %s) FOR UPDATE",
+                (self.agent_id, name, now.strftime(STAMP))).fetchall()]
+            stamp = next_stamp(now, taken)
             conn.execute("INSERT INTO file_versions (agent_id, path, stamp, data) "
                          "VALUES (%s, %s, %s, %s)", (self.agent_id, name, stamp, data))
         for old in self.versions(name)[:-KEEP]:
@@ -286,5 +294,4 @@ class PgMemorySources:
         return data
 
     def _log(self, session_id: str) -> bytes:
-        return "".join(f"{line}\n" for line in self._transcript(session_id).raw_lines()
-                       ).encode()
+        return self._transcript(session_id).raw_text().encode()

@@ -40,10 +40,11 @@ def key_lock(agent_id: str, key: str, purpose: str) -> int:
 class PgSessions:
     """The session store of one agent: ``sessions`` rows."""
 
-    def __init__(self, db: Database, agent_id: str, now: Callable[[], str] = now_iso,
-                 transcript: Callable[[str], PgTranscript] | None = None,
-                 session_ids: Callable[[], list[str]] | None = None,
-                 session_file: Callable[[str], str] | None = None):
+    def __init__(self, db: Database, agent_id: str, now: Callable[[], str],
+                 transcript: Callable[[str], PgTranscript],
+                 session_ids: Callable[[], list[str]], session_file: Callable[[str], str]):
+        """``transcript``, ``session_ids`` and ``session_file``: the agent's storage's own,
+        which ``rebuild`` reads the transcripts through."""
         self.db, self.agent_id, self.now = db, agent_id, now
         self.location = f"{db.location} (sessions of agent {agent_id})"
         self._transcript, self._ids, self._file = transcript, session_ids, session_file
@@ -89,10 +90,7 @@ class PgSessions:
 
     def rebuild(self) -> tuple[int, int]:
         """Recount every entry from its transcript and add the keys only transcripts know."""
-        if self._transcript is None or self._ids is None:
-            return 0, 0
-        ids = self._ids()
-        summaries = {i: summary_of(self._transcript(i)) for i in ids}
+        summaries = {i: summary_of(self._transcript(i)) for i in self._ids()}
         found = entries_from(summaries.values(), self.agent_id, self._file)
         data: dict[str, Any] = dict(self.entries())
         done = recounted(data, lambda e: summaries.get(str(e.get("sessionId"))), found)
@@ -144,6 +142,10 @@ class PgTranscript:
                                                         else (None, line)))
                      for line in lines])
         self._known = True
+
+    def raw_text(self) -> str:
+        """The transcript as a JSONL file holds it: every stored line and a newline."""
+        return "".join(f"{line}\n" for line in self.raw_lines())
 
     def raw_lines(self) -> list[str]:
         """Every line as stored, in order (torn ones too)."""

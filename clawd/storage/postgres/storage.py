@@ -215,6 +215,3 @@ class PgStorage:
 
     def hold(self, key: str, wait: float | None = None, hint: str = CHAT_HINT) -> PgLease:
         return PgLease(self.db, self.agent_id, key, wait, hint)
-
-    def close(self) -> None:
-        pass
