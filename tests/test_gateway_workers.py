@@ -108,6 +108,7 @@ def test_wrong_tokens_count_on_every_worker_together(tmp_path, pg_url):
 
 def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
     from clawd.core.messages import Message
+    from clawd.frontends.gateway.shared import stopped_lines
     from clawd.sessions.entry import new_entry
     from clawd.sessions.transcript import begin
     from clawd.storage.postgres.shared import PgShared
@@ -119,7 +120,8 @@ def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
     log.append_message(Message.user("hello"))
     storage.sessions.update("agent:main:main", lambda _: new_entry(
         "sid", storage.session_file("sid"), "local/m"))
-    ghost = PgShared(database(pg_url), worker="clawd gone-host:4242")  # no such connection
+    ghost = PgShared(database(pg_url), stopped_lines,
+                     worker="clawd gone-host:4242")  # no such connection
     assert ghost.begin("t-ghost", "main", "agent:main:main", "hello", "k1") is None
     ghost.publish("t-ghost", 0, {"type": "delta", "text": "Hel"})
     ghost.settle()

@@ -90,9 +90,10 @@ def _shared(config: Config) -> tuple[Any, Any]:
     url = config.storage.effective_url()
     if not url:
         return None, FailedAuth(config.gateway.auth.rate_limit)
+    from clawd.frontends.gateway.shared import stopped_lines
     from clawd.storage import open_database
     from clawd.storage.postgres.shared import PgFailedAuth, PgShared
 
     db = open_database(url)
-    return PgShared(db), PgFailedAuth(db, config.gateway.auth.rate_limit)
+    return PgShared(db, stopped_lines), PgFailedAuth(db, config.gateway.auth.rate_limit)
 

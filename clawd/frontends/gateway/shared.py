@@ -13,7 +13,19 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
+from clawd.core import events as ev
+from clawd.frontends.render import event_json
+
 POLL_SECONDS = 0.1  # how often a follower on another worker looks for new lines
+STOPPED = ("the worker running this turn stopped before it ended; the message is kept in "
+           "the session, the reply is cut short there")
+
+
+def stopped_lines(key: str) -> list[dict[str, Any]]:
+    """How a turn whose worker died ends for its followers: an ``error`` line, then the
+    ``done`` line of a failed turn, as every turn's."""
+    return [{"type": "error", "message": STOPPED},
+            *event_json(ev.TurnDone("", failed=True, session_key=key))]
 
 
 def sink(shared: Any, turn_id: str) -> Callable[[int, dict[str, Any] | None], None]:

@@ -41,8 +41,11 @@ def text_hash(text: str) -> str:
 class PgShared:
     """The shared turns and event lines of one database's workers."""
 
-    def __init__(self, db: Database, worker: str | None = None):
-        self.db, self.worker = db, worker or db.worker
+    def __init__(self, db: Database, stopped: Callable[[str], list[dict[str, Any]]],
+                 worker: str | None = None):
+        """``stopped(key)``: the lines that end a turn whose worker died (the front end's
+        own error and ``done`` lines, so a follower reads them as any other)."""
+        self.db, self.stopped, self.worker = db, stopped, worker or db.worker
         self._lines: queue.Queue[tuple[str, int, dict[str, Any]] | tuple[str, None, str]] = \
             queue.Queue()
         self._writer = threading.Thread(target=self._write, daemon=True,
@@ -52,8 +55,9 @@ class PgShared:
         self.closed = threading.Event()
 
     def close(self) -> None:
-        """Stop listening (lines handed in are still written)."""
+        """Stop listening; the writer ends once the lines handed in are written."""
         self.closed.set()
+        self._lines.put(("", None, "stop"))
 
     # --- turns ------------------------------------------------------------------------------
 
@@ -167,25 +171,21 @@ class PgShared:
             return self.events_after(turn_id, after)
         return [(int(seq), line) for seq, line in rows], not state or state[0] == "done"
 
-    @staticmethod
-    def _orphaned(conn: Any, turn_id: str, key: str) -> str:
-        """End the turn of a worker that is gone: what it said is kept; one line says why
-        the reply stops there. The reply's text so far."""
+    def _orphaned(self, conn: Any, turn_id: str, key: str) -> str:
+        """End the turn of a worker that is gone: what it said is kept, then the lines
+        ``stopped`` gives. The reply's text so far."""
         with conn.transaction():
             rows = conn.execute("SELECT seq, line FROM turn_events WHERE turn_id = %s "
                                 "ORDER BY seq", (turn_id,)).fetchall()
             last = rows[-1][0] if rows else -1
-            lines = [line for _, line in rows]
-            why = {"type": "error", "message": "the worker running this turn stopped before it "
-                   "ended; the message is kept in the session, the reply is cut short there"}
-            done = {"type": "done", "text": "", "failed": True, "sessionKey": key}
-            conn.execute("INSERT INTO turn_events (turn_id, seq, line) VALUES (%s, %s, %s::json), "
-                         "(%s, %s, %s::json) ON CONFLICT DO NOTHING",
-                         (turn_id, last + 1, orjson.dumps(why).decode(), turn_id,
-                          last + 2, orjson.dumps(done).decode()))
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO turn_events (turn_id, seq, line) VALUES "
+                                "(%s, %s, %s::json) ON CONFLICT DO NOTHING",
+                                [(turn_id, last + n, orjson.dumps(line).decode())
+                                 for n, line in enumerate(self.stopped(key), start=1)])
             conn.execute("UPDATE gateway_turns SET state = 'done' WHERE turn_id = %s",
                          (turn_id,))
-        return "".join(str(line.get("text") or "") for line in lines
+        return "".join(str(line.get("text") or "") for _, line in rows
                        if isinstance(line, dict) and line.get("type") == "delta")
 
     def _keep_partial(self, agent_id: str, key: str, asked: str, partial: str) -> None:
@@ -222,13 +222,15 @@ class PgShared:
         done.wait(timeout)
 
     def _write(self) -> None:
-        while True:
+        stopping = False
+        while not stopping:
             batch = [self._lines.get()]
             while len(batch) < BATCH:
                 try:
                     batch.append(self._lines.get_nowait())
                 except queue.Empty:
                     break
+            stopping = any(s is None and what == "stop" for _, s, what in batch)
             try:
                 self._flush(batch)
             except Exception as exc:  # noqa: BLE001 - a lost line must not stop the writer
