@@ -20,9 +20,16 @@ def agent_storage(config: Config, agent_id: str) -> AgentStorage:
     from clawd.config import resolve_agent
     from clawd.storage import open_storage
 
-    if agent_id.lower() not in {a.lower() for a in config.agent_ids()}:
-        config = with_people(config)
+    config = knowing(config, agent_id)
     return open_storage(config, agent_id, resolve_agent(config, agent_id)[1])
+
+
+def knowing(config: Config, agent: str | None) -> Config:
+    """``config``, with its people's agents (``with_people``) when ``agent`` is none of its
+    own: a person's agent is found without reading the people for every other."""
+    if agent is None or agent.lower() in {a.lower() for a in config.agent_ids()}:
+        return config
+    return with_people(config)
 
 
 def with_people(config: Config) -> Config:
@@ -55,8 +62,7 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
 
-    if agent is not None and agent.lower() not in {a.lower() for a in config.agent_ids()}:
-        config = with_people(config)  # a person's own agent
+    config = knowing(config, agent)  # a person's own agent too
     agent_id, settings = resolve_agent(config, agent)
     workspace = Path(settings.workspace).expanduser().resolve()
     storage = open_storage(config, agent_id, settings)

@@ -84,8 +84,7 @@ class FilePeople:
         name, token = checked_name(name), new_token()
         with self._changing() as data:
             if name in data:
-                raise ClawdError(f"{name} is already a person here (clawd users rotate {name} "
-                                 f"gives them a new token)")
+                raise _taken(name)
             person = Person(name, agents, digest(token), now_iso())
             data[name] = asdict(person)
         return person, token
@@ -97,14 +96,14 @@ class FilePeople:
         with self._changing() as data:
             entry = data.pop(checked_name(name), None)
         if entry is None:
-            raise ClawdError(f"no person {name} (clawd users list)")
+            raise _unknown(name)
         return _person(entry)
 
     def rotate(self, name: str) -> tuple[Person, str]:
         name, token = checked_name(name), new_token()
         with self._changing() as data:
             if name not in data:
-                raise ClawdError(f"no person {name} (clawd users list)")
+                raise _unknown(name)
             data[name]["digest"] = digest(token)
             person = _person(data[name])
         return person, token
@@ -151,23 +150,22 @@ class PgPeople:
                                 "(%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
                                 (name, list(agents), person.digest, person.created)).fetchone()
         if not made:
-            raise ClawdError(f"{name} is already a person here (clawd users rotate {name} "
-                             f"gives them a new token)")
+            raise _taken(name)
         return person, token
 
     def all(self) -> list[Person]:
         with self.db.connection() as conn:
             rows = conn.execute("SELECT name, agents, digest, created FROM people "
                                 "ORDER BY name").fetchall()
-        return [Person(n, tuple(a), d, c) for n, a, d, c in rows]
+        return [_row(row) for row in rows]
 
     def remove(self, name: str) -> Person:
         with self.db.connection() as conn:
             row = conn.execute("DELETE FROM people WHERE name = %s RETURNING name, agents, "
                                "digest, created", (checked_name(name),)).fetchone()
         if row is None:
-            raise ClawdError(f"no person {name} (clawd users list)")
-        return Person(row[0], tuple(row[1]), row[2], row[3])
+            raise _unknown(name)
+        return _row(row)
 
     def rotate(self, name: str) -> tuple[Person, str]:
         token = new_token()
@@ -176,16 +174,30 @@ class PgPeople:
                                "agents, digest, created", (digest(token), checked_name(name))
                                ).fetchone()
         if row is None:
-            raise ClawdError(f"no person {name} (clawd users list)")
-        return Person(row[0], tuple(row[1]), row[2], row[3]), token
+            raise _unknown(name)
+        return _row(row), token
 
     def find(self, token: bytes) -> Person | None:
         with self.db.connection() as conn:
             row = conn.execute("SELECT name, agents, digest, created FROM people WHERE "
                                "digest = %s", (digest(token),)).fetchone()
-        return Person(row[0], tuple(row[1]), row[2], row[3]) if row else None
+        return _row(row) if row else None
 
 
 def _person(entry: dict[str, Any]) -> Person:
     return Person(str(entry["name"]), tuple(entry.get("agents") or ()), str(entry["digest"]),
                   str(entry.get("created") or ""))
+
+
+def _row(row: Any) -> Person:
+    """A person from a ``people`` row: name, agents, digest, created."""
+    return Person(row[0], tuple(row[1]), row[2], row[3])
+
+
+def _taken(name: str) -> ClawdError:
+    return ClawdError(f"{name} is already a person here (clawd users rotate {name} gives them "
+                      f"a new token)")
+
+
+def _unknown(name: str) -> ClawdError:
+    return ClawdError(f"no person {name} (clawd users list)")

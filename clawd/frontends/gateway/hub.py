@@ -65,6 +65,11 @@ class Stopping(ClawdError):
 class IdempotencyConflict(ClawdError):
     """An idempotency key came back with a different message."""
 
+    @classmethod
+    def of(cls, idempotency: str, key: str) -> IdempotencyConflict:
+        return cls(f"the idempotency key {idempotency!r} was used for another message to "
+                   f"{key}; use a new key for a new message")
+
 
 @dataclass(eq=False)
 class Turn:
@@ -146,9 +151,7 @@ class Hub:
             seen = self.sent.get((agent_id, key, idempotency))
             if seen is not None:
                 if seen.text != text:
-                    raise IdempotencyConflict(
-                        f"the idempotency key {idempotency!r} was used for another message "
-                        f"to {key}; use a new key for a new message")
+                    raise IdempotencyConflict.of(idempotency, key)
                 return seen, False
         if self.stopping:
             raise Stopping("the gateway is shutting down; the message was not sent")
@@ -157,9 +160,7 @@ class Hub:
             other = self.shared.begin(turn_id, agent_id, key, text, idempotency)
             if other is not None:  # a retry of a send another worker took
                 if not other[1]:
-                    raise IdempotencyConflict(
-                        f"the idempotency key {idempotency!r} was used for another message "
-                        f"to {key}; use a new key for a new message")
+                    raise IdempotencyConflict.of(str(idempotency), key)
                 return self.turn(other[0]) or self._remote(other[0], agent_id, key), False
         slot = self.slots.get((agent_id, key))
         if slot is None:

@@ -12,6 +12,7 @@ keep serving.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -54,7 +55,7 @@ def supervise(count: int, sock: socket.socket, serve: Callable[[socket.socket], 
     def forward(sig: int, frame: Any) -> None:
         signals["count"] += 1
         for pid in children:
-            with _gone():
+            with contextlib.suppress(ProcessLookupError):  # a worker already gone
                 os.kill(pid, signal.SIGTERM if signals["count"] == 1 else signal.SIGKILL)
 
     signal.signal(signal.SIGTERM, forward)
@@ -81,13 +82,3 @@ def supervise(count: int, sock: socket.socket, serve: Callable[[socket.socket], 
 
 def _why(code: int) -> str:
     return f"signal {-code}" if code < 0 else f"exit code {code}"
-
-
-class _gone:
-    """Ignore a worker that has already exited."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
-        return kind is ProcessLookupError
