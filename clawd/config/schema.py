@@ -14,6 +14,7 @@ from typing import Literal, get_args
 from pydantic import Field, PrivateAttr, model_validator
 
 from clawd.config.gateway import Gateway
+from clawd.config.mcp import Mcp
 from clawd.config.sections import (
     BaseUrl,
     Bool,
@@ -190,6 +191,7 @@ class Config(Model):
     hooks: Hooks = Hooks()
     gateway: Gateway = Gateway()
     storage: Storage = Storage()
+    mcp: Mcp = Mcp()
 
     # where the file was read from: private, so not a key a config file could set
     _source: Path | None = PrivateAttr(None)

@@ -106,6 +106,9 @@ class Access:
 
 
 def offered(tools: list, access: Access) -> list:
-    """The tools a session is offered (the others are neither described nor run)."""
+    """The tools a session is offered (the others are neither described nor run); a group
+    session is not offered a tool that is not ``shared`` (an MCP server's, unless the server
+    is marked for groups)."""
     hidden = access.withheld()
-    return [tool for tool in tools if tool.spec.name not in hidden]
+    return [tool for tool in tools if tool.spec.name not in hidden
+            and (access.private or getattr(tool, "shared", True))]

@@ -276,6 +276,7 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    origin: str = ""  # "": built in; else the MCP server it comes from
 
 
 @dataclass(slots=True)

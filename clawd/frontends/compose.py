@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from clawd.config import Config
     from clawd.loop.runtime import Runtime
+    from clawd.mcp.client import McpClients
     from clawd.storage.interface import AgentStorage
+
+# one set of MCP connections per process and servers' config: a gateway's agents share them
+_MCP: dict[str, McpClients] = {}
 
 
 def agent_storage(config: Config, agent_id: str) -> AgentStorage:
@@ -50,6 +54,26 @@ def with_people(config: Config) -> Config:
     return grown
 
 
+def mcp_clients(config: Config) -> McpClients | None:
+    """The process's connections to ``mcp.servers`` (started on first use, side by side,
+    each within its time-out; closed when the process exits); None with no server."""
+    if not config.mcp.servers:
+        return None
+    import atexit
+    import json
+
+    from clawd.core.paths import state_dir
+    from clawd.mcp.client import McpClients
+
+    key = json.dumps(config.mcp.model_dump(), sort_keys=True)
+    if key not in _MCP:
+        clients = McpClients(config.mcp.servers, logs=state_dir() / "logs")
+        clients.start()
+        atexit.register(clients.close)
+        _MCP[key] = clients
+    return _MCP[key]
+
+
 def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False,
                   approve: Callable[[str], bool] | None = None,
                   with_memory: bool = True) -> Runtime:
@@ -78,6 +102,10 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                             openai_base_url=openai.base_url if openai else None,
                             stored=storage.memory_sources, files=storage.files)
         tools += memory_tools()
+    mcp = mcp_clients(config)
+    if mcp is not None:
+        tools += mcp.tools()
+
     def models(ref: str) -> ModelHandle:
         return ModelHandle(ref, registry.context_window(config, settings, ref),
                            registry.max_output_tokens(config, settings, ref),
@@ -87,7 +115,7 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
 
     return Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,
-        storage=storage, models=models, tools=tools, memory=memory,
+        storage=storage, models=models, tools=tools, memory=memory, mcp=mcp,
         allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
 
 

@@ -4,6 +4,7 @@ the memory index and the history. Pure formatting: nothing here prints or change
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -188,9 +189,30 @@ def format_context(session: Session, *, detail: bool) -> str:
             lines.append("  (none)")
         lines.append("Tool schemas:")
         lines += [f"  {name:<26} {scaled(tokens):>7,} tok" for name, tokens in rep.tools]
+        lines += _mcp_lines(session, dict(rep.tools), scaled)
         lines.append("Pruned in the last request:")
         lines += [f"  {item}" for item in rep.pruned] or ["  (nothing)"]
     return "\n".join(lines)
+
+
+def _mcp_lines(session: Session, tokens: dict[str, int], scaled: Callable[[int], int]
+               ) -> list[str]:
+    """Each MCP server's tools in the request: how many, their tokens, and how many the
+    model is not told of (past its profile's count or the window's share)."""
+    servers: dict[str, list[str]] = {}
+    for spec in session.window.offered:
+        if spec.origin:
+            servers.setdefault(spec.origin, []).append(spec.name)
+    if not servers:
+        return []
+    lines = ["MCP servers:"]
+    for server, names in servers.items():
+        told = [name for name in names if name in tokens]
+        left = f", {len(names) - len(told)} not offered (profile or window cap)" if (
+            len(told) < len(names)) else ""
+        lines.append(f"  {server + f' ({len(told)} tools{left})':<26} "
+                     f"{scaled(sum(tokens[n] for n in told)):>7,} tok")
+    return lines
 
 
 def format_consolidation(report: Report, *, show_diff: bool) -> str:

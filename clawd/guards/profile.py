@@ -66,6 +66,9 @@ class Profile:
     # on five days of notes a 1.5B model kept 3 facts of 14 and made others up
     # (docs/real-models.md), so the weak profile is refused
     consolidates: bool = True
+    # how many MCP servers' tools the model is told of (None: all that fit the window's
+    # share, ``clawd.mcp.shapes.MCP_SHARE``): a small model picks worse among many tools
+    mcp_tools: int | None = None
 
     def has(self, guard: str) -> bool:
         return guard in self.guards
@@ -97,7 +100,7 @@ class Profile:
 
 
 PROFILES = {
-    "weak": Profile("weak", frozenset(GUARD_NAMES), consolidates=False),
+    "weak": Profile("weak", frozenset(GUARD_NAMES), consolidates=False, mcp_tools=8),
     "strong": Profile("strong", frozenset()),
 }
 
@@ -109,4 +112,4 @@ def make_profile(name: str, overrides: Mapping[str, bool] | None = None) -> Prof
     for guard, on in (overrides or {}).items():
         (guards.add if on else guards.discard)(guard)
     return Profile(name if guards == base.guards else f"{name}+", frozenset(guards),
-                   base.consolidates)
+                   base.consolidates, base.mcp_tools)

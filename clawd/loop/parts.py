@@ -22,6 +22,7 @@ from clawd.context.meter import TokenMeter
 from clawd.core.messages import Message, ToolSpec
 from clawd.core.tokens import Budget, estimate_text, estimate_tools
 from clawd.loop.runtime import ModelHandle, Runtime
+from clawd.mcp.shapes import over_cap
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.interfaces import SessionRecords, TranscriptLog
 from clawd.sessions.transcript import History
@@ -67,16 +68,23 @@ class Window:
         self.rt, self.access, self._model, self.meter = runtime, access, model, meter
         self.offered = tools  # the session's tools; ``tools``: those the model is told of
         self._tool_tokens: dict[tuple[str, ...], int] = {}
+        self._over: dict[tuple[tuple[str, ...], int | None, int], frozenset[str]] = {}
 
     def withheld(self) -> frozenset[str]:
         """Tools the model in use is not told of: ``memory_search`` when its profile lets
         automatic recall search for it (``recall_only``; measured in docs/real-models.md: a
         small model that searched and found nothing answered "no information" instead of the
-        message)."""
-        if (self.model.profile.has("recall_only")
-                and self.rt.settings.memory_search.recall.enabled):
-            return frozenset({"memory_search"})
-        return frozenset()
+        message); and the MCP tools past the profile's count or the window's share
+        (``clawd.mcp.shapes.over_cap``)."""
+        model = self.model
+        cap = (tuple(s.name for s in self.offered if s.origin), model.profile.mcp_tools,
+               model.context_window)
+        if cap not in self._over:
+            self._over[cap] = over_cap(self.offered, cap[1], cap[2])
+        hidden = self._over[cap]
+        if model.profile.has("recall_only") and self.rt.settings.memory_search.recall.enabled:
+            return hidden | {"memory_search"}
+        return hidden
 
     @property
     def tools(self) -> list[ToolSpec]:

@@ -24,6 +24,7 @@ from clawd.core.errors import ClawdError
 from clawd.core.messages import iso_clock
 from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
 from clawd.guards.profile import PROFILES, Profile
+from clawd.mcp.client import McpClients
 from clawd.memory.interface import Memory
 from clawd.providers.base import Provider
 from clawd.sessions.entry import SessionEntry
@@ -66,6 +67,7 @@ class Runtime:
     models: Callable[[str], ModelHandle]
     tools: list[Tool] = field(default_factory=list)
     memory: Memory | None = None
+    mcp: McpClients | None = None  # the MCP servers whose tools are in ``tools``
     allow_exec: bool = False
     approve: Callable[[str], bool] | None = None
     clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
@@ -118,7 +120,7 @@ class Runtime:
         prompt, tool schemas, workspace files) and leave ``MIN_ROOM`` for the conversation."""
         budget = self.budget(model)
         layers = self.layers(access, budget)
-        specs = [t.spec for t in self.tools]
+        specs = [t.spec for t in self.tools if not t.spec.origin]  # MCP's: a share at most
         bound = at_most(layers.system) + at_most(layers.project) + sum(
             at_most(f"{s.name} {s.description} {s.parameters}") for s in specs)
         if bound + MIN_ROOM <= budget.compact_at:

@@ -19,10 +19,10 @@ from clawd.context.access import Access
 from clawd.context.pruning import cap_tool_result
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event, ToolFinished, ToolStarted
-from clawd.core.messages import Message, ToolCall
+from clawd.core.messages import ImagePart, Message, ToolCall
 from clawd.core.tokens import estimate_text
 from clawd.loop.runtime import Runtime
-from clawd.tools.base import Tool, ToolContext
+from clawd.tools.base import Tool, ToolContext, ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +53,14 @@ class ToolRunner:
                 call = pending[0]
                 yield ToolStarted(call.id, call.name, call.arguments)
                 if repeated:
-                    text, is_error = REPEATED, False
+                    text, is_error, images = REPEATED, False, []
                 elif call.id in refused:
-                    text, is_error = refused[call.id], True
+                    text, is_error, images = refused[call.id], True, []
                 else:
-                    text, is_error = self.call(call, window=window, flush=flush)
-                keep(Message.tool_result(call, text, is_error, flush=flush))
+                    text, is_error, images = self.call(call, window=window, flush=flush)
+                result = Message.tool_result(call, text, is_error, flush=flush)
+                result.content += images
+                keep(result)
                 pending.pop(0)
                 yield ToolFinished(call.id, call.name, is_error, text)
         except KeyboardInterrupt:
@@ -66,19 +68,26 @@ class ToolRunner:
                 keep(Message.tool_result(call, "interrupted by the user", True, flush=flush))
             raise
 
-    def call(self, call: ToolCall, *, window: int, flush: bool = False) -> tuple[str, bool]:
-        """One call's result text and whether it is an error."""
+    def call(self, call: ToolCall, *, window: int, flush: bool = False
+             ) -> tuple[str, bool, list[ImagePart]]:
+        """One call's result text, whether it is an error, and the images it returned (an
+        MCP server's tool may return some)."""
+        images: list[ImagePart] = []
         tool = next((t for t in self.tools if t.spec.name == call.name), None)
         if tool is None:  # a small model made up "memory_set": say what there is
             names = ", ".join(t.spec.name for t in self.tools)
-            return f"unknown tool: {call.name}; the tools are {names or 'none'}", True
+            return f"unknown tool: {call.name}; the tools are {names or 'none'}", True, []
         rt = self.rt
         ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
                           approve=rt.approve, memory=rt.memory,
                           today=lambda: rt.clock().date(), access=self.access, flush=flush,
                           files=rt.files, backups=rt.backups)
         try:
-            text, is_error = tool.run(call.arguments, ctx), False
+            output = tool.run(call.arguments, ctx)
+            if isinstance(output, ToolOutput):
+                text, is_error, images = output.text, output.is_error, output.images
+            else:
+                text, is_error = output, False
         except ClawdError as exc:
             text, is_error = f"error: {exc}", True
         except Exception as exc:  # noqa: BLE001 - a tool bug must not end the turn
@@ -87,7 +96,7 @@ class ToolRunner:
             log.warning("tool %s failed: %s: %s", call.name, type(exc).__name__, exc,
                         exc_info=log.isEnabledFor(logging.DEBUG))
             text, is_error = f"error: {type(exc).__name__}: {exc}", True
-        return cap_tool_result(text, self._result_chars(text, window)), is_error
+        return cap_tool_result(text, self._result_chars(text, window)), is_error, images
 
     def _result_chars(self, text: str, window: int) -> int:
         """The cap of one result: ``maxOutputChars``, and at most half the window."""

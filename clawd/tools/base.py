@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from clawd.config import AgentDefaults
 from clawd.context.access import Access
 from clawd.core.errors import ToolError
-from clawd.core.messages import ToolSpec
+from clawd.core.messages import ImagePart, ToolSpec
 from clawd.memory.interface import Memory
 from clawd.workspace.interface import Backups, WorkspaceFiles
 
@@ -49,13 +49,25 @@ class ToolContext:
 
 
 @dataclass
+class ToolOutput:
+    """A result that is more than text: images beside it, or an error said as a result
+    (a tool that raises ``ToolError`` gets the same)."""
+
+    text: str
+    images: list[ImagePart] = field(default_factory=list)
+    is_error: bool = False
+
+
+@dataclass
 class Tool:
-    """A tool the model can call: what it is told (``spec``) and what runs (``run``)."""
+    """A tool the model can call: what it is told (``spec``) and what runs (``run``).
+    ``shared``: offered in group sessions too (as far as ``Access`` allows)."""
 
     spec: ToolSpec
-    run: Callable[[dict[str, Any], ToolContext], str]
+    run: Callable[[dict[str, Any], ToolContext], str | ToolOutput]
+    shared: bool = True
 
-    def __call__(self, args: dict[str, Any], ctx: ToolContext) -> str:
+    def __call__(self, args: dict[str, Any], ctx: ToolContext) -> str | ToolOutput:
         return self.run(args, ctx)
 
 

@@ -332,6 +332,9 @@ def doctor_checks(agent: str | None):
             continue
         ok, text = provider.check()  # type: ignore[attr-defined]  # every adapter has it
         yield ok, f"model {ref}", text
+    from clawd.frontends.cli.mcp import doctor_checks as mcp_checks
+
+    yield from mcp_checks(config)
     try:
         runtime = build_runtime(config, agent_id)
     except ClawdError as exc:

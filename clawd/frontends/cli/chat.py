@@ -9,6 +9,7 @@ the memory index is closed (an unfinished sync resumes next time).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -32,6 +33,8 @@ def open_chat(config: Config, args: argparse.Namespace, *,
     the index syncs in the background (the REPL), not before the first search."""
     runtime = build_runtime(config, chat_agent(config, args.agent, args.session),
                             allow_exec=args.allow_exec, approve=approve)
+    for problem in runtime.mcp.problems() if runtime.mcp else []:
+        print(f"· {problem}", file=sys.stderr)
     try:
         key = chat_key(runtime, args)
         # A missing key or unknown model is one line before any prompt (and before the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,6 +32,7 @@ from clawd.frontends.gateway.hub import Hub
 from clawd.frontends.gateway.openai_map import MappingError
 from clawd.frontends.gateway.policy import FailedAuth, Tokens
 
+log = logging.getLogger(__name__)
 ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID",
                    "X-Clawd-Session-Key"]
 
@@ -54,14 +56,19 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
         return JSONResponse(openapi.document(compatible))
 
     routes.append(Route("/openapi.json", openapi_json))
+    memory = McpEndpoint(agents)
+    routes.append(Route("/mcp", memory, methods=["GET", "POST", "DELETE"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         hub.listen(asyncio.get_running_loop())
         for agent_id in agents.ids:  # built now, off the loop: no request waits on one
-            await run_in_threadpool(agents.runtime, agent_id)
+            runtime = await run_in_threadpool(agents.runtime, agent_id)
+        for problem in runtime.mcp.problems() if agents.ids and runtime.mcp else []:
+            log.warning("%s", problem)
         try:
-            yield
+            async with memory.running():
+                yield
         finally:
             await hub.stop()
             app.state.gateway.aside.close()
@@ -82,6 +89,40 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
                     exception_handlers={ClawdError: on_error, MappingError: on_error})
     app.state.gateway = GatewayState(config, agents, hub)
     return app
+
+
+class McpEndpoint:
+    """``/mcp``: the memory of the agent the token reaches (``?agent=ID`` picks one of
+    several; default: the token's own) as MCP tools over streamable HTTP
+    (``frontends.mcp_server``)."""
+
+    def __init__(self, agents: Agents):
+        self.agents, self.http = agents, None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        from clawd.frontends.mcp_server import HttpMemory
+
+        self.http = HttpMemory(self.agents.runtime)
+        async with self.http.run():
+            yield
+        self.http = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from clawd.frontends.gateway.common import agent_of
+        from clawd.frontends.mcp_server import AGENT_SCOPE_KEY
+
+        request = Request(scope, receive)
+        if self.http is None:
+            await JSONResponse({"error": {"message": "starting", "type": "unavailable",
+                                          "code": 503}}, 503)(scope, receive, send)
+            return
+        try:
+            scope[AGENT_SCOPE_KEY] = agent_of(request, request.query_params.get("agent"))
+        except ClawdError as exc:
+            await (await on_error(request, exc))(scope, receive, send)
+            return
+        await self.http.handle(scope, receive, send)
 
 
 def _shared(config: Config) -> tuple[Any, Any]:

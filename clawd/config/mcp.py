@@ -1,0 +1,71 @@
+"""The ``mcp`` section: the MCP servers whose tools the model may use (SPEC §15).
+
+``mcp.servers.<name>`` is a child process spoken to over stdio (``command``, ``args``,
+``env``, ``cwd``) or a remote server over streamable HTTP (``url``, ``headers``), never
+both. ``enabled`` (default true), ``connectionTimeoutMs`` (how long its start may take),
+``requestTimeoutMs`` (how long one call may take), ``tools`` (an allow-list of its tool
+names; absent: all) and ``groups`` (offer its tools in group and channel sessions too;
+default false: private sessions only). ``env`` and ``headers`` often hold keys: they are
+never printed (``secrets``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, model_validator
+
+from clawd.config.sections import BaseUrl, Bool, Int, Model
+
+# a server's name starts its tools' names (``<name>__<tool>``), which both wire formats
+# limit to letters, digits, ``_`` and ``-``; ``__`` is the separator, so not in a name
+SERVER_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$"
+
+
+class McpServer(Model):
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: BaseUrl | None = None
+    headers: dict[str, str] = {}
+    enabled: Bool = True
+    connection_timeout_ms: Int = Field(15000, ge=100)
+    request_timeout_ms: Int = Field(60000, ge=100)
+    tools: list[str] | None = None
+    groups: Bool = False
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server is either a command (stdio) or a url "
+                             "(streamable HTTP): give exactly one")
+        if self.url is not None and (self.args or self.env or self.cwd):
+            raise ValueError("args, env and cwd are for a command; a url server takes headers")
+        if self.command is not None and self.headers:
+            raise ValueError("headers are for a url server; a command takes env")
+        return self
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+    def secrets(self) -> list[str]:
+        """The values never to print: everything in ``env`` and ``headers``."""
+        return [v for v in (*self.env.values(), *self.headers.values()) if len(v) >= 4]
+
+
+class Mcp(Model):
+    servers: dict[str, McpServer] = {}
+
+    @model_validator(mode="after")
+    def _names(self) -> Mcp:
+        for name in self.servers:
+            if not re.match(SERVER_NAME, name):
+                raise ValueError(f"mcp.servers: {name!r} is not a server name (letters, "
+                                 f"digits, - and single _; at most 32; it starts the names "
+                                 f"of its tools, <name>__<tool>)")
+        return self
+
+    def enabled(self) -> dict[str, McpServer]:
+        return {name: s for name, s in self.servers.items() if s.enabled}

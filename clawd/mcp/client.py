@@ -1,0 +1,317 @@
+"""The connections to the configured MCP servers, and their tools as clawd's (``McpClients``).
+
+One event loop in a background thread holds every connection of the process (the SDK is
+async; the loop and its tools are not). ``start`` connects to all servers side by side, each
+bounded by its ``connectionTimeoutMs``; a server that does not start is one line in
+``problems`` and the others work. Its tools become ``Tool``s named ``<server>__<tool>``
+(``shapes``), offered in group sessions only when the server says ``groups``.
+
+A call is bounded by ``requestTimeoutMs``; a time-out, a tool's error, a server that exits
+during the call: each is an error result for the model, never an exception for the turn. A
+stdio server that has exited is started again at its next call (a connection idle for a
+while is pinged first, so a server that died between calls costs no failed call). A child's
+stderr goes to ``<state>/logs/mcp-<name>.log``; its last line explains a failed start.
+Values of ``env`` and ``headers`` are scrubbed from every message (``McpServer.secrets``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import threading
+import time
+import warnings
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from clawd.config.mcp import McpServer
+from clawd.core.messages import ToolSpec
+from clawd.mcp.shapes import Output, read_result, tool_name, wire_schema
+from clawd.tools.base import Tool, ToolContext
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+IDLE_PING_SECONDS = 2.0  # a connection quiet this long is pinged before a call
+PING_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """What ``clawd mcp list`` shows of one server."""
+
+    name: str
+    transport: str
+    state: str  # ready | failed | stopped | disabled
+    tools: int
+    error: str = ""
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def _one_line(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+class Connection:
+    """One server: its client session (alive in the background loop) and its tools."""
+
+    def __init__(self, name: str, config: McpServer, logs: Path | None):
+        self.name, self.config, self.logs = name, config, logs
+        self.state, self.error = "stopped", ""
+        self.tools: list[Any] = []  # the SDK's Tool objects, allow-list applied
+        self._client: Any = None
+        self._stop: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._last = 0.0
+        self._starting: asyncio.Lock | None = None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.logs / f"mcp-{self.name}.log" if self.logs else None
+
+    async def start(self) -> None:
+        """Connect and list the tools, within ``connectionTimeoutMs``; failure is recorded."""
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self.state == "ready":
+                return
+            await self._stop_task()
+            ready, self._stop = asyncio.Event(), asyncio.Event()
+            self._task = asyncio.create_task(self._run(ready, self._stop))
+            seconds = self.config.connection_timeout_ms / 1000
+            try:
+                await asyncio.wait_for(ready.wait(), seconds)
+            except TimeoutError:  # let it go: its clean-up may take seconds more
+                task, self._task = self._task, None
+                if task is not None:
+                    task.cancel()
+                self._fail(f"no answer within {seconds:g} s (connectionTimeoutMs)")
+
+    def _fail(self, error: str) -> None:
+        self.state, self._client = "failed", None
+        self.error = scrub(error, self.config.secrets())
+
+    async def _run(self, ready: asyncio.Event, stop: asyncio.Event) -> None:
+        from mcp import Client
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                client = await stack.enter_async_context(
+                    Client(await self._transport(stack), mode="legacy",
+                           read_timeout_seconds=self.config.request_timeout_ms / 1000))
+                tools = await self._list(client)
+                if self._stop is not stop:
+                    return
+                self.tools, self._client, self.state, self.error = tools, client, "ready", ""
+                self._last = time.monotonic()
+                ready.set()
+                await stop.wait()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - any failure of a server is its state
+            if self._stop is stop:
+                self._fail(self._why(exc))
+        finally:
+            if self._stop is stop:  # not a connection given up on and since replaced
+                self._client = None
+                if self.state == "ready":
+                    self.state = "stopped"
+            ready.set()
+
+    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        cfg = self.config
+        if cfg.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            http = await stack.enter_async_context(create_mcp_http_client(
+                headers=dict(cfg.headers)))
+            return streamable_http_client(cfg.url, http_client=http)
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        errlog: IO[str] = stack.enter_context(self._errlog())
+        params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args),
+                                       env=dict(cfg.env) or None, cwd=cfg.cwd)
+        return stdio_client(params, errlog=errlog)
+
+    def _errlog(self) -> IO[str]:
+        path = self.log_path
+        if path is None:
+            import os
+            return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the stack closes it
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "a", encoding="utf-8")  # noqa: SIM115 - the stack closes it
+
+    async def _list(self, client: Any) -> list[Any]:
+        tools, cursor = [], None
+        for _ in range(100):
+            page = await client.list_tools(cursor=cursor)
+            tools += page.tools
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        allowed = self.config.tools
+        return [t for t in tools if allowed is None or t.name in allowed]
+
+    def _why(self, exc: BaseException) -> str:
+        """One line on why the server stopped: the error, and its stderr's last line."""
+        why = _one_line(exc)
+        path = self.log_path
+        if self.config.command is not None and path is not None and path.exists():
+            with contextlib.suppress(OSError):
+                lines = [line.strip() for line in
+                         path.read_text(encoding="utf-8", errors="replace").splitlines()]
+                last = next((line for line in reversed(lines) if line), "")
+                if last and last not in why:
+                    why += f" (its stderr: {last[:200]})"
+        return why
+
+    async def _stop_task(self) -> None:
+        """End the connection: asked to within five seconds, else cancelled."""
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        if self._stop is not None:
+            self._stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 5)
+        except (TimeoutError, Exception):  # noqa: BLE001 - a stuck server is let go
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Output:
+        if self.state != "ready" or not await self._alive():
+            self.state = "stopped"
+            await self.start()
+            if self.state != "ready":
+                return Output(f"the MCP server {self.name} is not running: {self.error}",
+                              is_error=True)
+        client, seconds = self._client, self.config.request_timeout_ms / 1000
+        try:
+            result = await asyncio.wait_for(client.call_tool(tool, arguments), seconds)
+        except TimeoutError:
+            return Output(f"{self.name}: {tool} did not answer within {seconds:g} s "
+                          f"(requestTimeoutMs)", is_error=True)
+        except Exception as exc:  # noqa: BLE001 - a failed call is the model's to act on
+            if not await self._alive(ping=True):
+                self.state = "stopped"
+                return Output(f"the MCP server {self.name} stopped during the call "
+                              f"({scrub(_one_line(exc), self.config.secrets())}); it is "
+                              f"started again at the next call", is_error=True)
+            return Output(f"{self.name}: {tool} failed: "
+                          f"{scrub(_one_line(exc), self.config.secrets())}", is_error=True)
+        finally:
+            self._last = time.monotonic()
+        return read_result(self.name, result)
+
+    async def _alive(self, ping: bool = False) -> bool:
+        """Whether the session still answers (pinged when quiet for a while, or ``ping``)."""
+        client = self._client
+        if client is None or self._task is None or self._task.done():
+            return False
+        if not ping and time.monotonic() - self._last < IDLE_PING_SECONDS:
+            return True
+        try:
+            with warnings.catch_warnings():  # ping is deprecated, but legacy servers answer it
+                warnings.simplefilter("ignore")
+                await asyncio.wait_for(client.send_ping(), PING_SECONDS)
+        except Exception:  # noqa: BLE001 - no answer: not alive
+            return False
+        return True
+
+    async def close(self) -> None:
+        await self._stop_task()
+        self.state = "stopped"
+
+
+class McpClients:
+    """The process's MCP servers (see the module docstring)."""
+
+    def __init__(self, servers: dict[str, McpServer], *, logs: Path | None = None):
+        self.connections = {name: Connection(name, cfg, logs) for name, cfg in servers.items()
+                            if cfg.enabled}
+        self.disabled = [name for name, cfg in servers.items() if not cfg.enabled]
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="clawd-mcp",
+                                        daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` in the background loop and wait for it (Ctrl-C and an abort
+        raised into this thread are seen within a quarter second, and cancel it)."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            while True:
+                with contextlib.suppress(concurrent.futures.TimeoutError):
+                    return future.result(timeout=0.25)
+        except BaseException:
+            future.cancel()
+            raise
+
+    def start(self) -> list[str]:
+        """Connect to every server side by side; one line per server that did not start."""
+        async def all_of() -> None:
+            await asyncio.gather(*(c.start() for c in self.connections.values()))
+        self._run(all_of())
+        return self.problems()
+
+    def problems(self) -> list[str]:
+        return [f"mcp: {c.name} did not start: {c.error}"
+                for c in self.connections.values() if c.state == "failed"]
+
+    def states(self) -> list[ServerState]:
+        found = [ServerState(c.name, c.config.transport, c.state, len(c.tools), c.error)
+                 for c in self.connections.values()]
+        return found + [ServerState(name, "", "disabled", 0) for name in self.disabled]
+
+    def listed(self, server: str) -> list[Any]:
+        return list(self.connections[server].tools)
+
+    def tools(self) -> list[Tool]:
+        """Every started server's tools as clawd's."""
+        found: list[Tool] = []
+        for connection in self.connections.values():
+            for listed in connection.tools:
+                found.append(self._tool(connection, listed))
+        return found
+
+    def _tool(self, connection: Connection, listed: Any) -> Tool:
+        name = tool_name(connection.name, listed.name)
+        description = (listed.description or listed.title or listed.name).strip()
+        spec = ToolSpec(name, description, wire_schema(listed.input_schema),
+                        origin=connection.name)
+
+        def run(args: dict[str, Any], ctx: ToolContext) -> Output:
+            return self._run(connection.call(listed.name, args))
+
+        return Tool(spec, run, shared=connection.config.groups)
+
+    def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Output:
+        return self._run(self.connections[server].call(tool, arguments))
+
+    def close(self) -> None:
+        """Stop every server (children end with their stdin) and the background loop."""
+        if self._closed:
+            return
+        self._closed = True
+
+        async def all_of() -> None:
+            await asyncio.gather(*(c.close() for c in self.connections.values()))
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(all_of(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)

@@ -1,0 +1,64 @@
+"""A small MCP server for the tests, built with the SDK: ``python tests/mcp_lookup.py``
+speaks stdio; ``http_app()`` is the same tools over streamable HTTP.
+
+- ``capital(country)`` answers from a table; ``broken()`` fails; ``slow(seconds)`` hangs;
+  ``die()`` exits the process in the middle of the call; ``picture()`` returns an image;
+  ``whoami()`` says which header (``X-Lookup-Key``) and environment (``LOOKUP_KEY``) it saw.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, ImageContent, TextContent
+
+CAPITALS = {"portugal": "Lisbon", "norway": "Oslo", "kenya": "Nairobi"}
+# a 1x1 PNG
+PIXEL = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
+         "AAAABJRU5ErkJggg==")
+
+
+def build() -> MCPServer:
+    server = MCPServer("lookup")
+
+    @server.tool(description="The capital city of a country.")
+    def capital(country: str) -> str:
+        found = CAPITALS.get(country.strip().lower())
+        return f"The capital of {country} is {found}." if found else f"{country}: not known"
+
+    @server.tool(description="Always fails.")
+    def broken() -> str:
+        raise RuntimeError("the lookup table is locked")
+
+    @server.tool(description="Waits, then answers.")
+    def slow(seconds: float = 30) -> str:
+        time.sleep(seconds)
+        return "finally"
+
+    @server.tool(description="Exits in the middle of the call.")
+    def die() -> str:
+        os._exit(3)
+
+    @server.tool(description="A picture.")
+    def picture() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text="one pixel"),
+                                       ImageContent(type="image", data=PIXEL,
+                                                    mime_type="image/png")])
+
+    @server.tool(description="What the server was given.")
+    def whoami() -> str:
+        return f"env={os.environ.get('LOOKUP_KEY', '-')}"
+
+    return server
+
+
+if __name__ == "__main__":
+    if "--fail" in sys.argv:
+        print("lookup: cannot open the table", file=sys.stderr)
+        sys.exit(1)
+    if "--hang" in sys.argv:
+        time.sleep(60)
+    build().run()

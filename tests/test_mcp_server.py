@@ -1,0 +1,163 @@
+"""clawd's memory for MCP clients, driven by the SDK's own client: ``clawd mcp serve`` as a
+child process over stdio, and ``/mcp`` of a running gateway over streamable HTTP, where a
+person's token reaches their own agent's memory and nobody else's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from clawd.frontends.cli import main
+
+pytestmark = pytest.mark.slow
+TOKEN = "gateway-token-0123456789abcdef"
+
+
+def _home(isolated_home: Path, **defaults) -> Path:
+    workspace = isolated_home / "ws"
+    (workspace / "memory").mkdir(parents=True)
+    (workspace / "MEMORY.md").write_text("# Memory\n\n- The user's cat is called Miso.\n")
+    state = isolated_home / ".clawd"
+    state.mkdir(exist_ok=True)
+    (state / "clawd.json").write_text(json.dumps({"agents": {"defaults": {
+        "workspace": str(workspace), **defaults}}}))
+    return workspace
+
+
+def _text(result) -> str:
+    return "".join(block.text for block in result.content if block.type == "text")
+
+
+async def _session(read_only: bool, steps):
+    from mcp import Client, StdioServerParameters
+
+    args = ["-m", "clawd", "mcp", "serve"] + (["--read-only"] if read_only else [])
+    params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+    async with Client(params, mode="legacy", read_timeout_seconds=120) as client:
+        return await steps(client)
+
+
+def test_mcp_serve_offers_search_get_and_add_to_an_sdk_client(isolated_home):
+    workspace = _home(isolated_home)
+
+    async def steps(client):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert sorted(tools) == ["memory_add", "memory_get", "memory_search"]
+        assert "from" in tools["memory_get"].input_schema["properties"]
+        added = await client.call_tool("memory_add", {
+            "text": "Decided to host the family wiki on PostgreSQL 16."})
+        junk = await client.call_tool("memory_add", {"text": "2026-11-27 12:00"})
+        found = await client.call_tool("memory_search", {"query": "family wiki database"})
+        cat = await client.call_tool("memory_search", {"query": "what is the cat called"})
+        got = await client.call_tool("memory_get", {"path": "MEMORY.md", "from": 3,
+                                                    "lines": 1})
+        outside = await client.call_tool("memory_get", {"path": "../etc/passwd"})
+        return added, junk, found, cat, got, outside
+
+    added, junk, found, cat, got, outside = asyncio.run(_session(False, steps))
+    today = date.today().isoformat()
+    assert not added.is_error and _text(added) == f"added to memory/{today}.md"
+    log = (workspace / "memory" / f"{today}.md").read_text()
+    assert "- Decided to host the family wiki on PostgreSQL 16." in log
+    assert junk.is_error and "not a note" in _text(junk) and "12:00" not in log
+    assert "PostgreSQL 16" in _text(found)
+    assert json.loads(_text(cat))["results"][0]["path"] == "MEMORY.md"
+    assert _text(got).strip().endswith("The user's cat is called Miso.")
+    assert outside.is_error and "memory_get reads only" in _text(outside)
+
+
+def test_mcp_serve_read_only_has_no_add(isolated_home):
+    workspace = _home(isolated_home)
+
+    async def steps(client):
+        names = sorted(t.name for t in (await client.list_tools()).tools)
+        forced = await client.call_tool("memory_add", {"text": "A note that must not land."})
+        return names, forced
+
+    names, forced = asyncio.run(_session(True, steps))
+    assert names == ["memory_get", "memory_search"]
+    assert forced.is_error and not list((workspace / "memory").iterdir())
+
+
+# --- /mcp of the gateway -------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def served(isolated_home, capsys):
+    """``clawd serve`` in this process (uvicorn in a thread) over the default agent and
+    alice's, alice with a person's token of her own."""
+    import uvicorn
+
+    from clawd.config import load_config
+    from clawd.frontends.gateway.agents import Agents
+    from clawd.frontends.gateway.app import create_app
+
+    workspace = _home(isolated_home)
+    assert main(["users", "add", "alice"]) == 0
+    alice = capsys.readouterr().out.strip().splitlines()[-1]
+    theirs = Path(str(workspace) + "-alice")
+    (theirs / "memory").mkdir(parents=True)
+    (theirs / "MEMORY.md").write_text("- Alice's locker code is 4242.\n")
+    config = load_config()
+    app = create_app(config, Agents.of_config(config), TOKEN)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp", alice
+    server.should_exit = True
+    thread.join(timeout=20)
+
+
+async def _http(url: str, token: str | None, steps):
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with create_mcp_http_client(headers=headers) as http, Client(
+            streamable_http_client(url, http_client=http), mode="legacy") as client:
+        return await steps(client)
+
+
+def test_gateway_mcp_reaches_only_the_tokens_own_memory(served):
+    url, alice = served
+
+    async def search(client):
+        names = sorted(t.name for t in (await client.list_tools()).tools)
+        hits = await client.call_tool("memory_search", {"query": "locker code cat"})
+        return names, _text(hits)
+
+    names, as_owner = asyncio.run(_http(url, TOKEN, search))
+    assert names == ["memory_add", "memory_get", "memory_search"]
+    assert "Miso" in as_owner and "4242" not in as_owner
+    _, as_alice = asyncio.run(_http(url, alice, search))
+    assert "4242" in as_alice and "Miso" not in as_alice
+    _, picked = asyncio.run(_http(url + "?agent=alice", TOKEN, search))
+    assert "4242" in picked  # the owner's token reaches every agent, when it names one
+
+    import httpx
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert httpx.post(url, json=body).status_code == 401
+    assert httpx.post(url, json=body, headers={"Authorization": "Bearer wrong-token-xx"}
+                      ).status_code == 401
+    assert httpx.post(url + "?agent=main", json=body,
+                      headers={"Authorization": f"Bearer {alice}"}).status_code == 403
