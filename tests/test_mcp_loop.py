@@ -193,6 +193,7 @@ def test_a_server_that_does_not_start_is_one_line_and_the_chat_goes_on(
     import json as _json
 
     from clawd.frontends.cli import main
+
     from conftest import write_local_config
 
     write_local_config(isolated_home, local_server.url)

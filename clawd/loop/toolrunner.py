@@ -47,6 +47,7 @@ class ToolRunner:
         ``refused``: calls a guard refused, by id, answered with that error without
         running."""
         refused = refused or {}
+        images: list[ImagePart]
         pending = list(reply.tool_calls)
         try:
             while pending:

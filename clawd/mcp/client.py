@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from clawd.config.mcp import McpServer
 from clawd.core.messages import ToolSpec
@@ -141,12 +141,12 @@ class Connection:
             return streamable_http_client(cfg.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        errlog: IO[str] = stack.enter_context(self._errlog())
+        errlog: TextIO = stack.enter_context(self._errlog())
         params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args),
                                        env=dict(cfg.env) or None, cwd=cfg.cwd)
         return stdio_client(params, errlog=errlog)
 
-    def _errlog(self) -> IO[str]:
+    def _errlog(self) -> TextIO:
         path = self.log_path
         if path is None:
             import os

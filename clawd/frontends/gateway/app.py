@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -31,6 +31,9 @@ from clawd.frontends.gateway.guard import Guard
 from clawd.frontends.gateway.hub import Hub
 from clawd.frontends.gateway.openai_map import MappingError
 from clawd.frontends.gateway.policy import FailedAuth, Tokens
+
+if TYPE_CHECKING:
+    from clawd.frontends.mcp_server import HttpMemory
 
 log = logging.getLogger(__name__)
 ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID",
@@ -97,14 +100,15 @@ class McpEndpoint:
     (``frontends.mcp_server``)."""
 
     def __init__(self, agents: Agents):
-        self.agents, self.http = agents, None
+        self.agents = agents
+        self.http: HttpMemory | None = None
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        from clawd.frontends.mcp_server import HttpMemory
+        from clawd.frontends.mcp_server import HttpMemory  # the SDK: when serving only
 
-        self.http = HttpMemory(self.agents.runtime)
-        async with self.http.run():
+        http = self.http = HttpMemory(self.agents.runtime)
+        async with http.run():
             yield
         self.http = None
 
