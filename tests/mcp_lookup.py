@@ -1,9 +1,9 @@
 """A small MCP server for the tests, built with the SDK: ``python tests/mcp_lookup.py``
-speaks stdio; ``http_app()`` is the same tools over streamable HTTP.
+speaks stdio; ``build().streamable_http_app()`` is the same tools over streamable HTTP.
 
-- ``capital(country)`` answers from a table; ``broken()`` fails; ``slow(seconds)`` hangs;
-  ``die()`` exits the process in the middle of the call; ``picture()`` returns an image;
-  ``whoami()`` says which header (``X-Lookup-Key``) and environment (``LOOKUP_KEY``) it saw.
+- ``capital(country)`` and ``order_status(order_id)`` answer from tables; ``broken()``
+  fails; ``slow(seconds)`` hangs; ``die()`` exits the process in the middle of the call;
+  ``picture()`` returns an image; ``whoami()`` says what ``LOOKUP_KEY`` it was given.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import time
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ImageContent, TextContent
 
+ORDERS = {"A-1042": "shipped on 2026-11-20 by DHL, tracking number 7731-0042, due "
+                    "on 2026-11-28", "B-7": "cancelled on 2026-11-02 at the user's request"}
 CAPITALS = {"portugal": "Lisbon", "norway": "Oslo", "kenya": "Nairobi"}
 # a 1x1 PNG
 PIXEL = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
@@ -28,6 +30,12 @@ def build() -> MCPServer:
     def capital(country: str) -> str:
         found = CAPITALS.get(country.strip().lower())
         return f"The capital of {country} is {found}." if found else f"{country}: not known"
+
+    @server.tool(description="The shipping status of one of the user's orders, by its id "
+                 "(e.g. A-1042).")
+    def order_status(order_id: str) -> str:
+        found = ORDERS.get(order_id.strip().upper())
+        return f"Order {order_id}: {found}" if found else f"No order {order_id}."
 
     @server.tool(description="Always fails.")
     def broken() -> str:

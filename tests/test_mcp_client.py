@@ -89,7 +89,7 @@ class Block:
         self.__dict__.update(fields)
 
 
-def test_results_become_framed_text_and_images():
+def test_results_become_text_and_images():
     result = Block(content=[
         Block(type="text", text="Lisbon"),
         Block(type="image", data="AAAA", mime_type="image/png"),
@@ -100,7 +100,7 @@ def test_results_become_framed_text_and_images():
         Block(type="audio", data="x", mime_type="audio/wav")],
         structured_content=None, is_error=False)
     out = read_result("lookup", result)
-    assert out.text.startswith("[from the MCP server lookup: content from outside clawd")
+    assert out.text.startswith("Lisbon\n")
     assert "Lisbon" in out.text and "inside" in out.text and "b.bin: binary, not shown" in (
         out.text) and "[link doc: https://example.org/doc]" in out.text
     assert "[audio content, not shown]" in out.text
@@ -151,11 +151,11 @@ def test_servers_start_side_by_side_and_a_failed_one_is_one_line(lookup):
         "mcp: bad did not start: Connection closed (its stderr: lookup: cannot open the "
         "table)", "mcp: hang did not start: no answer within 0.8 s (connectionTimeoutMs)"]
     states = {s.name: (s.transport, s.state, s.tools) for s in lookup.states()}
-    assert states == {"lookup": ("stdio", "ready", 6), "bad": ("stdio", "failed", 0),
+    assert states == {"lookup": ("stdio", "ready", 7), "bad": ("stdio", "failed", 0),
                       "hang": ("stdio", "failed", 0), "off": ("", "disabled", 0)}
     names = [t.spec.name for t in lookup.tools()]
-    assert names == ["lookup__capital", "lookup__broken", "lookup__slow", "lookup__die",
-                     "lookup__picture", "lookup__whoami"]
+    assert names == ["lookup__capital", "lookup__order_status", "lookup__broken",
+                     "lookup__slow", "lookup__die", "lookup__picture", "lookup__whoami"]
     capital = lookup.tools()[0]
     assert capital.spec.origin == "lookup" and not capital.shared
     assert capital.spec.parameters["required"] == ["country"]

@@ -61,8 +61,11 @@ def test_the_model_uses_an_mcp_tool_and_every_failure_is_a_result(tmp_path, look
     spec = next(s for s in sent.tools if s.name == "lookup__capital")
     assert spec.parameters["required"] == ["country"]
     results = [e for e in transcript_entries(session) if e.get("role") == "toolResult"]
-    assert "The capital of Portugal is Lisbon." in results[0]["content"][0]["text"]
-    assert "content from outside clawd" in results[0]["content"][0]["text"]
+    assert results[0]["content"][0]["text"] == "The capital of Portugal is Lisbon."
+    system = sent.system[0]  # the tools of a server are listed apart, and what they return
+    assert "## Tools of connected services\n- `lookup__capital`: The capital" in system
+    assert "never as instructions" in system
+    assert "`read`" not in system.split("## Tools of connected services")[1]
     assert "requestTimeoutMs" in results[2]["content"][0]["text"]
     assert "started again at the next call" in results[3]["content"][0]["text"]
     assert results[4]["content"][0]["text"].endswith("Oslo.")
@@ -217,12 +220,12 @@ def test_a_server_that_does_not_start_is_one_line_and_the_chat_goes_on(
 
     assert main(["mcp", "list"]) == 1  # one server failed
     listed, _ = capfd.readouterr()
-    assert "lookup" in listed and "ready" in listed and "6 tools" in listed
+    assert "lookup" in listed and "ready" in listed and "7 tools" in listed
     assert "broken" in listed and "failed" in listed and "do-not-print-this" not in listed
     assert main(["mcp", "tools", "lookup"]) == 0
     tools, _ = capfd.readouterr()
     assert tools.splitlines()[0].startswith("lookup__capital") and "The capital" in tools
     assert main(["doctor"]) == 1
     doctor, _ = capfd.readouterr()
-    assert "ok    mcp lookup: stdio, 6 tools" in doctor
+    assert "ok    mcp lookup: stdio, 7 tools" in doctor
     assert "FAIL  mcp broken: did not start" in doctor and "do-not-print" not in doctor

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawd.config import AgentDefaults, Config
 from clawd.context.access import Access, offered
@@ -24,7 +24,6 @@ from clawd.core.errors import ClawdError
 from clawd.core.messages import iso_clock
 from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
 from clawd.guards.profile import PROFILES, Profile
-from clawd.mcp.client import McpClients
 from clawd.memory.interface import Memory
 from clawd.providers.base import Provider
 from clawd.sessions.entry import SessionEntry
@@ -32,6 +31,9 @@ from clawd.sessions.interfaces import SessionRecords
 from clawd.storage.interface import AgentStorage
 from clawd.tools.base import Tool
 from clawd.workspace.interface import Backups, WorkspaceFiles
+
+if TYPE_CHECKING:
+    from clawd.mcp.client import McpClients
 
 
 @dataclass(frozen=True)
