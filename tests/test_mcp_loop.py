@@ -229,3 +229,26 @@ def test_a_server_that_does_not_start_is_one_line_and_the_chat_goes_on(
     doctor, _ = capfd.readouterr()
     assert "ok    mcp lookup: stdio, 7 tools" in doctor
     assert "FAIL  mcp broken: did not start" in doctor and "do-not-print" not in doctor
+
+
+def test_a_stop_from_another_thread_ends_a_waiting_mcp_call(tmp_path):
+    import threading
+    import time
+
+    clients = McpClients({"lookup": McpServer(command=sys.executable, args=[LOOKUP],
+                                              request_timeout_ms=60_000)}, logs=tmp_path)
+    try:
+        clients.start()
+        provider = ScriptedProvider([Reply("", [tool("lookup__slow", seconds=30)])])
+        session = Session(runtime(tmp_path, provider, clients.tools()), KEY)
+        threading.Timer(0.5, session.cancel).start()
+        started = time.monotonic()
+        events = list(session.run_turn("wait for it"))
+        assert time.monotonic() - started < 5
+        assert isinstance(events[-1], TurnDone)
+        result = [e for e in transcript_entries(session) if e.get("role") == "toolResult"][0]
+        assert result["content"][0]["text"] == "interrupted by the user"
+        # the server is still there for the next call
+        assert clients.call("lookup", "capital", {"country": "norway"}).text.endswith("Oslo.")
+    finally:
+        clients.close()

@@ -78,15 +78,18 @@ class Session:
         self.conversation = Conversation(self.history, self.transcript)
         self.meter = TokenMeter(self.history, float(self.entry.get("tokenRatio") or 1.0))
         self.ledger = PruningLedger(runtime.settings.context_pruning)
-        self.tools = ToolRunner(runtime, offered(runtime.tools, self.access), self.access)
+        tools = offered(runtime.tools, self.access)
         self.window = Window(runtime, self.access, lambda: self.model, self.meter,
-                             [t.spec for t in self.tools.tools])
+                             [t.spec for t in tools])
         self._provider: Provider | None = None
         self._guards: tuple[str, Guards] | None = None
         self.call = ModelCall(conversation=self.conversation, record=self.record,
                               window=self.window, meter=self.meter, ledger=self.ledger,
                               provider=lambda: self.provider, guards=lambda: self.guards,
                               clock=runtime.clock, max_tokens=runtime.settings.max_tokens)
+        # a stop from another thread reaches a tool that waits (an MCP call) as it does the
+        # reply streaming in
+        self.tools = ToolRunner(runtime, tools, self.access, cancelled=self.call.cancelled)
         self.upkeep = Upkeep(runtime=runtime, access=self.access,
                              conversation=self.conversation, record=self.record,
                              window=self.window, call=self.call, tools=self.tools,

@@ -13,6 +13,7 @@ so are calls another guard refused (``refused``: the error result of each, by ca
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Generator, Mapping
 
 from clawd.context.access import Access
@@ -35,8 +36,10 @@ REPEATED = ("already done: the step before made this same call with the same arg
 class ToolRunner:
     """The tools one session is offered, and how they run there."""
 
-    def __init__(self, runtime: Runtime, tools: list[Tool], access: Access):
+    def __init__(self, runtime: Runtime, tools: list[Tool], access: Access,
+                 cancelled: threading.Event | None = None):
         self.rt, self.tools, self.access = runtime, tools, access
+        self.cancelled = cancelled or threading.Event()
 
     def run(self, reply: Message, keep: Callable[[Message], None], *, window: int,
             flush: bool, repeated: bool = False, refused: Mapping[str, str] | None = None
@@ -82,7 +85,7 @@ class ToolRunner:
         ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
                           approve=rt.approve, memory=rt.memory,
                           today=lambda: rt.clock().date(), access=self.access, flush=flush,
-                          files=rt.files, backups=rt.backups)
+                          files=rt.files, backups=rt.backups, cancelled=self.cancelled)
         try:
             output = tool.run(call.arguments, ctx)
             if isinstance(output, ToolOutput):

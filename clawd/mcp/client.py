@@ -250,14 +250,18 @@ class McpClients:
         self._thread.start()
         self._closed = False
 
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` in the background loop and wait for it (Ctrl-C and an abort
-        raised into this thread are seen within a quarter second, and cancel it)."""
+    def _run(self, coroutine: Coroutine[Any, Any, T],
+             cancelled: threading.Event | None = None) -> T:
+        """Run ``coroutine`` in the background loop and wait for it. Ctrl-C, and
+        ``cancelled`` set from another thread (a stop over HTTP), are seen within a quarter
+        second: the call is cancelled and ``KeyboardInterrupt`` raised."""
         future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         try:
             while True:
                 with contextlib.suppress(concurrent.futures.TimeoutError):
                     return future.result(timeout=0.25)
+                if cancelled is not None and cancelled.is_set():
+                    raise KeyboardInterrupt
         except BaseException:
             future.cancel()
             raise
@@ -296,7 +300,7 @@ class McpClients:
                         origin=connection.name)
 
         def run(args: dict[str, Any], ctx: ToolContext) -> Output:
-            return self._run(connection.call(listed.name, args))
+            return self._run(connection.call(listed.name, args), ctx.cancelled)
 
         return Tool(spec, run, shared=connection.config.groups)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import threading
 import types
 import typing
 from collections.abc import Callable
@@ -46,6 +47,9 @@ class ToolContext:
     flush: bool = False  # the call comes from a memory-flush turn
     files: WorkspaceFiles = field(kw_only=True)  # the workspace's files
     backups: Backups = field(kw_only=True)  # their kept versions
+    # set from another thread to stop the turn: a tool that waits checks it and raises
+    # ``KeyboardInterrupt``, the path of Ctrl-C
+    cancelled: threading.Event = field(default_factory=threading.Event, kw_only=True)
 
 
 @dataclass
