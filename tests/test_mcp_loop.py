@@ -12,7 +12,7 @@ import pytest
 
 from clawd.config.mcp import McpServer
 from clawd.core.events import CommandOutput, ToolFinished, TurnDone
-from clawd.core.messages import ImagePart, Message, ToolCall, ToolSpec
+from clawd.core.messages import ImagePart, ToolSpec
 from clawd.frontends.commands import Chat
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
@@ -133,23 +133,35 @@ def test_context_detail_shows_each_server(tmp_path):
 
 # --- the wire formats ----------------------------------------------------------------------
 
-def test_both_wire_formats_carry_mcp_schemas_and_images(lookup):
-    from clawd.providers.anthropic import to_wire as anthropic_wire
-    from clawd.providers.anthropic import tool_param as anthropic_tool
-    from clawd.providers.openai import to_wire as openai_wire
-    from clawd.providers.openai import tool_param as openai_tool
+@pytest.mark.parametrize("wire", ["anthropic", "openai"])
+def test_both_wire_formats_carry_mcp_schemas_and_images(tmp_path, lookup, wire):
+    """A turn through the real SDK to a local server speaking the provider's wire format:
+    the server's tools go out with their schemas, its image comes back with the result."""
+    from test_providers import anthropic, openai
 
-    spec = lookup.tools()[0].spec
-    assert openai_tool(spec)["function"]["parameters"] == spec.parameters
-    assert anthropic_tool(spec)["input_schema"] == spec.parameters
-    call = ToolCall("c1", "lookup__picture", {})
-    result = Message.tool_result(call, "one pixel")
-    result.content.append(ImagePart("AAAA", "image/png"))
-    history = [Message.user("picture"), Message("assistant", [call]), result]
-    sent = anthropic_wire(history)[-1]["content"][0]
-    assert [b["type"] for b in sent["content"]] == ["text", "image"]
-    tool_message = openai_wire(history)[-1]
-    assert tool_message["role"] == "tool" and "[image omitted]" in tool_message["content"]
+    from fakeserver import FakeServer, anthropic_stream, openai_stream
+
+    path, stream = (("/v1/messages", anthropic_stream) if wire == "anthropic" else
+                    ("/v1/chat/completions", openai_stream))
+    with FakeServer() as server:
+        server.queue("POST", path, lambda r: stream("", [
+            {"id": "call_1", "name": "lookup__picture", "arguments": {}}]))
+        server.queue("POST", path, lambda r: stream("One pixel."))
+        provider = (anthropic if wire == "anthropic" else openai)(server)
+        session = Session(runtime(tmp_path, provider, lookup.tools()), KEY)
+        events = list(session.run_turn("show me the picture"))
+        assert events[-1].text == "One pixel."
+        first, second = (r.json() for r in server.requests)
+    capital = lookup.tools()[0].spec
+    if wire == "anthropic":
+        sent = {t["name"]: t["input_schema"] for t in first["tools"]}
+        result = second["messages"][-1]["content"][0]
+        assert [b["type"] for b in result["content"]] == ["text", "image"]
+    else:
+        sent = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
+        result = second["messages"][-1]
+        assert result["role"] == "tool" and "[image omitted]" in result["content"]
+    assert sent["lookup__capital"] == capital.parameters
 
 
 # --- the gateway: the web chat's API and the OpenAI endpoint -------------------------------
