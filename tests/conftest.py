@@ -367,6 +367,19 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("both_storages", kinds, indirect=True)
 
 
+@pytest.fixture(params=["one", "two"], ids=["one-process", "two-workers"])
+def one_or_two_workers(request, monkeypatch):
+    """A gateway test once as one process on files, and once as two workers on one
+    PostgreSQL database taking the requests in turn (``gateway_client.served_app``)."""
+    if request.param == "two":
+        monkeypatch.setenv("CLAWD_TEST_STORAGE", "postgresql")
+        monkeypatch.setenv("CLAWD_TEST_GATEWAY", "two")
+    else:
+        monkeypatch.delenv("CLAWD_TEST_STORAGE", raising=False)
+        monkeypatch.delenv("CLAWD_TEST_GATEWAY", raising=False)
+    return request.param
+
+
 @pytest.fixture
 def both_storages(request, monkeypatch):
     """The storage ``make_runtime`` gives in this run of the test: files, or a fresh

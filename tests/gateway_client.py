@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -32,9 +34,58 @@ def gateway(tmp_path: Path, provider, *, raw: dict | None = None, token: str | N
     config = Config.model_validate({"gateway": {"idleSessionSeconds": 0,
                                                 "shutdownGraceSeconds": 0, **(raw or {})}})
     runtimes = runtimes or [make_runtime(tmp_path, provider, settings=settings)]
-    app = create_app(config, Agents.of_runtimes(runtimes, config), token)
-    with TestClient(app, base_url=BASE) as client:
+    with TestClient(served_app(config, runtimes, token), base_url=BASE) as client:
         yield client
+
+
+def served_app(config: Config, runtimes: list, token: str | None):
+    """The gateway over ``runtimes``; under ``two_workers``, two workers on the runtimes'
+    database taking the requests in turn (``Alternating``), as a load balancer would."""
+    if os.environ.get(WORKERS_ENV) != "two":
+        return create_app(config, Agents.of_runtimes(runtimes, config), token)
+    from clawd.storage.postgres import Database
+
+    url = runtimes[0].storage.db.url
+    config = config.model_copy(update={"storage": config.storage.model_copy(
+        update={"url": url})})
+    second = [dataclasses.replace(r, storage=Database(url).agent(r.agent_id)) for r in runtimes]
+    return Alternating([create_app(config, Agents.of_runtimes(rs, config), token)
+                        for rs in (runtimes, second)])
+
+
+WORKERS_ENV = "CLAWD_TEST_GATEWAY"
+
+
+class Alternating:
+    """Several gateway workers behind one address: each HTTP request goes to the next
+    worker in turn; the lifespan starts and stops them all."""
+
+    def __init__(self, apps: list):
+        self.apps, self.sent = apps, 0
+
+    @property
+    def state(self):
+        """The first worker's (``server`` stops through its hub)."""
+        return self.apps[0].state
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        app = self.apps[self.sent % len(self.apps)]
+        self.sent += 1
+        await app(scope, receive, send)
+
+    async def _lifespan(self, receive, send) -> None:
+        from contextlib import AsyncExitStack
+
+        await receive()  # startup
+        async with AsyncExitStack() as stack:
+            for app in self.apps:
+                await stack.enter_async_context(app.router.lifespan_context(app))
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # shutdown
+        await send({"type": "lifespan.shutdown.complete"})
 
 
 def events(response) -> list[dict]:

@@ -1,5 +1,6 @@
 """The gateway's native API, driven in-process: auth, the event stream, history, idempotent
-sends, abort, slash commands, files and memory under the tools' rules."""
+sends, abort, slash commands, files and memory under the tools' rules; each as one process
+and as two workers on one database that take the requests in turn."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 import json
 import logging
 import threading
+import time
 
 import pytest
 
@@ -18,7 +20,9 @@ from clawd.providers.scripted import ScriptedProvider
 from conftest import make_runtime
 from gateway_client import AUTH, TOKEN, events, gateway, send
 
-pytestmark = pytest.mark.slow  # every turn runs on a worker thread
+# every turn runs on a worker thread; each test runs as one process on files and as two
+# workers on one PostgreSQL database taking the requests in turn
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_or_two_workers")]
 
 def test_health_is_open_and_everything_else_needs_the_token(tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
@@ -189,10 +193,11 @@ def test_an_empty_or_malformed_send_is_one_clear_error(tmp_path):
 
 
 def test_files_follow_the_tools_rules(tmp_path):
-    with gateway(tmp_path, ScriptedProvider()) as client:
-        ws = tmp_path / "ws"
-        (ws / "MEMORY.md").write_text("- the door code is 4711\n")
-        (ws / "notes.md").write_text("shared notes\n")
+    runtime = make_runtime(tmp_path, ScriptedProvider())
+    files = runtime.files  # the workspace's files: a folder, or the database's rows
+    with gateway(tmp_path, None, runtimes=[runtime]) as client:
+        files.write("MEMORY.md", "- the door code is 4711\n")
+        files.write("notes.md", "shared notes\n")
         read = client.get("/api/files/MEMORY.md", headers=AUTH).json()
         assert read["content"] == "- the door code is 4711\n"
         group = client.get("/api/files/MEMORY.md?sessionKey=telegram:group:42", headers=AUTH)
@@ -209,7 +214,8 @@ def test_files_follow_the_tools_rules(tmp_path):
         replace = client.put("/api/files/MEMORY.md?sessionKey=telegram:group:42",
                              json={"content": "gone"}, headers=AUTH)
         assert replace.status_code == 403
-        assert (ws / "MEMORY.md").read_text() == "- the door code is 4711\n"
+        assert files.read("MEMORY.md") == "- the door code is 4711\n"
+        assert files.read("memory/2026-11-22.md") == "- met Ada\n"
         assert client.put("/api/files/..%2Fx.md", json={"content": "x"},
                           headers=AUTH).status_code == 403
 
@@ -231,9 +237,12 @@ def test_memory_search_sees_what_the_session_may_see(tmp_path):
         assert group.status_code == 403 and "Ada" not in group.text
 
 
-def test_an_ended_session_is_read_by_its_id_and_sessions_are_deleted(tmp_path):
+def test_an_ended_session_is_read_by_its_id_and_sessions_are_deleted(tmp_path,
+                                                                      one_or_two_workers):
     provider = ScriptedProvider(default="ok")
-    with gateway(tmp_path, provider) as client:
+    runtime = make_runtime(tmp_path, provider)
+    started = time.monotonic()
+    with gateway(tmp_path, None, runtimes=[runtime]) as client:
         send(client, "first words", key="trip")
         first = client.get("/api/sessions/trip/history", headers=AUTH).json()["sessionId"]
         send(client, "/new", key="trip")
@@ -259,11 +268,18 @@ def test_an_ended_session_is_read_by_its_id_and_sessions_are_deleted(tmp_path):
         assert client.delete("/api/sessions/trip", headers=AUTH).status_code == 404
         keys = [s["key"] for s in client.get("/api/sessions", headers=AUTH).json()["sessions"]]
         assert keys == ["agent:main:other"]
-    kept = tmp_path / "state" / "agents" / "main" / "sessions" / "deleted"
-    assert len(list(kept.iterdir())) == 2  # the transcripts are kept aside
+    # /new's new session has the key: the old one let go at once, so the worker that got
+    # the next turn did not wait (gateway.SHARED_WAIT_SECONDS) for it
+    assert time.monotonic() - started < 60
+    # the transcripts are kept aside: files moved to deleted/, or rows marked deleted
+    if one_or_two_workers == "one":
+        kept = tmp_path / "state" / "agents" / "main" / "sessions" / "deleted"
+        assert len(list(kept.iterdir())) == 2
+    else:
+        assert len(runtime.storage._ids(deleted=True)) == 2
 
 
-def test_a_session_is_renamed_by_a_title_line_in_its_transcript(tmp_path):
+def test_a_session_is_renamed_by_a_title_line_in_its_transcript(tmp_path, one_or_two_workers):
     with gateway(tmp_path, ScriptedProvider(default="ok")) as client:
         send(client, "plan the kyoto trip in october", key="trip")
         named = client.patch("/api/sessions/trip", json={"title": "  Kyoto   trip "},
@@ -277,6 +293,8 @@ def test_a_session_is_renamed_by_a_title_line_in_its_transcript(tmp_path):
                 == 400, bad
         assert client.patch("/api/sessions/nosuch", json={"title": "x"},
                             headers=AUTH).status_code == 404
+    if one_or_two_workers != "one":
+        return  # the rest is of sessions.json, a file
     # the title survives a rebuilt store, and is no activity
     sessions = tmp_path / "state" / "agents" / "main" / "sessions"
     (sessions / "sessions.json").unlink()

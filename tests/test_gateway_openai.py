@@ -16,16 +16,16 @@ import openai
 import pytest
 
 from clawd.config import Config
-from clawd.frontends.gateway.agents import Agents
-from clawd.frontends.gateway.app import create_app
 from clawd.frontends.gateway.openai_map import client_id
 from clawd.frontends.gateway.server import server
 from clawd.providers.scripted import ScriptedProvider
 
 from conftest import make_runtime
-from gateway_client import AUTH, TOKEN
+from gateway_client import AUTH, TOKEN, served_app
 
-pytestmark = pytest.mark.slow  # a real server on a thread
+# a real server on a thread; each test as one process on files, and as two workers on one
+# PostgreSQL database taking the requests in turn
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_or_two_workers")]
 
 TITLE_PROMPT = ("### Task:\nGenerate a concise, 3-5 word title with an emoji summarizing the "
                 "chat history.\n### Output:\nJSON format: { \"title\": \"your concise title "
@@ -39,8 +39,7 @@ def served(tmp_path, provider, *, enabled: bool = True) -> Iterator[tuple[str, o
         "idleSessionSeconds": 0, "shutdownGraceSeconds": 0,
         "http": {"endpoints": {"chatCompletions": {"enabled": enabled}}}}})
     runtime = make_runtime(tmp_path, provider)
-    app = create_app(config, Agents.of_runtimes([runtime], config), TOKEN)
-    running = server(app, "127.0.0.1", 0)
+    running = server(served_app(config, [runtime], TOKEN), "127.0.0.1", 0)
     thread = threading.Thread(target=running.run, daemon=True)
     thread.start()
     assert running.ready.wait(10)
@@ -191,13 +190,14 @@ def test_a_client_that_disconnects_does_not_stop_the_turn(tmp_path):
         assert kinds == ["reply", "done"]
 
 
-def test_an_anonymous_request_leaves_no_session_behind(tmp_path):
+def test_an_anonymous_request_leaves_no_session_behind(tmp_path, one_or_two_workers):
     """No session key, chat id or user: nobody can come back to the session, so it is set
     aside when its turn ends (its transcript kept in deleted/), not listed forever."""
     from gateway_client import gateway
 
     raw = {"http": {"endpoints": {"chatCompletions": {"enabled": True}}}}
-    with gateway(tmp_path, ScriptedProvider(default="hello"), raw=raw) as http:
+    runtime = make_runtime(tmp_path, ScriptedProvider(default="hello"))
+    with gateway(tmp_path, None, raw=raw, runtimes=[runtime]) as http:
         for text in ("hi", "hi again"):
             answer = http.post("/v1/chat/completions", headers=AUTH, json={
                 "model": "clawd", "messages": [{"role": "user", "content": text}]})
@@ -208,6 +208,11 @@ def test_an_anonymous_request_leaves_no_session_behind(tmp_path):
         assert named.status_code == 200
         listed = http.get("/api/sessions", headers=AUTH).json()["sessions"]
         assert [s["key"] for s in listed] == ["agent:main:openai:user:" + client_id("bob")]
-    kept = list((tmp_path / "state" / "agents" / "main" / "sessions" / "deleted").iterdir())
+    if one_or_two_workers == "one":
+        kept = [path.read_text() for path in
+                (tmp_path / "state" / "agents" / "main" / "sessions" / "deleted").iterdir()]
+    else:  # rows marked deleted
+        storage = runtime.storage
+        kept = [storage.transcript(i).raw_text() for i in storage._ids(deleted=True)]
     assert len(kept) == 2
-    assert all('"hi' in path.read_text() for path in kept)
+    assert all('"hi' in text for text in kept)

@@ -119,6 +119,10 @@ class Chat:
         ended = yield from end_session(old, reason)
         self.session = Session(self.runtime, old.key, model or old.entry.get("modelOverride"),
                                fresh=True)
+        # the key's lease is the new session's now: the old one lets go of its count at once
+        # (left to the collector, it kept the key held after the new one closed, and another
+        # worker waited for it)
+        old.close()
         if not model:
             self.session.run_model = old.run_model
         yield Notice(f"new session {self.session.entry['sessionId']} ({reason}){ended}")
