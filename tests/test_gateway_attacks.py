@@ -4,7 +4,9 @@ Weak tokens; ``X-Forwarded-For`` forged to dodge the wrong-token limit; the owne
 by requests anyone's web page can make; session keys that are no valid header value; people
 told apart by the exact ``user`` or chat id; a flood of bookkeeping requests; bodies no
 turn can take; shutdown and keep-alives. The in-process app where that is enough, a real
-``clawd serve`` (uvicorn) where the server's own behaviour is the point."""
+``clawd serve`` (uvicorn) where the server's own behaviour is the point. The in-process
+probes run as one process on files and as two workers on one database taking the requests
+in turn: an attacker's requests reach whichever worker a load balancer picks."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from clawd.providers.scripted import ScriptedProvider
 from conftest import make_runtime
 from gateway_client import AUTH, BASE, TOKEN, events, free_port, gateway, send, start_serve
 
-pytestmark = pytest.mark.slow  # the in-process client runs the app on a thread
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_or_two_workers")]
 
 OPENAI = {"http": {"endpoints": {"chatCompletions": {"enabled": True}}}}
 
@@ -249,7 +251,8 @@ LIBRECHAT_TITLE = ("Provide a concise, 5-word-or-less title for the conversation
                    "User: how do tide pools form?\nAI: Tide pools form where the sea ...")
 
 
-def test_a_flood_of_bookkeeping_is_bounded_and_reads_stay_responsive(tmp_path):
+def test_a_flood_of_bookkeeping_is_bounded_and_reads_stay_responsive(tmp_path,
+                                                                     one_or_two_workers):
     release = threading.Event()
 
     def slow_title(request):
@@ -275,7 +278,9 @@ def test_a_flood_of_bookkeeping_is_bounded_and_reads_stay_responsive(tmp_path):
             release.set()
             codes = [f.result(30) for f in asked]
         assert codes.count(429) == len(refused) and codes.count(200) == 45 - len(refused)
-        assert 1 <= codes.count(200) <= 12  # four at once and eight waiting
+        # four at once and eight waiting, in each worker (a bound of the process's threads)
+        workers = 2 if one_or_two_workers == "two" else 1
+        assert 1 <= codes.count(200) <= 12 * workers
     # none of them entered the session
     assert len([r for r in provider.requests if r.tools]) == 1
 
