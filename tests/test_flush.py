@@ -465,3 +465,29 @@ def test_a_note_line_of_the_model_speaking_is_made_the_fact():
         "- Sam is vegetarian.\n* We fly on 3 March\n1. Hotel near Ribeira\n"
         "- Remember: the cellar tour is on Friday\n"
         "- I remembered the code wrong before; it is 5826.\nI remember you said so.")
+
+
+def test_a_strong_models_json_and_repeated_answers_stream_from_the_first_word(tmp_path):
+    """The holds for a JSON start, the recalled notes and the answer before are the weak
+    profile's guards (``text_calls``, ``echo``): a strong model's reply streams whatever it
+    starts with; a weak model's is held to the end."""
+    from clawd.core.events import TextDelta
+    from clawd.loop.runtime import fixed_models
+    from clawd.loop.session import Session
+    from clawd.providers.scripted import ScriptedProvider
+
+    from conftest import make_runtime
+
+    answer = '```json\n{"city": "Lisbon", "population": 545000}\n```'
+    for profile, streamed in (("strong", True), ("weak", False)):
+        provider = ScriptedProvider(["Sure, here it is.", "Sure, here it is.", answer],
+                                    chunk_size=4)
+        runtime = make_runtime(tmp_path / profile, provider)
+        runtime.models = fixed_models(provider, 200_000, profile=profile)
+        session = Session(runtime, "agent:main:main")
+        list(session.run_turn("hello"))
+        for text in ("again please", "the city as JSON"):
+            deltas = [e.text for e in session.run_turn(text) if isinstance(e, TextDelta)]
+            assert (len(deltas) > 3) is streamed, (profile, text, deltas)
+            if streamed:
+                assert len(deltas[0]) <= 4  # the first chunk, as it came

@@ -347,15 +347,21 @@ def is_silent(text: str) -> bool:
 
 class SilentFilter:
     """Passes streamed text through, except a reply that starts with ``NO_REPLY``; text
-    without a letter or digit yet is held back until some comes, a reply that starts as a
-    JSON object or as the recalled-notes block until the stream ends, and one that starts
-    as the answer before (``previous``) until it differs from it."""
+    without a letter or digit yet is held back until some comes. Two holds are a weak
+    model's guards, switched on by its profile: ``calls_as_text`` (``text_calls``) holds a
+    reply that starts as a JSON object until the stream ends (a tool call written as text,
+    or ``{"response": "NO_REPLY"}``); ``echoes`` (``echo``) holds one that starts as the
+    recalled-notes block until the end, and one that starts as the answer before
+    (``previous``) until it differs from it. A strong model's JSON answer, or one that
+    begins as the last one did, streams from its first word."""
 
-    def __init__(self, previous: str = "") -> None:
+    def __init__(self, previous: str = "", *, calls_as_text: bool = True,
+                 echoes: bool = True) -> None:
         self._held = ""
         self._decided: bool | None = None  # True: silent; False: show
+        self._calls_as_text, self._echoes = calls_as_text, echoes
         # the answer before, unwrapped as the probe is: a reply repeating it is held
-        self._previous = _unwrapped(previous).strip()
+        self._previous = _unwrapped(previous).strip() if echoes else ""
 
     def feed(self, delta: str) -> str:
         """The part of ``delta`` that may be shown now."""
@@ -369,8 +375,9 @@ class SilentFilter:
             self._decided = True
             return ""
         if (SILENT.startswith(probe) or not any(c.isalnum() for c in probe)
-                or _json_start(probe) or recall_start(probe)
-                or self._previous.startswith(probe.rstrip())):
+                or (self._calls_as_text and _json_start(probe))
+                or (self._echoes and (recall_start(probe)
+                                      or self._previous.startswith(probe.rstrip())))):
             # a possible prefix of NO_REPLY, nothing to read yet, a JSON object (maybe
             # ``{"response": "NO_REPLY"}``, maybe a tool call's arguments) or the recalled
             # notes copied (``replytext.dumps_notes``), or the answer before once more

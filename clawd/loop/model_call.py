@@ -136,7 +136,11 @@ class ModelCall:
         guards = self.guards()
         guards.new_reply()
         last = None if flush else last_answer(messages)
-        silent, parts = SilentFilter(previous=last[0] if last else ""), []
+        profile = self.window.model.profile  # the holds are a weak model's guards
+        silent = SilentFilter(previous=last[0] if last else "",
+                              calls_as_text=profile.has("text_calls"),
+                              echoes=profile.has("echo"))
+        parts: list[str] = []
         cut: str | None = None
         if not flush:  # a flush's requests are its own stage (``Waiting("flush")``)
             yield Waiting("model")
