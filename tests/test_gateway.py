@@ -148,6 +148,7 @@ def test_abort_keeps_the_partial_reply_marked_as_ctrl_c_does(tmp_path):
         assert model.started.wait(5)
         stopped = client.post("/api/sessions/main/abort", headers=AUTH).json()
         assert stopped["aborted"] is True
+        _heard(client)
         model.gate.set()
         thread.join(10)
         streamed = box["value"]
@@ -156,6 +157,16 @@ def test_abort_keeps_the_partial_reply_marked_as_ctrl_c_does(tmp_path):
         items = client.get("/api/sessions/main/history", headers=AUTH).json()["items"]
         assert items[-1] == {**items[-1], "text": "The quick brown", "interrupted": True}
         assert client.post("/api/sessions/main/abort", headers=AUTH).json()["aborted"] is False
+
+
+def _heard(client) -> None:
+    """Wait until the worker running the turn has heard the abort (another worker's reaches
+    it through the database, a moment later)."""
+    apps = getattr(client.app, "apps", [client.app])
+    deadline = time.monotonic() + 10
+    while not any(t.abort for app in apps for t in app.state.gateway.hub.turns.values()):
+        assert time.monotonic() < deadline, "the abort never reached the running turn"
+        time.sleep(0.01)
 
 
 def _models(provider):

@@ -141,12 +141,12 @@ class Hub:
 
     # --- sending ----------------------------------------------------------------------------
 
-    def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None,
-               *, ephemeral: bool = False) -> tuple[Turn | RemoteTurn, bool]:
+    async def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None,
+                     *, ephemeral: bool = False) -> tuple[Turn | RemoteTurn, bool]:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
         it is new (False: a retried send, the turn it started the first time).
         ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
-        ends."""
+        ends. The shared state's queries (several workers) run off the event loop."""
         if idempotency:
             seen = self.sent.get((agent_id, key, idempotency))
             if seen is not None:
@@ -157,7 +157,8 @@ class Hub:
             raise Stopping("the gateway is shutting down; the message was not sent")
         turn_id = self.new_id()
         if self.shared is not None:
-            other = self.shared.begin(turn_id, agent_id, key, text, idempotency)
+            other = await asyncio.to_thread(self.shared.begin, turn_id, agent_id, key, text,
+                                            idempotency)
             if other is not None:  # a retry of a send another worker took
                 if not other[1]:
                     raise IdempotencyConflict.of(str(idempotency), key)
@@ -167,10 +168,10 @@ class Hub:
             slot = self.slots[(agent_id, key)] = Slot(agent_id, key)
         waiting = len(slot.queue) + (1 if slot.running is not None else 0)
         if self.shared is not None:  # every worker's turns of the session, this one's too
-            waiting = self.shared.waiting(agent_id, key) - 1
+            waiting = await asyncio.to_thread(self.shared.waiting, agent_id, key) - 1
         if waiting > self.max_queued:
             if self.shared is not None:
-                self.shared.drop(turn_id)
+                await asyncio.to_thread(self.shared.drop, turn_id)
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
         turn = Turn(turn_id, agent_id, key, text, ephemeral=ephemeral)
         if self.shared is not None:

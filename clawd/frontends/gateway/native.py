@@ -207,7 +207,7 @@ async def send_message(request: Request) -> Response:
     if not body.text.strip():
         raise BadRequest("the message is empty: send {\"text\": \"...\"}")
     idempotency = request.headers.get("idempotency-key") or body.idempotency_key
-    turn, new = state(request).hub.submit(agent_id, key, body.text, idempotency)
+    turn, new = await state(request).hub.submit(agent_id, key, body.text, idempotency)
     headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": header_key(key)}
     if not new:
         headers["X-Clawd-Replayed"] = "true"

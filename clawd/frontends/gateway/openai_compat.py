@@ -79,8 +79,9 @@ async def chat_completions(request: Request) -> Response:
         sent[SESSION_HEADER] = key_from_header(sent[SESSION_HEADER])
     name, how = session_name(sent, parsed.user, new_id())
     agent_id, key = session_of(request, name, agent_id)
-    turn, _ = gw.hub.submit(agent_id, key, text, request.headers.get("idempotency-key"),
-                            ephemeral=how == "new")  # nobody can come back to it
+    turn, _ = await gw.hub.submit(agent_id, key, text,
+                                  request.headers.get("idempotency-key"),
+                                  ephemeral=how == "new")  # nobody can come back to it
     headers = {"X-Clawd-Session-Key": header_key(key), "X-Clawd-Session-From": how,
                "X-Clawd-Turn-Id": turn.id}
     if stream:
