@@ -45,3 +45,14 @@ def test_readme_commands_need_neither_python_nor_a_system_wide_pip():
         assert not {"python", "pip", "pip3"} & set(programs), command
     assert ".venv/bin/python -m pip install -e" in install
     assert test == ".venv/bin/python -m pytest"
+
+
+def test_the_readme_fits_a_page_per_idea():
+    """A newcomer's README: what it is, install, a first chat, the gateway, where the docs
+    are; the details live in docs/ (each link there resolves)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250
+    for target in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (ROOT / target).exists(), target
