@@ -69,13 +69,13 @@ def serve(tmp: Path, model_ms: float) -> None:
     import threading
 
     from clawd.config import Config
-    from clawd.frontends.gateway.agents import Agents
+    from clawd.frontends.gateway.agents import ServedAgents
     from clawd.frontends.gateway.app import create_app
     from clawd.frontends.gateway.server import server
 
     config = Config.model_validate({"gateway": {"idleSessionSeconds": 600,
                                                 "maxQueuedPerSession": 64}})
-    app = create_app(config, Agents.of_runtimes([_runtime(tmp, model_ms)], config), TOKEN)
+    app = create_app(config, ServedAgents.of_runtimes([_runtime(tmp, model_ms)], config), TOKEN)
     running = server(app, "127.0.0.1", 0)
     threading.Thread(target=lambda: (running.ready.wait(30),
                                      print(f"PORT {running.port}", flush=True)),

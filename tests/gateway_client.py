@@ -18,7 +18,7 @@ import httpx
 from starlette.testclient import TestClient
 
 from clawd.config import Config
-from clawd.frontends.gateway.agents import Agents
+from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.app import create_app
 
 from conftest import make_runtime
@@ -42,14 +42,14 @@ def served_app(config: Config, runtimes: list, token: str | None):
     """The gateway over ``runtimes``; under ``two_workers``, two workers on the runtimes'
     database taking the requests in turn (``Alternating``), as a load balancer would."""
     if os.environ.get(WORKERS_ENV) != "two":
-        return create_app(config, Agents.of_runtimes(runtimes, config), token)
+        return create_app(config, ServedAgents.of_runtimes(runtimes, config), token)
     from clawd.storage.postgres import Database
 
     url = runtimes[0].storage.db.url
     config = config.model_copy(update={"storage": config.storage.model_copy(
         update={"url": url})})
     second = [dataclasses.replace(r, storage=Database(url).agent(r.agent_id)) for r in runtimes]
-    return Alternating([create_app(config, Agents.of_runtimes(rs, config), token)
+    return Alternating([create_app(config, ServedAgents.of_runtimes(rs, config), token)
                         for rs in (runtimes, second)])
 
 

@@ -26,7 +26,7 @@ from clawd.config.gateway import token_weakness
 from clawd.core.errors import ConfigError
 from clawd.frontends.cli import main
 from clawd.frontends.gateway import feed
-from clawd.frontends.gateway.agents import Agents
+from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.app import create_app
 from clawd.frontends.gateway.server import local_token
 from clawd.providers.scripted import ScriptedProvider
@@ -129,7 +129,7 @@ def test_forwarded_for_is_believed_from_a_trusted_proxy_only(tmp_path):
     raw = {"trustedProxies": ["10.0.0.0/8"], "auth": {"rateLimit": {"maxAttempts": 2}}}
     config = Config.model_validate({"gateway": {"idleSessionSeconds": 0, **raw}})
     runtime = make_runtime(tmp_path, ScriptedProvider())
-    app = create_app(config, Agents.of_runtimes([runtime], config), TOKEN)
+    app = create_app(config, ServedAgents.of_runtimes([runtime], config), TOKEN)
     wrong = {"Authorization": "Bearer wrong-token-0123456789"}
     from starlette.testclient import TestClient
 

@@ -13,7 +13,7 @@ import time
 from starlette.testclient import TestClient
 
 from clawd.config import AgentDefaults, Config
-from clawd.frontends.gateway.agents import Agents
+from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.app import create_app
 from clawd.loop.runtime import Runtime, fixed_models
 from clawd.providers.scripted import ScriptedProvider
@@ -35,7 +35,7 @@ def _worker(tmp_path, url: str, name: str, rate: dict | None = None, queued: int
     config = Config.model_validate({"storage": {"url": url}, "gateway": {
         "shutdownGraceSeconds": 0, "maxQueuedPerSession": queued,
         "auth": {"rateLimit": rate or {}}}})
-    return TestClient(create_app(config, Agents.of_runtimes([runtime], config), TOKEN),
+    return TestClient(create_app(config, ServedAgents.of_runtimes([runtime], config), TOKEN),
                       base_url=BASE)
 
 

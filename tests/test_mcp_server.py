@@ -103,7 +103,7 @@ def served(isolated_home, capsys):
     import uvicorn
 
     from clawd.config import load_config
-    from clawd.frontends.gateway.agents import Agents
+    from clawd.frontends.gateway.agents import ServedAgents
     from clawd.frontends.gateway.app import create_app
 
     workspace = _home(isolated_home)
@@ -113,7 +113,7 @@ def served(isolated_home, capsys):
     (theirs / "memory").mkdir(parents=True)
     (theirs / "MEMORY.md").write_text("- Alice's locker code is 4242.\n")
     config = load_config()
-    app = create_app(config, Agents.of_config(config), TOKEN)
+    app = create_app(config, ServedAgents.of_config(config), TOKEN)
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning"))

@@ -13,7 +13,7 @@ import pytest
 from clawd.config import Config
 from clawd.core.errors import ClawdError
 from clawd.frontends.cli import main
-from clawd.frontends.gateway.agents import Agents
+from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.app import create_app
 from clawd.providers.scripted import ScriptedProvider
 from clawd.storage.people import FilePeople, PgPeople, digest
@@ -79,7 +79,7 @@ def _served(tmp_path, people):
     config = Config.model_validate({"gateway": {
         "idleSessionSeconds": 0, "shutdownGraceSeconds": 0,
         "http": {"endpoints": {"chatCompletions": {"enabled": True}}}}})
-    return create_app(config, Agents.of_runtimes(runtimes, config, people=people), TOKEN)
+    return create_app(config, ServedAgents.of_runtimes(runtimes, config, people=people), TOKEN)
 
 
 def test_one_persons_token_never_reaches_anothers_agent(tmp_path):

@@ -24,7 +24,7 @@ from clawd.core.errors import ClawdError, SandboxError
 from clawd.core.messages import Message, ToolCall
 from clawd.memory import open_index
 from clawd.memory.interface import Memory
-from clawd.sessions.interfaces import SessionRecords, TranscriptLog
+from clawd.sessions.interface import SessionRecords, TranscriptLog
 from clawd.sessions.store import SessionStore
 from clawd.sessions.transcript import Transcript, begin, build_history
 from clawd.workspace.backups import DiskBackups

@@ -17,7 +17,7 @@ from clawd.core.messages import new_id
 from clawd.loop.runtime import Runtime, session_model
 from clawd.sessions.entry import SessionEntry, new_entry
 from clawd.sessions.files import KEY_ENTRY, session_key_of
-from clawd.sessions.interfaces import TranscriptLog
+from clawd.sessions.interface import TranscriptLog
 from clawd.sessions.transcript import History, begin, build_history
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from clawd.core.tokens import Budget, estimate_text, estimate_tools
 from clawd.loop.runtime import ModelHandle, Runtime
 from clawd.mcp.shapes import over_cap
 from clawd.sessions.entry import SessionEntry
-from clawd.sessions.interfaces import SessionRecords, TranscriptLog
+from clawd.sessions.interface import SessionRecords, TranscriptLog
 from clawd.sessions.transcript import History
 
 

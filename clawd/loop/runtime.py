@@ -27,7 +27,7 @@ from clawd.guards.profile import PROFILES, Profile
 from clawd.memory.interface import Memory
 from clawd.providers.base import Provider
 from clawd.sessions.entry import SessionEntry
-from clawd.sessions.interfaces import SessionRecords
+from clawd.sessions.interface import SessionRecords
 from clawd.storage.interface import AgentStorage
 from clawd.tools.base import Tool
 from clawd.workspace.interface import Backups, WorkspaceFiles

@@ -38,7 +38,7 @@ from clawd.loop.opening import open_entry
 from clawd.loop.parts import Conversation, Record, Window
 from clawd.loop.recall import Recall, recall
 from clawd.loop.runtime import ModelHandle, Runtime, session_model
-from clawd.loop.steps import Plan, run_steps
+from clawd.loop.steps import StepPlan, run_steps
 from clawd.loop.toolrunner import ToolRunner
 from clawd.loop.turn import Turn
 from clawd.loop.upkeep import Upkeep
@@ -282,7 +282,7 @@ class Session:
     def _steps(self, turn: Turn) -> Generator[Event, None, None]:
         """The model steps of a user turn (``steps.run_steps``): shown, recovered from an
         overflow by compaction, and the flush point checked after each tool step."""
-        yield from run_steps(self.call, self.tools, turn, Plan(
+        yield from run_steps(self.call, self.tools, turn, StepPlan(
             self.history.messages, self.guards, max_steps=self.rt.settings.max_steps,
             window=self.budget.context_window, recover=self.upkeep.recover,
             between=lambda: self.upkeep.maintain([])))

@@ -3,7 +3,7 @@
 ``run_steps`` calls the model, decides each reply into its next step (``turn.decide``) and
 acts on it, keeping its state in the ``Turn`` it is given, until an answer, a stop or a
 failure. What differs between a user's turn and the silent memory flush is data, given in a
-``Plan``: the messages the steps add to (the history, or the flush's own list), the guards
+``StepPlan``: the messages the steps add to (the history, or the flush's own list), the guards
 (the model profile's step guards, or the flush's), whether text and tool lines are shown,
 the flush's extra system text, how a request that does not fit is recovered (compaction, or
 not at all) and what runs between steps (the flush point and compaction, or nothing).
@@ -32,7 +32,7 @@ Recover = Callable[[Overflowed, int, list[Message]], Generator[Event, None, bool
 
 
 @dataclass
-class Plan:
+class StepPlan:
     """How one run of steps goes (see the module docstring)."""
 
     messages: list[Message]  # what each request is built on; replies and results join it
@@ -45,7 +45,7 @@ class Plan:
     between: Callable[[], Generator[Event, None, None]] | None = None  # after each tool step
 
 
-def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: Plan
+def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
               ) -> Generator[Event, None, None]:
     """The model steps of a turn (``plan`` says whose), until an answer, a stop or a
     failure; ``turn`` holds what happened (``reply``, ``written``, ``failed``, …)."""

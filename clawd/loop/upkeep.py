@@ -52,7 +52,7 @@ from clawd.guards.profile import Profile
 from clawd.loop.model_call import ModelCall, Overflowed
 from clawd.loop.parts import Conversation, Record, Window
 from clawd.loop.runtime import Runtime
-from clawd.loop.steps import Plan, run_steps
+from clawd.loop.steps import StepPlan, run_steps
 from clawd.loop.toolrunner import ToolRunner
 from clawd.loop.turn import Turn
 from clawd.providers.base import Provider
@@ -146,7 +146,7 @@ class Upkeep:
                              background=f"{layers.project}\n{summary or ''}",
                              files=layers.texts()))
         guards = profile.flush_guards(seen, today, summarised=bool(summary))
-        plan = Plan(messages, guards, max_steps=rt.settings.max_steps, flush=True,
+        plan = StepPlan(messages, guards, max_steps=rt.settings.max_steps, flush=True,
                     window=self.window.budget.context_window,
                     extra_system=flush_system(cfg, today))
         try:

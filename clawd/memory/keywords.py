@@ -26,7 +26,7 @@ Pure functions; ``index.py`` supplies the FTS tokenizer and the term statistics.
   left-out terms still count in coverage): walking long posting lists is what makes a
   common-word query slow on a large index, and such terms have an IDF near zero anyway. When
   even what is left is over the budget (a query made only of common words, or a phrase of
-  them), only the newest ``POSTINGS_BUDGET`` chunks it matches are ranked (``Plan.newest``):
+  them), only the newest ``POSTINGS_BUDGET`` chunks it matches are ranked (``KeywordPlan.newest``):
   FTS5 walks its posting lists newest first and stops there, where ranking every match by
   BM25 would visit all of them. A rare token is never cut this way. On a small index nothing
   is left out, so ranking there is plain BM25.
@@ -68,7 +68,7 @@ class Term:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class KeywordPlan:
     """What the keyword half asks FTS5 (``match``), how many of the newest matching chunks
     it ranks (``newest``, None for all), and how coverage is weighed (``terms``)."""
 
@@ -87,7 +87,7 @@ def _quoted(words: Iterable[str]) -> str:
 
 
 def plan(words: Sequence[str], phrases: Sequence[Sequence[str]], tokenize: Tokenize,
-         stats: Callable[[list[str]], tuple[int, Mapping[str, int]]]) -> Plan:
+         stats: Callable[[list[str]], tuple[int, Mapping[str, int]]]) -> KeywordPlan:
     """The keyword query for ``words`` (query terms, stop words already dropped) plus the
     ``phrases`` of compound identifiers; ``stats(tokens)`` gives (chunk count, df per token).
     """
@@ -98,7 +98,7 @@ def plan(words: Sequence[str], phrases: Sequence[Sequence[str]], tokenize: Token
             raw.append((word, tokens))
     raw = list({tokens: (word, tokens) for word, tokens in raw}.values())
     if not raw:
-        return Plan(None, ())
+        return KeywordPlan(None, ())
     joined = [p for p in phrases if len(p) > 1]
     phrase_tokens = [[t for w in p for t in tokenize(fts_text(w))] for p in joined]
     total, docs = stats(sorted({t for _, tokens in raw for t in tokens}
@@ -114,7 +114,7 @@ def plan(words: Sequence[str], phrases: Sequence[Sequence[str]], tokenize: Token
     postings = sum(t.docs for t in asked) + sum(
         min((docs.get(t, 0) for t in tokens), default=0) for tokens in phrase_tokens)
     parts = [_quoted([t.text]) for t in asked] + [_quoted(p) for p in joined]
-    return Plan(" OR ".join(dict.fromkeys(parts)), tuple(terms),
+    return KeywordPlan(" OR ".join(dict.fromkeys(parts)), tuple(terms),
                 POSTINGS_BUDGET if postings > POSTINGS_BUDGET else None)
 
 

@@ -56,7 +56,7 @@ def own_chunks(key: str, text: str, tokens: int, overlap: int) -> list[Chunk]:
 
 
 @dataclass
-class Plan:
+class SyncPlan:
     """What a sync is to write."""
 
     chunking: str  # the chunking signature the index is written with
@@ -80,7 +80,7 @@ class Plan:
                                   for _, _, heading, text in self.missing]
 
 
-def make_plan(target: Target, embedding: str | None, force: bool = False) -> Plan:
+def make_plan(target: Target, embedding: str | None, force: bool = False) -> SyncPlan:
     """What changed; ``embedding`` is the signature of the embedder this sync uses (None
     without one: no vectors are then missed)."""
     store = target.store
@@ -134,7 +134,7 @@ def make_plan(target: Target, embedding: str | None, force: bool = False) -> Pla
     replaced = {source.key for source, _, _, _ in changed} | set(removed)
     missing = [] if rebuild or embedding is None else [
         row for row in store.chunks_without_embedding() if row[1] not in replaced]
-    return Plan(chunking, stored_embedding, rebuild, len(keys), changed, touched, removed,
+    return SyncPlan(chunking, stored_embedding, rebuild, len(keys), changed, touched, removed,
                 skipped, missing)
 
 

@@ -21,7 +21,7 @@ from clawd.sessions.entry import SessionEntry, new_entry
 from clawd.sessions.transcript import Loaded, Transcript
 
 if TYPE_CHECKING:
-    from clawd.sessions.interfaces import TranscriptLog
+    from clawd.sessions.interface import TranscriptLog
 
 TITLE_CHARS = 60
 TITLE_ENTRY = "title"  # ``{"type": "title", "title"}``: the session renamed

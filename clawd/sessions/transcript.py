@@ -27,7 +27,7 @@ from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, new_id, now_iso
 
 if TYPE_CHECKING:
-    from clawd.sessions.interfaces import TranscriptLog
+    from clawd.sessions.interface import TranscriptLog
 
 log = logging.getLogger(__name__)
 VERSION = 1

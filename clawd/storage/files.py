@@ -23,7 +23,7 @@ from clawd.core.paths import state_dir
 from clawd.memory.sources import StoredSources
 from clawd.sessions import lock
 from clawd.sessions.files import DELETED_DIR, transcripts
-from clawd.sessions.interfaces import SessionRecords
+from clawd.sessions.interface import SessionRecords
 from clawd.sessions.lock import CHAT_HINT
 from clawd.sessions.store import SessionStore, locked_file
 from clawd.sessions.transcript import Transcript

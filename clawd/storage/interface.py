@@ -19,7 +19,7 @@ from clawd.sessions.lock import CHAT_HINT
 
 if TYPE_CHECKING:
     from clawd.memory.sources import StoredSources
-    from clawd.sessions.interfaces import SessionRecords, TranscriptLog
+    from clawd.sessions.interface import SessionRecords, TranscriptLog
     from clawd.workspace.interface import Backups, WorkspaceFiles
 
 

@@ -25,7 +25,7 @@ from clawd.sessions.store import main_key
 from clawd.sessions.transcript import unanswered_ids
 
 if TYPE_CHECKING:
-    from clawd.sessions.interfaces import TranscriptLog
+    from clawd.sessions.interface import TranscriptLog
     from clawd.storage.interface import AgentStorage
 
 LAST_MESSAGES = 6

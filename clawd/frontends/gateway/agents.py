@@ -24,7 +24,7 @@ class UnknownAgent(ClawdError):
     """A request named an agent this gateway does not serve."""
 
 
-class Agents:
+class ServedAgents:
     """The served agents: ids, and a runtime per id made on first use."""
 
     def __init__(self, config: Config, ids: list[str],
@@ -38,7 +38,7 @@ class Agents:
         self._lock = threading.Lock()
 
     @classmethod
-    def of_config(cls, config: Config, only: str | None = None) -> Agents:
+    def of_config(cls, config: Config, only: str | None = None) -> ServedAgents:
         """Every agent of the config and of its people (``clawd users``), or only ``only``
         (an unknown id fails in one line)."""
         from clawd.config import resolve_agent
@@ -70,8 +70,8 @@ class Agents:
 
     @classmethod
     def of_runtimes(cls, runtimes: list[Runtime], config: Config | None = None,
-                    people: Any = None) -> Agents:
-        """Agents over runtimes built elsewhere (tests, benchmarks)."""
+                    people: Any = None) -> ServedAgents:
+        """The served agents over runtimes built elsewhere (tests, benchmarks)."""
         agents = cls(config or runtimes[0].config, [rt.agent_id for rt in runtimes],
                      people=people)
         agents._runtimes = {rt.agent_id: rt for rt in runtimes}

@@ -1,5 +1,5 @@
 """The ASGI application of ``clawd serve``: routes (the native API, the web chat's page),
-the guard, CORS when configured, and the lifespan that builds each served agent's runtime
+the gatekeeper, CORS when configured, and the lifespan that builds each served agent's runtime
 and stops the ``Hub`` cleanly.
 
 ``create_app`` is what ``server`` runs on uvicorn and what tests drive in-process; the
@@ -25,9 +25,9 @@ from starlette.routing import Route
 
 from clawd.config import Config
 from clawd.core.errors import ClawdError
-from clawd.frontends.gateway.agents import Agents
+from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.common import GatewayState, on_error
-from clawd.frontends.gateway.guard import Guard
+from clawd.frontends.gateway.gatekeeper import Gatekeeper
 from clawd.frontends.gateway.hub import Hub
 from clawd.frontends.gateway.openai_map import MappingError
 from clawd.frontends.gateway.policy import FailedAuth, Tokens
@@ -40,7 +40,7 @@ ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Eve
                    "X-Clawd-Session-Key"]
 
 
-def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
+def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starlette:
     """The gateway over ``agents``; ``token``: the unscoped bearer token (config or
     environment), besides ``gateway.auth.tokens``."""
     from clawd.frontends.gateway import native, openai_compat, openapi, page
@@ -84,7 +84,7 @@ def create_app(config: Config, agents: Agents, token: str | None) -> Starlette:
                                      allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                                      allow_headers=ALLOWED_HEADERS,
                                      expose_headers=["X-Clawd-Turn-Id", "Retry-After"]))
-    middleware.append(Middleware(Guard, gateway=gateway,
+    middleware.append(Middleware(Gatekeeper, gateway=gateway,
                                  tokens=Tokens.of(gateway, token, agents.people),
                                  failed=failed,
                                  stopping=lambda: hub.stopping))
@@ -99,7 +99,7 @@ class McpEndpoint:
     several; default: the token's own) as MCP tools over streamable HTTP
     (``frontends.mcp_server``)."""
 
-    def __init__(self, agents: Agents):
+    def __init__(self, agents: ServedAgents):
         self.agents = agents
         self.http: HttpMemory | None = None
 

@@ -1,7 +1,7 @@
 """What every route shares: the gateway's state, errors as responses, picking the session.
 
 ``GatewayState`` is the one object the routes reach (``request.app.state.gateway``): the
-config, the served ``Agents``, the ``Hub``. ``session_of`` turns a key as a client gives it
+config, the served ``ServedAgents``, the ``Hub``. ``session_of`` turns a key as a client gives it
 (a short name such as ``work`` or a full ``agent:<id>:<name>``) and an optional agent into
 the agent's id and the full key, refusing an agent the bearer token does not reach.
 ``failure`` maps the one-line ``ClawdError``s to HTTP statuses; it is the app's exception
@@ -24,9 +24,9 @@ from starlette.responses import JSONResponse, Response
 
 from clawd.config import Config
 from clawd.core.errors import ClawdError, ConfigError, SandboxError
-from clawd.frontends.gateway.agents import Agents, UnknownAgent
+from clawd.frontends.gateway.agents import ServedAgents, UnknownAgent
 from clawd.frontends.gateway.bodies import B, BadRequest, parse
-from clawd.frontends.gateway.guard import error_body
+from clawd.frontends.gateway.gatekeeper import error_body
 from clawd.frontends.gateway.hub import Hub, IdempotencyConflict, QueueFull, Stopping
 from clawd.frontends.gateway.workspace import NotFound, Refused
 from clawd.sessions.lock import SessionBusyError
@@ -70,7 +70,7 @@ class Bounded:
 @dataclass
 class GatewayState:
     config: Config
-    agents: Agents
+    agents: ServedAgents
     hub: Hub
     aside: Bounded = field(default_factory=lambda: Bounded("bookkeeping", 4, 8))
 

@@ -17,7 +17,7 @@ from typing import Any
 from clawd.context.flush import is_silent
 from clawd.core.messages import Message
 from clawd.frontends.cli.sessions import taken_back
-from clawd.sessions.interfaces import TranscriptLog
+from clawd.sessions.interface import TranscriptLog
 
 MAX_PAGE = 200
 RESULT_CHARS = 2000  # of a tool result's text, as in the ``toolResult`` event

@@ -1,6 +1,6 @@
 """One writer per session across every client: a queue per session, turns on worker threads.
 
-Every message or command for a session becomes a ``Turn`` in that session's queue
+Every message or command for a session becomes a ``QueuedTurn`` in that session's queue
 (``Slot``); the slot runs its turns one at a time, each on a worker thread driving the
 session's ``Chat.handle`` (the REPL's entry point: the same commands, flush, hooks and
 rules), and its events go to the turn's ``Feed`` on the event loop. Different sessions run
@@ -36,7 +36,7 @@ from typing import Any
 from clawd.core import events as ev
 from clawd.core.errors import ClawdError
 from clawd.frontends.commands import Chat
-from clawd.frontends.gateway.agents import Agents
+from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.feed import Feed
 from clawd.frontends.gateway.shared import StoredFeed, sink
 from clawd.frontends.render import drive, event_json
@@ -72,7 +72,7 @@ class IdempotencyConflict(ClawdError):
 
 
 @dataclass(eq=False)
-class Turn:
+class QueuedTurn:
     """One message or command sent to a session, and what it produced."""
 
     id: str
@@ -111,8 +111,8 @@ class Slot:
 
     agent_id: str
     key: str
-    queue: deque[Turn] = field(default_factory=deque)
-    running: Turn | None = None
+    queue: deque[QueuedTurn] = field(default_factory=deque)
+    running: QueuedTurn | None = None
     chat: Chat | None = None
     worker: asyncio.Task[None] | None = None
     idle_timer: asyncio.TimerHandle | None = None
@@ -122,7 +122,7 @@ class Slot:
 class Hub:
     """Every session the gateway has touched (see the module docstring)."""
 
-    def __init__(self, agents: Agents, *, max_queued: int = 8, idle_seconds: float = 60,
+    def __init__(self, agents: ServedAgents, *, max_queued: int = 8, idle_seconds: float = 60,
                  grace_seconds: float = 10, new_id: Callable[[], str] | None = None,
                  shared: Any = None):
         from clawd.core.messages import new_id as make_id
@@ -134,15 +134,15 @@ class Hub:
         self.max_queued, self.idle_seconds, self.grace = max_queued, idle_seconds, grace_seconds
         self.new_id = new_id or make_id
         self.slots: dict[tuple[str, str], Slot] = {}
-        self.turns: OrderedDict[str, Turn] = OrderedDict()  # by id, recent ones
-        self.sent: OrderedDict[tuple[str, str, str], Turn] = OrderedDict()  # idempotency
+        self.turns: OrderedDict[str, QueuedTurn] = OrderedDict()  # by id, recent ones
+        self.sent: OrderedDict[tuple[str, str, str], QueuedTurn] = OrderedDict()  # idempotency
         self.pool = ThreadPoolExecutor(MAX_THREADS, thread_name_prefix="clawd-turn")
         self.stopping = False
 
     # --- sending ----------------------------------------------------------------------------
 
     async def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None,
-                     *, ephemeral: bool = False) -> tuple[Turn | RemoteTurn, bool]:
+                     *, ephemeral: bool = False) -> tuple[QueuedTurn | RemoteTurn, bool]:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
         it is new (False: a retried send, the turn it started the first time).
         ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
@@ -173,7 +173,7 @@ class Hub:
             if self.shared is not None:
                 await asyncio.to_thread(self.shared.drop, turn_id)
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
-        turn = Turn(turn_id, agent_id, key, text, ephemeral=ephemeral)
+        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral)
         if self.shared is not None:
             turn.feed = Feed(sink(self.shared, turn_id))
         self._remember(turn, idempotency)
@@ -185,7 +185,7 @@ class Hub:
             slot.worker = asyncio.get_running_loop().create_task(self._drain(slot))
         return turn, True
 
-    def _remember(self, turn: Turn, idempotency: str | None) -> None:
+    def _remember(self, turn: QueuedTurn, idempotency: str | None) -> None:
         self.turns[turn.id] = turn
         if idempotency:
             self.sent[(turn.agent_id, turn.key, idempotency)] = turn
@@ -196,7 +196,7 @@ class Hub:
                     break
                 table.popitem(last=False)
 
-    def turn(self, turn_id: str) -> Turn | RemoteTurn | None:
+    def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
         """A turn of this worker, or with shared state, of any worker."""
         found = self.turns.get(turn_id)
         if found is not None or self.shared is None:
@@ -215,7 +215,7 @@ class Hub:
         running = slot.running.id if slot is not None and slot.running else None
         return {"running": running, "queued": len(slot.queue) if slot else 0}
 
-    def abort(self, agent_id: str, key: str) -> Turn | RemoteTurn | None:
+    def abort(self, agent_id: str, key: str) -> QueuedTurn | RemoteTurn | None:
         """Stop the session's running turn as Ctrl-C does, on this worker or (with shared
         state) the one running it; the turn, or None if none ran."""
         slot = self.slots.get((agent_id, key))
@@ -247,7 +247,7 @@ class Hub:
                 self._interrupt(slot, slot.running)
 
     @staticmethod
-    def _interrupt(slot: Slot, turn: Turn) -> None:
+    def _interrupt(slot: Slot, turn: QueuedTurn) -> None:
         turn.abort = True
         if slot.chat is not None:
             slot.chat.session.cancel()
@@ -276,13 +276,13 @@ class Hub:
         if not self.stopping and self.idle_seconds >= 0:
             slot.idle_timer = loop.call_later(self.idle_seconds, self._let_go, slot)
 
-    def _not_run(self, turn: Turn, why: str) -> None:
+    def _not_run(self, turn: QueuedTurn, why: str) -> None:
         turn.feed.push({"type": "error", "message": why})
         turn.feed.push(event_json(ev.TurnDone("", failed=True, session_key=turn.key))[0])
         turn.state = "done"
         turn.feed.close()
 
-    def _run(self, slot: Slot, turn: Turn, loop: asyncio.AbstractEventLoop) -> None:
+    def _run(self, slot: Slot, turn: QueuedTurn, loop: asyncio.AbstractEventLoop) -> None:
         """On a worker thread: open the session if needed and run the turn through
         ``Chat.handle``, handing each event line to the feed on the loop."""
         def push(line: dict[str, Any]) -> None:
@@ -322,7 +322,7 @@ class Hub:
                 log.warning("session %s was not set aside: %s", slot.key, exc)
 
     @staticmethod
-    def _render(turn: Turn, push: Callable[[dict[str, Any]], None]
+    def _render(turn: QueuedTurn, push: Callable[[dict[str, Any]], None]
                 ) -> Callable[[Any], bool]:
         def render(event: Any) -> bool:
             for line in event_json(event, deltas=True):

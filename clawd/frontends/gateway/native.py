@@ -33,9 +33,9 @@ from clawd.frontends.gateway.common import (
     state,
 )
 from clawd.frontends.gateway.feed import KEEP_ALIVE, sse
-from clawd.frontends.gateway.hub import RemoteTurn, Turn
+from clawd.frontends.gateway.hub import QueuedTurn, RemoteTurn
 from clawd.loop.runtime import Runtime, session_model
-from clawd.sessions.interfaces import TranscriptLog
+from clawd.sessions.interface import TranscriptLog
 
 DEFAULT_PAGE = 50
 
@@ -227,7 +227,7 @@ async def turn_events(request: Request) -> Response:
                           "X-Clawd-Session-Key": header_key(turn.key)})
 
 
-async def _events(request: Request, turn: Turn | RemoteTurn, after: int,
+async def _events(request: Request, turn: QueuedTurn | RemoteTurn, after: int,
                   headers: dict[str, str]) -> Response:
     if "application/json" in request.headers.get("accept", "") and \
             "text/event-stream" not in request.headers.get("accept", ""):

@@ -37,7 +37,7 @@ from clawd.frontends.gateway.common import (
     state,
 )
 from clawd.frontends.gateway.feed import KEEP_ALIVE
-from clawd.frontends.gateway.guard import error_body
+from clawd.frontends.gateway.gatekeeper import error_body
 from clawd.frontends.gateway.openai_map import (
     SESSION_HEADER,
     agent_named,

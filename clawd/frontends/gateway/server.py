@@ -94,7 +94,7 @@ def _read_token(path: Path) -> str:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from clawd.config import load_config, state_dir
-    from clawd.frontends.gateway.agents import Agents
+    from clawd.frontends.gateway.agents import ServedAgents
     from clawd.frontends.gateway.app import create_app
 
     if getattr(args, "new_token", False):
@@ -130,7 +130,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
 
     def serve(sock: Any = None) -> int:
-        agents = Agents.of_config(config, args.agent)
+        agents = ServedAgents.of_config(config, args.agent)
         app = create_app(config, agents, scoped)
         if sock is None:
             started(agents.ids)
@@ -162,7 +162,7 @@ def server(app: Any, host: str, port: int) -> Any:
     (no new turns, answered 503; the grace period starts) and stops listening only once no
     turn runs; a second signal stops at once. ``ready`` is set once it listens, and
     ``port`` says where (``port`` 0: an ephemeral one, for tests and benchmarks).
-    Forwarded headers are the ``Guard``'s to read (``gateway.trustedProxies``): uvicorn's
+    Forwarded headers are the ``Gatekeeper``'s to read (``gateway.trustedProxies``): uvicorn's
     own reading, which believes any local peer, is off."""
     import asyncio
     import threading

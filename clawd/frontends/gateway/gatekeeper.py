@@ -64,7 +64,7 @@ class BodyTooLarge(Exception):
     pass
 
 
-class Guard:
+class Gatekeeper:
     """See the module docstring."""
 
     def __init__(self, app: ASGIApp, gateway: Gateway, tokens: Tokens,
