@@ -1,4 +1,4 @@
-"""Run the bad-input property tests (tests/test_fuzz.py) with many more examples.
+"""Run the bad-input property tests (tests/core/test_fuzz.py) with many more examples.
 
 The normal suite runs a few dozen examples per property, derandomised so it is repeatable;
 this runs N fresh random examples per property and prints, per property, how many examples
@@ -28,14 +28,14 @@ def main() -> int:
     args = parser.parse_args()
     env = {**os.environ, "CLAWD_FUZZ_EXAMPLES": str(args.examples)}
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-               "--hypothesis-show-statistics", str(ROOT / "tests" / "test_fuzz.py")]
+               "--hypothesis-show-statistics", str(ROOT / "tests" / "core" / "test_fuzz.py")]
     if args.k:
         command += ["-k", args.k]
     done = subprocess.run(command, check=False, cwd=ROOT, env=env, capture_output=True, text=True)
     total = 0
     print(f"{'property':<62} {'examples':>8} {'invalid':>8}  time")
-    for block in re.split(r"\n(?=tests/test_fuzz\.py::)", done.stdout):
-        name = re.match(r"tests/test_fuzz\.py::(\S+?):?\n", block)
+    for block in re.split(r"\n(?=tests/core/test_fuzz\.py::)", done.stdout):
+        name = re.match(r"tests/core/test_fuzz\.py::(\S+?):?\n", block)
         if not name:
             continue
         passing = sum(int(n) for n in re.findall(r"(\d+) passing", block))

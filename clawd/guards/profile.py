@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 
-from clawd.config.schema import GUARD_NAMES
+from clawd.config.schema import GUARD_NAMES, GuardName
 from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import Guard, Guards
@@ -70,8 +70,43 @@ class Profile:
     # share, ``clawd.mcp.shapes.MCP_SHARE``): a small model picks worse among many tools
     mcp_tools: int | None = None
 
-    def has(self, guard: str) -> bool:
+    def has(self, guard: GuardName) -> bool:
         return guard in self.guards
+
+    # What the loop asks of a profile, by what it does rather than by a guard's name (a
+    # misspelt name would be a silent "no"):
+    @property
+    def withholds_memory_search(self) -> bool:
+        """Recall searches for each message and ``memory_search`` is not offered."""
+        return self.has("recall_only")
+
+    @property
+    def gates_recall(self) -> bool:
+        """Recall searches only for messages that ask what notes could answer."""
+        return self.has("recall_gate")
+
+    @property
+    def refuses_junk_notes(self) -> bool:
+        return self.has("junk_notes")
+
+    @property
+    def keeps_told_facts(self) -> bool:
+        """A flush that saved nothing keeps the facts the user told in the daily log."""
+        return self.has("flush_words")
+
+    @property
+    def checks_summary_claims(self) -> bool:
+        return self.has("summary_claims")
+
+    @property
+    def holds_json_starts(self) -> bool:
+        """A reply that starts as JSON is held back until it ends (a call written as text)."""
+        return self.has("text_calls")
+
+    @property
+    def holds_echoes(self) -> bool:
+        """A reply that starts as the recalled notes or the answer before is held back."""
+        return self.has("echo")
 
     def step_guards(self) -> Guards:
         """Fresh guards for one session's model steps."""

@@ -138,8 +138,8 @@ class ModelCall:
         last = None if flush else last_answer(messages)
         profile = self.window.model.profile  # the holds are a weak model's guards
         silent = SilentFilter(previous=last[0] if last else "",
-                              calls_as_text=profile.has("text_calls"),
-                              echoes=profile.has("echo"))
+                              calls_as_text=profile.holds_json_starts,
+                              echoes=profile.holds_echoes)
         parts: list[str] = []
         cut: str | None = None
         if not flush:  # a flush's requests are its own stage (``Waiting("flush")``)

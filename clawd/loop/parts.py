@@ -82,7 +82,7 @@ class Window:
         if cap not in self._over:
             self._over[cap] = over_cap(self.offered, cap[1], cap[2])
         hidden = self._over[cap]
-        if model.profile.has("recall_only") and self.rt.settings.memory_search.recall.enabled:
+        if model.profile.withholds_memory_search and self.rt.settings.memory_search.recall.enabled:
             return hidden | {"memory_search"}
         return hidden
 

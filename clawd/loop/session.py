@@ -311,7 +311,7 @@ class Session:
             return None
         return recall(self.rt.memory, self.access, self.rt.settings.memory_search, message,
                       shown, self.budget.context_window,
-                      gate=self.window.model.profile.has("recall_gate"))
+                      gate=self.window.model.profile.gates_recall)
 
     def _too_large(self, message: Message, layers: Layers) -> str | None:
         """Why a user message can never be sent (it alone overfills the window), or None."""

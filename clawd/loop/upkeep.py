@@ -163,10 +163,10 @@ class Upkeep:
         notes = "" if files else not_yet_noted(
             plain_notes(listed(answer) if asked_again else answer), note_lines(rt.files))
         if is_blank(notes) or is_acknowledgement(notes) or (
-                profile.has("junk_notes") and junk(notes) is not None):
+                profile.refuses_junk_notes and junk(notes) is not None):
             notes = ""
         kept = [(notes, FROM_REPLY)] if notes else []
-        if not files and asked_again and profile.has("flush_words"):
+        if not files and asked_again and profile.keeps_told_facts:
             # asked twice: the facts the user told that neither the notes nor the reply's
             # lines hold ("- Porto" for "I moved to Porto last month"), in their words
             words = unsaved_words(rt.files, seen, today, pending=notes)
@@ -236,7 +236,7 @@ class Upkeep:
         except ProviderError as exc:  # not about size (an outage): the history stays as is
             raise ProviderError(f"compaction stopped, the history is unchanged: {exc}",
                                 status=exc.status) from exc
-        if summary.method != "truncated" and self.profile().has("summary_claims"):
+        if summary.method != "truncated" and self.profile().checks_summary_claims:
             text, dropped = founded_summary(summary.text, said_in(history.summary,
                                                                   messages[:cut]))
             if dropped and text.strip():

@@ -5,7 +5,7 @@ points at, its counters, its model pin); ``TranscriptLog`` is one session's appe
 entries (messages, compactions, undos). The embedded implementations are ``SessionStore``
 (``sessions.json``, locked and atomically replaced) and ``Transcript`` (a JSONL file). A
 hosted, many-user clawd (stateless workers, one PostgreSQL database) is a second
-implementation of both: ``tests/test_storage_contracts.py`` is the suite any implementation
+implementation of both: ``tests/storage/test_storage_contracts.py`` is the suite any implementation
 must pass. An entry is a ``SessionEntry`` (``sessions.entry``): typed fields, stored as JSON.
 """
 

@@ -7,7 +7,7 @@ records (consolidation's last run), and the one-writer-per-session lease. Nothin
 layer knows whether these are files under ``~/.clawd`` and the workspace
 (``storage.files.FileStorage``, the embedded default) or rows of a PostgreSQL database
 (``storage.postgres``): messages name a store by its ``location``, not a path.
-``tests/test_storage_contracts.py`` is the suite every implementation passes.
+``tests/storage/test_storage_contracts.py`` is the suite every implementation passes.
 """
 
 from __future__ import annotations

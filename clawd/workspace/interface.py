@@ -12,7 +12,7 @@ something replaces it, lists the kept versions and puts one back.
 The embedded implementations are ``workspace.disk.DiskFiles`` (Markdown files in a folder)
 and ``workspace.backups.DiskBackups`` (copies under ``.clawd/history``); a hosted, many-user
 clawd keeps the same files and versions elsewhere (rows of a database) as a second
-implementation. ``tests/test_storage_contracts.py`` is the suite any implementation must
+implementation. ``tests/storage/test_storage_contracts.py`` is the suite any implementation must
 pass.
 """
 

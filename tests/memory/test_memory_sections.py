@@ -17,7 +17,7 @@ from clawd.memory.local import LocalEmbedder
 
 from memory_fakes import FakeEmbedder, settings, write
 
-DATA = json.loads((Path(__file__).parent / "data" / "memory_sections.json").read_text())
+DATA = json.loads((Path(__file__).parents[1] / "data" / "memory_sections.json").read_text())
 DAY = DATA["notes"][0]  # "## Kitchen" and "## Car"
 CAR = "why was the dashboard warning lamp on"  # the check-engine light, a loose fuel cap
 

@@ -23,7 +23,7 @@ from clawd.tools.files import file_tools
 
 from conftest import make_runtime, transcript_entries
 
-LOOKUP = str(Path(__file__).parent / "mcp_lookup.py")
+LOOKUP = str(Path(__file__).parents[1] / "mcp_lookup.py")
 KEY = "agent:main:main"
 pytestmark = pytest.mark.slow
 
@@ -137,7 +137,8 @@ def test_context_detail_shows_each_server(tmp_path):
 def test_both_wire_formats_carry_mcp_schemas_and_images(tmp_path, lookup, wire):
     """A turn through the real SDK to a local server speaking the provider's wire format:
     the server's tools go out with their schemas, its image comes back with the result."""
-    from test_providers import anthropic, openai
+    from clawd.providers.anthropic import AnthropicProvider
+    from clawd.providers.openai import OpenAIProvider
 
     from fakeserver import FakeServer, anthropic_stream, openai_stream
 
@@ -147,7 +148,9 @@ def test_both_wire_formats_carry_mcp_schemas_and_images(tmp_path, lookup, wire):
         server.queue("POST", path, lambda r: stream("", [
             {"id": "call_1", "name": "lookup__picture", "arguments": {}}]))
         server.queue("POST", path, lambda r: stream("One pixel."))
-        provider = (anthropic if wire == "anthropic" else openai)(server)
+        provider = (AnthropicProvider("claude-test-1", api_key="k", base_url=server.url)
+                    if wire == "anthropic" else
+                    OpenAIProvider("gpt-test", api_key="k", base_url=server.url + "/v1"))
         session = Session(runtime(tmp_path, provider, lookup.tools()), KEY)
         events = list(session.run_turn("show me the picture"))
         assert events[-1].text == "One pixel."

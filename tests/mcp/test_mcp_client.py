@@ -19,7 +19,7 @@ from clawd.core.tokens import estimate_tools
 from clawd.mcp.client import McpClients
 from clawd.mcp.shapes import MCP_SHARE, over_cap, read_result, tool_name, wire_schema
 
-LOOKUP = str(Path(__file__).parent / "mcp_lookup.py")
+LOOKUP = str(Path(__file__).parents[1] / "mcp_lookup.py")
 SECRET = "sekret-lookup-key-123"
 
 
@@ -227,7 +227,7 @@ def http_lookup():
     import uvicorn
     from starlette.responses import PlainTextResponse
 
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parents[1]))
     from mcp_lookup import build
 
     app = build().streamable_http_app()

@@ -25,7 +25,7 @@ KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
 pytestmark = pytest.mark.usefixtures("both_storages")
 ROWS = [json.loads(line) for line in
-        (Path(__file__).parent / "data" / "daily_notes.jsonl").read_text().splitlines()]
+        (Path(__file__).parents[1] / "data" / "daily_notes.jsonl").read_text().splitlines()]
 TERN = "2026-11-25 00:00:00 2026-11-25 00:00:00 tern hostname tern Debian 12"
 TOLD = "The NAS is called tern and runs Debian 12."
 
@@ -225,7 +225,7 @@ def test_a_note_may_draw_on_everything_the_model_was_shown():
                      shown) is None
 
 
-IDENTITY = (Path(__file__).parents[1] / "clawd" / "workspace_template" / "IDENTITY.md"
+IDENTITY = (Path(__file__).parents[2] / "clawd" / "workspace_template" / "IDENTITY.md"
             ).read_text()
 IDENTITY_COPY = ("Name: Priya\nNature: a chat assistant in the terminal, with a workspace of "
                  "Markdown files as its memory\nVibe: calm and precise, dry humour, upbeat — "

@@ -56,7 +56,7 @@ time.sleep(hold)
 
 
 def _child(tmp_path: Path, name: str, turns: int, hold: float = 0) -> subprocess.Popen:
-    tests = str(Path(__file__).parent)
+    tests = str(Path(__file__).parents[1])
     return subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path), name, str(turns),
                              tests, str(hold)], stderr=subprocess.PIPE)
 

@@ -15,7 +15,7 @@ from clawd.memory.search import STOP_WORDS, query_terms
 
 from memory_fakes import settings, write
 
-DATA = json.loads((Path(__file__).parent / "data" / "memory_paraphrases.json").read_text())
+DATA = json.loads((Path(__file__).parents[1] / "data" / "memory_paraphrases.json").read_text())
 
 
 @pytest.fixture(scope="module")

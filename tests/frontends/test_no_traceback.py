@@ -324,7 +324,7 @@ def test_permission_denied_is_reported_like_any_unwritable_workspace(tmp_path, m
 # --- benchmarks -----------------------------------------------------------------------------
 
 def test_retrieval_benchmark_without_its_data_says_where_to_get_it(tmp_path):
-    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_retrieval.py"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_retrieval.py"
     result = subprocess.run([sys.executable, str(script), "--data", str(tmp_path / "none.json")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stdout == ""

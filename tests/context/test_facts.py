@@ -23,7 +23,7 @@ from loopmodel import filler, is_flush, talk_until_flush
 KEY = "agent:main:main"
 DAILY = "memory/2026-11-22.md"
 pytestmark = pytest.mark.usefixtures("both_storages")
-DATA = Path(__file__).parent / "data" / "fact_sentences.jsonl"
+DATA = Path(__file__).parents[1] / "data" / "fact_sentences.jsonl"
 
 
 @pytest.mark.parametrize("sentence", [

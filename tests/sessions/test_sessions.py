@@ -264,7 +264,7 @@ def test_the_typed_entry_names_every_field_the_docs_list():
 
     from clawd.sessions.entry import _FIELD_TYPES, SessionEntry, new_entry
 
-    docs = (Path(__file__).parent.parent / "docs" / "sessions.md").read_text()
+    docs = (Path(__file__).parents[2] / "docs" / "sessions.md").read_text()
     table = docs[docs.index("| field | meaning |"):]
     documented = set(re.findall(r"^\| `(\w+)` \|", table, re.M))
     assert set(SessionEntry.__annotations__) == documented
