@@ -5,7 +5,6 @@ image) and the same tools over streamable HTTP behind a header."""
 
 from __future__ import annotations
 
-import socket
 import sys
 import threading
 import time
@@ -18,6 +17,8 @@ from clawd.core.messages import ToolSpec
 from clawd.core.tokens import estimate_tools
 from clawd.mcp.client import McpClients
 from clawd.mcp.shapes import MCP_SHARE, over_cap, read_result, tool_name, wire_schema
+
+from gateway_client import free_port
 
 LOOKUP = str(Path(__file__).parents[1] / "mcp_lookup.py")
 SECRET = "sekret-lookup-key-123"
@@ -216,11 +217,6 @@ def test_a_server_killed_between_calls_is_started_again_without_a_failed_call(tm
 
 # --- the same tools over streamable HTTP --------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def http_lookup():
@@ -239,7 +235,7 @@ def http_lookup():
             return
         await app(scope, receive, send)
 
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(guarded, host="127.0.0.1", port=port,
                                            log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -17,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from clawd.frontends.cli import main
+
+from gateway_client import free_port
 
 pytestmark = pytest.mark.slow
 TOKEN = "gateway-token-0123456789abcdef"
@@ -90,11 +91,6 @@ def test_mcp_serve_read_only_has_no_add(isolated_home):
 
 # --- /mcp of the gateway -------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.fixture
 def served(isolated_home, capsys):
@@ -114,7 +110,7 @@ def served(isolated_home, capsys):
     (theirs / "MEMORY.md").write_text("- Alice's locker code is 4242.\n")
     config = load_config()
     app = create_app(config, ServedAgents.of_config(config), TOKEN)
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
