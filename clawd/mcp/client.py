@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import logging
+import os
 import threading
 import time
 import warnings
@@ -33,7 +33,6 @@ from clawd.core.messages import ToolSpec
 from clawd.mcp.shapes import Output, read_result, tool_name, wire_schema
 from clawd.tools.base import Tool, ToolContext
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 IDLE_PING_SECONDS = 2.0  # a connection quiet this long is pinged before a call
 PING_SECONDS = 2.0
@@ -149,7 +148,6 @@ class Connection:
     def _errlog(self) -> TextIO:
         path = self.log_path
         if path is None:
-            import os
             return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the stack closes it
         path.parent.mkdir(parents=True, exist_ok=True)
         return open(path, "a", encoding="utf-8")  # noqa: SIM115 - the stack closes it
@@ -281,9 +279,6 @@ class McpClients:
         found = [ServerState(c.name, c.config.transport, c.state, len(c.tools), c.error)
                  for c in self.connections.values()]
         return found + [ServerState(name, "", "disabled", 0) for name in self.disabled]
-
-    def listed(self, server: str) -> list[Any]:
-        return list(self.connections[server].tools)
 
     def tools(self) -> list[Tool]:
         """Every started server's tools as clawd's."""
