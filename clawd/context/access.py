@@ -111,4 +111,4 @@ def offered(tools: list, access: Access) -> list:
     is marked for groups)."""
     hidden = access.withheld()
     return [tool for tool in tools if tool.spec.name not in hidden
-            and (access.private or getattr(tool, "shared", True))]
+            and (access.private or tool.shared)]

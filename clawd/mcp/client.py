@@ -30,6 +30,7 @@ from typing import Any, TextIO, TypeVar
 
 from clawd.config.mcp import McpServer
 from clawd.core.messages import ToolSpec
+from clawd.core.textcut import shorten
 from clawd.mcp.shapes import Output, read_result, tool_name, wire_schema
 from clawd.tools.base import Tool, ToolContext
 
@@ -58,8 +59,7 @@ def scrub(text: str, secrets: list[str]) -> str:
 def _one_line(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
+    return shorten(" ".join(str(exc).split()) or type(exc).__name__, 300)
 
 
 class Connection:
@@ -204,16 +204,15 @@ class Connection:
             return Output(f"{self.name}: {tool} did not answer within {seconds:g} s "
                           f"(requestTimeoutMs)", is_error=True)
         except Exception as exc:  # noqa: BLE001 - a failed call is the model's to act on
+            why = scrub(_one_line(exc), self.config.secrets())
             if not await self._alive(ping=True):
                 self.state = "stopped"
-                return Output(f"the MCP server {self.name} stopped during the call "
-                              f"({scrub(_one_line(exc), self.config.secrets())}); it is "
-                              f"started again at the next call", is_error=True)
-            return Output(f"{self.name}: {tool} failed: "
-                          f"{scrub(_one_line(exc), self.config.secrets())}", is_error=True)
+                return Output(f"the MCP server {self.name} stopped during the call ({why}); "
+                              f"it is started again at the next call", is_error=True)
+            return Output(f"{self.name}: {tool} failed: {why}", is_error=True)
         finally:
             self._last = time.monotonic()
-        return read_result(self.name, result)
+        return read_result(result)
 
     async def _alive(self, ping: bool = False) -> bool:
         """Whether the session still answers (pinged when quiet for a while, or ``ping``)."""

@@ -86,7 +86,7 @@ def _inline(node: Any, defs: dict[str, Any], depth: int) -> Any:
             if key not in ("$defs", "definitions") or depth > 0}
 
 
-def read_result(server: str, result: Any) -> Output:
+def read_result(result: Any) -> Output:
     """A ``CallToolResult`` (the SDK's object) as an ``Output``."""
     texts: list[str] = []
     images: list[ImagePart] = []

@@ -100,16 +100,16 @@ def test_results_become_text_and_images():
         Block(type="resource_link", name="doc", uri="https://example.org/doc"),
         Block(type="audio", data="x", mime_type="audio/wav")],
         structured_content=None, is_error=False)
-    out = read_result("lookup", result)
+    out = read_result(result)
     assert out.text.startswith("Lisbon\n")
     assert "Lisbon" in out.text and "inside" in out.text and "b.bin: binary, not shown" in (
         out.text) and "[link doc: https://example.org/doc]" in out.text
     assert "[audio content, not shown]" in out.text
     assert [(i.data, i.mime_type) for i in out.images] == [("AAAA", "image/png")]
-    structured = read_result("s", Block(content=[], structured_content={"a": 1},
+    structured = read_result(Block(content=[], structured_content={"a": 1},
                                         is_error=False))
     assert structured.text.endswith('{"a": 1}')
-    failed = read_result("s", Block(content=[], structured_content=None, is_error=True))
+    failed = read_result(Block(content=[], structured_content=None, is_error=True))
     assert failed.is_error and failed.text == "(the tool failed and said nothing)"
 
 

@@ -26,11 +26,12 @@ from starlette.routing import Route
 from clawd.config import Config
 from clawd.core.errors import ClawdError
 from clawd.frontends.gateway.agents import ServedAgents
-from clawd.frontends.gateway.common import GatewayState, on_error
-from clawd.frontends.gateway.gatekeeper import Gatekeeper
+from clawd.frontends.gateway.common import GatewayState, agent_of, failure, on_error
+from clawd.frontends.gateway.gatekeeper import Gatekeeper, send_error
 from clawd.frontends.gateway.hub import Hub
 from clawd.frontends.gateway.openai_map import MappingError
 from clawd.frontends.gateway.policy import FailedAuth, Tokens
+from clawd.frontends.mcp_server import AGENT_SCOPE_KEY
 
 if TYPE_CHECKING:
     from clawd.frontends.mcp_server import HttpMemory
@@ -65,9 +66,11 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         hub.listen(asyncio.get_running_loop())
+        problems: list[str] = []  # the MCP servers are the process's: one agent tells
         for agent_id in agents.ids:  # built now, off the loop: no request waits on one
             runtime = await run_in_threadpool(agents.runtime, agent_id)
-        for problem in runtime.mcp.problems() if agents.ids and runtime.mcp else []:
+            problems = runtime.mcp.problems() if runtime.mcp else []
+        for problem in problems:
             log.warning("%s", problem)
         try:
             async with memory.running():
@@ -113,18 +116,14 @@ class McpEndpoint:
         self.http = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        from clawd.frontends.gateway.common import agent_of
-        from clawd.frontends.mcp_server import AGENT_SCOPE_KEY
-
-        request = Request(scope, receive)
         if self.http is None:
-            await JSONResponse({"error": {"message": "starting", "type": "unavailable",
-                                          "code": 503}}, 503)(scope, receive, send)
+            await send_error(send, 503, "the MCP endpoint is not running", "unavailable")
             return
+        request = Request(scope, receive)
         try:
             scope[AGENT_SCOPE_KEY] = agent_of(request, request.query_params.get("agent"))
         except ClawdError as exc:
-            await (await on_error(request, exc))(scope, receive, send)
+            await failure(exc)(scope, receive, send)
             return
         await self.http.handle(scope, receive, send)
 
