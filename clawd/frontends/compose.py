@@ -100,7 +100,8 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
         memory = open_index(agent_id, workspace, settings.memory_search, storage.index_home,
                             sessions_dir(agent_id),
                             openai_base_url=openai.base_url if openai else None,
-                            stored=storage.memory_sources, files=storage.files)
+                            stored=storage.memory_sources, files=storage.files,
+                            open_store=storage.memory_index)
         tools += memory_tools()
     mcp = mcp_clients(config)
     if mcp is not None:

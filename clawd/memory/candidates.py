@@ -24,8 +24,8 @@ from clawd.config import Query
 from clawd.memory import keywords, search
 from clawd.memory.base import EmbeddingError
 from clawd.memory.embeddings import Embedders, signature
+from clawd.memory.index_store import IndexStore, SearchFailed
 from clawd.memory.matrix import VectorMatrix
-from clawd.memory.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 KEYWORDS_ON_THREAD = True
 
 
-def gather(store: Store, embedders: Embedders, matrix: VectorMatrix, cfg: Query,
+def gather(store: IndexStore, embedders: Embedders, matrix: VectorMatrix, cfg: Query,
            executor: Callable[[], Executor], query: str, pool: int,
            mode: str) -> tuple[list[search.Scored], bool, bool, bool]:
     """The merged candidates of up to ``pool`` chunks from each side, best first; whether
@@ -57,7 +57,7 @@ def gather(store: Store, embedders: Embedders, matrix: VectorMatrix, cfg: Query,
         try:
             found = pending.result() if pending is not None else \
                 keyword_hits(store, query, pool)
-        except apsw.Error as exc:
+        except (apsw.Error, SearchFailed) as exc:
             log.warning("memory keyword search failed: %s", exc)
             found = None
         used_text = found is not None
@@ -85,7 +85,7 @@ def gather(store: Store, embedders: Embedders, matrix: VectorMatrix, cfg: Query,
     return merged, used_vector, used_text, full
 
 
-def keyword_hits(store: Store, query: str, pool: int
+def keyword_hits(store: IndexStore, query: str, pool: int
                  ) -> tuple[dict[int, float], dict[int, float], dict[int, float]] | None:
     """The best ``pool`` keyword hits (chunk id -> -bm25), each one's coverage of the query
     and its line evidence; None when the query has no word to look for. Runs off the index
@@ -105,7 +105,7 @@ def keyword_hits(store: Store, query: str, pool: int
     return hits, cover, keywords.line_evidence(plan.terms, chunks)
 
 
-def query_vector(store: Store, embedders: Embedders, query: str) -> Any | None:
+def query_vector(store: IndexStore, embedders: Embedders, query: str) -> Any | None:
     """The query's vector, or None when the index has no usable vectors for it."""
     embedder = embedders.get()
     if embedder is None or store.get_meta("embedding") != signature(embedder):
@@ -120,7 +120,7 @@ def query_vector(store: Store, embedders: Embedders, query: str) -> Any | None:
         return None
 
 
-def vector_candidates(store: Store, embedders: Embedders, matrix: VectorMatrix, query: str,
+def vector_candidates(store: IndexStore, embedders: Embedders, matrix: VectorMatrix, query: str,
                       pool: int) -> tuple[list[int], Any | None]:
     """The ids of the ``pool`` nearest chunks, and the query vector (None when vector
     search is unavailable)."""
@@ -128,14 +128,16 @@ def vector_candidates(store: Store, embedders: Embedders, matrix: VectorMatrix, 
     if qvec is None or not store.dims:
         return [], None
     # The in-process matrix when it is in step with the store, else vec0 (the matrix loads
-    # meanwhile); without sqlite-vec the matrix is the only way and is loaded in line.
-    nearest = matrix.nearest(store, qvec, pool, wait=not store.vec_available)
+    # meanwhile); without sqlite-vec the matrix is the only way and is loaded in line. A
+    # store that finds the nearest chunks itself (pgvector's HNSW) is asked directly.
+    nearest = matrix.nearest(store, qvec, pool, wait=not store.vec_available) \
+        if store.knn_in_process else None
     if nearest is None:
         nearest = [cid for cid, _ in store.vec_knn(qvec.tobytes(), pool)]
     return nearest, qvec
 
 
-def vector_scores(store: Store, embedders: Embedders, qvec: Any,
+def vector_scores(store: IndexStore, embedders: Embedders, qvec: Any,
                   chunk_ids: list[int]) -> dict[int, float]:
     """Calibrated 0..1 vector scores of the given chunks for the query vector, read in one
     query. Each chunk is scanned on its own: stacking them into one matrix would be 0.2 ms
@@ -159,7 +161,7 @@ def vector_scores(store: Store, embedders: Embedders, qvec: Any,
     return scores
 
 
-def chunk_vectors(store: Store, chunk_ids: list[int]) -> dict[int, Any]:
+def chunk_vectors(store: IndexStore, chunk_ids: list[int]) -> dict[int, Any]:
     """The whole-chunk vectors of the given chunks (those that have one), read in one
     query; what MMR compares results by."""
     import numpy as np

@@ -15,15 +15,15 @@ from typing import Any
 
 from clawd.memory.base import Embedder
 from clawd.memory.embedding_tables import BatchJobRow
+from clawd.memory.index_store import IndexStore
 from clawd.memory.plan import SKIPPED_META, SyncPlan, text_hash
-from clawd.memory.store import Store
 
 log = logging.getLogger(__name__)
 
 Vectors = list[tuple[bytes, bytes | None] | None]  # (chunk vector, segment vectors) per chunk
 
 
-def commit(store: Store, plan: SyncPlan, vectors: Vectors | None, embedder: Embedder | None,
+def commit(store: IndexStore, plan: SyncPlan, vectors: Vectors | None, embedder: Embedder | None,
            embedding: str | None, done_jobs: list[BatchJobRow],
            stats: dict[str, int]) -> dict[str, Any]:
     """Write the sync; its summary. ``vectors`` are those of ``plan.to_embed()`` (None

@@ -34,9 +34,10 @@
   index kept of those lines, embedding cache included (``purge.py``).
 
 The index file is ``<state>/memory/<agentId>.sqlite`` unless ``store.path`` says otherwise
-(``{agentId}`` is replaced). ``MemoryIndex`` decides when a sync runs and runs one at a time;
-the sync itself is the pipeline of ``sync.py`` (plan -> vectors -> commit), which works on a
-``Target`` and never sees the index. The candidates of a search come from
+(``{agentId}`` is replaced), or the rows are kept where ``open_store`` says (a database's
+``IndexStore``, ``index_store.py``). ``MemoryIndex`` decides when a sync runs and runs one
+at a time; the sync itself is the pipeline of ``sync.py`` (plan -> vectors -> commit), which
+works on a ``Target`` and never sees the index. The candidates of a search come from
 ``candidates.py``; the index owns the in-process vector matrix they are read through.
 """
 
@@ -56,6 +57,7 @@ from clawd.config import MemorySearch
 from clawd.memory import candidates, diversity, purge, recency, report, search, sync
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
+from clawd.memory.index_store import IndexStore
 from clawd.memory.interface import SearchResults
 from clawd.memory.matrix import VectorMatrix
 from clawd.memory.sources import StoredSources
@@ -87,7 +89,8 @@ class MemoryIndex:
                  embedder: Embedder | None = None, fallback: Embedder | None = None,
                  env: Mapping[str, str] | None = None, openai_base_url: str | None = None,
                  today: Callable[[], date] = date.today,
-                 stored: StoredSources | None = None, files: WorkspaceFiles | None = None):
+                 stored: StoredSources | None = None, files: WorkspaceFiles | None = None,
+                 open_store: Callable[[], IndexStore] | None = None):
         self.agent_id = agent_id
         self.stored = stored  # the files are kept in a store (polled, not watched)
         self._fingerprint: str | None = None  # the store's, at the last sync
@@ -96,7 +99,8 @@ class MemoryIndex:
         self.settings = settings
         self.sessions_dir = sessions_dir
         self.path = store_path(agent_id, settings, state_dir)
-        self._store: Store | None = None  # opened on first use, off the start-up path
+        self._open_store = open_store or self._open_file
+        self._store: IndexStore | None = None  # opened on first use, off the start-up path
         self.embedders = Embedders(settings, env, embedder, fallback, openai_base_url)
         self.dirty = True
         self.last_sync: dict[str, Any] | None = None
@@ -114,13 +118,16 @@ class MemoryIndex:
         self.superseded = Superseded(files or DiskFiles(workspace))  # replaced lines, marked
 
     @property
-    def store(self) -> Store:
+    def store(self) -> IndexStore:
         with self._lock:
             if self._store is None:
-                vector = self.settings.store.vector
-                self._store = Store(self.path, vector_enabled=vector.enabled,
-                                    extension_path=vector.extension_path)
+                self._store = self._open_store()
             return self._store
+
+    def _open_file(self) -> Store:
+        vector = self.settings.store.vector
+        return Store(self.path, vector_enabled=vector.enabled,
+                     extension_path=vector.extension_path)
 
     # --- freshness --------------------------------------------------------------------------
 
@@ -331,13 +338,14 @@ class MemoryIndex:
                 dims = len(embedder.embed_query("clawd doctor"))
                 yield True, "embedder", (f"{embedder.provider}/{embedder.model} loads "
                                          f"({dims} dimensions)")
-            verdict = self.store.conn.execute("PRAGMA quick_check").fetchall()[0][0]
+            verdict = self.store.integrity()
             status = self.status()
             yield verdict == "ok", "memory index", (
                 f"{status['path']}: {status['files']} files, {status['chunks']} chunks, "
                 f"integrity {verdict}")
         except Exception as exc:  # noqa: BLE001 - a broken index is a failed check
-            yield False, "memory index", f"{self.path}: {exc}"
+            where = self._store.location if self._store is not None else self.path
+            yield False, "memory index", f"{where}: {exc}"
 
     def status(self) -> dict[str, Any]:
         return report.status(self)
@@ -361,14 +369,16 @@ def open_index(agent_id: str, workspace: Path, settings: MemorySearch, state_dir
                openai_base_url: str | None = None,
                today: Callable[[], date] = date.today,
                stored: StoredSources | None = None,
-               files: WorkspaceFiles | None = None) -> MemoryIndex:
+               files: WorkspaceFiles | None = None,
+               open_store: Callable[[], IndexStore] | None = None) -> MemoryIndex:
     """The agent's memory index (created on first use). ``embedder``/``fallback`` replace
     the configured providers (tests, benchmarks); ``env`` replaces ``os.environ`` for keys;
     ``openai_base_url`` (``models.providers.openai.baseUrl``) serves remote embeddings when
     ``remote.baseUrl`` is not set; ``today`` is the clock temporal decay counts ages by;
     ``stored`` and ``files``: where the notes (and transcripts) are when a store keeps them
-    rather than the folder ``workspace``."""
+    rather than the folder ``workspace``; ``open_store``: the ``IndexStore`` the rows are
+    kept in (a database's) instead of the SQLite file ``store_path`` names."""
     return MemoryIndex(agent_id, workspace, settings, state_dir, sessions_dir,
                        embedder=embedder, fallback=fallback, env=env,
                        openai_base_url=openai_base_url, today=today, stored=stored,
-                       files=files)
+                       files=files, open_store=open_store)

@@ -1,5 +1,5 @@
-"""The keyword half's reads of the memory index: FTS5 queries, the FTS tokenizer, term
-statistics, and each chunk's tokens line by line, stored when the chunk is written.
+"""The keyword half's reads of the memory index: FTS5 queries, term statistics, and each
+chunk's tokens line by line (``tokens.py``), stored when the chunk is written.
 
 Line evidence and coverage (``keywords.py``) need the FTS tokens of every line of each
 keyword hit. Tokenizing the ~24 hits of a search line by line cost about 3 ms of Python, so
@@ -21,37 +21,22 @@ per-thread read-only connections.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from clawd.memory.keywords import fts_text
-from clawd.memory.schema import FTS_TOKENIZER, batched
+from clawd.memory import tokens
+from clawd.memory.schema import batched
+from clawd.memory.tokens import ChunkTokens
 
 FILL_PER_SYNC = 2_000  # chunks given their line tokens by one sync (about 0.3 s)
 DF_CACHE_MAX = 50_000  # token counts kept per generation before the cache starts afresh
 
-# text, heading tokens, each line's tokens separated by spaces
-ChunkTokens = tuple[str, list[str], list[str]]
-
-
-def encode_line_tokens(heading: Sequence[str], lines: Iterable[Sequence[str]]) -> str:
-    """The stored form: the heading's tokens, then each line's, one line each."""
-    return "\n".join([" ".join(heading), *(" ".join(line) for line in lines)])
-
-
-def decode_line_tokens(stored: str) -> tuple[list[str], list[str]]:
-    """(heading tokens, each line's tokens separated by spaces) from
-    ``encode_line_tokens``."""
-    heading, *lines = stored.split("\n")
-    return heading.split(), lines
-
 
 class KeywordTables:
-    """FTS5 search, tokenizing, term statistics and stored line tokens of ``Store``."""
+    """FTS5 search, term statistics and stored line tokens of ``Store``."""
 
     conn: apsw.Connection
     fts_available: bool
@@ -86,49 +71,13 @@ class KeywordTables:
             rows = self._read(sql, (match, int(newest), int(k)))
         return [(int(r), float(s)) for r, s in rows]
 
-    def _tokenizer(self) -> Any:
-        # The tokenizer belongs to this thread's connection: one in use by another thread
-        # (a sync writing) would refuse it.
-        tokenizer = getattr(self._readers, "tokenizer", None)
-        if tokenizer is None:
-            tokenizer = self._readers.tokenizer = self._reader().fts5_tokenizer(*FTS_TOKENIZER)
-        return tokenizer
-
     def fts_tokens(self, text: str) -> list[str]:
-        """``text`` as FTS5 tokenizes it for a query (lower-cased, Porter-stemmed)."""
-        found = self._tokenizer()(text.encode("utf-8", "replace"), apsw.FTS5_TOKENIZE_QUERY,
-                                  None, include_offsets=False)
-        return [item[0] for item in found]
-
-    def fts_line_tokens(self, text: str) -> list[list[str]]:
-        """``fts_tokens`` of each line of ``text`` (split at ``\\n``), in one tokenizer call."""
-        data = text.encode("utf-8", "replace")
-        ends = [m.start() for m in re.finditer(b"\n", data)] + [len(data)]
-        lines: list[list[str]] = [[] for _ in ends]
-        number, end, current = 0, ends[0], lines[0]
-        for start, _, token in self._tokenizer()(data, apsw.FTS5_TOKENIZE_QUERY, None,
-                                                 include_colocated=False):
-            if start > end:  # tokens come in order: move on to the line this one starts in
-                while start > end:
-                    number += 1
-                    end = ends[number]
-                current = lines[number]
-            current.append(token)
-        return lines
-
-    def chunk_tokens(self, heading: str, text: str) -> tuple[str, list[str], list[list[str]]]:
-        """A chunk as the keyword half reads it: its text, the FTS tokens of its heading and
-        those of each line of its text (blank lines included)."""
-        # The heading ends at the first line break, as in the text the search reads.
-        heading, _, body = f"{heading}\n{text}".partition("\n")
-        return body, self.fts_tokens(fts_text(heading)), self.fts_line_tokens(fts_text(body))
+        """``text`` as FTS5 tokenizes it for a query (``tokens.fts_tokens``)."""
+        return tokens.fts_tokens(text)
 
     def stored_line_tokens(self, heading: str, text: str) -> str | None:
         """What ``chunks.line_tokens`` holds for a chunk (None without FTS5)."""
-        if not self.fts_available:
-            return None
-        _, head, lines = self.chunk_tokens(heading, text)
-        return encode_line_tokens(head, lines)
+        return tokens.line_tokens(heading, text) if self.fts_available else None
 
     def keyword_chunks(self, ids: Iterable[int]) -> dict[int, ChunkTokens]:
         """chunk id -> (text, heading tokens, each line's tokens separated by spaces):
@@ -139,14 +88,7 @@ class KeywordTables:
             for chunk_id, heading, text, stored in self._read(
                     f"SELECT id, heading, text, line_tokens FROM chunks WHERE id IN ({marks})",
                     part):
-                if stored is None:
-                    body, head, tokens = self.chunk_tokens(heading, text)
-                    out[int(chunk_id)] = (body, head, [" ".join(line) for line in tokens])
-                else:
-                    head, lines = decode_line_tokens(stored)
-                    if "\n" in heading:  # as in ``chunk_tokens``
-                        text = f"{heading}\n{text}".partition("\n")[2]
-                    out[int(chunk_id)] = (str(text), head, lines)
+                out[int(chunk_id)] = tokens.keyword_chunk(heading, text, stored)
         return out
 
     def fill_line_tokens(self, limit: int | None = None) -> int:

@@ -10,32 +10,27 @@ the files. In order:
    that embeds parts (``parts.segment_chunks``), every part. Their hashes are the embedding
    cache's keys (``plan.text_hash``).
 3. ``edit()``, then a sync: the changed files' chunk rows, keyword (FTS5) rows and vectors
-   are deleted and the files indexed again. SQLite's ``secure_delete`` is on meanwhile, so
-   deleted rows are overwritten on disk, not merely unlinked.
-4. The cache entries of those hashes are deleted (whatever the provider and model); the
-   FTS5 index is merged (``optimize``), which drops what deleted rows left in its segments;
-   the file is rewritten (``VACUUM``: a page may still hold the old copy of a row an
-   earlier update moved) and the write-ahead log truncated, taking the old pages with it.
+   are deleted and the files indexed again.
+4. The cache entries of those hashes are deleted (whatever the provider and model).
+Steps 3 and 4 run within the store's ``scrubbing()``: in the SQLite file ``secure_delete`` is
+on meanwhile (deleted rows are overwritten on disk, not merely unlinked), then FTS5's
+segments are merged, the file rewritten (``VACUUM``) and the write-ahead log truncated,
+taking the old pages with it; in PostgreSQL the index's tables are vacuumed.
 
 The summary says how many chunks held the lines and how many cache entries went.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-import apsw
-
 from clawd.memory.base import Embedder
 from clawd.memory.chunker import Chunk
+from clawd.memory.index_store import ChunkRow, IndexStore
 from clawd.memory.parts import segment_chunks
 from clawd.memory.plan import own_chunks, text_hash
 from clawd.memory.sources import NotText, decode_text
-from clawd.memory.store import ChunkRow, Store
-
-log = logging.getLogger(__name__)
 
 
 def forget(index: Any, places: Mapping[str, Collection[int]],
@@ -43,23 +38,17 @@ def forget(index: Any, places: Mapping[str, Collection[int]],
     """Run ``edit`` and purge what ``index`` (a ``MemoryIndex``) kept of ``places``."""
     index.mark_dirty()
     index.sync()
-    store: Store = index.store
+    store: IndexStore = index.store
     rows = [row for path, numbers in places.items() for row in store.chunks_at(path)
             if any(row.start_line <= n <= row.end_line for n in numbers)]
     hashes = {text_hash(text) for text in embedded_texts(
         rows, _levels(index, rows), index.embedders.get())}
-    with store.lock:
-        store.conn.execute("PRAGMA secure_delete = ON")
-    try:
+    with store.scrubbing():
         edit()
         index.mark_dirty()
         synced = index.sync()
         with store.lock, store.transaction():
             purged = store.cache_delete(sorted(hashes))
-        _compact(store)
-    finally:
-        with store.lock:
-            store.conn.execute("PRAGMA secure_delete = OFF")
     return {"chunks": len(rows), "cacheEntries": purged, "sync": synced}
 
 
@@ -94,19 +83,3 @@ def _levels(index: Any, rows: list[ChunkRow]) -> dict[tuple[str, int, int], tupl
         for chunk in own_chunks(path, text, cfg.tokens, cfg.overlap):
             out[(path, chunk.start_line, chunk.end_line)] = chunk.levels
     return out
-
-
-def _compact(store: Store) -> None:
-    """Drop what deleted rows left behind: FTS5 segments merged, the file rewritten
-    (``VACUUM``: a page keeps the old copy of a row an update moved), the WAL truncated."""
-    with store.lock:
-        if store.fts_available:
-            with store.transaction():
-                store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
-        try:
-            store.conn.execute("VACUUM")
-            store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except apsw.Error as exc:  # a reader mid-query: the next checkpoint does it
-            log.warning("memory index: could not compact the index after forget (%s); its "
-                        "file may keep traces of the removed text until the next forget", exc)
-

@@ -30,9 +30,9 @@ def status(index: Any) -> dict[str, Any]:
     embedding = json.loads(stored) if stored else {}
     active = index.embedders.active
     vector_mode = "off" if not index.settings.store.vector.enabled else \
-        "vec0" if index.store.vec_available else "in-process"
+        index.store.vector_mode
     return {
-        "agentId": index.agent_id, "path": str(index.path), "workspace": str(index.workspace),
+        "agentId": index.agent_id, "path": index.store.location, "workspace": str(index.workspace),
         "files": counts["files"], "chunks": counts["chunks"],
         "embeddedChunks": counts["embedded"], "cacheEntries": counts["cache"],
         "pendingBatches": jobs, "pendingEmbeddings": awaited,

@@ -35,7 +35,7 @@ from clawd.memory import keywords
 from clawd.memory.interface import SearchHit, citation
 
 if TYPE_CHECKING:
-    from clawd.memory.store import ChunkRow
+    from clawd.memory.index_store import ChunkRow
 
 SNIPPET_CHARS = 700
 LINE_SHARE = 0.5

@@ -16,11 +16,11 @@ works and the search falls back accordingly.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,29 +28,25 @@ import apsw
 
 from clawd.memory import schema
 from clawd.memory.embedding_tables import EmbeddingTables
+from clawd.memory.index_store import ChunkRow
 from clawd.memory.keyword_tables import KeywordTables
 from clawd.memory.keywords import fts_text
 from clawd.memory.schema import batched, load_vec_extension
 from clawd.memory.vector_log import LOG_SINCE, VectorLog
 
-
-@dataclass(slots=True)
-class ChunkRow:
-    id: int
-    path: str
-    source: str
-    start_line: int
-    end_line: int
-    heading: str
-    text: str
+log = logging.getLogger(__name__)
 
 
 class Store(VectorLog, EmbeddingTables, KeywordTables):
-    """One open index file. Methods are serialised by a lock: the watcher thread shares it."""
+    """One open index file (an ``IndexStore``). Methods are serialised by a lock: the
+    watcher thread shares it."""
+
+    knn_in_process = True  # the vector stage scans the in-process matrix (``matrix.py``)
 
     def __init__(self, path: Path, *, vector_enabled: bool = True,
                  extension_path: str | None = None):
         self.path = path
+        self.location = str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()
         self.conn = apsw.Connection(str(path))
@@ -268,6 +264,40 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
             with self._reader_lock:
                 self._all_readers.append(reader)
         return reader
+
+    @property
+    def vector_mode(self) -> str:
+        return "vec0" if self.vec_available else "in-process"
+
+    def integrity(self) -> str:
+        """SQLite's quick check: "ok" or the first problem it found."""
+        with self.lock:
+            return str(self.conn.execute("PRAGMA quick_check").fetchall()[0][0])
+
+    @contextmanager
+    def scrubbing(self) -> Iterator[None]:
+        """``secure_delete`` on within, so deleted rows are overwritten on disk; then the
+        FTS5 segments are merged (``optimize`` drops what deleted rows left there), the file
+        rewritten (``VACUUM``: a page keeps the old copy of a row an update moved) and the
+        write-ahead log truncated."""
+        with self.lock:
+            self.conn.execute("PRAGMA secure_delete = ON")
+        try:
+            yield
+            with self.lock:
+                if self.fts_available:
+                    with self.transaction():
+                        self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
+                try:
+                    self.conn.execute("VACUUM")
+                    self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except apsw.Error as exc:  # a reader mid-query: the next checkpoint does it
+                    log.warning("memory index: could not compact the index after forget (%s);"
+                                " its file may keep traces of the removed text until the "
+                                "next forget", exc)
+        finally:
+            with self.lock:
+                self.conn.execute("PRAGMA secure_delete = OFF")
 
     def close(self) -> None:
         with self._reader_lock:

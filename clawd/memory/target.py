@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clawd.config import MemorySearch
+from clawd.memory.index_store import IndexStore
 from clawd.memory.sources import StoredSources
-from clawd.memory.store import Store
 
 
 class SyncCancelled(Exception):
@@ -33,7 +33,7 @@ class Seen:
 
 @dataclass(frozen=True)
 class Target:
-    store: Store
+    store: IndexStore
     settings: MemorySearch
     workspace: Path
     sessions_dir: Path | None

@@ -20,6 +20,7 @@ from typing import Any
 from clawd.core.errors import ClawdError
 from clawd.core.messages import now_iso
 from clawd.core.paths import state_dir
+from clawd.memory.index_store import IndexStore
 from clawd.memory.sources import StoredSources
 from clawd.sessions import lock
 from clawd.sessions.files import DELETED_DIR, transcripts
@@ -104,6 +105,7 @@ class FileStorage:
         self.backups: Backups = DiskBackups(workspace)
         self.records: KeyValue = JsonRecords(sessions_dir.parent)
         self.memory_sources: StoredSources | None = None  # the folders themselves
+        self.memory_index: Callable[[], IndexStore] | None = None  # a SQLite file
         self.index_home = state_dir()
 
     def transcript(self, session_id: str) -> Transcript:

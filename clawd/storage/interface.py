@@ -12,12 +12,14 @@ layer knows whether these are files under ``~/.clawd`` and the workspace
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clawd.sessions.lock import CHAT_HINT
 
 if TYPE_CHECKING:
+    from clawd.memory.index_store import IndexStore
     from clawd.memory.sources import StoredSources
     from clawd.sessions.interface import SessionRecords, TranscriptLog
     from clawd.workspace.interface import Backups, WorkspaceFiles
@@ -58,8 +60,10 @@ class AgentStorage(Protocol):
     backups: Backups
     records: KeyValue
     # where the memory index reads notes and transcripts when they are not files (None:
-    # the workspace folder and the sessions folder), and where its SQLite file is kept
+    # the workspace folder and the sessions folder), where it keeps its rows (None: a
+    # SQLite file under ``index_home``)
     memory_sources: StoredSources | None
+    memory_index: Callable[[], IndexStore] | None
     index_home: Path
 
     def transcript(self, session_id: str) -> TranscriptLog:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clawd.memory import keyword_tables
+from clawd.memory import keyword_tables, tokens
 from clawd.memory.candidates import keyword_hits
 from clawd.memory.index import open_index
 from clawd.memory.schema import MIGRATIONS
@@ -41,19 +41,19 @@ def test_stored_tokens_are_those_of_the_text(index):
     rows = _rows(index)
     assert rows and all(stored is not None for *_, stored in rows)
     for chunk_id, heading, text, stored in rows:
-        body, head, lines = index.store.chunk_tokens(heading, text)
+        body, head, lines = tokens.chunk_tokens(heading, text)
         joined = [" ".join(line) for line in lines]
-        assert keyword_tables.decode_line_tokens(stored) == (head, joined)
+        assert tokens.decode_line_tokens(stored) == (head, joined)
         assert index.store.keyword_chunks([chunk_id])[chunk_id] == (body, head, joined)
         assert len(lines) == len(body.split("\n"))  # blank lines kept, one list each
-    tokens = {t for *_, stored in rows for t in stored.split()}
-    assert {"camp", "taho", "東", "会", "run", "runner", "cabin"} <= tokens
+    held = {t for *_, stored in rows for t in stored.split()}
+    assert {"camp", "taho", "東", "会", "run", "runner", "cabin"} <= held
 
 
 def test_encoding_round_trips_blank_lines_and_an_empty_heading():
     lines = [["a", "b"], [], ["c"], []]
-    assert keyword_tables.decode_line_tokens(
-        keyword_tables.encode_line_tokens([], lines)) == ([], ["a b", "", "c", ""])
+    assert tokens.decode_line_tokens(
+        tokens.encode_line_tokens([], lines)) == ([], ["a b", "", "c", ""])
 
 
 def test_a_chunk_written_anew_does_not_keep_stale_tokens(index, tmp_path: Path):

@@ -42,9 +42,9 @@ def _runtime(provider: ScriptedProvider, profile: str = "weak"):
 
 
 def _files_written(home) -> list[str]:
-    """Every file under the home but caches (the memory index, derived from the rows; the
-    tokenizer; onnxruntime's)."""
-    caches = {"hosted", "cache", ".cache"}
+    """Every file under the home but caches (the tokenizer's, onnxruntime's): no
+    transcript, session store, note or memory index."""
+    caches = {"cache", ".cache"}
     return sorted(p.relative_to(home).as_posix() for p in home.rglob("*")
                   if p.is_file() and not caches & set(p.relative_to(home).parts)
                   and p.name != "clawd.json")

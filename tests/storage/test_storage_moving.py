@@ -16,6 +16,7 @@ from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.storage.files import FileStorage
 from clawd.storage.postgres import database
+from clawd.storage.postgres.database import MIGRATIONS
 from clawd.tools.files import file_tools
 
 KEY = "agent:main:main"
@@ -116,7 +117,8 @@ def test_status_names_the_store_schema_and_extension(pg_url, capsys, monkeypatch
     monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
     assert main(["storage", "status"]) == 0
     said = capsys.readouterr().out
-    assert "store: PostgreSQL" in said and "schema: version 3" in said
+    assert "store: PostgreSQL" in said and f"schema: version {len(MIGRATIONS)}" in said
+    assert "chunks: 0" in said
     assert "vector extension 0." in said and "transcripts: 0" in said
 
 
@@ -133,7 +135,7 @@ def test_the_doctor_checks_the_database(pg_url, capsys, monkeypatch):
 
     monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
     checks = {what: (ok, text) for ok, what, text in doctor_checks(None)}
-    assert checks["storage"][0] and "schema version 3, vector 0." in checks["storage"][1]
+    assert checks["storage"][0] and f"schema version {len(MIGRATIONS)}, vector 0." in checks["storage"][1]
     assert checks["workspace"] == (True, checks["workspace"][1])
     monkeypatch.setenv("CLAWD_STORAGE_URL", "postgresql://nobody@127.0.0.1:1/none")
     checks = {what: (ok, text) for ok, what, text in doctor_checks(None)}
@@ -157,16 +159,14 @@ def test_workers_starting_together_on_a_new_database_all_start(pg_url):
     import psycopg
 
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as a new database has it
-        conn.execute("DROP TABLE clawd_schema, sessions, session_logs, transcript_lines, "
-                     "workspace_files, file_versions, records, leases, people, gateway_turns, "
-                     "turn_events, auth_failures")
-        conn.execute("DROP EXTENSION vector")
+        conn.execute("DROP SCHEMA public CASCADE")  # every table, and the extension
+        conn.execute("CREATE SCHEMA public")
     threads = [threading.Thread(target=start) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(30)
     assert failed == [] and len(opened) == 4
-    assert {db.schema_version for db in opened} == {3}
+    assert {db.schema_version for db in opened} == {len(MIGRATIONS)}
     for db in opened:
         db.close()

@@ -14,7 +14,8 @@ file is kept in ``torn``), a ``workspace_files`` row a file's bytes, ``file_vers
 kept versions, ``records`` an agent's small JSON records, ``leases`` who holds a session,
 ``people`` who may use the gateway (their tokens' digests); ``gateway_turns``,
 ``turn_events`` and ``auth_failures`` what the gateway's workers share
-(``storage.postgres.shared``).
+(``storage.postgres.shared``); the ``memory_*`` tables the memory index
+(``storage.postgres.memory``).
 """
 
 from __future__ import annotations
@@ -76,6 +77,37 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE auth_failures (
         client text PRIMARY KEY, failures double precision[] NOT NULL DEFAULT '{}',
         locked_until double precision);
+    """,
+    """
+    CREATE TABLE memory_meta (
+        agent_id text NOT NULL, key text NOT NULL, value text NOT NULL,
+        PRIMARY KEY (agent_id, key));
+    CREATE TABLE memory_files (
+        agent_id text NOT NULL, path text NOT NULL, source text NOT NULL, hash text NOT NULL,
+        mtime double precision NOT NULL, size bigint NOT NULL,
+        indexed_at double precision NOT NULL, PRIMARY KEY (agent_id, path));
+    CREATE TABLE memory_chunks (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        agent_id text NOT NULL, path text NOT NULL, source text NOT NULL,
+        start_line integer NOT NULL, end_line integer NOT NULL, heading text NOT NULL,
+        text text NOT NULL, hash text NOT NULL, line_tokens text NOT NULL,
+        terms tsvector NOT NULL, length integer NOT NULL,
+        embedding bytea, segments bytea, dims integer, vec vector);
+    CREATE INDEX memory_chunks_path ON memory_chunks (agent_id, path);
+    CREATE INDEX memory_chunks_terms ON memory_chunks USING gin (terms);
+    CREATE INDEX memory_chunks_unembedded ON memory_chunks (agent_id, id)
+        WHERE embedding IS NULL;
+    CREATE TABLE memory_embedding_cache (
+        provider text NOT NULL, model text NOT NULL, fingerprint text NOT NULL,
+        hash text NOT NULL, dims integer NOT NULL, embedding bytea NOT NULL,
+        used_at double precision NOT NULL, PRIMARY KEY (provider, model, fingerprint, hash));
+    CREATE INDEX memory_embedding_cache_used ON memory_embedding_cache (used_at);
+    CREATE INDEX memory_embedding_cache_hash ON memory_embedding_cache (hash);
+    CREATE TABLE memory_batches (
+        agent_id text NOT NULL, provider text NOT NULL, model text NOT NULL,
+        fingerprint text NOT NULL, job text NOT NULL, hashes jsonb NOT NULL,
+        count integer NOT NULL, attempt integer NOT NULL,
+        submitted_at double precision NOT NULL, PRIMARY KEY (agent_id, provider, job));
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
@@ -144,16 +176,18 @@ class Database:
             return self._lease
 
     def counts(self) -> dict[str, int]:
-        """Rows per store: agents, sessions, transcripts, lines, files, versions."""
+        """Rows per store: agents, sessions, transcripts, lines, files, versions, memory
+        index chunks and embedding-cache entries."""
         with self.connection() as conn:
             row = conn.execute(
                 "SELECT (SELECT count(DISTINCT agent_id) FROM (SELECT agent_id FROM sessions "
                 "UNION SELECT agent_id FROM session_logs UNION SELECT agent_id FROM "
                 "workspace_files) a), (SELECT count(*) FROM sessions), (SELECT count(*) FROM "
                 "session_logs), (SELECT count(*) FROM transcript_lines), (SELECT count(*) "
-                "FROM workspace_files), (SELECT count(*) FROM file_versions)").fetchone()
-        return dict(zip(("agents", "sessions", "transcripts", "lines", "files", "versions"),
-                        row or ()))
+                "FROM workspace_files), (SELECT count(*) FROM file_versions), (SELECT count(*) "
+                "FROM memory_chunks), (SELECT count(*) FROM memory_embedding_cache)").fetchone()
+        return dict(zip(("agents", "sessions", "transcripts", "lines", "files", "versions",
+                         "chunks", "cached vectors"), row or ()))
 
     def agent_ids(self) -> list[str]:
         """The agents the database holds anything of."""

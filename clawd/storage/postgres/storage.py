@@ -13,11 +13,11 @@ does at once (``storage.postgres.shared``), a chat in a terminal does not.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -29,6 +29,7 @@ from clawd.sessions import lock
 from clawd.sessions.lock import CHAT_HINT, SessionBusyError, busy_message
 from clawd.storage.files import checked_id
 from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
+from clawd.storage.postgres.memory import PgIndexStore
 from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
 
 if TYPE_CHECKING:
@@ -176,9 +177,8 @@ class PgStorage:
         self.backups = PgBackups(db, agent_id, self.files)
         self.records = PgRecords(db, agent_id)
         self.memory_sources = PgMemorySources(db, agent_id, self.files, self.transcript)
-        # the memory index is derived from the rows: a SQLite file per database and host
-        self.index_home = state_dir() / "hosted" / hashlib.sha256(
-            db.location.encode()).hexdigest()[:12]
+        self.memory_index = partial(PgIndexStore, db, agent_id)  # rows of the database
+        self.index_home = state_dir()
 
     def transcript(self, session_id: str) -> PgTranscript:
         return PgTranscript(self.db, self.agent_id, checked_id(session_id))
