@@ -8,14 +8,22 @@
    as notes in each backend; the first sync's time, hybrid search p50, and R@5 of hybrid
    search. With ``storage.url`` the index is derived from the database's rows (the notes
    are read from there), so R@5 is the same by construction; this checks it is.
-3. Migrate: a files home of ``--sessions`` sessions (200, 20 messages each) and as many
+3. Scale: ``--chunks`` (100k) synthetic chunks (about 300 Zipf-distributed words each, a
+   384-d vector and five segment vectors, as ``bench_memory_latency.py`` makes them) written
+   through each backend's index store; the vector stage alone (files: the in-process matrix
+   the embedded default scans, and sqlite-vec's vec0 KNN; PostgreSQL: pgvector's HNSW) with
+   its recall@10 against an exact scan, and hybrid search p50. Vectors are ``--vectors``
+   ``clustered`` (around 500 topics, as real notes group) or ``random`` (uniform on the
+   sphere: the hardest case for an approximate index).
+4. Migrate: a files home of ``--sessions`` sessions (200, 20 messages each) and as many
    notes moved by ``clawd storage migrate``, with verification.
 
 PostgreSQL: ``--url`` (a database clawd may create tables in), else a ``pgserver`` (the test
 extra) started in a temporary folder for the run.
 
     python scripts/bench_storage.py [--history 2000] [--turns 40] [--sessions 200]
-        [--conversations 0-1] [--url postgresql://…]
+        [--conversations 0-1] [--chunks 100000] [--vectors clustered|random]
+        [--url postgresql://…]
 """
 
 from __future__ import annotations
@@ -111,7 +119,7 @@ def memory(storage, workspace: Path, state: Path, spec: str, data: Path) -> dict
                 count += 1
                 q["_evidence"] = evidence
     index = open_index("main", workspace, MemorySearch(), state, None, stored=stored,
-                       files=storage.files)
+                       files=storage.files, open_store=storage.memory_index)
     t0 = time.perf_counter()
     index.sync()
     sync_s = time.perf_counter() - t0
@@ -126,6 +134,115 @@ def memory(storage, workspace: Path, state: Path, spec: str, data: Path) -> dict
     index.close()
     return {"first sync s": sync_s, "search p50 ms": percentile(search_ms, 0.5),
             "R@5": 100 * hit5 / max(count, 1), "questions": count}
+
+
+def corpus(size: int, kind: str, seed: int = 7):
+    """(texts, chunk vectors, segment vectors, questions, query vectors) of a synthetic
+    index; clustered vectors lie around 500 topic centres, queries near a chunk's topic."""
+    import random
+
+    import numpy as np
+    from bench_memory_latency import COMMON, DIMS, SEGMENTS, unit, vocabulary, zipf_words
+
+    rng = np.random.default_rng(seed)
+    vocab = vocabulary(random.Random(seed))
+    centres = unit(rng, (500, DIMS))
+    texts, means, parts = [], [], []
+    for _ in range(size):
+        text = " ".join(np.concatenate([zipf_words(rng, vocab, 230), rng.choice(COMMON, 70)])
+                        [rng.permutation(300)])
+        texts.append("\n".join(text[j:j + 120] for j in range(0, len(text), 120)))
+        if kind == "clustered":
+            segments = centres[rng.integers(500)] + 0.08 * rng.standard_normal((SEGMENTS, DIMS))
+            segments = (segments / np.linalg.norm(segments, axis=1, keepdims=True))
+        else:
+            segments = unit(rng, (SEGMENTS, DIMS))
+        mean = segments.mean(axis=0)
+        means.append((mean / np.linalg.norm(mean)).astype(np.float32))
+        parts.append(segments.astype(np.float32))
+    qrng = random.Random(3)
+    questions = [f"what did we decide about the {vocab[qrng.randint(0, 50)]} "
+                 f"{vocab[qrng.randint(50, 2000)]} and {vocab[qrng.randint(2000, 29999)]}?"
+                 for _ in range(60)]
+    if kind == "clustered":
+        queries = centres[rng.integers(500, size=60)] + 0.1 * rng.standard_normal((60, DIMS))
+        queries = (queries / np.linalg.norm(queries, axis=1, keepdims=True)).astype(np.float32)
+    else:
+        queries = unit(rng, (60, DIMS))
+    return texts, np.stack(means), parts, questions, queries
+
+
+def scale(storage, workspace: Path, state: Path, data: tuple) -> dict[str, float]:
+    """Build the synthetic index through ``storage``'s index store; time its stages."""
+    import numpy as np
+    from bench_memory_latency import PresetEmbedder
+
+    from clawd.memory import plan
+    from clawd.memory.embeddings import signature
+
+    texts, means, parts, questions, queries = data
+    embedder = PresetEmbedder()
+    settings = MemorySearch.model_validate({"sync": {"watch": False}, "fallback": "none"})
+    index = open_index("scale", workspace, settings, state, embedder=embedder,
+                       open_store=storage.memory_index)
+    store = index.store
+    t0 = time.perf_counter()
+    ids = []
+    with store.lock, store.transaction():
+        store.reset(means.shape[1])
+        for i, text in enumerate(texts):
+            ids.append(store.insert_chunk(f"memory/n{i // 20}.md", "memory",
+                                          (i % 20) * 30 + 1, (i % 20) * 30 + 30, "Notes",
+                                          text, str(i), means[i].tobytes(),
+                                          parts[i].tobytes()))
+        store.bump_generation()
+        store.set_meta("embedding", signature(embedder))
+        store.set_meta("chunking", plan.chunking_signature(index.settings))
+    built = time.perf_counter() - t0
+    index.dirty, index.synced = False, True
+    ids_array = np.array(ids)
+
+    def exact(q):
+        sims = means @ q
+        return {int(ids_array[i]) for i in np.argpartition(-sims, 10)[:10]}
+
+    def stage(q):
+        if store.knn_in_process:
+            return index.vectors.nearest(store, q, 24, wait=True)
+        return [c for c, _ in store.vec_knn(q.tobytes(), 24)]
+
+    def top10(found, q):  # the stage's candidates as the search ranks them
+        vectors = store.get_vectors(found)
+        return set(sorted(found, key=lambda c: -float(np.frombuffer(vectors[c][0],
+                                                                    dtype=np.float32) @ q))[:10])
+
+    out: dict[str, float] = {"build s": built}
+    stage(queries[0])  # loads the in-process matrix
+    timings, recall = [], 0
+    for q in queries:
+        t = time.perf_counter()
+        found = stage(q)
+        timings.append((time.perf_counter() - t) * 1000)
+        recall += len(top10(found, q) & exact(q))
+    out["vector p50 ms"] = percentile(timings, 0.5)
+    out["vector recall@10"] = recall / (10 * len(queries))
+    if store.knn_in_process:  # the file's other way: sqlite-vec's KNN
+        timings = []
+        for q in queries:
+            t = time.perf_counter()
+            store.vec_knn(q.tobytes(), 24)
+            timings.append((time.perf_counter() - t) * 1000)
+        out["vec0 knn p50 ms"] = percentile(timings, 0.5)
+    timings = []
+    for question, q in zip(questions, queries):
+        embedder.next = q
+        t = time.perf_counter()
+        index.search(question, max_results=6)
+        timings.append((time.perf_counter() - t) * 1000)
+    out["hybrid p50 ms"] = percentile(timings, 0.5)
+    out["hybrid p95 ms"] = percentile(timings, 0.95)
+    index.close()
+    return out
 
 
 def migrate_home(home: Path, sessions: int, url: str) -> dict[str, float]:
@@ -175,6 +292,8 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--conversations", default="0-1")
     parser.add_argument("--data", type=Path, default=bench_retrieval.DEFAULT_DATA)
+    parser.add_argument("--chunks", type=int, default=100_000, help="0: no scale part")
+    parser.add_argument("--vectors", choices=("clustered", "random"), default="clustered")
     parser.add_argument("--url", default=None)
     args = parser.parse_args()
     from clawd.storage.postgres import database
@@ -182,10 +301,12 @@ def main() -> int:
     base = server(args.url)
     root = Path(tempfile.mkdtemp(prefix="clawd-bench-storage-"))
     os.environ["CLAWD_HOME"] = str(root / "home")
-    rows: dict[str, dict[str, dict[str, float]]] = {}
+    rows: dict[str, dict[str, float]] = {}
+    synthetic = corpus(args.chunks, args.vectors) if args.chunks else None
+    parts = ("turns", "memory") + (("scale",) if synthetic else ())
     for kind in ("files", "postgresql"):
         rows[kind] = {}
-        for part in ("turns", "memory"):
+        for part in parts:
             workspace = root / kind / part / "ws"
             (workspace / "memory").mkdir(parents=True)
             storage = (FileStorage("main", workspace, root / kind / part / "sessions")
@@ -193,15 +314,23 @@ def main() -> int:
                        else database(fresh(base, f"bench_{part}")).agent("main"))
             if part == "turns":
                 rows[kind].update(turns(storage, workspace, args.history, args.turns))
+            elif part == "scale":
+                rows[kind].update(scale(storage, workspace, root / kind / "scale-state",
+                                        synthetic))
             else:
                 rows[kind].update(memory(storage, workspace, root / kind / "state",
                                          args.conversations, args.data))
     print(f"history {args.history} messages, {args.turns} turns; LoCoMo conversations "
           f"{args.conversations} ({int(rows['files']['questions'])} questions)")
-    print(f"{'':<16}{'files':>12}{'postgresql':>12}")
-    for name in rows["files"]:
+    if synthetic:
+        print(f"scale: {args.chunks:,} chunks, {args.vectors} vectors (build, vector, "
+              f"hybrid rows)")
+    print(f"{'':<18}{'files':>12}{'postgresql':>12}")
+    for name in dict.fromkeys([*rows["files"], *rows["postgresql"]]):
         if name != "questions":
-            print(f"{name:<16}{rows['files'][name]:>12.2f}{rows['postgresql'][name]:>12.2f}")
+            cells = "".join(f"{rows[k][name]:>12.2f}" if name in rows[k] else f"{'-':>12}"
+                            for k in ("files", "postgresql"))
+            print(f"{name:<18}{cells}")
     moved = migrate_home(root / "migrate", args.sessions, fresh(base, "bench_migrate"))
     print(f"migrate {args.sessions} sessions (20 messages each) and {args.sessions} notes: "
           f"{moved['migrate s']:.1f} s (exit {moved['exit']})")

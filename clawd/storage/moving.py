@@ -11,7 +11,9 @@ one that differs is reported and not touched. ``dry_run`` counts without writing
 ``export`` writes an agent's storage as the embedded layout under a folder: transcripts and
 files byte for byte (each transcript line as it was written, ``\\n`` after each), the
 session store with ``sessionFile`` naming the exported transcripts, the records, the kept
-versions. The memory index is not moved either way: it is rebuilt from the notes.
+versions. The memory index is not moved either way: it is rebuilt from the notes. Its
+embedding cache is carried into the database's (``carry_vectors``), so notes a files home
+had embedded are not embedded again.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Moved:
     bytes: int = 0
     versions: int = 0
     records: int = 0
+    vectors: int = 0  # embedding-cache entries carried over
     unchanged: int = 0  # items already there, the same
     problems: list[str] = field(default_factory=list)
 
@@ -54,6 +57,8 @@ class Moved:
                 f"{_n(self.transcripts, 'transcript')} ({_n(self.lines, 'line')}), "
                 f"{_n(self.files, 'file')} ({_n(self.bytes, 'byte')}), "
                 f"{_n(self.versions, 'kept version')}, {_n(self.records, 'record')}")
+        if self.vectors:
+            said += f", {_n(self.vectors, 'cached vector')}"
         if self.unchanged:
             said += f"; {self.unchanged} already there"
         return said + "".join(f"\n  problem: {p}" for p in self.problems)
@@ -157,6 +162,27 @@ def migrate(sessions_dir: Path, workspace: Path, target: Any, *, dry_run: bool) 
         if not dry_run:
             target.backups.put(name, stamp, path.read_bytes())
     return moved
+
+
+def carry_vectors(index_file: Path, target: Any, moved: Moved, *, dry_run: bool) -> None:
+    """The embedding cache of the agent's SQLite index file (if it has one) into the
+    database's cache, whose entries are kept where both have one; the file is only read."""
+    import apsw
+
+    if not index_file.is_file():
+        return
+    try:
+        conn = apsw.Connection(str(index_file), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            rows = conn.execute("SELECT provider, model, fingerprint, hash, dims, embedding "
+                                "FROM embedding_cache").fetchall()
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        moved.problems.append(f"{index_file}: its embedding cache could not be read ({exc}); "
+                              f"the notes will be embedded again")
+        return
+    moved.vectors = len(rows) if dry_run else target.memory_index().cache_import(rows)
 
 
 def _transcript(path: Path, target: Any, moved: Moved, dry_run: bool, deleted: bool,

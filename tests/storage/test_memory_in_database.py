@@ -178,3 +178,22 @@ def test_two_hosts_syncing_at_once_write_each_chunk_once(tmp_path, db):
     assert hosts[1].search("Porto")["results"][0]["path"] == "MEMORY.md"
     for host in hosts:
         host.close()
+
+
+def test_term_counts_follow_every_change(tmp_path, db):
+    ws = workspace(tmp_path / "ws")
+    index = make(ws, tmp_path, partial(PgIndexStore, db, "main"))
+    index.sync()
+    write(ws, "memory/2026-11-21.md", "# 2026-11-21\n\n- Lunch with Sam, then the cat\n")
+    (ws / "memory/2026-11-20.md").unlink()
+    write(ws, "memory/2026-11-24.md", "# 2026-11-24\n\n- The cat met the gateway\n")
+    index.mark_dirty()
+    index.sync()
+    with db.connection() as conn:
+        kept = dict(conn.execute("SELECT term, docs FROM memory_terms WHERE agent_id = 'main'"
+                                 ).fetchall())
+        counted = dict(conn.execute(
+            "SELECT t, count(*) FROM memory_chunks, unnest(tsvector_to_array(terms)) t "
+            "WHERE agent_id = 'main' GROUP BY t").fetchall())
+    assert kept == counted and "tidepool" not in kept and kept["cat"] >= 2
+    index.close()

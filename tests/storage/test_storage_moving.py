@@ -135,7 +135,8 @@ def test_the_doctor_checks_the_database(pg_url, capsys, monkeypatch):
 
     monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
     checks = {what: (ok, text) for ok, what, text in doctor_checks(None)}
-    assert checks["storage"][0] and f"schema version {len(MIGRATIONS)}, vector 0." in checks["storage"][1]
+    assert checks["storage"][0]
+    assert f"schema version {len(MIGRATIONS)}, vector 0." in checks["storage"][1]
     assert checks["workspace"] == (True, checks["workspace"][1])
     monkeypatch.setenv("CLAWD_STORAGE_URL", "postgresql://nobody@127.0.0.1:1/none")
     checks = {what: (ok, text) for ok, what, text in doctor_checks(None)}
@@ -170,3 +171,35 @@ def test_workers_starting_together_on_a_new_database_all_start(pg_url):
     assert {db.schema_version for db in opened} == {len(MIGRATIONS)}
     for db in opened:
         db.close()
+
+
+def test_migrate_carries_the_embedding_cache(isolated_home, pg_url, capsys):
+    from functools import partial
+
+    from clawd.core.paths import state_dir
+    from clawd.memory.index import open_index
+    from clawd.storage.postgres.memory import PgIndexStore
+
+    from memory_fakes import FakeEmbedder, settings
+
+    workspace, _ = _files_home(isolated_home)
+    local = open_index("main", workspace, settings(sync={"watch": False}), state_dir(),
+                       embedder=FakeEmbedder())
+    local.sync()
+    cached = local.status()["cacheEntries"]
+    local.close()
+    assert cached > 0
+    assert main(["storage", "migrate", "--to", pg_url, "--dry-run"]) == 0
+    assert f"{cached} cached vector" in capsys.readouterr().out
+    assert database(pg_url).counts()["cached vectors"] == 0
+    assert main(["storage", "migrate", "--to", pg_url]) == 0
+    assert f"{cached} cached vector" in capsys.readouterr().out
+    embedder = FakeEmbedder()
+    hosted = open_index("main", workspace, settings(sync={"watch": False}),
+                        isolated_home / "elsewhere", embedder=embedder,
+                        open_store=partial(PgIndexStore, database(pg_url), "main"))
+    hosted.sync()
+    assert embedder.embedded == []  # every note's vector came with the move
+    hosted.close()
+    assert main(["storage", "migrate", "--to", pg_url]) == 0  # nothing new the second time
+    assert "cached vector" not in capsys.readouterr().out

@@ -2,8 +2,9 @@
 and which store is in use (SPEC §14, docs/hosting.md).
 
 ``migrate --to URL`` copies every agent's sessions, transcripts, records, workspace files
-and kept versions into the database, verifies them and prints what moved; the files are
-left as they were (``--dry-run`` writes nothing). ``export --to DIR`` writes the database
+and kept versions into the database, verifies them and prints what moved, and carries its
+memory index's embedding cache into the database's; the files are left as they were
+(``--dry-run`` writes nothing). ``export --to DIR`` writes the database
 back as the embedded layout: ``DIR/agents/<id>/sessions`` (``DIR`` serves as
 ``CLAWD_HOME``) and ``DIR/workspaces/<id>``.
 """
@@ -52,9 +53,20 @@ def _workspace(config: Any, agent_id: str) -> Path | None:
         return None  # an agent the config no longer names: its sessions only
 
 
+def _memory_settings(config: Any, agent_id: str) -> Any:
+    from clawd.config import resolve_agent
+
+    try:
+        return resolve_agent(config, agent_id)[1].memory_search
+    except ClawdError:
+        return config.agents.defaults.memory_search
+
+
 def _migrate(config: Any, url: str, agent: str | None, *, dry_run: bool) -> int:
+    from clawd.core.paths import state_dir
+    from clawd.memory.index import store_path
     from clawd.storage import open_database, sessions_dir
-    from clawd.storage.moving import migrate
+    from clawd.storage.moving import carry_vectors, migrate
 
     db = open_database(url)
     started, problems = time.monotonic(), 0
@@ -62,8 +74,11 @@ def _migrate(config: Any, url: str, agent: str | None, *, dry_run: bool) -> int:
           f"{db.schema_version}, vector {db.vector_version})")
     for agent_id in _agents(config, agent):
         workspace = _workspace(config, agent_id)
-        moved = migrate(sessions_dir(agent_id), workspace or Path("/nonexistent"),
-                        db.agent(agent_id), dry_run=dry_run)
+        target = db.agent(agent_id)
+        moved = migrate(sessions_dir(agent_id), workspace or Path("/nonexistent"), target,
+                        dry_run=dry_run)
+        carry_vectors(store_path(agent_id, _memory_settings(config, agent_id), state_dir()),
+                      target, moved, dry_run=dry_run)
         problems += len(moved.problems)
         print(moved.line() + ("" if workspace else " (no workspace: the config does not "
                                                    "name this agent)"))

@@ -97,6 +97,9 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX memory_chunks_terms ON memory_chunks USING gin (terms);
     CREATE INDEX memory_chunks_unembedded ON memory_chunks (agent_id, id)
         WHERE embedding IS NULL;
+    CREATE TABLE memory_terms (
+        agent_id text NOT NULL, term text NOT NULL, docs integer NOT NULL,
+        PRIMARY KEY (agent_id, term));
     CREATE TABLE memory_embedding_cache (
         provider text NOT NULL, model text NOT NULL, fingerprint text NOT NULL,
         hash text NOT NULL, dims integer NOT NULL, embedding bytea NOT NULL,

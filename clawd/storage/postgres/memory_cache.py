@@ -58,6 +58,20 @@ class CacheRows:
                     "DELETE FROM memory_embedding_cache WHERE ctid IN (SELECT ctid FROM "
                     "memory_embedding_cache ORDER BY used_at LIMIT %s)", (total - max_entries,))
 
+    def cache_import(self, rows: Sequence[tuple[str, str, str, str, int, bytes]]) -> int:
+        """Take in another cache's entries (provider, model, fingerprint, hash, dims,
+        vector); an entry already here is kept. How many were new."""
+        added = 0
+        with self._conn() as conn, conn.transaction(), conn.cursor() as cursor:
+            for start in range(0, len(rows), 1000):
+                part = rows[start:start + 1000]
+                cursor.executemany(
+                    "INSERT INTO memory_embedding_cache (provider, model, fingerprint, hash, "
+                    "dims, embedding, used_at) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT "
+                    "DO NOTHING", [(*row, time.time()) for row in part], returning=False)
+                added += max(cursor.rowcount, 0)
+        return added
+
     def cache_delete(self, hashes: Sequence[str]) -> int:
         """Delete the entries of these text hashes, whatever their provider and model;
         how many there were."""
