@@ -32,7 +32,8 @@ def index_of(runtime, tmp_path, search: dict, **kw):
     storage = runtime.storage
     return open_index("main", runtime.workspace, MemorySearch.model_validate(search),
                       tmp_path / "state", getattr(storage, "sessions_dir", None),
-                      stored=storage.memory_sources, files=storage.files, **kw)
+                      stored=storage.memory_sources, files=storage.files,
+                      open_store=storage.memory_index, **kw)
 
 
 def recall_runtime(tmp_path, provider, clock, *, embedder=None, search=None, profile="weak",

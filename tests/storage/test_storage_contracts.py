@@ -58,7 +58,8 @@ LOGS: dict[str, Callable[[Path, str | None], TranscriptLog]] = {
 def _pg_memory(workspace: Path, state: Path, url: str | None) -> tuple[Memory, Any]:
     storage = _pg(url)
     return open_index("main", workspace, MemorySearch(), state, None,
-                      stored=storage.memory_sources, files=storage.files), storage.files
+                      stored=storage.memory_sources, files=storage.files,
+                      open_store=storage.memory_index), storage.files
 
 
 # memory factories: (the index, the workspace files it reads)
