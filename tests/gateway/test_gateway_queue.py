@@ -53,7 +53,7 @@ def _post(client, text, key="main", results=None):
     return response
 
 
-def test_a_busy_session_queues_then_refuses_past_its_bound(tmp_path):
+def test_a_busy_session_queues_then_refuses_past_its_bound(tmp_path, one_or_two_workers):
     model = Held()
     with gateway(tmp_path, None, runtimes=[_runtime(tmp_path, model)],
                  raw={"maxQueuedPerSession": 1}) as client:
@@ -97,7 +97,7 @@ class Together:
                                               stop_reason="stop"))
 
 
-def test_different_sessions_run_at_the_same_time(tmp_path):
+def test_different_sessions_run_at_the_same_time(tmp_path, one_or_two_workers):
     with gateway(tmp_path, None, runtimes=[_runtime(tmp_path, Together())]) as client:
         results: dict = {}
         threads = [threading.Thread(target=_post, args=(client, f"hi {key}", key, results))
@@ -114,32 +114,43 @@ def test_different_sessions_run_at_the_same_time(tmp_path):
 HOLDER = """
 import sys
 from pathlib import Path
-from clawd.sessions import lock
+where, key, wait = sys.argv[1], sys.argv[2], float(sys.argv[3])
+if where.startswith("postgresql"):
+    from clawd.storage.postgres import database
+    storage = database(where).agent("main")
+else:
+    from clawd.storage.files import FileStorage
+    storage = FileStorage("main", Path(where) / "ws", Path(where))
 try:
-    held = lock.acquire(Path(sys.argv[1]), sys.argv[2], wait=float(sys.argv[3]))
+    held = storage.hold(key, wait)
 except Exception as exc:
     print("busy:", exc, flush=True)
     raise SystemExit(1)
 print("held", flush=True)
 sys.stdin.read()  # until the test closes it
-lock.release(held)
+held.release()
 """
 
 
-def _holder(sessions_dir, key: str, wait: float = 0) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", HOLDER, str(sessions_dir), key, str(wait)],
+def _holder(where, key: str, wait: float = 0) -> subprocess.Popen:
+    """Another clawd process (a chat in a terminal) holding session ``key`` of the store
+    ``where`` (a sessions folder or a database URL)."""
+    return subprocess.Popen([sys.executable, "-c", HOLDER, str(where), key, str(wait)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
-def test_the_cli_and_the_gateway_share_the_session_lock(tmp_path, monkeypatch):
+def test_the_cli_and_the_gateway_share_the_session_lock(tmp_path, monkeypatch,
+                                                        one_or_two_workers):
     from clawd.sessions import lock
 
     monkeypatch.setattr(lock, "WAIT_SECONDS", 0.3)
     runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
+    database = getattr(runtime.storage, "db", None)
+    where = database.url if database is not None else runtime.storage.sessions_dir
     with gateway(tmp_path, None, runtimes=[runtime], raw={"idleSessionSeconds": 30}) as client:
         # another process (a clawd chat) holds the session: the turn waits, then fails in
         # one line, and nothing is written
-        child = _holder(runtime.storage.sessions_dir, "agent:main:main")
+        child = _holder(where, "agent:main:main")
         assert child.stdout.readline().strip() == "held"
         busy = events(_post(client, "blocked"))
         assert busy[0]["type"] == "error" and "in use by another clawd process" in \
@@ -147,10 +158,15 @@ def test_the_cli_and_the_gateway_share_the_session_lock(tmp_path, monkeypatch):
         assert busy[-1]["type"] == "done" and busy[-1]["failed"] is True
         child.communicate("")
         assert events(_post(client, "from the web"))[-1]["failed"] is False
-        # the gateway now holds it (for idleSessionSeconds): a chat elsewhere is refused
-        other = _holder(runtime.storage.sessions_dir, "agent:main:main")
-        out, _ = other.communicate("", timeout=10)
-        assert other.returncode == 1 and "in use by another clawd process" in out
+        other = _holder(where, "agent:main:main", wait=5)
+        if database is None:
+            # the gateway holds it (for idleSessionSeconds): a chat elsewhere is refused
+            out, _ = other.communicate("", timeout=10)
+            assert other.returncode == 1 and "in use by another clawd process" in out
+        else:
+            # asked on the database, the idle worker lets go: the chat joins at once
+            assert other.stdout.readline().strip() == "held"
+            other.communicate("", timeout=10)
     cli = Session(runtime, "agent:main:main")  # the gateway let go of it when it stopped
     assert [m.text for m in cli.history.messages] == ["from the web", "ok"]
     cli.close()

@@ -209,11 +209,21 @@ class Hub:
                 ) -> RemoteTurn:
         return RemoteTurn(turn_id, agent_id, key, StoredFeed(self.shared, turn_id), state)
 
-    def busy(self, agent_id: str, key: str) -> dict[str, Any]:
-        """The session's running turn and how many wait behind it."""
-        slot = self.slots.get((agent_id, key))
-        running = slot.running.id if slot is not None and slot.running else None
-        return {"running": running, "queued": len(slot.queue) if slot else 0}
+    async def busy(self, agent_id: str, key: str) -> dict[str, Any]:
+        """The session's running turn and how many wait behind it (on any worker)."""
+        return (await self.busy_of(agent_id, [key]))[key]
+
+    async def busy_of(self, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """``busy`` of several sessions: from this worker's slots, or with shared state
+        from every worker's turns (one query)."""
+        if self.shared is not None:
+            return await asyncio.to_thread(self.shared.busy, agent_id, keys)
+        out = {}
+        for key in keys:
+            slot = self.slots.get((agent_id, key))
+            running = slot.running.id if slot is not None and slot.running else None
+            out[key] = {"running": running, "queued": len(slot.queue) if slot else 0}
+        return out
 
     def abort(self, agent_id: str, key: str) -> QueuedTurn | RemoteTurn | None:
         """Stop the session's running turn as Ctrl-C does, on this worker or (with shared

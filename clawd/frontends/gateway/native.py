@@ -69,11 +69,12 @@ async def list_sessions(request: Request) -> Response:
     runtime = gw.agents.runtime(agent_id)
     ended = request.query_params.get("all", "").lower() in ("1", "true", "yes")
     found = await run_in_threadpool(rows, runtime.storage, ended=ended)
+    busy = await gw.hub.busy_of(agent_id, [row.key for row in found if row.key])
     out = []
     for row in found:
         item = row.to_json()
         if row.key:
-            item["busy"] = gw.hub.busy(agent_id, row.key)
+            item["busy"] = busy[row.key]
         out.append(item)
     return ok({"agent": agent_id, "sessions": out})
 
@@ -88,7 +89,7 @@ async def session_history(request: Request) -> Response:
                                            request.query_params.get("sessionId"))
     return ok({"agent": agent_id, "sessionKey": key, "sessionId": entry.get("sessionId"),
                **history.page(found, before, limit),
-               "busy": state(request).hub.busy(agent_id, key)})
+               "busy": await state(request).hub.busy(agent_id, key)})
 
 
 def _history(runtime: Runtime, key: str, session_id: str | None = None
@@ -153,7 +154,7 @@ async def delete_session(request: Request) -> Response:
     agent_id, key = session_of(request, request.path_params["key"],
                                request.query_params.get("agent"))
     gw = state(request)
-    if gw.hub.busy(agent_id, key)["running"]:
+    if (await gw.hub.busy(agent_id, key))["running"]:
         raise BadRequest(f"session {key} is running a turn; stop it first")
     runtime = gw.agents.runtime(agent_id)
     await gw.hub.release(agent_id, key)  # the gateway's own hold on it, if idle
@@ -183,7 +184,7 @@ async def session_context(request: Request) -> Response:
     runtime = state(request).agents.runtime(agent_id)
     found = await run_in_threadpool(_context, runtime, key)
     return ok({"agent": agent_id, "sessionKey": key, **found,
-               "busy": state(request).hub.busy(agent_id, key)})
+               "busy": await state(request).hub.busy(agent_id, key)})
 
 
 def _context(runtime: Runtime, key: str) -> dict[str, Any]:

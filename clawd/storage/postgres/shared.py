@@ -90,6 +90,19 @@ class PgShared:
                                (agent_id, key)).fetchone()
         return int(row[0]) if row else 0
 
+    def busy(self, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """Each session's running turn (its id, or None) and how many turns wait behind
+        it, on every living worker."""
+        with self.db.connection() as conn:
+            rows = conn.execute(
+                "SELECT key, max(turn_id) FILTER (WHERE state = 'running'), count(*) FILTER "
+                "(WHERE state = 'queued') FROM gateway_turns WHERE agent_id = %s AND key = "
+                "ANY(%s) AND state <> 'done' AND worker IN (SELECT application_name FROM "
+                "pg_stat_activity) GROUP BY key", (agent_id, keys)).fetchall()
+        found = {key: {"running": running, "queued": int(queued)}
+                 for key, running, queued in rows}
+        return {key: found.get(key, {"running": None, "queued": 0}) for key in keys}
+
     def drop(self, turn_id: str) -> None:
         """Forget a turn that was refused before it was queued."""
         with self.db.connection() as conn:

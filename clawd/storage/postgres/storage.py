@@ -68,7 +68,8 @@ class PgLease:
 
     def _acquire(self, wait: float | None, hint: str) -> None:
         number = key_lock(self.agent_id, self.key, "lease")
-        deadline = time.monotonic() + (lock.WAIT_SECONDS if wait is None else wait)
+        started = time.monotonic()
+        deadline = started + (lock.WAIT_SECONDS if wait is None else wait)
         asked = 0.0
         while not _one(self.db.lease_connection(), "SELECT pg_try_advisory_lock(%s)",
                        (number,)):
@@ -81,10 +82,15 @@ class PgLease:
                 holder = conn.execute("SELECT holder, pid, until FROM leases WHERE "
                                       "agent_id = %s AND key = %s",
                                       (self.agent_id, self.key)).fetchone()
+                # a long wait is for another worker's turn to end, not for a chat elsewhere
+                patient = time.monotonic() - started < lock.WAIT_SECONDS or _turn_runs(
+                    conn, self.agent_id, self.key, self.db.worker)
             who, pid, until = holder or ("", None, None)
             left = until - time.time() if until is not None else None
-            if time.monotonic() >= deadline or (
-                    left is not None and time.monotonic() + left > deadline):
+            # an idle worker asked to let go does so at once: give it a moment to answer
+            answered = time.monotonic() - started >= ASK_EVERY_SECONDS
+            if time.monotonic() >= deadline or not patient or (
+                    answered and left is not None and time.monotonic() + left > deadline):
                 raise SessionBusyError(busy_message(self.key, str(pid or ""), who, left, hint))
             time.sleep(lock.POLL_SECONDS)
 
@@ -120,6 +126,15 @@ class PgLease:
                          "SET holder = EXCLUDED.holder, pid = EXCLUDED.pid, "
                          "until = EXCLUDED.until",
                          (self.agent_id, self.key, lock.HOLDER, os.getpid(), until))
+
+
+def _turn_runs(conn: Any, agent_id: str, key: str, worker: str) -> bool:
+    """Whether another living gateway worker runs (or is about to run) a turn of the
+    session."""
+    return bool(_one(conn, "SELECT EXISTS (SELECT 1 FROM gateway_turns WHERE agent_id = %s "
+                     "AND key = %s AND state <> 'done' AND worker <> %s AND worker IN "
+                     "(SELECT application_name FROM pg_stat_activity))",
+                     (agent_id, key, worker)))
 
 
 def _one(conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
