@@ -202,14 +202,18 @@ def web_model():
         yield model, server.url
 
 
-@pytest.fixture(scope="module")
-def web_served(web_model, tmp_path_factory):
-    """``clawd serve`` as a process over ``web_model``; it must stop without a traceback."""
+@pytest.fixture(scope="module", params=["one", "two"], ids=["one-process", "two-workers"])
+def web_served(web_model, tmp_path_factory, request):
+    """``clawd serve`` as a process over ``web_model``: one process on files, then two
+    workers on a fresh database; it must stop without a traceback."""
     from webchat import serve
 
-    served = serve(tmp_path_factory.mktemp("web") / "home", web_model[1])
+    storage_url = fresh_database() if request.param == "two" else None
+    served = serve(tmp_path_factory.mktemp("web") / "home", web_model[1], storage_url)
     yield served
     errors = served.stop()
+    if storage_url:
+        drop_database(storage_url)
     assert "Traceback" not in errors, errors
 
 

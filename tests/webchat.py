@@ -87,11 +87,32 @@ class StandIn:
 
 @dataclass
 class Served:
-    """``clawd serve`` as a process: its URL, its state, and the process."""
+    """``clawd serve`` as a process: its URL, its state, and the process; with
+    ``storage_url``, two workers on that database."""
 
     url: str
     home: Path
     process: subprocess.Popen
+    env: dict[str, str]
+    storage_url: str | None = None
+
+    def storage(self, agent: str = "main") -> Any:
+        """What the server keeps of ``agent``: its files, or its database rows."""
+        if self.storage_url:
+            from clawd.storage.postgres import database
+
+            return database(self.storage_url).agent(agent)
+        from clawd.storage.files import FileStorage
+
+        workspace = self.home / ("ws" if agent == "main" else f"ws-{agent}")
+        return FileStorage(agent, workspace, self.home / ".clawd" / "agents" / agent /
+                           "sessions")
+
+    def said(self, agent: str) -> str:
+        """Every transcript of ``agent``, as one text."""
+        storage = self.storage(agent)
+        return "\n".join(json.dumps(entry) for sid in storage.session_ids()
+                         for entry in storage.transcript(sid).load(quiet=True).entries)
 
     def api(self, method: str, path: str, headers: dict[str, str] | None = None,
             **kw: Any) -> httpx.Response:
@@ -99,12 +120,10 @@ class Served:
                              timeout=30, **kw)
 
     def transcript(self, key: str = "agent:main:main") -> list[dict[str, Any]]:
-        """The message lines of the session's transcript on disk."""
-        agent = key.split(":")[1]
-        store = self.home / ".clawd" / "agents" / agent / "sessions" / "sessions.json"
-        entry = json.loads(store.read_text())[key]
-        lines = [json.loads(line) for line in Path(entry["sessionFile"]).read_text()
-                 .splitlines() if line.strip()]
+        """The message lines of the session's transcript, as the server stored them."""
+        storage = self.storage(key.split(":")[1])
+        entry = storage.sessions.get(key)
+        lines = storage.transcript(entry["sessionId"]).load(quiet=True).entries
         return [line for line in lines if line.get("type") == "message"]
 
     def stop(self) -> str:
@@ -116,9 +135,10 @@ class Served:
         return self.process.communicate()[1]
 
 
-def serve(home: Path, model_url: str) -> Served:
+def serve(home: Path, model_url: str, storage_url: str | None = None) -> Served:
     """``clawd serve`` over the stand-in model at ``model_url``, with its state in ``home``:
-    two agents, ``main`` (the default) and ``work``."""
+    two agents, ``main`` (the default) and ``work``; with ``storage_url``, two workers
+    keeping everything in that database."""
     home.mkdir(parents=True, exist_ok=True)
     write_local_config(home, model_url)
     config_path = home / ".clawd" / "clawd.json"
@@ -132,8 +152,10 @@ def serve(home: Path, model_url: str) -> Served:
     env = {**os.environ, "HOME": str(home), "CLAWD_HOME": str(home / ".clawd"),
            "CLAWD_GATEWAY_TOKEN": TOKEN}
     env.pop("CLAWD_CONFIG", None)
-    child, url = start_serve(env, port)
-    return Served(url, home, child)
+    if storage_url:
+        env["CLAWD_STORAGE_URL"] = storage_url
+    child, url = start_serve(env, port, ["--workers", "2"] if storage_url else None)
+    return Served(url, home, child, env, storage_url)
 
 
 def launch(playwright: Any, home: Path) -> Any:

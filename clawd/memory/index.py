@@ -139,13 +139,14 @@ class MemoryIndex:
     def sync(self, force: bool = False, progress: Progress | None = None) -> dict[str, Any]:
         """Bring the index in line with the files; a summary of what was done.
 
-        One sync runs at a time (a second waits for the first). Reading, chunking and
+        One sync runs at a time (a second waits for the first), in every process that
+        shares the store (``IndexStore.syncing``). Reading, chunking and
         embedding happen outside every lock searches take; only the final commit is
         serialised with other writers, and searches keep reading the last committed state.
         ``SyncCancelled`` when ``close()`` was called meanwhile (nothing of it is committed
         except embeddings already cached, so the next sync resumes from there).
         """
-        with self._sync_lock:
+        with self._sync_lock, self.store.syncing(self._cancel):
             with self._lock:
                 changes = self._changes
             fingerprint = self.stored.fingerprint() if self.stored is not None else None

@@ -16,6 +16,7 @@ store) or asks it for the nearest chunks (``vec_knn``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -102,6 +103,12 @@ class IndexStore(Protocol):
     def batch_counts(self) -> tuple[int, int]: ...
 
     # --- upkeep -----------------------------------------------------------------------------
+    def syncing(self, cancel: threading.Event) -> AbstractContextManager[None]:
+        """Held around a whole sync: one sync of this index at a time in every process
+        that shares it, so what one embeds the next finds done. ``SyncCancelled`` when
+        ``cancel`` is set while waiting."""
+        ...
+
     def integrity(self) -> str:
         """"ok", or what is wrong with the store (``clawd doctor``)."""
         ...

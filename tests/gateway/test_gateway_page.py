@@ -16,7 +16,7 @@ from gateway_client import AUTH, TOKEN, gateway, send
 pytestmark = pytest.mark.slow  # the in-process client runs the app on a thread
 
 
-def test_the_page_and_its_files_need_no_token_and_hold_no_secret(tmp_path):
+def test_the_page_and_its_files_need_no_token_and_hold_no_secret(tmp_path, one_or_two_workers):
     with gateway(tmp_path, ScriptedProvider()) as client:
         page = client.get("/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
@@ -42,7 +42,7 @@ def test_the_page_and_its_files_need_no_token_and_hold_no_secret(tmp_path):
         assert "location.search" not in api.replace("location.pathname + location.search", "")
 
 
-def test_only_the_pages_files_are_served_and_only_read(tmp_path):
+def test_only_the_pages_files_are_served_and_only_read(tmp_path, one_or_two_workers):
     with gateway(tmp_path, ScriptedProvider()) as client:
         for path in ("/ui/missing.js", "/ui/.hidden.js", "/ui/page.py", "/ui/chat"):
             assert client.get(path).status_code == 404, path
@@ -64,7 +64,7 @@ def test_open_paths_are_the_health_check_and_the_page_only():
         assert not policy.needs_no_token(path), path
 
 
-def test_the_context_route_gives_the_meter(tmp_path):
+def test_the_context_route_gives_the_meter(tmp_path, one_or_two_workers):
     with gateway(tmp_path, ScriptedProvider(default="ok")) as client:
         before = client.get("/api/sessions/main/context", headers=AUTH).json()
         assert before["used"] is None and before["sessionId"] is None

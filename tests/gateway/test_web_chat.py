@@ -68,7 +68,7 @@ def _check_rendered(page) -> None:
 
 
 def test_tool_calls_are_shown_collapsed(web, stand_in, web_served):
-    (web_served.home / "ws" / "notes.md").write_text("alpha beta\n")
+    web_served.storage().files.write("notes.md", "alpha beta\n")
 
     def answer(body, words):
         if body["messages"][-1]["role"] == "tool":
@@ -398,14 +398,11 @@ def test_a_session_is_renamed_from_the_list(web, stand_in):
 
 
 def test_a_person_signs_in_and_sees_their_own_agent_only(web, stand_in, web_served):
-    import os
     import subprocess
     import sys
 
-    env = {**os.environ, "HOME": str(web_served.home),
-           "CLAWD_HOME": str(web_served.home / ".clawd")}
-    env.pop("CLAWD_CONFIG", None)
-    added = subprocess.run([sys.executable, "-m", "clawd", "users", "add", "alice"], env=env,
+    added = subprocess.run([sys.executable, "-m", "clawd", "users", "add", "alice"],
+                           env=web_served.env,
                            capture_output=True, text=True, timeout=60, check=True)
     token = added.stdout.strip().splitlines()[-1]
     time.sleep(2.5)  # the server looks its people up again every 2 s
@@ -422,9 +419,9 @@ def test_a_person_signs_in_and_sees_their_own_agent_only(web, stand_in, web_serv
     shot(page, "person-signed-in")
     assert [m["role"] for m in web_served.transcript("agent:alice:main")] == ["user",
                                                                            "assistant"]
-    others = web_served.home / ".clawd" / "agents"
-    assert not [p for p in others.glob("*/sessions/*.jsonl")
-                if "hello from alice" in p.read_text() and "/alice/" not in p.as_posix()]
+    assert "hello from alice" in web_served.said("alice")
+    assert not [agent for agent in ("main", "work") if "hello from alice" in
+                web_served.said(agent)]
     denied = web_served.api("GET", "/api/sessions?agent=main",
                             headers={"Authorization": f"Bearer {token}"})
     assert denied.status_code == 403

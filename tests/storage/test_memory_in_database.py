@@ -162,9 +162,21 @@ def test_agents_never_see_each_others_chunks(tmp_path, db):
     b.close()
 
 
-def test_two_hosts_syncing_at_once_write_each_chunk_once(tmp_path, db):
+class Slow(FakeEmbedder):
+    """Embeds for long enough that two hosts' syncs would overlap."""
+
+    def embed_documents(self, texts, progress=None):
+        import time
+
+        time.sleep(0.5)
+        return super().embed_documents(texts, progress)
+
+
+def test_two_hosts_syncing_at_once_write_and_embed_each_chunk_once(tmp_path, db):
     ws = workspace(tmp_path / "ws")
-    hosts = [make(ws, tmp_path / f"h{n}", partial(PgIndexStore, db, "main")) for n in range(2)]
+    embedders = [Slow(), Slow()]
+    hosts = [make(ws, tmp_path / f"h{n}", partial(PgIndexStore, db, "main"), embedders[n])
+             for n in range(2)]
     threads = [threading.Thread(target=h.sync) for h in hosts]
     for thread in threads:
         thread.start()
@@ -175,6 +187,8 @@ def test_two_hosts_syncing_at_once_write_each_chunk_once(tmp_path, db):
                                "memory_chunks GROUP BY path, start_line, end_line "
                                "HAVING count(*) > 1) d").fetchone()[0]
     assert doubled == 0
+    embedded = embedders[0].embedded + embedders[1].embedded
+    assert embedded and len(embedded) == len(set(embedded))  # nothing embedded twice
     assert hosts[1].search("Porto")["results"][0]["path"] == "MEMORY.md"
     for host in hosts:
         host.close()

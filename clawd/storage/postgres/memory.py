@@ -22,8 +22,9 @@ one embedding cache (``memory_cache.py``) instead of building its own.
   an agent that has more (an agent with a small share of a shared table), the agent's
   vectors are scanned exactly instead. Vectors of more than ``HNSW_MAX_DIMS`` (pgvector's
   limit) are always scanned exactly.
-- A sync's commit is one transaction holding a transaction-scoped advisory lock on the
-  agent's index, so two hosts syncing at once commit one after the other.
+- One sync of an agent's index at a time over every host (``syncing``: an advisory lock
+  held for the whole sync), so a host never embeds what another is embedding; and a
+  sync's commit is one transaction holding a transaction-scoped advisory lock as well.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from clawd.storage.postgres.memory_keywords import KeywordRows, terms_of
 HNSW_MAX_DIMS = 2000  # pgvector indexes vectors of up to this many dimensions
 EF_SEARCH = 200  # the least candidates an HNSW walk gathers (pgvector's default is 40)
 EF_SEARCH_MAX = 1000  # pgvector's bound on hnsw.ef_search
+SYNC_POLL_SECONDS = 0.2  # how often a sync waiting for another host's asks again
 BULK = 1000  # chunks written by one transaction past which the table's statistics are renewed
 _COLUMNS = "id, path, source, start_line, end_line, heading, text"
 
@@ -68,8 +70,9 @@ class PgIndexStore(KeywordRows, CacheRows):
         self.vec_version: str | None = db.vector_version
         self.lock = threading.RLock()
         self._tx = threading.local()  # the connection of this thread's open transaction
-        self._lock_key = int.from_bytes(hashlib.sha256(
-            f"memory:{agent_id}".encode()).digest()[:8], "big", signed=True)
+        self._lock_key, self._sync_key = (int.from_bytes(hashlib.sha256(
+            f"{what}:{agent_id}".encode()).digest()[:8], "big", signed=True)
+            for what in ("memory", "memory-sync"))
         self._stats: tuple[str, int, float] | None = None  # (generation, chunks, mean length)
         self._docs: tuple[str, dict[str, int]] = ("", {})  # (generation, phrase -> chunks)
 
@@ -302,6 +305,24 @@ class PgIndexStore(KeywordRows, CacheRows):
                                 "dims = %s", (self.agent_id, dims)).fetchone()[0])
 
     # --- upkeep -----------------------------------------------------------------------------
+
+    @contextmanager
+    def syncing(self, cancel: threading.Event) -> Iterator[None]:
+        """A session-level advisory lock on the agent's index, on a connection held for the
+        sync (the server lets go if this process dies): a host that wants to sync while
+        another does waits, then finds the other's work committed and embeds nothing
+        twice."""
+        from clawd.memory.target import SyncCancelled
+
+        with self.db.connection() as conn:
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)",
+                                   (self._sync_key,)).fetchone()[0]:
+                if cancel.wait(SYNC_POLL_SECONDS):
+                    raise SyncCancelled("memory sync cancelled: the index was closed")
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (self._sync_key,))
 
     def integrity(self) -> str:
         rows = self._rows("SELECT count(*) FROM memory_chunks WHERE agent_id = %s AND "
