@@ -218,12 +218,9 @@ class Hub:
         from every worker's turns (one query)."""
         if self.shared is not None:
             return await asyncio.to_thread(self.shared.busy, agent_id, keys)
-        out = {}
-        for key in keys:
-            slot = self.slots.get((agent_id, key))
-            running = slot.running.id if slot is not None and slot.running else None
-            out[key] = {"running": running, "queued": len(slot.queue) if slot else 0}
-        return out
+        slots = {key: self.slots.get((agent_id, key)) for key in keys}
+        return {key: {"running": slot.running.id if slot and slot.running else None,
+                      "queued": len(slot.queue) if slot else 0} for key, slot in slots.items()}
 
     def abort(self, agent_id: str, key: str) -> QueuedTurn | RemoteTurn | None:
         """Stop the session's running turn as Ctrl-C does, on this worker or (with shared
