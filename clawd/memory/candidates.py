@@ -133,7 +133,11 @@ def vector_candidates(store: IndexStore, embedders: Embedders, matrix: VectorMat
     nearest = matrix.nearest(store, qvec, pool, wait=not store.vec_available) \
         if store.knn_in_process else None
     if nearest is None:
-        nearest = [cid for cid, _ in store.vec_knn(qvec.tobytes(), pool)]
+        try:
+            nearest = [cid for cid, _ in store.vec_knn(qvec.tobytes(), pool)]
+        except SearchFailed as exc:
+            log.warning("memory search is keyword-only: %s", exc)
+            return [], None
     return nearest, qvec
 
 

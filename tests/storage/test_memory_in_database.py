@@ -211,3 +211,17 @@ def test_term_counts_follow_every_change(tmp_path, db):
             "WHERE agent_id = 'main' GROUP BY t").fetchall())
     assert kept == counted and "tidepool" not in kept and kept["cat"] >= 2
     index.close()
+
+
+def test_a_failed_vector_query_leaves_the_keyword_half(pair, monkeypatch, caplog):
+    from clawd.memory.index_store import SearchFailed
+
+    _, rows = pair
+
+    def broken(query, k):
+        raise SearchFailed("vector search in the database failed: the server went away")
+
+    monkeypatch.setattr(rows.store, "vec_knn", broken)
+    found = rows.search("a828e60")
+    assert found["mode"] == "keyword" and found["results"][0]["path"] == "memory/2026-11-20.md"
+    assert "keyword-only" in caplog.text
