@@ -23,13 +23,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from clawd.context.requests import keep_requests
+from clawd.core import phrases
 from clawd.core.textcut import sentences
 
 Kind = Literal["fact", "request", "other"]
 
-# words before the sentence proper that change nothing: "So, please …", "Oh and also …"
-_LEAD = re.compile(r"^(?:(?:please|pls|also|and|so|oh|ok|okay|now|hey|hi|btw|then|first|"
-                   r"next|alright|right|well|um|uh|kindly)\b[\s,.:;!-]*)+", re.I)
 
 # --- small talk ------------------------------------------------------------------------------
 
@@ -65,8 +63,7 @@ def is_chatter(sentence: str) -> bool:
 def is_small_talk(sentence: str) -> bool:
     """Whether a sentence only talks about the conversation: chatter, words of assent or
     reaction, or the announcement of a question."""
-    words = re.findall(r"[\w']+", _plain(sentence).lower())
-    return (is_chatter(sentence) or all(w in SMALL_TALK for w in words)
+    return (is_chatter(sentence) or all(w in SMALL_TALK for w in phrases.words(_plain(sentence)))
             or _ABOUT_A_QUESTION.search(sentence) is not None)
 
 
@@ -113,14 +110,14 @@ _KEEP_CLAUSE = re.compile(
     r"^\W*(?:(?:can|could|would|will) (?:you|u) (?:please |also )?|i (?:want|need|'d like|"
     r"would like) you to (?:please )?)?(?:remember|note(?: down)?|keep in mind|"
     r"(?:don't|don’t|do not) forget|make a note(?: of)?|take a note(?: of)?|write down|"
-    r"jot down|merk(?:e)? dir|n'oublie pas|recuerda)(?: (?:this|that))?\s*(?:that\b|:|,|-|–)?"
-    r"\s*", re.I)
+    r"jot down|" + phrases.KEEP_ELSEWHERE_PATTERN
+    + r")(?: (?:this|that))?\s*(?:(?:that|dass|que)\b|:|,|-|–)?\s*", re.I)
 
 
 def _plain(sentence: str) -> str:
     """The sentence without Markdown marks, curly apostrophes and its leading fillers."""
     text = re.sub(r"[*_`~]", "", sentence).replace("’", "'").strip()
-    return _LEAD.sub("", text).strip()
+    return phrases.LEADING_FILLERS.sub("", text).strip()
 
 
 def kept_statement(sentence: str) -> str | None:

@@ -29,7 +29,7 @@ from clawd.context.access import WRITE_TOOLS
 from clawd.context.facts import as_note, facts, is_chatter
 from clawd.context.references import SHORT_MESSAGE, missing, references
 from clawd.context.requests import content_words, held, stem
-from clawd.core import listmark
+from clawd.core import listmark, phrases
 from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
@@ -86,7 +86,7 @@ ACK_WORDS = frozenset("done ok okay noted saved sure got it understood all set y
 
 def is_acknowledgement(text: str) -> bool:
     """Whether a reply is a bare acknowledgement with no content of its own."""
-    words = re.findall(r"[\w']+", text.lower())
+    words = phrases.words(text)
     return bool(words) and len(words) <= 4 and all(w in ACK_WORDS for w in words)
 
 

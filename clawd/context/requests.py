@@ -19,9 +19,10 @@ from __future__ import annotations
 import re
 
 from clawd.context.references import references
+from clawd.core import phrases
 from clawd.core.textcut import sentences
 
-_LEAD = r"^\W*(?:(?:please|pls|also|and|so|oh|ok|okay|now|hey|hi|btw|one more thing)\W+)*"
+_LEAD = phrases.LEADING_FILLERS.pattern
 # "save", "store", "record" and "log" alone are a coding assistant's everyday verbs ("save the
 # file as report.md"): they count only when what they save into is memory or notes
 _INTO_NOTES = r"(?:to|in|into) (?:your |the |my )?(?:notes|memory|memories|daily log|log)"
@@ -42,10 +43,7 @@ _READ_THEN_KEEP = re.compile(_LEAD + r"(?:read|open|check|look (?:at|in|through)
                              r".*?(?:\band\b|\bthen\b|,)\s*(?:then\s+)?(?:please\s+)?"
                              + _KEEP_VERB + r"\b", re.IGNORECASE)
 _RECALLING = re.compile(r"^\W*remember when\b", re.IGNORECASE)  # nostalgia, not a request
-_OTHER_LANGUAGES = re.compile(
-    _LEAD + r"(?:merk(?:e)? dir|notier(?:e)?|vergiss nicht|"  # de
-    r"retiens|souviens-toi|note(?:z)? (?:que|bien)|n'oublie pas|n’oublie pas|"  # fr
-    r"recuerda|apunta|anota|no olvides)\b", re.IGNORECASE)
+_OTHER_LANGUAGES = re.compile(_LEAD + phrases.KEEP_ELSEWHERE_PATTERN + r"\b", re.IGNORECASE)
 
 STOP_WORDS = frozenset("""a an the and or but so to of in on at for with from by as is are was
 were be been being it its this that these those i me my we our you your he she they them his

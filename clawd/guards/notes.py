@@ -29,7 +29,7 @@ import re
 from clawd.context.facts import asks, facts
 from clawd.context.references import missing, references
 from clawd.context.requests import content_words, stem
-from clawd.core import listmark
+from clawd.core import listmark, phrases
 from clawd.core.messages import ToolCall
 from clawd.core.textcut import empty_sections_out
 from clawd.guards.base import Guard, Refusal, TurnView
@@ -76,14 +76,10 @@ def _tokens(lines: list[str]) -> list[str]:
     return [t for t in found if t and t not in _PLAIN and re.search(r"\w", t)]
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[\w']+", text.lower().replace("’", "'"))
-
-
 def _echoes(lines: list[str], said: str) -> bool:
     """Whether the note is the user's message (most of it) copied back, and that message
     holds no fact to keep."""
-    note, message = _words(" ".join(lines)), _words(said)
+    note, message = phrases.words(" ".join(lines)), phrases.words(said)
     if not note or not message or len(note) < ECHO_SHARE * len(message):
         return False
     joined, whole = " ".join(note), " ".join(message)
@@ -214,11 +210,12 @@ def copied(content: str, files: dict[str, str], said: str = "", target: str = ""
     the user's message ``said``; a note is when half its lines or more are. A 1.5B model
     wrote IDENTITY.md's template lines, "Name: Priya" put in, to the daily log as a note."""
     lines = _body(content)
-    given = {name: set(runs(_words(text), 3)) for name, text in files.items() if name != target}
-    heard = set(runs(_words(said), 3))
+    given = {name: set(runs(phrases.words(text), 3)) for name, text in files.items()
+             if name != target}
+    heard = set(runs(phrases.words(said), 3))
     sources: list[str] = []
     for line in lines:
-        own = set(runs(_words(line), 3))
+        own = set(runs(phrases.words(line), 3))
         if not own or len(own & heard) >= len(own) / 2:
             continue
         sources += [name for name, known in given.items()
