@@ -172,6 +172,16 @@ def corpus(size: int, kind: str, seed: int = 7):
     return texts, np.stack(means), parts, questions, queries
 
 
+def timed(call, argument_lists: list[tuple]) -> tuple[list[float], list]:
+    """(milliseconds, result) of ``call`` on each argument list, in order."""
+    timings, results = [], []
+    for arguments in argument_lists:
+        t = time.perf_counter()
+        results.append(call(*arguments))
+        timings.append((time.perf_counter() - t) * 1000)
+    return timings, results
+
+
 def scale(storage, workspace: Path, state: Path, data: tuple) -> dict[str, float]:
     """Build the synthetic index through ``storage``'s index store; time its stages."""
     import numpy as np
@@ -216,29 +226,20 @@ def scale(storage, workspace: Path, state: Path, data: tuple) -> dict[str, float
         return set(sorted(found, key=lambda c: -float(np.frombuffer(vectors[c][0],
                                                                     dtype=np.float32) @ q))[:10])
 
+    def search(question, q):
+        embedder.next = q
+        index.search(question, max_results=6)
+
     out: dict[str, float] = {"build s": built}
     stage(queries[0])  # loads the in-process matrix
-    timings, recall = [], 0
-    for q in queries:
-        t = time.perf_counter()
-        found = stage(q)
-        timings.append((time.perf_counter() - t) * 1000)
-        recall += len(top10(found, q) & exact(q))
+    timings, found = timed(stage, [(q,) for q in queries])
     out["vector p50 ms"] = percentile(timings, 0.5)
-    out["vector recall@10"] = recall / (10 * len(queries))
+    out["vector recall@10"] = sum(len(top10(f, q) & exact(q))
+                                  for f, q in zip(found, queries)) / (10 * len(queries))
     if store.knn_in_process:  # the file's other way: sqlite-vec's KNN
-        timings = []
-        for q in queries:
-            t = time.perf_counter()
-            store.vec_knn(q.tobytes(), 24)
-            timings.append((time.perf_counter() - t) * 1000)
+        timings, _ = timed(lambda q: store.vec_knn(q.tobytes(), 24), [(q,) for q in queries])
         out["vec0 knn p50 ms"] = percentile(timings, 0.5)
-    timings = []
-    for question, q in zip(questions, queries):
-        embedder.next = q
-        t = time.perf_counter()
-        index.search(question, max_results=6)
-        timings.append((time.perf_counter() - t) * 1000)
+    timings, _ = timed(search, list(zip(questions, queries)))
     out["hybrid p50 ms"] = percentile(timings, 0.5)
     out["hybrid p95 ms"] = percentile(timings, 0.95)
     index.close()

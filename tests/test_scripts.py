@@ -30,6 +30,8 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
     ("bench_gateway.py", ["--turns", "3", "--clients", "3", "--sessions", "2", "--rounds", "2"],
      "0 lost, 0 doubled"),
     ("bench_fact_selection.py", [], "held-out"),
+    ("bench_storage.py", ["--history", "20", "--turns", "2", "--sessions", "3", "--chunks",
+                          "300", "--conversations", "0"], "vector recall@10"),
     ("bench_junk_notes.py", [], "notes let through"),
     ("bench_time_in_search.py", ["--skip-locomo"], "lost if after"),
     ("bench_memory_weeks.py", ["--facts", "3", "--variants", "plain,consolidation"],
