@@ -225,3 +225,13 @@ def test_a_failed_vector_query_leaves_the_keyword_half(pair, monkeypatch, caplog
     found = rows.search("a828e60")
     assert found["mode"] == "keyword" and found["results"][0]["path"] == "memory/2026-11-20.md"
     assert "keyword-only" in caplog.text
+
+
+def test_a_pasted_blob_does_not_stop_the_sync(tmp_path, db):
+    ws = workspace(tmp_path / "ws")
+    write(ws, "memory/2026-11-25.md", "# Keys\n\n- backup blob " + "Qm9v" * 800 + "\n"
+          "- the vault opens with the brass key\n")
+    index = make(ws, tmp_path, partial(PgIndexStore, db, "main"))
+    assert index.sync()["indexed"] == len(NOTES) + 1
+    assert index.search("brass key vault")["results"][0]["path"] == "memory/2026-11-25.md"
+    index.close()

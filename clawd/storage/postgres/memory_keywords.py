@@ -17,6 +17,7 @@ from clawd.memory.keywords import fts_text
 
 MAX_POSITION = 16383  # a tsvector position's bound
 MAX_POSITIONS = 255  # positions a tsvector keeps per lexeme (PostgreSQL keeps 256)
+MAX_LEXEME_BYTES = 2046  # PostgreSQL refuses a longer lexeme (a pasted blob): it is not kept
 
 
 def _lexeme(token: str) -> str:
@@ -30,10 +31,10 @@ def terms_of(heading: str, text: str) -> tuple[str, int, list[str]]:
     head = tokens.fts_tokens(fts_text(heading))
     body = tokens.fts_tokens(fts_text(text))
     positions: dict[str, list[int]] = {}
-    for number, token in enumerate(head, start=1):
-        positions.setdefault(token, []).append(number)
-    for number, token in enumerate(body, start=len(head) + 2):  # one apart: no phrase spans
-        positions.setdefault(token, []).append(min(number, MAX_POSITION))
+    placed = [*enumerate(head, start=1), *enumerate(body, start=len(head) + 2)]  # one apart
+    for number, token in placed:
+        if len(token.encode()) <= MAX_LEXEME_BYTES:
+            positions.setdefault(token, []).append(min(number, MAX_POSITION))
     literal = " ".join(f"{_lexeme(token)}:{','.join(map(str, sorted(set(at))[:MAX_POSITIONS]))}"
                        for token, at in positions.items())
     return literal, len(head) + len(body), list(positions)
