@@ -45,11 +45,10 @@ _READ_THEN_KEEP = re.compile(_LEAD + r"(?:read|open|check|look (?:at|in|through)
 _RECALLING = re.compile(r"^\W*remember when\b", re.IGNORECASE)  # nostalgia, not a request
 _OTHER_LANGUAGES = re.compile(_LEAD + phrases.KEEP_ELSEWHERE_PATTERN + r"\b", re.IGNORECASE)
 
-STOP_WORDS = frozenset("""a an the and or but so to of in on at for with from by as is are was
-were be been being it its this that these those i me my we our you your he she they them his
-her their please also remember note save store record log keep mind forget don't dont do not
-write down add notes memory jot make take can could would will want like need that's there
-here just now i'm i've i'll i'd im ive we're we've""".split())
+# what a request to remember is about leaves out the words of asking
+STOP_WORDS = phrases.FUNCTION_WORDS | frozenset("""also please remember note notes save store
+record log keep mind forget don't dont write add memory jot make take like want need that's
+i'm i've i'll i'd im ive we're we've""".split())
 
 
 def keep_requests(message: str) -> list[str]:

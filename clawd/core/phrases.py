@@ -10,6 +10,9 @@ model's sentences by their words, without a model. What they share lives here:
 - ``KEEP_ELSEWHERE``: asking for something to be kept in German, French and Spanish ("Merk
   dir …", "N'oublie pas …", "Recuerda que …"), beside the English verbs of
   ``context.requests``.
+- ``FUNCTION_WORDS``: English words that carry no topic of their own ("the", "about",
+  "would"): left out of keyword queries, of a slug, and (with the words of asking to keep)
+  of what a request to remember is about.
 - ``words``: a text's words, lower-cased, apostrophes kept ("don't", "I'm"; a curly one
   read as straight).
 
@@ -30,6 +33,17 @@ KEEP_ELSEWHERE = ("merk dir", "merke dir", "notier", "notiere", "vergiss nicht",
                   "notez bien", "n'oublie pas", "n’oublie pas",
                   "recuerda", "apunta", "anota", "no olvides")  # es
 KEEP_ELSEWHERE_PATTERN = "(?:" + "|".join(re.escape(p) for p in KEEP_ELSEWHERE) + ")"
+
+FUNCTION_WORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its
+itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were
+what when where which while who whom why will with would you your yours yourself yourselves
+s t d ll m re ve
+""".split())
 
 _WORD = re.compile(r"[\w']+")
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from clawd.core import phrases
 from clawd.memory import keywords
 from clawd.memory.interface import SearchHit, citation
 
@@ -41,17 +42,7 @@ SNIPPET_CHARS = 700
 LINE_SHARE = 0.5
 
 # English function words dropped from keyword queries (kept when a query has nothing else).
-_STOP_TEXT = """
-a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further
-had has have having he her here hers herself him himself his how i if in into is it its
-itself just me more most my myself no nor not now of off on once only or other our ours
-ourselves out over own same she should so some such than that the their theirs them
-themselves then there these they this those through to too under until up very was we were
-what when where which while who whom why will with would you your yours yourself yourselves
-s t d ll m re ve
-"""
-STOP_WORDS = frozenset(_STOP_TEXT.split())
+STOP_WORDS = phrases.FUNCTION_WORDS
 
 # C0 controls except tab and newline, DEL, and C1 controls (0x9b is a terminal's CSI).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
