@@ -22,7 +22,7 @@ PostgreSQL: ``--url`` (a database clawd may create tables in), else a ``pgserver
 extra) started in a temporary folder for the run.
 
     python scripts/bench_storage.py [--history 2000] [--turns 40] [--sessions 200]
-        [--conversations 0-1] [--chunks 100000] [--vectors clustered|random]
+        [--conversations 0-1 | --skip-locomo] [--chunks 100000] [--vectors clustered|random]
         [--url postgresql://…]
 """
 
@@ -292,6 +292,8 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--conversations", default="0-1")
+    parser.add_argument("--skip-locomo", action="store_true",
+                        help="leave out the LoCoMo part (its data is not in the checkout)")
     parser.add_argument("--data", type=Path, default=bench_retrieval.DEFAULT_DATA)
     parser.add_argument("--chunks", type=int, default=100_000, help="0: no scale part")
     parser.add_argument("--vectors", choices=("clustered", "random"), default="clustered")
@@ -304,7 +306,8 @@ def main() -> int:
     os.environ["CLAWD_HOME"] = str(root / "home")
     rows: dict[str, dict[str, float]] = {}
     synthetic = corpus(args.chunks, args.vectors) if args.chunks else None
-    parts = ("turns", "memory") + (("scale",) if synthetic else ())
+    parts = ("turns",) + (() if args.skip_locomo else ("memory",)) + \
+        (("scale",) if synthetic else ())
     for kind in ("files", "postgresql"):
         rows[kind] = {}
         for part in parts:
@@ -321,8 +324,9 @@ def main() -> int:
             else:
                 rows[kind].update(memory(storage, workspace, root / kind / "state",
                                          args.conversations, args.data))
-    print(f"history {args.history} messages, {args.turns} turns; LoCoMo conversations "
-          f"{args.conversations} ({int(rows['files']['questions'])} questions)")
+    print(f"history {args.history} messages, {args.turns} turns; " + (
+        "LoCoMo skipped" if args.skip_locomo else f"LoCoMo conversations {args.conversations}"
+        f" ({int(rows['files']['questions'])} questions)"))
     if synthetic:
         print(f"scale: {args.chunks:,} chunks, {args.vectors} vectors (build, vector, "
               f"hybrid rows)")

@@ -31,7 +31,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
      "0 lost, 0 doubled"),
     ("bench_fact_selection.py", [], "held-out"),
     ("bench_storage.py", ["--history", "20", "--turns", "2", "--sessions", "3", "--chunks",
-                          "300", "--conversations", "0"], "vector recall@10"),
+                          "300", "--skip-locomo"], "vector recall@10"),
     ("bench_junk_notes.py", [], "notes let through"),
     ("bench_time_in_search.py", ["--skip-locomo"], "lost if after"),
     ("bench_memory_weeks.py", ["--facts", "3", "--variants", "plain,consolidation"],
