@@ -39,6 +39,7 @@ from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import (
     MEMORY_DIR,
     MEMORY_FILE,
+    append_to_day,
     daily_log_path,
     is_private_memory,
     memory_files,
@@ -295,14 +296,8 @@ def append_flush_notes(files: WorkspaceFiles, text: str, now: datetime,
     """Append a flush turn's notes, once per distinct line, to today's daily log under a
     heading that says where they come from (``title`` and ``source``); returns the log's
     workspace-relative path."""
-    text = without_repeats(text)
-    rel = daily_log_path(now.date())
-    existing = files.read(rel) or ""
-    head = f"# {now.date().isoformat()}\n" if not existing.strip() else (
-        "" if existing.endswith("\n") else "\n")
-    files.append(rel, f"{head}\n## {title} ({now.strftime('%H:%M')}, {source})\n\n"
-                      f"{text.strip()}\n")
-    return rel
+    return append_to_day(files, now.date(), f"## {title} ({now.strftime('%H:%M')}, {source})"
+                         f"\n\n{without_repeats(text).strip()}\n", section=True)
 
 
 def _unwrapped(text: str) -> str:

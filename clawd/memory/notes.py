@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date
 
 from clawd.core.errors import ToolError
-from clawd.workspace.files import daily_log_path
+from clawd.workspace.files import append_to_day, daily_log_path
 from clawd.workspace.interface import WorkspaceFiles
 
 
@@ -19,12 +19,8 @@ def append_to_daily_log(files: WorkspaceFiles, text: str, day: date) -> str:
     note = " ".join(text.split())
     if not note:
         raise ToolError("nothing to add: the note is empty")
-    rel = daily_log_path(day)
     try:
-        existing = files.read(rel) or ""
-        files.append(rel, (f"# {day.isoformat()}\n\n" if not existing else
-                           "" if existing.endswith("\n") else "\n") + f"- {note}\n")
+        return append_to_day(files, day, f"- {note}\n")
     except OSError as exc:
-        raise ToolError(f"cannot write {rel}: {exc.strerror or exc}; the note was not saved: "
-                        f"{note}") from None
-    return rel
+        raise ToolError(f"cannot write {daily_log_path(day)}: {exc.strerror or exc}; the note "
+                        f"was not saved: {note}") from None

@@ -62,6 +62,22 @@ def daily_log_path(day: date) -> str:
     return f"{MEMORY_DIR}/{day.isoformat()}.md"
 
 
+def append_to_day(files: WorkspaceFiles, day: date, block: str, *,
+                  section: bool = False) -> str:
+    """Append ``block`` (whole lines) to the day's log, made under its date heading when
+    it is new; a ``section`` (a block under a heading of its own) is set apart by a blank
+    line. The log's workspace-relative path. The one way notes are added to a daily log:
+    ``/memory add``, ``memory_add`` and the flush's notes."""
+    rel = daily_log_path(day)
+    existing = files.read(rel) or ""
+    if not existing.strip():
+        head = f"# {day.isoformat()}\n\n"
+    else:
+        head = ("" if existing.endswith("\n") else "\n") + ("\n" if section else "")
+    files.append(rel, head + block)
+    return rel
+
+
 def is_writable(root: Path, access: str = "rw") -> bool:
     """Whether the memory files can be written: config allows it and the directory does."""
     if access != "rw":
