@@ -44,22 +44,15 @@ def _agents(config: Any, only: str | None) -> list[str]:
     return list(dict.fromkeys([*config.agent_ids(), *found]))
 
 
-def _workspace(config: Any, agent_id: str) -> Path | None:
+def _settings(config: Any, agent_id: str) -> Any:
+    """The agent's resolved settings, or None for an agent the config no longer names (its
+    sessions only)."""
     from clawd.config import resolve_agent
 
     try:
-        return Path(resolve_agent(config, agent_id)[1].workspace).expanduser().resolve()
+        return resolve_agent(config, agent_id)[1]
     except ClawdError:
-        return None  # an agent the config no longer names: its sessions only
-
-
-def _memory_settings(config: Any, agent_id: str) -> Any:
-    from clawd.config import resolve_agent
-
-    try:
-        return resolve_agent(config, agent_id)[1].memory_search
-    except ClawdError:
-        return config.agents.defaults.memory_search
+        return None
 
 
 def _migrate(config: Any, url: str, agent: str | None, *, dry_run: bool) -> int:
@@ -73,12 +66,14 @@ def _migrate(config: Any, url: str, agent: str | None, *, dry_run: bool) -> int:
     print(f"{'would copy' if dry_run else 'copying'} into {db.location} (schema "
           f"{db.schema_version}, vector {db.vector_version})")
     for agent_id in _agents(config, agent):
-        workspace = _workspace(config, agent_id)
+        settings = _settings(config, agent_id)
+        workspace = Path(settings.workspace).expanduser().resolve() if settings else None
         target = db.agent(agent_id)
         moved = migrate(sessions_dir(agent_id), workspace or Path("/nonexistent"), target,
                         dry_run=dry_run)
-        carry_vectors(store_path(agent_id, _memory_settings(config, agent_id), state_dir()),
-                      target, moved, dry_run=dry_run)
+        memory = (settings or config.agents.defaults).memory_search
+        carry_vectors(store_path(agent_id, memory, state_dir()), target, moved,
+                      dry_run=dry_run)
         problems += len(moved.problems)
         print(moved.line() + ("" if workspace else " (no workspace: the config does not "
                                                    "name this agent)"))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -74,7 +75,7 @@ class PgIndexStore(KeywordRows, CacheRows):
             f"{what}:{agent_id}".encode()).digest()[:8], "big", signed=True)
             for what in ("memory", "memory-sync"))
         self._stats: tuple[str, int, float] | None = None  # (generation, chunks, mean length)
-        self._docs: tuple[str, dict[str, int]] = ("", {})  # (generation, phrase -> chunks)
+        self._docs: tuple[str, dict[tuple[str, ...], int]] = ("", {})  # phrase -> chunks
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:
@@ -210,8 +211,6 @@ class PgIndexStore(KeywordRows, CacheRows):
 
     def upsert_file(self, path: str, source: str, file_hash: str, mtime: float,
                     size: int) -> None:
-        import time
-
         with self._conn() as conn:
             conn.execute(
                 "INSERT INTO memory_files (agent_id, path, source, hash, mtime, size, "

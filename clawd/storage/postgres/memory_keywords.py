@@ -45,7 +45,7 @@ class KeywordRows:
 
     agent_id: str
     _stats: tuple[str, int, float] | None  # (generation, chunks, mean length)
-    _docs: tuple[str, dict[str, int]]  # (generation, phrase -> chunks holding it)
+    _docs: tuple[str, dict[tuple[str, ...], int]]  # (generation, phrase -> chunks holding it)
 
     if TYPE_CHECKING:
         def _conn(self) -> Any: ...
@@ -69,8 +69,11 @@ class KeywordRows:
 
     def term_stats(self, wanted: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(chunks in the index, chunks holding each token: those that hold any)."""
-        total, _ = self._totals()
-        return total, {term: int(docs) for term, docs in self._rows(
+        return self._totals()[0], self._term_docs(wanted)
+
+    def _term_docs(self, wanted: Sequence[str]) -> dict[str, int]:
+        """Chunks holding each token, from ``memory_terms`` (tokens none holds left out)."""
+        return {term: int(docs) for term, docs in self._rows(
             "SELECT term, docs FROM memory_terms WHERE agent_id = %s AND term = ANY(%s)",
             (self.agent_id, list(dict.fromkeys(wanted))))}
 
@@ -91,15 +94,14 @@ class KeywordRows:
         if self._docs[0] != generation:
             self._docs = (generation, {})
         known = self._docs[1]
-        todo = [p for p in dict.fromkeys(phrases) if " ".join(p) not in known]
+        todo = {" <-> ".join(map(_lexeme, p)): p for p in phrases if p not in known}
         if todo:
-            queries = [" <-> ".join(map(_lexeme, p)) for p in todo]
             for query, count in self._matching(
                     "SELECT q, (SELECT count(*) FROM memory_chunks WHERE (agent_id || '') = %s "
                     "AND terms @@ q::tsquery) FROM unnest(%s::text[]) q",
-                    (self.agent_id, queries)):
-                known[" ".join(todo[queries.index(query)])] = int(count)
-        return {p: known[" ".join(p)] for p in phrases}
+                    (self.agent_id, list(todo))):
+                known[todo[query]] = int(count)
+        return {p: known[p] for p in phrases}
 
     def fts_search(self, match: str, k: int,
                    newest: int | None = None) -> list[tuple[int, float]]:
@@ -121,7 +123,7 @@ class KeywordRows:
                 "%s::text[]), '{a}')) u")
         try:
             total, average = self._totals()
-            single = self.term_stats([p[0] for p in phrases if len(p) == 1])[1]
+            single = self._term_docs([p[0] for p in phrases if len(p) == 1])
             joined = self._phrase_counts([p for p in phrases if len(p) > 1])
             idfs = [bm25.idf(single.get(p[0], 0) if len(p) == 1 else joined[p], total)
                     for p in phrases]

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
 
 log = logging.getLogger(__name__)
+# a ``gateway_turns`` row of a turn not ended, on a worker still connected (a dead worker's
+# turns wait for nobody)
+UNFINISHED = ("state <> 'done' AND worker IN (SELECT application_name FROM "
+              "pg_stat_activity)")
 BATCH = 200  # lines written in one statement at most
 ABORTS = "clawd_abort"  # the channel aborts are asked for on
 KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
@@ -85,9 +89,7 @@ class PgShared:
         included; a dead worker's turns wait for nobody)."""
         with self.db.connection() as conn:
             row = conn.execute("SELECT count(*) FROM gateway_turns WHERE agent_id = %s AND "
-                               "key = %s AND state <> 'done' AND worker IN (SELECT "
-                               "application_name FROM pg_stat_activity)",
-                               (agent_id, key)).fetchone()
+                               f"key = %s AND {UNFINISHED}", (agent_id, key)).fetchone()
         return int(row[0]) if row else 0
 
     def busy(self, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
@@ -97,8 +99,7 @@ class PgShared:
             rows = conn.execute(
                 "SELECT key, max(turn_id) FILTER (WHERE state = 'running'), count(*) FILTER "
                 "(WHERE state = 'queued') FROM gateway_turns WHERE agent_id = %s AND key = "
-                "ANY(%s) AND state <> 'done' AND worker IN (SELECT application_name FROM "
-                "pg_stat_activity) GROUP BY key", (agent_id, keys)).fetchall()
+                f"ANY(%s) AND {UNFINISHED} GROUP BY key", (agent_id, keys)).fetchall()
         found = {key: {"running": running, "queued": int(queued)}
                  for key, running, queued in rows}
         return {key: found.get(key, {"running": None, "queued": 0}) for key in keys}

@@ -31,6 +31,7 @@ from clawd.storage.files import checked_id
 from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
 from clawd.storage.postgres.memory import PgIndexStore
 from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
+from clawd.storage.postgres.shared import UNFINISHED
 
 if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
@@ -132,8 +133,7 @@ def _turn_runs(conn: Any, agent_id: str, key: str, worker: str) -> bool:
     """Whether another living gateway worker runs (or is about to run) a turn of the
     session."""
     return bool(_one(conn, "SELECT EXISTS (SELECT 1 FROM gateway_turns WHERE agent_id = %s "
-                     "AND key = %s AND state <> 'done' AND worker <> %s AND worker IN "
-                     "(SELECT application_name FROM pg_stat_activity))",
+                     f"AND key = %s AND worker <> %s AND {UNFINISHED})",
                      (agent_id, key, worker)))
 
 
