@@ -35,6 +35,7 @@ UNFINISHED = ("state <> 'done' AND worker IN (SELECT application_name FROM "
               "pg_stat_activity)")
 BATCH = 200  # lines written in one statement at most
 ABORTS = "clawd_abort"  # the channel aborts are asked for on
+RELEASES = "clawd_release"  # "let go of this session if you hold it idle": agent\nkey
 KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
 
 
@@ -134,7 +135,6 @@ class PgShared:
         """Call ``on_abort(turn_id)`` (on a thread of its own) for each abort any worker
         asks for, and ``on_release(agent_id, key)`` for each session another process waits
         for; a lost connection is made again."""
-        from clawd.storage.postgres.storage import RELEASES
 
         def run() -> None:
             import psycopg

@@ -31,14 +31,13 @@ from clawd.storage.files import checked_id
 from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
 from clawd.storage.postgres.memory import PgIndexStore
 from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
-from clawd.storage.postgres.shared import UNFINISHED
+from clawd.storage.postgres.shared import RELEASES, UNFINISHED
 
 if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
 
 _held: dict[tuple[int, str, str], int] = {}  # sessions this process holds, and how often
 _acquiring: set[tuple[int, str, str]] = set()  # being waited for by a thread of ours
-RELEASES = "clawd_release"  # "let go of this session if you hold it idle": agent\nkey
 ASK_EVERY_SECONDS = 0.5  # how often a waiter asks again
 _changed = threading.Condition(threading.RLock())
 
