@@ -170,3 +170,22 @@ def test_the_cli_and_the_gateway_share_the_session_lock(tmp_path, monkeypatch,
     cli = Session(runtime, "agent:main:main")  # the gateway let go of it when it stopped
     assert [m.text for m in cli.history.messages] == ["from the web", "ok"]
     cli.close()
+
+
+def test_a_session_is_not_busy_once_its_reply_has_ended(tmp_path, monkeypatch,
+                                                         one_or_two_workers):
+    from clawd.storage.postgres.shared import PgShared
+
+    write = PgShared._flush
+
+    def slow(self, batch):  # a database slow to take the turn's lines
+        threading.Event().wait(0.3)
+        write(self, batch)
+
+    monkeypatch.setattr(PgShared, "_flush", slow)
+    runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
+    with gateway(tmp_path, None, runtimes=[runtime]) as client:
+        assert events(_post(client, "hello"))[-1]["failed"] is False
+        # the next request goes to the other worker: it sees the turn ended
+        busy = client.get("/api/sessions/main/history", headers=AUTH).json()["busy"]
+    assert busy == {"running": None, "queued": 0}

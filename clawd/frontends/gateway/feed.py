@@ -23,13 +23,16 @@ KEEP_ALIVE = b": keep-alive\n\n"  # an SSE comment: every client skips it
 class Feed:
     """The numbered event lines of one turn; touched only on the event loop's thread."""
 
-    def __init__(self, sink: Callable[[int, dict[str, Any] | None], None] | None = None
-                 ) -> None:
+    def __init__(self, sink: Callable[[int, dict[str, Any] | None], None] | None = None,
+                 settle: Callable[[], None] | None = None) -> None:
         self.lines: list[tuple[int, dict[str, Any]]] = []
         self.count = 0
         self.closed = False
         self._changed = asyncio.Event()
         self._sink = sink  # each line (and None at the end) also goes there: other workers
+        # waits until what the sink was handed is kept: a follower's stream ends only once
+        # every worker can see the turn ended (its session no longer busy)
+        self._settle = settle
 
     def push(self, line: dict[str, Any]) -> None:
         self.lines.append((self.count, line))
@@ -68,6 +71,8 @@ class Feed:
                     after = number
                     yield number, line
             if self.closed:
+                if self._settle is not None:
+                    await asyncio.to_thread(self._settle)
                 return
             if keepalive is None:
                 await changed.wait()

@@ -175,7 +175,7 @@ class Hub:
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
         turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral)
         if self.shared is not None:
-            turn.feed = Feed(sink(self.shared, turn_id))
+            turn.feed = Feed(sink(self.shared, turn_id), self.shared.settle)
         self._remember(turn, idempotency)
         slot.queue.append(turn)
         if slot.idle_timer is not None:
