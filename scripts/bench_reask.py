@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     from clawd.core.messages import Message, ModelResponse
     from clawd.core.templates import render
     from clawd.frontends.compose import build_runtime
+    from clawd.guards.base import TurnView
     from clawd.loop.session import Session
+    from clawd.loop.turn import Turn
     from clawd.workspace.init import apply, plan_init
 
     apply(plan_init(state, state / "clawd.json", workspace, "main"))
@@ -121,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                 for k in range(args.samples):
                     session = Session(runtime, f"agent:main:reask-{name}-{half}-{i}-{k}")
                     session.conversation.append(Message.user(statement))
-                    request, layers = session.call.request(
-                        session.history.messages, flush=False, ask=Message.user(ask))
+                    turn = Turn(TurnView(text=statement), ask=Message.user(ask))
+                    request, layers = session.call.request(session.history.messages, turn,
+                                                           flush=False)
                     reply = next(e.message for e in session.call.provider().stream(request)
                                  if isinstance(e, ModelResponse))
                     kind = classify(reply, statement, layers.instructions)

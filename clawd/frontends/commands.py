@@ -83,7 +83,7 @@ class Chat:
         except ClawdError as exc:
             yield ErrorEvent(str(exc))
             if text and not text.startswith("/"):  # the turn did not start (a failed reset)
-                yield self.session.turn_done("", failed=True, usage=Usage())
+                yield self.session.turn_done("", Usage(), failed=True)
 
     def with_current_models(self, action: Callable[[], object]) -> str:
         """Run ``action`` (which resolves a model); when it fails because the provider or

@@ -22,6 +22,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from clawd.core import events as ev
+from clawd.core.cancel import Cancelled
 from clawd.core.textcut import shorten
 
 if TYPE_CHECKING:
@@ -215,7 +216,8 @@ def drive(events: Generator[Any, None, Any], render: Callable[[Any], bool], *, r
     """Render a stream of events; True when one of them asks to quit.
 
     A Ctrl-C that lands while an event is being rendered (rather than inside the loop) is
-    thrown into the generator at the point it is paused, so the turn handles it as its own:
+    thrown into the generator at the point it is paused, as the stop it is (``Cancelled``),
+    so the turn handles it as its own:
     it keeps the partial reply and still finishes with ``TurnDone(aborted=True)``. A Ctrl-C
     the stream does not handle ends it: noted (the REPL goes on), or with ``reraise`` raised
     again (one-shot and scripted runs stop).
@@ -223,12 +225,12 @@ def drive(events: Generator[Any, None, Any], render: Callable[[Any], bool], *, r
     quit_, interrupted = False, False
     while True:
         try:
-            event = events.throw(KeyboardInterrupt()) if interrupted else next(events)
+            event = events.throw(Cancelled()) if interrupted else next(events)
         except StopIteration:
             return quit_
-        except KeyboardInterrupt:  # a command that does not handle it: it has ended
+        except (Cancelled, KeyboardInterrupt):  # a command that does not handle it: ended
             if reraise:
-                raise
+                raise KeyboardInterrupt from None
             render(ev.Notice("interrupted"))
             return quit_
         interrupted = False

@@ -15,9 +15,10 @@ returns one of:
 - ``Failed``: any other provider error, said in an ``ErrorEvent``; the text streamed before
   it is kept, marked ``aborted``.
 
-A Ctrl-C propagates with the text streamed so far kept and attached as ``partial``, and so
-does a ``cancelled`` event set from another thread or task (a server's "stop"); a
-provider error in a flush propagates too (the flush is not the user's turn to fail). A reply
+A stop (the turn's ``CancelToken``, checked between deltas, or a Ctrl-C landing in the
+stream) raises ``Cancelled`` with the text streamed so far kept and attached as
+``partial``; a provider error in a flush propagates too (the flush is not the user's turn
+to fail). A reply
 a guard stops for looping is kept with its loop once, and one cut off at the output limit
 says so. The model call never touches the session: it works through the collaborators it is
 given (``parts``), so an async server can drive it as the REPL does.
@@ -26,7 +27,6 @@ given (``parts``), so an async server can drive it as the REPL does.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +36,7 @@ from clawd.context.flush import SilentFilter
 from clawd.context.layers import Layers, assemble, fold_unanswered
 from clawd.context.ledger import PruningLedger, prune_mode
 from clawd.context.meter import TokenMeter
+from clawd.core.cancel import Cancelled
 from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, TextDelta, Waiting
 from clawd.core.messages import Message, ModelRequest, ModelResponse, Usage
@@ -43,7 +44,7 @@ from clawd.core.tokens import estimate_messages
 from clawd.guards.base import Guards
 from clawd.guards.replytext import last_answer
 from clawd.loop.parts import Conversation, Record, Window
-from clawd.loop.recall import Recall
+from clawd.loop.turn import Turn
 from clawd.providers.base import Provider
 
 log = logging.getLogger(__name__)
@@ -91,18 +92,14 @@ class ModelCall:
         self.conversation, self.record, self.window = conversation, record, window
         self.meter, self.ledger, self.provider, self.guards = meter, ledger, provider, guards
         self.clock, self.max_tokens = clock, max_tokens
-        self.recall: Recall | None = None  # notes sent with the current turn's message
-        self.turn_usage = Usage()  # the current (or last) user turn's model calls
-        # set from another thread or task to stop the reply under way, as Ctrl-C does
-        self.cancelled = threading.Event()
 
-    def request(self, messages: list[Message], *, flush: bool, tool_choice: str = "auto",
-                extra_system: str | None = None, ask: Message | None = None
-                ) -> tuple[ModelRequest, Layers]:
+    def request(self, messages: list[Message], turn: Turn, *, flush: bool,
+                extra_system: str | None = None) -> tuple[ModelRequest, Layers]:
         """The request for ``messages``, pruned as the ledger says (its new decisions are
         remembered in ``sessions.json``), messages that got no reply sent with the one
         after them (``fold_unanswered``), with the notes automatic recall found in front of
-        the user's message (not in a flush), and ``ask`` after them (sent, never kept)."""
+        the user's message (not in a flush), and the turn's ``ask`` after them (sent, never
+        kept)."""
         window, record = self.window, self.record
         layers, model, budget = window.layers(), window.model, window.budget
         stored = record.entry.get("prunedResults") or {}
@@ -116,23 +113,23 @@ class ModelCall:
                     | {m.id for m in messages})
             record.patch(prunedResults={k: v for k, v in decisions.items() if k in live})
         sent = fold_unanswered(sent)
-        if self.recall and not flush:
-            sent = self.recall.apply(sent)
-        if ask is not None:
-            sent = [*sent, ask]
+        if turn.recall and not flush:
+            sent = turn.recall.apply(sent)
+        if turn.ask is not None:
+            sent = [*sent, turn.ask]
         request = assemble(layers, self.conversation.history.summary, sent, window.tools,
                            max_tokens=model.max_tokens or self.max_tokens,
                            cache=model.uses_cache, extra_system=extra_system,
-                           tool_choice=tool_choice)
+                           tool_choice=turn.tool_choice)
         return request, layers
 
-    def run(self, messages: list[Message], *, show: bool, flush: bool = False,
-            extra_system: str | None = None, tool_choice: str = "auto",
-            ask: Message | None = None) -> Generator[Event, None, CallOutcome]:
-        """One model call on ``messages`` (see the module docstring). ``show``: stream the
-        text as ``TextDelta`` events (a flush is silent)."""
-        request, layers = self.request(messages, flush=flush, tool_choice=tool_choice,
-                                       extra_system=extra_system, ask=ask)
+    def run(self, messages: list[Message], turn: Turn, *, show: bool, flush: bool = False,
+            extra_system: str | None = None) -> Generator[Event, None, CallOutcome]:
+        """One model call of ``turn`` on ``messages`` (see the module docstring). ``show``:
+        stream the text as ``TextDelta`` events (a flush is silent)."""
+        turn.token.check()  # stopped between steps: no request
+        request, layers = self.request(messages, turn, flush=flush,
+                                       extra_system=extra_system)
         guards = self.guards()
         guards.new_reply()
         last = None if flush else last_answer(messages)
@@ -144,13 +141,13 @@ class ModelCall:
         cut: str | None = None
         if not flush:  # a flush's requests are its own stage (``Waiting("flush")``)
             yield Waiting("model")
+            turn.token.check()  # stopped while the front end showed it
         try:
             final = None
             stream = self.provider().stream(request)
             try:
                 for event in stream:
-                    if self.cancelled.is_set():  # stopped by a client: Ctrl-C's path
-                        raise KeyboardInterrupt
+                    turn.token.check()
                     if isinstance(event, TextDelta):
                         parts.append(event.text)
                         shown = silent.feed(event.text)
@@ -178,9 +175,8 @@ class ModelCall:
                 raise
             yield ErrorEvent(str(exc))
             return Failed(partial)
-        except KeyboardInterrupt as exc:
-            exc.partial = self._keep_partial(parts, messages, flush)  # type: ignore[attr-defined]
-            raise
+        except (Cancelled, KeyboardInterrupt):  # a stop, or a Ctrl-C landing in the stream
+            raise Cancelled(self._keep_partial(parts, messages, flush)) from None
         rest = silent.finish()
         kept = guards.clean(final)
         pending: list[Event] = []
@@ -196,16 +192,18 @@ class ModelCall:
         kept.flush, kept.model = flush, self.window.model.ref  # one form: provider/model
         return Replied(kept, request, layers, pending)
 
-    def keep(self, replied: Replied, target: list[Message], *, drop: bool = False) -> None:
-        """Keep a reply: in ``target`` (the history, or a flush's own turn) and on disk, or
-        with ``drop`` on disk only, marked ``retried``; then learn from the call's usage."""
+    def keep(self, replied: Replied, target: list[Message], turn: Turn, *,
+             drop: bool = False) -> None:
+        """Keep a reply of ``turn``: in ``target`` (the history, or a flush's own turn) and
+        on disk, or with ``drop`` on disk only, marked ``retried``; then learn from the
+        call's usage."""
         message = replied.message
         if drop:
             message.retried = True
             self.conversation.keep_on_disk(message)
         else:
             self.conversation.append(message, target)
-        self._record(message.usage or Usage(), replied.layers, replied.request,
+        self._record(message.usage or Usage(), replied.layers, replied.request, turn,
                      in_history=target is self.conversation.history.messages)
 
     def _keep_partial(self, parts: list[str], messages: list[Message], flush: bool) -> str:
@@ -217,21 +215,22 @@ class ModelCall:
                 messages)
         return "" if flush else "".join(parts)
 
-    def _record(self, usage: Usage, layers: Layers, request: ModelRequest, *,
+    def _record(self, usage: Usage, layers: Layers, request: ModelRequest, turn: Turn, *,
                 in_history: bool) -> None:
         """Learn from the call's usage and record it in ``sessions.json``."""
         window = self.window
         self.meter.record(usage, request, window.fixed_tokens(layers), in_history=in_history)
-        if in_history:  # the user's turn (OpenClaw: the latest run)
-            self.turn_usage += usage
         latest: dict[str, Any] = ({"totalTokens": usage.prompt_tokens, "totalTokensFresh": True}
                                   if usage.prompt_tokens else {})
+        if in_history:  # the user's turn so far (OpenClaw: the latest run)
+            turn.usage += usage
+            latest.update(inputTokens=turn.usage.input_tokens,
+                          outputTokens=turn.usage.output_tokens)
         self.record.patch(add={"cumulativeInputTokens": usage.input_tokens,
                                "cumulativeOutputTokens": usage.output_tokens,
                                "cumulativeCacheReadTokens": usage.cache_read_tokens,
                                "cumulativeCacheWriteTokens": usage.cache_write_tokens},
-                          inputTokens=self.turn_usage.input_tokens,
-                          outputTokens=self.turn_usage.output_tokens, **latest,
+                          **latest,
                           contextTokens=window.budget.context_window,
                           contextUsedTokens=window.used(layers=layers),
                           tokenRatio=round(self.meter.ratio, 4),

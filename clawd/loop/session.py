@@ -9,7 +9,8 @@ and an ``Upkeep`` (the memory flush and compaction). None of them holds the sess
 ``run_turn`` appends the user's message, then loops: a model call ends in an outcome
 (``Replied``, ``Overflowed``, ``Failed``); a reply is decided (``decide``) into ``Answer``,
 ``RunTools``, ``AskAgain`` (a guard of the model's profile asks once more) or ``Stop``; the
-loop acts on it and keeps its state in one ``Turn``. Ctrl-C keeps the partial reply, marked
+loop acts on it and keeps its state in one ``Turn``. ``cancel`` stops the turn under way from
+any thread (the turn's ``CancelToken``), as Ctrl-C does: the partial reply is kept, marked
 ``aborted``. Nothing here prints; front ends render the events, and a server can drive the
 same generator.
 """
@@ -27,6 +28,7 @@ from clawd.context.flush import is_blank, is_silent
 from clawd.context.layers import Layers
 from clawd.context.ledger import PruningLedger, prune_mode
 from clawd.context.meter import TokenMeter
+from clawd.core.cancel import Cancelled, CancelToken
 from clawd.core.errors import ClawdError, ProviderError, ProviderSetupError
 from clawd.core.events import ErrorEvent, Event, Notice, Recalled, TurnDone, Waiting
 from clawd.core.messages import Message, Usage
@@ -87,10 +89,10 @@ class Session:
                               window=self.window, meter=self.meter, ledger=self.ledger,
                               provider=lambda: self.provider, guards=lambda: self.guards,
                               clock=runtime.clock, max_tokens=runtime.settings.max_tokens)
-        # a stop from another thread reaches a tool that waits (an MCP call) as it does the
-        # reply streaming in
-        self.tools = ToolRunner(runtime, tools, self.access, cancelled=self.call.cancelled)
-        self.upkeep = Upkeep(runtime=runtime, access=self.access,
+        self.tools = ToolRunner(runtime, tools, self.access)
+        # the stop of what runs now: the user's turn, or a flush or compaction asked for
+        self.token = CancelToken()
+        self.upkeep = Upkeep(runtime=runtime, access=self.access, token=lambda: self.token,
                              conversation=self.conversation, record=self.record,
                              window=self.window, call=self.call, tools=self.tools,
                              provider=lambda: self.provider, profile=lambda: self.model.profile)
@@ -102,7 +104,7 @@ class Session:
     def cancel(self) -> None:
         """Stop the turn under way from another thread or task, as Ctrl-C does: the reply
         so far is kept, marked interrupted, and the turn ends with ``TurnDone``."""
-        self.call.cancelled.set()
+        self.token.cancel()
 
     @property
     def entry(self) -> SessionEntry:
@@ -199,10 +201,6 @@ class Session:
     def last_pruned(self) -> list[str] | None:
         return self.ledger.last
 
-    @property
-    def turn_usage(self) -> Usage:
-        return self.call.turn_usage
-
     def pruned_results(self) -> list[str]:
         """What pruning took out of the last request (``/context detail``)."""
         return self.ledger.describe(self.history.messages, self.entry.get("prunedResults") or {},
@@ -221,45 +219,44 @@ class Session:
         there is none (a blank answer, a note claimed and never written, the step limit).
         """
         message = Message.user(text)
+        self.token = CancelToken()
         turn = Turn(TurnView(text=text, offers_writes=self.offers_writes,
-                             daily_log=daily_log_path(self.rt.clock().date())))
-        self.call.turn_usage = Usage()
-        self.call.cancelled.clear()
+                             daily_log=daily_log_path(self.rt.clock().date())),
+                    token=self.token)
         layers = self.layers()  # the workspace files as this turn starts
         turn.view.instructions = layers.instructions
         if (refusal := self._too_large(message, layers)) is not None:
             message.refused = True
             self.conversation.keep_on_disk(message)  # kept on disk, never sent
             yield ErrorEvent(refusal)
-            yield self.turn_done("", failed=True)
+            yield self.turn_done("", usage=turn.usage, failed=True)
             return
         appended = False
         try:
             if self.searches_memory:
                 yield Waiting("recall")
-            self.call.recall = self._recall(message, layers.project)
-            recalled = self.call.recall.hits if self.call.recall else []
+            turn.recall = self._recall(message, layers.project)
+            recalled = turn.recall.hits if turn.recall else []
             turn.view.background = "\n".join(
                 [layers.project, self.history.summary or "", *(h.text for h in recalled)])
             turn.view.files = layers.texts()
             for hit in recalled:
                 turn.view.files[hit.path] = f"{turn.view.files.get(hit.path, '')}\n{hit.text}"
-            if self.call.recall:
-                yield Recalled([(h.path, h.start, h.end, h.score)
-                                for h in self.call.recall.hits])
-            yield from self.upkeep.maintain(self.call.recall.apply([message])
-                                            if self.call.recall else [message])
+            if turn.recall:
+                yield Recalled([(h.path, h.start, h.end, h.score) for h in turn.recall.hits])
+            yield from self.upkeep.maintain(turn.recall.apply([message])
+                                            if turn.recall else [message])
             self.conversation.append(message)
             appended = True
-            if self.call.recall:  # what was found for it, for the history a page shows
+            if turn.recall:  # what was found for it, for the history a page shows
                 self.conversation.transcript.append({
                     "type": "recall", "messageId": message.id,
                     "places": [[h.path, h.start, h.end, round(h.score, 3)]
-                               for h in self.call.recall.hits]})
+                               for h in turn.recall.hits]})
             yield from self._steps(turn)
-        except KeyboardInterrupt as exc:
+        except (Cancelled, KeyboardInterrupt) as exc:  # a stop; or Ctrl-C landing elsewhere
             turn.aborted = turn.interrupted = True
-            turn.reply = getattr(exc, "partial", "") or turn.reply
+            turn.reply = (exc.partial if isinstance(exc, Cancelled) else "") or turn.reply
             if not appended:  # interrupted during a flush or compaction: keep what was typed
                 self.conversation.append(message)
             yield Notice("reply interrupted" + ("" if is_blank(turn.reply)
@@ -269,15 +266,13 @@ class Session:
             if not appended:  # the message is kept, unanswered (``unanswered_ids``)
                 self.conversation.append(message)
             yield ErrorEvent(str(exc))
-        finally:
-            self.call.recall = None
         if not turn.interrupted:
             for notice in self.guards.unmet(turn.view):
                 yield Notice(notice)
             if appended and self.offers_writes and self.access.private:
                 yield from keep_request(message, self.history.messages, self.access, self.rt)
-        yield self.turn_done("" if is_silent(turn.reply) else turn.reply, turn.aborted,
-                             turn.steps, turn.interrupted, turn.failed)
+        yield self.turn_done("" if is_silent(turn.reply) else turn.reply, turn.usage,
+                             turn.aborted, turn.steps, turn.interrupted, turn.failed)
 
     def _steps(self, turn: Turn) -> Generator[Event, None, None]:
         """The model steps of a user turn (``steps.run_steps``): shown, recovered from an
@@ -287,13 +282,11 @@ class Session:
             window=self.budget.context_window, recover=self.upkeep.recover,
             between=lambda: self.upkeep.maintain([])))
 
-    def turn_done(self, text: str, aborted: bool = False, steps: int = 0,
-                  interrupted: bool = False, failed: bool = False,
-                  usage: Usage | None = None) -> TurnDone:
-        """The event that ends a user turn, with where it happened and its usage (by default
-        that of the model calls of the turn that ``run_turn`` ran last)."""
-        return TurnDone(text, aborted, steps, interrupted, failed,
-                        self.turn_usage if usage is None else usage,
+    def turn_done(self, text: str, usage: Usage, aborted: bool = False, steps: int = 0,
+                  interrupted: bool = False, failed: bool = False) -> TurnDone:
+        """The event that ends a user turn, with where it happened and its model calls'
+        ``usage``."""
+        return TurnDone(text, aborted, steps, interrupted, failed, usage,
                         self.key, self.entry["sessionId"], self.model_ref)
 
     def undo_turn(self, verb: str = "undo") -> tuple[Message, bool]:
@@ -331,12 +324,14 @@ class Session:
 
     def flush(self, view: list[Message] | None = None) -> Generator[Event, None, None]:
         """Run the silent memory-flush turn now (see ``Upkeep.flush``)."""
+        self.token = CancelToken()
         yield from self.upkeep.flush(view)
 
     def flush_before_end(self) -> Generator[Event, None, None]:
         """Before /new, /reset or an automatic reset: the once-per-cycle flush, if this
         session has turns that were not flushed in this cycle."""
         if any(m.role == "user" for m in self.history.messages):
+            self.token = CancelToken()
             try:
                 yield from self.upkeep.flush_if_due()
             except ProviderError as exc:  # the session still ends: its transcript is kept
@@ -345,4 +340,5 @@ class Session:
     def compact(self, instructions: str | None = None, **how: Any
                 ) -> Generator[Event, None, bool]:
         """Summarise older history now (see ``Upkeep.compact``); whether it did."""
+        self.token = CancelToken()
         return (yield from self.upkeep.compact(instructions, **how))

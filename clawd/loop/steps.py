@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
+from typing import assert_never  # typing's from Python 3.11 (pydantic needs it)
 
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.flush import is_blank
@@ -22,9 +23,9 @@ from clawd.core.events import Event, Notice, ToolFinished
 from clawd.core.messages import Message
 from clawd.guards.base import AskAgain, Guards
 from clawd.guards.steps import calls_of
-from clawd.loop.model_call import Failed, ModelCall, Overflowed
+from clawd.loop.model_call import Failed, ModelCall, Overflowed, Replied
 from clawd.loop.toolrunner import ToolRunner
-from clawd.loop.turn import Answer, Stop, Turn, blank_notice, decide
+from clawd.loop.turn import Answer, RunTools, Stop, Turn, blank_notice, decide
 
 log = logging.getLogger(__name__)
 
@@ -55,71 +56,85 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
     while True:
         if not turn.overflows:
             turn.steps += 1
-        outcome = yield from call.run(messages, show=show and not turn.quiet,
-                                      flush=plan.flush, ask=turn.ask,
-                                      tool_choice=turn.tool_choice,
-                                      extra_system=plan.extra_system)
-        if isinstance(outcome, Overflowed):  # needs compaction, then the same call again
-            turn.overflows += 1
-            if plan.recover is not None and (
-                    yield from plan.recover(outcome, turn.overflows, messages)):
-                continue
-            turn.failed = True
-            return
+        outcome = yield from call.run(messages, turn, show=show and not turn.quiet,
+                                      flush=plan.flush, extra_system=plan.extra_system)
+        match outcome:
+            case Overflowed():  # needs compaction, then the same call again
+                turn.overflows += 1
+                if plan.recover is not None and (
+                        yield from plan.recover(outcome, turn.overflows, messages)):
+                    continue
+                turn.failed = True
+                return
+            case Failed(partial=cut_off):  # said in an ErrorEvent
+                turn.failed = True
+                if cut_off:  # cut off mid-stream: the reply so far, kept
+                    turn.reply, turn.aborted = cut_off, True
+                return
+            case Replied():
+                pass
+            case _:
+                assert_never(outcome)
         turn.overflows = 0
-        if isinstance(outcome, Failed):  # said in an ErrorEvent
-            turn.failed = True
-            if outcome.partial:  # cut off mid-stream: the reply so far, kept
-                turn.reply, turn.aborted = outcome.partial, True
-            return
         words_only, turn.ask, turn.tool_choice = turn.tool_choice == "none", None, "auto"
         quiet, turn.quiet = turn.quiet, False
         reply = outcome.message
         if quiet and not reply.tool_calls:  # no call where one was asked for: unseen, and
-            call.keep(outcome, messages, drop=True)  # the guard's notice says what is missing
+            call.keep(outcome, messages, turn, drop=True)  # the guard's notice says so
             return
         step = decide(reply, turn.view, plan.guards, last_step=turn.steps >= plan.max_steps,
                       steps=turn.steps, words_only=words_only)
         dropped = isinstance(step, AskAgain) and step.drop
         if not dropped:  # what was held back of the reply while it streamed
             yield from outcome.pending
-        call.keep(outcome, messages, drop=dropped)
-        if isinstance(step, AskAgain):
-            log.info("guard %s: the model is asked again (%r)", step.guard, reply.text[:40])
-            turn.view.asked[step.guard] = step
-            if not step.drop:  # the user saw it, and it stands
-                turn.reply = turn.view.shown = reply.text
-            turn.ask, turn.tool_choice, turn.quiet = step.ask, step.tool_choice, step.quiet
-            if show and step.why and step.drop:  # nothing was shown: say why it waits again
-                yield Notice(f"asking the model again: {step.why}")
-            continue
-        if isinstance(step, Stop):
-            turn.reply = reply.text
-            if show:
-                yield Notice(step.notice)
-            return
-        if isinstance(step, Answer):
-            if is_blank(reply.text) and turn.view.shown:
-                return  # nothing more after what was shown: that reply stands
-            turn.reply = reply.text
-            if show and is_blank(reply.text):
-                yield Notice(blank_notice(reply.text, "blank" in turn.view.asked))
-            return
-        turn.reply = reply.text
-        paths = {c.id: str(c.arguments.get("path")) for c in reply.tool_calls}
-        for event in tools.run(reply, keep, flush=plan.flush, repeated=step.repeated,
-                               refused={i: r.text for i, r in step.refused.items()},
-                               window=plan.window):
-            if (isinstance(event, ToolFinished) and not event.is_error
-                    and event.name in WRITE_TOOLS):
-                turn.written.append(paths[event.call_id])
-                turn.view.wrote = True
-            if show:
-                yield event
-        # the same file changes as the step before (a small model in a loop), or a call a
-        # guard refused for the last time: the next step answers in words
-        turn.view.last_calls = None if step.repeated else calls_of(reply)
-        turn.view.refused += len(step.refused)
-        turn.tool_choice = "none" if step.answer_next else "auto"
-        if plan.between is not None:
-            yield from plan.between()
+        call.keep(outcome, messages, turn, drop=dropped)
+        match step:
+            case AskAgain():
+                log.info("guard %s: the model is asked again (%r)", step.guard,
+                         reply.text[:40])
+                turn.view.asked[step.guard] = step
+                if not step.drop:  # the user saw it, and it stands
+                    turn.reply = turn.view.shown = reply.text
+                turn.ask, turn.tool_choice, turn.quiet = step.ask, step.tool_choice, step.quiet
+                if show and step.why and step.drop:  # nothing was shown: say why it waits
+                    yield Notice(f"asking the model again: {step.why}")
+            case Stop():
+                turn.reply = reply.text
+                if show:
+                    yield Notice(step.notice)
+                return
+            case Answer():
+                if is_blank(reply.text) and turn.view.shown:
+                    return  # nothing more after what was shown: that reply stands
+                turn.reply = reply.text
+                if show and is_blank(reply.text):
+                    yield Notice(blank_notice(reply.text, "blank" in turn.view.asked))
+                return
+            case RunTools():
+                yield from _run_tools(tools, turn, plan, step, keep, show)
+                if plan.between is not None:
+                    yield from plan.between()
+            case _:
+                assert_never(step)
+
+
+def _run_tools(tools: ToolRunner, turn: Turn, plan: StepPlan, step: RunTools,
+               keep: Callable[[Message], None], show: bool) -> Generator[Event, None, None]:
+    """Run a step's tool calls, noting the files they wrote in the turn."""
+    reply = step.message
+    turn.reply = reply.text
+    paths = {c.id: str(c.arguments.get("path")) for c in reply.tool_calls}
+    for event in tools.run(reply, keep, turn.token, flush=plan.flush, repeated=step.repeated,
+                           refused={i: r.text for i, r in step.refused.items()},
+                           window=plan.window):
+        if (isinstance(event, ToolFinished) and not event.is_error
+                and event.name in WRITE_TOOLS):
+            turn.written.append(paths[event.call_id])
+            turn.view.wrote = True
+        if show:
+            yield event
+    # the same file changes as the step before (a small model in a loop), or a call a
+    # guard refused for the last time: the next step answers in words
+    turn.view.last_calls = None if step.repeated else calls_of(reply)
+    turn.view.refused += len(step.refused)
+    turn.tool_choice = "none" if step.answer_next else "auto"

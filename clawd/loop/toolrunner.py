@@ -1,23 +1,25 @@
 """Running the tool calls of one assistant message (``ToolRunner``).
 
 Each call runs in order and its result is persisted at once, so the transcript never holds a
-call without its result: a Ctrl-C between calls gives every remaining call an "interrupted"
-result before it propagates. A tool that fails (``ClawdError``, or a bug in the tool) gives
-an error result the model can act on; nothing here ends the turn. A result is capped at
-``tools.maxOutputChars`` and at half the window (head and tail kept), so it always fits a
-request next to the fixed layers and a summary. Calls the ``repeated_writes`` guard caught
-(the step before's file changes again) are answered without running: their result says so;
-so are calls another guard refused (``refused``: the error result of each, by call id).
+call without its result: a stop (``Cancelled``, or a Ctrl-C) gives every remaining call an
+"interrupted" result before it propagates as ``Cancelled``; the turn's token is checked
+before each call and handed to the tools that wait (``ToolContext.cancel``). A tool that
+fails (``ClawdError``, or a bug in the tool) gives an error result the model can act on;
+nothing here ends the turn. A result is capped at ``tools.maxOutputChars`` and at half the
+window (head and tail kept), so it always fits a request next to the fixed layers and a
+summary. Calls the ``repeated_writes`` guard caught (the step before's file changes again)
+are answered without running: their result says so; so are calls another guard refused
+(``refused``: the error result of each, by call id).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Generator, Mapping
 
 from clawd.context.access import Access
 from clawd.context.pruning import cap_tool_result
+from clawd.core.cancel import Cancelled, CancelToken
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event, ToolFinished, ToolStarted
 from clawd.core.messages import ImagePart, Message, ToolCall
@@ -36,15 +38,14 @@ REPEATED = ("already done: the step before made this same call with the same arg
 class ToolRunner:
     """The tools one session is offered, and how they run there."""
 
-    def __init__(self, runtime: Runtime, tools: list[Tool], access: Access,
-                 cancelled: threading.Event | None = None):
+    def __init__(self, runtime: Runtime, tools: list[Tool], access: Access):
         self.rt, self.tools, self.access = runtime, tools, access
-        self.cancelled = cancelled or threading.Event()
 
-    def run(self, reply: Message, keep: Callable[[Message], None], *, window: int,
-            flush: bool, repeated: bool = False, refused: Mapping[str, str] | None = None
-            ) -> Generator[Event, None, None]:
-        """Run ``reply``'s tool calls; ``keep`` persists each result. ``flush``: the calls
+    def run(self, reply: Message, keep: Callable[[Message], None], token: CancelToken, *,
+            window: int, flush: bool, repeated: bool = False,
+            refused: Mapping[str, str] | None = None) -> Generator[Event, None, None]:
+        """Run ``reply``'s tool calls; ``keep`` persists each result; ``token`` stops the
+        turn (checked before each call, and by a tool that waits). ``flush``: the calls
         come from a memory-flush turn (its writes follow the flush's rules). ``repeated``:
         the calls repeat the step before's exactly, and are answered without running.
         ``refused``: calls a guard refused, by id, answered with that error without
@@ -55,24 +56,26 @@ class ToolRunner:
         try:
             while pending:
                 call = pending[0]
+                token.check()
                 yield ToolStarted(call.id, call.name, call.arguments)
                 if repeated:
                     text, is_error, images = REPEATED, False, []
                 elif call.id in refused:
                     text, is_error, images = refused[call.id], True, []
                 else:
-                    text, is_error, images = self.call(call, window=window, flush=flush)
+                    text, is_error, images = self.call(call, token, window=window,
+                                                       flush=flush)
                 result = Message.tool_result(call, text, is_error, flush=flush)
                 result.content += images
                 keep(result)
                 pending.pop(0)
                 yield ToolFinished(call.id, call.name, is_error, text)
-        except KeyboardInterrupt:
+        except (Cancelled, KeyboardInterrupt):
             for call in pending:  # every call keeps a result, so the history stays valid
                 keep(Message.tool_result(call, "interrupted by the user", True, flush=flush))
-            raise
+            raise Cancelled() from None
 
-    def call(self, call: ToolCall, *, window: int, flush: bool = False
+    def call(self, call: ToolCall, token: CancelToken, *, window: int, flush: bool = False
              ) -> tuple[str, bool, list[ImagePart]]:
         """One call's result text, whether it is an error, and the images it returned (an
         MCP server's tool may return some)."""
@@ -85,7 +88,7 @@ class ToolRunner:
         ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
                           approve=rt.approve, memory=rt.memory,
                           today=lambda: rt.clock().date(), access=self.access, flush=flush,
-                          files=rt.files, backups=rt.backups, cancelled=self.cancelled)
+                          files=rt.files, backups=rt.backups, cancel=token)
         try:
             output = tool.run(call.arguments, ctx)
             if isinstance(output, ToolOutput):

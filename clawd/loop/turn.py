@@ -5,8 +5,13 @@ closed set (openai-agents' ``NextStep*``): ``Answer`` (the turn's answer), ``Run
 the calls, then call the model again; ``repeated`` calls, and those a guard ``refused``, are
 answered without running),
 ``AskAgain`` (a guard of the model's profile asks once more: ``guards.base``) or ``Stop``
-(the step limit: the reply is kept and a notice says so). ``Turn`` is the one object the
-loop changes as a turn goes on.
+(the step limit: the reply is kept and a notice says so).
+
+``Turn`` is the one object that holds a turn's state as it goes on: what the guards read of
+it (``view``, a ``guards.base.TurnView``, since the guards sit below the loop), the notes
+recall sent with its message, its model calls' usage, what the next request asks, what it
+wrote, how it ended, and the ``CancelToken`` that stops it (``core.cancel``). A memory
+flush is a turn of its own, holding the token of the user's turn it runs in.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clawd.context.flush import is_silent
-from clawd.core.messages import Message
+from clawd.core.cancel import CancelToken
+from clawd.core.messages import Message, Usage
 from clawd.guards.base import AskAgain, Guards, Refusal, TurnView
+from clawd.loop.recall import Recall
 
 
 def blank_notice(reply: str, retried: bool) -> str:
@@ -89,6 +96,9 @@ class Turn:
     """The state of one user turn: the one object ``run_turn`` changes as it goes."""
 
     view: TurnView
+    token: CancelToken = field(default_factory=CancelToken)  # set to stop the turn
+    recall: Recall | None = None  # the notes sent in front of the user's message
+    usage: Usage = field(default_factory=Usage)  # its model calls' (the flush's: its own)
     steps: int = 0
     reply: str = ""  # the reply as the user saw it last
     ask: Message | None = None  # sent after the history in the next request only

@@ -41,6 +41,7 @@ from clawd.context.flush import (
     unsaved_words,
 )
 from clawd.context.layers import describe_room, history_messages, report
+from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError, ProviderError
 from clawd.core.events import Compacted, ErrorEvent, Event, Flushed, Notice, Waiting
 from clawd.core.messages import Message, new_id
@@ -80,10 +81,12 @@ class Upkeep:
 
     def __init__(self, *, runtime: Runtime, access: Access, conversation: Conversation,
                  record: Record, window: Window, call: ModelCall, tools: ToolRunner,
-                 provider: Callable[[], Provider], profile: Callable[[], Profile]):
+                 provider: Callable[[], Provider], profile: Callable[[], Profile],
+                 token: Callable[[], CancelToken]):
         self.rt, self.access, self.conversation = runtime, access, conversation
         self.record, self.window, self.call, self.tools = record, window, call, tools
         self.provider, self.profile = provider, profile
+        self.token = token  # the stop of the turn (or command) a flush runs in
         self._skip_logged: int | None = None  # the cycle whose skipped flush was logged
 
     @property
@@ -144,7 +147,7 @@ class Upkeep:
         turn = Turn(TurnView(text="", offers_writes=True, daily_log=daily_log_path(today),
                              instructions=layers.instructions,
                              background=f"{layers.project}\n{summary or ''}",
-                             files=layers.texts()))
+                             files=layers.texts()), token=self.token())
         guards = profile.flush_guards(seen, today, summarised=bool(summary))
         plan = StepPlan(messages, guards, max_steps=rt.settings.max_steps, flush=True,
                     window=self.window.budget.context_window,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from clawd.config.mcp import McpServer
+from clawd.core.cancel import CancelToken
 from clawd.core.messages import ToolSpec
 from clawd.core.textcut import shorten
 from clawd.mcp.shapes import Output, read_result, tool_name, wire_schema
@@ -248,17 +249,17 @@ class McpClients:
         self._closed = False
 
     def _run(self, coroutine: Coroutine[Any, Any, T],
-             cancelled: threading.Event | None = None) -> T:
-        """Run ``coroutine`` in the background loop and wait for it. Ctrl-C, and
-        ``cancelled`` set from another thread (a stop over HTTP), are seen within a quarter
-        second: the call is cancelled and ``KeyboardInterrupt`` raised."""
+             cancel: CancelToken | None = None) -> T:
+        """Run ``coroutine`` in the background loop and wait for it. Ctrl-C, and the turn's
+        ``cancel`` set from another thread (a stop over HTTP), are seen within a quarter
+        second: the call is cancelled and the stop raised (``Cancelled``)."""
         future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         try:
             while True:
                 with contextlib.suppress(concurrent.futures.TimeoutError):
                     return future.result(timeout=0.25)
-                if cancelled is not None and cancelled.is_set():
-                    raise KeyboardInterrupt
+                if cancel is not None:
+                    cancel.check()
         except BaseException:
             future.cancel()
             raise
@@ -294,7 +295,7 @@ class McpClients:
                         origin=connection.name)
 
         def run(args: dict[str, Any], ctx: ToolContext) -> Output:
-            return self._run(connection.call(listed.name, args), ctx.cancelled)
+            return self._run(connection.call(listed.name, args), ctx.cancel)
 
         return Tool(spec, run, shared=connection.config.groups)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import threading
 import types
 import typing
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from typing import Annotated, Any
 
 from clawd.config import AgentDefaults
 from clawd.context.access import Access
+from clawd.core.cancel import CancelToken
 from clawd.core.errors import ToolError
 from clawd.core.messages import ImagePart, ToolSpec
 from clawd.memory.interface import Memory
@@ -47,9 +47,8 @@ class ToolContext:
     flush: bool = False  # the call comes from a memory-flush turn
     files: WorkspaceFiles = field(kw_only=True)  # the workspace's files
     backups: Backups = field(kw_only=True)  # their kept versions
-    # set from another thread to stop the turn: a tool that waits checks it and raises
-    # ``KeyboardInterrupt``, the path of Ctrl-C
-    cancelled: threading.Event = field(default_factory=threading.Event, kw_only=True)
+    # the turn's stop: a tool that waits checks it and raises ``Cancelled`` (``core.cancel``)
+    cancel: CancelToken = field(default_factory=CancelToken, kw_only=True)
 
 
 @dataclass

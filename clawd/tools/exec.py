@@ -4,8 +4,9 @@ In the REPL every command is shown to the user for approval first; in scripted a
 runs ``exec`` is refused unless ``tools.exec.allowInScripts`` or ``--allow-exec`` allows it.
 Output (stdout and stderr together) and the exit code go back to the model; the loop caps
 the size of what enters the transcript. Each command runs in its own process group, and on a
-timeout or Ctrl-C the whole group is ended (TERM, then KILL after a grace period), so no
-child it started is left running.
+timeout or a stop of the turn (Ctrl-C, a stop over HTTP: the turn's token, looked at every
+quarter second) the whole group is ended (TERM, then KILL after a grace period), so no child
+it started is left running.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from typing import Annotated
 
+from clawd.core.cancel import Cancelled
 from clawd.core.errors import ToolError
 from clawd.tools.base import Param, Tool, ToolContext, tool
 
 MAX_TIMEOUT = 3600.0
 GRACE_SECONDS = 2.0  # between TERM and KILL for a group that ignores TERM
+POLL_SECONDS = 0.25  # between two looks at the turn's token while a command runs
 
 
 @tool("exec", "Run a shell command in the workspace directory and return its output and exit "
@@ -42,14 +46,23 @@ def run_exec(ctx: ToolContext, *, command: str,
 
 def _run(command: str, ctx: ToolContext, timeout: float) -> str:
     process, interrupted = _start(command, ctx)
+    deadline = time.monotonic() + timeout
     try:
         if interrupted:
-            raise KeyboardInterrupt
-        out, _ = process.communicate(timeout=timeout)
+            raise Cancelled()
+        while True:
+            ctx.cancel.check()
+            try:
+                out, _ = process.communicate(
+                    timeout=min(POLL_SECONDS, max(deadline - time.monotonic(), 0)))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    raise
     except subprocess.TimeoutExpired:
         output = _decode(_end_group(process))
         raise ToolError(f"command timed out after {timeout:g}s\n{output}".rstrip()) from None
-    except BaseException:  # Ctrl-C: nothing the command started outlives it
+    except BaseException:  # a stop: nothing the command started outlives it
         _end_group(process)
         raise
     return f"{_decode(out).rstrip()}\n[exit code {process.returncode}]".lstrip()

@@ -415,3 +415,40 @@ def test_a_turn_is_cancelled_from_another_thread_as_ctrl_c_does(tmp_path):
     # the next turn is not cancelled
     session.call.provider = lambda: ScriptedProvider(["Fine."])
     assert list(session.run_turn("hello"))[-1].text == "Fine."
+
+
+@pytest.mark.slow  # runs a real command
+def test_a_stop_during_a_tool_ends_the_turn_without_another_request(tmp_path):
+    """The turn's token reaches the command ``exec`` runs, and is checked before the next
+    model step: the command ends at once, both of the step's calls keep a result (the
+    history stays valid), and the model is not asked again."""
+    import threading
+
+    calls = [tool("exec", command="sleep 30"), tool("exec", command="echo never")]
+    provider = ScriptedProvider([Reply("", calls), "never asked"])
+    session = Session(make_runtime(tmp_path, provider, allow_exec=True), KEY)
+
+    events, start = [], time.monotonic()
+    for event in session.run_turn("run it"):
+        events.append(event)
+        if isinstance(event, ToolStarted) and event.arguments["command"] == "sleep 30":
+            # from another thread while the command runs (a stop over HTTP)
+            threading.Timer(0.5, session.cancel).start()
+    assert time.monotonic() - start < 10
+    assert events[-1].interrupted and len(provider.requests) == 1
+    results = [m for m in session.history.messages if m.role == "toolResult"]
+    assert [r.text for r in results] == ["interrupted by the user"] * 2
+    assert list(session.run_turn("hello"))[-1].text == "never asked"  # the next turn runs
+
+
+def test_a_stop_before_a_step_sends_no_request(tmp_path):
+    """A stop that lands while a tool's line is shown (the front end calls ``cancel``)
+    ends the turn before the next request."""
+    provider = ScriptedProvider([Reply("", [tool("read", path="nothing.md")]), "never"])
+    session = Session(make_runtime(tmp_path, provider), KEY)
+    events = []
+    for event in session.run_turn("read it"):
+        events.append(event)
+        if isinstance(event, ToolFinished):
+            session.cancel()
+    assert events[-1].interrupted and len(provider.requests) == 1

@@ -118,3 +118,25 @@ def test_ctrl_c_ends_the_background_child(ctx):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_stop_from_another_thread_ends_the_command(ctx):
+    """The turn's token (a stop over HTTP) is looked at while the command runs: the command
+    and its background child end at once, not at the command's own end."""
+    import threading
+
+    from clawd.core.cancel import Cancelled
+
+    pid_file = ctx.workspace / "child.pid"
+    threading.Thread(target=lambda: (_pid_from(pid_file), ctx.cancel.cancel()),
+                     daemon=True).start()
+    start = time.monotonic()
+    with pytest.raises(Cancelled):
+        run_exec({"command": "sleep 30 & echo $! > child.pid; wait", "timeout": 60}, ctx)
+    assert time.monotonic() - start < 10
+    pid = _pid_from(pid_file)
+    try:
+        assert _gone_soon(pid), f"sleep {pid} outlived the stop"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)

@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 MAX_THREADS = 64  # turns running at once, over all sessions
 SHARED_WAIT_SECONDS = 600.0  # a turn waits this long for another worker's turn to end
 IDEMPOTENCY_KEYS = 1000  # sends remembered for their idempotency key
-# where the Ctrl-C of an abort may be thrown into a turn: the points inside its steps
+# events of a turn under way (its token made): an abort seen at one stops the turn
 INTERRUPTIBLE = (ev.TextDelta, ev.ToolStarted, ev.ToolFinished, ev.Waiting, ev.Recalled,
                  ev.Flushed, ev.Compacted)
 
@@ -308,7 +308,7 @@ class Hub:
                 return
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
         try:
-            drive(slot.chat.handle(turn.text), self._render(turn, push))
+            drive(slot.chat.handle(turn.text), self._render(turn, push, slot.chat.session.cancel))
         finally:  # a waiting CLI is told when the idle session will be let go
             slot.chat.session.lease.describe(time.time() + max(self.idle_seconds, 0))
             if turn.ephemeral:
@@ -329,14 +329,14 @@ class Hub:
                 log.warning("session %s was not set aside: %s", slot.key, exc)
 
     @staticmethod
-    def _render(turn: QueuedTurn, push: Callable[[dict[str, Any]], None]
-                ) -> Callable[[Any], bool]:
+    def _render(turn: QueuedTurn, push: Callable[[dict[str, Any]], None],
+                cancel: Callable[[], None]) -> Callable[[Any], bool]:
         def render(event: Any) -> bool:
             for line in event_json(event, deltas=True):
                 push(line)
             if turn.abort and not turn.interrupted and isinstance(event, INTERRUPTIBLE):
-                turn.interrupted = True
-                raise KeyboardInterrupt  # thrown into the turn where it paused (``drive``)
+                turn.interrupted = True  # an abort that came before the turn's token
+                cancel()
             if isinstance(event, ev.TurnDone):
                 turn.interrupted = True  # the turn has ended: nothing more to stop
             return False
