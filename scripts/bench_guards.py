@@ -229,6 +229,79 @@ def collect(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- merge: collected replies, their labels and the strong-style cases into the set ------------
+
+# the habits a point can show: those of the guards that act there
+AT_POINT = {"clean": ("looping", "text_calls", "swallowed_args", "stray_text"),
+            "answer": ("blank", "echo", "note_claim"), "repeats": ("repeated_writes",),
+            "refuse": ("repeated_reads", "junk_notes")}
+
+
+def read_labels(path: Path) -> dict[str, list[str]]:
+    """A labels file: one line per step that shows a habit, ``<conversation>/<turn>.<step>:
+    habit habit``; a step not listed shows none."""
+    labels = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            step, _, habits = line.partition(":")
+            labels[step.strip()] = habits.split()
+    return labels
+
+
+def strong_cases(instructions: str) -> list[dict[str, Any]]:
+    """The good replies of ``guard_cases.py`` as cases, at each point a guard sees them."""
+    from guard_cases import CASES
+
+    from clawd.core.messages import Message, ToolCall, new_id
+    from clawd.guards.base import TurnView
+    from clawd.guards.steps import calls_of
+
+    cases = []
+    for name, text, reply_text, calls, wrote, before in CASES:
+        history = [Message(role, [], id=new_id()) for role, _ in before]
+        for message, (_, said) in zip(history, before, strict=True):
+            message.content = Message.user(said).content
+        reply = Message.assistant(reply_text, [ToolCall(f"c{i}", n, a)
+                                               for i, (n, a) in enumerate(calls)])
+        view = TurnView(text=text, offers_writes=True, wrote=wrote, daily_log=
+                        "memory/2026-11-28.md", instructions=instructions,
+                        messages=[*history, Message.user(text)])
+        if name == "exec-poll":  # the step before ran the same command
+            view.last_calls = calls_of(reply)
+        points = ["clean"] + (["repeats", "refuse"] if calls else ["answer"])
+        for point in points:
+            cases.append({"id": f"strong-style.1/{name}/1.1/{point}", "model": "strong-style",
+                          "point": point, "reply": reply.to_entry(), "view": view_json(view),
+                          "habit": []})
+    return cases
+
+
+def merge(args: argparse.Namespace) -> int:
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "scripts"))
+    texts: dict[str, str] = {}
+    cases: list[dict[str, Any]] = []
+    instructions = ""
+    for path in args.collected:
+        data = json.loads(path.read_text())
+        labels = read_labels(path.with_suffix(".labels"))
+        for case in data["cases"]:
+            case = unpack(case, data["texts"])
+            step = case["id"].split("/", 1)[1].rsplit("/", 1)[0]
+            case["habit"] = [h for h in labels.get(step, []) if h in AT_POINT[case["point"]]]
+            instructions = instructions or (case.get("view") or {}).get("instructions", "")
+            cases.append(pack(case, texts))
+        unknown = {h for hs in labels.values() for h in hs} - {
+            h for hs in AT_POINT.values() for h in hs}
+        if unknown:
+            raise SystemExit(f"{path}: unknown habits {sorted(unknown)}")
+    cases += [pack(c, texts) for c in strong_cases(instructions)]
+    args.data.write_text(json.dumps({"texts": texts, "cases": cases}, indent=None,
+                                    ensure_ascii=False, separators=(",", ":")) + "\n")
+    print(f"{len(cases)} cases in {args.data}")
+    return 0
+
+
 # --- measure -----------------------------------------------------------------------------------
 
 def fired(name: str, case: dict[str, Any], turns: dict[str, Any]) -> bool | None:
@@ -332,12 +405,17 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--max-tokens", type=int, default=400)
     run.add_argument("--only", nargs="*", choices=list(CONVERSATIONS))
     run.add_argument("--out", type=Path, required=True)
+    join = sub.add_parser("merge", help="build the set from collected replies (each with "
+                                        "its .labels file beside it) and guard_cases.py")
+    join.add_argument("collected", type=Path, nargs="+")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("-v", "--verbose", action="store_true", help="list each miss")
     args = parser.parse_args(argv)
     if args.command == "collect":
         args.label = args.label or args.model
         return collect(args)
+    if args.command == "merge":
+        return merge(args)
     return measure(args)
 
 

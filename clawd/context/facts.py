@@ -24,6 +24,7 @@ from typing import Literal
 
 from clawd.context.requests import keep_requests
 from clawd.core import phrases
+from clawd.core.phrases import changes, talk
 from clawd.core.textcut import sentences
 
 Kind = Literal["fact", "request", "other"]
@@ -31,87 +32,23 @@ Kind = Literal["fact", "request", "other"]
 
 # --- small talk ------------------------------------------------------------------------------
 
-# A greeting, thanks or a word of assent, alone or before "this is a test": talk about the
-# conversation itself, never a fact to keep ("Hello, **this** is a test of the `REPL`").
-_GREETING = (r"(?:hello|hi|hey|hiya|howdy|good (?:morning|afternoon|evening)|thanks|"
-             r"thank you|ok|okay|cool|great|nice)")
-_CHATTER = re.compile(rf"(?:{_GREETING}\b[\s,.!]*)*(?:(?:this|it)(?:'s| is) (?:just |only )?"
-                      rf"(?:a |another )?test(?: message| run| of (?:the |this |my )?\w+)?"
-                      rf"|testing(?:[ ,]+(?:one|two|three|1|2|3))*|)", re.I)
-
-# the words of talk about the conversation: a sentence made only of them keeps nothing
-# ("ok cool", "That makes sense.", "That's not what I meant.", "haha that's funny")
-SMALL_TALK = frozenset("""ok okay cool great nice thanks thank you so much very lot yes no
-yeah yep yup nope sure alright right perfect awesome excellent fine good morning afternoon
-evening night bye goodbye see later hello hi hey sounds that that's this it it's makes make
-sense never mind got gotcha wow interesting exactly indeed me to for is the a an oh ah well
-haha hahaha lol lmao hmm hm um uh funny what meant mean not i i'm all set true agreed deal
-done noted understood helpful works worked idea there we go let's go test testing again
-too really just""".split())
-
-_ABOUT_A_QUESTION = re.compile(r"^I(?: have|'ve got| got) (?:a|one|another|some|two|a few)"
-                               r"(?: \w+)? questions?\b", re.I)
-
 
 def is_chatter(sentence: str) -> bool:
     """Whether a sentence is only a greeting, thanks, or a test message (its Markdown
     emphasis and code marks aside)."""
     plain = re.sub(r"[*_`~]", "", sentence).strip(" \t\n.!")
-    return _CHATTER.fullmatch(plain) is not None
+    return talk.CHATTER.fullmatch(plain) is not None
 
 
 def is_small_talk(sentence: str) -> bool:
     """Whether a sentence only talks about the conversation: chatter, words of assent or
     reaction, or the announcement of a question."""
-    return (is_chatter(sentence) or all(w in SMALL_TALK for w in phrases.words(_plain(sentence)))
-            or _ABOUT_A_QUESTION.search(sentence) is not None)
+    return (is_chatter(sentence)
+            or all(w in talk.SMALL_TALK for w in phrases.words(_plain(sentence)))
+            or talk.ABOUT_A_QUESTION.search(sentence) is not None)
 
 
 # --- asking ----------------------------------------------------------------------------------
-
-_AUX = (r"(?:is|are|was|were|am|do|does|did|can|could|would|will|should|shall|have|has|had|"
-        r"may|might|must|isn't|aren't|don't|doesn't|didn't|can't|won't|wouldn't|shouldn't)")
-_PRONOUN = r"(?:i|you|u|we|he|she|it|they|there)"
-_DETERMINER = r"(?:the|a|an|my|your|our|this|that|these|those)"
-_WH = r"(?:what|what's|whats|how|how's|why|which|who|who's|whose|whom)"
-_QUESTION_START = re.compile(
-    rf"^(?:{_WH}\b|(?:when|where)(?:'s|\s+{_AUX}\b)|{_AUX}\s+{_PRONOUN}\b|"
-    rf"(?:is|are|does|do|can|could|will|would|should)\s+{_DETERMINER}\b|"
-    r"any (?:idea|ideas|chance|tips|thoughts|suggestions)\b|anyone know\b|"
-    r"i wonder\b|i(?:'m| am| was) wondering\b|do you think\b)", re.I)
-_POLITE = re.compile(r"\b(?:can|could|would|will|won't|can't) (?:you|u)\b|\bwould you mind\b|"
-                     r"\b(?:i'?d|i would) (?:like|love|appreciate) (?:it if )?(?:you|u)\b|"
-                     r"\bi (?:want|need) (?:you|u) to\b|\bplease\b|"
-                     r"\blet'?s\b|\blet us\b|\blet me know\b", re.I)
-# "I'd like a list …", "I need a packing list …": asking for a piece of work, not a plan
-_WORK = (r"(?:list|summary|plan|draft|recap|overview|suggestions?|recommendations?|breakdown|"
-         r"explanation|table|script|email|letter|outline|comparison|estimate|translation|"
-         r"rewrite|review|hand|ideas?|examples?|itinerary|checklist|template|answer|"
-         r"advice|tips?|quote)")
-_WANT_WORK = re.compile(r"^i(?:'d| would)? (?:like|want|need|could use) (?:a|an|some|the|"
-                        rf"your|another)?\s*(?:[\w-]+ )?{_WORK}\b", re.I)
-# the verbs a request starts with ("Suggest …", "Book a table …", "Don't book …")
-IMPERATIVES = frozenset("""suggest read tell give find show write make list explain summarise
-summarize check book plan draft translate help send create compare recommend look search
-calculate convert fix open run add remind describe generate rewrite edit review update
-delete remove set schedule buy order email text get fetch download install print count sort
-format name pick choose recap outline estimate figure work go keep turn change rename try
-think brainstorm proofread correct analyse analyze debug refactor move start stop cancel
-call ask answer reply respond continue repeat use put take bring prepare organise organize
-arrange sum tally quote cite define compute draw sketch design build compose jot note save
-store record log remember forget look google research investigate verify confirm double
-clean tidy split merge shorten expand simplify improve polish reword rephrase paraphrase
-walk guide teach show""".split())
-# after a first word that is a noun, not an order: "Work starts at 9.", "Plan is to leave"
-_SUBJECT_VERBS = frozenset("""is are was were 's will would has had starts started ends
-ended begins began takes took costs cost runs ran went goes lasts""".split())
-_NEGATIVE = re.compile(r"^(?:don't|dont|do not|never)\s+(\w+)", re.I)
-_KEEP_CLAUSE = re.compile(
-    r"^\W*(?:(?:can|could|would|will) (?:you|u) (?:please |also )?|i (?:want|need|'d like|"
-    r"would like) you to (?:please )?)?(?:remember|note(?: down)?|keep in mind|"
-    r"(?:don't|don’t|do not) forget|make a note(?: of)?|take a note(?: of)?|write down|"
-    r"jot down|" + phrases.KEEP_ELSEWHERE_PATTERN
-    + r")(?: (?:this|that))?\s*(?:(?:that|dass|que)\b|:|,|-|–)?\s*", re.I)
 
 
 def _plain(sentence: str) -> str:
@@ -125,7 +62,7 @@ def kept_statement(sentence: str) -> str | None:
     keep, when that is a statement; None for any other sentence."""
     if not keep_requests(sentence):
         return None
-    rest = _KEEP_CLAUSE.sub("", _plain(sentence), count=1).strip()
+    rest = talk.KEEP_CLAUSE.sub("", _plain(sentence), count=1).strip()
     rest = rest.rstrip("?").strip()
     if not rest or rest.lower().startswith(("to ", "this", "that", "it")):
         return None  # "Remember to call Ines": a thing to do, not a fact
@@ -135,7 +72,7 @@ def kept_statement(sentence: str) -> str | None:
 def is_question(sentence: str) -> bool:
     """Whether a sentence is a question, with or without its ``?``."""
     text = _plain(sentence)
-    return bool(text) and (text.rstrip().endswith("?") or bool(_QUESTION_START.search(text)))
+    return bool(text) and (text.rstrip().endswith("?") or bool(talk.QUESTION_START.search(text)))
 
 
 def asks(sentence: str) -> bool:
@@ -144,16 +81,16 @@ def asks(sentence: str) -> bool:
     text = _plain(sentence)
     if not text:
         return False
-    if is_question(text) or _POLITE.search(text):
+    if is_question(text) or talk.POLITE.search(text):
         return True
-    if _WANT_WORK.search(text):
+    if talk.WANT_WORK.search(text):
         return True
     first = re.match(r"([\w']+)\s*([\w']*)", text)
     word, after = (first.group(1).lower(), first.group(2).lower()) if first else ("", "")
-    if word in IMPERATIVES and after not in _SUBJECT_VERBS:
+    if word in talk.IMPERATIVES and after not in talk.SUBJECT_VERBS:
         return True
-    negative = _NEGATIVE.match(text)
-    return negative is not None and negative.group(1).lower() in IMPERATIVES
+    negative = talk.NEGATIVE_ORDER.match(text)
+    return negative is not None and negative.group(1).lower() in talk.IMPERATIVES
 
 
 def _kind(sentence: str) -> Kind:
@@ -198,22 +135,6 @@ class Correction:
     old: str | None
 
 
-_STOP = r"(?=\s+(?:now|last|this|next|since|from|on|in|at|today|yesterday|instead)\b|[,.;!]|$)"
-_NOT = re.compile(r"^(?P<before>.+?)(?:\s+now\s*,?|\s*,)\s+(?:and )?not\s+(?P<old>[^,.;!?]+?)"
-                  r"(?:\s+(?:anymore|any more|any longer))?\s*(?:[,.;!?]|$)", re.I)
-_FROM_TO = re.compile(r"\b(?:moved|switched|changed|upgraded|downgraded|migrated|shifted|"
-                      r"swapped|went|converted|transferred|moving|switching|changing)\b.*?"
-                      rf"\bfrom\s+(?P<old>.+?)\s+to\s+(?P<new>.+?){_STOP}", re.I)
-_INSTEAD = re.compile(r"^(?P<before>.+?)\s+instead of\s+(?P<old>[^,.;!?]+)", re.I)
-_MARKER = re.compile(r"^\W*(?:actually|correction|sorry|oops|no wait|wait|scratch that|"
-                     r"my (?:mistake|bad)|i meant|to correct)\b", re.I)
-# the last word before a new value: "is called wren", "it's Maria", "I meant Tuesday"
-_VALUE_AFTER = re.compile(r".*\b(?:is|are|was|were|it's|its|called|named|meant|mean|be|"
-                          r"'s|take|use|using|got|get|prefer|with|at|on|to)\s+(?P<value>.+)$",
-                          re.I)
-_DETERMINERS = frozenset("the a an my our his her their your this that".split())
-
-
 def _trim(value: str) -> str:
     return re.sub(r"\s+now$", "", value.strip(" \t,.;:!?\"'"), flags=re.I).strip()
 
@@ -223,12 +144,12 @@ def _value_before(before: str, old: str) -> str:
     follows the clause's verb, else as many words as the old value has."""
     before = _trim(before)
     clause = re.split(r"[:;,]\s*", before)[-1]
-    match = _VALUE_AFTER.match(clause)
+    match = changes.VALUE_AFTER.match(clause)
     if match and len(match.group("value").split()) <= 4:
         return _trim(match.group("value"))
     words = clause.split()
     take = max(len(old.split()), 1)
-    if len(words) > take and words[-take - 1].lower() in _DETERMINERS:
+    if len(words) > take and words[-take - 1].lower() in changes.DETERMINERS:
         take += 1
     return " ".join(words[-take:])
 
@@ -236,18 +157,18 @@ def _value_before(before: str, old: str) -> str:
 def correction(sentence: str) -> Correction | None:
     """The new and old values of a sentence that corrects one said before, else None."""
     text = _plain(sentence)
-    if (match := _FROM_TO.search(text)) is not None:
+    if (match := changes.FROM_TO.search(text)) is not None:
         return Correction(_trim(match.group("new")), _trim(match.group("old")))
-    if (match := _NOT.match(text)) is not None and not re.search(
+    if (match := changes.NOT_OLD.match(text)) is not None and not re.search(
             r"\b(?:do|does|did|am|is|are|was|were|can|could|will|would|have|has)\s*$",
             match.group("before"), re.I):
         old = _trim(match.group("old"))
         return Correction(_value_before(match.group("before"), old), old)
-    if (match := _INSTEAD.match(text)) is not None:
+    if (match := changes.INSTEAD_OF.match(text)) is not None:
         old = _trim(match.group("old"))
         return Correction(_value_before(match.group("before"), old), old)
-    if _MARKER.search(text):
-        match = _VALUE_AFTER.match(text.rstrip(".!"))
+    if changes.CORRECTION.search(text):
+        match = changes.VALUE_AFTER.match(text.rstrip(".!"))
         if match:
             return Correction(_trim(match.group("value")), None)
     return None

@@ -19,36 +19,8 @@ from __future__ import annotations
 import re
 
 from clawd.context.references import references
-from clawd.core import phrases
+from clawd.core.phrases import keeping
 from clawd.core.textcut import sentences
-
-_LEAD = phrases.LEADING_FILLERS.pattern
-# "save", "store", "record" and "log" alone are a coding assistant's everyday verbs ("save the
-# file as report.md"): they count only when what they save into is memory or notes
-_INTO_NOTES = r"(?:to|in|into) (?:your |the |my )?(?:notes|memory|memories|daily log|log)"
-_KEEP_VERB = (r"(?:remember|note(?: down)?|(?:save|store|record|log) (?:this|that|it) "
-              + _INTO_NOTES + r"|(?:save|store|record|log)(?= .*\b" + _INTO_NOTES + r")|"
-              r"keep(?= .*\b" + _INTO_NOTES + r")|jot (?:down|this|that|it)|"
-              r"write (?:this|that|it) down|write down|keep (?:this|that|it) in mind|"
-              r"keep in mind|make a note|take a note|don't forget|don’t forget|"
-              r"do not forget|add (?:this|that|it )?(?:to )?(?:your |the )?"
-              r"(?:notes|memory|memories|daily log|log)|put (?:this|that|it) in your notes)")
-_IMPERATIVE = re.compile(_LEAD + _KEEP_VERB + r"\b", re.IGNORECASE)
-_POLITE = re.compile(r"\b(?:can|could|would|will) you (?:please |also )?" + _KEEP_VERB + r"\b",
-                     re.IGNORECASE)
-_WANT = re.compile(r"\bI(?:'d| would)? (?:want|like|need) you to (?:please )?" + _KEEP_VERB
-                   + r"\b", re.IGNORECASE)
-# "Read notes/router.txt and keep the admin port in your notes": a file to read, then keep
-_READ_THEN_KEEP = re.compile(_LEAD + r"(?:read|open|check|look (?:at|in|through)|go through)\b"
-                             r".*?(?:\band\b|\bthen\b|,)\s*(?:then\s+)?(?:please\s+)?"
-                             + _KEEP_VERB + r"\b", re.IGNORECASE)
-_RECALLING = re.compile(r"^\W*remember when\b", re.IGNORECASE)  # nostalgia, not a request
-_OTHER_LANGUAGES = re.compile(_LEAD + phrases.KEEP_ELSEWHERE_PATTERN + r"\b", re.IGNORECASE)
-
-# what a request to remember is about leaves out the words of asking
-STOP_WORDS = phrases.FUNCTION_WORDS | frozenset("""also please remember note notes save store
-record log keep mind forget don't dont write add memory jot make take like want need that's
-i'm i've i'll i'd im ive we're we've""".split())
 
 
 def keep_requests(message: str) -> list[str]:
@@ -56,12 +28,12 @@ def keep_requests(message: str) -> list[str]:
     found = []
     for sentence in sentences(message):
         text = sentence.strip()
-        if not text or _RECALLING.search(text):
+        if not text or keeping.REMEMBER_WHEN.search(text):
             continue
-        asks = (_POLITE.search(text) or _WANT.search(text)
-                or (not text.endswith("?") and (_IMPERATIVE.search(text)
-                                               or _READ_THEN_KEEP.search(text)
-                                               or _OTHER_LANGUAGES.search(text))))
+        asks = (keeping.KEEP_ASKED.search(text) or keeping.KEEP_WANTED.search(text)
+                or (not text.endswith("?") and (keeping.KEEP_ORDER.search(text)
+                                               or keeping.READ_THEN_KEEP.search(text)
+                                               or keeping.KEEP_ORDER_ELSEWHERE.search(text))))
         if asks:
             found.append(text)
     return found
@@ -104,7 +76,7 @@ def lines_used(request: str, reply: str, path: str, text: str) -> list[str]:
     reply gives. At most ``MAX_LINES``, each cut at ``LINE_CHARS``."""
     own = set(re.findall(r"[a-z0-9]+", path.lower()))
     wanted = {w for w in re.findall(r"[a-z0-9]+", request.lower())
-              if len(w) > 2 and w not in STOP_WORDS and w not in own
+              if len(w) > 2 and w not in keeping.ABOUT_STOP_WORDS and w not in own
               and w not in {"read", "open", "check", "look", "file", "and", "then"}}
     exact, names = references(reply)
     given = {t.lower() for t in exact | names}
@@ -121,7 +93,7 @@ def lines_used(request: str, reply: str, path: str, text: str) -> list[str]:
 
 def content_words(text: str) -> set[str]:
     """The words of ``text`` that carry meaning (no stop words, no single letters)."""
-    return {w for w in re.findall(r"[\w'’-]+", text.lower()) if w not in STOP_WORDS
+    return {w for w in re.findall(r"[\w'’-]+", text.lower()) if w not in keeping.ABOUT_STOP_WORDS
             and len(w) > 1}
 
 

@@ -62,10 +62,24 @@ def is_stray(text: str) -> bool:
                            or (body.startswith("{") and body.endswith("}")))
 
 
+_FENCE = re.compile(r"^([ \t]*(?:```|~~~))", re.MULTILINE)
+
+
 def without_echoed_tags(text: str) -> str:
     """``text`` without the ``<tool_response>`` and ``<tools>`` tags a model copied from
-    its chat template."""
-    return _ECHOED_TAG.sub("", text).strip() if _ECHOED_TAG.search(text) else text
+    its chat template; inside a code block they are the answer's own (XML asked for) and
+    stay."""
+    if not _ECHOED_TAG.search(text):
+        return text
+    pieces = _FENCE.split(text)  # text, fence, code, fence, text, …
+    out, inside = [], False
+    for i, piece in enumerate(pieces):
+        if i % 2:  # a fence mark
+            inside = not inside
+            out.append(piece)
+        else:
+            out.append(piece if inside else _ECHOED_TAG.sub("", piece))
+    return "".join(out).strip()
 
 
 ECHO_WORDS = 6  # a shorter message (a greeting) may well be answered in its own words

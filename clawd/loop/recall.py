@@ -25,7 +25,6 @@ nobody's in particular go to the model alone.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field, replace
 
 from clawd.config.sections import MemorySearch
@@ -34,6 +33,7 @@ from clawd.context.facts import asks, is_question
 from clawd.context.requests import keep_requests
 from clawd.core import listmark
 from clawd.core.messages import Message, TextPart
+from clawd.core.phrases import talk
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
 from clawd.memory.interface import Memory, SearchHit, citation
@@ -130,11 +130,6 @@ def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
     return hits
 
 
-_REMIND = re.compile(r"\b(?:remind|recall|look up|find)\b", re.I)
-_OWN = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|myself|we|we're|we've|our|ours|us)\b",
-                  re.I)
-
-
 def wants_recall(text: str) -> bool:
     """Whether a message may need notes from before (the ``recall_gate`` guard): a question
     ("What is my cat called?", "What's the capital of France?"), or a request about the
@@ -146,7 +141,7 @@ def wants_recall(text: str) -> bool:
     for sentence in sentences(text):
         if not asks(sentence) or keep_requests(sentence):
             continue  # told, or asked to be kept: the note is the loop's, not an answer
-        if is_question(sentence) or _OWN.search(sentence) or _REMIND.search(sentence):
+        if is_question(sentence) or talk.OWN_WORDS.search(sentence) or talk.REMIND.search(sentence):
             return True
     return False
 

@@ -1,8 +1,17 @@
 """Phrases the runtime recognises in people's words, each list once, named for what it is.
 
-The fact selector (``context.facts``), the request detector (``context.requests``), the
-flush (``context.flush``) and the note guards (``guards.notes``) read the user's and the
-model's sentences by their words, without a model. What they share lives here:
+The fact selector (``context.facts``), the request detector (``context.requests``), recall's
+gate (``loop.recall``), the flush (``context.flush``) and the guards (``guards.claims``,
+``guards.notes``) read the user's and the model's sentences by their words, without a
+model. Their English (and the few phrases of other languages) lives in this package:
+
+- ``talk``: small talk, questions, asking for work, asking to be reminded;
+- ``keeping``: asking for something to be kept ("Remember …", "Can you note …?");
+- ``saving``: a reply saying a note was saved ("I've noted that", "Saved to memory/…");
+- ``changes``: a sentence that replaces a value said before ("moved from … to …").
+
+A new pattern comes with its figures (``scripts/bench_fact_selection.py``,
+``scripts/bench_guards.py``, ``scripts/bench_junk_notes.py``). What they all share is here:
 
 - ``FILLERS``: words before a sentence proper that change nothing ("So, please …", "Oh and
   also …", "One more thing: …"); ``LEADING_FILLERS`` matches the run of them (maybe

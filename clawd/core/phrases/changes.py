@@ -1,0 +1,26 @@
+"""The English of a change: a sentence that replaces a value said before.
+
+Used by ``context.facts`` to tell which older note a new fact supersedes: "… now, not …"
+(``NOT_OLD``), "moved from … to …" (``FROM_TO``), "… instead of …" (``INSTEAD_OF``), a
+correction's opening ("Actually", "Sorry, I meant": ``CORRECTION``), and the word before a
+new value ("is called", "I meant": ``VALUE_AFTER``).
+"""
+
+from __future__ import annotations
+
+import re
+
+VALUE_END = r"(?=\s+(?:now|last|this|next|since|from|on|in|at|today|yesterday|instead)\b|[,.;!]|$)"
+NOT_OLD = re.compile(r"^(?P<before>.+?)(?:\s+now\s*,?|\s*,)\s+(?:and )?not\s+(?P<old>[^,.;!?]+?)"
+                     r"(?:\s+(?:anymore|any more|any longer))?\s*(?:[,.;!?]|$)", re.I)
+FROM_TO = re.compile(r"\b(?:moved|switched|changed|upgraded|downgraded|migrated|shifted|"
+                     r"swapped|went|converted|transferred|moving|switching|changing)\b.*?"
+                     rf"\bfrom\s+(?P<old>.+?)\s+to\s+(?P<new>.+?){VALUE_END}", re.I)
+INSTEAD_OF = re.compile(r"^(?P<before>.+?)\s+instead of\s+(?P<old>[^,.;!?]+)", re.I)
+CORRECTION = re.compile(r"^\W*(?:actually|correction|sorry|oops|no wait|wait|scratch that|"
+                        r"my (?:mistake|bad)|i meant|to correct)\b", re.I)
+# the last word before a new value: "is called wren", "it's Maria", "I meant Tuesday"
+VALUE_AFTER = re.compile(r".*\b(?:is|are|was|were|it's|its|called|named|meant|mean|be|"
+                         r"'s|take|use|using|got|get|prefer|with|at|on|to)\s+(?P<value>.+)$",
+                         re.I)
+DETERMINERS = frozenset("the a an my our his her their your this that".split())
