@@ -3,6 +3,7 @@ checked here). A change to a private method once broke ``bench_small_windows.py`
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,38 @@ def test_the_reask_benchmark_sends_clawds_request_and_counts_the_answers(tmp_pat
     rows = {line.split()[1]: line.split()[2:] for line in done.stdout.splitlines()[1:]}
     # answer, call, echo, meta, copy, blank: the first statement echoed, the second answered
     assert rows["tune"][:3] == ["2", "0", "1"] and sum(map(int, rows["held-out"])) == 3
+
+
+def test_the_guard_benchmark_records_labels_and_measures(tmp_path):
+    """``bench_guards.py``: ``collect`` runs clawd's loop against a server with the step
+    guards off and records each point a guard sees; ``merge`` joins the hand labels and
+    the strong-style cases; ``measure`` reports each guard's precision and recall."""
+    from fakeserver import FakeServer, openai_stream
+
+    answers = iter(['{"name": "write", "arguments": {"path": "notes.md", "content": "x"}}',
+                    "Here it is:\n\n```python\ndef is_prime(n):\n    return n > 1\n```"])
+    with FakeServer() as server:
+        server.default("POST", "/v1/chat/completions",
+                       lambda request: openai_stream(next(answers)))
+        out = tmp_path / "replies.json"
+        done = subprocess.run(
+            [sys.executable, str(SCRIPTS / "bench_guards.py"), "collect", "--base-url",
+             f"{server.url}/v1", "--model", "m", "--label", "fake", "--only", "json", "code",
+             "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    points = {c["id"] for c in json.loads(out.read_text())["cases"]}
+    assert {"fake.1/json/1.1/clean", "fake.1/json/1.1/answer",
+            "fake.1/code/1.1/answer"} <= points
+    out.with_suffix(".labels").write_text("json/1.1: text_calls\n")
+    data = tmp_path / "set.json"
+    bench = [sys.executable, str(SCRIPTS / "bench_guards.py"), "--data", str(data)]
+    done = subprocess.run([*bench, "merge", str(out)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    done = subprocess.run(bench, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split() for line in done.stdout.splitlines()]
+    # the call written as text was labelled, and the guard takes it: recall 1.00
+    assert ["text_calls", "all", "all", "1"] == next(r for r in rows if r[:2] == [
+        "text_calls", "all"])[:4]
+    assert "strong-style:" in done.stdout.splitlines()[0]  # the written good replies joined
