@@ -15,12 +15,11 @@ returns one of:
 - ``Failed``: any other provider error, said in an ``ErrorEvent``; the text streamed before
   it is kept, marked ``aborted``.
 
-A stop (the turn's ``CancelToken``, checked between deltas, or a Ctrl-C landing in the
-stream) raises ``Cancelled`` with the text streamed so far kept and attached as
-``partial``; a provider error in a flush propagates too (the flush is not the user's turn
-to fail). A reply
-a guard stops for looping is kept with its loop once, and one cut off at the output limit
-says so. The model call never touches the session: it works through the collaborators it is
+A stop (the turn's ``CancelToken``, checked before the request and between deltas, or a
+Ctrl-C landing in the stream) raises ``Cancelled`` with the text streamed so far kept and
+attached as ``partial``; a provider error in a flush propagates too (the flush is not the
+user's turn to fail). A reply a guard stops for looping is kept with its loop once, and one
+cut off at the output limit says so. The model call never touches the session: it works through the collaborators it is
 given (``parts``), so an async server can drive it as the REPL does.
 """
 
