@@ -42,7 +42,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "guard_replies.json"
-LONG = 400  # texts at least this long are kept once, in the set's ``texts``
+LONG = 100  # texts at least this long are kept once, in the set's ``texts``
 
 # Older notes that share topics with the messages below (recall finds them), written before
 # the conversations run; the workspace is put back to them before each conversation.
@@ -95,10 +95,17 @@ def _key(text: str) -> str:
 
 
 def pack(value: Any, texts: dict[str, str]) -> Any:
-    """``value`` with each string of ``LONG`` characters or more replaced by ``@<key>``."""
+    """``value`` with each string of ``LONG`` characters or more replaced by ``@<key>``, and
+    each message (a transcript entry) by ``#<key>``: a conversation's messages are in the
+    view of each of its points."""
     if isinstance(value, str) and len(value) >= LONG:
         texts[key := _key(value)] = value
         return "@" + key
+    if isinstance(value, dict) and value.get("type") == "message":
+        entry = json.dumps({k: pack(v, texts) for k, v in value.items()}, sort_keys=True,
+                           ensure_ascii=False)
+        texts[key := _key(entry)] = entry
+        return "#" + key
     if isinstance(value, dict):
         return {k: pack(v, texts) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -109,6 +116,8 @@ def pack(value: Any, texts: dict[str, str]) -> Any:
 def unpack(value: Any, texts: dict[str, str]) -> Any:
     if isinstance(value, str) and value.startswith("@") and value[1:] in texts:
         return texts[value[1:]]
+    if isinstance(value, str) and value.startswith("#") and value[1:] in texts:
+        return unpack(json.loads(texts[value[1:]]), texts)
     if isinstance(value, dict):
         return {k: unpack(v, texts) for k, v in value.items()}
     if isinstance(value, list):
@@ -355,8 +364,9 @@ def measure(args: argparse.Namespace) -> int:
     if unlabelled:
         print(f"{len(unlabelled)} cases have no label yet, e.g. {unlabelled[0]}")
         return 2
-    # (guard, half, model) -> [true positives, false positives, false negatives, habit cases]
-    tally: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    # (guard, half, model) -> [true positives, false positives, false negatives, habit cases,
+    # points looked at]
+    tally: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
     turns: dict[Any, Any] = {}
     wrong: list[str] = []
     for case in cases:
@@ -371,23 +381,24 @@ def measure(args: argparse.Namespace) -> int:
                 counts[1] += acted and not habit
                 counts[2] += habit and not acted
                 counts[3] += habit
+                counts[4] += 1
             if acted != habit:
                 wrong.append(f"{'missed' if habit else 'false'} {name}: {case['id']}")
     models = sorted({c["model"] for c in cases})
     per_model = ", ".join(f"{m}: {sum(c['model'] == m for c in cases)}" for m in models)
     print(f"{len(cases)} labelled points ({per_model})")
-    print(f"{'guard':16} {'half':9} {'model':12} {'habit':>5} {'acted':>5} "
+    print(f"{'guard':16} {'half':9} {'model':12} {'points':>6} {'habit':>5} {'acted':>5} "
           f"{'precision':>9} {'recall':>6}")
     for name in STEP_GUARDS:
         for part in ("tune", "held-out", "all"):
             for model in (models if part != "all" else ["all"]):
-                tp, fp, fn, n = tally.get((name, part, model), [0, 0, 0, 0])
-                if not (tp or fp or n):
+                tp, fp, fn, n, seen = tally.get((name, part, model), [0, 0, 0, 0, 0])
+                if not (tp or fp or n) and part != "all":
                     continue
                 precision = f"{tp / (tp + fp):.2f}" if tp + fp else "-"
                 recall = f"{tp / n:.2f}" if n else "-"
-                print(f"{name:16} {part:9} {model:12} {n:5} {tp + fp:5} {precision:>9} "
-                      f"{recall:>6}")
+                print(f"{name:16} {part:9} {model:12} {seen:6} {n:5} {tp + fp:5} "
+                      f"{precision:>9} {recall:>6}")
     if args.verbose:
         print("\n".join(wrong))
     return 0

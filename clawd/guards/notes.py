@@ -26,11 +26,12 @@ from __future__ import annotations
 import posixpath
 import re
 
+from clawd.context.access import WRITE_TOOLS
 from clawd.context.facts import asks, facts
 from clawd.context.references import missing, references
 from clawd.context.requests import content_words, stem
 from clawd.core import listmark, phrases
-from clawd.core.messages import ToolCall
+from clawd.core.messages import Message, ToolCall
 from clawd.core.textcut import empty_sections_out
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.guards.replytext import runs
@@ -131,7 +132,8 @@ def junk(content: str, said: str = "") -> str | None:
 
 def written_note(call: ToolCall) -> str | None:
     """What a ``write`` or ``edit`` call adds to a daily log (an edit's new text past the
-    old text it keeps), or None when it is no write to a daily log."""
+    old text it keeps), or None when it is no write to a daily log, or an edit that adds
+    no word (a full stop put at a line's end)."""
     args = call.arguments
     if call.name not in ("write", "edit") or not is_daily_log(
             posixpath.normpath(str(args.get("path", "")))):
@@ -139,7 +141,21 @@ def written_note(call: ToolCall) -> str | None:
     if call.name == "write":
         return str(args.get("content") or "")
     new, old = str(args.get("newText") or ""), str(args.get("oldText") or "")
-    return new[len(old):] if old and new.startswith(old) else new
+    added = new[len(old):] if old and new.startswith(old) else new
+    return added if any(c.isalnum() for c in added) or not old else None
+
+
+# the name a daily log has in the instructions, written as if it were one (a 0.5B model
+# appended "Hallo again!" to memory/YYYY-MM-DD.md)
+_PLACEHOLDER = re.compile(r"(?:^|/)(?:YYYY|yyyy)-(?:MM|mm)-(?:DD|dd)\.md$")
+
+
+def tool_output(messages: list[Message]) -> dict[str, str]:
+    """The tool results of a turn that can never be a note, by a name for each: errors,
+    and what a file change answered ("edited memory/…"). What a read returned may be one
+    ("read notes.txt and keep the admin port")."""
+    return {f"the {m.tool_name} result {i}": m.text for i, m in enumerate(messages)
+            if m.role == "toolResult" and (m.is_error or m.tool_name in WRITE_TOOLS)}
 
 
 def unfounded(content: str, shown: str) -> str | None:
@@ -229,10 +245,17 @@ class JunkNotes(Guard):
     name = "junk_notes"
 
     def refuse(self, call: ToolCall, turn: TurnView) -> Refusal | None:
+        target = posixpath.normpath(str(call.arguments.get("path", "")))
+        if call.name in WRITE_TOOLS and _PLACEHOLDER.search(target):
+            return Refusal(f"not written: {target} is the pattern of a daily log's name, not "
+                           f"a file; today's log is {turn.daily_log}.")
         note = written_note(call)
         if note is None:
             return None
-        target = posixpath.normpath(str(call.arguments.get("path", "")))
+        if source := copied(note, tool_output(turn.messages), turn.text):
+            return Refusal(f"not written: these lines are {source.rsplit(' ', 1)[0]}, a "
+                           f"tool's output, not something the user told; {NOTE_IS}. Answer "
+                           f"the user now if there is nothing to note.", final=True)
         if source := copied(note, turn.files, turn.text, target):
             return Refusal(f"not written: {source} already holds these lines, and a note "
                            f"of them today would date them anew; nothing to write. Answer "

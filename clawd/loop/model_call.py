@@ -19,8 +19,9 @@ A stop (the turn's ``CancelToken``, checked before the request and between delta
 Ctrl-C landing in the stream) raises ``Cancelled`` with the text streamed so far kept and
 attached as ``partial``; a provider error in a flush propagates too (the flush is not the
 user's turn to fail). A reply a guard stops for looping is kept with its loop once, and one
-cut off at the output limit says so. The model call never touches the session: it works through the collaborators it is
-given (``parts``), so an async server can drive it as the REPL does.
+cut off at the output limit says so. The model call never touches the session: it works
+through the collaborators it is given (``parts``), so an async server can drive it as the
+REPL does.
 """
 
 from __future__ import annotations

@@ -302,3 +302,59 @@ def test_advice_for_the_user_is_no_note_about_them(tmp_path, said, note, kept):
         assert log is None or note not in log
         assert provider.requests[1].tool_choice == "none"  # the answer, in words
     provider.assert_done()
+
+
+def _refused(call, view: TurnView):
+    return JunkNotes().refuse(call, view)
+
+
+def test_a_tools_error_or_answer_copied_as_a_note_is_refused():
+    """A 0.5B model wrote the write tool's error, then the edit tool's answer, into a daily
+    log as notes (``scripts/bench_guards.py``): a tool's output is never a note."""
+    error = Message.tool_result(tool("write", path="memory/2026-11-20.md", content="x"),
+                                "error: memory/2026-11-20.md is a daily log and is "
+                                "append-only: to add to it, call write with append: true",
+                                is_error=True)
+    edited = Message.tool_result(tool("edit", path="memory/2026-11-27.md"),
+                                 "edited memory/2026-11-27.md")
+    view = TurnView(text="Note that I switched my phone plan to Vodafone.",
+                    messages=[Message.user("Note that I switched my phone plan to Vodafone."),
+                              error, edited])
+    for content in ("ERROR: error: memory/2026-11-20.md is a daily log and is append-only: "
+                    "to add to it, call write with append: true", "edited memory/2026-11-27.md"):
+        refusal = _refused(tool("write", path="memory/2026-11-28.md", content=content,
+                                append=True), view)
+        assert refusal is not None and "a tool's output" in refusal.text and refusal.final
+    # what the user told is written
+    assert _refused(tool("write", path="memory/2026-11-28.md", append=True,
+                         content="- Switched my phone plan to Vodafone."), view) is None
+
+
+def test_a_line_read_from_a_file_may_be_kept():
+    """"Read notes.txt and keep the admin port": the note copies a line a read returned."""
+    read = Message.tool_result(tool("read", path="notes.txt"),
+                               "Router admin port: 8443\nGuest wifi: off")
+    text = "Read notes.txt and keep the router admin port in your notes."
+    view = TurnView(text=text, messages=[Message.user(text), read])
+    assert _refused(tool("write", path="memory/2026-11-28.md", append=True,
+                         content="- Router admin port: 8443"), view) is None
+
+
+def test_the_daily_log_names_pattern_is_no_file():
+    """memory/YYYY-MM-DD.md, as the instructions name a daily log, copied as the path."""
+    view = TurnView(text="Merk dir bitte: mein Zug fährt um 7:40.",
+                    daily_log="memory/2026-11-28.md")
+    refusal = _refused(tool("write", path="memory/YYYY-MM-DD.md", content="Zug um 7:40"),
+                       view)
+    assert refusal is not None and "memory/2026-11-28.md" in refusal.text
+    assert _refused(tool("edit", path="memory/YYYY-MM-DD.md", oldText="a", newText="b"),
+                    view) is not None
+
+
+def test_an_edit_that_adds_no_word_is_no_note():
+    """A full stop put at a note's end is not judged as a note (it was refused as "an
+    empty line")."""
+    edit = tool("edit", path="memory/2026-11-27.md", oldText="Switched my plan to Vodafone",
+                newText="Switched my plan to Vodafone.")
+    assert written_note(edit) is None
+    assert _refused(edit, TurnView(text="Note that I switched my plan to Vodafone.")) is None
