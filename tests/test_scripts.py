@@ -124,6 +124,6 @@ def test_the_guard_benchmark_records_labels_and_measures(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line.split() for line in done.stdout.splitlines()]
     # the call written as text was labelled, and the guard takes it: recall 1.00
-    row = next(r for r in rows if r[:2] == ["text_calls", "all"])
+    row = next(r for r in rows if r[0] == "text_calls" and r[2] == "fake")
     assert row[4:] == ["1", "1", "1.00", "1.00"]  # habit, acted, precision, recall
     assert "strong-style:" in done.stdout.splitlines()[0]  # the written good replies joined
