@@ -5,8 +5,10 @@ local model from its habits; so each model gets a profile, and the profile names
 guards. Two are built in:
 
 - ``weak`` (the default for a provider declared in the config, e.g. a local
-  OpenAI-compatible server): every guard. Each one comes from transcripts of a 1.5B model
-  (docs/real-models.md).
+  OpenAI-compatible server): every guard. Each one comes from transcripts of a 1.5B model,
+  and each step guard is measured on labelled replies of a 0.5B and a 1.5B model and on
+  good replies in a strong model's style (``scripts/bench_guards.py``; figures in
+  docs/real-models.md). A change to a guard comes with its figures from there.
 - ``strong`` (the default for the built-in ``anthropic`` and ``openai`` providers): none.
   A blank answer is still reported in a notice, and a reply at the output limit still says
   so: those cost nothing and are true of any model.
