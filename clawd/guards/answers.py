@@ -42,7 +42,7 @@ class BlankAnswer(Guard):
     name = "blank"
 
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
-        if not is_blank(reply.text) or turn.shown or "echo" in turn.asked:
+        if not is_blank(reply.text) or turn.shown or turn.asked_by(EchoAnswer):
             return None
         ask = render("blank_retry.md.j2", kind="silent" if is_silent(reply.text) else "empty",
                      request=shorten(turn.text, 1000))

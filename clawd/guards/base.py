@@ -82,6 +82,11 @@ class TurnView:
     # what the model was shown, by name: the system prompt, each context file, recalled notes
     files: dict[str, str] = field(default_factory=dict)
 
+    def asked_by(self, guard: type[Guard]) -> bool:
+        """Whether ``guard`` asked the model again in this turn (by its class: a misspelt
+        name would be a silent no)."""
+        return guard.name in self.asked
+
     def shown_text(self) -> str:
         """Everything the model was shown in the turn, lower-cased: what a note it writes
         may draw on."""

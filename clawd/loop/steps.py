@@ -21,6 +21,7 @@ from clawd.context.access import WRITE_TOOLS
 from clawd.context.flush import is_blank
 from clawd.core.events import Event, Notice, ToolFinished
 from clawd.core.messages import Message
+from clawd.guards.answers import BlankAnswer
 from clawd.guards.base import AskAgain, Guards
 from clawd.guards.steps import calls_of
 from clawd.loop.model_call import Failed, ModelCall, Overflowed, Replied
@@ -108,7 +109,7 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
                     return  # nothing more after what was shown: that reply stands
                 turn.reply = reply.text
                 if show and is_blank(reply.text):
-                    yield Notice(blank_notice(reply.text, "blank" in turn.view.asked))
+                    yield Notice(blank_notice(reply.text, turn.view.asked_by(BlankAnswer)))
                 return
             case RunTools():
                 yield from _run_tools(tools, turn, plan, step, keep, show)

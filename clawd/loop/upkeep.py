@@ -48,6 +48,7 @@ from clawd.core.messages import Message, new_id
 from clawd.core.textcut import shorten
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import TurnView
+from clawd.guards.flush import FlushRetry
 from clawd.guards.notes import founded_summary, junk
 from clawd.guards.profile import Profile
 from clawd.loop.model_call import ModelCall, Overflowed
@@ -161,7 +162,7 @@ class Upkeep:
             yield Notice("the memory flush did not complete; continuing")
             return
         files, answer = turn.written, turn.reply
-        asked_again = "flush_retry" in turn.view.asked
+        asked_again = turn.view.asked_by(FlushRetry)
         # lines copied from notes it was shown are not news of today
         notes = "" if files else not_yet_noted(
             plain_notes(listed(answer) if asked_again else answer), note_lines(rt.files))
