@@ -15,7 +15,8 @@ import logging
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
-from typing import assert_never  # typing's from Python 3.11 (pydantic needs it)
+
+from typing_extensions import assert_never  # noqa: UP035 - in typing from Python 3.11 only
 
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.flush import is_blank
