@@ -491,3 +491,27 @@ def test_a_strong_models_json_and_repeated_answers_stream_from_the_first_word(tm
             assert (len(deltas) > 3) is streamed, (profile, text, deltas)
             if streamed:
                 assert len(deltas[0]) <= 4  # the first chunk, as it came
+
+
+def test_a_stop_during_the_flush_of_a_turn_stops_the_turn(tmp_path):
+    """The flush that runs inside a user's turn holds that turn's token: a stop while it
+    streams ends the flush and the turn, with no request after it, and what the user typed
+    is kept."""
+    class StopInFlush(ScriptedProvider):
+        stopped = False
+
+        def stream(self, request):
+            if is_flush(request) and not self.stopped:
+                self.stopped = True
+                session.cancel()  # as a stop over HTTP would, while the flush streams
+            return super().stream(request)
+
+    provider = StopInFlush()
+    runtime, session = near_flush(tmp_path, provider)
+    provider.add("- FACT-001 noted", "never asked")
+    before = len(provider.requests)
+    events = list(session.run_turn(f"one more {filler(400)}"))
+    assert events[-1].interrupted and len(provider.requests) == before + 1
+    assert session.history.messages[-1].text.startswith("one more")
+    provider.add("NO_REPLY", "Fine.")  # the flush is due still, then the answer
+    assert list(session.run_turn("hello"))[-1].text == "Fine."  # the next turn runs
