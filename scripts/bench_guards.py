@@ -4,14 +4,16 @@ A guard of the weak profile (``clawd.guards``) acts on a model's reply at one po
 the streamed text (``looping``), the whole reply (``clean``: ``text_calls``,
 ``swallowed_args``, ``stray_text``), a final answer (``answer``: ``blank``, ``echo``,
 ``note_claim``), a step's tool calls (``repeats``: ``repeated_writes``) or one call
-(``refuse``: ``repeated_reads``, ``junk_notes``). This measures them on a labelled set of
-replies, ``tests/data/guard_replies.json``:
+(``refuse``: ``repeated_reads``, ``junk_notes``); the memory flush's replies meet
+``flush_retry`` (and the step guards the flush holds) at the same points. This measures them
+on a labelled set of replies, ``tests/data/guard_replies.json``:
 
 - replies of real local models, taken with ``collect``: clawd's own loop runs the
   conversations below against an OpenAI-compatible server with every step guard switched
   off, and a recorder in their place keeps each point a guard would have seen (the reply and
-  the turn as the guard reads it). Every reply is then labelled by hand with the habit it
-  shows (the guard that should act), or none;
+  the turn as the guard reads it); each conversation ends with ``/new``, so its memory flush
+  is recorded too. Every reply is then labelled by hand with the habit it shows (the guard
+  that should act), or none;
 - good replies written in the style of a strong hosted model (long Markdown, code, JSON,
   tables, a true "I remember …"), which no guard may touch.
 
@@ -159,7 +161,7 @@ def collect(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(ROOT))
     from clawd.config import load_config
     from clawd.config.schema import GUARD_NAMES
-    from clawd.core.events import TurnDone
+    from clawd.core.events import Flushed, TurnDone
     from clawd.frontends.commands import Chat
     from clawd.frontends.compose import build_runtime
     from clawd.guards import profile as profiles
@@ -210,7 +212,29 @@ def collect(args: argparse.Namespace) -> int:
             record("refuse", reply, turn)
             return {}
 
+    class FlushRecorder(Recorder):
+        """The memory flush's points, with what its ``FlushRetry`` would be given."""
+
+        def __init__(self, seen, today, summarised: bool):
+            super().__init__()
+            self.flush = {"seen": [m.to_entry() for m in seen], "today": today.isoformat(),
+                          "summarised": summarised}
+
+        def answer(self, reply, turn):
+            record("flush-answer", reply, turn, flush=self.flush)
+            return None
+
+        def repeats(self, reply, turn):
+            record("flush-repeats", reply, turn)
+            return False
+
+        def refuse(self, reply, turn):
+            record("flush-refuse", reply, turn)
+            return {}
+
     profiles.Profile.step_guards = lambda self: Recorder()  # type: ignore[method-assign]
+    profiles.Profile.flush_guards = (  # type: ignore[method-assign]
+        lambda self, seen, today, *, summarised: FlushRecorder(seen, today, summarised))
     runtime = build_runtime(load_config(state / "clawd.json"), None)
     chosen = args.only or list(CONVERSATIONS)
     for name in chosen:
@@ -227,6 +251,10 @@ def collect(args: argparse.Namespace) -> int:
                 if isinstance(event, TurnDone):
                     print("  " + (event.text or "(nothing)").replace("\n", "\n  ")[:600],
                           flush=True)
+        where.update(turn="new", step=0)  # the flush before the session ends
+        for event in chat.handle("/new"):
+            if isinstance(event, Flushed):
+                print(f"  /new: flush wrote {event.files or 'nothing'}", flush=True)
     if runtime.memory is not None:
         runtime.memory.close()
     texts: dict[str, str] = {}
@@ -243,7 +271,9 @@ def collect(args: argparse.Namespace) -> int:
 # the habits a point can show: those of the guards that act there
 AT_POINT = {"clean": ("looping", "text_calls", "swallowed_args", "stray_text"),
             "answer": ("blank", "echo", "note_claim"), "repeats": ("repeated_writes",),
-            "refuse": ("repeated_reads", "junk_notes")}
+            "refuse": ("repeated_reads", "junk_notes"), "flush-answer": ("flush_retry",),
+            "flush-repeats": ("repeated_writes",), "flush-refuse": ("repeated_reads",
+                                                                    "junk_notes")}
 
 
 def read_labels(path: Path) -> dict[str, list[str]]:
@@ -313,30 +343,44 @@ def merge(args: argparse.Namespace) -> int:
 
 # --- measure -----------------------------------------------------------------------------------
 
-def fired(name: str, case: dict[str, Any], turns: dict[str, Any]) -> bool | None:
+def guards() -> dict[str, type]:
+    """The guards measured: the step guards, and the flush's own."""
+    from clawd.guards.flush import FlushRetry
+    from clawd.guards.profile import STEP_GUARDS
+
+    return {**STEP_GUARDS, "flush_retry": FlushRetry}
+
+
+def fired(name: str, case: dict[str, Any], turns: dict[Any, Any]) -> bool | None:
     """Whether guard ``name`` acts on the case (None: it does not look at that point). The
     points of one turn share one view and one guard, as in the loop (a guard may keep what
     it saw in a turn)."""
+    from datetime import date
+
     from clawd.core.messages import Message
-    from clawd.guards.base import Guard
-    from clawd.guards.profile import STEP_GUARDS
 
     point, reply = case["point"], Message.from_entry(case["reply"])
-    if point == "clean" and name == "looping":
-        return streams_loop(reply.text)
-    method = {"clean": "clean", "answer": "answer", "repeats": "repeats",
-              "refuse": "refuse"}[point]
-    if getattr(STEP_GUARDS[name], method) is getattr(Guard, method):
+    if name not in AT_POINT[point]:
         return None
     if point == "clean":
+        if name == "looping":
+            return streams_loop(reply.text)
         before = json.dumps(reply.to_entry(), sort_keys=True)
-        return json.dumps(STEP_GUARDS[name]().clean(reply).to_entry(), sort_keys=True) != before
-    turn = case["id"].rsplit("/", 1)[0].rsplit(".", 1)[0]
-    view, guard = turns.setdefault((turn, name), (view_from(case["view"]), STEP_GUARDS[name]()))
+        return json.dumps(guards()[name]().clean(reply).to_entry(), sort_keys=True) != before
+    turn = case["id"].rsplit("/", 1)[0].rsplit(".", 1)[0] + point.partition("-")[1]
+    if name == "flush_retry":
+        flush = case["flush"]
+        make = lambda: guards()[name]([Message.from_entry(e) for e in flush["seen"]],  # noqa: E731
+                                      date.fromisoformat(flush["today"]),
+                                      summarised=flush["summarised"])
+    else:
+        make = guards()[name]
+    view, guard = turns.setdefault((turn, name), (view_from(case["view"]), make()))
     view.__dict__.update(view_from(case["view"]).__dict__)
-    if point == "answer":
+    kind = point.removeprefix("flush-")
+    if kind == "answer":
         return guard.answer(reply, view) is not None
-    if point == "repeats":
+    if kind == "repeats":
         return guard.repeats(reply, view)
     return any([guard.refuse(call, view) is not None for call in reply.tool_calls])
 
@@ -356,8 +400,6 @@ def streams_loop(text: str) -> bool:
 
 def measure(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(ROOT))
-    from clawd.guards.profile import STEP_GUARDS
-
     data = json.loads(args.data.read_text())
     cases = [unpack(c, data["texts"]) for c in data["cases"]]
     unlabelled = [c["id"] for c in cases if c.get("habit") is None]
@@ -370,7 +412,7 @@ def measure(args: argparse.Namespace) -> int:
     turns: dict[Any, Any] = {}
     wrong: list[str] = []
     for case in cases:
-        for name in STEP_GUARDS:
+        for name in guards():
             acted = fired(name, case, turns)
             if acted is None:
                 continue
@@ -389,7 +431,7 @@ def measure(args: argparse.Namespace) -> int:
     print(f"{len(cases)} labelled points ({per_model})")
     print(f"{'guard':16} {'half':9} {'model':12} {'points':>6} {'habit':>5} {'acted':>5} "
           f"{'precision':>9} {'recall':>6}")
-    for name in STEP_GUARDS:
+    for name in guards():
         for part in ("tune", "held-out", "all"):
             for model in (models if part != "all" else ["all"]):
                 tp, fp, fn, n, seen = tally.get((name, part, model), [0, 0, 0, 0, 0])
