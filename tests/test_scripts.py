@@ -100,8 +100,12 @@ def test_the_guard_benchmark_records_labels_and_measures(tmp_path):
     the strong-style cases; ``measure`` reports each guard's precision and recall."""
     from fakeserver import FakeServer, openai_stream
 
-    answers = iter(['{"name": "write", "arguments": {"path": "notes.md", "content": "x"}}',
-                    "Here it is:\n\n```python\ndef is_prime(n):\n    return n > 1\n```"])
+    import itertools
+
+    answers = itertools.chain(
+        ['{"name": "write", "arguments": {"path": "notes.md", "content": "x"}}', "NO_REPLY",
+         "Here it is:\n\n```python\ndef is_prime(n):\n    return n > 1\n```"],
+        itertools.repeat("NO_REPLY"))  # each conversation's /new: its flush, its file name
     with FakeServer() as server:
         server.default("POST", "/v1/chat/completions",
                        lambda request: openai_stream(next(answers)))
