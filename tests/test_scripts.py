@@ -98,9 +98,9 @@ def test_the_guard_benchmark_records_labels_and_measures(tmp_path):
     """``bench_guards.py``: ``collect`` runs clawd's loop against a server with the step
     guards off and records each point a guard sees; ``merge`` joins the hand labels and
     the strong-style cases; ``measure`` reports each guard's precision and recall."""
-    from fakeserver import FakeServer, openai_stream
-
     import itertools
+
+    from fakeserver import FakeServer, openai_stream
 
     answers = itertools.chain(
         ['{"name": "write", "arguments": {"path": "notes.md", "content": "x"}}', "NO_REPLY",

@@ -8,11 +8,11 @@ from datetime import date
 import pytest
 
 from clawd.config import MemoryFlush
+from clawd.context.facts import is_chatter
 from clawd.context.flush import (
     SilentFilter,
     flush_due,
     flush_prompt,
-    is_chatter,
     is_silent,
     listed,
     not_yet_noted,
@@ -515,3 +515,23 @@ def test_a_stop_during_the_flush_of_a_turn_stops_the_turn(tmp_path):
     assert session.history.messages[-1].text.startswith("one more")
     provider.add("NO_REPLY", "Fine.")  # the flush is due still, then the answer
     assert list(session.run_turn("hello"))[-1].text == "Fine."  # the next turn runs
+
+
+@pytest.mark.parametrize("said, asked", [
+    # a fact told, or asked to be kept, that no note holds: a bare NO_REPLY is asked again
+    ("Please remember that too: the landlord is called Mr. Duarte.", True),
+    ("I moved to Lisbon last month.", True),
+    ("I decided we'll fly on May 2. Suggest what to pack for a week.", True),
+    # questions and requests for work hold nothing of the user's to keep (a 1.5B model's
+    # NO_REPLY to these was asked again 10 times of 16: scripts/bench_guards.py)
+    ("Write a short poem about the hills of Lisbon.", False),
+    ("Count from 1 to 40, one number per line.", False),
+    ("Give me a JSON object with fields city and budget for my Lisbon move.", False),
+    ("What is the capital of Portugal?", False),
+])
+def test_a_silent_flush_is_asked_again_only_for_a_fact_it_did_not_keep(said, asked):
+    from clawd.context.flush import should_ask_again
+
+    conversation = [Message.user(said), Message.assistant("Sure.")]
+    assert should_ask_again("NO_REPLY", False, conversation) is asked
+    assert not should_ask_again("NO_REPLY", True, conversation)  # it wrote: nothing to ask
