@@ -5,6 +5,7 @@
   nothing 6 times of 6, and a repeated message with words 6 of 6). Not after a reply was
   already shown in the turn: that reply stands.
 - ``EchoAnswer``: an answer that only repeats the user's message (``replytext.is_echo``),
+  or only the statement a request to keep asked to keep (``restates``),
   copies the instructions the model was given (``replytext.copies``) or the recalled-notes
   block with its headers (``replytext.dumps_notes``), or repeats the answer before it to
   another message (``replytext.repeats_answer``), is asked again once, tools allowed. The
@@ -23,11 +24,11 @@ answer after an echo is not (``MAX_ASKS`` caps them all).
 
 from __future__ import annotations
 
-from clawd.context.facts import facts
+from clawd.context.facts import facts, kept_statement
 from clawd.context.flush import is_blank, is_silent
 from clawd.core.messages import Message
 from clawd.core.templates import render
-from clawd.core.textcut import shorten
+from clawd.core.textcut import sentences, shorten
 from clawd.guards.base import AskAgain, Guard, TurnView
 from clawd.guards.claims import asks_to_note, note_claim
 from clawd.guards.replytext import copies, dumps_notes, is_echo, repeats_answer
@@ -70,11 +71,20 @@ class EchoAnswer(Guard):
                 "notes" if dumps_notes(reply.text) else None)
         if kind is None:
             kind = ("instructions" if copies(reply.text, turn.instructions, turn.text) else
-                    "echo" if is_echo(reply.text, turn.text) else None)
+                    "echo" if is_echo(reply.text, turn.text) or restates(reply.text, turn.text)
+                    else None)
             if kind is None or unkept_claim(reply, turn):
                 return None
         ask = render("blank_retry.md.j2", kind=kind, request=shorten(turn.text, 1000))
         return AskAgain(self.name, Message.user(ask), drop=True, why=ECHO_WHY[kind])
+
+
+def restates(reply: str, message: str) -> bool:
+    """Whether ``reply`` is only the statement a request to keep asked to keep, said back
+    ("The gym is open until 22:00." to "Please remember that my gym is open until 22:00."):
+    nothing tells the user it was kept, or answers them."""
+    kept = (kept_statement(s) for s in sentences(message))
+    return any(is_echo(reply, statement) for statement in kept if statement)
 
 
 def unkept_claim(reply: Message, turn: TurnView) -> str | None:

@@ -632,3 +632,30 @@ def test_repeats_answer_compares_with_the_turn_before():
     assert not repeats_answer("Sure.", "Which dishes?",
                               [Message.user("a"), Message.assistant("Sure."), Message.user("b")])
     assert not repeats_answer(STUCK, "Which dishes?", history[-1:])  # no answer before
+
+
+@pytest.mark.parametrize("reply, echo", [
+    # the statement a request to keep asked to keep, said back with nothing of its own (a
+    # 1.5B model, labelled replies of scripts/bench_guards.py)
+    ("The gym is open until 22:00.", True),
+    ("My gym is open until 22:00", True),
+    # saying it was kept, or answering around it, is an answer
+    ("Noted: your gym is open until 22:00.", False),
+    ("Got it, I'll plan the evening runs around the gym closing at 22:00.", False),
+])
+def test_the_kept_statement_said_back_is_an_echo(reply, echo):
+    from clawd.guards.answers import restates
+
+    assert restates(reply, "Please remember that my gym is open until 22:00.") is echo
+
+
+def test_a_restated_request_is_asked_again(tmp_path):
+    said = "Please remember that my library card expires in June."
+    note = tool("write", path=DAILY, content="- library card expires in June", append=True)
+    provider = ScriptedProvider([Reply("", [note]), "My library card expires in June.",
+                                 "Noted: your library card expires in June."])
+    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(said))
+    assert events[-1].text == "Noted: your library card expires in June."
+    assert any(isinstance(e, Notice) and "only repeated your message" in e.text
+               for e in events)
+    provider.assert_done()
