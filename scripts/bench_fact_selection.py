@@ -6,7 +6,7 @@ lines (1-based) are the tuning half, the even lines the held-out half. A sentenc
 selected when the fallback would keep it: the new selector (``context.facts.fact_text``) or,
 as the baseline in the same run, the old one (a sentence that is not a question or chatter,
 and holds a number, identifier or capitalised name: ``references.users_words`` on
-``flush.told``). ``tests/data/fact_sentences_fresh.jsonl`` (``fresh``) was written after
+``told``). ``tests/data/fact_sentences_fresh.jsonl`` (``fresh``) was written after
 the selector, of other shapes, and is scored as it is: never tuned on. Precision and
 recall are those of the ``fact`` label. Corrections are scored apart: the new and old values
 found (``context.facts.correction``) against those labelled, each matching when one
@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clawd.context.facts import correction, fact_text  # noqa: E402
-from clawd.context.flush import told  # noqa: E402
+from clawd.context.facts import correction, fact_text, is_chatter  # noqa: E402
 from clawd.context.references import users_words  # noqa: E402
 from clawd.core.messages import Message  # noqa: E402
+from clawd.core.textcut import sentences  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "fact_sentences.jsonl"
 FRESH = ROOT / "tests" / "data" / "fact_sentences_fresh.jsonl"
@@ -43,6 +43,12 @@ def load(path: Path = DATA) -> list[dict]:
             row["half"] = "tuning" if number % 2 else "held-out"
             rows.append(row)
     return rows
+
+
+def told(text: str) -> list[str]:
+    """The old reading of what a message tells (the baseline): its sentences but questions
+    and chatter."""
+    return [s for s in sentences(text) if not s.rstrip().endswith("?") and not is_chatter(s)]
 
 
 def old_selector(sentence: str) -> bool:
