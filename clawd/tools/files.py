@@ -24,6 +24,7 @@ import re
 from datetime import datetime
 from typing import Annotated
 
+from clawd.core import listmark
 from clawd.core.errors import ToolError
 from clawd.tools.base import Param, Tool, ToolContext, tool
 from clawd.tools.memory import citation_path, marked
@@ -151,6 +152,8 @@ def write(ctx: ToolContext, *, path: str, content: str,
     old = _current(ctx, rel) if stat is not None else ""
     if append:
         dropped = 0
+        if is_daily_log(rel):
+            content = as_list_items(content)
         if is_private_memory(rel):  # a note already there is not added again
             content, dropped = new_lines(old, content)
             if not content:
@@ -192,16 +195,35 @@ def unescaped_breaks(content: str) -> str:
     return _ESCAPED_BREAK.sub("\n", content)
 
 
+def as_list_items(content: str) -> str:
+    """A daily log's new lines with each plain line made a list item ("I moved to Lisbon
+    last month." becomes "- I moved to Lisbon last month."), as a daily log keeps its
+    notes. Memory search reads each list item on its own as well as within its section, so
+    a one-line note is found by what it says: as a plain line it was only part of the whole
+    file's vector, and "where do I live" found nothing. Headings, list items, quotes,
+    tables and code blocks stay as they are."""
+    lines, fenced = [], False
+    for line in content.split("\n"):
+        bare = line.strip()
+        if bare.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif bare and not fenced and not bare.startswith(("#", ">", "|", "<!--")) \
+                and not listmark.ITEM.match(line):
+            line = f"- {bare}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def new_lines(existing: str, content: str) -> tuple[str, int]:
-    """``content`` without the lines (other than headings and blank ones) that the file's
-    text ``existing`` or an earlier line of ``content`` already holds, and how many were
-    left out; ``""`` when no line but headings and blank ones is left. A small model
-    appends the same note again in later steps and turns."""
+    """``content`` without the lines (other than headings, code fences and blank ones)
+    that the file's text ``existing`` or an earlier line of ``content`` already holds, and
+    how many were left out; ``""`` when no line but headings and blank ones is left. A
+    small model appends the same note again in later steps and turns."""
     have = {line.strip() for line in existing.splitlines()}
     kept, dropped = [], 0
     for line in content.splitlines():
         key = line.strip()
-        if key and not key.startswith("#"):
+        if key and not key.startswith(("#", "```", "~~~")):  # a code block's fences stay
             if key in have:
                 dropped += 1
                 continue

@@ -210,7 +210,7 @@ def test_group_sessions_add_to_private_memory_but_never_replace_it(tmp_path):
                for t in texts[:3]), texts
     assert texts[3].startswith("appended")
     assert (rt.workspace / "MEMORY.md").read_text() == "SECRET-MEMORY the user's bank PIN"
-    assert (rt.workspace / today).read_text() == "SECRET-TODAY doctor at 3\ngroup fact\n"
+    assert (rt.workspace / today).read_text() == "SECRET-TODAY doctor at 3\n- group fact\n"
     assert not (rt.workspace / "memory" / "new.md").exists()
     Access("rw").check_replace("MEMORY.md")  # private sessions: no rule
 

@@ -322,3 +322,17 @@ def test_a_tool_enforces_its_params_bounds(tmp_path):
                       ({"top": 0}, "'top' must be between 1 and 10")):
         with pytest.raises(ToolError, match=says):
             pick(bad, ctx)
+
+
+def test_plain_lines_appended_to_a_daily_log_become_list_items(ctx):
+    """A 1.5B model appended "I moved to Lisbon last month." as a plain line; as a list item
+    memory search reads it on its own, so "where do I live" finds it."""
+    write({"path": "memory/2026-11-28.md", "append": True,
+           "content": "I moved to Lisbon last month.\n## Flat\nThe flat is in Alfama.\n"
+                      "- already a note\n1. numbered\n| a | b |\n> quoted\n\n```\ncode line\n```"},
+          ctx)
+    assert (ctx.workspace / "memory" / "2026-11-28.md").read_text() == (
+        "- I moved to Lisbon last month.\n## Flat\n- The flat is in Alfama.\n"
+        "- already a note\n1. numbered\n| a | b |\n> quoted\n\n```\ncode line\n```\n")
+    write({"path": "notes/todo.md", "append": True, "content": "plain line"}, ctx)
+    assert (ctx.workspace / "notes" / "todo.md").read_text() == "plain line\n"  # not a log
