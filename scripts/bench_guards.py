@@ -9,7 +9,7 @@ the streamed text (``looping``), the whole reply (``clean``: ``text_calls``,
 on a labelled set of replies, ``tests/data/guard_replies.json``:
 
 - replies of real local models, taken with ``collect``: clawd's own loop runs the
-  conversations below against an OpenAI-compatible server with every step guard switched
+  conversations below against an OpenAI-compatible server with every reply guard switched
   off, and a recorder in their place keeps each point a guard would have seen (the reply and
   the turn as the guard reads it); each conversation ends with ``/new``, so its memory flush
   is recorded too. Every reply is then labelled by hand with the habit it shows (the guard
@@ -17,7 +17,7 @@ on a labelled set of replies, ``tests/data/guard_replies.json``:
 - good replies written in the style of a strong hosted model (long Markdown, code, JSON,
   tables, a true "I remember …"), which no guard may touch.
 
-``measure`` (the default) runs every step guard on every case and prints, per guard, how
+``measure`` (the default) runs every reply guard on every case and prints, per guard, how
 often it acted on its habit (recall) and how often an act was on its habit (precision), on
 two halves fixed by rule before any change (the case id's SHA-1, even: ``tune``, odd:
 ``held-out``), by model. A guard is tuned on ``tune`` only; both halves are reported.
@@ -25,7 +25,10 @@ two halves fixed by rule before any change (the case id's SHA-1, even: ``tune``,
     python scripts/bench_guards.py                      # the figures, no model needed
     CTX=8192 ../shared/tools/local-llm/serve.sh start qwen-0.5b
     python scripts/bench_guards.py collect --model qwen2.5-coder-0.5b-instruct \\
-        --out /tmp/replies-0.5b.json                    # then label, and merge
+        --label qwen-0.5b --run 3 --out /tmp/replies-0.5b-3.json
+    # label it in /tmp/replies-0.5b-3.labels ("<conversation>/<turn>.<step>: habit ..."),
+    # then rebuild the set from every collected run and its labels:
+    python scripts/bench_guards.py merge /tmp/replies-*.json
 """
 
 from __future__ import annotations
