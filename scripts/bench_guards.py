@@ -27,8 +27,8 @@ two halves fixed by rule before any change (the case id's SHA-1, even: ``tune``,
     python scripts/bench_guards.py collect --model qwen2.5-coder-0.5b-instruct \\
         --label qwen-0.5b --run 3 --out /tmp/replies-0.5b-3.json
     # label it in /tmp/replies-0.5b-3.labels ("<conversation>/<turn>.<step>: habit ..."),
-    # then rebuild the set from every collected run and its labels:
-    python scripts/bench_guards.py merge /tmp/replies-*.json
+    # then add it to the set (the runs already there stay, unless collected again):
+    python scripts/bench_guards.py merge /tmp/replies-0.5b-3.json
 """
 
 from __future__ import annotations
@@ -324,6 +324,15 @@ def merge(args: argparse.Namespace) -> int:
     texts: dict[str, str] = {}
     cases: list[dict[str, Any]] = []
     instructions = ""
+    runs = set()
+    for path in args.collected:
+        runs |= {c["id"].split("/", 1)[0] for c in json.loads(path.read_text())["cases"]}
+    if args.data.exists():  # the runs already in the set stay, unless collected again
+        kept = json.loads(args.data.read_text())
+        for case in kept["cases"]:
+            run = case["id"].split("/", 1)[0]
+            if run not in runs and not run.startswith("strong-style"):
+                cases.append(pack(unpack(case, kept["texts"]), texts))
     for path in args.collected:
         data = json.loads(path.read_text())
         labels = read_labels(path.with_suffix(".labels"))
@@ -461,8 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--max-tokens", type=int, default=400)
     run.add_argument("--only", nargs="*", choices=list(CONVERSATIONS))
     run.add_argument("--out", type=Path, required=True)
-    join = sub.add_parser("merge", help="build the set from collected replies (each with "
-                                        "its .labels file beside it) and guard_cases.py")
+    join = sub.add_parser("merge", help="add collected replies (each with its .labels file "
+                                        "beside it) to the set, with guard_cases.py")
     join.add_argument("collected", type=Path, nargs="+")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("-v", "--verbose", action="store_true", help="list each miss")
