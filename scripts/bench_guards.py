@@ -196,7 +196,12 @@ def collect(args: argparse.Namespace) -> int:
         cases.append(case)
 
     class Recorder(Guards):
-        """No guard acts; each point one would act at is recorded."""
+        """No guard acts; each point one would act at is recorded (a flush's with its
+        ``flush``: what its ``FlushRetry`` would be given)."""
+
+        def __init__(self, flush: dict[str, Any] | None = None):
+            super().__init__()
+            self.flush, self.prefix = flush, "flush-" if flush is not None else ""
 
         def clean(self, reply):
             where["step"] += 1
@@ -204,40 +209,25 @@ def collect(args: argparse.Namespace) -> int:
             return reply
 
         def answer(self, reply, turn):
-            record("answer", reply, turn)
+            more = {"flush": self.flush} if self.flush is not None else {}
+            record(f"{self.prefix}answer", reply, turn, **more)
             return None
 
         def repeats(self, reply, turn):
-            record("repeats", reply, turn)
+            record(f"{self.prefix}repeats", reply, turn)
             return False
 
         def refuse(self, reply, turn):
-            record("refuse", reply, turn)
+            record(f"{self.prefix}refuse", reply, turn)
             return {}
 
-    class FlushRecorder(Recorder):
-        """The memory flush's points, with what its ``FlushRetry`` would be given."""
-
-        def __init__(self, seen, today, summarised: bool):
-            super().__init__()
-            self.flush = {"seen": [m.to_entry() for m in seen], "today": today.isoformat(),
-                          "summarised": summarised}
-
-        def answer(self, reply, turn):
-            record("flush-answer", reply, turn, flush=self.flush)
-            return None
-
-        def repeats(self, reply, turn):
-            record("flush-repeats", reply, turn)
-            return False
-
-        def refuse(self, reply, turn):
-            record("flush-refuse", reply, turn)
-            return {}
+    def flush_recorder(seen, today, summarised: bool) -> Recorder:
+        return Recorder({"seen": [m.to_entry() for m in seen], "today": today.isoformat(),
+                         "summarised": summarised})
 
     profiles.Profile.step_guards = lambda self: Recorder()  # type: ignore[method-assign]
     profiles.Profile.flush_guards = (  # type: ignore[method-assign]
-        lambda self, seen, today, *, summarised: FlushRecorder(seen, today, summarised))
+        lambda self, seen, today, *, summarised: flush_recorder(seen, today, summarised))
     runtime = build_runtime(load_config(state / "clawd.json"), None)
     chosen = args.only or list(CONVERSATIONS)
     for name in chosen:

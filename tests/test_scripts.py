@@ -118,6 +118,7 @@ def test_the_guard_benchmark_records_labels_and_measures(tmp_path):
     points = {c["id"] for c in json.loads(out.read_text())["cases"]}
     assert {"fake.1/json/1.1/clean", "fake.1/json/1.1/answer",
             "fake.1/code/1.1/answer"} <= points
+    assert "fake.1/json/new.1/flush-answer" in points  # the flush /new ran
     out.with_suffix(".labels").write_text("json/1.1: text_calls\n")
     data = tmp_path / "set.json"
     bench = [sys.executable, str(SCRIPTS / "bench_guards.py"), "--data", str(data)]
