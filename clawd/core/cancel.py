@@ -38,11 +38,7 @@ class CancelToken:
     def cancelled(self) -> bool:
         return self._set.is_set()
 
-    def check(self, partial: str = "") -> None:
-        """Raise ``Cancelled`` (with the reply so far) when the turn was stopped."""
+    def check(self) -> None:
+        """Raise ``Cancelled`` when the turn was stopped."""
         if self._set.is_set():
-            raise Cancelled(partial)
-
-    def wait(self, seconds: float) -> bool:
-        """Sleep up to ``seconds``; True (at once) when the turn is stopped meanwhile."""
-        return self._set.wait(seconds)
+            raise Cancelled()

@@ -42,6 +42,7 @@ import re
 from difflib import SequenceMatcher
 
 from clawd.core.messages import Message
+from clawd.memory.chunker import FENCE_RE
 
 _ECHOED_TAG = re.compile(r"[ \t]*</?(?:tool_response|tools)>[ \t]*\n?")
 
@@ -62,23 +63,19 @@ def is_stray(text: str) -> bool:
                            or (body.startswith("{") and body.endswith("}")))
 
 
-_FENCE = re.compile(r"^([ \t]*(?:```|~~~))", re.MULTILINE)
-
-
 def without_echoed_tags(text: str) -> str:
     """``text`` without the ``<tool_response>`` and ``<tools>`` tags a model copied from
     its chat template; inside a code block they are the answer's own (XML asked for) and
     stay."""
     if not _ECHOED_TAG.search(text):
         return text
-    pieces = _FENCE.split(text)  # text, fence, code, fence, text, …
-    out, inside = [], False
-    for i, piece in enumerate(pieces):
-        if i % 2:  # a fence mark
-            inside = not inside
-            out.append(piece)
-        else:
-            out.append(piece if inside else _ECHOED_TAG.sub("", piece))
+    out, fenced = [], False
+    for line in text.splitlines(keepends=True):
+        if FENCE_RE.match(line):  # a code block's fences, as memory reads them
+            fenced = not fenced
+        elif not fenced:
+            line = _ECHOED_TAG.sub("", line)
+        out.append(line)
     return "".join(out).strip()
 
 

@@ -26,6 +26,7 @@ from typing import Annotated
 
 from clawd.core import listmark
 from clawd.core.errors import ToolError
+from clawd.memory.chunker import FENCE_RE
 from clawd.tools.base import Param, Tool, ToolContext, tool
 from clawd.tools.memory import citation_path, marked
 from clawd.workspace.backups import STATE_DIR, is_clawd_state, is_protected, loses_content
@@ -205,7 +206,7 @@ def as_list_items(content: str) -> str:
     lines, fenced = [], False
     for line in content.split("\n"):
         bare = line.strip()
-        if bare.startswith(("```", "~~~")):
+        if FENCE_RE.match(line):
             fenced = not fenced
         elif bare and not fenced and not bare.startswith(("#", ">", "|", "<!--")) \
                 and not listmark.ITEM.match(line):
@@ -223,7 +224,7 @@ def new_lines(existing: str, content: str) -> tuple[str, int]:
     kept, dropped = [], 0
     for line in content.splitlines():
         key = line.strip()
-        if key and not key.startswith(("#", "```", "~~~")):  # a code block's fences stay
+        if key and not key.startswith("#") and not FENCE_RE.match(key):  # fences stay
             if key in have:
                 dropped += 1
                 continue
