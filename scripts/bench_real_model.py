@@ -119,6 +119,8 @@ def write_config(state: Path, workspace: Path, args: argparse.Namespace) -> None
                             "maxTokens": args.max_tokens}], "timeoutSeconds": 600}
     if args.api_key:
         provider["apiKey"] = args.api_key
+    if getattr(args, "guards", None):
+        provider["guards"] = args.guards
     config = {"agents": {"defaults": {
         "workspace": str(workspace), "model": f"bench/{args.model}",
         "memorySearch": {"enabled": args.memory_search, "provider": "local",

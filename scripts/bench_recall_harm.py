@@ -13,7 +13,9 @@ a cat, a sister, a project): a saved conversation, two older daily logs, and tod
 - **questions about the past**: the reply must hold the fact (in an older note, or in
   today's log, already in view).
 
-Each message is sent ``--samples`` times per setting (the server samples). Prints the
+``--settings`` picks what runs: recall ``off``, ``on`` (as the weak profile has it, gated
+by ``recall_gate``), ``ungated`` (on for every message). Each message is sent
+``--samples`` times per setting (the server samples). Prints the
 failures per half and setting, the replies to requests that talk of notes instead, the
 questions answered, and keeps every reply in ``--keep``/bench.log (``--report DIR`` reads
 the figures of a kept run again). Not part of the test suite: it needs a model server.
@@ -194,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=300)
     parser.add_argument("--samples", type=int, default=2)
     parser.add_argument("--half", choices=["tune", "held", "both"], default="both")
-    parser.add_argument("--settings", default="off,on", help="recall settings to run")
+    parser.add_argument("--settings", default="off,on", help="recall settings to run: off, "
+                        "on, ungated (on, without the weak profile's recall_gate)")
     parser.add_argument("--keep", type=Path, default=None, help="where to leave the run")
     parser.add_argument("--report", type=Path, metavar="DIR",
                         help="no run: the figures of the run kept in DIR, read again")
@@ -229,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     ordinary = [m for m in ORDINARY if args.half in ("both", m[1])]
     started, stamp = time.perf_counter(), time.strftime("%H%M%S")
     for setting in args.settings.split(","):
-        args.recall = setting == "on"
+        args.recall = setting in ("on", "ungated")
+        args.guards = {"recall_gate": False} if setting == "ungated" else None
         write_config(state, workspace, args)  # bench_real_model's, as the other benches use
         runtime = build_runtime(load_config(state / "clawd.json"), None)
         asks = [(f"o{n}", text) for n, (_, _, text) in enumerate(ordinary)]

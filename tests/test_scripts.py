@@ -132,3 +132,44 @@ def test_the_guard_benchmark_records_labels_and_measures(tmp_path):
     row = next(r for r in rows if r[0] == "text_calls" and r[2] == "fake")
     assert row[4:] == ["1", "1", "1.00", "1.00"]  # habit, acted, precision, recall
     assert "strong-style:" in done.stdout.splitlines()[0]  # the written good replies joined
+
+
+def test_the_turn_guard_benchmark_records_labels_and_measures(tmp_path):
+    """``bench_turn_guards.py``: ``summaries`` keeps each line of a real compaction summary
+    and ``flushes`` what the flush's fallback is given; ``merge`` joins the labels;
+    ``measure`` reports summary_claims, flush_words and recall_gate."""
+    from fakeserver import FakeServer, openai_stream
+
+    summary = "## Goal\n- Build tidepool in Kotlin.\n- The user chose Python 3.9 for it."
+    with FakeServer() as server:  # the model saves nothing: every flush reaches the fallback
+        server.default("POST", "/v1/chat/completions",
+                       lambda request: openai_stream(summary if b"You summarise the older" in
+                                                     request.body else "NO_REPLY"))
+        bench = [sys.executable, str(SCRIPTS / "bench_turn_guards.py")]
+        common = ["--base-url", f"{server.url}/v1", "--model", "m", "--label", "fake"]
+        sums, flushes = tmp_path / "summaries.json", tmp_path / "flushes.json"
+        for command, out, more in (("summaries", sums, ["--samples", "1"]),
+                                   ("flushes", flushes, ["--only", "trip"])):
+            done = subprocess.run([*bench, command, *common, *more, "--out", str(out)],
+                                  cwd=tmp_path, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-2000:]
+    lines = json.loads(sums.read_text())["points"]
+    assert [p["line"] for p in lines[:2]] == summary.splitlines()[1:]
+    # only the tidepool conversation (0) said Kotlin; none said Python 3.9
+    sums.with_suffix(".labels").write_text("".join(
+        f"{p['id']}\n" for p in lines if "Python" in p["line"] or p["conversation"] != 0))
+    kept = json.loads(flushes.read_text())["points"]
+    assert len(kept) == 1 and "Tokyo" in kept[0]["kept"]
+    data = tmp_path / "set.json"
+    done = subprocess.run([*bench, "--data", str(data), "merge", str(sums), str(flushes)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    done = subprocess.run([*bench, "--data", str(data)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {(r[0], r[1], r[2]): r[3:] for r in map(str.split, done.stdout.splitlines()[2:])}
+    assert rows["summary_claims", "all", "all"][1:] == ["7", "7", "1.00", "1.00"]
+    # the trip's three facts, none noted by the model: its requests are never kept
+    points, habit, acted, precision, _ = rows["flush_words", "all", "all"]
+    assert (points, habit, precision) == ("6", "3", "1.00")
+    assert ("recall_gate", "all", "all") in rows

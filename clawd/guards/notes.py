@@ -189,7 +189,7 @@ def founded_summary(summary: str, history: str) -> tuple[str, list[str]]:
         if not line.strip() or line.lstrip().startswith("#"):
             kept.append(line)
             continue
-        numbers, names = missing(line, history)
+        numbers, names = missing(listmark.strip(line), history)  # "4." is no claim
         invented = [n for n in numbers if n.replace(",", "") not in flat]
         if invented or (names and unfounded(line, history.lower())):
             dropped.append(line.strip())
