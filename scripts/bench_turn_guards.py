@@ -391,6 +391,38 @@ def flush_points(point: dict[str, Any]) -> list[tuple[str, bool, bool]]:
     return out
 
 
+def references_lost(points: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per model, [user sentences whose number or name a summary lost to summary_claims,
+    user sentences with one]: each summary's lines are put back together and finished as
+    ``summarize`` finishes them (the lines left out, then the user's words appended), with
+    the guard and without it; a sentence the summary without the guard covers and the one
+    with it does not was lost to a left-out line."""
+    from clawd.context.references import MAX_CHARS, missing, references, with_users_words
+    from clawd.core.textcut import sentences
+    from clawd.guards.notes import founded_summary
+    from clawd.loop.upkeep import said_in
+
+    summaries: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for point in points:
+        if point["guard"] == "summary_claims":
+            summaries[point["model"], point["id"].rsplit("/", 1)[0]].append(point)
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for (model, _), lines in summaries.items():
+        messages = messages_of(SUMMARY_TALKS[lines[0]["conversation"]])
+        text = "\n".join(p["line"] for p in lines)
+        kept, left_out = founded_summary(text, said_in(None, messages))
+        guarded = kept if left_out and kept.strip() else text
+        without, with_guard = (with_users_words(t, messages, None, MAX_CHARS)
+                               for t in (text, guarded))
+        for m in messages:
+            for sentence in sentences(m.text) if m.role == "user" else []:
+                if any(references(sentence)):
+                    out[model][1] += 1
+                    out[model][0] += (not any(missing(sentence, without))
+                                      and any(missing(sentence, with_guard)))
+    return out
+
+
 def gate_points() -> list[tuple[str, bool, bool]]:
     """(id, habit, acted) of each labelled message: needs no notes, and recall held back."""
     from clawd.loop.recall import wants_recall
@@ -433,6 +465,9 @@ def measure(args: argparse.Namespace) -> int:
                 recall = f"{tp / n:.2f}" if n else "-"
                 print(f"{guard:15} {part:9} {model:10} {seen:6} {n:5} {tp + fp:5} "
                       f"{precision:>9} {recall:>6}")
+    for model, (lost, told) in sorted(references_lost(points).items()):
+        print(f"summary_claims, {model}: {lost} of {told} user sentences with a number or name "
+              f"lost to a left-out line")
     if args.verbose:
         print("\n".join(wrong))
     return 0

@@ -22,6 +22,7 @@ import json
 import logging
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,12 +57,15 @@ class Summary:
     merge), ``smaller-chunks`` (succeeded after halving the chunk size), ``simple`` (the
     fallback prompt), ``truncated`` (no summary; ``dropped`` describes what was lost) or
     ``unchanged`` (nothing to summarise). ``requests`` counts the model requests made.
+    ``left_out``: the lines of the model's summary that ``summarize``'s ``founded`` check
+    took out.
     """
 
     text: str
     method: str
     dropped: str | None
     requests: int
+    left_out: tuple[str, ...] = ()
 
 
 # --- where to cut -----------------------------------------------------------------------------
@@ -300,7 +304,8 @@ def chunk_sizes(settings: Compaction, max_chunk_tokens: int | None = None) -> li
 
 def summarize(provider: Provider, messages: list[Message], *, previous_summary: str | None,
               instructions: str | None, settings: Compaction,
-              max_tokens: int = 4096, max_chunk_tokens: int | None = None) -> Summary:
+              max_tokens: int = 4096, max_chunk_tokens: int | None = None,
+              founded: Callable[[str], tuple[str, list[str]]] | None = None) -> Summary:
     """Summarise ``messages`` (the part before the cut), folding in ``previous_summary``.
 
     ``instructions`` (from ``/compact``) steer the focus. A context overflow or an empty
@@ -308,12 +313,21 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
     ``settings.max_retries`` times, then the simple prompt, then the truncation note. Any
     other ``ProviderError`` (the server is unreachable, a key is refused) propagates at
     once: nothing was summarised, and the caller keeps the history as it was.
+
+    ``founded`` (a weak profile's ``summary_claims``) takes the lines nothing said out of
+    the model's summary, before the user's own words are appended: a true line it took out
+    by mistake ("Rui starts on February 3rd" for "3 February") comes back as the user said
+    it, so a left-out line never takes a user's number or name with it.
     """
     previous = (previous_summary or "").strip() or None
     if not messages:
         return Summary(previous or "", "unchanged", None, 0)
     summary = _summarize(provider, messages, previous, instructions, settings, max_tokens,
                          max_chunk_tokens)
+    if founded is not None and summary.method != "truncated":
+        kept, left_out = founded(summary.text)
+        if left_out and kept.strip():  # a summary of nothing but such lines stays as it is
+            summary = dataclasses.replace(summary, text=kept, left_out=tuple(left_out))
     # what the model left out of the user's exact references, word for word
     text = with_users_words(summary.text, messages, previous, min(MAX_CHARS, 2 * max_tokens))
     return dataclasses.replace(summary, text=text)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Generator
-from dataclasses import replace
 from typing import Any
 
 from clawd.context.access import Access
@@ -232,23 +231,22 @@ class Upkeep:
         before = self.window.used(incoming)
         budget = self.window.budget
         yield Waiting("compaction")
+        said = said_in(history.summary, messages[:cut])
         try:
             summary = summarize(self.provider(), messages[:cut],
                                 previous_summary=history.summary, instructions=instructions,
                                 settings=self.rt.settings.compaction, max_tokens=budget.summary,
-                                max_chunk_tokens=budget.context_window // 2)
+                                max_chunk_tokens=budget.context_window // 2,
+                                founded=(lambda text: founded_summary(text, said))
+                                if self.profile().checks_summary_claims else None)
         except ProviderError as exc:  # not about size (an outage): the history stays as is
             raise ProviderError(f"compaction stopped, the history is unchanged: {exc}",
                                 status=exc.status) from exc
-        if summary.method != "truncated" and self.profile().checks_summary_claims:
-            text, dropped = founded_summary(summary.text, said_in(history.summary,
-                                                                  messages[:cut]))
-            if dropped and text.strip():
-                log.info("summary lines nothing said, left out: %s", dropped)
-                summary = replace(summary, text=text)
-                yield Notice(f"left out of the summary, as nothing in the conversation said "
-                             f"it: {shorten(dropped[0].lstrip('-*+ '), 80)}"
-                             + (f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""))
+        if dropped := summary.left_out:
+            log.info("summary lines nothing said, left out: %s", dropped)
+            yield Notice(f"left out of the summary, as nothing in the conversation said "
+                         f"it: {shorten(dropped[0].lstrip('-*+ '), 80)}"
+                         + (f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""))
         if summary.method != "truncated" and estimate_messages(
                 history_messages(summary.text, [])) >= replaced:
             # a short history: its summary would take more room than the messages it replaces

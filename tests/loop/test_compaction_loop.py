@@ -619,3 +619,28 @@ def test_a_summary_line_nothing_said_is_left_out_under_the_weak_profile(tmp_path
                            "The user decided to use Python 3.9 for the tidepool app."]
     else:  # a strong model's summary is taken as it wrote it
         assert invented in kept and notices == []
+
+
+def test_a_true_line_left_out_by_mistake_comes_back_in_the_users_words(tmp_path):
+    """A line holding a user's number and name beside one nobody said ("2027") is left out;
+    the user's own sentence is then appended word for word, so the start date is not lost
+    with it (the user's words were once appended before the line went, and counted it)."""
+    from clawd.context.references import HEADING
+    from clawd.loop.runtime import fixed_models
+
+    model = LoopModel()
+    summary = ("## Decisions\n- A fitter, Rui, will start on 3 February 2027.\n"
+               "- The worktop is oak.")
+    provider, runtime, session = start(
+        tmp_path, lambda request: summary if is_summary(request) else model(request))
+    runtime.models = fixed_models(provider, WINDOW, profile="weak")
+    chat = Chat(runtime, KEY)
+    list(chat.handle("The fitter, Rui, starts on 3 February. The worktop is oak. "
+                     + "We keep the plumbing where it is. " * 40))
+    list(chat.handle("thanks"))
+    events = list(chat.handle("/compact"))
+    kept = chat.session.history.summary or ""
+    assert "2027" not in kept and "The worktop is oak." in kept
+    assert HEADING in kept and "The fitter, Rui, starts on 3 February." in kept
+    assert [e.text for e in events if isinstance(e, Notice)][0].startswith(
+        "left out of the summary")
