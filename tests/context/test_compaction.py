@@ -269,6 +269,29 @@ def test_empty_reply_counts_as_failure(empty: str) -> None:
     assert summary.requests == 2
 
 
+COPIED = ("What the user is trying to achieve, and the current task.\n\n## Decisions\n"
+          "- What was decided, with the reason, and alternatives that were rejected.\n"
+          "**Stated preferences, constraints and corrections, in the user's terms.**")
+
+
+def test_a_summary_that_copies_its_instructions_counts_as_failure() -> None:
+    """A 0.5B model answered with the sections' descriptions from its prompt: no summary."""
+    provider = ScriptedProvider([COPIED], default="## Goal\n- ship v2")
+    summary = summarize(provider, conversation("u a u a"), previous_summary=None,
+                        instructions=None, settings=Compaction())
+    assert summary.text == "## Goal\n- ship v2" and summary.requests == 2
+
+
+def test_a_summary_with_the_sections_headings_and_a_line_of_its_own_is_kept() -> None:
+    """The headings are what the prompt asks for; a line of its own beside one copied
+    description is a summary."""
+    text = "## Goal\n- Ship v2 by Friday.\n## Next steps\n- What remains to be done, in order."
+    provider = ScriptedProvider([text])
+    summary = summarize(provider, conversation("u a u a"), previous_summary=None,
+                        instructions=None, settings=Compaction())
+    assert summary.text.startswith(text) and summary.requests == 1
+
+
 def test_falls_back_to_the_simple_prompt() -> None:
     def reply(request: ModelRequest) -> str:
         if is_simple(request):
