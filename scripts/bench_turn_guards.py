@@ -11,7 +11,8 @@ instead; this measures them, each by what it decides:
   told are kept in their words (``context.flush.unsaved_words``). A point is one user
   message of a conversation below (written, with their labels, before any run), at the
   ``/new`` flush that ends it; its habit is *a fact the user told that no note holds* (the
-  label's pattern is in no memory file and not in the flush's own reply). The guard acts on
+  label's pattern is in no memory file, in no write of the conversation to one, and not in
+  the flush's own reply). The guard acts on
   a message when a line it keeps comes from it. A flush it never reaches (one that saved
   something, or was not asked again) is measured too: a fact lost there is its miss.
 - ``recall_gate`` sends automatic recall only for messages that ask what notes could
@@ -54,6 +55,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+from bench_guards import CONVERSATIONS, half  # noqa: E402 - the scripts' folder, just above
+from bench_recall_harm import ORDINARY, QUESTIONS  # noqa: E402
+
 DATA = ROOT / "tests" / "data" / "turn_guard_points.json"
 
 # Conversations to summarise, (user, assistant) turns: what a summary may draw on, and nothing
@@ -180,9 +184,6 @@ GATE_MESSAGES: list[tuple[str, bool]] = [
 def gate_messages() -> list[tuple[str, bool]]:
     """Every labelled message: the ones above, bench_recall_harm's (ordinary: no notes;
     questions: notes) and bench_guards' conversations' (labelled in ``GUARDS_NEED``)."""
-    from bench_guards import CONVERSATIONS
-    from bench_recall_harm import ORDINARY, QUESTIONS
-
     out = list(GATE_MESSAGES)
     out += [(text, False) for _, _, text in ORDINARY]
     out += [(text, True) for text, _ in QUESTIONS]
@@ -200,12 +201,6 @@ GUARDS_NEED = {
     "Search my notes for anything about the cat.",
     "Give me a JSON object with fields city and budget for my Lisbon move.",
 }
-
-
-def half(point_id: str) -> str:
-    from bench_guards import half as by_rule
-
-    return by_rule(point_id)
 
 
 # --- collect ------------------------------------------------------------------------------------
@@ -380,7 +375,7 @@ def flush_points(point: dict[str, Any]) -> list[tuple[str, bool, bool]]:
         if point["reached"]:  # else the flush kept something, or was not asked again
             kept = set(unsaved_words(DiskFiles(Path(root)), seen, date.fromisoformat(
                 point["today"]), pending=point["pending"]).splitlines())
-    noted = "\n".join([*point["files"].values(), point["pending"]])
+    noted = "\n".join([*point["files"].values(), point["pending"], *written_notes(seen)])
     labels = dict(FLUSH_TALKS[point["talk"]])
     out = []
     for n, message in enumerate(m for m in seen if m.role == "user" and not m.flush):
@@ -421,6 +416,16 @@ def references_lost(points: list[dict[str, Any]]) -> dict[str, list[int]]:
                     out[model][0] += (not any(missing(sentence, without))
                                       and any(missing(sentence, with_guard)))
     return out
+
+
+def written_notes(seen: list[Any]) -> list[str]:
+    """What the conversation's own successful writes put in a memory file: a note, even in
+    a file the flush does not read (``memory/2026-11-28-00-00-00.md``)."""
+    ok = {m.tool_call_id for m in seen if m.role == "toolResult" and not m.is_error}
+    return [str(value) for m in seen if m.role == "assistant" for call in m.tool_calls
+            if call.id in ok and call.name in ("write", "edit")
+            and str(call.arguments.get("path", "")).lstrip("./").startswith(("memory", "MEMORY"))
+            for value in call.arguments.values()]
 
 
 def gate_points() -> list[tuple[str, bool, bool]]:
@@ -467,7 +472,7 @@ def measure(args: argparse.Namespace) -> int:
                       f"{precision:>9} {recall:>6}")
     for model, (lost, told) in sorted(references_lost(points).items()):
         print(f"summary_claims, {model}: {lost} of {told} user sentences with a number or name "
-              f"lost to a left-out line")
+              f"(over its summaries) lost to a left-out line")
     if args.verbose:
         print("\n".join(wrong))
     return 0

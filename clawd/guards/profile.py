@@ -6,9 +6,10 @@ guards. Two are built in:
 
 - ``weak`` (the default for a provider declared in the config, e.g. a local
   OpenAI-compatible server): every guard. Each one comes from transcripts of a 1.5B model,
-  and each step guard is measured on labelled replies of a 0.5B and a 1.5B model and on
-  good replies in a strong model's style (``scripts/bench_guards.py``; figures in
-  docs/real-models.md). A change to a guard comes with its figures from there.
+  and each is measured on labelled points of a 0.5B and a 1.5B model: the reply guards on
+  their replies and on good replies in a strong model's style (``scripts/bench_guards.py``),
+  the turn guards on summaries, flushes and messages (``scripts/bench_turn_guards.py``);
+  figures in docs/real-models.md. A change to a guard comes with its figures from there.
 - ``strong`` (the default for the built-in ``anthropic`` and ``openai`` providers): none.
   A blank answer is still reported in a notice, and a reply at the output limit still says
   so: those cost nothing and are true of any model.
