@@ -104,11 +104,14 @@ SUMMARY_TALKS = [
 
 
 def messages_of(turns: list[tuple[str, str]]) -> list[Any]:
+    """The conversation as messages, with the same times whenever it is made: a summary
+    may copy a message's time, and the measure must find it in the history again."""
     from clawd.core.messages import Message
 
     out = []
-    for user, assistant in turns:
+    for n, (user, assistant) in enumerate(turns):
         out += [Message.user(user), Message.assistant(assistant)]
+        out[-2].timestamp = out[-1].timestamp = f"2026-11-27T18:{n:02d}:00.000Z"
     return out
 
 
