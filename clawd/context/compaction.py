@@ -334,9 +334,9 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
     history as it was.
 
     ``founded`` (a weak profile's ``summary_claims``) takes the lines nothing said out of
-    the model's summary, before the user's own words are appended: a true line it took out
-    by mistake ("Rui starts on February 3rd" for "3 February") comes back as the user said
-    it, so a left-out line never takes a user's number or name with it.
+    the model's summary before the user's own words are appended, so that those words are
+    judged against what is left: a left-out line that held a user's number or name (beside
+    one nobody said) does not take them with it, the user's sentence is appended.
     """
     previous = (previous_summary or "").strip() or None
     if not messages:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Generator
+from functools import partial
 from typing import Any
 
 from clawd.context.access import Access
@@ -231,14 +232,13 @@ class Upkeep:
         before = self.window.used(incoming)
         budget = self.window.budget
         yield Waiting("compaction")
-        said = said_in(history.summary, messages[:cut])
+        founded = (partial(founded_summary, history=said_in(history.summary, messages[:cut]))
+                   if self.profile().checks_summary_claims else None)
         try:
             summary = summarize(self.provider(), messages[:cut],
                                 previous_summary=history.summary, instructions=instructions,
                                 settings=self.rt.settings.compaction, max_tokens=budget.summary,
-                                max_chunk_tokens=budget.context_window // 2,
-                                founded=(lambda text: founded_summary(text, said))
-                                if self.profile().checks_summary_claims else None)
+                                max_chunk_tokens=budget.context_window // 2, founded=founded)
         except ProviderError as exc:  # not about size (an outage): the history stays as is
             raise ProviderError(f"compaction stopped, the history is unchanged: {exc}",
                                 status=exc.status) from exc
