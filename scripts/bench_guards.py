@@ -408,32 +408,43 @@ def measure(args: argparse.Namespace) -> int:
     if unlabelled:
         print(f"{len(unlabelled)} cases have no label yet, e.g. {unlabelled[0]}")
         return 2
-    # (guard, half, model) -> [true positives, false positives, false negatives, habit cases,
-    # points looked at]
-    tally: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    judged = []  # (guard, model, id, habit, acted)
     turns: dict[Any, Any] = {}
-    wrong: list[str] = []
     for case in cases:
         for name in guards():
             acted = fired(name, case, turns)
-            if acted is None:
-                continue
-            habit = name in case["habit"]
-            for key in ((name, half(case["id"]), case["model"]), (name, "all", "all")):
-                counts = tally[key]
-                counts[0] += acted and habit
-                counts[1] += acted and not habit
-                counts[2] += habit and not acted
-                counts[3] += habit
-                counts[4] += 1
-            if acted != habit:
-                wrong.append(f"{'missed' if habit else 'false'} {name}: {case['id']}")
+            if acted is not None:
+                judged.append((name, case["model"], case["id"], name in case["habit"], acted))
     models = sorted({c["model"] for c in cases})
     per_model = ", ".join(f"{m}: {sum(c['model'] == m for c in cases)}" for m in models)
     print(f"{len(cases)} labelled points ({per_model})")
+    wrong = print_table(judged, list(guards()))
+    if args.verbose:
+        print("\n".join(wrong))
+    return 0
+
+
+def print_table(judged: list[tuple[str, str, str, bool, bool]], names: list[str]) -> list[str]:
+    """Precision and recall per guard (in ``names``' order), half and model, of points
+    judged ``(guard, model, id, habit, acted)``; returns the misses and false acts."""
+    # (guard, half, model) -> [true positives, false positives, false negatives, habit cases,
+    # points looked at]
+    tally: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    wrong: list[str] = []
+    for name, model, point, habit, acted in judged:
+        for key in ((name, half(point), model), (name, "all", "all")):
+            counts = tally[key]
+            counts[0] += acted and habit
+            counts[1] += acted and not habit
+            counts[2] += habit and not acted
+            counts[3] += habit
+            counts[4] += 1
+        if acted != habit:
+            wrong.append(f"{'missed' if habit else 'false'} {name}: {point}")
+    models = sorted({model for _, model, *_ in judged})
     print(f"{'guard':16} {'half':9} {'model':12} {'points':>6} {'habit':>5} {'acted':>5} "
           f"{'precision':>9} {'recall':>6}")
-    for name in guards():
+    for name in names:
         for part in ("tune", "held-out", "all"):
             for model in (models if part != "all" else ["all"]):
                 tp, fp, fn, n, seen = tally.get((name, part, model), [0, 0, 0, 0, 0])
@@ -443,9 +454,7 @@ def measure(args: argparse.Namespace) -> int:
                 recall = f"{tp / n:.2f}" if n else "-"
                 print(f"{name:16} {part:9} {model:12} {seen:6} {n:5} {tp + fp:5} "
                       f"{precision:>9} {recall:>6}")
-    if args.verbose:
-        print("\n".join(wrong))
-    return 0
+    return wrong
 
 
 def main(argv: list[str] | None = None) -> int:

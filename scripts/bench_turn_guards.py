@@ -55,7 +55,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from bench_guards import CONVERSATIONS, half  # noqa: E402 - the scripts' folder, just above
+from bench_guards import CONVERSATIONS, print_table  # noqa: E402 - the scripts' folder, above
 from bench_recall_harm import ORDINARY, QUESTIONS  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "turn_guard_points.json"
@@ -447,32 +447,8 @@ def measure(args: argparse.Namespace) -> int:
         per = summary_points if point["guard"] == "summary_claims" else flush_points
         judged += [(point["guard"], point["model"], *p) for p in per(point)]
     judged += [("recall_gate", "any", *p) for p in gate_points()]
-    tally: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
-    wrong = []
-    for guard, model, pid, habit, acted in judged:
-        for key in ((guard, half(pid), model), (guard, "all", "all")):
-            t = tally[key]
-            t[0] += acted and habit
-            t[1] += acted and not habit
-            t[2] += habit and not acted
-            t[3] += habit
-            t[4] += 1
-        if acted != habit:
-            wrong.append(f"{'missed' if habit else 'false'} {guard}: {pid}")
     print(f"{len(judged)} labelled points")
-    print(f"{'guard':15} {'half':9} {'model':10} {'points':>6} {'habit':>5} {'acted':>5} "
-          f"{'precision':>9} {'recall':>6}")
-    models = sorted({m for _, m, *_ in judged})
-    for guard in ("summary_claims", "flush_words", "recall_gate"):
-        for part in ("tune", "held-out", "all"):
-            for model in (models if part != "all" else ["all"]):
-                tp, fp, fn, n, seen = tally.get((guard, part, model), [0, 0, 0, 0, 0])
-                if not seen:
-                    continue
-                precision = f"{tp / (tp + fp):.2f}" if tp + fp else "-"
-                recall = f"{tp / n:.2f}" if n else "-"
-                print(f"{guard:15} {part:9} {model:10} {seen:6} {n:5} {tp + fp:5} "
-                      f"{precision:>9} {recall:>6}")
+    wrong = print_table(judged, ["summary_claims", "flush_words", "recall_gate"])
     for model, (lost, told) in sorted(references_lost(points).items()):
         print(f"summary_claims, {model}: {lost} of {told} user sentences with a number or name "
               f"(over its summaries) lost to a left-out line")
