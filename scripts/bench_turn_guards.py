@@ -5,16 +5,17 @@ instead; this measures them, each by what it decides:
 
 - ``summary_claims`` leaves out a compaction summary's line that claims what the summarised
   history never said (``guards.notes.founded_summary``). A point is one line of a summary a
-  real model wrote of one of ``SUMMARY_TALKS``; its habit is
-  *invented* (labelled by hand: a claim the conversation does not make, or a wrong one).
+  real model wrote of one of ``SUMMARY_TALKS``; its habit is *invented* (labelled by hand:
+  a claim the conversation does not make, or a wrong one). The measure also counts the
+  user's sentences with a number or name that a left-out line lost (``references_lost``).
 - ``flush_words``: when a memory flush asked twice still saved nothing, the facts the user
   told are kept in their words (``context.flush.unsaved_words``). A point is one user
   message of a conversation below (written, with their labels, before any run), at the
   ``/new`` flush that ends it; its habit is *a fact the user told that no note holds* (the
   label's pattern is in no memory file, in no write of the conversation to one, and not in
-  the flush's own reply). The guard acts on
-  a message when a line it keeps comes from it. A flush it never reaches (one that saved
-  something, or was not asked again) is measured too: a fact lost there is its miss.
+  the flush's own reply). The guard acts on a message when a line it keeps comes from it.
+  A flush it never reaches (one that saved something, or was not asked again) is measured
+  too: a fact lost there is its miss.
 - ``recall_gate`` sends automatic recall only for messages that ask what notes could
   answer (``loop.recall.wants_recall``). It reads the user's message alone, so its points
   are messages labelled *needs notes* or not (the same for every model); what it saves a
