@@ -16,7 +16,9 @@ import re
 import textwrap
 from collections.abc import Callable
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")  # not inside "memory/2026-11-24.md"
+# not inside "memory/2026-11-24.md", nor after a title before a name ("My vet is Dr. Almeida")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b(?:Mr|Ms|Dr|St|Sr|Jr|Mt)\.)(?<!\bMrs\.)"
+                           r"(?<!\bProf\.)\s+|\n")
 
 
 def keep_ends(text: str, head: int, tail: int, marker: Callable[[int], str]) -> str:

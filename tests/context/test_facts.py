@@ -73,6 +73,12 @@ def test_small_talk_is_neither(sentence):
     ("Please note that I'm lactose intolerant.", "I'm lactose intolerant."),
     ("Can you remember that my locker is 42?", "my locker is 42"),
     ("Don't forget, my sister Ines is vegan.", "my sister Ines is vegan."),
+    ("Can you save a note that the boiler was serviced in May?",
+     "the boiler was serviced in May"),
+    ("Save a quick note: the gate code is 4471.", "the gate code is 4471."),
+    ("Could you save a note saying the plumber comes on Friday?",
+     "the plumber comes on Friday"),
+    ("I'd like you to remember that Ana's birthday is 3 June.", "Ana's birthday is 3 June."),
 ])
 def test_a_request_to_keep_a_statement_keeps_the_statement(sentence, kept):
     assert kind(sentence) == "fact"
@@ -113,6 +119,13 @@ def test_the_facts_of_a_message_leave_its_requests_out():
     message = ("Thanks! I'm allergic to peanuts. Suggest a 3-day itinerary for Kyoto. "
                "Can you keep it cheap? My budget is 900 euros.")
     assert facts(message) == ["I'm allergic to peanuts.", "My budget is 900 euros."]
+
+
+def test_a_title_before_a_name_does_not_end_the_sentence():
+    """The fallback once kept "My vet is Dr." and lost the name."""
+    assert facts("My vet is Dr. Almeida. Suggest a walk.") == ["My vet is Dr. Almeida."]
+    assert facts("Our landlord is Mr. Duarte and he lives upstairs.") == [
+        "Our landlord is Mr. Duarte and he lives upstairs."]
 
 
 def test_the_labelled_sentences_are_well_formed():

@@ -40,6 +40,12 @@ pytestmark = pytest.mark.usefixtures("both_storages")
     "Read notes/router.txt and keep the router's admin port in your notes.",
     "Please read config/app.ini and remember the database name.",
     "Open notes/wifi.txt, then note the password hint.",
+    "Can you save a note that the boiler was serviced in May?",
+    "Save a note: my locker is 112.",
+    "Please store a note that the spare key is with Ana.",
+    "Could you save a note saying the plumber comes on Friday?",
+    "Save a quick note: the gate code is 4471.",
+    "I'd like you to save a note that Ana's birthday is 3 June.",
 ])
 def test_a_request_to_remember_is_one(message):
     assert keep_requests(message) and to_keep(message)
@@ -61,6 +67,10 @@ def test_a_request_to_remember_is_one(message):
     "Read the logs and keep me posted.",
     "Keep going with the refactor.",
     "Check the notes and save the file.",
+    "Save the note file as todo.md.",
+    "Save a note template under docs/.",
+    "Save a note.md file with the test output.",
+    "Can you save a note I can print for the meeting?",
 ])
 def test_a_mention_of_the_word_is_not(message):
     assert keep_requests(message) == [] and to_keep(message) == ""

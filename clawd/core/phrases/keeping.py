@@ -1,9 +1,9 @@
 """The English of asking for something to be kept, and of what a request is about.
 
 Used by ``context.requests``: an order at a sentence's start (``KEEP_ORDER``: "Remember …",
-"Please note …", "Don't forget …", "Add to your notes …"; in German, French and Spanish
-``KEEP_ORDER_ELSEWHERE``), asked (``KEEP_ASKED``: "Can you remember …?") or wanted
-(``KEEP_WANTED``: "I want you to remember …"), a file to read and then keep
+"Please note …", "Don't forget …", "Add to your notes …", "Save a note that …"; in German,
+French and Spanish ``KEEP_ORDER_ELSEWHERE``), asked (``KEEP_ASKED``: "Can you remember
+…?") or wanted (``KEEP_WANTED``: "I want you to remember …"), a file to read and then keep
 (``READ_THEN_KEEP``); nostalgia is not a request (``REMEMBER_WHEN``: "Remember when we …").
 ``ABOUT_STOP_WORDS``: the words of asking, left out of what a request is about.
 """
@@ -23,6 +23,10 @@ KEEP_VERB = (r"(?:remember|note(?: down)?|(?:save|store|record|log) (?:this|that
              r"keep(?= .*\b" + INTO_NOTES + r")|jot (?:down|this|that|it)|"
              r"write (?:this|that|it) down|write down|keep (?:this|that|it) in mind|"
              r"keep in mind|make a note|take a note|don't forget|don’t forget|"
+             # "save a note that …": a note with what it says, not a file ("save the note
+             # file as todo.md")
+             r"(?:save|store|keep) (?:a|one) (?:quick |short |little )?note"
+             r"(?= that\b| saying\b| about\b|\s*:)|"
              r"do not forget|add (?:this|that|it )?(?:to )?(?:your |the )?"
              r"(?:notes|memory|memories|daily log|log)|put (?:this|that|it) in your notes)")
 KEEP_ORDER = re.compile(LEAD + KEEP_VERB + r"\b", re.IGNORECASE)

@@ -75,9 +75,10 @@ SUBJECT_VERBS = frozenset("""is are was were 's will would has had starts starte
 ended begins began takes took costs cost runs ran went goes lasts""".split())
 NEGATIVE_ORDER = re.compile(r"^(?:don't|dont|do not|never)\s+(\w+)", re.I)
 KEEP_CLAUSE = re.compile(
-    r"^\W*(?:(?:can|could|would|will) (?:you|u) (?:please |also )?|i (?:want|need|'d like|"
-    r"would like) you to (?:please )?)?(?:remember|note(?: down)?|keep in mind|"
+    r"^\W*(?:(?:can|could|would|will) (?:you|u) (?:please |also )?|i(?: want| need|'d like|"
+    r"’d like| would like) you to (?:please )?)?(?:remember|note(?: down)?|keep in mind|"
     r"(?:don't|don’t|do not) forget|make a note(?: of)?|take a note(?: of)?|write down|"
+    r"(?:save|store|keep) (?:a|one) (?:quick |short |little )?note(?: saying)?|"
     r"jot down|" + phrases.KEEP_ELSEWHERE_PATTERN
     + r")(?: (?:this|that))?\s*(?:(?:that|dass|que)\b|:|,|-|–)?\s*", re.I)
 
