@@ -11,7 +11,8 @@ model. Their English (and the few phrases of other languages) lives in this pack
 - ``changes``: a sentence that replaces a value said before ("moved from … to …").
 
 A new pattern comes with its figures (``scripts/bench_fact_selection.py``,
-``scripts/bench_guards.py``, ``scripts/bench_junk_notes.py``). What they all share is here:
+``scripts/bench_guards.py``, ``scripts/bench_turn_guards.py``,
+``scripts/bench_junk_notes.py``). What they all share is here:
 
 - ``FILLERS``: words before a sentence proper that change nothing ("So, please …", "Oh and
   also …", "One more thing: …"); ``LEADING_FILLERS`` matches the run of them (maybe
@@ -42,6 +43,8 @@ KEEP_ELSEWHERE = ("merk dir", "merke dir", "notier", "notiere", "vergiss nicht",
                   "notez bien", "n'oublie pas", "n’oublie pas",
                   "recuerda", "apunta", "anota", "no olvides")  # es
 KEEP_ELSEWHERE_PATTERN = "(?:" + "|".join(re.escape(p) for p in KEEP_ELSEWHERE) + ")"
+# "save a note that …": a note with what it says, which a file is not ("save the note file")
+SAVE_A_NOTE = r"(?:save|store|keep) (?:a|one) (?:quick |short |little )?note"
 
 FUNCTION_WORDS = frozenset("""
 a about above after again against all am an and any are as at be because been before being

@@ -23,10 +23,7 @@ KEEP_VERB = (r"(?:remember|note(?: down)?|(?:save|store|record|log) (?:this|that
              r"keep(?= .*\b" + INTO_NOTES + r")|jot (?:down|this|that|it)|"
              r"write (?:this|that|it) down|write down|keep (?:this|that|it) in mind|"
              r"keep in mind|make a note|take a note|don't forget|don’t forget|"
-             # "save a note that …": a note with what it says, not a file ("save the note
-             # file as todo.md")
-             r"(?:save|store|keep) (?:a|one) (?:quick |short |little )?note"
-             r"(?= that\b| saying\b| about\b|\s*:)|"
+             + phrases.SAVE_A_NOTE + r"(?= that\b| saying\b| about\b|\s*:)|"
              r"do not forget|add (?:this|that|it )?(?:to )?(?:your |the )?"
              r"(?:notes|memory|memories|daily log|log)|put (?:this|that|it) in your notes)")
 KEEP_ORDER = re.compile(LEAD + KEEP_VERB + r"\b", re.IGNORECASE)

@@ -78,8 +78,7 @@ KEEP_CLAUSE = re.compile(
     r"^\W*(?:(?:can|could|would|will) (?:you|u) (?:please |also )?|i(?: want| need|'d like|"
     r"’d like| would like) you to (?:please )?)?(?:remember|note(?: down)?|keep in mind|"
     r"(?:don't|don’t|do not) forget|make a note(?: of)?|take a note(?: of)?|write down|"
-    r"(?:save|store|keep) (?:a|one) (?:quick |short |little )?note(?: saying)?|"
-    r"jot down|" + phrases.KEEP_ELSEWHERE_PATTERN
+    + phrases.SAVE_A_NOTE + r"(?: saying)?|jot down|" + phrases.KEEP_ELSEWHERE_PATTERN
     + r")(?: (?:this|that))?\s*(?:(?:that|dass|que)\b|:|,|-|–)?\s*", re.I)
 
 # a message asking for what was said before ("remind me", "look up"), and speaking of oneself
