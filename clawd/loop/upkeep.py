@@ -3,7 +3,7 @@
 Before every request ``maintain`` flushes when the context has crossed the flush point (once
 per compaction cycle, see ``flush.flush_due``) and compacts when it is over the compaction
 point. ``flush`` runs the silent memory-flush turn; ``compact`` summarises the older history
-(``compaction.find_cut`` and ``compaction.summarize``) and records a ``compaction`` entry;
+(``cut.find_cut`` and ``compaction.summarize``) and records a ``compaction`` entry;
 ``recover`` does it when the server said a request does not fit. Both work through the
 collaborators they are given (``parts``, the ``ModelCall``, the ``ToolRunner``), never the
 session. A provider error that is not about size (the server is down) stops either one with
@@ -24,7 +24,8 @@ from functools import partial
 from typing import Any
 
 from clawd.context.access import Access
-from clawd.context.compaction import find_cut, summarize
+from clawd.context.compaction import summarize
+from clawd.context.cut import find_cut
 from clawd.context.flush import (
     FROM_REPLY,
     FROM_USER,

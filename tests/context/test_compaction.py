@@ -7,7 +7,8 @@ import random
 import pytest
 
 from clawd.config import Compaction
-from clawd.context.compaction import chunk_sizes, find_cut, render_history, summarize
+from clawd.context.compaction import chunk_sizes, render_history, summarize
+from clawd.context.cut import find_cut
 from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.messages import Message, ModelRequest, TextPart, ToolCall
 from clawd.core.tokens import estimate_message, estimate_text

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from clawd.context.compaction import find_cut
+from clawd.context.cut import find_cut
 from clawd.core.errors import ContextOverflowError
 from clawd.core.events import Compacted, ErrorEvent
 from clawd.core.messages import Message, ModelRequest
