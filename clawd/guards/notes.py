@@ -190,7 +190,9 @@ def founded_summary(summary: str, history: str) -> tuple[str, list[str]]:
             kept.append(line)
             continue
         numbers, names = missing(listmark.strip(line), history)  # "4." is no claim
-        invented = [n for n in numbers if n.replace(",", "") not in flat]
+        invented = [n for n in numbers  # "5" is not in "8500"
+                    if not re.search(rf"(?<![\w.]){re.escape(n.replace(',', ''))}(?![\w])",
+                                     flat)]
         if invented or (names and unfounded(line, history.lower())):
             dropped.append(line.strip())
         else:

@@ -17,7 +17,14 @@ def test_a_number_or_name_nothing_said_is_left_out():
     kept, dropped = founded_summary(summary, HISTORY)
     assert dropped == ["- The fitter, Rui, starts on 7 February.",
                        "- The tiles were chosen by Marta."]
-    assert "9,000 euros" in kept
+    assert "9,000 euros" in kept and founded_summary("- It costs 9000 euros.", HISTORY)[1] == []
+
+
+def test_a_number_is_not_found_inside_another():
+    """"5" is not said by "8,500" (the history without its thousands separators once held it
+    as "8500", and a substring was taken for the number)."""
+    assert founded_summary("- The fitter starts on 5 February.", HISTORY)[1] == [
+        "- The fitter starts on 5 February."]
 
 
 def test_a_numbered_list_s_marks_are_not_claims():
