@@ -190,8 +190,8 @@ def founded_summary(summary: str, history: str) -> tuple[str, list[str]]:
             kept.append(line)
             continue
         numbers, names = missing(listmark.strip(line), history)  # "4." is no claim
-        invented = [n for n in numbers  # "5" is not in "8500"
-                    if not re.search(rf"(?<![\w.]){re.escape(n.replace(',', ''))}(?![\w])",
+        invented = [n for n in numbers  # "5" is not in "8500" nor in "2.5"; "2.5" is in "v2.5"
+                    if not re.search(rf"(?<![\d.]){re.escape(n.replace(',', ''))}(?!\.?\d)",
                                      flat)]
         if invented or (names and unfounded(line, history.lower())):
             dropped.append(line.strip())
