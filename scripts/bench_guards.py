@@ -155,12 +155,38 @@ def half(case_id: str) -> str:
 
 # --- collect: a real model's replies, at every point a guard would see -------------------------
 
-def collect(args: argparse.Namespace) -> int:
-    home = Path(tempfile.mkdtemp(prefix="clawd-guards-"))
+def provider_config(args: argparse.Namespace, guards: dict[str, bool] | None = None
+                    ) -> dict[str, Any]:
+    """The model server at ``args.base_url`` under the weak profile, ``guards`` switched."""
+    return {"api": "openai-completions", "baseUrl": args.base_url, "timeoutSeconds": 600,
+            "profile": "weak", **({"guards": guards} if guards else {}),
+            "models": [{"id": args.model, "contextWindow": args.window,
+                        "maxTokens": args.max_tokens}]}
+
+
+def model_home(prefix: str, args: argparse.Namespace, guards: dict[str, bool] | None = None
+               ) -> tuple[Path, Path, Path]:
+    """A fresh clawd home (``CLAWD_HOME`` set to it) whose config runs ``args.model`` with
+    ``provider_config``, and its workspace as ``clawd init`` makes it: (home, state,
+    workspace)."""
+    home = Path(tempfile.mkdtemp(prefix=prefix))
     state, workspace = home / "state", home / "workspace"
     state.mkdir()
     os.environ["CLAWD_HOME"] = str(state)
     os.environ.pop("CLAWD_CONFIG", None)
+    sys.path.insert(0, str(ROOT))
+    from clawd.workspace.init import apply, plan_init
+
+    config = {"agents": {"defaults": {"workspace": str(workspace), "model": f"m/{args.model}",
+                                      "memorySearch": {"provider": "local"}}},
+              "models": {"providers": {"m": provider_config(args, guards)}}}
+    (state / "clawd.json").write_text(json.dumps(config))
+    apply(plan_init(state, state / "clawd.json", workspace, "main"))
+    (state / "clawd.json").write_text(json.dumps(config))  # init's own left as it was
+    return home, state, workspace
+
+
+def collect(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(ROOT))
     from clawd.config import load_config
     from clawd.config.schema import GUARD_NAMES
@@ -169,20 +195,10 @@ def collect(args: argparse.Namespace) -> int:
     from clawd.frontends.compose import build_runtime
     from clawd.guards import profile as profiles
     from clawd.guards.base import Guards
-    from clawd.workspace.init import apply, plan_init
 
     step_off = {name: False for name in profiles.STEP_GUARDS}
-    provider = {"api": "openai-completions", "baseUrl": args.base_url, "timeoutSeconds": 600,
-                "profile": "weak", "guards": step_off,
-                "models": [{"id": args.model, "contextWindow": args.window,
-                            "maxTokens": args.max_tokens}]}
-    config = {"agents": {"defaults": {"workspace": str(workspace), "model": f"m/{args.model}",
-                                      "memorySearch": {"provider": "local"}}},
-              "models": {"providers": {"m": provider}}}
-    (state / "clawd.json").write_text(json.dumps(config))
-    apply(plan_init(state, state / "clawd.json", workspace, "main"))
-    (state / "clawd.json").write_text(json.dumps(config))
     assert set(step_off) <= set(GUARD_NAMES)
+    home, state, workspace = model_home("clawd-guards-", args, step_off)
 
     cases: list[dict[str, Any]] = []
     where = {"conversation": "", "turn": 0, "step": 0}

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import sys
@@ -56,7 +55,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from bench_guards import CONVERSATIONS, print_table  # noqa: E402 - the scripts' folder, above
+from bench_guards import (  # noqa: E402 - the scripts' folder, above
+    CONVERSATIONS,
+    model_home,
+    print_table,
+    provider_config,
+)
 from bench_recall_harm import ORDINARY, QUESTIONS  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "turn_guard_points.json"
@@ -209,12 +213,6 @@ GUARDS_NEED = {
 
 # --- collect ------------------------------------------------------------------------------------
 
-def provider_config(args: argparse.Namespace) -> dict[str, Any]:
-    return {"api": "openai-completions", "baseUrl": args.base_url, "timeoutSeconds": 600,
-            "profile": "weak", "models": [{"id": args.model, "contextWindow": args.window,
-                                           "maxTokens": args.max_tokens}]}
-
-
 def summaries(args: argparse.Namespace) -> int:
     """Each of ``SUMMARY_TALKS`` summarised ``--samples`` times by clawd's
     own compaction; every line the model wrote a point."""
@@ -248,26 +246,14 @@ def summaries(args: argparse.Namespace) -> int:
 def flushes(args: argparse.Namespace) -> int:
     """``FLUSH_TALKS`` through clawd's own loop under the full weak profile, each ended by
     ``/new``; what the flush's fallback is given is recorded each time it runs."""
-    home = Path(tempfile.mkdtemp(prefix="clawd-flushes-"))
-    state, workspace = home / "state", home / "workspace"
-    state.mkdir()
-    os.environ["CLAWD_HOME"] = str(state)
-    os.environ.pop("CLAWD_CONFIG", None)
-    sys.path.insert(0, str(ROOT))
+    home, state, workspace = model_home("clawd-flushes-", args)
     from clawd.config import load_config
     from clawd.core.events import Flushed, Notice, TurnDone
     from clawd.frontends.commands import Chat
     from clawd.frontends.compose import build_runtime
     from clawd.loop import upkeep
     from clawd.workspace.files import memory_files
-    from clawd.workspace.init import apply, plan_init
 
-    config = {"agents": {"defaults": {"workspace": str(workspace), "model": f"m/{args.model}",
-                                      "memorySearch": {"provider": "local"}}},
-              "models": {"providers": {"m": provider_config(args)}}}
-    (state / "clawd.json").write_text(json.dumps(config))
-    apply(plan_init(state, state / "clawd.json", workspace, "main"))
-    (state / "clawd.json").write_text(json.dumps(config))
     points: list[dict[str, Any]] = []
     where = {"talk": ""}
     real = upkeep.unsaved_words
