@@ -340,9 +340,9 @@ def merge(args: argparse.Namespace) -> int:
 def summary_points(point: dict[str, Any]) -> list[tuple[str, bool, bool]]:
     """(id, habit, acted) of one summary line: invented, and left out."""
     from clawd.guards.notes import founded_summary
-    from clawd.loop.upkeep import said_in
+    from clawd.loop.upkeep import summarised_text
 
-    history = said_in(None, messages_of(SUMMARY_TALKS[point["conversation"]]))
+    history = summarised_text(None, messages_of(SUMMARY_TALKS[point["conversation"]]))
     _, left_out = founded_summary(point["line"], history)
     return [(point["id"], point["invented"], bool(left_out))]
 
@@ -385,7 +385,7 @@ def references_lost(points: list[dict[str, Any]]) -> dict[str, list[int]]:
     from clawd.context.references import MAX_CHARS, missing, references, with_users_words
     from clawd.core.textcut import sentences
     from clawd.guards.notes import founded_summary
-    from clawd.loop.upkeep import said_in
+    from clawd.loop.upkeep import summarised_text
 
     summaries: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for point in points:
@@ -395,7 +395,7 @@ def references_lost(points: list[dict[str, Any]]) -> dict[str, list[int]]:
     for (model, _), lines in summaries.items():
         messages = messages_of(SUMMARY_TALKS[lines[0]["conversation"]])
         text = "\n".join(p["line"] for p in lines)
-        kept, left_out = founded_summary(text, said_in(None, messages))
+        kept, left_out = founded_summary(text, summarised_text(None, messages))
         guarded = kept if left_out and kept.strip() else text
         without, with_guard = (with_users_words(t, messages, None, MAX_CHARS)
                                for t in (text, guarded))

@@ -82,7 +82,8 @@ class ModelCost(Model):
 # The guards a model profile can switch (``clawd.guards.profile`` has what each one does).
 GuardName = Literal["looping", "text_calls", "swallowed_args", "stray_text", "repeated_writes",
                     "repeated_reads", "blank", "echo", "note_claim", "junk_notes", "flush_retry",
-                    "flush_words", "recall_only", "recall_gate", "summary_claims"]
+                    "flush_words", "recall_only", "recall_gate", "summary_claims",
+                    "founded_notes", "fake_reminders"]
 GUARD_NAMES: tuple[str, ...] = get_args(GuardName)
 ProfileName = Literal["weak", "strong"]
 

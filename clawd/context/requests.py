@@ -118,3 +118,9 @@ def held(request: str, written: list[str]) -> bool:
     if not words:
         return True
     return sum(w in notes for w in words) >= 0.6 * len(words)
+
+
+def asks_reminder(text: str) -> bool:
+    """Whether a message asks to be told something later ("remind me on Friday at 6pm
+    to …", "set a reminder"), not what was said before ("remind me what we decided")."""
+    return keeping.REMIND_LATER.search(text) is not None

@@ -29,8 +29,10 @@ from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import Guard, Guards
 from clawd.guards.flush import FlushRetry
+from clawd.guards.founded import FoundedNotes
 from clawd.guards.notes import JunkNotes
 from clawd.guards.steps import (
+    FakeReminders,
     Looping,
     RepeatedReads,
     RepeatedWrites,
@@ -45,7 +47,7 @@ STEP_GUARDS: dict[str, type[Guard]] = {
     "stray_text": StrayText,
     "repeated_writes": RepeatedWrites, "repeated_reads": RepeatedReads,
     "blank": BlankAnswer, "echo": EchoAnswer, "note_claim": UnkeptNote,
-    "junk_notes": JunkNotes,
+    "junk_notes": JunkNotes, "founded_notes": FoundedNotes, "fake_reminders": FakeReminders,
 }
 # the memory flush's own: a bare "Done" or NO_REPLY asked once for the notes; and when the
 # flush still saved nothing, the facts the user told kept in the daily log
@@ -93,6 +95,11 @@ class Profile:
         return self.has("junk_notes")
 
     @property
+    def founds_notes(self) -> bool:
+        """A note says only what the person said or a tool returned (``guards.founded``)."""
+        return self.has("founded_notes")
+
+    @property
     def keeps_told_facts(self) -> bool:
         """A flush that saved nothing keeps the facts the user told in the daily log."""
         return self.has("flush_words")
@@ -120,7 +127,8 @@ class Profile:
         """Fresh guards for one memory flush over ``conversation``: a call written as text is
         taken as that call (``TextCalls``), arguments swallowed by one are taken back out
         (``SwallowedArgs``), repeated writes and reads are not made again,
-        junk notes are refused (``JunkNotes``), and a bare "Done" or silence is asked once
+        junk notes are refused (``JunkNotes``), and so are notes of what nobody said
+        (``FoundedNotes``); a bare "Done" or silence is asked once
         for the notes (``FlushRetry``). The answers of a flush are never shown, so the
         blank, echo and claim guards stay out."""
         guards: list[Guard] = [TextCalls()] if self.has("text_calls") else []
@@ -132,6 +140,8 @@ class Profile:
             guards.append(RepeatedReads())
         if self.has("junk_notes"):
             guards.append(JunkNotes())
+        if self.has("founded_notes"):
+            guards.append(FoundedNotes())
         if self.has("flush_retry"):
             guards.append(FlushRetry(conversation, today, summarised=summarised))
         return Guards(guards)

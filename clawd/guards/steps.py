@@ -19,6 +19,9 @@
   already ran in the turn, with no file change since, is answered without running, and the
   next answer must come in words (a small model read the same five lines 40 times, then the
   turn ended with nothing shown). Other calls may repeat: polling a command with ``exec``.
+- ``FakeReminders``: in a turn that asks for a reminder, ``exec`` is not run (a 1.5B model
+  "reminded" with ``echo 'Please call Marta … on Tuesday at 9:00 AM'`` and called it
+  done): clawd cannot notify at a time, and the next step must say so in words.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import re
 from typing import Any
 
 from clawd.context.access import WRITE_TOOLS
+from clawd.context.requests import asks_reminder
 from clawd.core.messages import Message, Part, TextPart, ToolCall, new_id
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.guards.loops import LoopGuard
@@ -196,3 +200,14 @@ class RepeatedReads(Guard):
                            "result is above; answer the user now from it", final=True)
         self._seen.add(key)
         return None
+
+
+class FakeReminders(Guard):
+    name = "fake_reminders"
+
+    def refuse(self, call: ToolCall, turn: TurnView) -> Refusal | None:
+        if call.name != "exec" or not asks_reminder(turn.text):
+            return None
+        return Refusal("not run: a command run now reminds nobody later, and clawd cannot "
+                       "notify the user at a time; tell the user so plainly in one sentence "
+                       "now", final=True)

@@ -1,4 +1,5 @@
-"""Keeping what you asked to be remembered, whatever the model did (every profile).
+"""Keeping what you asked to be remembered, and your corrections, whatever the model did
+(every profile).
 
 "Also remember: I'm allergic to peanuts." A weak model answers "I remember that Priya is
 allergic to peanuts" and writes nothing; asked again, it says it saved the note, and still
@@ -9,6 +10,18 @@ strong model that wrote the note pays nothing for this: no request, no second co
 private sessions keep requests this way: in a group, anyone's "remember …" would land in the
 owner's notes.
 
+A correction replaces at the time it is told ("Miso's vet is now Dr. Xavier Costa, Dr.
+Almeida retired."): ``keep_correction`` finds the older note lines that still say the old
+value (``context.corrections``: daily logs, saved sessions, MEMORY.md), records each in
+MEMORY.md's ``## Replaced`` record with the person's sentence as what replaced it, so that
+search, recall and ``memory_get`` hand the old line out struck through with the new value
+on it, and keeps the sentence in today's log unless a note written in the turn holds it.
+The daily logs themselves stay as they were written.
+
+clawd cannot notify anyone at a later time yet. A request for a reminder ("Remind me tomorrow
+at 9 to call the landlord") is told so in the turn (``Turn.aside``), and ``keep_reminder``
+keeps it in today's log, so the request is not lost, with a notice saying both.
+
 A request that names a file to read ("Read notes/router.txt and keep the admin port in your
 notes") is kept with the lines of the file it is about, when the model read it in the turn
 (``requests.lines_used``), and counts as held when the notes written hold those lines.
@@ -17,15 +30,50 @@ notes") is kept with the lines of the file it is about, when the model read it i
 from __future__ import annotations
 
 from collections.abc import Generator
+from datetime import date
 
 from clawd.context.access import Access
+from clawd.context.corrections import Change, changes_in, replaced
 from clawd.context.flush import FROM_REQUEST, append_flush_notes, notes_written
 from clawd.context.requests import held, lines_used, names_file, to_keep
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event, Notice
 from clawd.core.messages import Message
 from clawd.loop.runtime import Runtime
-from clawd.workspace.files import daily_log_path
+from clawd.workspace.files import (
+    MEMORY_DIR,
+    MEMORY_FILE,
+    REPLACED_SECTION,
+    daily_log_path,
+    replaced_entry,
+    replaced_lines,
+    without_replaced,
+)
+from clawd.workspace.interface import WorkspaceFiles
+
+FROM_CORRECTION = "the user's correction"
+FROM_REMINDER = "asked for a reminder: clawd cannot notify at a time yet"
+
+
+def keep_reminder(message: Message, access: Access, runtime: Runtime
+                  ) -> Generator[Event, None, None]:
+    """After the turn of a reminder request: the request in today's log (unless the turn's
+    request to keep it already put it there), and a notice that says what clawd can do."""
+    now = runtime.clock()
+    rel = daily_log_path(now.date())
+    try:
+        if message.text.strip() not in (runtime.files.read(rel) or ""):
+            access.check_flush_write(rel)
+            append_flush_notes(runtime.files, f"- {' '.join(message.text.split())}", now,
+                               FROM_REMINDER, title="Reminders asked for")
+    except (ClawdError, OSError) as exc:
+        yield Notice(f"clawd cannot notify you at a set time yet, and the request could not "
+                     f"be kept: {exc}")
+        return
+    if runtime.memory is not None:
+        runtime.memory.mark_dirty()
+    yield Notice(f"clawd cannot notify you at a set time yet: nothing will remind you; the "
+                 f"request is kept in {rel}")
 
 
 def keep_request(message: Message, history: list[Message], access: Access,
@@ -76,3 +124,79 @@ def read_for(request: str, turn: list[Message]) -> list[tuple[str, str]]:
                 used += [(path, line)
                          for line in lines_used(request, reply, path, results[call.id])]
     return list(dict.fromkeys(used))
+
+
+def _turn_of(message: Message, history: list[Message]) -> list[Message]:
+    at = next((i for i, m in enumerate(history) if m.id == message.id), None)
+    return history[at:] if at is not None else []
+
+
+def note_places(files: WorkspaceFiles) -> list[tuple[str, int, str]]:
+    """Every line of the notes a correction may replace, as (path, line number, text):
+    MEMORY.md outside its ``## Replaced`` record, and each note under ``memory/``."""
+    places: list[tuple[str, int, str]] = []
+    for rel in [MEMORY_FILE, *files.listing(MEMORY_DIR)]:
+        if not rel.endswith(".md"):
+            continue
+        try:
+            text = files.read(rel) or ""
+        except (ClawdError, OSError):
+            continue
+        if rel == MEMORY_FILE:
+            text = without_replaced(text)
+        places += [(rel, n, line) for n, line in enumerate(text.split("\n"), 1)
+                   if line.strip() and not line.lstrip().startswith("#")]
+    return places
+
+
+def record_replaced(files: WorkspaceFiles, found: Change, today: str,
+                    places: list[tuple[str, int, str]]) -> int:
+    """Add the lines of ``places`` that ``found`` replaces (and that are not recorded yet)
+    to MEMORY.md's ``## Replaced`` record; how many were added."""
+    memory = files.read(MEMORY_FILE) or ""
+    recorded = {(entry.path, entry.start) for entry in replaced_lines(memory)}
+    day = date.fromisoformat(today)
+    entries = [replaced_entry(f"{line.strip().lstrip('-*+ ').strip()} ({path}#L{n})", day,
+                              found.sentence)
+               for path, n, line in places
+               if (path, n) not in recorded and replaced(found, line)]
+    if not entries:
+        return 0
+    head = "" if memory.endswith("\n") or not memory else "\n"
+    if f"## {REPLACED_SECTION}" not in memory:
+        head += ("\n" if memory else "") + f"## {REPLACED_SECTION}\n\n"
+    files.append(MEMORY_FILE, head + "\n".join(entries) + "\n")
+    return len(entries)
+
+
+def keep_correction(message: Message, history: list[Message], access: Access,
+                    runtime: Runtime) -> Generator[Event, None, None]:
+    """After the turn of ``message``: each correction it tells replaces the older note
+    lines that say otherwise, and is kept in today's log unless a note of the turn holds
+    it."""
+    found = changes_in(message.text)
+    if not found:
+        return
+    now = runtime.clock()
+    notes = notes_written(_turn_of(message, history))
+    try:
+        access.check_flush_write(daily_log_path(now.date()))
+        access.check_flush_write(MEMORY_FILE)
+        places = note_places(runtime.files)
+        count = sum(record_replaced(runtime.files, change, now.date().isoformat(), places)
+                    for change in found)
+        unsaved = [change.sentence for change in found if not held(change.sentence, notes)]
+        rel = append_flush_notes(runtime.files, "\n".join(f"- {s}" for s in unsaved), now,
+                                 FROM_CORRECTION, title="Corrections") if unsaved else None
+    except (ClawdError, OSError) as exc:
+        yield Notice(f"your correction could not be recorded in the notes: {exc}")
+        return
+    if runtime.memory is not None:
+        runtime.memory.mark_dirty()
+    said = [f"kept in {rel}"] if rel else []
+    if count:
+        said.append(f"{count} older note line{'s' * (count != 1)} that said otherwise now "
+                    f"show{'s' * (count == 1)} it as replaced ({MEMORY_FILE}, "
+                    f"## {REPLACED_SECTION})")
+    if said:
+        yield Notice("your correction was " + "; ".join(said))

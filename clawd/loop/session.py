@@ -28,13 +28,19 @@ from clawd.context.flush import is_blank, is_silent
 from clawd.context.layers import Layers
 from clawd.context.ledger import PruningLedger, prune_mode
 from clawd.context.meter import TokenMeter
+from clawd.context.requests import asks_reminder
 from clawd.core.cancel import Cancelled, CancelToken
 from clawd.core.errors import ClawdError, ProviderError, ProviderSetupError
 from clawd.core.events import ErrorEvent, Event, Notice, Recalled, TurnDone, Waiting
 from clawd.core.messages import Message, Usage
+from clawd.core.templates import render
 from clawd.core.tokens import Budget, estimate_messages
 from clawd.guards.base import Guards, TurnView
-from clawd.loop.keeping import keep_request
+from clawd.loop.keeping import (
+    keep_correction,
+    keep_reminder,
+    keep_request,
+)
 from clawd.loop.model_call import ModelCall
 from clawd.loop.opening import open_entry
 from clawd.loop.parts import Conversation, Record, Window
@@ -225,6 +231,8 @@ class Session:
                     token=self.token)
         layers = self.layers()  # the workspace files as this turn starts
         turn.view.instructions = layers.instructions
+        if asks_reminder(text):  # said before the model answers, not after it pretended
+            turn.aside = render("reminder_aside.md.j2").strip()
         if (refusal := self._too_large(message, layers)) is not None:
             message.refused = True
             self.conversation.keep_on_disk(message)  # kept on disk, never sent
@@ -271,6 +279,10 @@ class Session:
                 yield Notice(notice)
             if appended and self.offers_writes and self.access.private:
                 yield from keep_request(message, self.history.messages, self.access, self.rt)
+                yield from keep_correction(message, self.history.messages, self.access,
+                                           self.rt)
+                if turn.aside:
+                    yield from keep_reminder(message, self.access, self.rt)
         yield self.turn_done("" if is_silent(turn.reply) else turn.reply, turn.usage,
                              turn.aborted, turn.steps, turn.interrupted, turn.failed)
 

@@ -98,6 +98,9 @@ class Turn:
     view: TurnView
     token: CancelToken = field(default_factory=CancelToken)  # set to stop the turn
     recall: Recall | None = None  # the notes sent in front of the user's message
+    # what the runtime tells the model in front of the user's message, in this turn's
+    # requests only (a reminder asked for: clawd cannot notify at a time)
+    aside: str = ""
     usage: Usage = field(default_factory=Usage)  # its model calls' (the flush's: its own)
     steps: int = 0
     reply: str = ""  # the reply as the user saw it last

@@ -50,6 +50,7 @@ from clawd.core.textcut import shorten
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import TurnView
 from clawd.guards.flush import FlushRetry
+from clawd.guards.founded import founded_note, told_or_returned
 from clawd.guards.notes import founded_summary, junk
 from clawd.guards.profile import Profile
 from clawd.loop.model_call import ModelCall, Overflowed
@@ -69,7 +70,7 @@ OVERFLOW_ATTEMPTS = 3  # compactions tried for one request the server says does 
 WORTH_A_SUMMARY = 200
 
 
-def said_in(summary: str | None, messages: list[Message]) -> str:
+def summarised_text(summary: str | None, messages: list[Message]) -> str:
     """What a summary of ``messages`` may draw on: the summary before, and each message's
     date, text and tool calls (results are messages too)."""
     return "\n".join([summary or "", *(
@@ -170,6 +171,13 @@ class Upkeep:
         if is_blank(notes) or is_acknowledgement(notes) or (
                 profile.refuses_junk_notes and junk(notes) is not None):
             notes = ""
+        if notes and profile.founds_notes:  # what nobody said is no note (a guess)
+            notes, guessed = founded_note(notes, f"{summary or ''}\n{told_or_returned(seen)}")
+            if guessed:
+                log.info("flush note lines nobody said, left out: %s", guessed)
+            if not any(line.strip() and not line.lstrip().startswith("#")
+                       for line in notes.splitlines()):
+                notes = ""  # headings with nothing left under them
         kept = [(notes, FROM_REPLY)] if notes else []
         if not files and asked_again and profile.keeps_told_facts:
             # asked twice: the facts the user told that neither the notes nor the reply's
@@ -233,7 +241,8 @@ class Upkeep:
         before = self.window.used(incoming)
         budget = self.window.budget
         yield Waiting("compaction")
-        founded = (partial(founded_summary, history=said_in(history.summary, messages[:cut]))
+        founded = (partial(founded_summary,
+                           history=summarised_text(history.summary, messages[:cut]))
                    if self.profile().checks_summary_claims else None)
         try:
             summary = summarize(self.provider(), messages[:cut],

@@ -142,9 +142,9 @@ def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: da
         if raw is None or not raw.strip():
             continue
         if name == MEMORY_FILE:
+            if not placeholders_left_out(without_replaced(raw)):
+                continue  # the template as laid down (a record of replaced lines aside)
             raw = placeholders_left_out(replaced_left_out(raw))
-            if not raw:  # the template as laid down: placeholders are no context
-                continue
         text, cut = truncate(raw, max_chars, name)
         found.append(ContextFile(name, len(raw), text, cut))
     return found
@@ -217,7 +217,8 @@ class ReplacedLine:
 
 
 _REPLACED_ENTRY = re.compile(
-    rf"^\s*[-*+]\s+(?P<old>.*?)\s*\((?P<path>{MEMORY_DIR}/[^()#]+)#L(?P<start>\d+)"
+    rf"^\s*[-*+]\s+(?P<old>.*?)\s*\((?P<path>{MEMORY_DIR}/[^()#]+|"
+    rf"{re.escape(MEMORY_FILE)})#L(?P<start>\d+)"
     r"(?:-L?(?P<end>\d+))?\)\s*—\s*replaced on (?P<day>\d{4}-\d{2}-\d{2}) by:\s*(?P<new>.+?)\s*$")
 
 
@@ -277,8 +278,9 @@ def replaced_left_out(text: str) -> str:
         if not inside:
             out.append(line)
         elif line.startswith("#"):
-            out += [line, f"[{gone} older values consolidation replaced, with what replaced "
-                          f"them: not shown here; read {MEMORY_FILE} to see them]", ""]
+            out += [line, f"[{gone} older values replaced (by consolidation or a "
+                          f"correction), with what replaced them: not shown here; read "
+                          f"{MEMORY_FILE} to see them]", ""]
     return "\n".join(out)
 
 

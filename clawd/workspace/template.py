@@ -5,6 +5,7 @@ template is neither indexed nor sent as context)."""
 from __future__ import annotations
 
 import functools
+import re
 from typing import TYPE_CHECKING
 
 from clawd.core.templates import data_dir
@@ -46,3 +47,20 @@ def template_lines() -> frozenset[str]:
             lines.update(line.strip() for line in resource.read_text(encoding="utf-8")
                          .splitlines() if line.strip() and not line.lstrip().startswith("#"))
     return frozenset(lines)
+
+
+_LABEL = re.compile(r"^\s*[-*+]\s+(?:\*\*)?(?P<label>[^:*\n]{2,80}?)(?:\*\*)?\s*:(?:\*\*)?\s*$")
+
+
+@functools.cache
+def template_labels() -> frozenset[str]:
+    """The labels of the blanks the workspace's templates hold ("- Pronouns:", "- Time
+    zone:" in USER.md), lower-cased: a note whose lines are these labels with values
+    after them is a template filled in."""
+    labels: set[str] = set()
+    for rel, resource in template_files():
+        if rel.endswith(".md"):
+            for line in resource.read_text(encoding="utf-8").splitlines():
+                if (found := _LABEL.match(line)) is not None:
+                    labels.add(" ".join(found["label"].lower().split()))
+    return frozenset(labels)

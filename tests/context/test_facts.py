@@ -174,13 +174,15 @@ def test_a_flush_that_answers_no_reply_twice_keeps_the_facts_not_the_requests(tm
     assert len([r for r in provider.requests if is_flush(r)]) == 2  # asked again once
     assert [e for e in events if isinstance(e, Flushed)] == [Flushed(files=[DAILY])]
     log = runtime.files.read(DAILY)
-    # the request to read and keep was kept at the end of its own turn, as asked
+    # the request to read and keep was kept at the end of its own turn, as asked, and so
+    # was the correction, when it was told
     assert "## The user's words" in log and "- Read notes/router.txt" in log
+    assert ("## Corrections (10:00, the user's correction)\n\n- My sister is a nurse, and "
+            "my server is called wren now, not tern.\n") in log
     fallback = log.split("## Flush notes (", 1)[1]
     assert fallback.startswith("10:00, the user's own words: the model saved no notes)")
     assert "- I'm allergic to peanuts." in fallback
-    assert ("- My sister is a nurse, and my server is called wren now, not tern. "
-            "(correction: wren, replacing tern)") in fallback
+    assert "wren" not in fallback  # kept once
     assert "Kyoto" not in fallback and "router" not in fallback
     assert "Here is part" not in fallback
     provider.assert_done()

@@ -10,6 +10,7 @@ from clawd.config import Config, parse_config
 from clawd.context.access import Access
 from clawd.core.errors import ConfigError, ToolError
 from clawd.frontends import cli, compose
+from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.sessions.store import SessionStore, is_group_key, main_key
@@ -90,8 +91,12 @@ def test_a_store_written_with_mixed_case_keys_keeps_working(tmp_path):
 
 
 def shared_runtime(tmp_path, provider, memory=None):
+    """A workspace with private and shareable notes. Its model is under the strong
+    profile: what is kept apart here holds whatever a model's guards would refuse (a weak
+    model's note of what nobody said is refused before any access rule is asked)."""
     rt = make_runtime(tmp_path, provider, tools=file_tools() + memory_tools(),
                       settings={"memorySearch": {"shareablePaths": ["memory/shared/"]}})
+    rt.models = fixed_models(provider, 200_000, profile="strong")
     rt.memory = memory
     seed(rt.workspace)
     return rt
@@ -269,6 +274,7 @@ def test_chat_with_a_full_key_runs_in_that_agents_store(tmp_path, isolated_home,
 def test_group_flush_notes_by_reply_never_land_in_a_shared_daily_log(tmp_path):
     provider = ScriptedProvider(["the group decided to meet on friday"])
     rt = make_runtime(tmp_path, provider, settings={"memorySearch": {"shareablePaths": ["memory"]}})
+    rt.models = fixed_models(provider, 200_000, profile="strong")
     session = Session(rt, GROUP)
     events = list(session.flush())
     assert not list((rt.workspace / "memory").iterdir())

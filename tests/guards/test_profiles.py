@@ -71,7 +71,8 @@ def test_repeated_writes_are_made_again_only_without_the_guard(tmp_path):
     write = Reply("", [tool("write", path=DAILY, content="- Ines arrives on May 14", append=True)])
     for profile, results in (("weak", [False, True]), ("strong", [False, False])):
         provider = ScriptedProvider([write, write, "Done."])
-        events = list(session_with(tmp_path / profile, provider, profile).run_turn("note it"))
+        session = session_with(tmp_path / profile, provider, profile)
+        events = list(session.run_turn("Note it: Ines arrives on May 14."))
         finished = [e for e in events if isinstance(e, ToolFinished)]
         assert not any(e.is_error for e in finished)  # a repeat is no failure either way
         assert [e.text.startswith("already done") for e in finished] == results, profile
@@ -193,7 +194,7 @@ def test_the_flush_runs_in_the_turns_loop_with_its_own_guards():
 
     weak = PROFILES["weak"].flush_guards([], date(2026, 11, 22), summarised=False)
     assert weak.names == ["text_calls", "swallowed_args", "repeated_writes", "repeated_reads",
-                          "junk_notes", "flush_retry"]
+                          "junk_notes", "founded_notes", "flush_retry"]
     assert PROFILES["strong"].flush_guards([], date(2026, 11, 22), summarised=False).names == []
 
 

@@ -234,7 +234,8 @@ def near_flush(tmp_path, provider):
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
     session = Session(runtime, KEY)
     talk_until_flush(session, provider,
-                     say=lambda i: f"Turn {i}. My budget is 2400 euros. {filler(200, i)}")
+                     say=lambda i: f"Turn {i}. My budget is 2400 euros. The trip is to Lisbon in "
+                                   f"May; Ines arrives on May 14. {filler(200, i)}")
     return runtime, session
 
 
@@ -304,12 +305,12 @@ def test_flush_notes_caught_in_a_loop_are_saved_once(tmp_path):
     provider = ScriptedProvider()
     runtime, session = near_flush(tmp_path, provider)
     loop = "\n".join(["- Budget: 2400 euros", "- Ines: May 14"]
-                     + ["- Rainy day: no plan suggested", "- Dishes: none suggested"] * 30)
+                     + ["- Trip: Lisbon in May", "- Budget: for the trip"] * 30)
     provider.add(loop, "Sure.")
     list(session.run_turn(f"one more {filler(400)}"))
     assert runtime.files.read(DAILY).endswith(
-        "reply)\n\n- Budget: 2400 euros\n- Ines: May 14\n- Rainy day: no plan suggested\n"
-        "- Dishes: none suggested\n")
+        "reply)\n\n- Budget: 2400 euros\n- Ines: May 14\n- Trip: Lisbon in May\n"
+        "- Budget: for the trip\n")
 
 
 def test_a_flush_writing_the_same_note_again_ends(tmp_path):
@@ -417,12 +418,13 @@ def test_a_flush_after_a_compaction_does_not_say_nothing_was_saved(tmp_path):
     for i in range(3):
         provider.add("Sure.")
         list(session.run_turn(f"Tell me about day {i}. {filler(200, i)}"))
-    provider.add(Reply("", [tool("write", path=DAILY, content="- days 0-2 planned\n",
+    provider.add(Reply("", [tool("write", path=DAILY, content="- Asked about day 0 to day 2\n",
                                  append=True)]), "NO_REPLY", "## Goal\n- Plan a trip.")
     list(session.compact())  # the cycle's flush first, then the summary
     assert session.history.summary and not any(
         m.tool_calls for m in session.history.messages)  # the note is out of view
-    talk_until_flush(session, provider)
+    talk_until_flush(session, provider,
+                     say=lambda i: f"Turn {i}. Ines arrives on May 14. {filler(200, i)}")
     provider.add("NO_REPLY", "- Ines: May 14", "Sure.")
     list(session.run_turn(f"one more {filler(400)}"))
     asked = [r.messages[-1] for r in provider.requests if r.messages[-1].flush]

@@ -134,7 +134,8 @@ def test_the_context_leaves_the_record_out_and_says_so(tmp_path: Path):
     assert "renamed from osprey to condor. (memory/2026-03-16.md#L3)" in memory.text
     assert "called osprey" not in memory.text and "fridge" not in memory.text
     assert memory.text.rstrip().endswith(
-        "## Replaced\n[2 older values consolidation replaced, with what replaced them: not "
+        "## Replaced\n[2 older values replaced (by consolidation or a correction), with what "
+        "replaced them: not "
         "shown here; read MEMORY.md to see them]")
     assert replaced_left_out("# M\n\n- a\n") == "# M\n\n- a\n"
 

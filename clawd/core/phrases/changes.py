@@ -24,3 +24,16 @@ VALUE_AFTER = re.compile(r".*\b(?:is|are|was|were|it's|its|called|named|meant|me
                          r"'s|take|use|using|got|get|prefer|with|at|on|to)\s+(?P<value>.+)$",
                          re.I)
 DETERMINERS = frozenset("the a an my our his her their your this that".split())
+# "Miso's vet is now Dr. Costa", "my address is Rua Nova 5 now", "the meeting changed to
+# Friday": a new value with no old one named, and what it is the value of
+IS_NOW = re.compile(r"^(?P<subject>.+?)\s+(?:is|are|'s)\s+now\s+(?P<new>[^,;!?]+?)"
+                    r"(?=\s*(?:[,;!?]|\.(?:\s|$)|$))", re.I)
+NOW_AT_END = re.compile(r"^(?P<subject>.+?)\s+(?:is|are)\s+(?P<new>[^,;!?]+?)\s+now\s*"
+                        r"(?:[,;!?]|\.(?:\s|$)|$)", re.I)
+CHANGED_TO = re.compile(r"^(?P<subject>.+?)\s+(?:has |have )?(?:changed|moved|switched|"
+                        r"been moved|been changed)\s+to\s+(?P<new>[^,;!?]+?)"
+                        r"(?=\s*(?:[,;!?]|\.(?:\s|$)|$))", re.I)
+# the words that say a change and name no subject: left out of what a change is about
+CHANGE_WORDS = frozenset("""now not no longer anymore any more instead actually correction
+sorry oops wait scratch that meant mean update updated please notes note retired left gone
+new old from to""".split())

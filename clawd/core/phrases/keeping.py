@@ -41,3 +41,14 @@ KEEP_ORDER_ELSEWHERE = re.compile(LEAD + phrases.KEEP_ELSEWHERE_PATTERN + r"\b",
 ABOUT_STOP_WORDS = phrases.FUNCTION_WORDS | frozenset("""also please remember note notes save store
 record log keep mind forget don't dont write add memory jot make take like want need that's
 i'm i've i'll i'd im ive we're we've""".split())
+# a request to be told something later ("Remind me tomorrow at 9 to call the landlord", "set
+# a reminder", "ping me in 20 minutes"), not a question about the past ("Remind me what we
+# decided about the API"): the reminder's verb, then a time or what to do
+_LATER = (r"(?:to |at |in (?:\d|an? |a few |half )|on |tomorrow|tonight|next |every |later|"
+          r"this (?:morning|afternoon|evening|week|weekend)|before |after |around |by )")
+REMIND_LATER = re.compile(
+    r"\bremind (?:me|us)(?: again| please| later)?,? " + _LATER
+    + r"|\bset (?:me |up )?(?:a |an )?(?:reminder|alarm|timer)\b"
+    + r"|\b(?:notify|alert|ping|text|message|wake|call) me (?:at |in (?:\d|an? |half )|on |"
+      r"tomorrow|tonight|next |every |later)"
+    + r"|\b(?:don't|do not) let me forget to\b", re.IGNORECASE)

@@ -1,0 +1,114 @@
+"""A correction the person tells, and the older note lines it replaces (pure functions).
+
+"Miso's vet is now Dr. Xavier Costa, Dr. Almeida retired." The day-1 log and the saved
+session both still say "her vet is Dr. Almeida", and a model answers from what it reads
+first. So a correction replaces at the time it is told: ``changes_in`` finds the sentences of a
+message that change a value (``facts.correction``: "moved from A to B", "B now, not A",
+"B instead of A", "actually …"; and "X is now B", "X is B now", "X changed to B"), each
+with what changed (``subject``: its words, in the first letters that several forms of a
+word share), its new value and, when named, the old one (a name the sentence gives beside
+the new value, "Dr. Almeida retired", is taken as the old one). ``replaced`` picks the note
+lines that still say the old value of that subject: a line holding the old value and a word
+of the subject, or, with no old value named, every word of the subject and not the new
+value ("I moved from Lisbon to Porto" replaces "- Moved to Lisbon in 2020", never "Ana
+lives in Lisbon"). The loop records them in MEMORY.md's ``## Replaced`` record
+(``loop.keeping.keep_correction``), and wherever a note is handed out the old line shows
+struck through with the new one beside it (``memory.superseded``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from clawd.context.facts import correction, kind
+from clawd.context.references import references
+from clawd.context.requests import content_words
+from clawd.core.phrases import changes
+from clawd.core.textcut import sentences
+
+PREFIX = 5  # two words are one when they share their first letters up to this many
+
+
+@dataclass(frozen=True)
+class Change:
+    """A sentence that changes a value: what it is about, the new value, the old one."""
+
+    sentence: str
+    subject: frozenset[str]
+    new: str
+    old: str | None
+
+
+def _key(word: str) -> str:
+    return word.lower().strip("'’.,:;!?\"").removesuffix("'s").removesuffix("’s")[:PREFIX]
+
+
+def keys(text: str) -> set[str]:
+    """The words of ``text`` that carry meaning, each as its first letters (a number
+    whole)."""
+    return {w if w.isdigit() else _key(w) for w in content_words(text)
+            if w.isdigit() or len(_key(w)) >= 3}
+
+
+def _same(a: str, b: str) -> bool:
+    if a.isdigit() or b.isdigit():
+        return a == b
+    short, long = sorted((a, b), key=len)
+    return long.startswith(short)
+
+
+def _holds(line: set[str], wanted: set[str]) -> bool:
+    return all(any(_same(w, word) for word in line) for w in wanted)
+
+
+def _names(text: str) -> set[str]:
+    exact, names = references(text)
+    titled = set(re.findall(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St)\.? ([A-Z][\w-]+)", text))
+    return exact | names | titled
+
+
+def change(sentence: str) -> Change | None:
+    """The change a sentence makes, or None when it changes nothing."""
+    text = " ".join(sentence.split())
+    if kind(text) != "fact":  # "What is my vet now?" asks; it changes nothing
+        return None
+    # "Dr. Costa": a title's full stop ends no value
+    text = re.sub(r"\b(Dr|Mr|Mrs|Ms|Prof|St)\.\s", r"\1 ", text)
+    found = correction(text)
+    subject = ""
+    if found is not None and found.new:
+        new, old = found.new, found.old
+    else:
+        match = (changes.IS_NOW.match(text) or changes.NOW_AT_END.match(text)
+                 or changes.CHANGED_TO.match(text))
+        if match is None:
+            return None
+        new, old, subject = match["new"].strip(), None, match["subject"]
+    if old is None:  # a name beside the new value is the old one's ("Dr. Almeida retired")
+        others = _names(text) - _names(new) - _names(subject)
+        old = " ".join(sorted(others)) or None
+    about = keys(subject or text) - keys(new) - keys(old or "") - {
+        _key(w) for w in changes.CHANGE_WORDS}
+    about -= {_key(n) for n in _names(old or "")}
+    if not about and not old:
+        return None  # "It is now 5pm": nothing named that a note could hold
+    return Change(" ".join(sentence.split()), frozenset(about), new, old)
+
+
+def changes_in(message: str) -> list[Change]:
+    """The changes among the sentences of a message, in order."""
+    return [found for s in sentences(message) if (found := change(s)) is not None]
+
+
+def replaced(found: Change, line: str) -> bool:
+    """Whether a note line still says the value ``found`` changes."""
+    words = keys(line)
+    if not words or _holds(words, keys(found.new)) and keys(found.new):
+        return False  # it says the new value already
+    if found.old:
+        olds = [keys(part) for part in _names(found.old)] or [keys(found.old)]
+        says_old = any(old and _holds(words, old) for old in olds)
+        return says_old and any(any(_same(w, word) for word in words)
+                                for w in found.subject)
+    return bool(found.subject) and _holds(words, set(found.subject))

@@ -1,0 +1,91 @@
+"""A correction replaces at the time it is told, whatever the model does: the older note
+lines are recorded as replaced (and handed out struck through, the new value beside them),
+and the person's sentence is kept in today's log unless the model's note holds it."""
+
+from __future__ import annotations
+
+import pytest
+
+from clawd.core.events import Notice
+from clawd.loop.session import Session
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.workspace.files import read_context_files
+
+from conftest import disk_tool_context, make_runtime
+
+KEY = "agent:main:main"
+OLD_LOG = "memory/2026-11-21.md"
+OLD_SESSION = "memory/2026-11-21-miso.md"
+TODAY = "memory/2026-11-22.md"
+SAID = "Miso's vet is now Dr. Xavier Costa, Dr. Almeida retired. Please update your notes."
+
+
+def setup(tmp_path, provider):
+    runtime = make_runtime(tmp_path, provider)
+    runtime.files.write(OLD_LOG, "# 2026-11-21\n\n- Miso's vet is Dr. Almeida.\n"
+                                 "- Rita's birthday is on 12 March.\n")
+    runtime.files.write(OLD_SESSION, "# Session\n\n**user**:\nMy cat is called Miso and her "
+                                     "vet is Dr. Almeida at Clinica Boavista.\n")
+    return runtime
+
+
+def test_a_correction_the_model_did_not_note_replaces_the_old_lines(tmp_path):
+    provider = ScriptedProvider(["Got it."])
+    runtime = setup(tmp_path, provider)
+    events = list(Session(runtime, KEY).run_turn(SAID))
+    memory = runtime.files.read("MEMORY.md")
+    assert "## Replaced" in memory
+    assert f"- Miso's vet is Dr. Almeida. ({OLD_LOG}#L3) — replaced on 2026-11-22 by: " \
+           "Miso's vet is now Dr. Xavier Costa, Dr. Almeida retired." in memory
+    assert f"({OLD_SESSION}#L4)" in memory
+    assert "Rita" not in memory
+    assert memory.startswith("## Replaced\n\n- ")
+    assert runtime.files.read(TODAY) == (
+        "# 2026-11-22\n\n## Corrections (10:00, the user's correction)\n\n- "
+        "Miso's vet is now Dr. Xavier Costa, Dr. Almeida retired.\n")
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert any("2 older note lines that said otherwise now show it as replaced" in n
+               for n in notices), notices
+    # the notes themselves are left as written; what is handed out is marked
+    assert runtime.files.read(OLD_LOG).count("Dr. Almeida") == 1
+    from clawd.tools.memory import memory_tools
+    get = next(t for t in memory_tools() if t.spec.name == "memory_get")
+    shown = get.run({"path": OLD_LOG}, disk_tool_context(runtime.workspace, runtime.settings))
+    assert "~~Miso's vet is Dr. Almeida.~~ [replaced on 2026-11-22 by: Miso's vet is now " \
+           "Dr. Xavier Costa" in shown
+
+
+def test_a_correction_the_model_noted_is_not_kept_twice(tmp_path):
+    note = "- Miso's vet is now Dr. Xavier Costa; Dr. Almeida retired.\n"
+    provider = ScriptedProvider([Reply("", [tool("write", path=TODAY, content=note,
+                                                 append=True)]), "Updated."])
+    runtime = setup(tmp_path, provider)
+    list(Session(runtime, KEY).run_turn(SAID))
+    assert runtime.files.read(TODAY).count("Costa") == 1
+    assert "replaced on 2026-11-22" in runtime.files.read("MEMORY.md")
+
+
+def test_told_twice_the_old_line_is_recorded_once(tmp_path):
+    provider = ScriptedProvider(["Got it.", "Got it."])
+    runtime = setup(tmp_path, provider)
+    session = Session(runtime, KEY)
+    list(session.run_turn(SAID))
+    list(session.run_turn(SAID))
+    assert runtime.files.read("MEMORY.md").count(f"({OLD_LOG}#L3)") == 1
+
+
+@pytest.mark.parametrize("said", ["Who is Miso's vet now?", "Miso's vet is Dr. Almeida."])
+def test_a_question_or_a_plain_fact_records_nothing(tmp_path, said):
+    provider = ScriptedProvider(["Dr. Almeida."])
+    runtime = setup(tmp_path, provider)
+    list(Session(runtime, KEY).run_turn(said))
+    assert runtime.files.read("MEMORY.md") is None
+
+
+def test_a_memory_md_holding_only_the_record_is_not_sent_as_context(tmp_path):
+    provider = ScriptedProvider(["Got it."])
+    runtime = setup(tmp_path, provider)
+    list(Session(runtime, KEY).run_turn(SAID))
+    names = [f.name for f in read_context_files(runtime.files, include_memory=True,
+                                                today=runtime.clock().date(), max_chars=20000)]
+    assert "MEMORY.md" not in names
