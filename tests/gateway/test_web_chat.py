@@ -55,6 +55,19 @@ def test_a_reply_streams_as_markdown_and_survives_a_reload(web, stand_in):
     assert "stream" in texts(page, ".session.active .session-meta")[0]
 
 
+
+def test_a_reply_stopped_for_looping_says_so_after_a_reload_too(web, stand_in):
+    stand_in.answer = lambda body, words: "Here is what to pack:\n" + "Sunglasses\n" * 80
+    page = web.page("looping")
+    send(page, "what should I pack?")
+    idle(page)
+    stopped = "the reply was stopped: the model kept repeating itself"
+    assert texts(page, ".line.notice").count(stopped) == 1  # the history's, not twice
+    page.reload()
+    idle(page)
+    assert texts(page, ".line.notice") == [stopped]
+    assert texts(page, ".msg.assistant .bubble")[-1].strip().endswith("Sunglasses")
+
 def _check_rendered(page) -> None:
     reply = ".msg.assistant .bubble"
     assert page.text_content(f"{reply} h2") == "Plan"

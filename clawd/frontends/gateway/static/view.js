@@ -203,6 +203,7 @@ export function itemNodes(item, calls) {
     out.push(node);
   }
   if (!item.text && item.interrupted) out.push(tag("stopped", "warn"));
+  if (item.notice) out.push(line("notice", item.notice)); // why it ends there (a loop)
   return out;
 }
 
