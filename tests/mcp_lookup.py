@@ -1,5 +1,6 @@
 """A small MCP server for the tests, built with the SDK: ``python tests/mcp_lookup.py``
-speaks stdio; ``build().streamable_http_app()`` is the same tools over streamable HTTP.
+speaks stdio (``--fail``: exits at once; ``--hang``: never answers; ``--slow-start``:
+answers 1.5 s late); ``build().streamable_http_app()`` is the same tools over streamable HTTP.
 
 - ``capital(country)`` and ``order_status(order_id)`` answer from tables; ``broken()``
   fails; ``slow(seconds)`` hangs; ``die()`` exits the process in the middle of the call;
@@ -69,4 +70,6 @@ if __name__ == "__main__":
         sys.exit(1)
     if "--hang" in sys.argv:
         time.sleep(60)
+    if "--slow-start" in sys.argv:  # slower to answer initialize than a short request
+        time.sleep(1.5)
     build().run()

@@ -110,16 +110,53 @@ def load_config(path: Path | None = None) -> Config:
     return parse_config(text, path)
 
 
-def json5_error(exc: ValueError) -> str:
+def json5_error(exc: ValueError, source: str | None = None) -> str:
     """The parser's message with its place said plainly: ``<string>:2 Unexpected end of
-    input at column 11`` becomes ``line 2, column 11: unexpected end of input``."""
+    input at column 11`` becomes ``line 2, column 11: unexpected end of input``. Given the
+    ``source`` text, an error a comma at that place gets past (``a: 1`` then ``b: 2`` on the
+    next line) says so: ``(is a comma missing between it and the entry before?)``."""
     text = str(exc)
-    found = re.match(r"<string>:(\d+) (.*?)(?: at column (\d+))?$", text, re.S)
+    found = _error_place(text)
     if not found:
         return text
     line, what, column = found.groups()
     place = f"line {line}" + (f", column {column}" if column else "")
-    return f"{place}: {what[:1].lower()}{what[1:]}"
+    said = f"{place}: {what[:1].lower()}{what[1:]}"
+    if source is not None and column and _comma_gets_past(source, int(line), int(column)):
+        said += " (is a comma missing between it and the entry before?)"
+    return said
+
+
+def _error_place(message: str) -> re.Match[str] | None:
+    return re.match(r"<string>:(\d+) (.*?)(?: at column (\d+))?$", message, re.S)
+
+
+def _offset(text: str, line: int, column: int) -> int:
+    """The index in ``text`` of the parser's 1-based line and column."""
+    lines = text.split("\n")
+    return sum(len(before) + 1 for before in lines[:line - 1]) + column - 1
+
+
+def _comma_gets_past(text: str, line: int, column: int, depth: int = 3) -> bool:
+    """Whether the entry parsing stopped at (a key or a value) is one a comma before it gets
+    past: with the comma the text parses, stops on a later line, or stops where one more
+    comma gets past (two missing). ``{a b: 1}`` and ``{a: 1\n b 2}`` stop in the entry: no
+    hint."""
+    import json5
+
+    at = _offset(text, line, column)
+    if depth == 0 or not 0 < at < len(text) or not re.match(r"[\w\"'{\[+\-.$]", text[at]):
+        return False
+    patched = f"{text[:at]},{text[at:]}"
+    try:
+        json5.loads(patched, allow_duplicate_keys=False)
+    except ValueError as exc:
+        found = _error_place(str(exc))
+        if not (found and found.group(3)):
+            return True  # past the syntax: a key given twice
+        again, column_again = int(found.group(1)), int(found.group(3))
+        return again > line or _comma_gets_past(patched, again, column_again, depth - 1)
+    return True
 
 
 def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
@@ -134,7 +171,7 @@ def parse_config(text: str, path: Path | str = "clawd.json") -> Config:
         if twice:
             raise ConfigError(f"{path}: the key {twice.group(1)!r} is given twice in one "
                               f"object (only the last would count); keep one") from None
-        raise ConfigError(f"{path}: not valid JSON5: {json5_error(exc)}") from None
+        raise ConfigError(f"{path}: not valid JSON5: {json5_error(exc, text)}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be an object")
     try:

@@ -9,6 +9,7 @@ one ``/`` less. Handlers return events (usually one ``CommandOutput``); they nev
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -160,12 +161,18 @@ def dispatch(chat: Chat, text: str) -> Generator[Event, None, None]:
     name = ALIASES.get(word.lower(), word.lower())
     found = REGISTRY.get(name)
     if found is None:
-        yield ErrorEvent(f"unknown command /{word} (try /help); to send it as a message, "
-                         f"start it with {ESCAPE}")
+        yield ErrorEvent(f"unknown command /{word} ({_suggest(name)}); to send it as a "
+                         f"message, start it with {ESCAPE}")
     elif args and not found.takes_arguments:
         yield ErrorEvent(f"/{word} takes no arguments (got {args!r})")
     else:
         yield from found.handler(chat, args)
+
+
+def _suggest(name: str) -> str:
+    """"did you mean /status?" for a mistyped command word (``/stauts``), else "try /help"."""
+    close = difflib.get_close_matches(name, [*REGISTRY, *ALIASES], n=1, cutoff=0.7)
+    return f"did you mean /{close[0]}?" if close else "try /help"
 
 
 def completions() -> dict[str, tuple[str, ...]]:

@@ -1,7 +1,8 @@
 """Guards on the stream and the tool calls of a step: loops, stray text, repeated writes.
 
 - ``Looping``: a reply whose end is one stretch repeated over and over is stopped and kept
-  with the stretch once (``loops.LoopGuard``).
+  with the stretch once (``loops.LoopGuard``), marked with its ``stop_reason`` so that a
+  history read later says why it ends there (``notice``, the words shown as it stopped).
 - ``TextCalls``: a reply that is nothing but a tool call written as text (``{"name":
   "write", "arguments": {...}}``, fenced or between ``<tool_call>`` tags, because the
   server did not read it as a call) is taken as the call it spells, never shown as JSON.
@@ -65,6 +66,8 @@ def repeats_writes(calls: Calls, before: Calls | None) -> bool:
 
 class Looping(Guard):
     name = "looping"
+    stop_reason = "looping"  # the kept reply's ``stopReason`` in the transcript
+    notice = "the reply was stopped: the model kept repeating itself"
 
     def __init__(self) -> None:
         self._watch = LoopGuard()

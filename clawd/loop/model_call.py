@@ -18,8 +18,9 @@ returns one of:
 A stop (the turn's ``CancelToken``, checked before the request and between deltas, or a
 Ctrl-C landing in the stream) raises ``Cancelled`` with the text streamed so far kept and
 attached as ``partial``; a provider error in a flush propagates too (the flush is not the
-user's turn to fail). A reply a guard stops for looping is kept with its loop once, and one
-cut off at the output limit says so. The model call never touches the session: it works
+user's turn to fail). A reply a guard stops for looping is kept with its loop once, marked
+(``stopReason: "looping"``) so its notice is shown again with the history, and one cut off
+at the output limit says so. The model call never touches the session: it works
 through the collaborators it is given (``parts``), so an async server can drive it as the
 REPL does.
 """
@@ -43,6 +44,7 @@ from clawd.core.messages import Message, ModelRequest, ModelResponse, TextPart, 
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import Guards
 from clawd.guards.replytext import last_answer
+from clawd.guards.steps import Looping
 from clawd.loop.parts import Conversation, Record, Window
 from clawd.loop.turn import Turn
 from clawd.providers.base import Provider
@@ -171,7 +173,7 @@ class ModelCall:
                         if show and shown:
                             yield TextDelta(shown)
                         if (cut := guards.looping(parts)) is not None:  # its loop once
-                            final = Message.assistant(cut)
+                            final = Message.assistant(cut, stop_reason=Looping.stop_reason)
                             break
                         if "\n" in event.text and guards.settled(silent.held):
                             # held back, and a guard will ask again whatever follows: stop
@@ -200,7 +202,7 @@ class ModelCall:
         if cut is not None:
             log.info("the reply repeated %r; stopped", final.text[-60:])
             if show:
-                yield Notice("the reply was stopped: the model kept repeating itself")
+                yield Notice(Looping.notice)
         elif show and rest and not (final.tool_calls and not kept.text.strip()):
             pending.append(TextDelta(rest))  # held back (a NO_REPLY start, …), not stray
         if show and cut is None and final.stop_reason == "length":

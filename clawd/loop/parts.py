@@ -6,7 +6,8 @@
   message refused as too large).
 - ``Window``: the model in use and how full its window is: the budget (flush and compaction
   points), the fixed layers (system prompt, workspace files, tool schemas) and the context
-  size the ``TokenMeter`` measures.
+  size the ``TokenMeter`` measures. ``fixed_context``: the fixed layers' share of a session
+  not yet sent to the model, without opening it (the gateway's context meter).
 
 Each holds data and answers questions about it; none calls back into the session.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from clawd.context.access import Access
+from clawd.context.access import Access, offered
 from clawd.context.layers import Layers
 from clawd.context.meter import TokenMeter
 from clawd.core.messages import Message, ToolSpec
@@ -119,3 +120,14 @@ class Window:
         """The context size now: last reported prompt plus estimates of everything since
         (``extra``: messages about to be added)."""
         return self.meter.context(self.fixed_tokens(layers or self.layers()), extra)
+
+
+def fixed_context(runtime: Runtime, key: str, model: str, ratio: float = 1.0) -> int:
+    """The context size of session ``key`` before its first model call, as ``/status``
+    counts it: the fixed layers' estimated tokens (system prompt, workspace files, tool
+    schemas) with ``model``, scaled by the session's ``tokenRatio``. Nothing is opened or
+    locked: the session's history is not read."""
+    access = Access.of(key, runtime.settings, runtime.workspace)
+    window = Window(runtime, access, lambda: runtime.models(model), TokenMeter(History(), ratio),
+                    [t.spec for t in offered(runtime.tools, access)])
+    return window.used()

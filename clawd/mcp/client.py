@@ -3,8 +3,9 @@
 One event loop in a background thread holds every connection of the process (the SDK is
 async; the loop and its tools are not). ``start`` connects to all servers side by side, each
 bounded by its ``connectionTimeoutMs``; a server that does not start is one line in
-``problems`` and the others work. Its tools become ``Tool``s named ``<server>__<tool>``
-(``shapes``), offered in group sessions only when the server says ``groups``.
+``problems`` and the others work (``requestTimeoutMs`` does not bound a start). Its tools
+become ``Tool``s named ``<server>__<tool>`` (``shapes``), offered in group sessions only when
+the server says ``groups``.
 
 A call is bounded by ``requestTimeoutMs``; a time-out, a tool's error, a server that exits
 during the call: each is an error result for the model, never an exception for the turn. A
@@ -106,11 +107,16 @@ class Connection:
     async def _run(self, ready: asyncio.Event, stop: asyncio.Event) -> None:
         from mcp import Client
 
+        cfg = self.config
+        # The start (initialize, the tool list) is bounded by connectionTimeoutMs and a call by
+        # requestTimeoutMs, each by its own wait: the session's own limit is only the longer
+        # of the two, so a slow start is not cut by a short requestTimeoutMs.
+        backstop = max(cfg.connection_timeout_ms, cfg.request_timeout_ms) / 1000
         try:
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(
                     Client(await self._transport(stack), mode="legacy",
-                           read_timeout_seconds=self.config.request_timeout_ms / 1000))
+                           read_timeout_seconds=backstop))
                 tools = await self._list(client)
                 if self._stop is not stop:
                     return

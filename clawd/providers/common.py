@@ -357,7 +357,8 @@ class SdkProvider:
 
     def check(self, timeout: float = 10.0) -> tuple[bool, str]:
         """One cheap request (the server's model list, no tokens spent): (usable, what was
-        seen). A refused key or an unreachable server is not usable; any other answer means
+        seen). A refused key or an unreachable server (named by the base URL tried, with the
+        failure below the SDK's "Connection error.") is not usable; any other answer means
         the server is there."""
         try:
             listed = self._client.with_options(timeout=timeout, max_retries=0).models.list()
@@ -368,7 +369,9 @@ class SdkProvider:
                 return False, f"the key was refused (HTTP {status})"
             if status is not None:
                 return True, f"reachable (HTTP {status} to the model list)"
-            return False, f"unreachable: {one_line(str(exc)) or type(exc).__name__}"
+            cause = exc.__cause__ or exc  # "[Errno 111] Connection refused", not the SDK's
+            return False, (f"unreachable at {self._client.base_url}: "
+                           f"{one_line(str(cause)) or type(cause).__name__}")
         if not ids or self.model in ids:
             return True, "reachable" + (f", {self.model} listed" if ids else "")
         return False, f"reachable, but {self.model} is not among its {len(ids)} models"

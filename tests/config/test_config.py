@@ -68,6 +68,11 @@ def test_json5_comments_and_trailing_commas(tmp_path):
     ("{source: '/elsewhere'}", "unknown key 'source'"),
     ("{agents: {", "not valid JSON5: line 1, column 11: unexpected end of input"),
     ("{\n a: 1\n b: 2}", 'not valid JSON5: line 3, column 2: unexpected "b"'),
+    ("{\n  agents: {defaults: {model: 'x/y'}}\n  models: {}\n}",
+     'not valid JSON5: line 3, column 3: unexpected "m" (is a comma missing between it and '
+     'the entry before?)'),
+    ("{models: {providers: {p: {models: [{id: 'a'} // one\n {id: 'b'}]}}}}",
+     'line 2, column 2: unexpected "{" (is a comma missing between it and the entry before?)'),
     ("{models: {providers: {local: {baseUrl: '127.0.0.1:18099/v1'}}}}",
      "bad value for 'models.providers.local.baseUrl': \"127.0.0.1:18099/v1\" is not an "
      "http:// or https:// URL (did you mean \"http://127.0.0.1:18099/v1\"?)"),
@@ -85,6 +90,14 @@ def test_bad_config_names_key_and_file(tmp_path, text, fragment):
     assert fragment in str(info.value)
     assert str(path) in str(info.value)
 
+
+
+@pytest.mark.parametrize("text", ["{agents b: 1}", "{agents: 1\n b 2}", "{a: 1 : 2}",
+                                  "{agents: {"])
+def test_a_syntax_error_no_comma_fixes_has_no_comma_hint(text):
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert "not valid JSON5: line" in str(info.value) and "comma" not in str(info.value)
 
 @pytest.mark.parametrize("text, key, guess", [
     ("{agents: {defaults: {modle: 'x'}}}", "agents.defaults.modle", "model"),

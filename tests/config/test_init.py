@@ -383,6 +383,22 @@ def test_cli_init_ends_with_lines_that_make_the_model_usable(isolated_home, caps
     assert resolve_agent(load_config(config_file))[1].model == "ollama/llama3.1:8b"
 
 
+
+def test_the_local_server_init_suggests_is_the_readmes_example(isolated_home, capsys):
+    """The lines init prints for a local server, put where it says, are a valid config, and
+    the same one (the same keys and values) as the README's example of a local server."""
+    step = run(["init"], capsys)[1]
+    server = step.split("under models.providers:\n")[1].split("\nand under agents.defaults:")[0]
+    model = step.split("and under agents.defaults:\n")[1].split("\nThen:")[0]
+    printed = parse_config(f"{{agents: {{defaults: {{{model}}}}},\n"
+                           f"models: {{providers: {{\n{server}\n}}}}}}")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    local = readme[readme.index("**A local OpenAI-compatible server**"):]
+    example = re.search(r"```json5\n(.*?)```", local, re.DOTALL)
+    assert example, "the README shows a local server's config"
+    assert printed.model_dump() == parse_config(example.group(1)).model_dump()
+    assert "apiKey" not in server and "maxTokens" not in server
+
 @pytest.mark.parametrize("model, variable", [("anthropic/claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
                                              ("openai/gpt-4o", "OPENAI_API_KEY")])
 def test_cli_init_with_the_key_set_says_clawd_chat(isolated_home, capsys, monkeypatch, model,

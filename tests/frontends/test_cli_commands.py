@@ -127,7 +127,8 @@ def test_doctor_checks_each_part_in_one_line(isolated_home, capsys, server):
     assert code == 1, out + err  # the second server is down
     assert lines[0].startswith("ok    config: ") and "is valid" in lines[0]
     assert "ok    model local/qwen: reachable, qwen listed" in lines
-    assert any(line.startswith("FAIL  model down/m: unreachable") for line in lines)
+    assert any(line.startswith("FAIL  model down/m: unreachable at http://127.0.0.1:9/v1/: ")
+               for line in lines)
     assert any(line.startswith("ok    embedder: local/") for line in lines)
     assert any(line.startswith("ok    memory index: ") and "integrity ok" in line
                for line in lines)

@@ -206,6 +206,18 @@ def test_a_double_slash_sends_a_message_that_starts_with_a_slash(tmp_path):
     assert "//TEXT" in said(list(chat.handle("/help")))
 
 
+
+def test_a_mistyped_command_suggests_the_one_meant_and_does_nothing(tmp_path):
+    chat = Chat(make_runtime(tmp_path, ScriptedProvider()), KEY)
+    before = stored_text(chat.session)
+    assert said(list(chat.handle("/stauts"))) == (
+        "unknown command /stauts (did you mean /status?); to send it as a message, start it "
+        "with //")
+    assert "(did you mean /memory?)" in said(list(chat.handle("/memroy search x")))
+    assert "(did you mean /exit?)" in said(list(chat.handle("/exti")))  # aliases too
+    assert "(try /help)" in said(list(chat.handle("/xyzzy")))  # nothing close: no guess
+    assert stored_text(chat.session) == before
+
 # --- the recap of a reopened session --------------------------------------------------------
 
 def test_recap_of_turns_without_a_spoken_answer_and_of_a_summary_only():

@@ -159,6 +159,18 @@ def test_abort_keeps_the_partial_reply_marked_as_ctrl_c_does(tmp_path):
         assert client.post("/api/sessions/main/abort", headers=AUTH).json()["aborted"] is False
 
 
+
+def test_a_reply_stopped_for_looping_keeps_its_notice_in_the_history(tmp_path):
+    loop = "Here is what to pack:\n" + "Sunglasses\n" * 80
+    stopped = "the reply was stopped: the model kept repeating itself"
+    with gateway(tmp_path, ScriptedProvider([loop], chunk_size=4)) as client:
+        streamed = send(client, "what should I pack?")
+        assert {"type": "notice", "text": stopped} in streamed
+        items = client.get("/api/sessions/main/history", headers=AUTH).json()["items"]
+        assert items[-1] == {**items[-1], "type": "assistant", "notice": stopped,
+                             "text": "Here is what to pack:\nSunglasses"}
+        assert "notice" not in items[0]  # the message, and any reply not stopped, have none
+
 def _heard(client) -> None:
     """Wait until the worker running the turn has heard the abort (another worker's reaches
     it through the database, a moment later)."""

@@ -69,9 +69,14 @@ def test_the_context_route_gives_the_meter(tmp_path, one_or_two_workers):
         before = client.get("/api/sessions/main/context", headers=AUTH).json()
         assert before["used"] is None and before["sessionId"] is None
         assert before["window"] == 200_000 and 0 < before["flushAt"] < before["compactAt"]
+        # before the first message the meter has the fixed layers, as /status counts them
+        status = next(e["text"] for e in send(client, "/status") if e["type"] == "command")
+        counted = re.search(r"Context: +([\d,]+) / ", status)
+        assert counted and before["fixed"] == int(counted.group(1).replace(",", "")) > 0
         send(client, "hello")
         after = client.get("/api/sessions/main/context", headers=AUTH).json()
         assert after["used"] > 0 and after["sessionId"] and after["model"]
+        assert after["fixed"] is None  # the reported size is what counts now
         assert after["busy"] == {"running": None, "queued": 0}
         assert client.get("/api/sessions/main/context").status_code == 401
         described = client.get("/openapi.json", headers=AUTH).json()["paths"]

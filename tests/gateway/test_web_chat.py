@@ -23,11 +23,17 @@ MARKDOWN = ("## Plan\n\nFirst **the deploy**, then *the notes*:\n\n- check `conf
             "| build | CI |\n\nSee [the docs](https://example.com/docs) or "
             "<img src=x onerror=\"window.pwned=1\"> <script>window.pwned=2</script>.")
 
+# The meter before a session's first model call: a share, from the fixed layers' estimate.
+FIXED_SHARE = ("() => /^context \\d+%$/.test(document.getElementById('meter-text').textContent)"
+               " && document.getElementById('meter').title.includes('no model call yet')")
+
 
 def test_a_reply_streams_as_markdown_and_survives_a_reload(web, stand_in):
     stand_in.answer = lambda body, words: MARKDOWN
     stand_in.delay, stand_in.chunk = 0.03, 8
     page = web.page("stream")
+    # before the first message the meter shows the fixed layers' share, as /status does
+    page.wait_for_function(FIXED_SHARE)
     send(page, "what is the plan?")
     # while the reply streams: a growing bubble and the stop button
     page.wait_for_selector(".msg.assistant.streaming")
@@ -48,6 +54,19 @@ def test_a_reply_streams_as_markdown_and_survives_a_reload(web, stand_in):
     assert page.text_content("#model") == "local/qwen"
     assert "stream" in texts(page, ".session.active .session-meta")[0]
 
+
+
+def test_a_reply_stopped_for_looping_says_so_after_a_reload_too(web, stand_in):
+    stand_in.answer = lambda body, words: "Here is what to pack:\n" + "Sunglasses\n" * 80
+    page = web.page("looping")
+    send(page, "what should I pack?")
+    idle(page)
+    stopped = "the reply was stopped: the model kept repeating itself"
+    assert texts(page, ".line.notice").count(stopped) == 1  # the history's, not twice
+    page.reload()
+    idle(page)
+    assert texts(page, ".line.notice") == [stopped]
+    assert texts(page, ".msg.assistant .bubble")[-1].strip().endswith("Sunglasses")
 
 def _check_rendered(page) -> None:
     reply = ".msg.assistant .bubble"
@@ -239,7 +258,7 @@ def test_new_compact_and_typed_commands(web, stand_in, web_served):
     assert texts(page, ".line.typed") == ["› /new"]  # the new session's log starts there
     after = web_served.api("GET", "/api/sessions/commands/context").json()
     assert after["sessionId"] != first_id
-    assert page.text_content("#meter-text") == "context —"
+    page.wait_for_function(FIXED_SHARE)  # the new session's meter: no model call yet
 
 
 def test_a_phone_sized_screen(web, stand_in):

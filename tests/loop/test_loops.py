@@ -88,6 +88,7 @@ def test_the_loop_is_stopped_over_the_wire(local_config, local_server, capsys, m
     transcript, = sessions.glob("*.jsonl")
     kept = [json.loads(line) for line in transcript.read_text().splitlines()][-1]
     assert kept["content"] == [{"type": "text", "text": "Here is what to pack:\nSunglasses"}]
+    assert kept["stopReason"] == "looping"  # why it ends there, for a history read later
 
 
 def test_a_reply_cut_at_the_output_limit_says_so(local_config, local_server, capsys,

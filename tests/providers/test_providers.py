@@ -254,6 +254,16 @@ def test_unreachable_server_is_a_retryable_provider_error():
     assert info.value.retryable and "cannot connect" in str(info.value)
 
 
+
+@pytest.mark.parametrize("make", [anthropic, openai])
+def test_a_check_of_an_unreachable_server_names_the_url_it_tried(make):
+    with FakeServer() as srv:
+        closed = srv  # its port is closed once the server stops
+    ok, said = make(closed).check(timeout=5)
+    url = closed.url + ("/v1/" if make is openai else "")
+    assert not ok and said.startswith(f"unreachable at {url}"), said
+    assert "Connection error." not in said and "\n" not in said
+
 # --- OpenAI ------------------------------------------------------------------------------------
 
 def test_openai_streams_text_and_usage_with_cached_tokens(server):

@@ -5,6 +5,7 @@ assistant's replies (text and tool calls), tool results, and a marker where a co
 summarised older messages. Left out: the
 memory flush's silent turns, a reply that was only ``NO_REPLY``, and blank answers that
 were asked again (all on disk, never shown). Marked: a reply cut short (``interrupted``),
+a reply stopped for repeating itself (``notice``: the words shown when it stopped),
 a turn taken back by ``/undo`` or ``/retry`` (``undone``), a message too large to send
 (``refused``). Items are numbered from the start of the transcript, so a page is "the
 ``limit`` items before ``before``" and stays put while new turns are added.
@@ -17,6 +18,7 @@ from typing import Any
 from clawd.context.flush import is_silent
 from clawd.core.messages import Message
 from clawd.frontends.cli.sessions import taken_back
+from clawd.guards.steps import Looping
 from clawd.sessions.interface import TranscriptLog
 
 MAX_PAGE = 200
@@ -83,6 +85,8 @@ def _item(message: Message) -> dict[str, Any] | None:
             "model": message.model}
     if message.aborted:
         item["interrupted"] = True
+    if message.stop_reason == Looping.stop_reason:  # said live as it stopped: said again
+        item["notice"] = Looping.notice
     return item
 
 

@@ -34,6 +34,7 @@ from clawd.frontends.gateway.common import (
 )
 from clawd.frontends.gateway.feed import KEEP_ALIVE, sse
 from clawd.frontends.gateway.hub import QueuedTurn, RemoteTurn
+from clawd.loop.parts import fixed_context
 from clawd.loop.runtime import Runtime, session_model
 from clawd.sessions.interface import TranscriptLog
 
@@ -177,8 +178,8 @@ async def delete_session(request: Request) -> Response:
 
 async def session_context(request: Request) -> Response:
     """How full the session's context window is (the REPL's status line): the context
-    size after the last model call or compaction, the window, the flush and compaction
-    points."""
+    size after the last model call or compaction (before the first: the fixed layers'
+    estimate, as /status counts it), the window, the flush and compaction points."""
     agent_id, key = session_of(request, request.path_params["key"],
                                request.query_params.get("agent"))
     runtime = state(request).agents.runtime(agent_id)
@@ -190,15 +191,18 @@ async def session_context(request: Request) -> Response:
 def _context(runtime: Runtime, key: str) -> dict[str, Any]:
     entry = runtime.store.get(key)
     ref = session_model(entry, runtime.settings)
+    used, fixed = (entry or {}).get("contextUsedTokens"), None
     try:
         budget = runtime.budget(runtime.models(ref))
         window, flush_at, compact_at = (budget.context_window, budget.flush_at,
                                         budget.compact_at)
+        if used is None:  # before the first model call: the fixed layers, as /status says
+            fixed = fixed_context(runtime, key, ref, float((entry or {}).get("tokenRatio")
+                                                           or 1.0))
     except ClawdError:  # a model the registry no longer knows: no meter, the rest stands
         window = flush_at = compact_at = 0
-    return {"sessionId": (entry or {}).get("sessionId"), "model": ref,
-            "used": (entry or {}).get("contextUsedTokens"), "window": window,
-            "flushAt": flush_at, "compactAt": compact_at}
+    return {"sessionId": (entry or {}).get("sessionId"), "model": ref, "used": used,
+            "fixed": fixed, "window": window, "flushAt": flush_at, "compactAt": compact_at}
 
 
 async def send_message(request: Request) -> Response:

@@ -67,8 +67,9 @@ def document(compatible: bool) -> dict[str, Any]:
              _param("sessionId", about="that session of the key, ended or not")])},
         "/api/sessions/{key}/context": {"get": _op(
             "how full the session's context window is: sessionId, model, used (tokens after "
-            "the last model call or compaction; null before the first), window, flushAt, "
-            "compactAt, busy", [KEY, AGENT])},
+            "the last model call or compaction; null before the first), fixed (while used "
+            "is null: the fixed layers' estimated tokens), window, flushAt, compactAt, busy",
+            [KEY, AGENT])},
         "/api/sessions/{key}/messages": {"post": _op(
             "send a message or a /command; the turn's events", [
                 KEY, AGENT, _param("Idempotency-Key", "header",

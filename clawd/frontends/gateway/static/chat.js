@@ -263,7 +263,10 @@ async function finish(turn) {
     // a command's lines go where it was typed (the top of a session /new started); a
     // message's after its reply
     const after = !turn.command ? page.total : page.sessionId === turn.sessionId ? turn.before : 0;
+    // a notice the history keeps with its reply (a loop stopped) is shown from there
+    const kept = new Set(page.items.map((item) => item.notice).filter(Boolean));
     for (const node of turn.live.extras) {
+      if (node.classList.contains("notice") && kept.has(node.textContent)) continue;
       state.extras.push({ sessionId: page.sessionId, after, node });
     }
     $("live").replaceChildren();

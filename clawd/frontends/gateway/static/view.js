@@ -203,6 +203,7 @@ export function itemNodes(item, calls) {
     out.push(node);
   }
   if (!item.text && item.interrupted) out.push(tag("stopped", "warn"));
+  if (item.notice) out.push(line("notice", item.notice)); // why it ends there (a loop)
   return out;
 }
 
@@ -374,17 +375,22 @@ export function sessionList(container, sessions, active, open, remove, rename) {
   }));
 }
 
+// Before the first model call the meter shows the fixed layers' share (`fixed`: system
+// prompt, workspace files, tool schemas, estimated), as the REPL's /status does.
 export function meter(nodes, c) {
-  const pct = c.window && c.used !== null && c.used !== undefined ? (100 * c.used) / c.window : null;
+  const used = c.used ?? c.fixed ?? null;
+  const pct = c.window && used !== null ? (100 * used) / c.window : null;
   nodes.fill.style.width = `${Math.min(100, pct || 0)}%`;
   nodes.flush.style.left = `${c.window ? (100 * c.flushAt) / c.window : 0}%`;
   nodes.compact.style.left = `${c.window ? (100 * c.compactAt) / c.window : 0}%`;
-  nodes.root.classList.toggle("warm", c.used >= c.flushAt && c.flushAt > 0);
-  nodes.root.classList.toggle("hot", c.used >= c.compactAt && c.compactAt > 0);
+  nodes.root.classList.toggle("warm", used >= c.flushAt && c.flushAt > 0);
+  nodes.root.classList.toggle("hot", used >= c.compactAt && c.compactAt > 0);
   nodes.text.textContent = pct === null ? "context —" : `context ${Math.round(pct)}%`;
-  nodes.tokens.textContent = pct === null ? "" : `${tokens(c.used)} / ${tokens(c.window)}`;
+  nodes.tokens.textContent = pct === null ? "" : `${tokens(used)} / ${tokens(c.window)}`;
+  const what = c.used !== null && c.used !== undefined ? "" : " (no model call yet: system " +
+    "prompt, workspace files and tools, estimated)";
   nodes.root.title = pct === null ? `no model call yet · window ${tokens(c.window)} tokens` :
-    `${c.used.toLocaleString("en")} of ${c.window.toLocaleString("en")} tokens · ` +
+    `${used.toLocaleString("en")} of ${c.window.toLocaleString("en")} tokens${what} · ` +
     `memory flush at ${c.flushAt.toLocaleString("en")} · compaction at ` +
     `${c.compactAt.toLocaleString("en")}`;
 }
