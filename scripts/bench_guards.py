@@ -3,9 +3,10 @@
 A guard of the weak profile (``clawd.guards``) acts on a model's reply at one point of a step:
 the streamed text (``looping``), the whole reply (``clean``: ``text_calls``,
 ``swallowed_args``, ``stray_text``), a final answer (``answer``: ``blank``, ``echo``,
-``note_claim``), a step's tool calls (``repeats``: ``repeated_writes``) or one call
-(``refuse``: ``repeated_reads``, ``junk_notes``); the memory flush's replies meet
-``flush_retry`` (and the step guards the flush holds) at the same points. This measures them
+``note_claim``, ``file_answer``), a step's tool calls (``repeats``: ``repeated_writes``) or
+one call (``refuse``: ``repeated_reads``, ``junk_notes``, ``founded_notes``,
+``fake_reminders``); the memory flush's replies meet ``flush_retry`` (and the step guards
+the flush holds) at the same points. This measures them
 on a labelled set of replies, ``tests/data/guard_replies.json``:
 
 - replies of real local models, taken with ``collect``: clawd's own loop runs the
@@ -279,10 +280,11 @@ def collect(args: argparse.Namespace) -> int:
 
 # the habits a point can show: those of the guards that act there
 AT_POINT = {"clean": ("looping", "text_calls", "swallowed_args", "stray_text"),
-            "answer": ("blank", "echo", "note_claim"), "repeats": ("repeated_writes",),
-            "refuse": ("repeated_reads", "junk_notes"), "flush-answer": ("flush_retry",),
-            "flush-repeats": ("repeated_writes",), "flush-refuse": ("repeated_reads",
-                                                                    "junk_notes")}
+            "answer": ("blank", "echo", "note_claim", "file_answer"),
+            "repeats": ("repeated_writes",),
+            "refuse": ("repeated_reads", "junk_notes", "founded_notes", "fake_reminders"),
+            "flush-answer": ("flush_retry",), "flush-repeats": ("repeated_writes",),
+            "flush-refuse": ("repeated_reads", "junk_notes", "founded_notes")}
 
 
 def read_labels(path: Path) -> dict[str, list[str]]:

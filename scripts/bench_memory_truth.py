@@ -5,7 +5,7 @@ between them, through clawd's own chat loop (``Chat.handle``, as the REPL does),
 clock moved one day at each ``/new``:
 
 - day 1 tells facts about the person (where they live, people, a pet, a preference) and
-  asks one coding question;
+  asks one ordinary question;
 - day 2 corrects one of those facts, asks for a fact that is only inside a file of the
   workspace ("read docs/lease.txt and tell me …"), and asks for a reminder;
 - day 3, a fresh session, asks four questions (the corrected fact, two facts of day 1, the
@@ -25,8 +25,8 @@ It prints, per conversation and in all:
   new one (goal 0), and those giving both;
 - **recalled**: day-3 questions answered right in the fresh session;
 - **file fact**: day-2 answers that give the fact the file holds;
-- **JSON / refused**: replies turned into JSON, and ordinary work (the coding requests)
-  refused or answered without code;
+- **JSON / refused**: replies turned into JSON, and ordinary work refused (the day-1
+  question, the day-3 coding request) or the coding request answered without code;
 - **reminders**: answers that say plainly no notification can be sent at a time, turns that
   ran ``exec`` for a reminder, and reminder requests that reached a note.
 
@@ -38,6 +38,13 @@ Not part of the test suite: it needs a model server. With ``../shared/tools/loca
 
 ``--out`` keeps the figures and every line judged, so a before and an after can be put side
 by side (``--compare A.json B.json`` prints both, no model needed).
+
+The guard ``founded_notes`` is measured on the note lines of runs made without it (before
+it existed, or with it switched off), each labelled by hand *invented* or not:
+``--lines A.json B.json > lines.json`` writes them unlabelled ("invented": null), and
+``--notes tests/data/note_lines.json`` prints its precision and recall by model and half
+(the conversation's), each line judged against everything the person said in its
+conversation and the file it holds (a little more than the guard sees when it acts).
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ class Conversation:
     name: str
     half: str  # "tune" or "held"
     day1: tuple[str, ...]
-    coding1: str
+    question1: str  # an ordinary question of day 1 (code or not)
     correction: str
     file: tuple[str, str]  # (workspace path, text)
     file_ask: str
@@ -206,6 +213,7 @@ class Run:
     old_value: int = 0
     both_values: int = 0
     file_fact: int = 0
+    replies: dict[str, str] = field(default_factory=dict)  # every message -> its reply
     json_replies: list[str] = field(default_factory=list)
     refused_work: list[str] = field(default_factory=list)
     reminder_honest: int = 0
@@ -308,7 +316,7 @@ def run_one(args: argparse.Namespace, conv: Conversation, sample: int, log) -> R
     replies: list[tuple[str, str]] = []
     for text in conv.day1:
         replies.append((text, d.say(text)))
-    coding = [(conv.coding1, d.say(conv.coding1))]
+    question = (conv.question1, d.say(conv.question1))
     d.new_day()
     replies.append((conv.correction, d.say(conv.correction)))
     file_reply = d.say(conv.file_ask)
@@ -328,13 +336,11 @@ def run_one(args: argparse.Namespace, conv: Conversation, sample: int, log) -> R
         if q.old and re.search(q.old, answer, re.I):
             run.old_value += not right
             run.both_values += right
-    coding.append((conv.coding3, d.say(conv.coding3)))
-    replies += coding
+    coding = (conv.coding3, d.say(conv.coding3))
+    replies += [question, coding]
     after = _memory_texts(d.workspace)
     d.close()
-    said = "\n".join([*conv.day1, conv.coding1, conv.correction, conv.file_ask, conv.file[1],
-                      conv.reminder, *(q.text for q in conv.questions), conv.coding3,
-                      workspace_text])
+    said = "\n".join([said_in(conv), workspace_text])
     run.note_lines = _added(before, after)
     for line in run.note_lines:
         if unsaid := invented(line.split(": ", 1)[1], said):
@@ -343,9 +349,11 @@ def run_one(args: argparse.Namespace, conv: Conversation, sample: int, log) -> R
         "remind", "please"}
     run.reminder_noted = any(sum(w in line.lower() for w in reminder_words) >= 2
                              for line in run.note_lines)
+    run.replies = dict(replies)
     run.json_replies = [text for text, reply in replies if JSON_REPLY.search(reply)]
-    run.refused_work = [text for text, reply in coding
-                        if REFUSED.search(reply) or not CODE.search(reply)]
+    # ordinary work refused: the day-1 question, and the coding request answered without code
+    run.refused_work = [text for text, reply in (question, coding) if REFUSED.search(reply)
+                        or (text == conv.coding3 and not CODE.search(reply))]
     run.blank_turns, run.errors = d.blank, d.errors
     run.seconds = time.perf_counter() - started
     return run
@@ -367,8 +375,8 @@ def totals(runs: list[Run], half: str | None = None) -> dict[str, str]:
         "facts recalled in a fresh session": f"{sum(r.recalled for r in chosen)}/{questions}",
         "file fact answered": f"{sum(r.file_fact for r in chosen)}/{n}",
         "replies turned to JSON": str(sum(len(r.json_replies) for r in chosen)),
-        "coding requests refused or without code": f"{sum(len(r.refused_work) for r in chosen)}"
-                                                   f"/{2 * n}",
+        "ordinary work refused, or no code": f"{sum(len(r.refused_work) for r in chosen)}"
+                                             f"/{2 * n}",
         "reminder: said it cannot notify": f"{sum(r.reminder_honest for r in chosen)}/{n}",
         "reminder: ran exec": f"{sum(r.reminder_exec for r in chosen)}/{n}",
         "reminder: request reached a note": f"{sum(r.reminder_noted for r in chosen)}/{n}",
@@ -396,6 +404,47 @@ def load(path: Path) -> list[Run]:
     return [Run(**r) for r in json.loads(path.read_text())["runs"]]
 
 
+def said_in(conv: Conversation) -> str:
+    """Everything the person said in ``conv``, and the file it holds."""
+    return "\n".join([*conv.day1, conv.question1, conv.correction, conv.file_ask, conv.file[1],
+                      conv.reminder, *(q.text for q in conv.questions), conv.coding3])
+
+
+def note_lines(paths: list[Path]) -> dict[str, list[dict[str, object]]]:
+    """The note lines of earlier runs, unlabelled, for ``--notes``."""
+    lines = [{"model": json.loads(path.read_text())["model"], "conversation": r.conversation,
+              "line": line.split(": ", 1)[1], "invented": None}
+             for path in paths for r in load(path) for line in r.note_lines]
+    return {"lines": lines}
+
+
+def measure_notes(path: Path, verbose: bool = False) -> None:
+    """Precision and recall of ``founded_note`` on labelled note lines, by the half of
+    their conversation and by model."""
+    from clawd.guards.founded import founded_note
+
+    by_name = {c.name: c for c in CONVERSATIONS}
+    tally: dict[tuple[str, str], list[int]] = {}  # (half, model) -> [lines, habit, acted, tp]
+    for point in json.loads(path.read_text())["lines"]:
+        conv = by_name[str(point["conversation"])]
+        _, dropped = founded_note(str(point["line"]), said_in(conv))
+        habit, acted = bool(point["invented"]), bool(dropped)
+        for key in ((conv.half, str(point["model"])), ("all", "all")):
+            counts = tally.setdefault(key, [0, 0, 0, 0])
+            counts[0] += 1
+            counts[1] += habit
+            counts[2] += acted
+            counts[3] += habit and acted
+        if verbose and habit != acted:
+            print(f"{'missed' if habit else 'false'} [{conv.name}]: {point['line']}")
+    print(f"{'half':6} {'model':30} {'lines':>5} {'invented':>8} {'acted':>5} "
+          f"{'precision':>9} {'recall':>6}")
+    for (part, model), (n, habit, acted, tp) in sorted(tally.items()):
+        precision = f"{tp / acted:.2f}" if acted else "-"
+        recall = f"{tp / habit:.2f}" if habit else "-"
+        print(f"{part:6} {model:30} {n:5} {habit:8} {acted:5} {precision:>9} {recall:>6}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
@@ -409,7 +458,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", type=Path, nargs="+", metavar="JSON",
                         help="no model: print the figures of earlier --out files side by side")
     parser.add_argument("--quiet", action="store_true", help="no transcript on stdout")
+    parser.add_argument("--lines", type=Path, nargs="+", metavar="JSON",
+                        help="no model: print the note lines of earlier --out files to label")
+    parser.add_argument("--notes", type=Path, metavar="LABELLED",
+                        help="no model: measure founded_notes on labelled note lines")
     args = parser.parse_args(argv)
+    if args.lines:
+        print(json.dumps(note_lines(args.lines), indent=1, ensure_ascii=False))
+        return 0
+    if args.notes:
+        measure_notes(args.notes, verbose=not args.quiet)
+        return 0
     if args.compare:
         columns: dict[str, dict[str, str]] = {}
         for path in args.compare:

@@ -6,9 +6,12 @@ scripted model: chat replies of about 100 words, a document read every fifth tur
 800 tokens), notes appended on a flush, summaries of about 150 words. User messages run
 120-220 words. For every window it prints model requests per user turn (chat, flush and
 summary requests all count), compactions, flushes, the largest context seen as a share of
-the window, and errors; the same chats run again with the budget arithmetic clawd used
-before (absolute reserve and soft threshold clamped to 1 token, no share for the workspace
-files, summaries of up to maxTokens) as the baseline, in the same run.
+the window, errors, and the fixed part of a request before the first message (system
+prompt, workspace files, tool schemas) as a share of the window; the same chats run again
+with the budget arithmetic clawd used before (absolute reserve and soft threshold clamped
+to 1 token, no share for the workspace files, summaries of up to maxTokens, and the full
+rendering of the workspace's untouched templates and the tools in every window) as the
+baseline, in the same run.
 
     python scripts/bench_small_windows.py [--turns 30] [--windows 8192,16384,32768,200000]
                                           [--seed 7]
@@ -71,6 +74,7 @@ class Result:
     compactions: int = 0
     flushes: int = 0
     peak: float = 0.0
+    fixed: float = 0.0  # the fixed layers before the first message, a share of the window
     errors: int = 0
     seconds: float = 0.0
 
@@ -114,15 +118,19 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
                       models=fixed_models(provider, window),
                       tools=file_tools() + [exec_tool()] + memory_tools(),
                       clock=lambda: now[0])
-    saved = Session._too_large
+    import clawd.loop.runtime as runtime_module
+
+    saved, small = Session._too_large, runtime_module.SMALL_WINDOW
     if baseline:  # the old arithmetic, which had no window or message-size checks either
         runtime.budget = lambda model: old_budget(runtime, model)  # type: ignore[method-assign]
         runtime.check_window = lambda *a: None  # type: ignore[method-assign]
         Session._too_large = lambda *a: None  # type: ignore[method-assign]
+        runtime_module.SMALL_WINDOW = 0  # the full renderings in every window
     started = time.perf_counter()
     result = Result()
     try:
         session = Session(runtime, "agent:main:main")
+        result.fixed = session.window.fixed_tokens(session.layers()) / window
         for i in range(turns):
             now[0] += timedelta(minutes=3)
             text = f"Turn {i}. {words(rng, 120, 220)}"
@@ -136,6 +144,7 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
         result.requests = len(provider.requests)
     finally:
         Session._too_large = saved  # type: ignore[method-assign]
+        runtime_module.SMALL_WINDOW = small
     result.seconds = time.perf_counter() - started
     return result
 
@@ -153,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.turns}-turn chats, default settings, the workspace template; "
           f"requests = chat + flush + summary requests")
     header = (f"{'window':>8} {'flush at':>9} {'compact':>9} | {'req/turn':>8} {'compact':>7} "
-              f"{'flushes':>7} {'peak':>6} {'errors':>6} | baseline: {'req/turn':>8} "
-              f"{'compact':>7} {'flushes':>7} {'peak':>6} {'errors':>6}")
+              f"{'flushes':>7} {'peak':>6} {'fixed':>6} {'errors':>6} | baseline: "
+              f"{'req/turn':>8} {'compact':>7} {'flushes':>7} {'peak':>6} {'fixed':>6} "
+              f"{'errors':>6}")
     print(header)
     print("-" * len(header))
     for window in windows:
@@ -166,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         b = make_budget(window, 20_000, 4_000)
         print(f"{window:>8,} {b.flush_at:>9,} {b.compact_at:>9,} | "
               f"{new.requests / args.turns:>8.2f} {new.compactions:>7} {new.flushes:>7} "
-              f"{new.peak:>6.0%} {new.errors:>6} | {'':>10}{old.requests / args.turns:>8.2f} "
-              f"{old.compactions:>7} {old.flushes:>7} {old.peak:>6.0%} {old.errors:>6}")
+              f"{new.peak:>6.0%} {new.fixed:>6.1%} {new.errors:>6} | {'':>10}"
+              f"{old.requests / args.turns:>8.2f} {old.compactions:>7} {old.flushes:>7} "
+              f"{old.peak:>6.0%} {old.fixed:>6.1%} {old.errors:>6}")
     return 0
 
 

@@ -24,6 +24,9 @@ from clawd.workspace.interface import WorkspaceFiles
 
 SUMMARY_ID = "compaction-summary"
 INSTRUCTION_FILES = ("AGENTS.md", "SOUL.md", "TOOLS.md")
+# a window this small (in tokens) gets the short forms: at 8k the untouched templates,
+# the system prompt and the tools took 29% of the window before the first message
+SMALL_WINDOW = 16_384
 
 
 @dataclass
@@ -49,20 +52,23 @@ class Layers:
 def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: bool, now: datetime,
                  max_chars: int, read_only: bool, max_tokens: int | None = None,
                  workspace_files: bool = True, citations: bool = False,
-                 recalled: bool = False) -> Layers:
+                 recalled: bool = False, compact: bool = False) -> Layers:
     """Render the system prompt and read the project context files (none without access
     to the workspace; MEMORY.md and the daily logs in private sessions only), together
     within ``max_tokens``, the share of the window they may take, when given.
     ``citations`` (``memorySearch.citations``) asks replies to name the notes they used;
     ``recalled``: automatic recall searches memory for each message in place of the model's
     own ``memory_search``, which it is not offered, and the prompt says so (AGENTS.md may
-    still tell it to run the tool)."""
+    still tell it to run the tool). ``compact`` (a window of ``SMALL_WINDOW`` tokens or
+    less): the workspace's untouched templates in their short forms or left out
+    (``read_context_files``), and the system prompt names the tools without repeating the
+    descriptions their schemas carry."""
     files = read_context_files(workspace, include_memory=private, today=now.date(),
-                               max_chars=max_chars) if workspace_files else []
+                               max_chars=max_chars, compact=compact) if workspace_files else []
     if max_tokens is not None:
         files = fit_files(files, max_tokens, estimate_text)
     search = any(t.name == "memory_search" for t in tools)
-    system = render("system.md.j2", tools=tools, workspace=workspace.location,
+    system = render("system.md.j2", tools=tools, workspace=workspace.location, compact=compact,
                     memory_search=search, citations=citations, recalled=recalled,
                     read_only=read_only, today=now.date().isoformat(),
                     # the date only: a clock in the system prompt would change the cached

@@ -3,9 +3,10 @@
 A 1.5B model's memory flush filled USER.md's template with guesses and saved them as notes:
 "- **Time zone**: UTC", "- **Tools and stack they use**: Python, Flask, PostgreSQL", none of
 it said; search then ranked them first. A note is *founded* when what it claims is in what
-the person said or a tool returned in the conversation (``said``; never the model's own
-replies, which is where a guess would come from): every number and identifier of the line,
-every name, and at least half of its other words, in any form. A line that is a template's
+the person said or a tool returned in the conversation, or in what their older notes say
+(``said``; never the model's own replies, which is where a guess would come from): every
+number and identifier of the line, every name, and at least half of its other words, in
+any form (a date or a time the note is dated with aside). A line that is a template's
 label with a value ("- Pronouns: They") is judged by its value alone, and a value with no
 word of its own is a blank filled with a guess. A note that fills a template's labels
 (``TEMPLATE_LINES`` or more) with any value nobody said is refused whole: its other values
@@ -47,6 +48,14 @@ def told_or_returned(messages: list[Message]) -> str:
                          and m.tool_name not in WRITE_TOOLS))
 
 
+def known_notes(files: dict[str, str]) -> str:
+    """What the person's notes already said, of the files a model was shown (MEMORY.md, the
+    daily logs, recalled notes, USER.md): a note may draw on an older one ("Flat budget in
+    Lisbon" after "Planning to move to Lisbon")."""
+    return "\n".join(text for name, text in files.items()
+                     if is_private_memory(name) or name == "USER.md")
+
+
 def _label(line: str) -> tuple[str | None, str]:
     """(the template label a line fills, lower-cased, or None; the rest of the line)."""
     body = listmark.strip(line).replace("**", "").strip()
@@ -71,6 +80,8 @@ def _names(text: str) -> set[str]:
     return {name for name in _CAPITALISED.findall(text)[1:] if name.lower() not in _FRAME}
 
 
+# a date or a time: a note is dated ("2026-11-28: …", "at 10:05"), which nobody says
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}:\d{2}")
 _FRAME = frozenset("the user user's they their she her he his i my we our".split())
 
 
@@ -81,7 +92,8 @@ def unsaid(text: str, said: str) -> list[str]:
     flat = _flat(said)
     exact, names = references(text)
     names |= _names(text)
-    gone = sorted(ref for ref in exact | names if _flat(ref) not in flat)
+    gone = sorted(ref for ref in exact | names
+                  if _flat(ref) not in flat and not _DATE.fullmatch(ref))
     if any(ref in exact for ref in gone):
         return gone
     known = {stem(w) for w in content_words(said)}
@@ -142,7 +154,7 @@ class FoundedNotes(Guard):
         note = added_lines(call)
         if not note:
             return None
-        said = "\n".join([turn.text, told_or_returned(turn.messages)])
+        said = "\n".join([turn.text, told_or_returned(turn.messages), known_notes(turn.files)])
         _, dropped = founded_note(note.replace("\\n", "\n"), said)
         if not dropped:
             return None

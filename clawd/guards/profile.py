@@ -31,6 +31,7 @@ from clawd.guards.base import Guard, Guards
 from clawd.guards.flush import FlushRetry
 from clawd.guards.founded import FoundedNotes
 from clawd.guards.notes import JunkNotes
+from clawd.guards.reading import FileAnswer
 from clawd.guards.steps import (
     FakeReminders,
     Looping,
@@ -47,6 +48,7 @@ STEP_GUARDS: dict[str, type[Guard]] = {
     "stray_text": StrayText,
     "repeated_writes": RepeatedWrites, "repeated_reads": RepeatedReads,
     "blank": BlankAnswer, "echo": EchoAnswer, "note_claim": UnkeptNote,
+    "file_answer": FileAnswer,
     "junk_notes": JunkNotes, "founded_notes": FoundedNotes, "fake_reminders": FakeReminders,
 }
 # the memory flush's own: a bare "Done" or NO_REPLY asked once for the notes; and when the

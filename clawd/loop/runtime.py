@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawd.config import AgentDefaults, Config
 from clawd.context.access import Access, offered
-from clawd.context.layers import Layers, build_layers
+from clawd.context.layers import SMALL_WINDOW, Layers, build_layers
 from clawd.core.errors import ClawdError
 from clawd.core.messages import iso_clock
 from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
@@ -115,7 +115,8 @@ class Runtime:
             max_chars=self.settings.bootstrap_max_chars,
             read_only=self.settings.workspace_access != "rw", max_tokens=budget.files,
             citations=self.settings.memory_search.citations,
-            recalled="memory_search" in withheld)
+            recalled="memory_search" in withheld,
+            compact=budget.context_window <= SMALL_WINDOW)
 
     def check_window(self, access: Access, model: ModelHandle) -> None:
         """Refuse, in one line, a model whose window cannot hold the fixed layers (system

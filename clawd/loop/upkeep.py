@@ -50,7 +50,7 @@ from clawd.core.textcut import shorten
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import TurnView
 from clawd.guards.flush import FlushRetry
-from clawd.guards.founded import founded_note, told_or_returned
+from clawd.guards.founded import founded_note, known_notes, told_or_returned
 from clawd.guards.notes import founded_summary, junk
 from clawd.guards.profile import Profile
 from clawd.loop.model_call import ModelCall, Overflowed
@@ -172,7 +172,8 @@ class Upkeep:
                 profile.refuses_junk_notes and junk(notes) is not None):
             notes = ""
         if notes and profile.founds_notes:  # what nobody said is no note (a guess)
-            notes, guessed = founded_note(notes, f"{summary or ''}\n{told_or_returned(seen)}")
+            said = "\n".join([summary or "", told_or_returned(seen), known_notes(turn.view.files)])
+            notes, guessed = founded_note(notes, said)
             if guessed:
                 log.info("flush note lines nobody said, left out: %s", guessed)
             if not any(line.strip() and not line.lstrip().startswith("#")

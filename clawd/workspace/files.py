@@ -18,10 +18,11 @@ from pathlib import Path
 
 from clawd.core import listmark
 from clawd.core.errors import SandboxError
+from clawd.core.templates import render
 from clawd.core.textcut import empty_sections_out, keep_ends
 from clawd.core.tokens import at_most
 from clawd.workspace.interface import WorkspaceFiles
-from clawd.workspace.template import template_lines
+from clawd.workspace.template import template_lines, template_text
 
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
 MEMORY_FILE = "MEMORY.md"
@@ -125,11 +126,26 @@ def memory_files(today: date) -> list[str]:
     return [MEMORY_FILE, daily_log_path(today - timedelta(days=1)), daily_log_path(today)]
 
 
+# the bootstrap files a small window gets in a short form while they are as ``clawd init``
+# laid them down (``prompts/short_<NAME>.j2``), and those it gets not at all then: a
+# template's blanks ("- Pronouns:") say nothing of the user, and a 1.5B model filled them
+# with guesses
+SHORT_FORMS = ("AGENTS.md", "SOUL.md", "TOOLS.md")
+BLANK_TEMPLATES = ("USER.md", "IDENTITY.md")
+
+
+def _as_laid_down(name: str, text: str) -> bool:
+    return text.strip() == (template_text(name) or "").strip()
+
+
 def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: date,
-                       max_chars: int) -> list[ContextFile]:
+                       max_chars: int, compact: bool = False) -> list[ContextFile]:
     """The bootstrap files, then (in a private session only) MEMORY.md and yesterday's and
     today's daily logs. MEMORY.md's ``## Replaced`` record is left out (one line says so):
-    older values, given as current by a small model, in tokens that grow with every run."""
+    older values, given as current by a small model, in tokens that grow with every run.
+    ``compact`` (a small window): a bootstrap file still as ``clawd init`` laid it down is
+    sent in its short form (``SHORT_FORMS``), or not at all when it is only blanks to fill
+    (``BLANK_TEMPLATES``); a file you changed is sent as it is."""
     names = list(BOOTSTRAP_FILES)
     if include_memory:
         names += memory_files(today)
@@ -141,6 +157,11 @@ def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: da
             continue
         if raw is None or not raw.strip():
             continue
+        if compact and _as_laid_down(name, raw):
+            if name in BLANK_TEMPLATES:
+                continue
+            if name in SHORT_FORMS:
+                raw = render(f"short_{name}.j2").strip() + "\n"
         if name == MEMORY_FILE:
             if not placeholders_left_out(without_replaced(raw)):
                 continue  # the template as laid down (a record of replaced lines aside)

@@ -64,3 +64,12 @@ def template_labels() -> frozenset[str]:
                 if (found := _LABEL.match(line)) is not None:
                     labels.add(" ".join(found["label"].lower().split()))
     return frozenset(labels)
+
+
+@functools.cache
+def template_text(rel: str) -> str | None:
+    """The text of the template file ``rel`` as shipped (None: no such template)."""
+    for name, resource in template_files():
+        if name == rel:
+            return resource.read_text(encoding="utf-8")
+    return None

@@ -56,6 +56,9 @@ def test_thresholds_follow_the_providers_count(tmp_path, ratio, count):
     before = [n for n, r in zip(sizes[:first_flush], provider.requests[:first_flush])
               if not is_summary(r)]
     turn = max(b - a for a, b in itertools.pairwise(before))  # one turn's growth
-    assert budget.flush_at - 2 * turn <= before[-1] < budget.flush_at
+    # another tokenizer is learnt as one ratio for the whole request, while its share of
+    # fixed layers and history shifts: the point may be passed by a sliver (as compaction's)
+    slack = 1.0 if count is None else 1.02
+    assert budget.flush_at - 2 * turn <= before[-1] < budget.flush_at * slack
     if count is None:  # it learnt the provider's ratio
         assert session.token_ratio == pytest.approx(ratio, rel=0.05)
