@@ -22,6 +22,13 @@ clawd cannot notify anyone at a later time yet. A request for a reminder ("Remin
 at 9 to call the landlord") is told so in the turn (``Turn.aside``), and ``keep_reminder``
 keeps it in today's log, so the request is not lost, with a notice saying both.
 
+A model that may not curate MEMORY.md (its profile does not consolidate: a 1.5B model left
+MEMORY.md and USER.md the templates, byte for byte, after three days) still gets the person's
+own facts there: when a private session ends, ``promote_facts`` adds the facts the person
+told about themselves and their people (``facts.facts``: statements and what they asked to
+be remembered; never questions or requests), in their own words and dated, under MEMORY.md's
+``## About the user``, those MEMORY.md does not hold yet, and a notice says so.
+
 A request that names a file to read ("Read notes/router.txt and keep the admin port in your
 notes") is kept with the lines of the file it is about, when the model read it in the turn
 (``requests.lines_used``), and counts as held when the notes written hold those lines.
@@ -29,12 +36,15 @@ notes") is kept with the lines of the file it is about, when the model read it i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator
 from datetime import date
 
 from clawd.context.access import Access
 from clawd.context.corrections import Change, changes_in, replaced
+from clawd.context.facts import facts
 from clawd.context.flush import FROM_REQUEST, append_flush_notes, notes_written
+from clawd.context.references import SHORT_MESSAGE
 from clawd.context.requests import held, lines_used, names_file, to_keep
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event, Notice
@@ -156,12 +166,23 @@ def record_replaced(files: WorkspaceFiles, found: Change, today: str,
     memory = files.read(MEMORY_FILE) or ""
     recorded = {(entry.path, entry.start) for entry in replaced_lines(memory)}
     day = date.fromisoformat(today)
-    entries = [replaced_entry(f"{line.strip().lstrip('-*+ ').strip()} ({path}#L{n})", day,
-                              found.sentence)
-               for path, n, line in places
-               if (path, n) not in recorded and replaced(found, line)]
-    if not entries:
+    chosen = [(path, n, line) for path, n, line in places
+              if (path, n) not in recorded and replaced(found, line)]
+    if not chosen:
         return 0
+    entries = [replaced_entry(f"{line.strip().lstrip('-*+ ').strip()} ({path}#L{n})", day,
+                              found.sentence) for path, n, line in chosen]
+    # MEMORY.md is curated and goes into the context as it is: its own old lines are
+    # replaced in place (the first by the correction, any other emptied), as consolidation
+    # replaces them; the numbers of its other lines stay
+    rows = memory.split("\n")
+    own = [n for path, n, _ in chosen if path == MEMORY_FILE]
+    for i, n in enumerate(own):
+        mark = re.match(r"\s*(?:[-*+]\s+)?", rows[n - 1]).group(0)  # type: ignore[union-attr]
+        rows[n - 1] = f"{mark or '- '}{found.sentence} ({day.isoformat()})" if i == 0 else ""
+    memory = "\n".join(rows)
+    if own:
+        files.write(MEMORY_FILE, memory)
     head = "" if memory.endswith("\n") or not memory else "\n"
     if f"## {REPLACED_SECTION}" not in memory:
         head += ("\n" if memory else "") + f"## {REPLACED_SECTION}\n\n"
@@ -200,3 +221,67 @@ def keep_correction(message: Message, history: list[Message], access: Access,
                     f"## {REPLACED_SECTION})")
     if said:
         yield Notice("your correction was " + "; ".join(said))
+
+
+ABOUT_USER = "About the user"
+PROMOTED_CHARS = 800  # of facts one session adds to MEMORY.md at most
+
+
+def promoted(memory: str, messages: list[Message], day: date) -> list[str]:
+    """The ``- `` lines to add to MEMORY.md for the facts the person told in ``messages``
+    (short messages only: a long one is pasted material) that ``memory`` does not hold,
+    in the order told, each dated, within ``PROMOTED_CHARS``."""
+    held_lines = [line for line in without_replaced(memory).splitlines() if line.strip()]
+    out: list[str] = []
+    used = 0
+    for m in messages:
+        if m.role != "user" or m.flush or len(m.text) > SHORT_MESSAGE:
+            continue
+        for fact in facts(m.text):
+            line = f"- {fact} ({day.isoformat()})"
+            if held(fact, held_lines) or used + len(line) > PROMOTED_CHARS:
+                continue
+            out.append(line)
+            held_lines.append(line)
+            used += len(line)
+    return out
+
+
+def with_lines_under(text: str, heading: str, lines: list[str]) -> str:
+    """``text`` (MEMORY.md) with ``lines`` at the end of its ``## heading`` section, the
+    section made at the end (before ``## Replaced``) when there is none."""
+    rows = text.split("\n") if text else []
+    start = next((i for i, row in enumerate(rows) if row.strip() == f"## {heading}"), None)
+    if start is None:
+        at = next((i for i, row in enumerate(rows)
+                   if row.strip() == f"## {REPLACED_SECTION}"), len(rows))
+        block = [f"## {heading}", "", *lines, ""]
+        if at and rows[at - 1].strip():
+            block.insert(0, "")
+        return "\n".join([*rows[:at], *block, *rows[at:]]).rstrip("\n") + "\n"
+    end = next((i for i in range(start + 1, len(rows)) if rows[i].startswith("#")), len(rows))
+    while end > start + 1 and not rows[end - 1].strip():
+        end -= 1
+    return "\n".join([*rows[:end], *lines, *rows[end:]]).rstrip("\n") + "\n"
+
+
+def promote_facts(messages: list[Message], access: Access, runtime: Runtime
+                  ) -> Generator[Event, None, None]:
+    """When a private session ends under a model that does not curate MEMORY.md: the
+    person's facts MEMORY.md does not hold yet, added under ``## About the user``."""
+    now = runtime.clock()
+    try:
+        access.check_flush_write(MEMORY_FILE)
+        memory = runtime.files.read(MEMORY_FILE) or ""
+        lines = promoted(memory, messages, now.date())
+        if not lines:
+            return
+        runtime.files.write(MEMORY_FILE, with_lines_under(memory, ABOUT_USER, lines))
+    except (ClawdError, OSError) as exc:
+        yield Notice(f"the facts you told could not be added to {MEMORY_FILE}: {exc}")
+        return
+    if runtime.memory is not None:
+        runtime.memory.mark_dirty()
+    yield Notice(f"{len(lines)} fact{'s' * (len(lines) != 1)} you told "
+                 f"{'were' if len(lines) != 1 else 'was'} added to {MEMORY_FILE} "
+                 f"(## {ABOUT_USER}), in your words")

@@ -24,6 +24,7 @@ from clawd.core.errors import ClawdError
 from clawd.core.events import Event
 from clawd.core.messages import Message, ModelRequest, parse_iso, shown_time
 from clawd.core.templates import render
+from clawd.loop.keeping import promote_facts
 from clawd.memory.search import STOP_WORDS
 from clawd.providers.base import Provider, complete
 from clawd.sessions.entry import SessionEntry
@@ -169,10 +170,15 @@ def due_reset(session: Session) -> str | None:
 
 def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
     """What ends a session (``/new``, ``/reset``, an automatic reset): the once-per-cycle
-    memory flush, then the session-memory file. Returns what the notice of the new session
-    adds about the old one (where it was saved, or why not and where its transcript is)."""
+    memory flush, the person's facts into MEMORY.md when the model may not curate it
+    (``keeping.promote_facts``), then the session-memory file. Returns what the notice of
+    the new session adds about the old one (where it was saved, or why not and where its
+    transcript is)."""
     rt = old.rt
     yield from old.flush_before_end()
+    if rt.writable() and old.access.private and not old.model.profile.consolidates:
+        # a model that may not curate MEMORY.md: the person's facts go there in their words
+        yield from promote_facts(old.history.messages, old.access, rt)
     saved, unsaved = None, None
     if not rt.writable():
         unsaved = "the workspace is not writable"

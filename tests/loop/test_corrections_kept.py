@@ -89,3 +89,19 @@ def test_a_memory_md_holding_only_the_record_is_not_sent_as_context(tmp_path):
     names = [f.name for f in read_context_files(runtime.files, include_memory=True,
                                                 today=runtime.clock().date(), max_chars=20000)]
     assert "MEMORY.md" not in names
+
+
+def test_a_line_of_memory_md_is_replaced_in_place(tmp_path):
+    """MEMORY.md goes into the context as it is: its old line gives way to the correction,
+    and the record keeps the old one."""
+    provider = ScriptedProvider(["Got it."])
+    runtime = setup(tmp_path, provider)
+    runtime.files.write("MEMORY.md", "# MEMORY.md\n\n## People\n\n- Miso's vet is Dr. "
+                                     "Almeida (2026-11-21)\n- Rita: sister\n")
+    list(Session(runtime, KEY).run_turn(SAID))
+    memory = runtime.files.read("MEMORY.md")
+    assert memory.startswith(
+        "# MEMORY.md\n\n## People\n\n- Miso's vet is now Dr. Xavier Costa, Dr. Almeida "
+        "retired. (2026-11-22)\n- Rita: sister\n")
+    assert "- Miso's vet is Dr. Almeida (2026-11-21) (MEMORY.md#L5) — replaced on " \
+           "2026-11-22 by:" in memory
