@@ -37,6 +37,8 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
     ("bench_time_in_search.py", ["--skip-locomo"], "lost if after"),
     ("bench_memory_weeks.py", ["--facts", "3", "--variants", "plain,consolidation"],
      "ORACLE"),
+    ("bench_memory_truth.py", ["--notes", str(SCRIPTS.parent / "tests/data/note_lines.json")],
+     "precision"),
 ])
 def test_a_benchmark_runs(tmp_path, script, args, expected):
     done = subprocess.run([sys.executable, str(SCRIPTS / script), *args], cwd=tmp_path,
@@ -174,3 +176,23 @@ def test_the_turn_guard_benchmark_records_labels_and_measures(tmp_path):
     points, habit, acted, precision, _ = rows["flush_words", "all", "all"]
     assert (points, habit, precision) == ("6", "2", "1.00")
     assert ("recall_gate", "all", "all") in rows
+
+
+def test_the_memory_truth_benchmark_runs_its_days_and_reports(tmp_path):
+    """``bench_memory_truth.py``: three days of one conversation against a stand-in model
+    that answers every request the same way; the figures and the lines judged are kept."""
+    from fakeserver import FakeServer, openai_stream
+
+    with FakeServer() as server:
+        server.default("POST", "/v1/chat/completions",
+                       lambda request: openai_stream("Your vet is Dr. Almeida, in UTC."))
+        out = tmp_path / "truth.json"
+        done = subprocess.run([sys.executable, str(SCRIPTS / "bench_memory_truth.py"),
+                               "--base-url", f"{server.url}/v1", "--model", "m", "--only",
+                               "miso", "--quiet", "--out", str(out)],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "old value answered (goal 0)" in done.stdout
+    [run] = json.loads(out.read_text())["runs"]
+    assert run["old_value"] == 1 and run["recalled"] == 0  # "Dr. Almeida" after the correction
+    assert run["reminder_honest"] == 0 and len(run["replies"]) == 12
