@@ -86,8 +86,11 @@ def _how_to_add(rel: str) -> str:
 
 
 def _append_only(rel: str) -> ToolError:
-    return ToolError(f"{rel} is a daily log and is append-only: to add to it, call write with "
-                     f"path \"{rel}\", append: true and only the new lines as content")
+    # said as the call's own rule: a 1.5B model told the user "You need to append the new
+    # information", as if the person had made the refused call
+    return ToolError(f"{rel} is a daily log and is append-only (a rule for this call, "
+                     f"nothing the user did): to add to it, call write with path \"{rel}\", "
+                     f"append: true and only the new lines as content")
 
 
 # a path copied from an example rather than named: "<path>", "{file}", "memory/YYYY-MM-DD.md",

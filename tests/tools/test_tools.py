@@ -85,7 +85,9 @@ def test_daily_logs_are_append_only(ctx):
     log = ctx.workspace / "memory" / "2026-11-22.md"
     write({"path": "memory/2026-11-22.md", "content": "# day\n- a\n"}, ctx)
     write({"path": "memory/2026-11-22.md", "content": "# day\n- a\n- b\n"}, ctx)
-    with pytest.raises(ToolError, match="append-only"):
+    # the refusal is the call's rule, said so: a model told the user they had erred
+    with pytest.raises(ToolError, match=r"append-only \(a rule for this call, nothing the "
+                                        r"user did\)"):
         write({"path": "memory/2026-11-22.md", "content": "# day\n- b\n"}, ctx)
     with pytest.raises(ToolError, match="append-only"):
         edit({"path": "memory/2026-11-22.md", "oldText": "- a\n", "newText": ""}, ctx)
