@@ -30,7 +30,13 @@ from clawd.memory.chunker import FENCE_RE
 from clawd.tools.base import Param, Tool, ToolContext, tool
 from clawd.tools.memory import citation_path, marked
 from clawd.workspace.backups import STATE_DIR, is_clawd_state, is_protected, loses_content
-from clawd.workspace.files import daily_log_path, is_daily_log, is_private_memory
+from clawd.workspace.files import (
+    MODEL_SECTION,
+    daily_log_path,
+    ends_in_runtime_section,
+    is_daily_log,
+    is_private_memory,
+)
 from clawd.workspace.interface import WorkspaceFiles
 
 DEFAULT_READ_LINES = 2000
@@ -162,6 +168,9 @@ def write(ctx: ToolContext, *, path: str, content: str,
             content, dropped = new_lines(old, content)
             if not content:
                 return f"nothing appended: every line of it is already in {rel}"
+        if is_daily_log(rel) and ends_in_runtime_section(old):
+            # not under a heading that says the runtime wrote it, nor from whose words
+            content = f"\n{MODEL_SECTION}\n\n{content.lstrip(chr(10))}"
         _append(ctx.files, rel, old, content)
         return f"appended {len(content)} characters to {rel}" + (
             f" ({dropped} line{'s' if dropped > 1 else ''} already in the file left out)"

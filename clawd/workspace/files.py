@@ -79,6 +79,19 @@ def append_to_day(files: WorkspaceFiles, day: date, block: str, *,
     return rel
 
 
+# the heading of a section the runtime wrote ("## Flush notes (20:01, the user's own words:
+# the model saved no notes)"): what a model appends after it is not of that section
+_RUNTIME_SECTION = re.compile(r"^## [^\n]* \(\d{1,2}:\d{2}, [^\n]*\)\s*$")
+MODEL_SECTION = "## Notes"
+
+
+def ends_in_runtime_section(text: str) -> bool:
+    """Whether the last section of a daily log is one the runtime wrote under a heading
+    saying where its lines come from."""
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    return bool(headings) and _RUNTIME_SECTION.match(headings[-1]) is not None
+
+
 def is_writable(root: Path, access: str = "rw") -> bool:
     """Whether the memory files can be written: config allows it and the directory does."""
     if access != "rw":

@@ -338,3 +338,17 @@ def test_plain_lines_appended_to_a_daily_log_become_list_items(ctx):
         "- already a note\n1. numbered\n| a | b |\n> quoted\n\n```\ncode line\n```\n")
     write({"path": "notes/todo.md", "append": True, "content": "plain line"}, ctx)
     assert (ctx.workspace / "notes" / "todo.md").read_text() == "plain line\n"  # not a log
+
+
+def test_a_note_appended_after_a_section_the_runtime_wrote_gets_its_own_heading(ctx):
+    """A model's note under "## Flush notes (…, the user's own words …)" would read as the
+    user's words kept by the runtime."""
+    log = ctx.workspace / "memory" / "2026-11-22.md"
+    log.write_text("# 2026-11-22\n\n## Flush notes (20:01, the user's own words: the model "
+                   "saved no notes)\n\n- My vet is Dr. Almeida.\n")
+    write({"path": "memory/2026-11-22.md", "content": "- Vet is now Dr. Costa.",
+           "append": True}, ctx)
+    assert log.read_text().endswith("- My vet is Dr. Almeida.\n\n## Notes\n\n"
+                                    "- Vet is now Dr. Costa.\n")
+    write({"path": "memory/2026-11-22.md", "content": "- Rent is 850.", "append": True}, ctx)
+    assert log.read_text().endswith("## Notes\n\n- Vet is now Dr. Costa.\n- Rent is 850.\n")
