@@ -37,8 +37,9 @@ notes") is kept with the lines of the file it is about, when the model read it i
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from datetime import date
+from typing import Any
 
 from clawd.context.access import Access
 from clawd.context.corrections import Change, changes_in, replaced
@@ -62,6 +63,21 @@ from clawd.workspace.files import (
 from clawd.workspace.interface import WorkspaceFiles
 
 FROM_CORRECTION = "the user's correction"
+
+
+def _keeping(runtime: Runtime, failed: str, write: Callable[[], Any]
+             ) -> Generator[Event, None, Any]:
+    """Run ``write`` (notes the runtime keeps for the person) and return what it returns;
+    when it fails, one notice says so (``failed`` and why) and None is returned. After a
+    write that kept something, the memory index is told."""
+    try:
+        kept = write()
+    except (ClawdError, OSError) as exc:
+        yield Notice(f"{failed}: {exc}")
+        return None
+    if kept and runtime.memory is not None:
+        runtime.memory.mark_dirty()
+    return kept
 FROM_REMINDER = "asked for a reminder: clawd cannot notify at a time yet"
 
 
@@ -71,19 +87,18 @@ def keep_reminder(message: Message, access: Access, runtime: Runtime
     request to keep it already put it there), and a notice that says what clawd can do."""
     now = runtime.clock()
     rel = daily_log_path(now.date())
-    try:
+
+    def write() -> str:
         if message.text.strip() not in (runtime.files.read(rel) or ""):
             access.check_flush_write(rel)
             append_flush_notes(runtime.files, f"- {' '.join(message.text.split())}", now,
                                FROM_REMINDER, title="Reminders asked for")
-    except (ClawdError, OSError) as exc:
-        yield Notice(f"clawd cannot notify you at a set time yet, and the request could not "
-                     f"be kept: {exc}")
-        return
-    if runtime.memory is not None:
-        runtime.memory.mark_dirty()
-    yield Notice(f"clawd cannot notify you at a set time yet: nothing will remind you; the "
-                 f"request is kept in {rel}")
+        return rel
+
+    if (yield from _keeping(runtime, "clawd cannot notify you at a set time yet, and the "
+                                     "request could not be kept", write)):
+        yield Notice(f"clawd cannot notify you at a set time yet: nothing will remind you; "
+                     f"the request is kept in {rel}")
 
 
 def keep_request(message: Message, history: list[Message], access: Access,
@@ -107,17 +122,16 @@ def keep_request(message: Message, history: list[Message], access: Access,
         return
     wanted = "\n".join([wanted, *(f"  - from {path}: {line}" for path, line in used)])
     now = runtime.clock()
-    try:
+
+    def write() -> str:
         access.check_flush_write(daily_log_path(now.date()))
-        rel = append_flush_notes(runtime.files, f"- {wanted}", now, FROM_REQUEST,
-                                 title="The user's words")
-    except (ClawdError, OSError) as exc:
-        yield Notice(f"you asked to remember this, and it could not be saved: {exc}")
-        return
-    if runtime.memory is not None:
-        runtime.memory.mark_dirty()
-    yield Notice(f"your words were kept in {rel}, as you asked: no note written in this turn "
-                 f"holds them")
+        return append_flush_notes(runtime.files, f"- {wanted}", now, FROM_REQUEST,
+                                  title="The user's words")
+
+    if rel := (yield from _keeping(runtime, "you asked to remember this, and it could not "
+                                            "be saved", write)):
+        yield Notice(f"your words were kept in {rel}, as you asked: no note written in this "
+                     f"turn holds them")
 
 
 def read_for(request: str, turn: list[Message]) -> list[tuple[str, str]]:
@@ -159,13 +173,12 @@ def note_places(files: WorkspaceFiles) -> list[tuple[str, int, str]]:
     return places
 
 
-def record_replaced(files: WorkspaceFiles, found: Change, today: str,
+def record_replaced(files: WorkspaceFiles, found: Change, day: date,
                     places: list[tuple[str, int, str]]) -> int:
     """Add the lines of ``places`` that ``found`` replaces (and that are not recorded yet)
     to MEMORY.md's ``## Replaced`` record; how many were added."""
     memory = files.read(MEMORY_FILE) or ""
     recorded = {(entry.path, entry.start) for entry in replaced_lines(memory)}
-    day = date.fromisoformat(today)
     chosen = [(path, n, line) for path, n, line in places
               if (path, n) not in recorded and replaced(found, line)]
     if not chosen:
@@ -200,20 +213,23 @@ def keep_correction(message: Message, history: list[Message], access: Access,
         return
     now = runtime.clock()
     notes = notes_written(_turn_of(message, history))
-    try:
+
+    def write() -> tuple[int, str | None] | None:
         access.check_flush_write(daily_log_path(now.date()))
         access.check_flush_write(MEMORY_FILE)
         places = note_places(runtime.files)
-        count = sum(record_replaced(runtime.files, change, now.date().isoformat(), places)
+        count = sum(record_replaced(runtime.files, change, now.date(), places)
                     for change in found)
         unsaved = [change.sentence for change in found if not held(change.sentence, notes)]
         rel = append_flush_notes(runtime.files, "\n".join(f"- {s}" for s in unsaved), now,
                                  FROM_CORRECTION, title="Corrections") if unsaved else None
-    except (ClawdError, OSError) as exc:
-        yield Notice(f"your correction could not be recorded in the notes: {exc}")
+        return (count, rel) if count or rel else None
+
+    kept = yield from _keeping(runtime, "your correction could not be recorded in the notes",
+                               write)
+    if not kept:
         return
-    if runtime.memory is not None:
-        runtime.memory.mark_dirty()
+    count, rel = kept
     said = [f"kept in {rel}"] if rel else []
     if count:
         said.append(f"{count} older note line{'s' * (count != 1)} that said otherwise now "
@@ -270,18 +286,18 @@ def promote_facts(messages: list[Message], access: Access, runtime: Runtime
     """When a private session ends under a model that does not curate MEMORY.md: the
     person's facts MEMORY.md does not hold yet, added under ``## About the user``."""
     now = runtime.clock()
-    try:
+
+    def write() -> list[str]:
         access.check_flush_write(MEMORY_FILE)
         memory = runtime.files.read(MEMORY_FILE) or ""
         lines = promoted(memory, messages, now.date())
-        if not lines:
-            return
-        runtime.files.write(MEMORY_FILE, with_lines_under(memory, ABOUT_USER, lines))
-    except (ClawdError, OSError) as exc:
-        yield Notice(f"the facts you told could not be added to {MEMORY_FILE}: {exc}")
-        return
-    if runtime.memory is not None:
-        runtime.memory.mark_dirty()
-    yield Notice(f"{len(lines)} fact{'s' * (len(lines) != 1)} you told "
-                 f"{'were' if len(lines) != 1 else 'was'} added to {MEMORY_FILE} "
-                 f"(## {ABOUT_USER}), in your words")
+        if lines:
+            runtime.files.write(MEMORY_FILE, with_lines_under(memory, ABOUT_USER, lines))
+        return lines
+
+    lines = yield from _keeping(runtime, f"the facts you told could not be added to "
+                                         f"{MEMORY_FILE}", write)
+    if lines:
+        yield Notice(f"{len(lines)} fact{'s' * (len(lines) != 1)} you told "
+                     f"{'were' if len(lines) != 1 else 'was'} added to {MEMORY_FILE} "
+                     f"(## {ABOUT_USER}), in your words")
