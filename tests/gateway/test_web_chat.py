@@ -67,6 +67,8 @@ def test_a_reply_stopped_for_looping_says_so_after_a_reload_too(web, stand_in):
     idle(page)
     assert texts(page, ".line.notice") == [stopped]
     assert texts(page, ".msg.assistant .bubble")[-1].strip().endswith("Sunglasses")
+    shot(page, "desktop-looping-reloaded")
+
 
 def _check_rendered(page) -> None:
     reply = ".msg.assistant .bubble"
