@@ -235,9 +235,14 @@ def _memory_texts(workspace: Path) -> dict[str, str]:
 
 
 def _added(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The lines added to each note, MEMORY.md's record of replaced lines aside (the
+    runtime's record of what a correction replaced, not a note)."""
+    from clawd.workspace.files import without_replaced
+
     lines = []
     for path, text in after.items():
         old = set(before.get(path, "").splitlines())
+        text = without_replaced(text) if path == "MEMORY.md" else text
         lines += [f"{path}: {line}" for line in text.splitlines()
                   if line.strip() and line not in old and not line.lstrip().startswith("#")]
     return lines
