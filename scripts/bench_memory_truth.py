@@ -405,8 +405,29 @@ def report(runs: list[Run], label: str = "") -> dict[str, dict[str, str]]:
     return {k: v for k, v in columns.items() if v}
 
 
+_RECORD = re.compile(r"^MEMORY\.md: .* — replaced on \d{4}-\d{2}-\d{2} by: ")
+
+
+def template_text() -> str:
+    """The workspace files a run starts with, as ``clawd init`` lays them down."""
+    from clawd.workspace.template import template_text as shipped
+
+    return "\n".join(shipped(name) or "" for name in ("AGENTS.md", "SOUL.md", "TOOLS.md",
+                                                      "IDENTITY.md", "USER.md", "MEMORY.md"))
+
+
 def load(path: Path) -> list[Run]:
-    return [Run(**r) for r in json.loads(path.read_text())["runs"]]
+    """The runs of an ``--out`` file, their note lines judged again by today's rules (so
+    that runs kept by an older script compare alike): MEMORY.md's record of replaced lines
+    is no note."""
+    by_name = {c.name: c for c in CONVERSATIONS}
+    runs = [Run(**r) for r in json.loads(path.read_text())["runs"]]
+    for run in runs:
+        said = "\n".join([said_in(by_name[run.conversation]), template_text()])
+        run.note_lines = [line for line in run.note_lines if not _RECORD.match(line)]
+        run.invented = [[line, " ".join(unsaid)] for line in run.note_lines
+                        if (unsaid := invented(line.split(": ", 1)[1], said))]
+    return runs
 
 
 def said_in(conv: Conversation) -> str:

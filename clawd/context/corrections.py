@@ -86,10 +86,10 @@ def change(sentence: str) -> Change | None:
             return None
         new, old, subject = match["new"].strip(), None, match["subject"]
     if old is None:  # a name beside the new value is the old one's ("Dr. Almeida retired")
-        others = _names(text) - _names(new) - _names(subject)
+        others = {n for n in _names(text) if n not in new and n not in subject}
         old = " ".join(sorted(others)) or None
     about = keys(subject or text) - keys(new) - keys(old or "") - {
-        _key(w) for w in changes.CHANGE_WORDS}
+        _key(w) for w in changes.CHANGE_WORDS | changes.NO_SUBJECT}
     about -= {_key(n) for n in _names(old or "")}
     if not about and not old:
         return None  # "It is now 5pm": nothing named that a note could hold

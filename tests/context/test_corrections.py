@@ -36,6 +36,8 @@ def test_a_correction_replaces_the_lines_that_say_the_old_value(said, lines):
 @pytest.mark.parametrize("said", [
     "What is my vet now?", "It is now 5pm.", "Now is the time to plan.",
     "My sister Rita's birthday is on 12 March.", "Write a poem about autumn now.",
+    "I just moved to Utrecht with my dog Bruno.",  # a move, with nothing it replaces
+    "We finally moved to Braga.",
 ])
 def test_a_question_a_time_or_a_plain_fact_changes_nothing(said):
     assert changes_in(said) == []

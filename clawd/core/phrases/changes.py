@@ -37,3 +37,7 @@ CHANGED_TO = re.compile(r"^(?P<subject>.+?)\s+(?:has |have )?(?:changed|moved|sw
 CHANGE_WORDS = frozenset("""now not no longer anymore any more instead actually correction
 sorry oops wait scratch that meant mean update updated please notes note retired left gone
 new old from to""".split())
+# words before a change's verb that name nothing it changes ("I just moved to Utrecht", "we
+# finally switched to Go"): a subject of these alone is no subject
+NO_SUBJECT = frozenset("""i we you he she they it just finally recently already still also
+really actually officially eventually""".split())
