@@ -236,7 +236,7 @@ def keep_correction(message: Message, history: list[Message], access: Access,
                     f"show{'s' * (count == 1)} it as replaced ({MEMORY_FILE}, "
                     f"## {REPLACED_SECTION})")
     if said:
-        yield Notice("your correction was " + "; ".join(said))
+        yield Notice("your correction: " + "; ".join(said))
 
 
 ABOUT_USER = "About the user"

@@ -44,8 +44,8 @@ def test_a_correction_the_model_did_not_note_replaces_the_old_lines(tmp_path):
         "# 2026-11-22\n\n## Corrections (10:00, the user's correction)\n\n- "
         "Miso's vet is now Dr. Xavier Costa, Dr. Almeida retired.\n")
     notices = [e.text for e in events if isinstance(e, Notice)]
-    assert any("2 older note lines that said otherwise now show it as replaced" in n
-               for n in notices), notices
+    assert ("your correction: kept in memory/2026-11-22.md; 2 older note lines that said "
+            "otherwise now show it as replaced (MEMORY.md, ## Replaced)") in notices
     # the notes themselves are left as written; what is handed out is marked
     assert runtime.files.read(OLD_LOG).count("Dr. Almeida") == 1
     from clawd.tools.memory import memory_tools

@@ -47,8 +47,10 @@ def test_the_model_is_told_in_that_turn_only_and_the_request_is_kept(tmp_path):
     runtime, s = session(tmp_path, provider)
     events = list(s.run_turn(ASKED))
     first = provider.requests[0].messages[-1].text
-    assert first.startswith("[From clawd, not the user: clawd cannot notify the user at a "
+    assert first.startswith("[From clawd, not the user: nothing can remind the user at a "
                             "later time") and first.endswith(ASKED)
+    # a weak model copies what it is told: it is given the sentence to say, to the user
+    assert "\"I can't remind you at a set time: clawd has no reminders yet" in first
     assert runtime.files.read(TODAY) == (
         "# 2026-11-22\n\n## Reminders asked for (10:00, asked for a reminder: clawd cannot "
         f"notify at a time yet)\n\n- {ASKED}\n")
