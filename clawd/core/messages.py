@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -214,6 +214,15 @@ class Message:
     @property
     def tool_calls(self) -> list[ToolCall]:
         return [p for p in self.content if isinstance(p, ToolCall)]
+
+    def with_lead(self, lead: Callable[[str], str]) -> Message:
+        """A copy whose leading text is ``lead`` of it (of "" in a new text part, when the
+        message does not start with text): what the runtime puts in front of a message in
+        one request only, never in the transcript."""
+        first, rest = (self.content[0], self.content[1:]) if self.content else (None, [])
+        if isinstance(first, TextPart):
+            return replace(self, content=[TextPart(lead(first.text)), *rest])
+        return replace(self, content=[TextPart(lead("")), *self.content])
 
     def to_entry(self) -> dict[str, Any]:
         """The transcript line for this message."""

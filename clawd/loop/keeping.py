@@ -63,6 +63,7 @@ from clawd.workspace.files import (
 from clawd.workspace.interface import WorkspaceFiles
 
 FROM_CORRECTION = "the user's correction"
+FROM_REMINDER = "asked for a reminder: clawd cannot notify at a time yet"
 
 
 def _keeping(runtime: Runtime, failed: str, write: Callable[[], Any]
@@ -78,7 +79,6 @@ def _keeping(runtime: Runtime, failed: str, write: Callable[[], Any]
     if kept and runtime.memory is not None:
         runtime.memory.mark_dirty()
     return kept
-FROM_REMINDER = "asked for a reminder: clawd cannot notify at a time yet"
 
 
 def keep_reminder(message: Message, access: Access, runtime: Runtime
@@ -88,17 +88,24 @@ def keep_reminder(message: Message, access: Access, runtime: Runtime
     now = runtime.clock()
     rel = daily_log_path(now.date())
 
+    asked = " ".join(message.text.split())  # as a request to keep it was kept
+
     def write() -> str:
-        if message.text.strip() not in (runtime.files.read(rel) or ""):
+        if asked not in (runtime.files.read(rel) or ""):
             access.check_flush_write(rel)
-            append_flush_notes(runtime.files, f"- {' '.join(message.text.split())}", now,
-                               FROM_REMINDER, title="Reminders asked for")
+            append_flush_notes(runtime.files, f"- {asked}", now, FROM_REMINDER,
+                               title="Reminders asked for")
         return rel
 
     if (yield from _keeping(runtime, "clawd cannot notify you at a set time yet, and the "
                                      "request could not be kept", write)):
         yield Notice(f"clawd cannot notify you at a set time yet: nothing will remind you; "
                      f"the request is kept in {rel}")
+
+
+def _turn_of(message: Message, history: list[Message]) -> list[Message]:
+    at = next((i for i, m in enumerate(history) if m.id == message.id), None)
+    return history[at:] if at is not None else []
 
 
 def keep_request(message: Message, history: list[Message], access: Access,
@@ -108,8 +115,7 @@ def keep_request(message: Message, history: list[Message], access: Access,
     wanted = to_keep(message.text)
     if not wanted:
         return
-    at = next((i for i, m in enumerate(history) if m.id == message.id), None)
-    turn = history[at:] if at is not None else []
+    turn = _turn_of(message, history)
     used = read_for(wanted, turn)
     # a file's ``admin_port = 8443`` is held by a note that says "admin port: 8443"
     notes = notes_written(turn)
@@ -118,7 +124,7 @@ def keep_request(message: Message, history: list[Message], access: Access,
         done = held(lines, [note.replace("_", " ") for note in notes])
     else:
         done = held(wanted, notes)
-    if at is not None and done:
+    if done:  # a message no longer in the history has no notes of its turn: not done
         return
     wanted = "\n".join([wanted, *(f"  - from {path}: {line}" for path, line in used)])
     now = runtime.clock()
@@ -148,11 +154,6 @@ def read_for(request: str, turn: list[Message]) -> list[tuple[str, str]]:
                 used += [(path, line)
                          for line in lines_used(request, reply, path, results[call.id])]
     return list(dict.fromkeys(used))
-
-
-def _turn_of(message: Message, history: list[Message]) -> list[Message]:
-    at = next((i for i, m in enumerate(history) if m.id == message.id), None)
-    return history[at:] if at is not None else []
 
 
 def note_places(files: WorkspaceFiles) -> list[tuple[str, int, str]]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -40,7 +40,7 @@ from clawd.context.meter import TokenMeter
 from clawd.core.cancel import Cancelled
 from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, TextDelta, Waiting
-from clawd.core.messages import Message, ModelRequest, ModelResponse, TextPart, Usage
+from clawd.core.messages import Message, ModelRequest, ModelResponse, Usage
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import Guards
 from clawd.guards.replytext import last_answer
@@ -84,20 +84,15 @@ class Failed:
 CallOutcome = Replied | Overflowed | Failed
 
 
-
 def with_aside(messages: list[Message], aside: str) -> list[Message]:
     """``messages`` with ``aside`` in front of the last user message (a copy of it)."""
     at = next((i for i in range(len(messages) - 1, -1, -1)
                if messages[i].role == "user" and not messages[i].flush), None)
     if at is None:
         return messages
-    m = messages[at]
-    content = m.content
-    if content and isinstance(content[0], TextPart):
-        content = [TextPart(f"{aside}\n\n{content[0].text}"), *content[1:]]
-    else:
-        content = [TextPart(aside), *content]
-    return [*messages[:at], replace(m, content=content), *messages[at + 1:]]
+    lead = messages[at].with_lead(lambda text: f"{aside}\n\n{text}" if text else aside)
+    return [*messages[:at], lead, *messages[at + 1:]]
+
 
 class ModelCall:
     """The model calls of one session, through explicit collaborators."""

@@ -25,14 +25,14 @@ nobody's in particular go to the model alone.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from clawd.config.sections import MemorySearch
 from clawd.context.access import Access
 from clawd.context.facts import asks, is_question
 from clawd.context.requests import keep_requests
 from clawd.core import listmark
-from clawd.core.messages import Message, TextPart
+from clawd.core.messages import Message
 from clawd.core.phrases import talk
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
@@ -77,16 +77,8 @@ class Recall:
 
     def apply(self, messages: list[Message]) -> list[Message]:
         """``messages`` with the notes in front of the user's message (a copy of it)."""
-        out = []
-        for m in messages:
-            if m.id == self.message_id and self.hits:
-                first, rest = (m.content[0], m.content[1:]) if m.content else (None, [])
-                if isinstance(first, TextPart):
-                    m = replace(m, content=[TextPart(self.block(first.text)), *rest])
-                else:
-                    m = replace(m, content=[TextPart(self.block("")), *m.content])
-            out.append(m)
-        return out
+        return [m.with_lead(self.block) if m.id == self.message_id and self.hits else m
+                for m in messages]
 
 
 def unseen(text: str, shown: str) -> str:
