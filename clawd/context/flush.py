@@ -43,6 +43,7 @@ from clawd.workspace.files import (
     daily_log_path,
     is_private_memory,
     memory_files,
+    runtime_heading,
 )
 from clawd.workspace.interface import WorkspaceFiles
 
@@ -292,8 +293,8 @@ def append_flush_notes(files: WorkspaceFiles, text: str, now: datetime,
     """Append a flush turn's notes, once per distinct line, to today's daily log under a
     heading that says where they come from (``title`` and ``source``); returns the log's
     workspace-relative path."""
-    return append_to_day(files, now.date(), f"## {title} ({now.strftime('%H:%M')}, {source})"
-                         f"\n\n{without_repeats(text).strip()}\n", section=True)
+    return append_to_day(files, now.date(), f"{runtime_heading(title, now, source)}\n\n"
+                         f"{without_repeats(text).strip()}\n", section=True)
 
 
 def _unwrapped(text: str) -> str:

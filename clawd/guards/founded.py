@@ -106,8 +106,8 @@ def unsaid(text: str, said: str) -> list[str]:
 
 def founded_note(note: str, said: str) -> tuple[str, list[str]]:
     """``note`` without the lines it claims that ``said`` does not hold, and those lines.
-    Headings and blank lines stay; a template's labels filled with a guess leave the whole
-    note out."""
+    Headings and blank lines stay while a line stays under them; a template's labels
+    filled with a guess leave the whole note out."""
     kept: list[str] = []
     dropped: list[str] = []
     filled = guessed = 0
@@ -131,6 +131,8 @@ def founded_note(note: str, said: str) -> tuple[str, list[str]]:
         whole = [line.strip() for line in note.splitlines()
                  if line.strip() and not line.lstrip().startswith("#")]
         return "", whole
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in kept):
+        kept = []  # headings with nothing left under them
     return "\n".join(kept).strip("\n"), [line.strip() for line in dropped]
 
 

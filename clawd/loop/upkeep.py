@@ -176,9 +176,6 @@ class Upkeep:
             notes, guessed = founded_note(notes, said)
             if guessed:
                 log.info("flush note lines nobody said, left out: %s", guessed)
-            if not any(line.strip() and not line.lstrip().startswith("#")
-                       for line in notes.splitlines()):
-                notes = ""  # headings with nothing left under them
         kept = [(notes, FROM_REPLY)] if notes else []
         if not files and asked_again and profile.keeps_told_facts:
             # asked twice: the facts the user told that neither the notes nor the reply's

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from clawd.core import listmark
@@ -79,8 +79,13 @@ def append_to_day(files: WorkspaceFiles, day: date, block: str, *,
     return rel
 
 
-# the heading of a section the runtime wrote ("## Flush notes (20:01, the user's own words:
-# the model saved no notes)"): what a model appends after it is not of that section
+def runtime_heading(title: str, now: datetime, source: str) -> str:
+    """The heading of a section the runtime writes to a daily log, saying when and from
+    whose words ("## Flush notes (20:01, the user's own words: the model saved no notes)")."""
+    return f"## {title} ({now.strftime('%H:%M')}, {source})"
+
+
+# ``runtime_heading``'s form: what a model appends after such a section is not of it
 _RUNTIME_SECTION = re.compile(r"^## [^\n]* \(\d{1,2}:\d{2}, [^\n]*\)\s*$")
 MODEL_SECTION = "## Notes"
 
