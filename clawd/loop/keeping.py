@@ -246,18 +246,21 @@ PROMOTED_CHARS = 800  # of facts one session adds to MEMORY.md at most
 
 def promoted(memory: str, messages: list[Message], day: date) -> list[str]:
     """The ``- `` lines to add to MEMORY.md for the facts the person told in ``messages``
-    (short messages only: a long one is pasted material) that ``memory`` does not hold,
-    in the order told, each dated, within ``PROMOTED_CHARS``."""
+    (short messages only: a long one is pasted material) that ``memory`` does not hold and
+    no later message of theirs corrected, in the order told, each dated, within
+    ``PROMOTED_CHARS``."""
     held_lines = [line for line in without_replaced(memory).splitlines() if line.strip()]
+    told = [m for m in messages if m.role == "user" and not m.flush
+            and len(m.text) <= SHORT_MESSAGE]
     out: list[str] = []
     used = 0
-    for m in messages:
-        if m.role != "user" or m.flush or len(m.text) > SHORT_MESSAGE:
-            continue
+    for i, m in enumerate(told):
+        later = [change for after in told[i + 1:] for change in changes_in(after.text)]
         for fact in facts(m.text):
             line = f"- {fact} ({day.isoformat()})"
-            if held(fact, held_lines) or used + len(line) > PROMOTED_CHARS:
-                continue
+            if (held(fact, held_lines) or used + len(line) > PROMOTED_CHARS
+                    or any(replaced(change, fact) for change in later)):
+                continue  # kept already, no room, or corrected later in the session
             out.append(line)
             held_lines.append(line)
             used += len(line)

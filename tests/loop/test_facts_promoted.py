@@ -61,3 +61,15 @@ def test_lines_go_under_their_heading_before_the_next_one():
         "## Replaced\n\n- old\n")
     assert with_lines_under("# M\n\n## Replaced\n\n- old\n", "About the user", ["- new"]) == (
         "# M\n\n## About the user\n\n- new\n\n## Replaced\n\n- old\n")
+
+
+def test_a_fact_corrected_later_in_the_session_is_not_promoted():
+    """Read on a real 1.5B run: the old vet reached MEMORY.md beside its correction, and
+    MEMORY.md goes into the context unmarked."""
+    from datetime import date
+
+    from clawd.core.messages import Message
+    told = [Message.user("My cat is called Miso and her vet is Dr. Almeida."),
+            Message.user("Miso's vet is now Dr. Costa, Dr. Almeida retired.")]
+    assert promoted("", told, date(2026, 11, 28)) == [
+        "- Miso's vet is now Dr. Costa, Dr. Almeida retired. (2026-11-28)"]
