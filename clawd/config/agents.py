@@ -3,7 +3,9 @@
 ``resolve_agent`` returns the merged settings of an agent, checked again as a whole: a key
 that one agent's settings would silently ignore is refused (a default and an agent's
 override may each hold half of a pair). A non-default agent that names no workspace gets
-its own (``own_workspace``), never the default agent's.
+its own (``own_workspace``), never the default agent's. An agent of a person that
+``agents.list`` does not name takes ``agents.defaults`` less what reaches the host beyond
+its workspace (``for_a_person``): the config gives those to an agent by listing it.
 """
 
 from __future__ import annotations
@@ -52,7 +54,21 @@ def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, Age
     if ("workspace" not in override and len(config.agents.entries) > 1
             and agent_id != config.default_agent_id()):
         settings.workspace = own_workspace(settings.workspace, agent_id)
+    if agent_id.lower() in config.people_agents:
+        settings = for_a_person(settings)
     return agent_id, _checked(config, agent_id, settings)
+
+
+def for_a_person(settings: AgentDefaults) -> AgentDefaults:
+    """``settings`` without what reaches the host beyond the agent's own workspace: ``exec``
+    (a shell on the host, not a sandbox) and ``memorySearch.extraPaths`` (the operator's
+    folders, read by ``memory_get`` and the index). The MCP servers follow their own
+    rule (``Mcp.for_agent``)."""
+    kept = settings.model_copy(deep=True)
+    kept.tools.exec.enabled = False
+    kept.tools.exec.allow_in_scripts = False
+    kept.memory_search.extra_paths = []
+    return kept
 
 
 def own_workspace(workspace: str, agent_id: str) -> str:

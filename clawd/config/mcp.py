@@ -7,6 +7,11 @@ both. ``enabled`` (default true), ``connectionTimeoutMs`` (how long its start ma
 names; absent: all) and ``groups`` (offer its tools in group and channel sessions too;
 default false: private sessions only). ``env`` and ``headers`` often hold keys: they are
 never printed (``secrets``).
+
+A server reaches the host (its files, its network, its accounts), so it belongs to the
+operator's agent, the default one: ``agents`` lists the agents that get its tools instead
+(ids, any case; ``"*"``: every agent, people's too). An agent of a person (``clawd users
+add``) gets no server unless one names it. ``Mcp.for_agent`` is that rule.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from clawd.config.sections import BaseUrl, Bool, Int, Model
 # a server's name starts its tools' names (``<name>__<tool>``), which both wire formats
 # limit to letters, digits, ``_`` and ``-``; ``__`` is the separator, so not in a name
 SERVER_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$"
+AGENT_NAME = r"^(?:\*|[A-Za-z0-9][A-Za-z0-9_-]{0,63})$"  # an agent's id, or every agent
 
 
 class McpServer(Model):
@@ -34,6 +40,13 @@ class McpServer(Model):
     request_timeout_ms: Int = Field(60000, ge=100)
     tools: list[str] | None = None
     groups: Bool = False
+    agents: list[str] | None = None  # None: the default agent only
+
+    def given_to(self, agent_id: str, default_agent: str) -> bool:
+        """Whether agent ``agent_id`` gets this server's tools (``default_agent``: the
+        operator's agent, the config's default)."""
+        allowed = [default_agent] if self.agents is None else self.agents
+        return "*" in allowed or agent_id.lower() in {a.lower() for a in allowed}
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServer:
@@ -44,6 +57,10 @@ class McpServer(Model):
             raise ValueError("args, env and cwd are for a command; a url server takes headers")
         if self.command is not None and self.headers:
             raise ValueError("headers are for a url server; a command takes env")
+        for agent in self.agents or []:
+            if not re.match(AGENT_NAME, agent):
+                raise ValueError(f"agents: {agent!r} is not an agent's id (or \"*\" for "
+                                 f"every agent)")
         return self
 
     @property
@@ -69,3 +86,8 @@ class Mcp(Model):
 
     def enabled(self) -> dict[str, McpServer]:
         return {name: s for name, s in self.servers.items() if s.enabled}
+
+    def for_agent(self, agent_id: str, default_agent: str) -> list[str]:
+        """The enabled servers whose tools agent ``agent_id`` gets."""
+        return [name for name, server in self.enabled().items()
+                if server.given_to(agent_id, default_agent)]

@@ -196,6 +196,18 @@ class Config(Model):
 
     # where the file was read from: private, so not a key a config file could set
     _source: Path | None = PrivateAttr(None)
+    # the agents of people (``clawd users``) this config gained without listing them
+    # (``frontends.compose.with_people``): private too, never a key of the file
+    _people_agents: frozenset[str] = PrivateAttr(frozenset())
+
+    @property
+    def people_agents(self) -> frozenset[str]:
+        """The ids (lowercase) of people's agents that ``agents.list`` does not name."""
+        return self._people_agents
+
+    @people_agents.setter
+    def people_agents(self, ids: frozenset[str]) -> None:
+        self._people_agents = frozenset(a.lower() for a in ids)
 
     @property
     def source(self) -> Path | None:

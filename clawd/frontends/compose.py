@@ -38,7 +38,8 @@ def knowing(config: Config, agent: str | None) -> Config:
 
 def with_people(config: Config) -> Config:
     """``config`` with the agents of its people (``clawd users``) that it does not list
-    itself, each as an ``agents.list`` entry of its own (the default agent kept first)."""
+    itself, each as an ``agents.list`` entry of its own (the default agent kept first) and
+    named in ``people_agents`` (they get nothing that reaches the host, ``for_a_person``)."""
     from clawd.config import DEFAULT_AGENT_ID, AgentEntry
     from clawd.storage import open_people
 
@@ -51,6 +52,7 @@ def with_people(config: Config) -> Config:
     entries = list(config.agents.entries) or [AgentEntry(id=DEFAULT_AGENT_ID, default=True)]
     grown.agents.entries = entries + [AgentEntry(id=a) for a in dict.fromkeys(missing)]
     grown.source = config.source
+    grown.people_agents = frozenset(missing)
     return grown
 
 
@@ -103,9 +105,10 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                             stored=storage.memory_sources, files=storage.files,
                             open_store=storage.memory_index)
         tools += memory_tools()
-    mcp = mcp_clients(config)
+    servers = config.mcp.for_agent(agent_id, config.default_agent_id())
+    mcp = mcp_clients(config) if servers else None  # none given: none started for it
     if mcp is not None:
-        tools += mcp.tools()
+        tools += mcp.tools(servers)
 
     def models(ref: str) -> ModelHandle:
         return ModelHandle(ref, registry.context_window(config, settings, ref),

@@ -5,7 +5,8 @@ async; the loop and its tools are not). ``start`` connects to all servers side b
 bounded by its ``connectionTimeoutMs``; a server that does not start is one line in
 ``problems`` and the others work (``requestTimeoutMs`` does not bound a start). Its tools
 become ``Tool``s named ``<server>__<tool>`` (``shapes``), offered in group sessions only when
-the server says ``groups``.
+the server says ``groups``; an agent is handed the tools of the servers it is given
+(``tools(servers)``, ``Mcp.for_agent``), while the connections are the process's.
 
 A call is bounded by ``requestTimeoutMs``; a time-out, a tool's error, a server that exits
 during the call: each is an error result for the model, never an exception for the turn. A
@@ -24,7 +25,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Coroutine
+from collections.abc import Collection, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -286,10 +287,13 @@ class McpClients:
                  for c in self.connections.values()]
         return found + [ServerState(name, "", "disabled", 0) for name in self.disabled]
 
-    def tools(self) -> list[Tool]:
-        """Every started server's tools as clawd's."""
+    def tools(self, servers: Collection[str] | None = None) -> list[Tool]:
+        """The started servers' tools as clawd's: of every server, or of ``servers`` (the
+        ones an agent is given, ``Mcp.for_agent``)."""
         found: list[Tool] = []
         for connection in self.connections.values():
+            if servers is not None and connection.name not in servers:
+                continue
             for listed in connection.tools:
                 found.append(self._tool(connection, listed))
         return found

@@ -95,14 +95,18 @@ def test_mcp_serve_read_only_has_no_add(isolated_home):
 @pytest.fixture
 def served(isolated_home, capsys):
     """``clawd serve`` in this process (uvicorn in a thread) over the default agent and
-    alice's, alice with a person's token of her own."""
+    alice's, alice with a person's token of her own; the defaults name a folder of the
+    operator's in ``extraPaths``."""
     import uvicorn
 
     from clawd.config import load_config
     from clawd.frontends.gateway.agents import ServedAgents
     from clawd.frontends.gateway.app import create_app
 
-    workspace = _home(isolated_home)
+    operator = isolated_home / "operator"
+    operator.mkdir()
+    (operator / "vault.md").write_text("- The operator's vault PIN is 9911.\n")
+    workspace = _home(isolated_home, memorySearch={"extraPaths": [str(operator)]})
     assert main(["users", "add", "alice"]) == 0
     alice = capsys.readouterr().out.strip().splitlines()[-1]
     theirs = Path(str(workspace) + "-alice")
@@ -157,3 +161,36 @@ def test_gateway_mcp_reaches_only_the_tokens_own_memory(served):
                       ).status_code == 401
     assert httpx.post(url + "?agent=main", json=body,
                       headers={"Authorization": f"Bearer {alice}"}).status_code == 403
+
+
+def test_gateway_mcp_gives_a_person_nothing_of_the_operators(served, isolated_home):
+    """Neither the folder the defaults' ``extraPaths`` name, nor main's files by a path out
+    of alice's workspace, nor main's memory through a session the owner opened."""
+    url, alice = served
+    vault = str(isolated_home / "operator" / "vault.md")
+
+    async def look(client):
+        hits = await client.call_tool("memory_search", {"query": "vault PIN"})
+        got = await client.call_tool("memory_get", {"path": vault})
+        climbed = await client.call_tool("memory_get", {"path": "../ws/MEMORY.md"})
+        return _text(hits), got, climbed
+
+    hits, got, _ = asyncio.run(_http(url, TOKEN, look))
+    assert "9911" in hits and "9911" in _text(got)  # the operator's agent reads its folder
+    hits, got, climbed = asyncio.run(_http(url, alice, look))
+    assert "9911" not in hits and got.is_error and "9911" not in _text(got)
+    assert climbed.is_error and "Miso" not in _text(climbed)
+
+    import httpx
+    begin = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    opened = httpx.post(url, json=begin, headers={**accept, "Authorization": f"Bearer {TOKEN}"})
+    session = opened.headers["mcp-session-id"]
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "memory_get", "arguments": {"path": "MEMORY.md"}}}
+    theirs = httpx.post(url, json=call, headers={
+        **accept, "Authorization": f"Bearer {alice}", "mcp-session-id": session})
+    assert "Miso" not in theirs.text, theirs.text  # a call runs as the token's agent
+    assert "4242" in theirs.text, theirs.text  # alice's own MEMORY.md

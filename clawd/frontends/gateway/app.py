@@ -66,10 +66,10 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         hub.listen(asyncio.get_running_loop())
-        problems: list[str] = []  # the MCP servers are the process's: one agent tells
-        for agent_id in agents.ids:  # built now, off the loop: no request waits on one
+        problems: list[str] = []  # the MCP servers are the process's: one agent given
+        for agent_id in agents.ids:  # any tells; built now, off the loop: no request waits
             runtime = await run_in_threadpool(agents.runtime, agent_id)
-            problems = runtime.mcp.problems() if runtime.mcp else []
+            problems = runtime.mcp.problems() if runtime.mcp else problems
         for problem in problems:
             log.warning("%s", problem)
         try:
