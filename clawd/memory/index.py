@@ -115,7 +115,10 @@ class MemoryIndex:
         self.vectors = VectorMatrix()  # the vector stage's in-process fast path
         self._watcher: Any = None
         self._pool: Any = None
-        self.superseded = Superseded(files or DiskFiles(workspace))  # replaced lines, marked
+        if stored is not None and files is None:  # the folder is not where the notes are
+            raise ValueError("an index over stored notes reads MEMORY.md through their files")
+        # replaced lines, marked; the folder ``workspace`` is the files of the embedded default
+        self.superseded = Superseded(files or DiskFiles(workspace))
 
     @property
     def store(self) -> IndexStore:

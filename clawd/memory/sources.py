@@ -10,9 +10,9 @@ Session transcripts are indexed only with ``experimental.sessionMemory`` on
 and ``"sessions"`` in ``sources``: each JSONL line becomes one text line (user and assistant
 text, everything else blank) so a result's line range is the transcript's own line range.
 
-A memory file must be UTF-8 text: ``read_source`` (and ``decode_text`` for ``memory_get``)
-raises ``NotText`` for one holding NUL bytes or invalid UTF-8, which the index skips instead of
-filling itself with binary junk.
+A memory file must be UTF-8 text: ``read_source`` (and ``decode_text`` and ``stored_text``
+for ``memory_get``) raises ``NotText`` for one holding NUL bytes or invalid UTF-8, which
+the index skips instead of filling itself with binary junk.
 """
 
 from __future__ import annotations
@@ -96,6 +96,18 @@ def decode_text(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotText(f"not UTF-8 text: invalid byte at offset {exc.start}") from None
+
+
+def stored_text(read: Callable[[], str | None]) -> str | None:
+    """The text a store's exact read gives (``WorkspaceFiles.read(path, exact=True)``), None
+    for no file, or ``NotText`` saying why it is no memory file, as ``decode_text`` says it."""
+    try:
+        text = read()
+    except UnicodeDecodeError as exc:  # its bytes say why first (NUL bytes, then UTF-8)
+        return decode_text(bytes(exc.object))
+    if text is not None and "\x00" in text:
+        raise NotText("not a text file: it contains NUL bytes")
+    return text
 
 
 def is_under(root: Path, path: Path) -> bool:

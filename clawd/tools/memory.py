@@ -4,31 +4,34 @@
 returns the SPEC's JSON (snippets with path and line range, never whole files). The query
 must not be empty, ``maxResults`` is 1..50 (more is capped at 50) and ``minScore`` 0..1.
 ``memory_get {path, from?, lines?}`` reads lines of a memory file, and only of one:
-``MEMORY.md``, ``memory/**.md`` inside the workspace (resolved with ``workspace.files.resolve``,
-so ``..``, absolute paths and symlinks out are refused), or a ``.md`` file under one of
-``memorySearch.extraPaths``. Extra paths are explicit user configuration and may lie
-outside the workspace; a path is accepted there only when its real location is under one
-of them, so a symlink cannot widen what the model can read. A file that is not UTF-8 text
-(NUL bytes, invalid UTF-8) is an error result, as it is skipped by the index, never its bytes.
-A citation passed as the path (``memory/2026-11-20.md#L12-L14``, as search results and recall
-name lines) reads those lines. Note lines that consolidation replaced are struck through
-with their replacement (``memory.superseded``; ``marked``), in ``memory_get`` as in search,
-for a session that may read MEMORY.md; a group session's search results lose those marks.
+``MEMORY.md``, ``memory/**.md`` inside the workspace, read through the agent's files
+(``WorkspaceFiles``: a folder or a database; ``..``, absolute paths and symlinks out are
+refused), or a ``.md`` file under one of ``memorySearch.extraPaths``, read from the disk.
+Extra paths are explicit user configuration and may lie outside the workspace; a path is
+accepted there only when its real location is under one of them, so a symlink cannot widen
+what the model can read. A file that is not UTF-8 text (NUL bytes, invalid UTF-8) is an
+error result, as it is skipped by the index, never its bytes. A citation passed as the path
+(``memory/2026-11-20.md#L12-L14``, as search results and recall name lines) reads those
+lines. Note lines that consolidation replaced are struck through with their replacement
+(``memory.superseded``; ``marked``), in ``memory_get`` as in search, for a session that may
+read MEMORY.md; a group session's search results lose those marks.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 from clawd.context.access import Access
 from clawd.core.errors import SandboxError, ToolError
 from clawd.memory.interface import Memory, SearchResults, cited
-from clawd.memory.sources import NotText, decode_text, extra_roots, is_under
+from clawd.memory.sources import NotText, decode_text, extra_roots, is_under, stored_text
 from clawd.memory.superseded import Superseded, unmark
 from clawd.tools.base import Param, Tool, ToolContext, tool
-from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE, relative, resolve
+from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 
 DEFAULT_LINES = 200
 MAX_RESULTS = 50
@@ -49,35 +52,46 @@ def _refuse(path: str) -> ToolError:
                      f"memorySearch.extraPaths: {path}")
 
 
-def memory_path(ctx: ToolContext, path: str) -> tuple[Path, str]:
-    """The real file ``path`` names and its display key, or an error saying why not."""
+def memory_path(ctx: ToolContext, path: str) -> tuple[str, Callable[[], str | None]]:
+    """The display key of the note ``path`` names and how to read its exact text (None:
+    no such file), or an error saying why it may not be read. A note of the workspace is
+    read through the agent's files (``ctx.files``: a folder or a database alike); one under
+    an ``extraPaths`` folder outside it, from the disk."""
     if not isinstance(path, str) or not path.strip():
         raise ToolError("missing required argument 'path'")
     root = ctx.workspace.resolve()
     extras = extra_roots(root, ctx.settings.memory_search)
     try:
-        real = resolve(root, path)
+        key = ctx.files.canonical(path)
     except SandboxError:
         # Outside the workspace: only a place the user listed in extraPaths will do.
         candidate = Path(path).expanduser()
         real = (candidate if candidate.is_absolute() else root / candidate).resolve()
         if not any(is_under(extra, real) for extra in extras):
             raise _refuse(path) from None
-        key = str(real)
+        key, read = str(real), partial(_disk_text, real)
     else:
-        key = relative(root, real)
         in_memory = key == MEMORY_FILE or (key.startswith(f"{MEMORY_DIR}/")
                                            and key.lower().endswith(".md"))
-        if not in_memory and not any(is_under(extra, real) for extra in extras):
+        if not in_memory and not any(is_under(extra, (root / key).resolve())
+                                     for extra in extras):
             raise _refuse(path)
-    if not real.name.lower().endswith(".md"):
+        read = partial(_stored_text, ctx, key)
+    if not key.lower().endswith(".md"):
         raise _refuse(path)
     if not ctx.access.may_read(key):
         raise ToolError(f"{path} is private memory: group and channel sessions read only "
                         f"memorySearch.shareablePaths")
-    if not real.is_file():
-        raise ToolError(f"no such memory file: {path}")
-    return real, key
+    return key, read
+
+
+def _stored_text(ctx: ToolContext, key: str) -> str | None:
+    found = ctx.files.stat(key)
+    return ctx.files.read(key, exact=True) if found and found.kind == "file" else None
+
+
+def _disk_text(real: Path) -> str | None:
+    return decode_text(real.read_bytes()) if real.is_file() else None
 
 
 @tool("memory_get", GET_DESCRIPTION)
@@ -91,14 +105,17 @@ def memory_get(ctx: ToolContext, *,
     if count < 1:
         raise ToolError("argument 'lines' must be 1 or more")
     path, start, count = citation_path(path, start, count, DEFAULT_LINES)
-    real, key = memory_path(ctx, path)
+    key, read = memory_path(ctx, path)
     try:
-        lines = decode_text(real.read_bytes()).split("\n")
+        text = stored_text(read)
     except OSError as exc:
         raise ToolError(f"cannot read {key}: {exc.strerror}") from None
     except NotText as exc:
         raise ToolError(f"{key} is {exc}; it is not a memory note and is not "
                         f"indexed") from None
+    if text is None:
+        raise ToolError(f"no such memory file: {path}")
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     # past the end: said in words, as ``read`` does (an error here left a 1.5B model with

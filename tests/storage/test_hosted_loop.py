@@ -168,3 +168,35 @@ def test_the_daily_consolidation_runs_once_over_every_worker(hosted):
     assert "The NAS is called tern" in workers[1].files.read("MEMORY.md")
     for rt in workers:
         rt.memory.close()
+
+
+def test_memory_get_reads_the_store_not_the_disk(hosted, capsys):
+    """A person's agent (its files in the database) reads with ``memory_get`` the MEMORY.md
+    ``write`` just put there, in a turn and through ``/mcp``'s tool, and never a stale file
+    left on disk where its workspace would be (as after ``storage migrate``)."""
+    from clawd.frontends.cli import main
+    from clawd.frontends.mcp_server import memory_tools_for_clients, run_tool
+
+    assert main(["users", "add", "alice"]) == 0
+    capsys.readouterr()
+    stale = hosted / "ws-alice" / "memory"
+    stale.mkdir(parents=True)
+    (stale.parent / "MEMORY.md").write_text("- Alice rides a red bike (stale).\n")
+    (stale / "2026-11-20.md").write_text("- an old note on disk\n")
+    provider = ScriptedProvider([
+        Reply("", [tool("write", path="MEMORY.md",
+                        content="# Memory\n\n- Alice rides a green Brompton.\n")]),
+        Reply("", [tool("memory_get", path="MEMORY.md")]),
+        Reply("", [tool("memory_get", path="memory/2026-11-20.md")]), "Green."])
+    rt = dataclasses.replace(build_runtime(load_config(), "alice"),
+                             models=fixed_models(provider, 200_000, profile="strong"))
+    chat = Chat(rt, "agent:alice:main")
+    list(chat.handle("What bike do I ride?"))
+    got, missing = (r.messages[-1].text for r in provider.requests[2:4])
+    assert "green Brompton" in got and "stale" not in got
+    assert "no such memory file: memory/2026-11-20.md" in missing
+    text, is_error = run_tool(memory_tools_for_clients(True), rt, "memory_get",
+                              {"path": "MEMORY.md", "from": 3}, True)
+    assert not is_error and text == "- Alice rides a green Brompton."
+    chat.session.close()
+    rt.memory.close()
