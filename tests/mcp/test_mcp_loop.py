@@ -236,6 +236,7 @@ def test_a_server_that_does_not_start_is_one_line_and_the_chat_goes_on(
     assert main(["mcp", "list"]) == 1  # one server failed
     listed, _ = capfd.readouterr()
     assert "lookup" in listed and "ready" in listed and "7 tools" in listed
+    assert "(for main)" in listed  # the operator's agent's alone, by default
     assert "broken" in listed and "failed" in listed and "do-not-print-this" not in listed
     assert main(["mcp", "tools", "lookup"]) == 0
     tools, _ = capfd.readouterr()

@@ -49,8 +49,20 @@ def test_a_servers_agents_are_ids():
         Mcp.model_validate({"servers": {"files": {"command": "true", "agents": ["../x"]}}})
 
 
+@pytest.fixture
+def fresh_mcp():
+    """The process's MCP connections start afresh in the test and are closed after it."""
+    from clawd.frontends import compose
+
+    compose._MCP.clear()
+    yield
+    for clients in compose._MCP.values():
+        clients.close()
+    compose._MCP.clear()
+
+
 @pytest.fixture(params=["files", "postgresql"])
-def home(request, isolated_home, monkeypatch):
+def home(request, isolated_home, monkeypatch, fresh_mcp):
     """A home whose config has the test MCP server and whose defaults would give every agent
     ``exec`` and an extra folder of the operator's; on files or on a fresh database."""
     if request.param == "postgresql":
@@ -91,6 +103,8 @@ def test_a_persons_agent_neither_sees_nor_calls_the_operators_servers(home, caps
     assert not any(name.startswith("lookup__") for name in offered)
     assert "exec" not in offered and "read" in offered
     assert result.is_error and "unknown tool: lookup__capital" in result.text
+    from clawd.frontends import compose
+    assert not compose._MCP  # no server was started for her
     offered, result = _turn("main")  # the operator's agent still has them
     assert "lookup__capital" in offered and "exec" in offered
     assert not result.is_error and "Lisbon" in result.text

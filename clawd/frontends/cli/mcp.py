@@ -2,8 +2,9 @@
 as an MCP server.
 
 ``list`` starts every configured server (each within its ``connectionTimeoutMs``) and shows
-one line each: name, transport, state, tool count, and what it runs or where it is (a URL
-without its user and query; never a value of ``env`` or ``headers``). ``tools [NAME]`` lists
+one line each: name, transport, state, tool count, what it runs or where it is (a URL
+without its user and query; never a value of ``env`` or ``headers``), and the agents given
+it (``agents``; by default the default agent). ``tools [NAME]`` lists
 the tools by the names the model calls them. ``serve [--agent ID] [--read-only]`` speaks
 MCP on stdin/stdout, offering the agent's memory (``frontends.mcp_server``).
 """
@@ -40,6 +41,14 @@ def where(server: Any) -> str:
     return scrub(" ".join([server.command, *server.args]), server.secrets())
 
 
+def whose(server: Any, default_agent: str) -> str:
+    """Which agents get a server's tools, as ``list`` says it (``McpServer.given_to``)."""
+    agents = [default_agent] if server.agents is None else server.agents
+    if "*" in agents:
+        return "for every agent"
+    return "for " + (", ".join(agents) or "no agent")
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     from clawd.config import load_config
     from clawd.core.errors import ConfigError
@@ -59,9 +68,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     clients = mcp_clients(config)
     assert clients is not None
     if args.mcp_command == "list":
+        default = config.default_agent_id()
         for state in clients.states():
+            server = servers[state.name]
             line = (f"{state.name:<16} {state.transport or '-':<6} {state.state:<8} "
-                    f"{state.tools:>3} tools  {where(servers[state.name])}")
+                    f"{state.tools:>3} tools  {where(server)}  ({whose(server, default)})")
             print(line + (f"\n{'':<16} {state.error}" if state.error else ""))
         return 1 if any(s.state == "failed" for s in clients.states()) else 0
     for tool in clients.tools():
