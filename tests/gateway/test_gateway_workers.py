@@ -106,6 +106,17 @@ def test_wrong_tokens_count_on_every_worker_together(tmp_path, pg_url):
         assert a.get("/api/agents", headers=AUTH).status_code == 429
 
 
+def test_a_valid_token_on_one_worker_does_not_clear_wrong_ones_on_another(tmp_path, pg_url):
+    rate = {"maxAttempts": 3, "windowSeconds": 60, "lockoutSeconds": 30}
+    with _worker(tmp_path, pg_url, "a", rate) as a, _worker(tmp_path, pg_url, "b", rate) as b:
+        wrong = {"Authorization": "Bearer not-the-token-at-all-0000"}
+        codes = []
+        for _ in range(3):
+            codes.append(a.get("/api/agents", headers=wrong).status_code)
+            codes.append(b.get("/api/agents", headers=AUTH).status_code)
+        assert codes == [401, 200, 401, 200, 429, 429]
+
+
 def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
     from clawd.core.messages import Message
     from clawd.frontends.gateway.shared import stopped_lines

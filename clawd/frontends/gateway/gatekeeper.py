@@ -5,13 +5,14 @@ trusted proxy's ``X-Forwarded-For``); ``/health`` (503 while shutting down) and 
 chat's files let through (``GET`` only); the ``Origin`` of a state-changing request (403);
 a client locked out after wrong tokens (429 with ``Retry-After``; only a presented token is
 checked against the lockout, so a request refused for Host or Origin, or sent with no token,
-counts for nothing); the bearer token (401; the agents it reaches are put in
-``scope["state"]["agents"]``); and the body's size: past ``gateway.maxBodyBytes`` the
-request is answered 413 before any route reads it, so nothing is written. Errors have
-OpenAI's shape, ``{"error": {"message", "type", "code"}}``, on every route; an exception no
-route handled is answered 500 in that shape and logged in one line. Each request is logged
-in one line when it ends (``clawd.access``: method, path, status, time; never the query or
-a header).
+counts for nothing; a right token clears nothing, so a person with a token of their own
+cannot guess at another's between sign-ins); the bearer token (401; the agents it reaches
+are put in ``scope["state"]["agents"]``); and the body's size: past
+``gateway.maxBodyBytes`` the request is answered 413 before any route reads it, so nothing
+is written. Errors have OpenAI's shape, ``{"error": {"message", "type", "code"}}``, on
+every route; an exception no route handled is answered 500 in that shape and logged in one
+line. Each request is logged in one line when it ends (``clawd.access``: method, path,
+status, time; never the query or a header).
 """
 
 from __future__ import annotations
@@ -144,8 +145,6 @@ class Gatekeeper:
                                  "Bearer TOKEN)", "unauthorized",
                                  {"WWW-Authenticate": "Bearer"})
             return
-        if presented:
-            await self._failed("succeeded", key)
         scope.setdefault("state", {})["agents"] = agents
         limit = self.gateway.max_body_bytes
         length = headers.get("content-length", "")
