@@ -412,3 +412,18 @@ def test_history_reads_the_store_off_the_event_loop(tmp_path, monkeypatch):
         assert user_texts(client, "main") == ["hello"]
         assert client.get("/api/sessions/main/context", headers=AUTH).status_code == 200
     assert on_loop == []
+
+
+# --- 9. paths that are not what they seem -----------------------------------------------------
+
+def test_a_path_with_a_line_break_or_nul_is_logged_in_one_escaped_line(tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="clawd.access")
+    forged = "/api/x%0A2025-01-01 GET /api/sessions 200 1 ms%00%E2%80%AE"
+    with gateway(tmp_path, ScriptedProvider()) as client:
+        assert client.get(forged, headers=AUTH).status_code == 404
+    lines = [r.getMessage() for r in caplog.records if r.name == "clawd.access"]
+    assert len(lines) == 1 and lines[0].startswith("GET /api/x%0A2025-01-01%20GET%20")
+    assert not any(ch in lines[0] for ch in "\n\r\x00\u202e")
+    assert "%00%E2%80%AE 404 " in lines[0]
