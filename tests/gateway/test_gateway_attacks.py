@@ -427,3 +427,24 @@ def test_a_path_with_a_line_break_or_nul_is_logged_in_one_escaped_line(tmp_path,
     assert len(lines) == 1 and lines[0].startswith("GET /api/x%0A2025-01-01%20GET%20")
     assert not any(ch in lines[0] for ch in "\n\r\x00\u202e")
     assert "%00%E2%80%AE 404 " in lines[0]
+
+
+@pytest.mark.parametrize("turn", ["%00", "%0A", "a%00b", "%7F"])
+def test_a_turn_id_no_turn_can_have_is_a_json_404(tmp_path, turn, capfd):
+    with gateway(tmp_path, ScriptedProvider()) as client:
+        for _ in range(2):  # under two workers: each of them
+            missing = client.get(f"/api/turns/{turn}/events", headers=AUTH)
+            assert missing.status_code == 404, missing.text
+            assert missing.json()["error"]["type"] == "not_found"
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_an_idempotency_key_with_a_nul_is_a_400_and_nothing_runs(tmp_path, capfd):
+    provider = ScriptedProvider(default="ok")
+    with gateway(tmp_path, provider) as client:
+        refused = client.post("/api/sessions/main/messages", headers=AUTH,
+                              json={"text": "hi", "idempotencyKey": "send\u00001"})
+        assert refused.status_code == 400, refused.text
+        assert "idempotency key" in refused.json()["error"]["message"]
+    assert provider.requests == []
+    assert "Traceback" not in capfd.readouterr().err

@@ -6,7 +6,7 @@ config, the served ``ServedAgents``, the ``Hub``. ``session_of`` turns a key as 
 the agent's id and the full key, refusing an agent the bearer token does not reach.
 ``failure`` maps the one-line ``ClawdError``s to HTTP statuses; it is the app's exception
 handler, so a route simply raises. ``header_key`` and ``key_from_header`` carry a session
-key in a header (percent-encoded UTF-8).
+key in a header (percent-encoded UTF-8); ``idempotency_of`` checks an idempotency key.
 """
 
 from __future__ import annotations
@@ -138,6 +138,14 @@ def key_from_header(value: str) -> str:
     if problem := key_problem(key):
         raise BadRequest(problem)
     return key
+
+
+def idempotency_of(value: str | None) -> str | None:
+    """An idempotency key a client sent (header or body), or None; one holding a control
+    character (a NUL no database text holds) is a ``BadRequest``."""
+    if value is not None and not value.isprintable():
+        raise BadRequest("the idempotency key holds a control character, which no key may hold")
+    return value or None
 
 
 def failure(exc: Exception) -> Response:

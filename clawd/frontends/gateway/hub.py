@@ -197,9 +197,10 @@ class Hub:
                 table.popitem(last=False)
 
     def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
-        """A turn of this worker, or with shared state, of any worker."""
+        """A turn of this worker, or with shared state, of any worker; none for an id no
+        turn can have (a NUL or another control character, which no database text holds)."""
         found = self.turns.get(turn_id)
-        if found is not None or self.shared is None:
+        if found is not None or self.shared is None or not turn_id.isprintable():
             return found
         about = self.shared.turn(turn_id)
         return None if about is None else self._remote(turn_id, about["agent"], about["key"],

@@ -27,6 +27,7 @@ from clawd.frontends.gateway.common import (
     agent_of,
     allowed,
     header_key,
+    idempotency_of,
     ok,
     read_body,
     session_of,
@@ -211,7 +212,7 @@ async def send_message(request: Request) -> Response:
     body = await read_body(request, SendBody)
     if not body.text.strip():
         raise BadRequest("the message is empty: send {\"text\": \"...\"}")
-    idempotency = request.headers.get("idempotency-key") or body.idempotency_key
+    idempotency = idempotency_of(request.headers.get("idempotency-key") or body.idempotency_key)
     turn, new = await state(request).hub.submit(agent_id, key, body.text, idempotency)
     headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": header_key(key)}
     if not new:
