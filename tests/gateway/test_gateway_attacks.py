@@ -199,6 +199,41 @@ def test_a_unicode_session_key_works_end_to_end(tmp_path):
         assert [s["key"] for s in listed] == [f"agent:main:{key}"]
 
 
+@pytest.mark.parametrize("key", ["team/alpha", "a/history", "/lead/", "a/b/messages"])
+def test_a_key_with_a_slash_made_through_v1_is_reached_on_every_native_route(tmp_path, key):
+    provider = ScriptedProvider(default="ok")
+    with gateway(tmp_path, provider, raw=OPENAI) as client:
+        made = client.post("/v1/chat/completions", headers={
+            **AUTH, "X-Clawd-Session-Key": quote(key)}, json={
+            "model": "clawd", "messages": [{"role": "user", "content": "first"}]})
+        assert made.status_code == 200
+        full = unquote(made.headers["X-Clawd-Session-Key"])
+        path = f"/api/sessions/{quote(key, safe='')}"
+        sent = client.post(f"{path}/messages", json={"text": "second"}, headers=AUTH)
+        assert unquote(sent.headers["X-Clawd-Session-Key"]) == full
+        assert user_texts(client, key) == ["first", "second"]
+        context = client.get(f"{path}/context", headers=AUTH)
+        assert context.status_code == 200 and context.json()["sessionKey"] == full
+        assert client.post(f"{path}/abort", headers=AUTH).json()["aborted"] is False
+        renamed = client.patch(path, json={"title": "Team"}, headers=AUTH)
+        assert renamed.status_code == 200, renamed.text
+        listed = client.get("/api/sessions", headers=AUTH).json()["sessions"]
+        assert [(s["key"], s["title"]) for s in listed] == [(full, "Team")]
+        assert client.delete(path, headers=AUTH).json()["deleted"] is True
+        assert client.get("/api/sessions", headers=AUTH).json()["sessions"] == []
+
+
+def test_a_route_that_is_not_there_answers_json(tmp_path):
+    with gateway(tmp_path, ScriptedProvider()) as client:
+        missing = client.get("/api/nothing/here", headers=AUTH)
+        assert missing.status_code == 404
+        assert missing.json()["error"] == {"message": "no route GET /api/nothing/here",
+                                           "type": "not_found", "code": 404}
+        wrong = client.put("/api/sessions/main/history", headers=AUTH)
+        assert wrong.status_code == 405 and "GET" in wrong.headers["Allow"]
+        assert wrong.json()["error"]["type"] == "method_not_allowed"
+
+
 @pytest.mark.parametrize("key", ["a%0D%0Ab", "a%0Ab", "nul%00", "ta%09b", "%7F", "%20%20",
                                  "k" * 300])
 def test_a_key_that_can_never_work_is_refused_before_anything_runs(tmp_path, key):

@@ -5,7 +5,8 @@ config, the served ``ServedAgents``, the ``Hub``. ``session_of`` turns a key as 
 (a short name such as ``work`` or a full ``agent:<id>:<name>``) and an optional agent into
 the agent's id and the full key, refusing an agent the bearer token does not reach.
 ``failure`` maps the one-line ``ClawdError``s to HTTP statuses; it is the app's exception
-handler, so a route simply raises. ``header_key`` and ``key_from_header`` carry a session
+handler, so a route simply raises; ``no_route`` answers a path or method no route takes in
+the same shape. ``header_key`` and ``key_from_header`` carry a session
 key in a header (percent-encoded UTF-8); ``idempotency_of`` checks an idempotency key.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -180,6 +182,22 @@ async def read_body(request: Request, model: type[B]) -> B:
 async def on_error(request: Request, exc: Exception) -> Response:
     """The app's handler for ``ClawdError`` (and ``MappingError``): ``failure``."""
     return failure(BadRequest(str(exc)) if isinstance(exc, ValueError) else exc)
+
+
+async def no_route(request: Request, exc: Exception) -> Response:
+    """The app's handler for Starlette's ``HTTPException`` (no route: 404; a route without
+    the method: 405, with ``Allow``): the error shape, not plain text."""
+    assert isinstance(exc, HTTPException)
+    method, path = request.method, request.scope["path"]
+    if exc.status_code == 404:
+        kind, message = "not_found", f"no route {method} {path}"
+    elif exc.status_code == 405:
+        allow = (exc.headers or {}).get("Allow", "")
+        kind, message = "method_not_allowed", f"{path} takes {allow}, not {method}"
+    else:
+        kind, message = "error", str(exc.detail)
+    return Response(error_body(exc.status_code, message, kind), exc.status_code, exc.headers,
+                    media_type="application/json")
 
 
 def ok(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
