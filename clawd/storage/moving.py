@@ -6,7 +6,8 @@ under ``.clawd/history``) and writes it into a ``PgStorage``, then reads every t
 line and file back and compares SHA-256 digests. It never changes a file (a store it
 cannot parse is rebuilt in memory from the transcripts, as the file store would). An item
 already in the database with the same content is left as it is, so a second run is safe;
-one that differs is reported and not touched. ``dry_run`` counts without writing.
+one that differs is reported and not touched. ``dry_run`` counts without writing (into a
+database with no schema yet, against ``Nothing``).
 
 ``export`` writes an agent's storage as the embedded layout under a folder: transcripts and
 files byte for byte (each transcript line as it was written, ``\\n`` after each), the
@@ -113,6 +114,32 @@ def store_entries(sessions_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         pass
     return dict(rebuild(sessions_dir))
+
+
+class Nothing:
+    """An agent of a database with no schema yet, as ``migrate`` reads it: it holds nothing.
+    A dry run compares with it, so it creates no schema to read an empty one."""
+
+    def __init__(self, agent_id: str):
+        self.agent_id = agent_id
+        self.sessions = self.files = self.backups = self
+
+    def session_ids(self) -> list[str]:
+        return []
+
+    deleted_ids = session_ids
+
+    def entries(self) -> dict[str, Any]:
+        return {}
+
+    def session_file(self, session_id: str) -> str:
+        return session_id
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        return None
+
+    def versions(self, everything: bool = False) -> list[Any]:
+        return []
 
 
 def migrate(sessions_dir: Path, workspace: Path, target: Any, *, dry_run: bool) -> Moved:

@@ -111,6 +111,34 @@ def test_migrate_then_chat_then_export_gives_back_everything(isolated_home, pg_u
     assert list((back / "deleted").glob("*.jsonl"))  # the deleted session stays apart
 
 
+def test_a_dry_run_into_an_empty_database_creates_nothing_there(isolated_home, capsys):
+    import uuid
+
+    import psycopg
+
+    from conftest import _with_database, drop_database, pg_base_url
+
+    _files_home(isolated_home)
+    name = f"clawd_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_base_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # empty: not a copy of the migrated template
+    url = _with_database(pg_base_url(), name)
+    try:
+        assert main(["storage", "migrate", "--to", url, "--dry-run"]) == 0
+        said = capsys.readouterr().out
+        assert f"no schema yet: a run creates version {len(MIGRATIONS)}" in said
+        assert "vector not created yet" in said
+        assert "agent main: 1 session, 3 transcripts" in said and "problem" not in said
+        assert "dry run: nothing written" in said
+        with psycopg.connect(url) as conn:
+            tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                  "'public'").fetchone()[0]
+            extensions = conn.execute("SELECT extname FROM pg_extension").fetchall()
+        assert tables == 0 and extensions == [("plpgsql",)]
+    finally:
+        drop_database(url)
+
+
 def test_status_names_the_store_schema_and_extension(pg_url, capsys, monkeypatch):
     assert main(["storage", "status"]) == 0
     assert "store: files under" in capsys.readouterr().out
