@@ -111,6 +111,33 @@ def test_migrate_then_chat_then_export_gives_back_everything(isolated_home, pg_u
     assert list((back / "deleted").glob("*.jsonl"))  # the deleted session stays apart
 
 
+def test_export_gives_back_the_workspace_s_modes_and_clawd_s_gitignore(isolated_home, pg_url,
+                                                                      capsys, monkeypatch):
+    import stat
+
+    workspace, _ = _files_home(isolated_home)
+    (workspace / "bin").mkdir()
+    (workspace / "bin" / "backup.sh").write_text("#!/bin/sh\necho saved\n")
+    (workspace / "bin" / "backup.sh").chmod(0o755)
+    (workspace / "private.md").write_text("mine alone\n")
+    (workspace / "private.md").chmod(0o600)
+    assert (workspace / ".clawd" / ".gitignore").is_file()  # kept versions made it
+    assert main(["storage", "migrate", "--to", pg_url]) == 0
+    monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
+    out = isolated_home / "exported"
+    assert main(["storage", "export", "--to", str(out)]) == 0
+    capsys.readouterr()
+    notes = out / "workspaces" / "main"
+
+    def modes(root: Path) -> dict[str, int]:
+        return {p.relative_to(root).as_posix(): stat.S_IMODE(p.stat().st_mode)
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+    assert _tree(notes) == _tree(workspace)  # .clawd/.gitignore included
+    assert modes(notes) == modes(workspace)
+    assert modes(notes)["bin/backup.sh"] == 0o755 and modes(notes)["private.md"] == 0o600
+
+
 def test_a_dry_run_into_an_empty_database_creates_nothing_there(isolated_home, capsys):
     import uuid
 

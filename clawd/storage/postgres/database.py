@@ -10,10 +10,10 @@ install (the memory index needs it).
 The tables keep the embedded meanings: a ``sessions`` row is a ``sessions.json`` entry
 (JSONB), a ``transcript_lines`` row a JSONL line as written (the ``json`` type keeps the text
 byte for byte, which ``jsonb`` would not; a line that was already unreadable in a migrated
-file is kept in ``torn``), a ``workspace_files`` row a file's bytes, ``file_versions`` its
-kept versions, ``records`` an agent's small JSON records, ``leases`` who holds a session,
-``people`` who may use the gateway (their tokens' digests); ``gateway_turns``,
-``turn_events`` and ``auth_failures`` what the gateway's workers share
+file is kept in ``torn``), a ``workspace_files`` row a file's bytes (and permission bits),
+``file_versions`` its kept versions, ``records`` an agent's small JSON records, ``leases``
+who holds a session, ``people`` who may use the gateway (their tokens' digests);
+``gateway_turns``, ``turn_events`` and ``auth_failures`` what the gateway's workers share
 (``storage.postgres.shared``); the ``memory_*`` tables the memory index
 (``storage.postgres.memory``).
 """
@@ -111,6 +111,11 @@ MIGRATIONS: tuple[str, ...] = (
         fingerprint text NOT NULL, job text NOT NULL, hashes jsonb NOT NULL,
         count integer NOT NULL, attempt integer NOT NULL,
         submitted_at double precision NOT NULL, PRIMARY KEY (agent_id, provider, job));
+    """,
+    # a workspace file's permission bits (NULL: a new file's default), so an export gives
+    # back a script's x bit and a private file's 0600
+    """
+    ALTER TABLE workspace_files ADD COLUMN mode integer;
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
