@@ -4,10 +4,11 @@
 config, the served ``ServedAgents``, the ``Hub``. ``session_of`` turns a key as a client gives it
 (a short name such as ``work`` or a full ``agent:<id>:<name>``) and an optional agent into
 the agent's id and the full key, refusing an agent the bearer token does not reach.
-``failure`` maps the one-line ``ClawdError``s to HTTP statuses; it is the app's exception
-handler, so a route simply raises; ``no_route`` answers a path or method no route takes in
-the same shape. ``header_key`` and ``key_from_header`` carry a session
-key in a header (percent-encoded UTF-8); ``idempotency_of`` checks an idempotency key.
+``failure`` maps the one-line ``ClawdError``s to HTTP statuses, in their HTTP words
+(``http_message``); it is the app's exception handler, so a route simply raises;
+``no_route`` answers a path or method no route takes in the same shape. ``header_key``
+and ``key_from_header`` carry a session key in a header (percent-encoded UTF-8);
+``idempotency_of`` checks an idempotency key.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from clawd.config import Config
-from clawd.core.errors import ClawdError, ConfigError, SandboxError
+from clawd.core.errors import ClawdError, ConfigError, SandboxError, http_message
 from clawd.frontends.gateway.agents import ServedAgents, UnknownAgent
 from clawd.frontends.gateway.bodies import B, BadRequest, parse
 from clawd.frontends.gateway.gatekeeper import error_body
@@ -113,7 +114,12 @@ def session_of(request: Request, key: str | None, agent: str | None = None
 
     if key is not None and (problem := key_problem(key)):
         raise BadRequest(problem)
-    named = chat_agent(state(request).config, agent, key)
+    config = state(request).config
+    try:
+        named = chat_agent(config, agent, key)
+    except ConfigError:  # another agent's key: 403 if the token does not reach that agent
+        agent_of(request, chat_agent(config, None, key))
+        raise
     agent_id = agent_of(request, named)
     return agent_id, session_key(agent_id, key)
 
@@ -170,7 +176,7 @@ def failure(exc: Exception) -> Response:
         status, kind = 503, "stopping"
     elif not isinstance(exc, (BadRequest, ConfigError)):
         status, kind = 500 if not isinstance(exc, ClawdError) else 400, "error"
-    return Response(error_body(status, str(exc), kind), status, headers,
+    return Response(error_body(status, http_message(exc), kind), status, headers,
                     media_type="application/json")
 
 

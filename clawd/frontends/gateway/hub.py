@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawd.core import events as ev
-from clawd.core.errors import ClawdError
+from clawd.core.errors import ClawdError, http_message
 from clawd.frontends.commands import Chat
 from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.feed import Feed
@@ -304,7 +304,7 @@ class Hub:
                 slot.chat = Chat(runtime, slot.key,
                                  wait=SHARED_WAIT_SECONDS if self.shared else None)
             except ClawdError as exc:
-                push({"type": "error", "message": str(exc)})
+                push({"type": "error", "message": http_message(exc)})
                 push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])
                 return
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
