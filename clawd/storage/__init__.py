@@ -28,8 +28,12 @@ def sessions_dir(agent_id: str) -> Path:
 def open_database(url: str, *, migrate: bool = True) -> Any:
     """The ``Database`` at ``url`` (the process's, its schema brought up to date; with
     ``migrate=False`` one of its own, read as it is: close it after); without the
-    PostgreSQL driver, a ``ConfigError`` that says how to install it."""
+    PostgreSQL driver (``psycopg``, imported here, not first by ``Database``), a
+    ``ConfigError`` that says how to install it."""
     try:
+        import psycopg  # noqa: F401 - the driver and its pool: the postgres extra
+        import psycopg_pool  # noqa: F401
+
         from clawd.storage.postgres import Database, database
     except ImportError as exc:
         from clawd.core.errors import ConfigError

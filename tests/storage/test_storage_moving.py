@@ -9,6 +9,8 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from clawd.config import AgentDefaults, Config
 from clawd.frontends.cli import main
 from clawd.loop.runtime import Runtime, fixed_models
@@ -183,6 +185,30 @@ def test_an_unreachable_database_is_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("clawd: cannot reach the database postgresql://nobody@127.0.0.1:1")
     assert len(err.splitlines()) == 1
+
+
+WITHOUT_DRIVER = ("import sys; sys.modules['psycopg'] = None\n"
+                  "from clawd.frontends.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("command", [["storage", "status"], ["sessions", "list"],
+                                     ["chat", "-m", "hi"], ["users", "list"]])
+def test_without_the_postgres_extra_a_command_says_what_to_install(isolated_home, command):
+    """``storage.url`` set on a clawd installed without ``[postgres]``: one line, not a
+    traceback (the driver's import is made to fail, as a missing package fails)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CLAWD_STORAGE_URL": "postgresql://nobody@127.0.0.1:1/none",
+           "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_DRIVER, *command], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "clawd: storage.url names a PostgreSQL database, but its driver is not installed "
+        "(psycopg); pip install 'clawd[postgres]'"]
 
 
 def test_the_doctor_checks_the_database(pg_url, capsys, monkeypatch):

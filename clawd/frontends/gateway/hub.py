@@ -197,8 +197,7 @@ class Hub:
                 table.popitem(last=False)
 
     def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
-        """A turn of this worker, or with shared state, of any worker; none for an id no
-        turn can have (a NUL or another control character, which no database text holds)."""
+        """A turn of this worker, or with shared state, of any worker; no id with a NUL."""
         found = self.turns.get(turn_id)
         if found is not None or self.shared is None or not turn_id.isprintable():
             return found
