@@ -1,6 +1,8 @@
 """The error hierarchy: one root, ``ClawdError``, whose message is a one-line explanation.
 
-Library code raises these; only the front ends turn them into exit codes and printed lines.
+Library code raises these; only the front ends turn them into exit codes and printed lines
+(the gateway into HTTP answers, in words of its own where the line names a flag:
+``http_message``).
 Provider errors know whether a retry can help and whether the request overflowed the
 model's context window, so the loop can decide between backing off and compacting.
 """
@@ -9,7 +11,18 @@ from __future__ import annotations
 
 
 class ClawdError(Exception):
-    """Base class of every error clawd reports to the user in one line."""
+    """Base class of every error clawd reports to the user in one line. ``http``, when
+    given, is that line in an HTTP client's words, for a line that names what only the
+    command line has (``--session NAME``); the gateway answers with it."""
+
+    def __init__(self, *args: object, http: str | None = None):
+        super().__init__(*args)
+        self.http = http
+
+
+def http_message(exc: BaseException) -> str:
+    """What an HTTP client is told of ``exc``: its ``http`` words, else its one line."""
+    return getattr(exc, "http", None) or str(exc)
 
 
 class ConfigError(ClawdError):

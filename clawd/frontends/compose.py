@@ -161,7 +161,11 @@ def chat_agent(config: Any, agent: str | None, session: str | None) -> str | Non
     _, named, rest = (key.split(":", 2) + ["", ""])[:3]
     if not named or not rest:
         raise ConfigError(f"--session {session}: a full session key is "
-                          f"agent:<agentId>:<name> (or give a short name such as 'work')")
+                          f"agent:<agentId>:<name> (or give a short name such as 'work')",
+                          http=f"the session key {session} is not a full key, "
+                          f"agent:<agentId>:<name>, nor a short name such as 'work'")
     if agent is not None and agent.lower() != named:
-        raise ConfigError(f"--agent {agent} and --session {session} name different agents")
+        raise ConfigError(f"--agent {agent} and --session {session} name different agents",
+                          http=f"the session key {session} is of the agent {named}, not "
+                          f"{agent} (?agent={agent})")
     return next((known for known in config.agent_ids() if known.lower() == named), named)

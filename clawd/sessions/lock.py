@@ -47,6 +47,7 @@ def lock_path(sessions_dir: Path, key: str) -> Path:
 
 
 CHAT_HINT = "wait for it to finish, or use --session NAME for another session"
+HTTP_HINT = "wait for it to finish and send it again, or send to another session key"
 
 
 def acquire(sessions_dir: Path, key: str, wait: float | None = None,
@@ -68,7 +69,7 @@ def acquire(sessions_dir: Path, key: str, wait: float | None = None,
             if time.monotonic() >= deadline or (
                     left is not None and time.monotonic() + left > deadline):
                 handle.close()
-                raise SessionBusyError(busy_message(key, pid, who, left, hint))
+                raise busy_error(key, pid, who, left, hint)
             time.sleep(POLL_SECONDS)
         _write(handle, HOLDER, None)
         _held[path] = (handle, 1)
@@ -90,6 +91,14 @@ def _write(handle: IO[bytes], who: str, until: float | None) -> None:
     handle.write(f"{os.getpid()}\n{who}\n{'' if until is None else f'{until:.0f}'}\n"
                  .encode())
     handle.flush()
+
+
+def busy_error(key: str, pid: str, who: str, left: float | None, hint: str
+               ) -> SessionBusyError:
+    """The session is held: ``busy_message`` ending with ``hint``, and in an HTTP client's
+    words (``HTTP_HINT``) when ``hint`` is the chat's."""
+    http = busy_message(key, pid, who, left, HTTP_HINT) if hint == CHAT_HINT else None
+    return SessionBusyError(busy_message(key, pid, who, left, hint), http=http)
 
 
 def busy_message(key: str, pid: str, who: str, left: float | None, hint: str) -> str:

@@ -25,17 +25,22 @@ def sessions_dir(agent_id: str) -> Path:
     return state_dir() / "agents" / agent_id / "sessions"
 
 
-def open_database(url: str) -> Any:
-    """The ``Database`` at ``url``; without the PostgreSQL driver, a ``ConfigError`` that
-    says how to install it."""
+def open_database(url: str, *, migrate: bool = True) -> Any:
+    """The ``Database`` at ``url`` (the process's, its schema brought up to date; with
+    ``migrate=False`` one of its own, read as it is: close it after); without the
+    PostgreSQL driver (``psycopg``, imported here, not first by ``Database``), a
+    ``ConfigError`` that says how to install it."""
     try:
-        from clawd.storage.postgres import database
+        import psycopg  # noqa: F401 - the driver and its pool: the postgres extra
+        import psycopg_pool  # noqa: F401
+
+        from clawd.storage.postgres import Database, database
     except ImportError as exc:
         from clawd.core.errors import ConfigError
 
         raise ConfigError(f"storage.url names a PostgreSQL database, but its driver is not "
                           f"installed ({exc.name}); pip install 'clawd[postgres]'") from None
-    return database(url)
+    return database(url) if migrate else Database(url, migrate=False)
 
 
 def open_storage(config: Config, agent_id: str, settings: AgentDefaults,

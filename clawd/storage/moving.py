@@ -6,14 +6,16 @@ under ``.clawd/history``) and writes it into a ``PgStorage``, then reads every t
 line and file back and compares SHA-256 digests. It never changes a file (a store it
 cannot parse is rebuilt in memory from the transcripts, as the file store would). An item
 already in the database with the same content is left as it is, so a second run is safe;
-one that differs is reported and not touched. ``dry_run`` counts without writing.
+one that differs is reported and not touched. ``dry_run`` counts without writing (into a
+database with no schema yet, against ``Nothing``).
 
 ``export`` writes an agent's storage as the embedded layout under a folder: transcripts and
-files byte for byte (each transcript line as it was written, ``\\n`` after each), the
-session store with ``sessionFile`` naming the exported transcripts, the records, the kept
-versions. The memory index is not moved either way: it is rebuilt from the notes. Its
-embedding cache is carried into the database's (``carry_vectors``), so notes a files home
-had embedded are not embedded again.
+files byte for byte (each transcript line as it was written, ``\\n`` after each; a migrated
+file with the permission bits it had), the session store with ``sessionFile`` naming the
+exported transcripts, the records, the kept versions and the ``.clawd/.gitignore`` that
+keeps them out of git. The memory index is not moved either way: it is rebuilt from the
+notes. Its embedding cache is carried into the database's (``carry_vectors``), so notes a
+files home had embedded are not embedded again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,7 @@ import orjson
 from clawd.core.errors import ClawdError
 from clawd.sessions.files import DELETED_DIR, rebuild
 from clawd.sessions.store import normalize_key
-from clawd.workspace.backups import HISTORY_DIR, STATE_DIR
+from clawd.workspace.backups import HISTORY_DIR, STATE_DIR, ignore_records
 
 log = logging.getLogger(__name__)
 SKIPPED_FOLDERS = {".git"}  # a repository's own records are not the assistant's files
@@ -115,6 +118,32 @@ def store_entries(sessions_dir: Path) -> dict[str, Any]:
     return dict(rebuild(sessions_dir))
 
 
+class Nothing:
+    """An agent of a database with no schema yet, as ``migrate`` reads it: it holds nothing.
+    A dry run compares with it, so it creates no schema to read an empty one."""
+
+    def __init__(self, agent_id: str):
+        self.agent_id = agent_id
+        self.sessions = self.files = self.backups = self
+
+    def session_ids(self) -> list[str]:
+        return []
+
+    deleted_ids = session_ids
+
+    def entries(self) -> dict[str, Any]:
+        return {}
+
+    def session_file(self, session_id: str) -> str:
+        return session_id
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        return None
+
+    def versions(self, everything: bool = False) -> list[Any]:
+        return []
+
+
 def migrate(sessions_dir: Path, workspace: Path, target: Any, *, dry_run: bool) -> Moved:
     """Copy one agent's files (``sessions_dir``, ``workspace``) into ``target``, a
     ``PgStorage``; verified by digest unless ``dry_run``."""
@@ -150,7 +179,7 @@ def migrate(sessions_dir: Path, workspace: Path, target: Any, *, dry_run: bool) 
             continue
         moved.files, moved.bytes = moved.files + 1, moved.bytes + len(data)
         if not dry_run:
-            target.files.write_bytes(rel, data)
+            target.files.write_bytes(rel, data, mode=stat.S_IMODE(path.stat().st_mode))
             if target.files.read_bytes(rel) != data:
                 moved.problems.append(f"{rel}: read back different; check the database")
     have = {(v.name, v.stamp) for v in target.backups.versions(everything=True)}
@@ -253,10 +282,14 @@ def export(source: Any, home: Path, workspace: Path) -> Moved:
         target = workspace / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+        if (mode := source.files.mode(rel)) is not None:
+            target.chmod(mode)
         moved.files, moved.bytes = moved.files + 1, moved.bytes + len(data)
     for version in source.backups.versions(everything=True):
         target = workspace / HISTORY_DIR / version.name / f"{version.stamp}.md"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(source.backups.data(version))
         moved.versions += 1
+    if moved.versions:  # as the files store does when it keeps a version
+        ignore_records(workspace)
     return moved

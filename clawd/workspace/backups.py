@@ -42,6 +42,15 @@ def is_clawd_state(rel_path: str) -> bool:
     return rel_path == STATE_DIR or rel_path.startswith(f"{STATE_DIR}/")
 
 
+def ignore_records(root: Path) -> None:
+    """``<root>/.clawd/.gitignore``, if it is not there: a workspace under git does not list
+    clawd's records."""
+    ignore = root / STATE_DIR / ".gitignore"
+    if not ignore.exists():
+        ignore.parent.mkdir(parents=True, exist_ok=True)
+        ignore.write_text("# clawd's own records (clawd history); not part of the notes\n*\n")
+
+
 def loses_content(old: str, new: str) -> bool:
     """Whether replacing ``old`` by ``new`` drops anything (an append does not)."""
     return bool(old) and not new.startswith(old)
@@ -57,9 +66,7 @@ class DiskBackups:
     def keep(self, path: str, now: datetime) -> Version:
         directory = self.root / HISTORY_DIR / path
         directory.mkdir(parents=True, exist_ok=True)
-        ignore = self.root / STATE_DIR / ".gitignore"
-        if not ignore.exists():  # a workspace under git does not list clawd's records
-            ignore.write_text("# clawd's own records (clawd history); not part of the notes\n*\n")
+        ignore_records(self.root)
         stamp = next_stamp(now, [p.stem for p in directory.glob(f"{now.strftime(STAMP)}*.md")])
         target = directory / f"{stamp}.md"
         shutil.copy2(self.root / path, target)

@@ -57,6 +57,16 @@ def test_a_scoped_token_reaches_its_agent_only(tmp_path):
         ok = client.post("/api/sessions/agent:work:main/messages", json={"text": "x"},
                          headers=scoped)
         assert events(ok)[-1]["sessionKey"] == "agent:work:main"
+        # another agent's key, whatever agent the request names, is not this token's
+        other = client.get("/api/sessions/agent:main:main/history?agent=work", headers=scoped)
+        assert other.status_code == 403, other.text
+        # errors in HTTP words: no command-line flags
+        crossed = client.get("/api/sessions/agent:work:main/history?agent=main", headers=AUTH)
+        assert crossed.status_code == 400
+        assert crossed.json()["error"]["message"] == (
+            "the session key agent:work:main is of the agent work, not main (?agent=main)")
+        short = client.get("/api/sessions/agent:work/history", headers=AUTH)
+        assert short.status_code == 400 and "--" not in short.json()["error"]["message"]
 
 
 def test_a_send_streams_the_events_of_json_stream(tmp_path):

@@ -199,6 +199,41 @@ def test_a_unicode_session_key_works_end_to_end(tmp_path):
         assert [s["key"] for s in listed] == [f"agent:main:{key}"]
 
 
+@pytest.mark.parametrize("key", ["team/alpha", "a/history", "/lead/", "a/b/messages"])
+def test_a_key_with_a_slash_made_through_v1_is_reached_on_every_native_route(tmp_path, key):
+    provider = ScriptedProvider(default="ok")
+    with gateway(tmp_path, provider, raw=OPENAI) as client:
+        made = client.post("/v1/chat/completions", headers={
+            **AUTH, "X-Clawd-Session-Key": quote(key)}, json={
+            "model": "clawd", "messages": [{"role": "user", "content": "first"}]})
+        assert made.status_code == 200
+        full = unquote(made.headers["X-Clawd-Session-Key"])
+        path = f"/api/sessions/{quote(key, safe='')}"
+        sent = client.post(f"{path}/messages", json={"text": "second"}, headers=AUTH)
+        assert unquote(sent.headers["X-Clawd-Session-Key"]) == full
+        assert user_texts(client, key) == ["first", "second"]
+        context = client.get(f"{path}/context", headers=AUTH)
+        assert context.status_code == 200 and context.json()["sessionKey"] == full
+        assert client.post(f"{path}/abort", headers=AUTH).json()["aborted"] is False
+        renamed = client.patch(path, json={"title": "Team"}, headers=AUTH)
+        assert renamed.status_code == 200, renamed.text
+        listed = client.get("/api/sessions", headers=AUTH).json()["sessions"]
+        assert [(s["key"], s["title"]) for s in listed] == [(full, "Team")]
+        assert client.delete(path, headers=AUTH).json()["deleted"] is True
+        assert client.get("/api/sessions", headers=AUTH).json()["sessions"] == []
+
+
+def test_a_route_that_is_not_there_answers_json(tmp_path):
+    with gateway(tmp_path, ScriptedProvider()) as client:
+        missing = client.get("/api/nothing/here", headers=AUTH)
+        assert missing.status_code == 404
+        assert missing.json()["error"] == {"message": "no route GET /api/nothing/here",
+                                           "type": "not_found", "code": 404}
+        wrong = client.put("/api/sessions/main/history", headers=AUTH)
+        assert wrong.status_code == 405 and "GET" in wrong.headers["Allow"]
+        assert wrong.json()["error"]["type"] == "method_not_allowed"
+
+
 @pytest.mark.parametrize("key", ["a%0D%0Ab", "a%0Ab", "nul%00", "ta%09b", "%7F", "%20%20",
                                  "k" * 300])
 def test_a_key_that_can_never_work_is_refused_before_anything_runs(tmp_path, key):
@@ -412,3 +447,39 @@ def test_history_reads_the_store_off_the_event_loop(tmp_path, monkeypatch):
         assert user_texts(client, "main") == ["hello"]
         assert client.get("/api/sessions/main/context", headers=AUTH).status_code == 200
     assert on_loop == []
+
+
+# --- 9. paths that are not what they seem -----------------------------------------------------
+
+def test_a_path_with_a_line_break_or_nul_is_logged_in_one_escaped_line(tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="clawd.access")
+    forged = "/api/x%0A2025-01-01 GET /api/sessions 200 1 ms%00%E2%80%AE"
+    with gateway(tmp_path, ScriptedProvider()) as client:
+        assert client.get(forged, headers=AUTH).status_code == 404
+    lines = [r.getMessage() for r in caplog.records if r.name == "clawd.access"]
+    assert len(lines) == 1 and lines[0].startswith("GET /api/x%0A2025-01-01%20GET%20")
+    assert not any(ch in lines[0] for ch in "\n\r\x00\u202e")
+    assert "%00%E2%80%AE 404 " in lines[0]
+
+
+@pytest.mark.parametrize("turn", ["%00", "%0A", "a%00b", "%7F"])
+def test_a_turn_id_no_turn_can_have_is_a_json_404(tmp_path, turn, capfd):
+    with gateway(tmp_path, ScriptedProvider()) as client:
+        for _ in range(2):  # under two workers: each of them
+            missing = client.get(f"/api/turns/{turn}/events", headers=AUTH)
+            assert missing.status_code == 404, missing.text
+            assert missing.json()["error"]["type"] == "not_found"
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_an_idempotency_key_with_a_nul_is_a_400_and_nothing_runs(tmp_path, capfd):
+    provider = ScriptedProvider(default="ok")
+    with gateway(tmp_path, provider) as client:
+        refused = client.post("/api/sessions/main/messages", headers=AUTH,
+                              json={"text": "hi", "idempotencyKey": "send\u00001"})
+        assert refused.status_code == 400, refused.text
+        assert "idempotency key" in refused.json()["error"]["message"]
+    assert provider.requests == []
+    assert "Traceback" not in capfd.readouterr().err

@@ -155,6 +155,9 @@ def test_the_cli_and_the_gateway_share_the_session_lock(tmp_path, monkeypatch,
         busy = events(_post(client, "blocked"))
         assert busy[0]["type"] == "error" and "in use by another clawd process" in \
             busy[0]["message"]
+        # in an HTTP client's words, not the command line's
+        assert "--session" not in busy[0]["message"]
+        assert "send it again" in busy[0]["message"]
         assert busy[-1]["type"] == "done" and busy[-1]["failed"] is True
         child.communicate("")
         assert events(_post(client, "from the web"))[-1]["failed"] is False

@@ -78,6 +78,19 @@ def test_failed_authentication_is_rate_limited(tmp_path):
         assert client.get("/health").status_code == 200
 
 
+def test_a_valid_token_does_not_clear_the_wrong_ones_guessed_from_its_address(tmp_path):
+    """A person who has a token of their own cannot sign in between guesses at another's
+    to keep the count of wrong ones at nothing."""
+    raw = {"auth": {"rateLimit": {"maxAttempts": 3, "lockoutSeconds": 120}}}
+    with gateway(tmp_path, ScriptedProvider(), raw=raw) as client:
+        wrong = {"Authorization": "Bearer not-the-token-at-all"}
+        codes = []
+        for _ in range(3):
+            codes.append(client.get("/api/sessions", headers=wrong).status_code)
+            codes.append(client.get("/api/sessions", headers=AUTH).status_code)
+        assert codes == [401, 200, 401, 200, 429, 429]
+
+
 def test_a_body_too_large_is_refused_and_nothing_is_written(tmp_path):
     provider = ScriptedProvider(default="ok")
     with gateway(tmp_path, provider, raw={"maxBodyBytes": 2048}) as client:

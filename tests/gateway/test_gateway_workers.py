@@ -22,7 +22,8 @@ from clawd.storage.postgres import Database, database
 from gateway_client import AUTH, BASE, TOKEN, events
 
 
-def _worker(tmp_path, url: str, name: str, rate: dict | None = None, queued: int = 8):
+def _worker(tmp_path, url: str, name: str, rate: dict | None = None, queued: int = 8,
+            openai: bool = False):
     """One worker: its own ``Database`` (pool and session leases, as a process of its own
     has), the stand-in model answering "<name>: <message>"."""
     provider = ScriptedProvider(default=lambda request: f"{name}: " + request.messages[-1].text)
@@ -34,7 +35,8 @@ def _worker(tmp_path, url: str, name: str, rate: dict | None = None, queued: int
                       models=fixed_models(provider, 200_000, profile="strong"), tools=[])
     config = Config.model_validate({"storage": {"url": url}, "gateway": {
         "shutdownGraceSeconds": 0, "maxQueuedPerSession": queued,
-        "auth": {"rateLimit": rate or {}}}})
+        "auth": {"rateLimit": rate or {}},
+        "http": {"endpoints": {"chatCompletions": {"enabled": openai}}}}})
     return TestClient(create_app(config, ServedAgents.of_runtimes([runtime], config), TOKEN),
                       base_url=BASE)
 
@@ -106,25 +108,41 @@ def test_wrong_tokens_count_on_every_worker_together(tmp_path, pg_url):
         assert a.get("/api/agents", headers=AUTH).status_code == 429
 
 
-def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
+def test_a_valid_token_on_one_worker_does_not_clear_wrong_ones_on_another(tmp_path, pg_url):
+    rate = {"maxAttempts": 3, "windowSeconds": 60, "lockoutSeconds": 30}
+    with _worker(tmp_path, pg_url, "a", rate) as a, _worker(tmp_path, pg_url, "b", rate) as b:
+        wrong = {"Authorization": "Bearer not-the-token-at-all-0000"}
+        codes = []
+        for _ in range(3):
+            codes.append(a.get("/api/agents", headers=wrong).status_code)
+            codes.append(b.get("/api/agents", headers=AUTH).status_code)
+        assert codes == [401, 200, 401, 200, 429, 429]
+
+
+def _ghost_turn(url: str, idempotency: str):
+    """A worker that died mid-turn: it had opened the session, kept the message "hello" and
+    said "Hel" of its reply (as a ``kill -9`` leaves it)."""
     from clawd.core.messages import Message
     from clawd.frontends.gateway.shared import stopped_lines
     from clawd.sessions.entry import new_entry
     from clawd.sessions.transcript import begin
     from clawd.storage.postgres.shared import PgShared
 
-    # the dead worker had opened the session, kept the message and said "Hel" of its reply
-    storage = database(pg_url).agent("main")
+    storage = database(url).agent("main")
     log = storage.transcript("sid")
     begin(log, "main", key="agent:main:main")
     log.append_message(Message.user("hello"))
     storage.sessions.update("agent:main:main", lambda _: new_entry(
         "sid", storage.session_file("sid"), "local/m"))
-    ghost = PgShared(database(pg_url), stopped_lines,
+    ghost = PgShared(database(url), stopped_lines,
                      worker="clawd gone-host:4242")  # no such connection
-    assert ghost.begin("t-ghost", "main", "agent:main:main", "hello", "k1") is None
+    assert ghost.begin("t-ghost", "main", "agent:main:main", "hello", idempotency) is None
     ghost.publish("t-ghost", 0, {"type": "delta", "text": "Hel"})
     ghost.settle()
+
+
+def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
+    _ghost_turn(pg_url, "k1")
     with _worker(tmp_path, pg_url, "b") as b:
         key = {"Idempotency-Key": "k1", **AUTH}
         again = b.post("/api/sessions/main/messages", json={"text": "hello"}, headers=key)
@@ -139,6 +157,25 @@ def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
         # the session itself goes on, on this worker
         assert _reply(events(b.post("/api/sessions/main/messages", json={"text": "next"},
                                     headers=AUTH))) == "b: next"
+
+
+def test_a_v1_retry_with_its_idempotency_key_after_a_worker_died_runs_nothing_twice(
+        tmp_path, pg_url):
+    _ghost_turn(pg_url, "v1-k1")
+    with _worker(tmp_path, pg_url, "b", openai=True) as b:
+        headers = {**AUTH, "Idempotency-Key": "v1-k1", "X-Clawd-Session-Key": "main"}
+        body = {"model": "clawd", "messages": [{"role": "user", "content": "hello"}]}
+        again = b.post("/v1/chat/completions", json=body, headers=headers)
+        assert again.headers["X-Clawd-Turn-Id"] == "t-ghost"  # never run a second time
+        assert again.status_code == 502  # the turn failed when its worker died
+        assert "stopped before it ended" in again.json()["error"]["message"]
+        streamed = b.post("/v1/chat/completions", json={**body, "stream": True},
+                          headers=headers)
+        assert streamed.headers["X-Clawd-Turn-Id"] == "t-ghost"
+        assert '"content": "Hel"' in streamed.text  # what it had said, not a new reply
+        items = b.get("/api/sessions/main/history", headers=AUTH).json()["items"]
+        assert [(i["type"], i["text"]) for i in items] == [("user", "hello"),
+                                                           ("assistant", "Hel")]
 
 
 class Gated(ScriptedProvider):

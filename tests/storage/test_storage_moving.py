@@ -9,6 +9,8 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from clawd.config import AgentDefaults, Config
 from clawd.frontends.cli import main
 from clawd.loop.runtime import Runtime, fixed_models
@@ -111,6 +113,61 @@ def test_migrate_then_chat_then_export_gives_back_everything(isolated_home, pg_u
     assert list((back / "deleted").glob("*.jsonl"))  # the deleted session stays apart
 
 
+def test_export_gives_back_the_workspace_s_modes_and_clawd_s_gitignore(isolated_home, pg_url,
+                                                                      capsys, monkeypatch):
+    import stat
+
+    workspace, _ = _files_home(isolated_home)
+    (workspace / "bin").mkdir()
+    (workspace / "bin" / "backup.sh").write_text("#!/bin/sh\necho saved\n")
+    (workspace / "bin" / "backup.sh").chmod(0o755)
+    (workspace / "private.md").write_text("mine alone\n")
+    (workspace / "private.md").chmod(0o600)
+    assert (workspace / ".clawd" / ".gitignore").is_file()  # kept versions made it
+    assert main(["storage", "migrate", "--to", pg_url]) == 0
+    monkeypatch.setenv("CLAWD_STORAGE_URL", pg_url)
+    out = isolated_home / "exported"
+    assert main(["storage", "export", "--to", str(out)]) == 0
+    capsys.readouterr()
+    notes = out / "workspaces" / "main"
+
+    def modes(root: Path) -> dict[str, int]:
+        return {p.relative_to(root).as_posix(): stat.S_IMODE(p.stat().st_mode)
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+    assert _tree(notes) == _tree(workspace)  # .clawd/.gitignore included
+    assert modes(notes) == modes(workspace)
+    assert modes(notes)["bin/backup.sh"] == 0o755 and modes(notes)["private.md"] == 0o600
+
+
+def test_a_dry_run_into_an_empty_database_creates_nothing_there(isolated_home, capsys):
+    import uuid
+
+    import psycopg
+
+    from conftest import _with_database, drop_database, pg_base_url
+
+    _files_home(isolated_home)
+    name = f"clawd_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_base_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # empty: not a copy of the migrated template
+    url = _with_database(pg_base_url(), name)
+    try:
+        assert main(["storage", "migrate", "--to", url, "--dry-run"]) == 0
+        said = capsys.readouterr().out
+        assert f"no schema yet: a run creates version {len(MIGRATIONS)}" in said
+        assert "vector not created yet" in said
+        assert "agent main: 1 session, 3 transcripts" in said and "problem" not in said
+        assert "dry run: nothing written" in said
+        with psycopg.connect(url) as conn:
+            tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                  "'public'").fetchone()[0]
+            extensions = conn.execute("SELECT extname FROM pg_extension").fetchall()
+        assert tables == 0 and extensions == [("plpgsql",)]
+    finally:
+        drop_database(url)
+
+
 def test_status_names_the_store_schema_and_extension(pg_url, capsys, monkeypatch):
     assert main(["storage", "status"]) == 0
     assert "store: files under" in capsys.readouterr().out
@@ -128,6 +185,30 @@ def test_an_unreachable_database_is_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("clawd: cannot reach the database postgresql://nobody@127.0.0.1:1")
     assert len(err.splitlines()) == 1
+
+
+WITHOUT_DRIVER = ("import sys; sys.modules['psycopg'] = None\n"
+                  "from clawd.frontends.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("command", [["storage", "status"], ["sessions", "list"],
+                                     ["chat", "-m", "hi"], ["users", "list"]])
+def test_without_the_postgres_extra_a_command_says_what_to_install(isolated_home, command):
+    """``storage.url`` set on a clawd installed without ``[postgres]``: one line, not a
+    traceback (the driver's import is made to fail, as a missing package fails)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CLAWD_STORAGE_URL": "postgresql://nobody@127.0.0.1:1/none",
+           "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_DRIVER, *command], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "clawd: storage.url names a PostgreSQL database, but its driver is not installed "
+        "(psycopg); pip install 'clawd[postgres]'"]
 
 
 def test_the_doctor_checks_the_database(pg_url, capsys, monkeypatch):

@@ -4,7 +4,8 @@ and which store is in use (SPEC §14, docs/hosting.md).
 ``migrate --to URL`` copies every agent's sessions, transcripts, records, workspace files
 and kept versions into the database, verifies them and prints what moved, and carries its
 memory index's embedding cache into the database's; the files are left as they were
-(``--dry-run`` writes nothing). ``export --to DIR`` writes the database
+(``--dry-run`` writes nothing, into the database either: on a database with no schema yet it
+creates none, and counts everything as new). ``export --to DIR`` writes the database
 back as the embedded layout: ``DIR/agents/<id>/sessions`` (``DIR`` serves as
 ``CLAWD_HOME``) and ``DIR/workspaces/<id>``.
 """
@@ -59,16 +60,16 @@ def _migrate(config: Any, url: str, agent: str | None, *, dry_run: bool) -> int:
     from clawd.core.paths import state_dir
     from clawd.memory.index import store_path
     from clawd.storage import open_database, sessions_dir
-    from clawd.storage.moving import carry_vectors, migrate
+    from clawd.storage.moving import Nothing, carry_vectors, migrate
 
-    db = open_database(url)
+    db = open_database(url, migrate=not dry_run)  # a dry run creates no schema either
     started, problems = time.monotonic(), 0
-    print(f"{'would copy' if dry_run else 'copying'} into {db.location} (schema "
-          f"{db.schema_version}, vector {db.vector_version})")
+    print(f"{'would copy' if dry_run else 'copying'} into {db.location} "
+          f"({_schema(db, dry_run)}, vector {db.vector_version or 'not created yet'})")
     for agent_id in _agents(config, agent):
         settings = _settings(config, agent_id)
         workspace = Path(settings.workspace).expanduser().resolve() if settings else None
-        target = db.agent(agent_id)
+        target = db.agent(agent_id) if db.schema_version else Nothing(agent_id)
         moved = migrate(sessions_dir(agent_id), workspace or Path("/nonexistent"), target,
                         dry_run=dry_run)
         memory = (settings or config.agents.defaults).memory_search
@@ -77,11 +78,25 @@ def _migrate(config: Any, url: str, agent: str | None, *, dry_run: bool) -> int:
         problems += len(moved.problems)
         print(moved.line() + ("" if workspace else " (no workspace: the config does not "
                                                    "name this agent)"))
+    if dry_run:
+        db.close()
     print(f"{'dry run: nothing written' if dry_run else 'verified by SHA-256'} in "
           f"{time.monotonic() - started:.1f} s; the files are left as they were"
           + ("" if dry_run else f"; to use the database set storage.url (or "
              f"CLAWD_STORAGE_URL) to {db.location}"))
     return 1 if problems else 0
+
+
+def _schema(db: Any, dry_run: bool) -> str:
+    """The schema as the first line of ``migrate`` names it (a dry run: what a run would
+    do to it)."""
+    from clawd.storage.postgres.database import MIGRATIONS
+
+    if not dry_run or db.schema_version == len(MIGRATIONS):
+        return f"schema {db.schema_version}"
+    if not db.schema_version:
+        return f"no schema yet: a run creates version {len(MIGRATIONS)}"
+    return f"schema {db.schema_version}: a run brings it to {len(MIGRATIONS)}"
 
 
 def _export(config: Any, to: str, agent: str | None) -> int:

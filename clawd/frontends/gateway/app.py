@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -26,7 +27,13 @@ from starlette.routing import Route
 from clawd.config import Config
 from clawd.core.errors import ClawdError
 from clawd.frontends.gateway.agents import ServedAgents
-from clawd.frontends.gateway.common import GatewayState, agent_of, failure, on_error
+from clawd.frontends.gateway.common import (
+    GatewayState,
+    agent_of,
+    failure,
+    no_route,
+    on_error,
+)
 from clawd.frontends.gateway.gatekeeper import Gatekeeper, send_error
 from clawd.frontends.gateway.hub import Hub
 from clawd.frontends.gateway.openai_map import MappingError
@@ -92,7 +99,8 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                                  failed=failed,
                                  stopping=lambda: hub.stopping))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
-                    exception_handlers={ClawdError: on_error, MappingError: on_error})
+                    exception_handlers={ClawdError: on_error, MappingError: on_error,
+                                        HTTPException: no_route})
     app.state.gateway = GatewayState(config, agents, hub)
     return app
 

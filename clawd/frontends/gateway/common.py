@@ -4,9 +4,11 @@
 config, the served ``ServedAgents``, the ``Hub``. ``session_of`` turns a key as a client gives it
 (a short name such as ``work`` or a full ``agent:<id>:<name>``) and an optional agent into
 the agent's id and the full key, refusing an agent the bearer token does not reach.
-``failure`` maps the one-line ``ClawdError``s to HTTP statuses; it is the app's exception
-handler, so a route simply raises. ``header_key`` and ``key_from_header`` carry a session
-key in a header (percent-encoded UTF-8).
+``failure`` maps the one-line ``ClawdError``s to HTTP statuses, in their HTTP words
+(``http_message``); it is the app's exception handler, so a route simply raises;
+``no_route`` answers a path or method no route takes in the same shape. ``header_key``
+and ``key_from_header`` carry a session key in a header (percent-encoded UTF-8);
+``idempotency_of`` checks an idempotency key.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from clawd.config import Config
-from clawd.core.errors import ClawdError, ConfigError, SandboxError
+from clawd.core.errors import ClawdError, ConfigError, SandboxError, http_message
 from clawd.frontends.gateway.agents import ServedAgents, UnknownAgent
 from clawd.frontends.gateway.bodies import B, BadRequest, parse
 from clawd.frontends.gateway.gatekeeper import error_body
@@ -111,7 +114,12 @@ def session_of(request: Request, key: str | None, agent: str | None = None
 
     if key is not None and (problem := key_problem(key)):
         raise BadRequest(problem)
-    named = chat_agent(state(request).config, agent, key)
+    config = state(request).config
+    try:
+        named = chat_agent(config, agent, key)
+    except ConfigError:  # another agent's key: 403 if the token does not reach that agent
+        agent_of(request, chat_agent(config, None, key))
+        raise
     agent_id = agent_of(request, named)
     return agent_id, session_key(agent_id, key)
 
@@ -140,6 +148,14 @@ def key_from_header(value: str) -> str:
     return key
 
 
+def idempotency_of(value: str | None) -> str | None:
+    """An idempotency key a client sent (header or body), or None; one holding a control
+    character (a NUL no database text holds) is a ``BadRequest``."""
+    if value is not None and not value.isprintable():
+        raise BadRequest("the idempotency key holds a control character, which no key may hold")
+    return value or None
+
+
 def failure(exc: Exception) -> Response:
     """A ``ClawdError`` as the response its kind calls for (the app's exception handler:
     a route raises, this answers)."""
@@ -160,7 +176,7 @@ def failure(exc: Exception) -> Response:
         status, kind = 503, "stopping"
     elif not isinstance(exc, (BadRequest, ConfigError)):
         status, kind = 500 if not isinstance(exc, ClawdError) else 400, "error"
-    return Response(error_body(status, str(exc), kind), status, headers,
+    return Response(error_body(status, http_message(exc), kind), status, headers,
                     media_type="application/json")
 
 
@@ -172,6 +188,22 @@ async def read_body(request: Request, model: type[B]) -> B:
 async def on_error(request: Request, exc: Exception) -> Response:
     """The app's handler for ``ClawdError`` (and ``MappingError``): ``failure``."""
     return failure(BadRequest(str(exc)) if isinstance(exc, ValueError) else exc)
+
+
+async def no_route(request: Request, exc: Exception) -> Response:
+    """The app's handler for Starlette's ``HTTPException`` (no route: 404; a route without
+    the method: 405, with ``Allow``): the error shape, not plain text."""
+    assert isinstance(exc, HTTPException)
+    method, path = request.method, request.scope["path"]
+    if exc.status_code == 404:
+        kind, message = "not_found", f"no route {method} {path}"
+    elif exc.status_code == 405:
+        allow = (exc.headers or {}).get("Allow", "")
+        kind, message = "method_not_allowed", f"{path} takes {allow}, not {method}"
+    else:
+        kind, message = "error", str(exc.detail)
+    return Response(error_body(exc.status_code, message, kind), exc.status_code, exc.headers,
+                    media_type="application/json")
 
 
 def ok(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:

@@ -5,13 +5,15 @@ trusted proxy's ``X-Forwarded-For``); ``/health`` (503 while shutting down) and 
 chat's files let through (``GET`` only); the ``Origin`` of a state-changing request (403);
 a client locked out after wrong tokens (429 with ``Retry-After``; only a presented token is
 checked against the lockout, so a request refused for Host or Origin, or sent with no token,
-counts for nothing); the bearer token (401; the agents it reaches are put in
-``scope["state"]["agents"]``); and the body's size: past ``gateway.maxBodyBytes`` the
-request is answered 413 before any route reads it, so nothing is written. Errors have
-OpenAI's shape, ``{"error": {"message", "type", "code"}}``, on every route; an exception no
-route handled is answered 500 in that shape and logged in one line. Each request is logged
-in one line when it ends (``clawd.access``: method, path, status, time; never the query or
-a header).
+counts for nothing; a right token clears nothing, so a person with a token of their own
+cannot guess at another's between sign-ins); the bearer token (401; the agents it reaches
+are put in ``scope["state"]["agents"]``); and the body's size: past
+``gateway.maxBodyBytes`` the request is answered 413 before any route reads it, so nothing
+is written. Errors have OpenAI's shape, ``{"error": {"message", "type", "code"}}``, on
+every route; an exception no route handled is answered 500 in that shape and logged in one
+line. Each request is logged in one line when it ends (``clawd.access``: method, path,
+status, time; never the query or a header); the path as ``loggable`` writes it, so no
+request can write a line of its own (``%0A``) or a NUL into the log.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
 
@@ -45,6 +48,14 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def loggable(text: str) -> str:
+    """``text`` (a path as the server decoded it) fit for one log line: what is not printable
+    (line breaks, NUL, other controls, bidi overrides), a space and ``%`` percent-encoded as
+    UTF-8, the rest as it is."""
+    return "".join(ch if ch.isprintable() and ch not in " %"
+                   else quote(ch, safe="", errors="surrogatepass") for ch in text)
 
 
 def error_body(status: int, message: str, kind: str) -> bytes:
@@ -97,8 +108,8 @@ class Gatekeeper:
         try:
             await self._guard(scope, receive, watched)
         finally:  # one line a request, when it ends (a stream: when the turn has); no query
-            access.info("%s %s %s %.0f ms", scope["method"], scope["path"], status or "-",
-                        (time.monotonic() - started) * 1000)
+            access.info("%s %s %s %.0f ms", scope["method"], loggable(scope["path"]),
+                        status or "-", (time.monotonic() - started) * 1000)
 
     async def _guard(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
@@ -144,8 +155,6 @@ class Gatekeeper:
                                  "Bearer TOKEN)", "unauthorized",
                                  {"WWW-Authenticate": "Bearer"})
             return
-        if presented:
-            await self._failed("succeeded", key)
         scope.setdefault("state", {})["agents"] = agents
         limit = self.gateway.max_body_bytes
         length = headers.get("content-length", "")
@@ -189,8 +198,8 @@ class Gatekeeper:
                                  f"(gateway.maxBodyBytes); nothing was sent",
                                  "request_too_large")
         except Exception as exc:  # noqa: BLE001 - a bug answers 500, the server goes on
-            log.warning("%s %s failed: %s: %s", scope["method"], scope["path"],
-                        type(exc).__name__, exc)
+            log.warning("%s %s failed: %s: %s", scope["method"], loggable(scope["path"]),
+                        type(exc).__name__, " ".join(str(exc).split()))
             log.debug("the traceback", exc_info=True)
             if not started:
                 await send_error(send, 500, f"the gateway failed on this request "

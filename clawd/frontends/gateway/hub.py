@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawd.core import events as ev
-from clawd.core.errors import ClawdError
+from clawd.core.errors import ClawdError, http_message
 from clawd.frontends.commands import Chat
 from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.feed import Feed
@@ -197,9 +197,9 @@ class Hub:
                 table.popitem(last=False)
 
     def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
-        """A turn of this worker, or with shared state, of any worker."""
+        """A turn of this worker, or with shared state, of any worker; no id with a NUL."""
         found = self.turns.get(turn_id)
-        if found is not None or self.shared is None:
+        if found is not None or self.shared is None or not turn_id.isprintable():
             return found
         about = self.shared.turn(turn_id)
         return None if about is None else self._remote(turn_id, about["agent"], about["key"],
@@ -303,7 +303,7 @@ class Hub:
                 slot.chat = Chat(runtime, slot.key,
                                  wait=SHARED_WAIT_SECONDS if self.shared else None)
             except ClawdError as exc:
-                push({"type": "error", "message": str(exc)})
+                push({"type": "error", "message": http_message(exc)})
                 push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])
                 return
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet

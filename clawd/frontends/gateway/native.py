@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -27,6 +28,7 @@ from clawd.frontends.gateway.common import (
     agent_of,
     allowed,
     header_key,
+    idempotency_of,
     ok,
     read_body,
     session_of,
@@ -39,6 +41,19 @@ from clawd.loop.runtime import Runtime, session_model
 from clawd.sessions.interface import TranscriptLog
 
 DEFAULT_PAGE = 50
+
+
+class SessionKeyConvertor(PathConvertor):
+    """``{key:session_key}``: a session key in a path, ``/`` included (sent as ``%2F``, it is
+    decoded before routing), and CR, LF and the rest, so ``session_of`` can refuse them
+    (400) rather than the router not finding them (404). The longest key that leaves a
+    route its last word wins: ``/api/sessions/a/history/history`` is the key
+    ``a/history``."""
+
+    regex = "(?s:.+)"
+
+
+register_url_convertor("session_key", SessionKeyConvertor())
 
 
 async def health(request: Request) -> Response:
@@ -211,7 +226,7 @@ async def send_message(request: Request) -> Response:
     body = await read_body(request, SendBody)
     if not body.text.strip():
         raise BadRequest("the message is empty: send {\"text\": \"...\"}")
-    idempotency = request.headers.get("idempotency-key") or body.idempotency_key
+    idempotency = idempotency_of(request.headers.get("idempotency-key") or body.idempotency_key)
     turn, new = await state(request).hub.submit(agent_id, key, body.text, idempotency)
     headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": header_key(key)}
     if not new:
@@ -299,12 +314,12 @@ ROUTES = [
     Route("/api/agents", list_agents),
     Route("/api/commands", list_commands),
     Route("/api/sessions", list_sessions),
-    Route("/api/sessions/{key}/history", session_history),
-    Route("/api/sessions/{key}/context", session_context),
-    Route("/api/sessions/{key}/messages", send_message, methods=["POST"]),
-    Route("/api/sessions/{key}/abort", abort, methods=["POST"]),
-    Route("/api/sessions/{key}", delete_session, methods=["DELETE"]),
-    Route("/api/sessions/{key}", rename_session, methods=["PATCH"]),
+    Route("/api/sessions/{key:session_key}/history", session_history),
+    Route("/api/sessions/{key:session_key}/context", session_context),
+    Route("/api/sessions/{key:session_key}/messages", send_message, methods=["POST"]),
+    Route("/api/sessions/{key:session_key}/abort", abort, methods=["POST"]),
+    Route("/api/sessions/{key:session_key}", delete_session, methods=["DELETE"]),
+    Route("/api/sessions/{key:session_key}", rename_session, methods=["PATCH"]),
     Route("/api/turns/{turn}/events", turn_events),
     Route("/api/memory/search", memory_search),
     Route("/api/files/{path:path}", read_file, methods=["GET"]),

@@ -30,6 +30,7 @@ from clawd.frontends.gateway.common import (
     agent_of,
     allowed,
     header_key,
+    idempotency_of,
     key_from_header,
     ok,
     read_body,
@@ -80,7 +81,7 @@ async def chat_completions(request: Request) -> Response:
     name, how = session_name(sent, parsed.user, new_id())
     agent_id, key = session_of(request, name, agent_id)
     turn, _ = await gw.hub.submit(agent_id, key, text,
-                                  request.headers.get("idempotency-key"),
+                                  idempotency_of(request.headers.get("idempotency-key")),
                                   ephemeral=how == "new")  # nobody can come back to it
     headers = {"X-Clawd-Session-Key": header_key(key), "X-Clawd-Session-From": how,
                "X-Clawd-Turn-Id": turn.id}

@@ -237,8 +237,9 @@ class FailedAuth:
     """Wrong tokens per client (``rate_key``), within ``windowSeconds``; past
     ``maxAttempts`` the client's tokens are refused unread for ``lockoutSeconds``. Only a
     token presented and wrong counts: a request with none (what any web page can make a
-    browser send) is a guess at nothing. Bounded: the oldest clients are forgotten past
-    ``MAX_CLIENTS``."""
+    browser send) is a guess at nothing. A right token clears nothing (the address may be
+    another person's, guessing between sign-ins): wrong ones end only with their window.
+    Bounded: the oldest clients are forgotten past ``MAX_CLIENTS``."""
 
     limit: RateLimit
     clock: Callable[[], float] = time.monotonic
@@ -271,6 +272,3 @@ class FailedAuth:
         while len(self.failures) > self.MAX_CLIENTS:
             self.failures.pop(next(iter(self.failures)))
         return None
-
-    def succeeded(self, client: str) -> None:
-        self.failures.pop(client, None)

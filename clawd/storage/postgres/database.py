@@ -10,10 +10,10 @@ install (the memory index needs it).
 The tables keep the embedded meanings: a ``sessions`` row is a ``sessions.json`` entry
 (JSONB), a ``transcript_lines`` row a JSONL line as written (the ``json`` type keeps the text
 byte for byte, which ``jsonb`` would not; a line that was already unreadable in a migrated
-file is kept in ``torn``), a ``workspace_files`` row a file's bytes, ``file_versions`` its
-kept versions, ``records`` an agent's small JSON records, ``leases`` who holds a session,
-``people`` who may use the gateway (their tokens' digests); ``gateway_turns``,
-``turn_events`` and ``auth_failures`` what the gateway's workers share
+file is kept in ``torn``), a ``workspace_files`` row a file's bytes (and permission bits),
+``file_versions`` its kept versions, ``records`` an agent's small JSON records, ``leases``
+who holds a session, ``people`` who may use the gateway (their tokens' digests);
+``gateway_turns``, ``turn_events`` and ``auth_failures`` what the gateway's workers share
 (``storage.postgres.shared``); the ``memory_*`` tables the memory index
 (``storage.postgres.memory``).
 """
@@ -112,6 +112,11 @@ MIGRATIONS: tuple[str, ...] = (
         count integer NOT NULL, attempt integer NOT NULL,
         submitted_at double precision NOT NULL, PRIMARY KEY (agent_id, provider, job));
     """,
+    # a workspace file's permission bits (NULL: a new file's default), so an export gives
+    # back a script's x bit and a private file's 0600
+    """
+    ALTER TABLE workspace_files ADD COLUMN mode integer;
+    """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
 POOL_SIZE = 8
@@ -137,7 +142,9 @@ def shown(url: str) -> str:
 class Database:
     """A pool of connections to one database whose schema is current."""
 
-    def __init__(self, url: str, *, pool_size: int = POOL_SIZE):
+    def __init__(self, url: str, *, pool_size: int = POOL_SIZE, migrate: bool = True):
+        """``migrate=False`` (a dry run): the schema and the extension are read as they are,
+        never created or changed (``schema_version`` 0: no schema yet)."""
         import psycopg
         from psycopg_pool import ConnectionPool
 
@@ -150,9 +157,12 @@ class Database:
             # one starter at a time (two workers starting together race otherwise)
             with psycopg.connect(url, autocommit=True, connect_timeout=10,
                                  application_name=self.worker) as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-                self.vector_version = _extension(conn, self.location)
-                self.schema_version = _migrate(conn)
+                if migrate:
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                    self.vector_version: str | None = _extension(conn, self.location)
+                    self.schema_version = _migrate(conn)
+                else:
+                    self.vector_version, self.schema_version = _versions(conn)
         except psycopg.OperationalError as exc:
             raise DatabaseError(f"cannot reach the database {self.location}: "
                                 f"{_first_line(exc)}") from None
@@ -250,6 +260,16 @@ def _extension(conn: Any, where: str) -> str:
                             f"owner run CREATE EXTENSION vector;") from None
     return str(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
                             ).fetchone()[0])
+
+
+def _versions(conn: Any) -> tuple[str | None, int]:
+    """The ``vector`` extension's version (None: not created) and the schema's (0: none),
+    read without changing anything."""
+    found = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+                         ).fetchone()
+    schema = conn.execute("SELECT to_regclass('clawd_schema')").fetchone()[0]
+    done = conn.execute("SELECT count(*) FROM clawd_schema").fetchone()[0] if schema else 0
+    return (str(found[0]) if found else None), int(done)
 
 
 def _migrate(conn: Any) -> int:

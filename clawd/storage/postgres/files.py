@@ -2,7 +2,8 @@
 (``Backups``).
 
 A file is a ``workspace_files`` row: its path (workspace-relative, forward slashes), its
-bytes, a version counted up by every change, and when it changed. Folders are the paths'
+bytes, a version counted up by every change, when it changed, and its permission bits
+when it came from a files workspace. Folders are the paths'
 prefixes: ``memory`` is a folder while a file lies under it. Paths follow the folder's
 rules without a folder to resolve them in: ``..`` and ``.`` are folded, and a path that is
 empty, absolute, holds NUL or climbs out of the workspace is a ``SandboxError``. An append
@@ -110,14 +111,24 @@ class PgFiles:
     def write(self, path: str, text: str) -> None:
         self.write_bytes(self._writable(path), text.encode("utf-8"))
 
-    def write_bytes(self, name: str, data: bytes, mtime: datetime | None = None) -> None:
-        """Replace (or create) the file ``name`` (canonical) with ``data``."""
+    def write_bytes(self, name: str, data: bytes, mtime: datetime | None = None,
+                    mode: int | None = None) -> None:
+        """Replace (or create) the file ``name`` (canonical) with ``data``; ``mode``: its
+        permission bits (None: a new file's default, an old one's kept)."""
         with self.db.connection() as conn:
-            conn.execute("INSERT INTO workspace_files (agent_id, path, data, mtime) "
-                         "VALUES (%s, %s, %s, coalesce(%s, now())) "
+            conn.execute("INSERT INTO workspace_files (agent_id, path, data, mtime, mode) "
+                         "VALUES (%s, %s, %s, coalesce(%s, now()), %s) "
                          "ON CONFLICT (agent_id, path) DO UPDATE SET data = EXCLUDED.data, "
-                         "version = workspace_files.version + 1, mtime = EXCLUDED.mtime",
-                         (self.agent_id, name, data, mtime))
+                         "version = workspace_files.version + 1, mtime = EXCLUDED.mtime, "
+                         "mode = coalesce(EXCLUDED.mode, workspace_files.mode)",
+                         (self.agent_id, name, data, mtime, mode))
+
+    def mode(self, name: str) -> int | None:
+        """The permission bits of the file ``name`` (canonical) as migrated, or None."""
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT mode FROM workspace_files WHERE agent_id = %s AND "
+                               "path = %s", (self.agent_id, name)).fetchone()
+        return row[0] if row else None
 
     def writable(self) -> bool:
         return True

@@ -301,8 +301,3 @@ class PgFailedAuth:
                              "WHERE client = %s", (now + self.limit.lockout_seconds, client))
                 return max(1, round(self.limit.lockout_seconds))
         return None
-
-    def succeeded(self, client: str) -> None:
-        with self.db.connection() as conn:
-            conn.execute("UPDATE auth_failures SET failures = '{}' WHERE client = %s",
-                         (client,))

@@ -26,7 +26,7 @@ from psycopg.types.json import Jsonb
 from clawd.core.messages import now_iso
 from clawd.core.paths import state_dir
 from clawd.sessions import lock
-from clawd.sessions.lock import CHAT_HINT, SessionBusyError, busy_message
+from clawd.sessions.lock import CHAT_HINT, busy_error
 from clawd.storage.files import checked_id
 from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
 from clawd.storage.postgres.memory import PgIndexStore
@@ -91,7 +91,7 @@ class PgLease:
             answered = time.monotonic() - started >= ASK_EVERY_SECONDS
             if time.monotonic() >= deadline or not patient or (
                     answered and left is not None and time.monotonic() + left > deadline):
-                raise SessionBusyError(busy_message(self.key, str(pid or ""), who, left, hint))
+                raise busy_error(self.key, str(pid or ""), who, left, hint)
             time.sleep(lock.POLL_SECONDS)
 
     def describe(self, until: float | None) -> None:
