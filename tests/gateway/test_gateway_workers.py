@@ -52,15 +52,49 @@ def test_alternating_workers_keep_one_conversation(tmp_path, pg_url):
             client = (a, b)[n % 2]
             sent = client.post("/api/sessions/main/messages", json={"text": f"message {n}"},
                                headers=AUTH)
-            assert _reply(events(sent)) == f"{'ab'[n % 2]}: message {n}"
-        # the worker holding the session idle let it go when the other asked, not after
-        # gateway.idleSessionSeconds (60 s)
+            # the worker holding the session runs every turn of it, whichever worker the
+            # message reached
+            assert _reply(events(sent)) == f"a: message {n}"
         assert time.monotonic() - started < 20
         for client in (a, b):
             items = client.get("/api/sessions/main/history?limit=50", headers=AUTH).json()
             said = [i["text"] for i in items["items"] if i["type"] in ("user", "assistant")]
-            assert said == [t for n in range(6) for t in (f"message {n}",
-                                                          f"{'ab'[n % 2]}: message {n}")]
+            assert said == [t for n in range(6) for t in (f"message {n}", f"a: message {n}")]
+
+
+def test_a_turn_sent_to_another_worker_waits_in_arrival_order(tmp_path, pg_url):
+    """One client sends turn after turn to worker a; another sends one turn to the same
+    session through worker b while a's third runs: b's turn runs next, not after a's
+    later ones, and nothing fails."""
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        model = PauseOn("a2")
+        a.app.state.gateway.agents.runtime("main").models = fixed_models(model, 200_000,
+                                                                        profile="strong")
+        box: dict = {}
+
+        def a_sends() -> None:
+            for n in range(8):
+                box[f"a{n}"] = a.post("/api/sessions/main/messages",
+                                      json={"text": f"a{n}"}, headers=AUTH)
+
+        runner = threading.Thread(target=a_sends)
+        runner.start()
+        assert model.started.wait(10)
+        sent_b = _in_thread(b, "from b", box)
+        hub = a.app.state.gateway.hub
+        deadline = time.monotonic() + 10
+        while hub.shared.waiting("main", "agent:main:main") < 2:
+            assert time.monotonic() < deadline, "b's turn was never queued"
+            time.sleep(0.02)
+        model.gate.set()
+        runner.join(60)
+        sent_b.join(60)
+        assert box["from b"].status_code == 200
+        assert _reply(events(box["from b"])).endswith("from b")
+        assert all(box[f"a{n}"].status_code == 200 for n in range(8))
+        items = b.get("/api/sessions/main/history?limit=50", headers=AUTH).json()["items"]
+        users = [i["text"] for i in items if i["type"] == "user"]
+        assert users == ["a0", "a1", "a2", "from b", "a3", "a4", "a5", "a6", "a7"]
 
 
 def test_a_retried_send_runs_once_whichever_worker_it_reaches(tmp_path, pg_url):
@@ -193,6 +227,26 @@ class Gated(ScriptedProvider):
         self.gate.wait(10)
         yield TextDelta(" fox")
         yield ModelResponse(Message.assistant("The quick brown fox", usage=Usage(10, 4),
+                                              stop_reason="stop"))
+
+
+class PauseOn(ScriptedProvider):
+    """Replies "held: <message>"; the reply to ``text`` waits until ``gate`` is set."""
+
+    def __init__(self, text: str):
+        super().__init__([])
+        self.text = text
+        self.started, self.gate = threading.Event(), threading.Event()
+
+    def stream(self, request):
+        from clawd.core.messages import Message, ModelResponse, TextDelta, Usage
+
+        said = request.messages[-1].text
+        if said == self.text:
+            self.started.set()
+            self.gate.wait(10)
+        yield TextDelta(f"held: {said}")
+        yield ModelResponse(Message.assistant(f"held: {said}", usage=Usage(10, 4),
                                               stop_reason="stop"))
 
 
