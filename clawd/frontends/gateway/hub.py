@@ -14,17 +14,8 @@ session's running turn as Ctrl-C does (``Session.cancel`` for a reply streaming 
 same interrupt thrown into the turn at its next event otherwise): the partial reply is
 kept, marked interrupted. A slot holds its ``Chat`` (and so the session's lock, which the
 CLI honours) while turns come, and lets it go after ``gateway.idleSessionSeconds``.
-With ``shared`` (several workers on one database, ``storage.postgres.shared``) a session's
-queue is in the database, one for every worker: a message is queued there in arrival order
-wherever it arrives, and the worker that holds the session (its lease) claims and runs its
-turns one after the other, whichever worker they reached; a worker that does not hold the
-session takes it if nobody does, else hands back a ``RemoteTurn`` its client follows
-through the stored lines. Nobody waits on a lease: a holder with nothing queued lets the
-session go after ``gateway.idleSessionSeconds`` (at once when a chat elsewhere asks), and
-every worker looks each second for turns queued for a session nobody runs (its holder let
-go or died) and takes them; a turn nobody could take in ``SHARED_WAIT_SECONDS`` (a chat in a
-terminal holds its session) ends with an error. A send retried on another worker, an
-abort (of the running turn) and the bound on waiting turns reach across workers.
+Several workers on one database use ``shared_hub.SharedHub``, whose queues are in the
+database; this module is the one process's hub.
 ``stop`` (SIGTERM) refuses new turns, lets running ones go on for
 ``gateway.shutdownGraceSeconds``, then stops them as Ctrl-C does; queued turns are not run.
 """
@@ -38,7 +29,6 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from clawd.core import events as ev
@@ -46,17 +36,12 @@ from clawd.core.errors import ClawdError, http_message
 from clawd.frontends.commands import Chat
 from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.feed import Feed
-from clawd.frontends.gateway.shared import StoredFeed, sink
+from clawd.frontends.gateway.shared import StoredFeed
 from clawd.frontends.render import drive, event_json
-from clawd.sessions.lock import SessionBusyError
 
 log = logging.getLogger(__name__)
 
 MAX_THREADS = 64  # turns running at once, over all sessions
-SHARED_WAIT_SECONDS = 600.0  # a turn waits this long for its session to be free
-SWEEP_SECONDS = 1.0  # how often a worker looks for turns queued for a session nobody runs
-NOT_TAKEN = ("the session stayed in use elsewhere (a chat in a terminal?) for 10 minutes; "
-             "the message was not sent")
 IDEMPOTENCY_KEYS = 1000  # sends remembered for their idempotency key
 # events of a turn under way (its token made): an abort seen at one stops the turn
 INTERRUPTIBLE = (ev.TextDelta, ev.ToolStarted, ev.ToolFinished, ev.Waiting, ev.Recalled,
@@ -132,20 +117,19 @@ class Slot:
     # with shared state: held while the session is taken or let go; how many wait for it
     taking: asyncio.Lock = field(default_factory=asyncio.Lock)
     users: int = 0
+    busy: ClawdError | None = None  # why it could not be taken last
 
 
 class Hub:
     """Every session the gateway has touched (see the module docstring)."""
 
+    shared: Any = None  # ``shared_hub.SharedHub``'s database side
+
     def __init__(self, agents: ServedAgents, *, max_queued: int = 8, idle_seconds: float = 60,
-                 grace_seconds: float = 10, new_id: Callable[[], str] | None = None,
-                 shared: Any = None):
+                 grace_seconds: float = 10, new_id: Callable[[], str] | None = None):
         from clawd.core.messages import new_id as make_id
 
         self.agents = agents
-        # ``storage.postgres.shared.PgShared``: turns and their lines other workers see; an
-        # idle session is let go at once when another worker waits for it
-        self.shared = shared
         self.max_queued, self.idle_seconds, self.grace = max_queued, idle_seconds, grace_seconds
         self.new_id = new_id or make_id
         self.slots: dict[tuple[str, str], Slot] = {}
@@ -153,7 +137,6 @@ class Hub:
         self.sent: OrderedDict[tuple[str, str, str], QueuedTurn] = OrderedDict()  # idempotency
         self.pool = ThreadPoolExecutor(MAX_THREADS, thread_name_prefix="clawd-turn")
         self.stopping = False
-        self._sweeper: asyncio.Task[None] | None = None
 
     # --- sending ----------------------------------------------------------------------------
 
@@ -162,7 +145,7 @@ class Hub:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
         it is new (False: a retried send, the turn it started the first time).
         ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
-        ends. The shared state's queries (several workers) run off the event loop."""
+        ends."""
         if idempotency:
             seen = self.sent.get((agent_id, key, idempotency))
             if seen is not None:
@@ -171,10 +154,11 @@ class Hub:
                 return seen, False
         if self.stopping:
             raise Stopping("the gateway is shutting down; the message was not sent")
-        turn_id = self.new_id()
-        if self.shared is not None:
-            return await self._submit_shared(turn_id, agent_id, key, text, idempotency,
-                                             ephemeral)
+        return await self._queue(self.new_id(), agent_id, key, text, idempotency, ephemeral)
+
+    async def _queue(self, turn_id: str, agent_id: str, key: str, text: str,
+                     idempotency: str | None, ephemeral: bool
+                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:
         slot = self._slot(agent_id, key)
         waiting = len(slot.queue) + (1 if slot.running is not None else 0)
         if waiting > self.max_queued:
@@ -184,37 +168,6 @@ class Hub:
         slot.queue.append(turn)
         self._wake(slot)
         return turn, True
-
-    async def _submit_shared(self, turn_id: str, agent_id: str, key: str, text: str,
-                             idempotency: str | None, ephemeral: bool
-                             ) -> tuple[QueuedTurn | RemoteTurn, bool]:
-        """``submit`` with several workers: queued in the database, run here if this worker
-        holds the session or can take it, else followed as the holder runs it."""
-        shared = self.shared
-        other = await asyncio.to_thread(shared.begin, turn_id, agent_id, key, text,
-                                        idempotency, ephemeral)
-        if other is not None:  # a retry of a send another worker took
-            if not other[1]:
-                raise IdempotencyConflict.of(str(idempotency), key)
-            return self.turn(other[0]) or self._remote(other[0], agent_id, key), False
-        slot = self._slot(agent_id, key)
-        # every worker's turns of the session, this one's too
-        waiting = await asyncio.to_thread(shared.waiting, agent_id, key) - 1
-        if waiting > self.max_queued and await asyncio.to_thread(shared.drop, turn_id):
-            raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
-        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral,
-                          feed=Feed(sink(shared, turn_id), shared.settle))
-        self._remember(turn, idempotency)
-        try:
-            taken = await self._take(slot)
-        except ClawdError as exc:  # the session cannot be opened at all
-            if await asyncio.to_thread(shared.withdraw, turn_id):
-                self._not_run(turn, str(exc))
-            return turn, True
-        if taken:
-            return turn, True
-        self.turns.pop(turn_id, None)  # the session's holder runs it: followed from here
-        return self._remote(turn_id, agent_id, key, "queued"), True
 
     def _slot(self, agent_id: str, key: str) -> Slot:
         slot = self.slots.get((agent_id, key))
@@ -230,26 +183,6 @@ class Hub:
         if slot.worker is None or slot.worker.done():
             slot.worker = asyncio.get_running_loop().create_task(self._drain(slot))
 
-    async def _take(self, slot: Slot) -> bool:
-        """With shared state: hold the session (if nobody does) and run what is queued for
-        it; whether this worker holds it. Raises ``ClawdError`` when it cannot be opened."""
-        slot.users += 1
-        try:
-            async with slot.taking:
-                if slot.chat is None and not self.stopping:
-                    runtime = self.agents.runtime(slot.agent_id)
-                    try:
-                        slot.chat = await asyncio.get_running_loop().run_in_executor(
-                            self.pool, partial(Chat, runtime, slot.key, wait=0))
-                    except SessionBusyError:
-                        return False
-                if slot.chat is None:
-                    return False
-                self._wake(slot)
-                return True
-        finally:
-            slot.users -= 1
-
     def _remember(self, turn: QueuedTurn, idempotency: str | None) -> None:
         self.turns[turn.id] = turn
         if idempotency:
@@ -261,76 +194,31 @@ class Hub:
                     break
                 table.popitem(last=False)
 
-    def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
-        """A turn of this worker, or with shared state, of any worker; no id with a NUL."""
-        found = self.turns.get(turn_id)
-        if found is not None or self.shared is None or not turn_id.isprintable():
-            return found
-        about = self.shared.turn(turn_id)
-        return None if about is None else self._remote(turn_id, about["agent"], about["key"],
-                                                       about["state"])
-
-    def _remote(self, turn_id: str, agent_id: str, key: str, state: str = "running"
-                ) -> RemoteTurn:
-        return RemoteTurn(turn_id, agent_id, key, StoredFeed(self.shared, turn_id), state)
+    async def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
+        """A turn of this worker (of any worker: ``shared_hub.SharedHub``)."""
+        return self.turns.get(turn_id)
 
     async def busy(self, agent_id: str, key: str) -> dict[str, Any]:
         """The session's running turn and how many wait behind it (on any worker)."""
         return (await self.busy_of(agent_id, [key]))[key]
 
     async def busy_of(self, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
-        """``busy`` of several sessions: from this worker's slots, or with shared state
-        from every worker's turns (one query)."""
-        if self.shared is not None:
-            return await asyncio.to_thread(self.shared.busy, agent_id, keys)
+        """``busy`` of several sessions."""
         slots = {key: self.slots.get((agent_id, key)) for key in keys}
         return {key: {"running": slot.running.id if slot and slot.running else None,
                       "queued": len(slot.queue) if slot else 0} for key, slot in slots.items()}
 
-    def abort(self, agent_id: str, key: str) -> QueuedTurn | RemoteTurn | None:
-        """Stop the session's running turn as Ctrl-C does, on this worker or (with shared
-        state) the one running it; the turn, or None if none ran."""
+    async def abort(self, agent_id: str, key: str) -> QueuedTurn | RemoteTurn | None:
+        """Stop the session's running turn as Ctrl-C does; the turn, or None if none
+        ran."""
         slot = self.slots.get((agent_id, key))
         if slot is None or slot.running is None:
-            found = self.shared.request_abort(agent_id, key) if self.shared else None
-            return self._remote(found, agent_id, key) if found else None
+            return None
         self._interrupt(slot, slot.running)
         return slot.running
 
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
-        """With shared state: hear the aborts other workers are asked for, the sessions a
-        chat elsewhere waits for and the turns queued for the sessions this worker holds;
-        look each ``SWEEP_SECONDS`` for turns queued for a session nobody runs."""
-        if self.shared is None:
-            return
-        self.shared.listen(
-            lambda turn_id: loop.call_soon_threadsafe(self._aborted, turn_id),
-            lambda agent_id, key: loop.call_soon_threadsafe(self._idle_now, agent_id, key),
-            lambda agent_id, key: loop.call_soon_threadsafe(self._queued, agent_id, key))
-        self._sweeper = loop.create_task(self._sweep())
-
-    def _queued(self, agent_id: str, key: str) -> None:
-        """A turn was queued for the session on some worker: run it if this worker holds
-        the session."""
-        slot = self.slots.get((agent_id, key))
-        if slot is not None and slot.chat is not None and not self.stopping:
-            self._wake(slot)
-
-    async def _sweep(self) -> None:
-        from clawd.frontends.gateway.shared import failed_lines
-
-        while not self.stopping:
-            await asyncio.sleep(SWEEP_SECONDS)
-            try:
-                await asyncio.to_thread(self.shared.expire, SHARED_WAIT_SECONDS, partial(
-                    failed_lines, message=NOT_TAKEN))
-                found = await asyncio.to_thread(self.shared.waiting_sessions, SWEEP_SECONDS)
-                for agent_id, key in found:
-                    if (agent_id, key) not in self.slots or \
-                            self.slots[(agent_id, key)].chat is None:
-                        await self._take(self._slot(agent_id, key))
-            except Exception as exc:  # noqa: BLE001 - look again at the next sweep
-                log.warning("looking for waiting turns: %s: %s", type(exc).__name__, exc)
+        """Hear what other workers ask for (``SharedHub``); one process hears nothing."""
 
     def _idle_now(self, agent_id: str, key: str) -> None:
         """Let go of the session now if it is idle here (another process waits for it, or
@@ -373,28 +261,17 @@ class Hub:
                 turn.feed.close()
             took = time.monotonic() - started
             slot.seconds_per_turn = 0.7 * slot.seconds_per_turn + 0.3 * took
-        if self.shared is not None and slot.chat is None:  # set aside: others may wait
-            self._let_go(slot)
-        elif not self.stopping and self.idle_seconds >= 0:
-            slot.idle_timer = loop.call_later(self.idle_seconds, self._let_go, slot)
+        self._drained(slot)
+
+    def _drained(self, slot: Slot) -> None:
+        """The slot's queue is empty: let the session go once idle long enough."""
+        if not self.stopping and self.idle_seconds >= 0:
+            slot.idle_timer = asyncio.get_running_loop().call_later(self.idle_seconds,
+                                                                    self._let_go, slot)
 
     async def _next(self, slot: Slot) -> QueuedTurn | None:
-        """The slot's next turn: this worker's queue, or with shared state the session's
-        oldest queued turn on any worker (while this worker holds the session)."""
-        if self.shared is None:
-            return slot.queue.popleft() if slot.queue else None
-        if slot.chat is None or self.stopping:
-            return None
-        claimed = await asyncio.to_thread(self.shared.claim, slot.agent_id, slot.key)
-        if claimed is None:
-            return None
-        turn_id, text, ephemeral = claimed
-        turn = self.turns.get(turn_id)
-        if turn is None or turn.state != "queued":  # another worker's: run here
-            turn = QueuedTurn(turn_id, slot.agent_id, slot.key, text, ephemeral=ephemeral,
-                              feed=Feed(sink(self.shared, turn_id), self.shared.settle))
-            self._remember(turn, None)
-        return turn
+        """The slot's next turn."""
+        return slot.queue.popleft() if slot.queue else None
 
     def _not_run(self, turn: QueuedTurn, why: str) -> None:
         turn.feed.push({"type": "error", "message": why})
@@ -458,36 +335,10 @@ class Hub:
         slot.idle_timer = None
         if slot.queue or slot.running is not None:
             return
-        if self.shared is not None:
-            asyncio.get_running_loop().create_task(self._give_back(slot))
-            return
         chat, slot.chat = slot.chat, None
         if chat is not None:
             chat.session.close()
         self.slots.pop((slot.agent_id, slot.key), None)
-
-    async def _give_back(self, slot: Slot) -> None:
-        """With shared state: let go of an idle session off the event loop; a turn queued
-        for it meanwhile is taken again (it was queued before its worker tried the
-        session, or this worker still held it then)."""
-        slot.users += 1
-        try:
-            async with slot.taking:
-                if slot.running is not None or slot.idle_timer is not None or (
-                        slot.worker is not None and not slot.worker.done()):
-                    return  # a turn came meanwhile
-                chat, slot.chat = slot.chat, None
-                if chat is not None:
-                    await asyncio.get_running_loop().run_in_executor(self.pool,
-                                                                     chat.session.close)
-        finally:
-            slot.users -= 1
-        if not self.stopping and await asyncio.to_thread(self.shared.queued, slot.agent_id,
-                                                         slot.key):
-            await self._take(slot)
-        elif slot.chat is None and slot.users == 0 and self.slots.get(
-                (slot.agent_id, slot.key)) is slot:
-            del self.slots[(slot.agent_id, slot.key)]
 
     async def release(self, agent_id: str, key: str) -> None:
         """Let go of an idle session now (before it is deleted): its lock is freed."""
@@ -505,16 +356,7 @@ class Hub:
             while slot.queue:
                 self._not_run(slot.queue.popleft(), "the gateway is shutting down; the "
                               "message was not sent")
-        loop = asyncio.get_running_loop()
-        if self.shared is not None:  # this worker's clients are told; the rest run elsewhere
-            loop.create_task(self._unsend([t for t in self.turns.values()
-                                           if t.state == "queued"]))
-        loop.call_later(self.grace, self._interrupt_all)
-
-    async def _unsend(self, turns: list[QueuedTurn]) -> None:
-        for turn in turns:
-            if await asyncio.to_thread(self.shared.withdraw, turn.id):
-                self._not_run(turn, "the gateway is shutting down; the message was not sent")
+        asyncio.get_running_loop().call_later(self.grace, self._interrupt_all)
 
     def _interrupt_all(self) -> None:
         for slot in self.slots.values():
@@ -532,8 +374,6 @@ class Hub:
         """Stop: running turns get the grace period, then Ctrl-C; every session is closed
         (each transcript line is written before its event is sent, so nothing is lost)."""
         self.begin_stop()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
         workers = [s.worker for s in self.slots.values() if s.worker and not s.worker.done()]
         if workers:
             await asyncio.wait(workers)  # the grace period's timer stops them in time

@@ -106,8 +106,8 @@ class PgShared:
                 "WITH next AS (SELECT turn_id, text FROM gateway_turns WHERE agent_id = %s "
                 "AND key = %s AND state = 'queued' ORDER BY seq LIMIT 1 FOR UPDATE SKIP "
                 "LOCKED) UPDATE gateway_turns t SET state = 'running', worker = %s, text = "
-                "NULL, started = now() FROM next WHERE t.turn_id = next.turn_id RETURNING t.turn_id, "
-                "next.text, t.ephemeral", (agent_id, key, self.worker)).fetchone()
+                "NULL, started = now() FROM next WHERE t.turn_id = next.turn_id RETURNING "
+                "t.turn_id, next.text, t.ephemeral", (agent_id, key, self.worker)).fetchone()
         return (str(row[0]), str(row[1] or ""), bool(row[2])) if row else None
 
     def queued(self, agent_id: str, key: str) -> bool:
@@ -127,18 +127,29 @@ class PgShared:
         return [(str(a), str(k)) for a, k in rows]
 
     def expire(self, older: float, lines: Callable[[str], list[dict[str, Any]]]) -> int:
-        """End the turns queued for more than ``older`` seconds (nobody took their session:
-        a chat in a terminal holds it), each with the lines ``lines(key)`` gives; how many."""
+        """End the turns queued for more than ``older`` seconds (nobody took their session),
+        each with the lines ``lines(key)`` gives; how many."""
         with self.db.connection() as conn, conn.transaction():
             rows = conn.execute("UPDATE gateway_turns SET state = 'done', text = NULL WHERE "
                                 "state = 'queued' AND created < now() - make_interval(secs "
                                 "=> %s) RETURNING turn_id, key", (older,)).fetchall()
-            with conn.cursor() as cur:
-                cur.executemany("INSERT INTO turn_events (turn_id, seq, line) VALUES "
-                                "(%s, %s, %s::json) ON CONFLICT DO NOTHING",
-                                [(turn_id, n, orjson.dumps(line).decode())
-                                 for turn_id, key in rows
-                                 for n, line in enumerate(lines(key))])
+            _end(conn, rows, lines)
+        return len(rows)
+
+    def refuse_unserved(self, agent_id: str, key: str, older: float,
+                        lines: Callable[[str], list[dict[str, Any]]]) -> int:
+        """End the session's queued turns, with ``lines(key)``, when the oldest has waited
+        ``older`` seconds while no worker ran a turn of it: whoever holds the session does
+        not run its queue (a chat in a terminal), as one process's turn would give up."""
+        with self.db.connection() as conn, conn.transaction():
+            rows = conn.execute(
+                "UPDATE gateway_turns SET state = 'done', text = NULL WHERE agent_id = %s AND "
+                "key = %s AND state = 'queued' AND NOT EXISTS (SELECT 1 FROM gateway_turns "
+                f"WHERE agent_id = %s AND key = %s AND state = 'running' AND {ALIVE}) AND "
+                "(SELECT min(created) FROM gateway_turns WHERE agent_id = %s AND key = %s AND "
+                "state = 'queued') < now() - make_interval(secs => %s) RETURNING turn_id, key",
+                (agent_id, key) * 3 + (older,)).fetchall()
+            _end(conn, rows, lines)
         return len(rows)
 
     def waiting(self, agent_id: str, key: str) -> int:
@@ -166,6 +177,15 @@ class PgShared:
         with self.db.connection() as conn:
             return conn.execute("DELETE FROM gateway_turns WHERE turn_id = %s AND state = "
                                 "'queued' RETURNING 1", (turn_id,)).fetchone() is not None
+
+    def unsend(self, turn_ids: list[str], lines: Callable[[str], list[dict[str, Any]]]
+               ) -> None:
+        """End those of ``turn_ids`` still queued with ``lines(key)``, never run."""
+        with self.db.connection() as conn, conn.transaction():
+            rows = conn.execute("UPDATE gateway_turns SET state = 'done', text = NULL WHERE "
+                                "turn_id = ANY(%s) AND state = 'queued' RETURNING turn_id, "
+                                "key", (turn_ids,)).fetchall()
+            _end(conn, rows, lines)
 
     def withdraw(self, turn_id: str) -> bool:
         """Take a queued turn out of its session's queue (its lines, written next, say
@@ -340,6 +360,16 @@ class PgShared:
         for _, s, what in batch:
             if s is None and isinstance(what, threading.Event):
                 what.set()
+
+
+def _end(conn: Any, turns: list[tuple[str, str]],
+         lines: Callable[[str], list[dict[str, Any]]]) -> None:
+    """Write the lines that end each of ``turns`` (turn id, session key), never run."""
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO turn_events (turn_id, seq, line) VALUES (%s, %s, %s::json) "
+                        "ON CONFLICT DO NOTHING",
+                        [(turn_id, n, orjson.dumps(line).decode()) for turn_id, key in turns
+                         for n, line in enumerate(lines(key))])
 
 
 class PgFailedAuth:
