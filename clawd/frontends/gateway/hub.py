@@ -118,6 +118,7 @@ class Slot:
     taking: asyncio.Lock = field(default_factory=asyncio.Lock)
     users: int = 0
     busy: ClawdError | None = None  # why it could not be taken last
+    again: bool = False  # woken while its queue was being drained
 
 
 class Hub:
@@ -182,6 +183,8 @@ class Hub:
             slot.idle_timer = None
         if slot.worker is None or slot.worker.done():
             slot.worker = asyncio.get_running_loop().create_task(self._drain(slot))
+        else:
+            slot.again = True  # a drain under way looks once more before it ends
 
     def _remember(self, turn: QueuedTurn, idempotency: str | None) -> None:
         self.turns[turn.id] = turn
@@ -245,7 +248,12 @@ class Hub:
 
     async def _drain(self, slot: Slot) -> None:
         loop = asyncio.get_running_loop()
-        while (turn := await self._next(slot)) is not None:
+        while True:
+            slot.again = False
+            if (turn := await self._next(slot)) is None:
+                if slot.again:  # woken while it looked: a turn may have come meanwhile
+                    continue
+                break
             if self.stopping:
                 self._not_run(turn, "the gateway is shutting down; the message was not sent")
                 continue
