@@ -69,9 +69,18 @@ class SharedHub(Hub):
         """Queued in the database; run here if this worker holds the session or can take
         it, else followed as its holder runs it."""
         shared = self.shared
-        other = await asyncio.to_thread(shared.begin, turn_id, agent_id, key, text,
-                                        idempotency, ephemeral)
+        # known before its row exists: a drain of this worker may claim it at once
+        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral,
+                          feed=Feed(sink(shared, turn_id), shared.settle))
+        self.turns[turn_id] = turn
+        try:
+            other = await asyncio.to_thread(shared.begin, turn_id, agent_id, key, text,
+                                            idempotency, ephemeral)
+        except BaseException:
+            self.turns.pop(turn_id, None)
+            raise
         if other is not None:  # a retry of a send another worker took
+            self.turns.pop(turn_id, None)
             if not other[1]:
                 raise IdempotencyConflict.of(str(idempotency), key)
             return await self.turn(other[0]) or self._remote(other[0], agent_id, key), False
@@ -79,9 +88,8 @@ class SharedHub(Hub):
         # every worker's turns of the session, this one's too
         waiting = await asyncio.to_thread(shared.waiting, agent_id, key) - 1
         if waiting > self.max_queued and await asyncio.to_thread(shared.drop, turn_id):
+            self.turns.pop(turn_id, None)
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
-        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral,
-                          feed=Feed(sink(shared, turn_id), shared.settle))
         self._remember(turn, idempotency)
         try:
             taken = await self._take(slot)
@@ -90,6 +98,8 @@ class SharedHub(Hub):
                 self._not_run(turn, str(exc))
             return turn, True
         if taken:
+            return turn, True
+        if turn.state != "queued":  # claimed by this worker's drain meanwhile
             return turn, True
         self.turns.pop(turn_id, None)  # the session's holder runs it: followed from here
         self.sent.pop((agent_id, key, idempotency or ""), None)
