@@ -292,6 +292,9 @@ def where_time_goes(url: str) -> dict[str, float]:
     import psycopg
 
     with psycopg.connect(url) as conn:
+        if not conn.execute("SELECT 1 FROM information_schema.columns WHERE table_name = "
+                            "'gateway_turns' AND column_name = 'started'").fetchone():
+            return {}  # a clawd from before the queue in the database
         row = conn.execute(
             "SELECT percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY extract(epoch "
             "FROM started - created)), percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP "

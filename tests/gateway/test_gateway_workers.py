@@ -311,3 +311,26 @@ def test_a_session_s_turns_wait_on_every_worker_within_one_bound(tmp_path, pg_ur
         assert users[0] == "first" and sorted(users[1:]) == ["second", "third"]
         assert "fourth" not in users
 
+
+
+def test_turns_sent_to_the_holder_are_each_run_once_for_their_own_client(tmp_path, pg_url):
+    """The worker holding a session hears of each turn it queues (``NOTIFY``) while it is
+    still queueing it: its drain must run the very turn the client follows, every time."""
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        assert a.app.state.gateway.hub.shared.listening.wait(5)
+        box: dict = {}
+
+        def sends() -> None:
+            for n in range(20):
+                client = a if n % 4 else b
+                box[n] = client.post("/api/sessions/main/messages", json={"text": f"m{n}"},
+                                     headers=AUTH)
+
+        sender = threading.Thread(target=sends, daemon=True)
+        sender.start()
+        sender.join(60)
+        assert not sender.is_alive(), f"a turn never ended for its client after {len(box)}"
+        # b took the session with the first turn: it runs every one after
+        assert [_reply(events(box[n])) for n in range(20)] == [f"b: m{n}" for n in range(20)]
+        items = a.get("/api/sessions/main/history?limit=100", headers=AUTH).json()["items"]
+        assert [i["text"] for i in items if i["type"] == "user"] == [f"m{n}" for n in range(20)]
