@@ -334,3 +334,25 @@ def test_turns_sent_to_the_holder_are_each_run_once_for_their_own_client(tmp_pat
         assert [_reply(events(box[n])) for n in range(20)] == [f"b: m{n}" for n in range(20)]
         items = a.get("/api/sessions/main/history?limit=100", headers=AUTH).json()["items"]
         assert [i["text"] for i in items if i["type"] == "user"] == [f"m{n}" for n in range(20)]
+
+
+def test_an_abort_stops_the_running_turn_not_one_waiting_behind_it(tmp_path, pg_url):
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        model = _gate(a)
+        assert a.app.state.gateway.hub.shared.listening.wait(5)
+        box: dict = {}
+        first = _in_thread(a, "first", box)
+        assert model.started.wait(5)
+        second = _in_thread(b, "second", box)
+        deadline = time.monotonic() + 5
+        while a.app.state.gateway.hub.shared.waiting("main", "agent:main:main") < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        stopped = b.post("/api/sessions/main/abort", headers=AUTH).json()
+        running = a.app.state.gateway.hub.slots[("main", "agent:main:main")].running
+        assert stopped["aborted"] is True and stopped["turn"]["id"] == running.id
+        model.gate.set()
+        first.join(10)
+        second.join(10)
+        assert events(box["first"])[-1]["interrupted"] is True
+        assert events(box["second"])[-1]["failed"] is False
