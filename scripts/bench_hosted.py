@@ -72,7 +72,8 @@ def home_for(root: Path, model_url: str, port: int, url: str | None) -> dict[str
                   "api": "openai-completions", "baseUrl": model_url + "/v1",
                   "models": [{"id": "qwen", "contextWindow": 32000}], "maxRetries": 0}}},
               "gateway": {"port": port, "shutdownGraceSeconds": 2,
-                          "maxQueuedPerSession": 64}}
+                          "maxQueuedPerSession": 64,
+                          "http": {"endpoints": {"chatCompletions": {"enabled": True}}}}}
     if url:
         config["storage"] = {"url": url}
     (home / ".clawd" / "clawd.json").write_text(json.dumps(config))
