@@ -10,9 +10,19 @@ from every session's history afterwards: turns lost and turns run twice (both mu
 The last run kills one of two workers (SIGKILL) a third of the way in: every turn a client
 was told was done must be in its history, once.
 
+The mixed traffic (``--traffic mixed``) is what an operator's users send: ``--mixed-sessions``
+sessions (20) with two clients each, each client sending ``--mixed-turns`` turns (6) in a
+row over one keep-alive connection, one client of a session on the native API and the other
+on ``/v1`` (``X-Clawd-Session-Key``), so two clients' turns meet in one session on whichever
+workers their connections reach; the stand-in takes ``--reply-seconds`` (0.2) per reply.
+It reports the same figures and, on PostgreSQL, where a turn's time goes on the server
+(from ``gateway_turns``: queued until its session's holder claimed it, then run, of which
+the stand-in's time is known).
+
 PostgreSQL: a ``pgserver`` (the test extra) started for the run, a fresh database a run.
 
     python scripts/bench_hosted.py [--sessions 200] [--turns 5] [--clients 16]
+                                   [--traffic both|sessions|mixed] [--workers 1,2,4]
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -61,7 +72,8 @@ def home_for(root: Path, model_url: str, port: int, url: str | None) -> dict[str
                   "api": "openai-completions", "baseUrl": model_url + "/v1",
                   "models": [{"id": "qwen", "contextWindow": 32000}], "maxRetries": 0}}},
               "gateway": {"port": port, "shutdownGraceSeconds": 2,
-                          "maxQueuedPerSession": 64}}
+                          "maxQueuedPerSession": 64,
+                          "http": {"endpoints": {"chatCompletions": {"enabled": True}}}}}
     if url:
         config["storage"] = {"url": url}
     (home / ".clawd" / "clawd.json").write_text(json.dumps(config))
@@ -128,17 +140,91 @@ def load(port: int, sessions: int, turns: int, clients: int,
     with ThreadPoolExecutor(clients) as pool:
         list(pool.map(session, range(sessions)))
     seconds = time.perf_counter() - started
+    return {**tally(base, "s", acknowledged), "turns/s": done[0] / seconds,
+            "p50 ms": percentile(latencies, 0.5), "p95 ms": percentile(latencies, 0.95),
+            "done": done[0], "unanswered": failed[0]}
+
+
+class Slow(StandIn):
+    """The stand-in, taking ``seconds`` to answer (a model's time), then at once."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds = seconds
+
+    def __call__(self, request):
+        time.sleep(self.seconds)
+        return super().__call__(request)
+
+
+def mixed(port: int, sessions: int, turns: int,
+          kill: tuple[subprocess.Popen, int] | None = None) -> dict[str, float]:
+    """Two clients a session, one native and one on ``/v1``, each sending its turns in a
+    row; a turn is retried (same idempotency key) when its connection fails."""
+    base = f"http://127.0.0.1:{port}"
+    latencies: list[float] = []
+    acknowledged: dict[int, list[str]] = {n: [] for n in range(sessions)}
+    failed, done, lock = [0], [0], threading.Lock()
+    total = sessions * 2 * turns
+
+    def send(client: httpx.Client, n: int, native: bool, text: str, key: str) -> bool:
+        headers = {**AUTH, "Idempotency-Key": key}
+        if native:
+            got = client.post(f"{base}/api/sessions/m{n}/messages", json={"text": text},
+                              headers=headers)
+            return got.status_code == 200 and any(
+                e.get("type") == "reply" for e in got.json().get("events", []))
+        got = client.post(f"{base}/v1/chat/completions", headers={
+            **headers, "X-Clawd-Session-Key": f"m{n}"}, json={
+            "model": "clawd", "messages": [{"role": "user", "content": text}]})
+        return got.status_code == 200 and bool(
+            got.json()["choices"][0]["message"].get("content"))
+
+    def one(c: int) -> None:
+        n, native = c // 2, c % 2 == 0
+        with httpx.Client(timeout=120) as client:
+            for t in range(turns):
+                text = f"m{n} {'native' if native else 'v1'} turn {t}"
+                started = time.perf_counter()
+                for attempt in range(3):
+                    try:
+                        if send(client, n, native, text, f"mixed-{c}-{t}"):
+                            break
+                    except (httpx.HTTPError, ValueError, KeyError):
+                        pass
+                    time.sleep(0.2 * (attempt + 1))
+                else:
+                    with lock:
+                        failed[0] += 1
+                    continue
+                with lock:
+                    latencies.append((time.perf_counter() - started) * 1000)
+                    acknowledged[n].append(text)
+                    done[0] += 1
+                    if kill and done[0] == total // 3:
+                        os.kill(kill[1], signal.SIGKILL)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(sessions * 2) as pool:
+        list(pool.map(one, range(sessions * 2)))
+    seconds = time.perf_counter() - started
+    return {**tally(base, "m", acknowledged), "turns/s": done[0] / seconds,
+            "p50 ms": percentile(latencies, 0.5), "p95 ms": percentile(latencies, 0.95),
+            "done": done[0], "unanswered": failed[0]}
+
+
+def tally(base: str, prefix: str, acknowledged: dict[int, list[str]]) -> dict[str, int]:
+    """Turns a client was told were done but missing from the history, and turns run
+    twice, over every session."""
     lost = doubled = 0
     with httpx.Client(timeout=60) as client:
-        for n in range(sessions):
-            items = client.get(f"{base}/api/sessions/s{n}/history?limit=200",
+        for n, told in acknowledged.items():
+            items = client.get(f"{base}/api/sessions/{prefix}{n}/history?limit=200",
                                headers=AUTH).json()["items"]
             said = [i["text"] for i in items if i["type"] == "user"]
-            lost += sum(1 for text in acknowledged[n] if text not in said)
+            lost += sum(1 for text in told if text not in said)
             doubled += sum(1 for text in set(said) if said.count(text) > 1)
-    return {"turns/s": done[0] / seconds, "p50 ms": percentile(latencies, 0.5),
-            "p95 ms": percentile(latencies, 0.95), "done": done[0], "unanswered": failed[0],
-            "lost": lost, "doubled": doubled}
+    return {"lost": lost, "doubled": doubled}
 
 
 def main() -> int:
@@ -147,56 +233,111 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--traffic", choices=("both", "sessions", "mixed"), default="both")
+    parser.add_argument("--mixed-sessions", type=int, default=20)
+    parser.add_argument("--mixed-turns", type=int, default=6)
+    parser.add_argument("--reply-seconds", type=float, default=0.2)
     args = parser.parse_args()
     import pgserver
 
     root = Path(tempfile.mkdtemp(prefix="clawd-bench-hosted-"))
     server = pgserver.get_server(root / "pg", cleanup_mode="stop")
     base = server.get_uri()
-    rows: list[tuple[str, dict[str, float]]] = []
     from http.server import ThreadingHTTPServer
 
     ThreadingHTTPServer.request_queue_size = 256  # the stand-in takes every connection
-    with FakeServer() as model:
-        model.default("POST", "/v1/chat/completions", StandIn())
-        runs = [("embedded, 1 process", None, 1, False)]
-        runs += [(f"postgresql, {n} worker{'s' if n > 1 else ''}", f"run{n}", n, False)
-                 for n in map(int, args.workers.split(","))]
-        runs.append(("postgresql, 2 workers, one killed", "killed", 2, True))
-        for label, database, workers, kill in runs:
-            port = free_port()
-            url = fresh(base, f"bench_{database}") if database else None
-            child = start(home_for(root, model.url, port, url), port, workers)
-            victim = None
-            if kill:
-                import psutil
-
-                victim = (child, psutil.Process(child.pid).children()[0].pid)
-            try:
-                found = load(port, args.sessions, args.turns, args.clients, victim)
-            finally:
-                child.send_signal(signal.SIGTERM)
-                said = child.communicate(timeout=60)[1]
-                notes = [line for line in said.splitlines()
-                         if not line.startswith(("clawd: GET", "clawd: POST"))]
-                if kill or "Traceback" in said:
-                    print(f"{label}: clawd serve said:\n" + "\n".join(notes[-40:]),
-                          file=sys.stderr)
-            rows.append((label, found))
-            print(f"{label}: {json.dumps({k: round(v, 1) for k, v in found.items()})}",
-                  file=sys.stderr, flush=True)
+    runs = [("embedded, 1 process", None, 1, False)]
+    runs += [(f"postgresql, {n} worker{'s' if n > 1 else ''}", f"run{n}", n, False)
+             for n in map(int, args.workers.split(","))]
+    runs.append(("postgresql, 2 workers, one killed", "killed", 2, True))
+    tables = []
+    if args.traffic in ("both", "sessions"):
+        with FakeServer() as model:
+            model.default("POST", "/v1/chat/completions", StandIn())
+            rows = run_all(runs, root, base, model.url, "sessions", lambda port, victim: load(
+                port, args.sessions, args.turns, args.clients, victim))
+        tables.append((f"{args.sessions} sessions × {args.turns} turns, {args.clients} "
+                       f"clients, the stand-in answering at once", rows))
+    if args.traffic in ("both", "mixed"):
+        with FakeServer() as model:
+            model.default("POST", "/v1/chat/completions", Slow(args.reply_seconds))
+            rows = run_all(runs, root, base, model.url, "mixed", lambda port, victim: mixed(
+                port, args.mixed_sessions, args.mixed_turns, victim))
+        tables.append((f"mixed: {args.mixed_sessions} sessions × 2 clients (native and /v1) "
+                       f"× {args.mixed_turns} turns in a row, the stand-in taking "
+                       f"{args.reply_seconds} s a reply", rows))
     server.cleanup()
-    embedded = rows[0][1]
-    print(f"{args.sessions} sessions × {args.turns} turns, {args.clients} clients, stand-in "
-          f"model on 127.0.0.1, {os.cpu_count()} CPUs")
-    print(f"{'':<36}{'turns/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'+p50':>8}{'lost':>6}"
-          f"{'twice':>7}{'unanswered':>12}")
-    for label, found in rows:
-        added = found["p50 ms"] - embedded["p50 ms"]
-        print(f"{label:<36}{found['turns/s']:>9.1f}{found['p50 ms']:>9.1f}"
-              f"{found['p95 ms']:>9.1f}{added:>+8.1f}{int(found['lost']):>6}"
-              f"{int(found['doubled']):>7}{int(found['unanswered']):>12}")
+    for title, rows in tables:
+        embedded = rows[0][1]
+        print(f"{title}; {os.cpu_count()} CPUs")
+        print(f"{'':<36}{'turns/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'+p50':>8}{'lost':>6}"
+              f"{'twice':>7}{'unanswered':>12}")
+        for label, found in rows:
+            added = found["p50 ms"] - embedded["p50 ms"]
+            print(f"{label:<36}{found['turns/s']:>9.1f}{found['p50 ms']:>9.1f}"
+                  f"{found['p95 ms']:>9.1f}{added:>+8.1f}{int(found['lost']):>6}"
+                  f"{int(found['doubled']):>7}{int(found['unanswered']):>12}")
+        timed = [(label, found) for label, found in rows if "run p50 ms" in found]
+        if timed:
+            print(f"  where a turn's time goes on the server, ms{'':<6}{'queued p50':>11}"
+                  f"{'p95':>7}{'run p50':>9}{'p95':>7}")
+            for label, found in timed:
+                print(f"  {label:<46}{found['queued p50 ms']:>9.0f}{found['queued p95 ms']:>7.0f}"
+                      f"{found['run p50 ms']:>9.0f}{found['run p95 ms']:>7.0f}")
     return 0
+
+
+def where_time_goes(url: str) -> dict[str, float]:
+    """From ``gateway_turns``: how long turns waited in their session's queue (until the
+    session's holder claimed them) and how long they ran, p50 and p95 in ms."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        if not conn.execute("SELECT 1 FROM information_schema.columns WHERE table_name = "
+                            "'gateway_turns' AND column_name = 'started'").fetchone():
+            return {}  # a clawd from before the queue in the database
+        row = conn.execute(
+            "SELECT percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY extract(epoch "
+            "FROM started - created)), percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP "
+            "(ORDER BY extract(epoch FROM ended - started)) FROM gateway_turns WHERE ended "
+            "IS NOT NULL AND started IS NOT NULL").fetchone()
+    if not row or row[0] is None:
+        return {}
+    (q50, q95), (r50, r95) = row
+    return {"queued p50 ms": q50 * 1000, "queued p95 ms": q95 * 1000,
+            "run p50 ms": r50 * 1000, "run p95 ms": r95 * 1000}
+
+
+def run_all(runs: list[tuple[str, str | None, int, bool]], root: Path, base: str,
+            model_url: str, name: str, traffic: Any) -> list[tuple[str, dict[str, float]]]:
+    """Each configuration as its own ``clawd serve`` on a fresh database, under
+    ``traffic(port, victim)``."""
+    rows = []
+    for label, database, workers, kill in runs:
+        port = free_port()
+        url = fresh(base, f"bench_{name}_{database}") if database else None
+        child = start(home_for(root, model_url, port, url), port, workers)
+        victim = None
+        if kill:
+            import psutil
+
+            victim = (child, psutil.Process(child.pid).children()[0].pid)
+        try:
+            found = traffic(port, victim)
+            if url:
+                found.update(where_time_goes(url))
+        finally:
+            child.send_signal(signal.SIGTERM)
+            said = child.communicate(timeout=60)[1]
+            notes = [line for line in said.splitlines()
+                     if not line.startswith(("clawd: GET", "clawd: POST"))]
+            if kill or "Traceback" in said:
+                print(f"{label}: clawd serve said:\n" + "\n".join(notes[-40:]),
+                      file=sys.stderr)
+        rows.append((label, found))
+        print(f"{name}, {label}: {json.dumps({k: round(v, 1) for k, v in found.items()})}",
+              file=sys.stderr, flush=True)
+    return rows
 
 
 if __name__ == "__main__":
