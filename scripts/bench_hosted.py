@@ -36,7 +36,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -97,52 +99,70 @@ def start(env: dict[str, str], port: int, workers: int) -> subprocess.Popen:
     raise SystemExit(f"clawd serve did not start: {child.communicate()[1][-2000:]}")
 
 
+class Tally:
+    """The turns of one run as its clients saw them: each sent (retried twice, same
+    idempotency key, when it fails), timed and, once answered, acknowledged; with ``kill``
+    a worker is killed once a third of ``total`` are done."""
+
+    def __init__(self, base: str, prefix: str, sessions: int, total: int,
+                 kill: tuple[subprocess.Popen, int] | None):
+        self.base, self.prefix, self.total, self.kill = base, prefix, total, kill
+        self.latencies: list[float] = []
+        self.acknowledged: dict[int, list[str]] = {n: [] for n in range(sessions)}
+        self.failed = self.done = 0
+        self.lock = threading.Lock()
+        self.started = time.perf_counter()
+
+    def turn(self, n: int, text: str, send: Callable[[], bool]) -> None:
+        """Send one turn of session ``n`` (``send``: whether it was answered)."""
+        started = time.perf_counter()
+        for attempt in range(3):
+            try:
+                if send():
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2 * (attempt + 1))
+        else:
+            with self.lock:
+                self.failed += 1
+            return
+        with self.lock:
+            self.latencies.append((time.perf_counter() - started) * 1000)
+            self.acknowledged[n].append(text)
+            self.done += 1
+            if self.kill and self.done == self.total // 3:
+                os.kill(self.kill[1], signal.SIGKILL)
+
+    def result(self) -> dict[str, float]:
+        seconds = time.perf_counter() - self.started
+        return {**tally(self.base, self.prefix, self.acknowledged),
+                "turns/s": self.done / seconds, "p50 ms": percentile(self.latencies, 0.5),
+                "p95 ms": percentile(self.latencies, 0.95), "done": self.done,
+                "unanswered": self.failed}
+
+
 def load(port: int, sessions: int, turns: int, clients: int,
          kill: tuple[subprocess.Popen, int] | None = None) -> dict[str, float]:
     """Every session's turns, in order per session, sessions side by side."""
     base = f"http://127.0.0.1:{port}"
-    latencies: list[float] = []
-    acknowledged: dict[int, list[str]] = {n: [] for n in range(sessions)}
-    failed = [0]
-    done = [0]
-    lock = threading.Lock()
-    total = sessions * turns
+    run = Tally(base, "s", sessions, sessions * turns, kill)
+
+    def send(client: httpx.Client, n: int, text: str, key: str) -> bool:
+        got = client.post(f"{base}/api/sessions/s{n}/messages", json={"text": text},
+                          headers={**AUTH, "Idempotency-Key": key})
+        return got.status_code == 200 and any(
+            e.get("type") == "reply" for e in got.json().get("events", []))
 
     def session(n: int) -> None:
         with httpx.Client(timeout=60) as client:
             for t in range(turns):
                 text = f"s{n} turn {t}"
-                headers = {**AUTH, "Idempotency-Key": f"bench-{n}-{t}"}
-                started = time.perf_counter()
-                for attempt in range(3):
-                    try:
-                        got = client.post(f"{base}/api/sessions/s{n}/messages",
-                                          json={"text": text}, headers=headers)
-                        finished = any(e.get("type") == "reply"
-                                       for e in got.json().get("events", []))
-                        if got.status_code == 200 and finished:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    time.sleep(0.2 * (attempt + 1))
-                else:
-                    with lock:
-                        failed[0] += 1
-                    continue
-                with lock:
-                    latencies.append((time.perf_counter() - started) * 1000)
-                    acknowledged[n].append(text)
-                    done[0] += 1
-                    if kill and done[0] == total // 3:
-                        os.kill(kill[1], signal.SIGKILL)
+                run.turn(n, text, partial(send, client, n, text, f"bench-{n}-{t}"))
 
-    started = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
         list(pool.map(session, range(sessions)))
-    seconds = time.perf_counter() - started
-    return {**tally(base, "s", acknowledged), "turns/s": done[0] / seconds,
-            "p50 ms": percentile(latencies, 0.5), "p95 ms": percentile(latencies, 0.95),
-            "done": done[0], "unanswered": failed[0]}
+    return run.result()
 
 
 class Slow(StandIn):
@@ -162,55 +182,34 @@ def mixed(port: int, sessions: int, turns: int,
     """Two clients a session, one native and one on ``/v1``, each sending its turns in a
     row; a turn is retried (same idempotency key) when its connection fails."""
     base = f"http://127.0.0.1:{port}"
-    latencies: list[float] = []
-    acknowledged: dict[int, list[str]] = {n: [] for n in range(sessions)}
-    failed, done, lock = [0], [0], threading.Lock()
-    total = sessions * 2 * turns
+    run = Tally(base, "m", sessions, sessions * 2 * turns, kill)
 
     def send(client: httpx.Client, n: int, native: bool, text: str, key: str) -> bool:
         headers = {**AUTH, "Idempotency-Key": key}
-        if native:
-            got = client.post(f"{base}/api/sessions/m{n}/messages", json={"text": text},
-                              headers=headers)
-            return got.status_code == 200 and any(
-                e.get("type") == "reply" for e in got.json().get("events", []))
-        got = client.post(f"{base}/v1/chat/completions", headers={
-            **headers, "X-Clawd-Session-Key": f"m{n}"}, json={
-            "model": "clawd", "messages": [{"role": "user", "content": text}]})
-        return got.status_code == 200 and bool(
-            got.json()["choices"][0]["message"].get("content"))
+        try:
+            if native:
+                got = client.post(f"{base}/api/sessions/m{n}/messages",
+                                  json={"text": text}, headers=headers)
+                return got.status_code == 200 and any(
+                    e.get("type") == "reply" for e in got.json().get("events", []))
+            got = client.post(f"{base}/v1/chat/completions", headers={
+                **headers, "X-Clawd-Session-Key": f"m{n}"}, json={
+                "model": "clawd", "messages": [{"role": "user", "content": text}]})
+            return got.status_code == 200 and bool(
+                got.json()["choices"][0]["message"].get("content"))
+        except (ValueError, KeyError):
+            return False
 
     def one(c: int) -> None:
         n, native = c // 2, c % 2 == 0
         with httpx.Client(timeout=120) as client:
             for t in range(turns):
                 text = f"m{n} {'native' if native else 'v1'} turn {t}"
-                started = time.perf_counter()
-                for attempt in range(3):
-                    try:
-                        if send(client, n, native, text, f"mixed-{c}-{t}"):
-                            break
-                    except (httpx.HTTPError, ValueError, KeyError):
-                        pass
-                    time.sleep(0.2 * (attempt + 1))
-                else:
-                    with lock:
-                        failed[0] += 1
-                    continue
-                with lock:
-                    latencies.append((time.perf_counter() - started) * 1000)
-                    acknowledged[n].append(text)
-                    done[0] += 1
-                    if kill and done[0] == total // 3:
-                        os.kill(kill[1], signal.SIGKILL)
+                run.turn(n, text, partial(send, client, n, native, text, f"mixed-{c}-{t}"))
 
-    started = time.perf_counter()
     with ThreadPoolExecutor(sessions * 2) as pool:
         list(pool.map(one, range(sessions * 2)))
-    seconds = time.perf_counter() - started
-    return {**tally(base, "m", acknowledged), "turns/s": done[0] / seconds,
-            "p50 ms": percentile(latencies, 0.5), "p95 ms": percentile(latencies, 0.95),
-            "done": done[0], "unanswered": failed[0]}
+    return run.result()
 
 
 def tally(base: str, prefix: str, acknowledged: dict[int, list[str]]) -> dict[str, int]:

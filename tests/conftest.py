@@ -422,3 +422,15 @@ def stored_text(of) -> str:
     if path is not None:
         return path.read_text(encoding="utf-8") if path.exists() else ""
     return log.raw_text()
+
+
+@pytest.fixture
+def fresh_mcp():
+    """The process's MCP connections start afresh in the test and are closed after it."""
+    from clawd.frontends import compose
+
+    compose._MCP.clear()
+    yield
+    for clients in compose._MCP.values():
+        clients.close()
+    compose._MCP.clear()

@@ -194,18 +194,6 @@ def test_gateway_turns_use_mcp_tools_on_both_apis(tmp_path, lookup):
 
 # --- the chat's start-up line ---------------------------------------------------------------
 
-@pytest.fixture
-def fresh_mcp():
-    """The process's MCP connections start afresh in the test and are closed after it."""
-    from clawd.frontends import compose
-
-    compose._MCP.clear()
-    yield
-    for clients in compose._MCP.values():
-        clients.close()
-    compose._MCP.clear()
-
-
 def test_a_server_that_does_not_start_is_one_line_and_the_chat_goes_on(
         isolated_home, local_server, capfd, fresh_mcp):
     import json as _json

@@ -49,18 +49,6 @@ def test_a_servers_agents_are_ids():
         Mcp.model_validate({"servers": {"files": {"command": "true", "agents": ["../x"]}}})
 
 
-@pytest.fixture
-def fresh_mcp():
-    """The process's MCP connections start afresh in the test and are closed after it."""
-    from clawd.frontends import compose
-
-    compose._MCP.clear()
-    yield
-    for clients in compose._MCP.values():
-        clients.close()
-    compose._MCP.clear()
-
-
 @pytest.fixture(params=["files", "postgresql"])
 def home(request, isolated_home, monkeypatch, fresh_mcp):
     """A home whose config has the test MCP server and whose defaults would give every agent
