@@ -351,8 +351,46 @@ def test_an_abort_stops_the_running_turn_not_one_waiting_behind_it(tmp_path, pg_
         stopped = b.post("/api/sessions/main/abort", headers=AUTH).json()
         running = a.app.state.gateway.hub.slots[("main", "agent:main:main")].running
         assert stopped["aborted"] is True and stopped["turn"]["id"] == running.id
+        deadline = time.monotonic() + 10  # the abort reaches a through the database
+        while not running.abort:
+            assert time.monotonic() < deadline, "the running turn never heard the abort"
+            time.sleep(0.02)
         model.gate.set()
         first.join(10)
         second.join(10)
         assert events(box["first"])[-1]["interrupted"] is True
         assert events(box["second"])[-1]["failed"] is False
+
+
+def test_a_turn_another_worker_took_still_reaches_its_client(tmp_path, pg_url):
+    """A turn worker a received waits in the database while a lets the session go; worker
+    b takes the session and runs it. The client following the turn on a gets b's reply
+    (it used to follow a feed nobody wrote to, and never ended)."""
+    import asyncio
+
+    from clawd.frontends.gateway.feed import Feed
+    from clawd.frontends.gateway.hub import QueuedTurn
+    from clawd.frontends.gateway.shared import sink
+
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        hub, key = a.app.state.gateway.hub, "agent:main:main"
+
+        async def received_not_run() -> None:  # as a's ``_queue`` leaves it before its take
+            turn = QueuedTurn("left-behind", "main", key, "left behind",
+                              feed=Feed(sink(hub.shared, "left-behind"), hub.shared.settle))
+            hub.turns[turn.id] = turn
+            await asyncio.to_thread(hub.shared.begin, turn.id, "main", key, turn.text, None,
+                                    False)
+
+        a.portal.call(received_not_run)
+        assert _reply(events(b.post("/api/sessions/main/messages", json={"text": "after"},
+                                    headers=AUTH))) == "b: after"
+        box: dict = {}
+        follower = threading.Thread(target=lambda: box.setdefault("seen", a.get(
+            "/api/turns/left-behind/events", headers=AUTH)), daemon=True)
+        follower.start()
+        follower.join(15)
+        assert not follower.is_alive(), "the turn never ended for the client following it"
+        assert _reply(events(box["seen"])) == "b: left behind"
+        items = a.get("/api/sessions/main/history?limit=10", headers=AUTH).json()["items"]
+        assert [i["text"] for i in items if i["type"] == "user"] == ["left behind", "after"]

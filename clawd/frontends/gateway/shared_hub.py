@@ -58,6 +58,7 @@ class SharedHub(Hub):
         super().__init__(agents, **options)
         self.shared = shared
         self._sweeper: asyncio.Task[None] | None = None
+        self._relays: set[asyncio.Task[None]] = set()  # turns followed from the database
         # the turns this worker's clients sent that another worker runs, recent ones
         self.followed: OrderedDict[str, RemoteTurn] = OrderedDict()
 
@@ -193,8 +194,28 @@ class SharedHub(Hub):
                         await asyncio.to_thread(
                             self.shared.refuse_unserved, agent_id, key, lock.WAIT_SECONDS,
                             partial(failed_lines, message=http_message(slot.busy)))
+                await self._follow_taken()
             except Exception as exc:  # noqa: BLE001 - look again at the next sweep
                 log.warning("looking for waiting turns: %s: %s", type(exc).__name__, exc)
+
+    async def _follow_taken(self) -> None:
+        """This worker's queued turns that another worker took (it held their session
+        when this one let go) or ended: their clients follow them from the database."""
+        mine = [turn.id for turn in self.turns.values() if turn.state == "queued"]
+        if not mine:
+            return
+        for turn_id in await asyncio.to_thread(self.shared.taken_elsewhere, mine):
+            turn = self.turns.get(turn_id)
+            if turn is not None and turn.state == "queued":
+                self._relay(turn)
+
+    def _relay(self, turn: QueuedTurn) -> None:
+        turn.state = "running"
+        relay = asyncio.get_running_loop().create_task(
+            turn.feed.relay(StoredFeed(self.shared, turn.id)))
+        relay.add_done_callback(lambda _: setattr(turn, "state", "done"))
+        self._relays.add(relay)
+        relay.add_done_callback(self._relays.discard)
 
     # --- running ----------------------------------------------------------------------------
 
@@ -265,5 +286,7 @@ class SharedHub(Hub):
         for turn in turns:
             if await asyncio.to_thread(self.shared.withdraw, turn.id):
                 self._not_run(turn, NOT_SENT)
+            elif turn.state == "queued":  # taken by another worker: followed to its end
+                self._relay(turn)
         await asyncio.to_thread(self.shared.unsend, followed,
                                 partial(failed_lines, message=NOT_SENT))

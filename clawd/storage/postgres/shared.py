@@ -110,6 +110,15 @@ class PgShared:
                 "t.turn_id, next.text, t.ephemeral", (agent_id, key, self.worker)).fetchone()
         return (str(row[0]), str(row[1] or ""), bool(row[2])) if row else None
 
+    def taken_elsewhere(self, turn_ids: list[str]) -> list[str]:
+        """Those of ``turn_ids`` (turns this worker received) that another worker claimed
+        or that ended without running: their lines are to be followed from the database."""
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT turn_id FROM gateway_turns WHERE turn_id = ANY(%s) "
+                                "AND state <> 'queued' AND (worker <> %s OR state = 'done')",
+                                (turn_ids, self.worker)).fetchall()
+        return [str(row[0]) for row in rows]
+
     def queued(self, agent_id: str, key: str) -> bool:
         """Whether a turn of the session waits to be claimed."""
         with self.db.connection() as conn:

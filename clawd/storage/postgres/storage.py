@@ -90,7 +90,7 @@ class PgLease:
             # an idle worker asked to let go does so at once: give it a moment to answer
             answered = time.monotonic() - started >= ASK_EVERY_SECONDS
             if wait == 0:  # a try: nobody is asked to let go (a gateway worker's take)
-                raise SessionBusyError(busy_message(self.key, str(pid or ""), who, left, hint))
+                raise busy_error(self.key, str(pid or ""), who, left, hint)
             if time.monotonic() >= deadline or not patient or (
                     answered and left is not None and time.monotonic() + left > deadline):
                 raise busy_error(self.key, str(pid or ""), who, left, hint)
