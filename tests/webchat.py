@@ -5,6 +5,7 @@ process on an ephemeral port of 127.0.0.1, and the system's Chromium through Pla
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -127,11 +128,18 @@ class Served:
         return [line for line in lines if line.get("type") == "message"]
 
     def stop(self) -> str:
+        import psutil
+
+        workers = psutil.Process(self.process.pid).children()
         self.process.terminate()
         try:
             self.process.wait(20)
         except subprocess.TimeoutExpired:
+            for worker in workers:  # a worker left behind keeps the pipe open: say so
+                with contextlib.suppress(psutil.Error):
+                    worker.kill()
             self.process.kill()
+            return self.process.communicate()[1] + "\nTraceback: clawd serve did not stop"
         return self.process.communicate()[1]
 
 

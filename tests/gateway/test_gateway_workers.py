@@ -52,15 +52,49 @@ def test_alternating_workers_keep_one_conversation(tmp_path, pg_url):
             client = (a, b)[n % 2]
             sent = client.post("/api/sessions/main/messages", json={"text": f"message {n}"},
                                headers=AUTH)
-            assert _reply(events(sent)) == f"{'ab'[n % 2]}: message {n}"
-        # the worker holding the session idle let it go when the other asked, not after
-        # gateway.idleSessionSeconds (60 s)
+            # the worker holding the session runs every turn of it, whichever worker the
+            # message reached
+            assert _reply(events(sent)) == f"a: message {n}"
         assert time.monotonic() - started < 20
         for client in (a, b):
             items = client.get("/api/sessions/main/history?limit=50", headers=AUTH).json()
             said = [i["text"] for i in items["items"] if i["type"] in ("user", "assistant")]
-            assert said == [t for n in range(6) for t in (f"message {n}",
-                                                          f"{'ab'[n % 2]}: message {n}")]
+            assert said == [t for n in range(6) for t in (f"message {n}", f"a: message {n}")]
+
+
+def test_a_turn_sent_to_another_worker_waits_in_arrival_order(tmp_path, pg_url):
+    """One client sends turn after turn to worker a; another sends one turn to the same
+    session through worker b while a's third runs: b's turn runs next, not after a's
+    later ones, and nothing fails."""
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        model = PauseOn("a2")
+        a.app.state.gateway.agents.runtime("main").models = fixed_models(model, 200_000,
+                                                                        profile="strong")
+        box: dict = {}
+
+        def a_sends() -> None:
+            for n in range(8):
+                box[f"a{n}"] = a.post("/api/sessions/main/messages",
+                                      json={"text": f"a{n}"}, headers=AUTH)
+
+        runner = threading.Thread(target=a_sends)
+        runner.start()
+        assert model.started.wait(10)
+        sent_b = _in_thread(b, "from b", box)
+        hub = a.app.state.gateway.hub
+        deadline = time.monotonic() + 10
+        while hub.shared.waiting("main", "agent:main:main") < 2:
+            assert time.monotonic() < deadline, "b's turn was never queued"
+            time.sleep(0.02)
+        model.gate.set()
+        runner.join(60)
+        sent_b.join(60)
+        assert box["from b"].status_code == 200
+        assert _reply(events(box["from b"])).endswith("from b")
+        assert all(box[f"a{n}"].status_code == 200 for n in range(8))
+        items = b.get("/api/sessions/main/history?limit=50", headers=AUTH).json()["items"]
+        users = [i["text"] for i in items if i["type"] == "user"]
+        assert users == ["a0", "a1", "a2", "from b", "a3", "a4", "a5", "a6", "a7"]
 
 
 def test_a_retried_send_runs_once_whichever_worker_it_reaches(tmp_path, pg_url):
@@ -196,6 +230,26 @@ class Gated(ScriptedProvider):
                                               stop_reason="stop"))
 
 
+class PauseOn(ScriptedProvider):
+    """Replies "held: <message>"; the reply to ``text`` waits until ``gate`` is set."""
+
+    def __init__(self, text: str):
+        super().__init__([])
+        self.text = text
+        self.started, self.gate = threading.Event(), threading.Event()
+
+    def stream(self, request):
+        from clawd.core.messages import Message, ModelResponse, TextDelta, Usage
+
+        said = request.messages[-1].text
+        if said == self.text:
+            self.started.set()
+            self.gate.wait(10)
+        yield TextDelta(f"held: {said}")
+        yield ModelResponse(Message.assistant(f"held: {said}", usage=Usage(10, 4),
+                                              stop_reason="stop"))
+
+
 def _gate(client) -> Gated:
     model = Gated()
     runtime = client.app.state.gateway.agents.runtime("main")
@@ -257,3 +311,86 @@ def test_a_session_s_turns_wait_on_every_worker_within_one_bound(tmp_path, pg_ur
         assert users[0] == "first" and sorted(users[1:]) == ["second", "third"]
         assert "fourth" not in users
 
+
+
+def test_turns_sent_to_the_holder_are_each_run_once_for_their_own_client(tmp_path, pg_url):
+    """The worker holding a session hears of each turn it queues (``NOTIFY``) while it is
+    still queueing it: its drain must run the very turn the client follows, every time."""
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        assert a.app.state.gateway.hub.shared.listening.wait(5)
+        box: dict = {}
+
+        def sends() -> None:
+            for n in range(20):
+                client = a if n % 4 else b
+                box[n] = client.post("/api/sessions/main/messages", json={"text": f"m{n}"},
+                                     headers=AUTH)
+
+        sender = threading.Thread(target=sends, daemon=True)
+        sender.start()
+        sender.join(60)
+        assert not sender.is_alive(), f"a turn never ended for its client after {len(box)}"
+        # b took the session with the first turn: it runs every one after
+        assert [_reply(events(box[n])) for n in range(20)] == [f"b: m{n}" for n in range(20)]
+        items = a.get("/api/sessions/main/history?limit=100", headers=AUTH).json()["items"]
+        assert [i["text"] for i in items if i["type"] == "user"] == [f"m{n}" for n in range(20)]
+
+
+def test_an_abort_stops_the_running_turn_not_one_waiting_behind_it(tmp_path, pg_url):
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        model = _gate(a)
+        assert a.app.state.gateway.hub.shared.listening.wait(5)
+        box: dict = {}
+        first = _in_thread(a, "first", box)
+        assert model.started.wait(5)
+        second = _in_thread(b, "second", box)
+        deadline = time.monotonic() + 5
+        while a.app.state.gateway.hub.shared.waiting("main", "agent:main:main") < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        stopped = b.post("/api/sessions/main/abort", headers=AUTH).json()
+        running = a.app.state.gateway.hub.slots[("main", "agent:main:main")].running
+        assert stopped["aborted"] is True and stopped["turn"]["id"] == running.id
+        deadline = time.monotonic() + 10  # the abort reaches a through the database
+        while not running.abort:
+            assert time.monotonic() < deadline, "the running turn never heard the abort"
+            time.sleep(0.02)
+        model.gate.set()
+        first.join(10)
+        second.join(10)
+        assert events(box["first"])[-1]["interrupted"] is True
+        assert events(box["second"])[-1]["failed"] is False
+
+
+def test_a_turn_another_worker_took_still_reaches_its_client(tmp_path, pg_url):
+    """A turn worker a received waits in the database while a lets the session go; worker
+    b takes the session and runs it. The client following the turn on a gets b's reply
+    (it used to follow a feed nobody wrote to, and never ended)."""
+    import asyncio
+
+    from clawd.frontends.gateway.feed import Feed
+    from clawd.frontends.gateway.hub import QueuedTurn
+    from clawd.frontends.gateway.shared import sink
+
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        hub, key = a.app.state.gateway.hub, "agent:main:main"
+
+        async def received_not_run() -> None:  # as a's ``_queue`` leaves it before its take
+            turn = QueuedTurn("left-behind", "main", key, "left behind",
+                              feed=Feed(sink(hub.shared, "left-behind"), hub.shared.settle))
+            hub.turns[turn.id] = turn
+            await asyncio.to_thread(hub.shared.begin, turn.id, "main", key, turn.text, None,
+                                    False)
+
+        a.portal.call(received_not_run)
+        assert _reply(events(b.post("/api/sessions/main/messages", json={"text": "after"},
+                                    headers=AUTH))) == "b: after"
+        box: dict = {}
+        follower = threading.Thread(target=lambda: box.setdefault("seen", a.get(
+            "/api/turns/left-behind/events", headers=AUTH)), daemon=True)
+        follower.start()
+        follower.join(15)
+        assert not follower.is_alive(), "the turn never ended for the client following it"
+        assert _reply(events(box["seen"])) == "b: left behind"
+        items = a.get("/api/sessions/main/history?limit=10", headers=AUTH).json()["items"]
+        assert [i["text"] for i in items if i["type"] == "user"] == ["left behind", "after"]

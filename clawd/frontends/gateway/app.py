@@ -38,6 +38,7 @@ from clawd.frontends.gateway.gatekeeper import Gatekeeper, send_error
 from clawd.frontends.gateway.hub import Hub
 from clawd.frontends.gateway.openai_map import MappingError
 from clawd.frontends.gateway.policy import FailedAuth, Tokens
+from clawd.frontends.gateway.shared_hub import SharedHub
 from clawd.frontends.mcp_server import AGENT_SCOPE_KEY
 
 if TYPE_CHECKING:
@@ -55,9 +56,10 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
 
     gateway = config.gateway
     shared, failed = _shared(config)
-    hub = Hub(agents, max_queued=gateway.max_queued_per_session,
-              idle_seconds=gateway.idle_session_seconds,
-              grace_seconds=gateway.shutdown_grace_seconds, shared=shared)
+    options: dict[str, Any] = {"max_queued": gateway.max_queued_per_session,
+                               "idle_seconds": gateway.idle_session_seconds,
+                               "grace_seconds": gateway.shutdown_grace_seconds}
+    hub = Hub(agents, **options) if shared is None else SharedHub(agents, shared, **options)
     routes = list(native.ROUTES) + page.ROUTES
     compatible = gateway.http.endpoints.chat_completions.enabled
     if compatible:

@@ -50,6 +50,17 @@ class Feed:
             self._sink(self.count, None)
         self._wake()
 
+    async def relay(self, source: Any) -> None:
+        """Take the lines of ``source`` (a ``StoredFeed``: the turn ran on another worker)
+        as this feed's own, numbered as they are there, until the turn ends; none goes
+        back to the sink."""
+        self._sink = None
+        async for number, line in source.lines_of(self.count - 1):
+            self.lines.append((number, line))
+            self.count = number + 1
+            self._wake()
+        self.close()
+
     def _wake(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()

@@ -14,10 +14,8 @@ session's running turn as Ctrl-C does (``Session.cancel`` for a reply streaming 
 same interrupt thrown into the turn at its next event otherwise): the partial reply is
 kept, marked interrupted. A slot holds its ``Chat`` (and so the session's lock, which the
 CLI honours) while turns come, and lets it go after ``gateway.idleSessionSeconds``.
-With ``shared`` (several workers on one database, ``storage.postgres.shared``) turns and
-their lines are recorded there: a send retried on another worker, a follower of a turn
-another worker runs (``RemoteTurn``), an abort, the bound on waiting turns and a session
-another worker waits for (let go at once when idle) all reach across workers.
+Several workers on one database use ``shared_hub.SharedHub``, whose queues are in the
+database; this module is the one process's hub.
 ``stop`` (SIGTERM) refuses new turns, lets running ones go on for
 ``gateway.shutdownGraceSeconds``, then stops them as Ctrl-C does; queued turns are not run.
 """
@@ -38,13 +36,12 @@ from clawd.core.errors import ClawdError, http_message
 from clawd.frontends.commands import Chat
 from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.feed import Feed
-from clawd.frontends.gateway.shared import StoredFeed, sink
+from clawd.frontends.gateway.shared import StoredFeed
 from clawd.frontends.render import drive, event_json
 
 log = logging.getLogger(__name__)
 
 MAX_THREADS = 64  # turns running at once, over all sessions
-SHARED_WAIT_SECONDS = 600.0  # a turn waits this long for another worker's turn to end
 IDEMPOTENCY_KEYS = 1000  # sends remembered for their idempotency key
 # events of a turn under way (its token made): an abort seen at one stops the turn
 INTERRUPTIBLE = (ev.TextDelta, ev.ToolStarted, ev.ToolFinished, ev.Waiting, ev.Recalled,
@@ -117,20 +114,23 @@ class Slot:
     worker: asyncio.Task[None] | None = None
     idle_timer: asyncio.TimerHandle | None = None
     seconds_per_turn: float = 5.0  # a moving average, for Retry-After
+    # with shared state: held while the session is taken or let go; how many wait for it
+    taking: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+    busy: ClawdError | None = None  # why it could not be taken last
+    again: bool = False  # woken while its queue was being drained
 
 
 class Hub:
     """Every session the gateway has touched (see the module docstring)."""
 
+    shared: Any = None  # ``shared_hub.SharedHub``'s database side
+
     def __init__(self, agents: ServedAgents, *, max_queued: int = 8, idle_seconds: float = 60,
-                 grace_seconds: float = 10, new_id: Callable[[], str] | None = None,
-                 shared: Any = None):
+                 grace_seconds: float = 10, new_id: Callable[[], str] | None = None):
         from clawd.core.messages import new_id as make_id
 
         self.agents = agents
-        # ``storage.postgres.shared.PgShared``: turns and their lines other workers see; an
-        # idle session is let go at once when another worker waits for it
-        self.shared = shared
         self.max_queued, self.idle_seconds, self.grace = max_queued, idle_seconds, grace_seconds
         self.new_id = new_id or make_id
         self.slots: dict[tuple[str, str], Slot] = {}
@@ -146,7 +146,7 @@ class Hub:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
         it is new (False: a retried send, the turn it started the first time).
         ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
-        ends. The shared state's queries (several workers) run off the event loop."""
+        ends."""
         if idempotency:
             seen = self.sent.get((agent_id, key, idempotency))
             if seen is not None:
@@ -155,35 +155,36 @@ class Hub:
                 return seen, False
         if self.stopping:
             raise Stopping("the gateway is shutting down; the message was not sent")
-        turn_id = self.new_id()
-        if self.shared is not None:
-            other = await asyncio.to_thread(self.shared.begin, turn_id, agent_id, key, text,
-                                            idempotency)
-            if other is not None:  # a retry of a send another worker took
-                if not other[1]:
-                    raise IdempotencyConflict.of(str(idempotency), key)
-                return self.turn(other[0]) or self._remote(other[0], agent_id, key), False
+        return await self._queue(self.new_id(), agent_id, key, text, idempotency, ephemeral)
+
+    async def _queue(self, turn_id: str, agent_id: str, key: str, text: str,
+                     idempotency: str | None, ephemeral: bool
+                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:
+        slot = self._slot(agent_id, key)
+        waiting = len(slot.queue) + (1 if slot.running is not None else 0)
+        if waiting > self.max_queued:
+            raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
+        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral)
+        self._remember(turn, idempotency)
+        slot.queue.append(turn)
+        self._wake(slot)
+        return turn, True
+
+    def _slot(self, agent_id: str, key: str) -> Slot:
         slot = self.slots.get((agent_id, key))
         if slot is None:
             slot = self.slots[(agent_id, key)] = Slot(agent_id, key)
-        waiting = len(slot.queue) + (1 if slot.running is not None else 0)
-        if self.shared is not None:  # every worker's turns of the session, this one's too
-            waiting = await asyncio.to_thread(self.shared.waiting, agent_id, key) - 1
-        if waiting > self.max_queued:
-            if self.shared is not None:
-                await asyncio.to_thread(self.shared.drop, turn_id)
-            raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
-        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral)
-        if self.shared is not None:
-            turn.feed = Feed(sink(self.shared, turn_id), self.shared.settle)
-        self._remember(turn, idempotency)
-        slot.queue.append(turn)
+        return slot
+
+    def _wake(self, slot: Slot) -> None:
+        """Run the slot's waiting turns, unless they already run."""
         if slot.idle_timer is not None:
             slot.idle_timer.cancel()
             slot.idle_timer = None
         if slot.worker is None or slot.worker.done():
             slot.worker = asyncio.get_running_loop().create_task(self._drain(slot))
-        return turn, True
+        else:
+            slot.again = True  # a drain under way looks once more before it ends
 
     def _remember(self, turn: QueuedTurn, idempotency: str | None) -> None:
         self.turns[turn.id] = turn
@@ -196,54 +197,38 @@ class Hub:
                     break
                 table.popitem(last=False)
 
-    def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
-        """A turn of this worker, or with shared state, of any worker; no id with a NUL."""
-        found = self.turns.get(turn_id)
-        if found is not None or self.shared is None or not turn_id.isprintable():
-            return found
-        about = self.shared.turn(turn_id)
-        return None if about is None else self._remote(turn_id, about["agent"], about["key"],
-                                                       about["state"])
-
-    def _remote(self, turn_id: str, agent_id: str, key: str, state: str = "running"
-                ) -> RemoteTurn:
-        return RemoteTurn(turn_id, agent_id, key, StoredFeed(self.shared, turn_id), state)
+    async def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
+        """A turn of this worker (of any worker: ``shared_hub.SharedHub``)."""
+        return self.turns.get(turn_id)
 
     async def busy(self, agent_id: str, key: str) -> dict[str, Any]:
         """The session's running turn and how many wait behind it (on any worker)."""
         return (await self.busy_of(agent_id, [key]))[key]
 
     async def busy_of(self, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
-        """``busy`` of several sessions: from this worker's slots, or with shared state
-        from every worker's turns (one query)."""
-        if self.shared is not None:
-            return await asyncio.to_thread(self.shared.busy, agent_id, keys)
+        """``busy`` of several sessions."""
         slots = {key: self.slots.get((agent_id, key)) for key in keys}
         return {key: {"running": slot.running.id if slot and slot.running else None,
                       "queued": len(slot.queue) if slot else 0} for key, slot in slots.items()}
 
-    def abort(self, agent_id: str, key: str) -> QueuedTurn | RemoteTurn | None:
-        """Stop the session's running turn as Ctrl-C does, on this worker or (with shared
-        state) the one running it; the turn, or None if none ran."""
+    async def abort(self, agent_id: str, key: str) -> QueuedTurn | RemoteTurn | None:
+        """Stop the session's running turn as Ctrl-C does; the turn, or None if none
+        ran."""
         slot = self.slots.get((agent_id, key))
         if slot is None or slot.running is None:
-            found = self.shared.request_abort(agent_id, key) if self.shared else None
-            return self._remote(found, agent_id, key) if found else None
+            return None
         self._interrupt(slot, slot.running)
         return slot.running
 
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Hear the aborts other workers are asked for (with shared state)."""
-        if self.shared is not None:
-            self.shared.listen(
-                lambda turn_id: loop.call_soon_threadsafe(self._aborted, turn_id),
-                lambda agent_id, key: loop.call_soon_threadsafe(self._idle_now, agent_id, key))
+        """Hear what other workers ask for (``SharedHub``); one process hears nothing."""
 
     def _idle_now(self, agent_id: str, key: str) -> None:
         """Let go of the session now if it is idle here (another process waits for it, or
         it is about to be deleted)."""
         slot = self.slots.get((agent_id, key))
-        if slot is not None and slot.running is None and not slot.queue:
+        if slot is not None and slot.running is None and not slot.queue and (
+                slot.worker is None or slot.worker.done()):
             if slot.idle_timer is not None:
                 slot.idle_timer.cancel()
             self._let_go(slot)
@@ -263,8 +248,12 @@ class Hub:
 
     async def _drain(self, slot: Slot) -> None:
         loop = asyncio.get_running_loop()
-        while slot.queue:
-            turn = slot.queue.popleft()
+        while True:
+            slot.again = False
+            if (turn := await self._next(slot)) is None:
+                if slot.again:  # woken while it looked: a turn may have come meanwhile
+                    continue
+                break
             if self.stopping:
                 self._not_run(turn, "the gateway is shutting down; the message was not sent")
                 continue
@@ -280,8 +269,17 @@ class Hub:
                 turn.feed.close()
             took = time.monotonic() - started
             slot.seconds_per_turn = 0.7 * slot.seconds_per_turn + 0.3 * took
+        self._drained(slot)
+
+    def _drained(self, slot: Slot) -> None:
+        """The slot's queue is empty: let the session go once idle long enough."""
         if not self.stopping and self.idle_seconds >= 0:
-            slot.idle_timer = loop.call_later(self.idle_seconds, self._let_go, slot)
+            slot.idle_timer = asyncio.get_running_loop().call_later(self.idle_seconds,
+                                                                    self._let_go, slot)
+
+    async def _next(self, slot: Slot) -> QueuedTurn | None:
+        """The slot's next turn."""
+        return slot.queue.popleft() if slot.queue else None
 
     def _not_run(self, turn: QueuedTurn, why: str) -> None:
         turn.feed.push({"type": "error", "message": why})
@@ -298,10 +296,7 @@ class Hub:
         if slot.chat is None:
             try:
                 runtime = self.agents.runtime(slot.agent_id)
-                # with other workers, the session may be running a turn on one of them:
-                # this turn waits its turn, as it would in this worker's queue
-                slot.chat = Chat(runtime, slot.key,
-                                 wait=SHARED_WAIT_SECONDS if self.shared else None)
+                slot.chat = Chat(runtime, slot.key)
             except ClawdError as exc:
                 push({"type": "error", "message": http_message(exc)})
                 push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])
@@ -379,7 +374,8 @@ class Hub:
     async def idle(self) -> None:
         """Return once no turn runs or waits (after ``begin_stop``: once the running ones
         have finished or been stopped)."""
-        while any(s.running is not None or s.queue for s in self.slots.values()):
+        while any(s.running is not None or s.queue or (s.worker and not s.worker.done())
+                  for s in self.slots.values()):
             await asyncio.sleep(0.05)
 
     async def stop(self) -> None:

@@ -236,7 +236,7 @@ async def send_message(request: Request) -> Response:
 
 async def turn_events(request: Request) -> Response:
     """Follow a turn again (after a disconnect): the events after ``Last-Event-ID``."""
-    turn = state(request).hub.turn(request.path_params["turn"])
+    turn = await state(request).hub.turn(request.path_params["turn"])
     if turn is None or not allowed(request, turn.agent_id):
         raise workspace.NotFound(f"no turn {request.path_params['turn']} (turns are "
                                  f"remembered while the gateway runs)")
@@ -268,7 +268,7 @@ async def _events(request: Request, turn: QueuedTurn | RemoteTurn, after: int,
 async def abort(request: Request) -> Response:
     agent_id, key = session_of(request, request.path_params["key"],
                                request.query_params.get("agent"))
-    turn = state(request).hub.abort(agent_id, key)
+    turn = await state(request).hub.abort(agent_id, key)
     return ok({"aborted": turn is not None, "turn": turn.to_json() if turn else None})
 
 

@@ -21,11 +21,16 @@ STOPPED = ("the worker running this turn stopped before it ended; the message is
            "the session, the reply is cut short there")
 
 
-def stopped_lines(key: str) -> list[dict[str, Any]]:
-    """How a turn whose worker died ends for its followers: an ``error`` line, then the
-    ``done`` line of a failed turn, as every turn's."""
-    return [{"type": "error", "message": STOPPED},
+def failed_lines(key: str, message: str) -> list[dict[str, Any]]:
+    """How a turn that failed outside its worker's hands ends for its followers: an
+    ``error`` line, then the ``done`` line of a failed turn, as every turn's."""
+    return [{"type": "error", "message": message},
             *event_json(ev.TurnDone("", failed=True, session_key=key))]
+
+
+def stopped_lines(key: str) -> list[dict[str, Any]]:
+    """How a turn whose worker died ends for its followers."""
+    return failed_lines(key, STOPPED)
 
 
 def sink(shared: Any, turn_id: str) -> Callable[[int, dict[str, Any] | None], None]:

@@ -117,6 +117,14 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE workspace_files ADD COLUMN mode integer;
     """,
+    # one queue per session over every worker: arrival order, the text until it is claimed
+    """
+    ALTER TABLE gateway_turns ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY,
+        ADD COLUMN text text, ADD COLUMN ephemeral boolean NOT NULL DEFAULT false,
+        ADD COLUMN started timestamptz, ADD COLUMN ended timestamptz;
+    CREATE INDEX gateway_turns_queued ON gateway_turns (agent_id, key, seq)
+        WHERE state = 'queued';
+    """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
 POOL_SIZE = 8

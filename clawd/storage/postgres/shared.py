@@ -1,9 +1,17 @@
-"""What several ``clawd serve`` workers on one database share (SPEC §14): the turns they
-started (so a retried send with the same idempotency key never runs twice, whichever worker
-it reaches), every turn's event lines (so ``GET /api/turns/{id}/events`` follows a turn
-from any worker, ``Last-Event-ID`` included), aborts (asked for on any worker, heard by the
-one running the turn through ``LISTEN``/``NOTIFY``) and the failed sign-ins per client
-address.
+"""What several ``clawd serve`` workers on one database share (SPEC §14): one queue of turns
+per session (``gateway_turns``, in arrival order: whichever worker a message reaches, the
+worker holding the session's lease runs it, after the turns that came before it; a retried
+send with the same idempotency key never runs twice), every turn's event lines (so
+``GET /api/turns/{id}/events`` follows a turn from any worker, ``Last-Event-ID`` included),
+aborts (asked for on any worker, heard by the one running the turn through
+``LISTEN``/``NOTIFY``, as new turns are heard by the session's holder) and the failed
+sign-ins per client address.
+
+A turn is ``queued`` until the holder of its session claims it (``claim``: the oldest
+queued turn of the session; ``running``, its worker now the claimer's, its text no longer
+kept), then ``done``. Queued turns belong to nobody: any worker that holds the session runs
+them, so a worker that received a message and died leaves it to the next holder. Running
+turns belong to their worker while it is connected.
 
 A worker writes its turns' lines through a writer thread in small batches, so the event
 loop never waits on the database; a follower on another worker polls for lines after the
@@ -29,12 +37,13 @@ if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
 
 log = logging.getLogger(__name__)
-# a ``gateway_turns`` row of a turn not ended, on a worker still connected (a dead worker's
-# turns wait for nobody)
-UNFINISHED = ("state <> 'done' AND worker IN (SELECT application_name FROM "
-              "pg_stat_activity)")
+ALIVE = "worker IN (SELECT application_name FROM pg_stat_activity)"  # its worker connected
+# a ``gateway_turns`` row of a turn not ended: waiting for its session's holder, or running on
+# a worker still connected (a dead worker's running turn waits for nobody)
+UNFINISHED = f"(state = 'queued' OR (state = 'running' AND {ALIVE}))"
 BATCH = 200  # lines written in one statement at most
 ABORTS = "clawd_abort"  # the channel aborts are asked for on
+TURNS = "clawd_turn"  # "a turn was queued for this session": agent\nkey
 RELEASES = "clawd_release"  # "let go of this session if you hold it idle": agent\nkey
 KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
 
@@ -67,23 +76,90 @@ class PgShared:
     # --- turns ------------------------------------------------------------------------------
 
     def begin(self, turn_id: str, agent_id: str, key: str, text: str,
-              idempotency: str | None) -> tuple[str, bool] | None:
-        """Record a new turn. With an idempotency key some worker used already for this
-        session: (that turn's id, whether its text was the same), and nothing recorded."""
+              idempotency: str | None, ephemeral: bool = False) -> tuple[str, bool] | None:
+        """Queue a new turn behind the session's others. With an idempotency key some
+        worker used already for this session: (that turn's id, whether its text was the
+        same), and nothing recorded."""
         with self.db.connection() as conn:
             made = conn.execute(
                 "INSERT INTO gateway_turns (turn_id, agent_id, key, idempotency, text_hash, "
-                "worker, state) VALUES (%s, %s, %s, %s, %s, %s, 'queued') "
-                "ON CONFLICT DO NOTHING RETURNING turn_id",
-                (turn_id, agent_id, key, idempotency, text_hash(text), self.worker)).fetchone()
+                "worker, state, text, ephemeral) VALUES (%s, %s, %s, %s, %s, %s, 'queued', "
+                "%s, %s) ON CONFLICT DO NOTHING RETURNING turn_id",
+                (turn_id, agent_id, key, idempotency, text_hash(text), self.worker, text,
+                 ephemeral)).fetchone()
+            if made is not None:
+                conn.execute("SELECT pg_notify(%s, %s)", (TURNS, f"{agent_id}\n{key}"))
             if made or idempotency is None:
                 return None
             row = conn.execute("SELECT turn_id, text_hash FROM gateway_turns WHERE "
                                "agent_id = %s AND key = %s AND idempotency = %s",
                                (agent_id, key, idempotency)).fetchone()
         if row is None:  # the other turn was just removed: try once more
-            return self.begin(turn_id, agent_id, key, text, None)
+            return self.begin(turn_id, agent_id, key, text, None, ephemeral)
         return str(row[0]), row[1] == text_hash(text)
+
+    def claim(self, agent_id: str, key: str) -> tuple[str, str, bool] | None:
+        """The session's oldest queued turn, now running on this worker: (its id, its text,
+        whether it is ephemeral); None when none waits. Only the session's holder claims."""
+        with self.db.connection() as conn:
+            row = conn.execute(
+                "WITH next AS (SELECT turn_id, text FROM gateway_turns WHERE agent_id = %s "
+                "AND key = %s AND state = 'queued' ORDER BY seq LIMIT 1 FOR UPDATE SKIP "
+                "LOCKED) UPDATE gateway_turns t SET state = 'running', worker = %s, text = "
+                "NULL, started = now() FROM next WHERE t.turn_id = next.turn_id RETURNING "
+                "t.turn_id, next.text, t.ephemeral", (agent_id, key, self.worker)).fetchone()
+        return (str(row[0]), str(row[1] or ""), bool(row[2])) if row else None
+
+    def taken_elsewhere(self, turn_ids: list[str]) -> list[str]:
+        """Those of ``turn_ids`` (turns this worker received) that another worker claimed
+        or that ended without running: their lines are to be followed from the database."""
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT turn_id FROM gateway_turns WHERE turn_id = ANY(%s) "
+                                "AND state <> 'queued' AND (worker <> %s OR state = 'done')",
+                                (turn_ids, self.worker)).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def queued(self, agent_id: str, key: str) -> bool:
+        """Whether a turn of the session waits to be claimed."""
+        with self.db.connection() as conn:
+            return conn.execute("SELECT 1 FROM gateway_turns WHERE agent_id = %s AND key = %s "
+                                "AND state = 'queued' LIMIT 1", (agent_id, key)).fetchone() \
+                is not None
+
+    def waiting_sessions(self, older: float) -> list[tuple[str, str]]:
+        """The sessions with a turn queued for more than ``older`` seconds (their holder
+        may have let go or died: a worker that can take the session runs them)."""
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT DISTINCT agent_id, key FROM gateway_turns WHERE "
+                                "state = 'queued' AND created < now() - make_interval("
+                                "secs => %s)", (older,)).fetchall()
+        return [(str(a), str(k)) for a, k in rows]
+
+    def expire(self, older: float, lines: Callable[[str], list[dict[str, Any]]]) -> int:
+        """End the turns queued for more than ``older`` seconds (nobody took their session),
+        each with the lines ``lines(key)`` gives; how many."""
+        with self.db.connection() as conn, conn.transaction():
+            rows = conn.execute("UPDATE gateway_turns SET state = 'done', text = NULL WHERE "
+                                "state = 'queued' AND created < now() - make_interval(secs "
+                                "=> %s) RETURNING turn_id, key", (older,)).fetchall()
+            _end(conn, rows, lines)
+        return len(rows)
+
+    def refuse_unserved(self, agent_id: str, key: str, older: float,
+                        lines: Callable[[str], list[dict[str, Any]]]) -> int:
+        """End the session's queued turns, with ``lines(key)``, when the oldest has waited
+        ``older`` seconds while no worker ran a turn of it: whoever holds the session does
+        not run its queue (a chat in a terminal), as one process's turn would give up."""
+        with self.db.connection() as conn, conn.transaction():
+            rows = conn.execute(
+                "UPDATE gateway_turns SET state = 'done', text = NULL WHERE agent_id = %s AND "
+                "key = %s AND state = 'queued' AND NOT EXISTS (SELECT 1 FROM gateway_turns "
+                f"WHERE agent_id = %s AND key = %s AND state = 'running' AND {ALIVE}) AND "
+                "(SELECT min(created) FROM gateway_turns WHERE agent_id = %s AND key = %s AND "
+                "state = 'queued') < now() - make_interval(secs => %s) RETURNING turn_id, key",
+                (agent_id, key) * 3 + (older,)).fetchall()
+            _end(conn, rows, lines)
+        return len(rows)
 
     def waiting(self, agent_id: str, key: str) -> int:
         """The session's turns not ended yet, on every living worker (the running one
@@ -105,10 +181,28 @@ class PgShared:
                  for key, running, queued in rows}
         return {key: found.get(key, {"running": None, "queued": 0}) for key in keys}
 
-    def drop(self, turn_id: str) -> None:
-        """Forget a turn that was refused before it was queued."""
+    def drop(self, turn_id: str) -> bool:
+        """Forget a turn refused as it was queued; False if a worker claimed it already."""
         with self.db.connection() as conn:
-            conn.execute("DELETE FROM gateway_turns WHERE turn_id = %s", (turn_id,))
+            return conn.execute("DELETE FROM gateway_turns WHERE turn_id = %s AND state = "
+                                "'queued' RETURNING 1", (turn_id,)).fetchone() is not None
+
+    def unsend(self, turn_ids: list[str], lines: Callable[[str], list[dict[str, Any]]]
+               ) -> None:
+        """End those of ``turn_ids`` still queued with ``lines(key)``, never run."""
+        with self.db.connection() as conn, conn.transaction():
+            rows = conn.execute("UPDATE gateway_turns SET state = 'done', text = NULL WHERE "
+                                "turn_id = ANY(%s) AND state = 'queued' RETURNING turn_id, "
+                                "key", (turn_ids,)).fetchall()
+            _end(conn, rows, lines)
+
+    def withdraw(self, turn_id: str) -> bool:
+        """Take a queued turn out of its session's queue (its lines, written next, say
+        why); False if a worker claimed it already."""
+        with self.db.connection() as conn:
+            return conn.execute("UPDATE gateway_turns SET state = 'running', text = NULL "
+                                "WHERE turn_id = %s AND state = 'queued' RETURNING 1",
+                                (turn_id,)).fetchone() is not None
 
     def turn(self, turn_id: str) -> dict[str, Any] | None:
         """A turn any worker recorded: its agent, session key and state."""
@@ -120,21 +214,23 @@ class PgShared:
     # --- aborts -----------------------------------------------------------------------------
 
     def request_abort(self, agent_id: str, key: str) -> str | None:
-        """Ask whichever worker runs the session's turn to stop it; the turn's id, or None
-        when no worker runs one."""
+        """Ask whichever worker runs the session's turn to stop it (the running one, not
+        one waiting behind it); the turn's id, or None when no worker runs one."""
         with self.db.connection() as conn:
             row = conn.execute("SELECT turn_id FROM gateway_turns WHERE agent_id = %s AND "
-                               "key = %s AND state <> 'done' ORDER BY created DESC LIMIT 1",
-                               (agent_id, key)).fetchone()
+                               f"key = %s AND state = 'running' AND {ALIVE} ORDER BY seq "
+                               "DESC LIMIT 1", (agent_id, key)).fetchone()
             if row is not None:
                 conn.execute("SELECT pg_notify(%s, %s)", (ABORTS, row[0]))
         return str(row[0]) if row else None
 
     def listen(self, on_abort: Callable[[str], None],
-               on_release: Callable[[str, str], None] | None = None) -> None:
+               on_release: Callable[[str, str], None] | None = None,
+               on_turn: Callable[[str, str], None] | None = None) -> None:
         """Call ``on_abort(turn_id)`` (on a thread of its own) for each abort any worker
-        asks for, and ``on_release(agent_id, key)`` for each session another process waits
-        for; a lost connection is made again."""
+        asks for, ``on_release(agent_id, key)`` for each session another process waits
+        for and ``on_turn(agent_id, key)`` for each turn queued; a lost connection is made
+        again."""
 
         def run() -> None:
             import psycopg
@@ -145,13 +241,16 @@ class PgShared:
                                          application_name=self.db.worker) as conn:
                         conn.execute(f"LISTEN {ABORTS}")
                         conn.execute(f"LISTEN {RELEASES}")
+                        conn.execute(f"LISTEN {TURNS}")
                         self.listening.set()
                         while not self.closed.is_set():
                             for note in conn.notifies(timeout=0.5):
                                 if note.channel == ABORTS:
                                     on_abort(note.payload)
-                                elif on_release is not None and "\n" in note.payload:
-                                    on_release(*note.payload.split("\n", 1))
+                                    continue
+                                hear = on_release if note.channel == RELEASES else on_turn
+                                if hear is not None and "\n" in note.payload:
+                                    hear(*note.payload.split("\n", 1))
                 except Exception as exc:  # noqa: BLE001 - listen again after a pause
                     self.listening.clear()
                     if not self.closed.wait(1.0):
@@ -175,7 +274,7 @@ class PgShared:
                                 "seq > %s ORDER BY seq", (turn_id, after)).fetchall()
             state = conn.execute("SELECT state, worker, key, agent_id, text_hash FROM "
                                  "gateway_turns WHERE turn_id = %s", (turn_id,)).fetchone()
-            orphaned = bool(not rows and state and state[0] != "done" and not conn.execute(
+            orphaned = bool(not rows and state and state[0] == "running" and not conn.execute(
                 "SELECT 1 FROM pg_stat_activity WHERE application_name = %s",
                 (state[1],)).fetchone())
             if orphaned:
@@ -263,13 +362,23 @@ class PgShared:
             if ended:
                 conn.execute("DELETE FROM turn_events WHERE turn_id = ANY(%s) AND "
                              "line->>'type' = 'delta'", (ended,))
-                conn.execute("UPDATE gateway_turns SET state = 'done' WHERE turn_id = ANY(%s)",
-                             (ended,))
+                conn.execute("UPDATE gateway_turns SET state = 'done', ended = now() WHERE "
+                             "turn_id = ANY(%s)", (ended,))
                 conn.execute("DELETE FROM gateway_turns WHERE created < now() - "
                              "make_interval(secs => %s)", (KEEP_TURNS_SECONDS,))
         for _, s, what in batch:
             if s is None and isinstance(what, threading.Event):
                 what.set()
+
+
+def _end(conn: Any, turns: list[tuple[str, str]],
+         lines: Callable[[str], list[dict[str, Any]]]) -> None:
+    """Write the lines that end each of ``turns`` (turn id, session key), never run."""
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO turn_events (turn_id, seq, line) VALUES (%s, %s, %s::json) "
+                        "ON CONFLICT DO NOTHING",
+                        [(turn_id, n, orjson.dumps(line).decode()) for turn_id, key in turns
+                         for n, line in enumerate(lines(key))])
 
 
 class PgFailedAuth:

@@ -74,7 +74,7 @@ class PgLease:
         while not _one(self.db.lease_connection(), "SELECT pg_try_advisory_lock(%s)",
                        (number,)):
             with self.db.connection() as conn:
-                if time.monotonic() - asked >= ASK_EVERY_SECONDS:
+                if wait != 0 and time.monotonic() - asked >= ASK_EVERY_SECONDS:
                     # a gateway worker holding it idle lets go when asked (its turn done)
                     conn.execute("SELECT pg_notify(%s, %s)",
                                  (RELEASES, f"{self.agent_id}\n{self.key}"))
@@ -89,6 +89,8 @@ class PgLease:
             left = until - time.time() if until is not None else None
             # an idle worker asked to let go does so at once: give it a moment to answer
             answered = time.monotonic() - started >= ASK_EVERY_SECONDS
+            if wait == 0:  # a try: nobody is asked to let go (a gateway worker's take)
+                raise busy_error(self.key, str(pid or ""), who, left, hint)
             if time.monotonic() >= deadline or not patient or (
                     answered and left is not None and time.monotonic() + left > deadline):
                 raise busy_error(self.key, str(pid or ""), who, left, hint)

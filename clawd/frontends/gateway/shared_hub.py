@@ -1,0 +1,292 @@
+"""The hub of one of several workers on one database: each session's queue is in the database.
+
+A message is queued in ``gateway_turns`` (``storage.postgres.shared``) in arrival order,
+whichever worker it reaches, and the worker that holds the session (its lease) claims and
+runs the session's turns one after the other, whichever worker they reached. A worker that
+does not hold the session takes it if nobody does, else hands back a ``RemoteTurn`` that
+its client follows through the stored lines. Nobody waits on a lease, so two clients of one
+session on two workers never starve each other and the session does not move between
+workers from turn to turn: a holder with nothing queued lets the session go after
+``gateway.idleSessionSeconds`` (at once when a chat elsewhere asks for it), and every
+worker looks each ``SWEEP_SECONDS`` for turns queued for a session nobody runs (its holder
+let go or died) and takes them. Turns of a session held by what does not run its queue (a
+chat in a terminal) end with its "in use" error after ``sessions.lock.WAIT_SECONDS``, as in
+one process, unless a worker runs one of its turns meanwhile; none waits longer than
+``SHARED_WAIT_SECONDS``. A send retried on another worker, an
+abort (of the running turn, wherever it runs) and the bound on waiting turns reach across
+workers; every database call is made off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from functools import partial
+from typing import Any
+
+from clawd.core.errors import ClawdError, http_message
+from clawd.frontends.commands import Chat
+from clawd.frontends.gateway.agents import ServedAgents
+from clawd.frontends.gateway.feed import Feed
+from clawd.frontends.gateway.hub import (
+    IDEMPOTENCY_KEYS,
+    Hub,
+    IdempotencyConflict,
+    QueuedTurn,
+    QueueFull,
+    RemoteTurn,
+    Slot,
+)
+from clawd.frontends.gateway.shared import StoredFeed, failed_lines, sink
+from clawd.sessions import lock
+from clawd.sessions.lock import SessionBusyError
+
+log = logging.getLogger(__name__)
+
+SHARED_WAIT_SECONDS = 600.0  # a turn waits this long for its session to be free
+SWEEP_SECONDS = 1.0  # how often a worker looks for turns queued for a session nobody runs
+NOT_TAKEN = ("the session stayed in use elsewhere (a chat in a terminal?) for 10 minutes; "
+             "the message was not sent")
+NOT_SENT = "the gateway is shutting down; the message was not sent"
+
+
+class SharedHub(Hub):
+    """``Hub`` over ``shared`` (a ``storage.postgres.shared.PgShared``)."""
+
+    def __init__(self, agents: ServedAgents, shared: Any, **options: Any):
+        super().__init__(agents, **options)
+        self.shared = shared
+        self._sweeper: asyncio.Task[None] | None = None
+        self._relays: set[asyncio.Task[None]] = set()  # turns followed from the database
+        # the turns this worker's clients sent that another worker runs, recent ones
+        self.followed: OrderedDict[str, RemoteTurn] = OrderedDict()
+
+    # --- sending ----------------------------------------------------------------------------
+
+    async def _queue(self, turn_id: str, agent_id: str, key: str, text: str,
+                     idempotency: str | None, ephemeral: bool
+                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:
+        """Queued in the database; run here if this worker holds the session or can take
+        it, else followed as its holder runs it."""
+        shared = self.shared
+        # known before its row exists: a drain of this worker may claim it at once
+        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral,
+                          feed=Feed(sink(shared, turn_id), shared.settle))
+        self.turns[turn_id] = turn
+        try:
+            other = await asyncio.to_thread(shared.begin, turn_id, agent_id, key, text,
+                                            idempotency, ephemeral)
+        except BaseException:
+            self.turns.pop(turn_id, None)
+            raise
+        if other is not None:  # a retry of a send another worker took
+            self.turns.pop(turn_id, None)
+            if not other[1]:
+                raise IdempotencyConflict.of(str(idempotency), key)
+            return await self.turn(other[0]) or self._remote(other[0], agent_id, key), False
+        slot = self._slot(agent_id, key)
+        # every worker's turns of the session, this one's too
+        waiting = await asyncio.to_thread(shared.waiting, agent_id, key) - 1
+        if waiting > self.max_queued and await asyncio.to_thread(shared.drop, turn_id):
+            self.turns.pop(turn_id, None)
+            raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
+        self._remember(turn, idempotency)
+        try:
+            taken = await self._take(slot)
+        except ClawdError as exc:  # the session cannot be opened at all
+            if await asyncio.to_thread(shared.withdraw, turn_id):
+                self._not_run(turn, str(exc))
+            return turn, True
+        if taken:
+            return turn, True
+        if turn.state != "queued":  # claimed by this worker's drain meanwhile
+            return turn, True
+        self.turns.pop(turn_id, None)  # the session's holder runs it: followed from here
+        self.sent.pop((agent_id, key, idempotency or ""), None)
+        remote = self._remote(turn_id, agent_id, key, "queued")
+        self.followed[turn_id] = remote
+        while len(self.followed) > IDEMPOTENCY_KEYS:
+            self.followed.popitem(last=False)
+        return remote, True
+
+    async def _take(self, slot: Slot) -> bool:
+        """Hold the session (if nobody does) and run what is queued for it; whether this
+        worker holds it. Raises ``ClawdError`` when it cannot be opened."""
+        slot.users += 1
+        try:
+            async with slot.taking:
+                if slot.chat is None and not self.stopping:
+                    runtime = self.agents.runtime(slot.agent_id)
+                    try:
+                        slot.chat = await asyncio.get_running_loop().run_in_executor(
+                            self.pool, partial(Chat, runtime, slot.key, wait=0))
+                    except SessionBusyError as exc:
+                        slot.busy = exc
+                        return False
+                if slot.chat is None:
+                    return False
+                self._wake(slot)
+                return True
+        finally:
+            slot.users -= 1
+
+    async def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
+        """A turn of this worker or of any other; none has an id with a control character."""
+        found = self.turns.get(turn_id)
+        if found is not None or not turn_id.isprintable():
+            return found
+        about = await asyncio.to_thread(self.shared.turn, turn_id)
+        return None if about is None else self._remote(turn_id, about["agent"], about["key"],
+                                                       about["state"])
+
+    def _remote(self, turn_id: str, agent_id: str, key: str, state: str = "running"
+                ) -> RemoteTurn:
+        return RemoteTurn(turn_id, agent_id, key, StoredFeed(self.shared, turn_id), state)
+
+    async def busy_of(self, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """From every worker's turns (one query)."""
+        found: dict[str, dict[str, Any]] = await asyncio.to_thread(self.shared.busy, agent_id,
+                                                                   keys)
+        return found
+
+    async def abort(self, agent_id: str, key: str) -> QueuedTurn | RemoteTurn | None:
+        """The session's running turn, here or on the worker running it."""
+        here = await super().abort(agent_id, key)
+        if here is not None:
+            return here
+        found = await asyncio.to_thread(self.shared.request_abort, agent_id, key)
+        return self._remote(found, agent_id, key) if found else None
+
+    # --- hearing other workers --------------------------------------------------------------
+
+    def listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hear the aborts other workers are asked for, the sessions a chat elsewhere waits
+        for and the turns queued for the sessions this worker holds; sweep."""
+        self.shared.listen(
+            lambda turn_id: loop.call_soon_threadsafe(self._aborted, turn_id),
+            lambda agent_id, key: loop.call_soon_threadsafe(self._idle_now, agent_id, key),
+            lambda agent_id, key: loop.call_soon_threadsafe(self._queued, agent_id, key))
+        self._sweeper = loop.create_task(self._sweep())
+
+    def _queued(self, agent_id: str, key: str) -> None:
+        """A turn was queued for the session on some worker: run it if this worker holds
+        the session."""
+        slot = self.slots.get((agent_id, key))
+        if slot is not None and slot.chat is not None and not self.stopping:
+            self._wake(slot)
+
+    async def _sweep(self) -> None:
+        """Each ``SWEEP_SECONDS``: end the turns nobody could take for too long, and take
+        the sessions whose turns wait while nobody runs them."""
+        while not self.stopping:
+            await asyncio.sleep(SWEEP_SECONDS)
+            try:
+                await asyncio.to_thread(self.shared.expire, SHARED_WAIT_SECONDS,
+                                        partial(failed_lines, message=NOT_TAKEN))
+                found = await asyncio.to_thread(self.shared.waiting_sessions, SWEEP_SECONDS)
+                for agent_id, key in found:
+                    slot = self._slot(agent_id, key)
+                    if slot.chat is not None:  # held here: a notice of its turn was lost
+                        self._wake(slot)
+                    elif not await self._take(slot) and slot.busy:
+                        # held by what does not run the queue: given up as one process would
+                        await asyncio.to_thread(
+                            self.shared.refuse_unserved, agent_id, key, lock.WAIT_SECONDS,
+                            partial(failed_lines, message=http_message(slot.busy)))
+                await self._follow_taken()
+            except Exception as exc:  # noqa: BLE001 - look again at the next sweep
+                log.warning("looking for waiting turns: %s: %s", type(exc).__name__, exc)
+
+    async def _follow_taken(self) -> None:
+        """This worker's queued turns that another worker took (it held their session
+        when this one let go) or ended: their clients follow them from the database."""
+        mine = [turn.id for turn in self.turns.values() if turn.state == "queued"]
+        if not mine:
+            return
+        for turn_id in await asyncio.to_thread(self.shared.taken_elsewhere, mine):
+            turn = self.turns.get(turn_id)
+            if turn is not None and turn.state == "queued":
+                self._relay(turn)
+
+    def _relay(self, turn: QueuedTurn) -> None:
+        turn.state = "running"
+        relay = asyncio.get_running_loop().create_task(
+            turn.feed.relay(StoredFeed(self.shared, turn.id)))
+        relay.add_done_callback(lambda _: setattr(turn, "state", "done"))
+        self._relays.add(relay)
+        relay.add_done_callback(self._relays.discard)
+
+    # --- running ----------------------------------------------------------------------------
+
+    async def _next(self, slot: Slot) -> QueuedTurn | None:
+        """The session's oldest queued turn on any worker, while this worker holds it."""
+        if slot.chat is None or self.stopping:
+            return None
+        claimed = await asyncio.to_thread(self.shared.claim, slot.agent_id, slot.key)
+        if claimed is None:
+            return None
+        turn_id, text, ephemeral = claimed
+        turn = self.turns.get(turn_id)
+        if turn is None or turn.state != "queued":  # another worker's: run here
+            turn = QueuedTurn(turn_id, slot.agent_id, slot.key, text, ephemeral=ephemeral,
+                              feed=Feed(sink(self.shared, turn_id), self.shared.settle))
+            self._remember(turn, None)
+        return turn
+
+    def _drained(self, slot: Slot) -> None:
+        if slot.chat is None:  # set aside after an ephemeral turn: others may wait
+            self._let_go(slot)
+        else:
+            super()._drained(slot)
+
+    def _let_go(self, slot: Slot) -> None:
+        slot.idle_timer = None
+        if slot.running is None:
+            asyncio.get_running_loop().create_task(self._give_back(slot))
+
+    async def _give_back(self, slot: Slot) -> None:
+        """Let go of an idle session off the event loop; a turn queued for it meanwhile is
+        taken again (its worker tried the session while this one still held it)."""
+        slot.users += 1
+        try:
+            async with slot.taking:
+                if slot.running is not None or slot.idle_timer is not None or (
+                        slot.worker is not None and not slot.worker.done()):
+                    return  # a turn came meanwhile
+                chat, slot.chat = slot.chat, None
+                if chat is not None:
+                    await asyncio.get_running_loop().run_in_executor(self.pool,
+                                                                     chat.session.close)
+        finally:
+            slot.users -= 1
+        if not self.stopping and await asyncio.to_thread(self.shared.queued, slot.agent_id,
+                                                         slot.key):
+            await self._take(slot)
+        elif slot.chat is None and slot.users == 0 and self.slots.get(
+                (slot.agent_id, slot.key)) is slot:
+            del self.slots[(slot.agent_id, slot.key)]
+
+    # --- stopping ---------------------------------------------------------------------------
+
+    def begin_stop(self) -> None:
+        """As ``Hub``'s; this worker's clients of turns still queued are told "not sent"
+        (the turns other workers received are run by whoever takes their session next)."""
+        if self.stopping:
+            return
+        super().begin_stop()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        queued = [turn for turn in self.turns.values() if turn.state == "queued"]
+        asyncio.get_running_loop().create_task(self._unsend(queued, list(self.followed)))
+
+    async def _unsend(self, turns: list[QueuedTurn], followed: list[str]) -> None:
+        """Tell this worker's clients that their turns still queued will not run: their
+        streams end, so this worker can stop."""
+        for turn in turns:
+            if await asyncio.to_thread(self.shared.withdraw, turn.id):
+                self._not_run(turn, NOT_SENT)
+            elif turn.state == "queued":  # taken by another worker: followed to its end
+                self._relay(turn)
+        await asyncio.to_thread(self.shared.unsend, followed,
+                                partial(failed_lines, message=NOT_SENT))
