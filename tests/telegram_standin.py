@@ -14,6 +14,7 @@ HTML whose tags do not nest (400). ``throttle(method, seconds)`` answers the nex
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -329,8 +330,6 @@ def _params(raw: bytes, kind: str) -> dict[str, Any]:
     found = {k: v[-1] for k, v in parse_qs(raw.decode(), keep_blank_values=True).items()}
     for key, value in found.items():
         if value[:1] in "[{":
-            try:
+            with contextlib.suppress(ValueError):
                 found[key] = json.loads(value)
-            except ValueError:
-                pass
     return found
