@@ -13,16 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from clawd.core.messages import ImagePart
+
 ChatType = Literal["dm", "group"]
 Kind = Literal["text", "image", "voice", "file", "other"]
-
-
-@dataclass(frozen=True)
-class Image:
-    """An image a person sent, base64-encoded."""
-
-    data: str
-    mime_type: str = "image/jpeg"
 
 
 @dataclass(frozen=True)
@@ -40,7 +34,7 @@ class Inbound:
     thread: int | None = None  # a forum topic
     mentioned: bool = False  # the bot was named (@bot), or the message replies to it
     kind: Kind = "text"
-    images: tuple[Image, ...] = field(default=())
+    images: tuple[ImagePart, ...] = field(default=())
     file_id: str | None = None  # an image to fetch before the turn (``Channel.image``)
 
 

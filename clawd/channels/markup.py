@@ -18,7 +18,7 @@ import html
 import re
 from dataclasses import dataclass
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)\s*$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _QUOTE = re.compile(r"^ {0,3}>\s?(.*)$")
@@ -82,7 +82,7 @@ def escape_kept(text: str) -> str:
 
 def _styled(text: str) -> str:
     for pattern, tag in _STYLES:
-        text = pattern.sub(lambda m, t=tag: f"<{t}>{m.group(1)}</{t}>", text)
+        text = pattern.sub(rf"<{tag}>\1</{tag}>", text)
     return text
 
 

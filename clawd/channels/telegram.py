@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import html
 import logging
 import os
 import re
@@ -23,7 +24,8 @@ import warnings
 from datetime import timedelta
 from typing import Any
 
-from clawd.channels.base import Image, Inbound, Kind
+from clawd.channels.base import Inbound, Kind
+from clawd.core.messages import ImagePart
 
 log = logging.getLogger(__name__)
 RETRIES = 5
@@ -69,6 +71,8 @@ class TelegramApi:
 
     async def start(self) -> dict[str, Any]:
         """Connect and ask ``getMe``; the bot's id, username and name."""
+        if self.bot is not None:  # connecting again, after a failure
+            await self.bot.shutdown()
         # the SDK's periods as timedelta now (its next major version's only type), rather
         # than an int with a deprecation warning at every 429
         os.environ.setdefault("PTB_TIMEDELTA", "1")
@@ -154,28 +158,48 @@ class TelegramApi:
                 text = said[:-len(handle)] + text[entity.length:]
         return mentioned, re.sub(r"[ \t]{2,}", " ", text).strip()
 
-    async def image(self, file_id: str) -> Image:
+    async def image(self, file_id: str) -> ImagePart:
         """The photo ``file_id``, downloaded."""
         found = await self._call(self.bot.get_file, file_id)
         data = await found.download_as_bytearray()
         path = str(found.file_path or "")
         mime = "image/png" if path.endswith(".png") else "image/webp" if \
             path.endswith(".webp") else "image/jpeg"
-        return Image(base64.b64encode(bytes(data)).decode("ascii"), mime)
+        return ImagePart(base64.b64encode(bytes(data)).decode("ascii"), mime)
 
     # --- out ------------------------------------------------------------------------------
 
     async def send(self, chat_id: str, text: str, *, thread: int | None = None,
                    html: bool = True) -> int:
-        sent = await self._call(self.bot.send_message, chat_id=chat_id, text=text,
-                                parse_mode="HTML" if html else None,
-                                message_thread_id=thread)
+        """``sendMessage``; HTML Telegram will not parse goes again as plain text."""
+        from telegram.error import BadRequest
+
+        try:
+            sent = await self._call(self.bot.send_message, chat_id=chat_id, text=text,
+                                    parse_mode="HTML" if html else None,
+                                    message_thread_id=thread)
+        except BadRequest as exc:
+            if not html or "parse entities" not in str(exc):
+                raise
+            log.warning("telegram refused a message's HTML (%s); sent as plain text", exc)
+            sent = await self._call(self.bot.send_message, chat_id=chat_id,
+                                    text=plain(text), message_thread_id=thread)
         return int(sent.message_id)
 
     async def edit(self, chat_id: str, message_id: int, text: str, *,
                    html: bool = True) -> None:
-        await self._call(self.bot.edit_message_text, text, chat_id=chat_id,
-                         message_id=message_id, parse_mode="HTML" if html else None)
+        from telegram.error import BadRequest
+
+        try:
+            await self._call(self.bot.edit_message_text, text, chat_id=chat_id,
+                             message_id=message_id, parse_mode="HTML" if html else None)
+        except BadRequest as exc:
+            if "not modified" in str(exc):
+                return
+            if not html or "parse entities" not in str(exc):
+                raise
+            await self._call(self.bot.edit_message_text, plain(text), chat_id=chat_id,
+                             message_id=message_id)
 
     async def typing(self, chat_id: str, *, thread: int | None = None) -> None:
         await self._call(self.bot.send_chat_action, chat_id=chat_id, action="typing",
@@ -201,6 +225,11 @@ class TelegramApi:
                 log.info("telegram asks to wait %.0f s (429); waiting", wait)
                 await asyncio.sleep(wait)
         raise AssertionError("unreachable")
+
+
+def plain(markup_text: str) -> str:
+    """Telegram HTML as the text it shows."""
+    return html.unescape(re.sub(r"<[^>]+>", "", markup_text))
 
 
 def retry_seconds(exc: Any) -> float:

@@ -93,6 +93,13 @@ class ChannelState(Protocol):
         ``updatedAt``."""
         ...
 
+    def try_poll(self, bot: str) -> bool:
+        """Become the one poller of ``bot`` (its id) if nobody is; True while this process
+        is (asked again, it says whether it still is)."""
+        ...
+
+    def stop_polling(self, bot: str) -> None: ...
+
 
 def no_request(code: str) -> ClawdError:
     return ClawdError(f"no pairing request {code} waiting (clawd pairing list shows them; a "
@@ -105,6 +112,28 @@ class FileChannels:
     def __init__(self, path: Path):
         self.path = path
         self.location = str(path)
+        self._polling: dict[str, Any] = {}  # bot -> the open, locked file
+
+    def try_poll(self, bot: str) -> bool:
+        """A lock on ``channels-<bot>.poll`` beside the file, not waited for."""
+        if bot in self._polling:
+            return True
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path.with_name(f"channels-{bot}.poll"), "a+b")  # noqa: SIM115
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return False
+        self._polling[bot] = handle
+        return True
+
+    def stop_polling(self, bot: str) -> None:
+        handle = self._polling.pop(bot, None)
+        if handle is not None:
+            handle.close()  # the lock goes with it
 
     def first_time(self, channel: str, update_id: int) -> bool:
         with self._changing() as data:

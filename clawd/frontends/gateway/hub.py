@@ -64,7 +64,6 @@ class Stopping(ClawdError):
 
 class IdempotencyConflict(ClawdError):
     """An idempotency key came back with a different message."""
-
     @classmethod
     def of(cls, idempotency: str, key: str) -> IdempotencyConflict:
         return cls(f"the idempotency key {idempotency!r} was used for another message to "
@@ -84,10 +83,10 @@ class QueuedTurn:
     ephemeral: bool = False  # its session is set aside when it ends (nobody can return)
     abort: bool = False
     interrupted: bool = False  # the abort's interrupt has been delivered
+    images: tuple[Any, ...] = ()  # ``ImagePart``s sent with the text (a channel's photo)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key,
-                "state": self.state}
+        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key, "state": self.state}
 
 
 @dataclass(eq=False)
@@ -101,8 +100,7 @@ class RemoteTurn:
     state: str = "running"
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key,
-                "state": self.state}
+        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key, "state": self.state}
 
 
 @dataclass(eq=False)
@@ -142,7 +140,8 @@ class Hub:
     # --- sending ----------------------------------------------------------------------------
 
     async def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None,
-                     *, ephemeral: bool = False) -> tuple[QueuedTurn | RemoteTurn, bool]:
+                     *, ephemeral: bool = False, images: tuple[Any, ...] = ()
+                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
         it is new (False: a retried send, the turn it started the first time).
         ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
@@ -173,7 +172,7 @@ class Hub:
             if self.shared is not None:
                 await asyncio.to_thread(self.shared.drop, turn_id)
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
-        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral)
+        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral, images=images)
         if self.shared is not None:
             turn.feed = Feed(sink(self.shared, turn_id), self.shared.settle)
         self._remember(turn, idempotency)
@@ -308,7 +307,8 @@ class Hub:
                 return
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
         try:
-            drive(slot.chat.handle(turn.text), self._render(turn, push, slot.chat.session.cancel))
+            drive(slot.chat.handle(turn.text, turn.images),
+                  self._render(turn, push, slot.chat.session.cancel))
         finally:  # a waiting CLI is told when the idle session will be let go
             slot.chat.session.lease.describe(time.time() + max(self.idle_seconds, 0))
             if turn.ephemeral:

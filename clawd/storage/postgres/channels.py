@@ -35,6 +35,38 @@ class PgChannels:
     def __init__(self, db: Database):
         self.db = db
         self.location = f"{db.location} (channels)"
+        self._polling: dict[str, Any] = {}  # bot -> the connection holding its lock
+
+    def try_poll(self, bot: str) -> bool:
+        """A session advisory lock on a connection of its own: it is let go when this
+        process stops or loses the connection, and another worker takes over."""
+        held = self._polling.get(bot)
+        if held is not None:
+            try:
+                held.execute("SELECT 1")
+                return True
+            except Exception:  # noqa: BLE001 - the connection (and the lock) is gone
+                self.stop_polling(bot)
+        import psycopg
+
+        conn = psycopg.connect(self.db.url, autocommit=True,
+                               application_name=f"{self.db.worker} poller")
+        number = int.from_bytes(hashlib.sha256(f"poller:{bot}".encode()).digest()[:8], "big",
+                                signed=True)
+        got = conn.execute("SELECT pg_try_advisory_lock(%s)", (number,)).fetchone()
+        if not got or not got[0]:
+            conn.close()
+            return False
+        self._polling[bot] = conn
+        return True
+
+    def stop_polling(self, bot: str) -> None:
+        conn = self._polling.pop(bot, None)
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
 
     def first_time(self, channel: str, update_id: int) -> bool:
         with self.db.connection() as conn:
