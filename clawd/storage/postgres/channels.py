@@ -7,6 +7,7 @@ delivers one again after a day.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from typing import TYPE_CHECKING, Any
@@ -63,10 +64,8 @@ class PgChannels:
     def stop_polling(self, bot: str) -> None:
         conn = self._polling.pop(bot, None)
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # already gone
                 conn.close()
-            except Exception:  # noqa: BLE001 - already gone
-                pass
 
     def first_time(self, channel: str, update_id: int) -> bool:
         with self.db.connection() as conn:
