@@ -217,9 +217,9 @@ class TelegramService:
     async def deliver(self, target: str, text: str) -> int:
         """Automation's outbox: ``text`` (Markdown) to ``telegram:<chatId>``; the message
         id Telegram gave the last part. Raises when a part could not be sent (retry)."""
-        kind, _, chat = target.partition(":")
-        if kind != CHANNEL or not chat.lstrip("-").isdigit():
-            raise ValueError(f"not a Telegram target: {target!r} (telegram:<chatId>)")
+        from clawd.channels.delivery import parse_target
+
+        _, chat = parse_target(target)
         number = 0
         for part in split.parts(text):
             number = await self.api.send(chat, part)

@@ -111,3 +111,35 @@ def cmd_channels(args: argparse.Namespace) -> int:
               f"{row.get('messagesOut', 0)}"
               + (f" · last error: {row['lastError']}" if row.get("lastError") else ""))
     return 0
+
+
+def doctor_checks(config: Any):
+    """(ok, what, text) for the Telegram channel when enabled: its token, asked ``getMe``
+    (the token itself is never shown)."""
+    rules = config.channels.telegram
+    if not rules.enabled:
+        return
+    token = rules.token()
+    if not token:
+        yield False, "telegram", ("enabled, but no bot token: set channels.telegram.botToken "
+                                  "or TELEGRAM_BOT_TOKEN")
+        return
+    from clawd.channels.telegram import TelegramApi, error_text
+
+    async def ask() -> dict[str, Any]:
+        api = TelegramApi(token, rules.api_root)
+        try:
+            return await api.start()
+        finally:
+            await api.close()
+
+    try:
+        me = asyncio.run(ask())
+    except ImportError:
+        yield False, "telegram", "python-telegram-bot is not installed (pip install " \
+            "'clawd[telegram]')"
+        return
+    except Exception as exc:  # noqa: BLE001 - one line, no token
+        yield False, "telegram", f"getMe failed: {error_text(exc, token)}"
+        return
+    yield True, "telegram", f"the token works: @{me['username']} (dmPolicy {rules.dm_policy})"
