@@ -71,7 +71,9 @@ class BotApi:
         self.throttled: dict[str, int] = {}
         self.message_ids: dict[str, int] = {}
         self.polls = 0
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.polling_now = 0  # getUpdates calls open at this moment
+        self.most_polling = 0  # the most ever open at once: 1 when one poller polls
+        self.server = Quiet(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
@@ -244,16 +246,25 @@ class BotApi:
         end = time.monotonic() + timeout
         with self.cond:
             self.polls += 1
-            if offset:
-                self.confirmed = max(self.confirmed, offset)
-                self.updates = [u for u in self.updates if u["update_id"] >= offset]
-            while True:
-                found = [u for u in self.updates if u["update_id"] >= offset]
-                left = end - time.monotonic()
-                if found or left <= 0:
-                    limit = int(params.get("limit") or 100)
-                    return sorted(found, key=lambda u: u["update_id"])[:limit]
-                self.cond.wait(min(left, 0.5))
+            self.polling_now += 1
+            self.most_polling = max(self.most_polling, self.polling_now)
+            try:
+                return self._updates_from(offset, end, params)
+            finally:
+                self.polling_now -= 1
+
+    def _updates_from(self, offset: int, end: float, params: dict) -> list[dict]:
+        """``getUpdates`` under the lock: confirm, then wait for something to return."""
+        if offset:
+            self.confirmed = max(self.confirmed, offset)
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+        while True:
+            found = [u for u in self.updates if u["update_id"] >= offset]
+            left = end - time.monotonic()
+            if found or left <= 0:
+                limit = int(params.get("limit") or 100)
+                return sorted(found, key=lambda u: u["update_id"])[:limit]
+            self.cond.wait(min(left, 0.5))
 
     def _sendMessage(self, params: dict) -> dict:
         text = str(params.get("text") or "")
@@ -317,6 +328,16 @@ class BotApi:
 
 class BadRequest(Exception):
     pass
+
+
+class Quiet(ThreadingHTTPServer):
+    """A client that hangs up on a long poll (a poller stopping) is not an error."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 def _params(raw: bytes, kind: str) -> dict[str, Any]:
