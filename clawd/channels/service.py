@@ -90,6 +90,7 @@ class TelegramService:
                     await asyncio.sleep(STANDBY_SECONDS)  # another worker polls
                     continue
                 self.polling.set()
+                self._agent()  # an unknown channels.telegram.agent is the last error
                 await self.api.start()
                 await self.api.set_commands(COMMANDS)
                 await self._note(connected=True, error="")
@@ -111,11 +112,20 @@ class TelegramService:
                 offset = update_id + 1
                 if self.hub.stopping:
                     return  # left for the next process: not taken
-                if not await asyncio.to_thread(self.state.first_time, CHANNEL, update_id):
+                # taken per bot: another bot's update ids start elsewhere
+                if not await asyncio.to_thread(self.state.first_time,
+                                               f"{CHANNEL}:{self.bot}", update_id):
                     continue  # delivered again: answered already
-                if message is not None:
-                    await self._note(inbound=1)
+                if message is None:
+                    continue
+                await self._note(inbound=1)
+                try:
                     await self.take(message)
+                except Exception as exc:  # noqa: BLE001 - one message; the poller goes on
+                    said = error_text(exc, self.token)
+                    log.warning("telegram: a message from chat %s failed: %s",
+                                message.chat_id, said)
+                    await self._note(error=said)
             if time.monotonic() - checked > 60:  # still the poller (its lock held)?
                 checked = time.monotonic()
                 if not await asyncio.to_thread(self.state.try_poll, self.bot):

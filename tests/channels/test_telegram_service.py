@@ -202,3 +202,15 @@ def test_a_refused_sender_is_told_once_and_429s_are_waited_out(tmp_path, capsys)
     assert main(["channels", "status"]) == 0
     out = capsys.readouterr().out
     assert "in 3 · out 2" in out and BOT_TOKEN.partition(":")[2] not in out
+
+
+def test_dm_scope_main_folds_the_owners_messages_into_the_main_session(tmp_path):
+    with BotApi() as api, served(tmp_path, api, {"dmPolicy": "open", "allowFrom": ["@ann"]},
+                                 session={"dmScope": "main"}) as (_, runtime, _):
+        api.dm("from the owner", user=1001, username="ann")
+        api.wait_sent(1)
+        api.dm("from someone else", user=6006, username="zed")
+        api.wait_sent(2)
+        keys = set(runtime.store.entries())
+        assert "agent:main:main" in keys and "agent:main:telegram:dm:6006" in keys
+        assert "agent:main:telegram:dm:1001" not in keys
