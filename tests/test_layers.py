@@ -32,6 +32,8 @@ LAYERS: dict[str, int] = {
     "clawd.mcp": 3,
     "clawd.loop": 4,
     "clawd.frontends": 5, "clawd.__main__": 5,
+    # a channel is a front end: its turns run through the gateway's Hub
+    "clawd.channels": 5,
 }
 
 # Packages whose inner circles are still being taken apart: a circle lying wholly inside

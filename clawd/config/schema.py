@@ -13,6 +13,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from clawd.config.channels import Channels
 from clawd.config.gateway import Gateway
 from clawd.config.mcp import Mcp
 from clawd.config.sections import (
@@ -145,6 +146,9 @@ class Reset(Model):
 
 class Session(Model):
     reset: Reset = Reset()
+    # a channel's direct messages: each sender a session of their own, or (``main``) the
+    # owner's (``allowFrom``) in the main session
+    dm_scope: Literal["per-channel-peer", "main"] = "per-channel-peer"
 
 
 class SessionMemoryHook(Model):
@@ -193,6 +197,7 @@ class Config(Model):
     gateway: Gateway = Gateway()
     storage: Storage = Storage()
     mcp: Mcp = Mcp()
+    channels: Channels = Channels()
 
     # where the file was read from: private, so not a key a config file could set
     _source: Path | None = PrivateAttr(None)

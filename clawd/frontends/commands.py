@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 from clawd.core.errors import ClawdError, ProviderSetupError
 from clawd.core.events import ClearScreen, CommandOutput, ErrorEvent, Event, Notice
-from clawd.core.messages import Usage
+from clawd.core.messages import ImagePart, Usage
 from clawd.core.textcut import two_columns
 from clawd.frontends.reports import (
     format_context,
@@ -68,8 +68,10 @@ class Chat:
             memory.sync_in_background()
         memory.start_watcher()
 
-    def handle(self, line: str) -> Generator[Event, None, None]:
-        """A slash command or a user message; errors become an ``ErrorEvent``."""
+    def handle(self, line: str, images: Sequence[ImagePart] = ()
+               ) -> Generator[Event, None, None]:
+        """A slash command or a user message (with ``images`` sent beside it); errors
+        become an ``ErrorEvent``."""
         text = line.strip()
         try:
             if text.startswith("/") and not text.startswith(ESCAPE):
@@ -80,7 +82,7 @@ class Chat:
                     message = message.lstrip()[1:]
                 if reason := due_reset(self.session):
                     yield from self.new_session(reason)
-                yield from self.session.run_turn(message)
+                yield from self.session.run_turn(message, images)
         except ClawdError as exc:
             yield ErrorEvent(str(exc))
             if text and not text.startswith("/"):  # the turn did not start (a failed reset)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -32,7 +32,7 @@ from clawd.context.requests import asks_reminder
 from clawd.core.cancel import Cancelled, CancelToken
 from clawd.core.errors import ClawdError, ProviderError, ProviderSetupError
 from clawd.core.events import ErrorEvent, Event, Notice, Recalled, TurnDone, Waiting
-from clawd.core.messages import Message, Usage
+from clawd.core.messages import ImagePart, Message, Usage
 from clawd.core.templates import render
 from clawd.core.tokens import Budget, estimate_messages
 from clawd.guards.base import Guards, TurnView
@@ -218,13 +218,16 @@ class Session:
 
     # --- a turn -----------------------------------------------------------------------------
 
-    def run_turn(self, text: str) -> Generator[Event, None, None]:
-        """Run one user turn to the end, yielding events (see the module docstring).
+    def run_turn(self, text: str, images: Sequence[ImagePart] = ()
+                 ) -> Generator[Event, None, None]:
+        """Run one user turn to the end, yielding events (see the module docstring);
+        ``images``: pictures sent with the text (a channel's photo).
 
         The turn always ends with something the user sees: a reply, or a notice saying why
         there is none (a blank answer, a note claimed and never written, the step limit).
         """
         message = Message.user(text)
+        message.content.extend(images)
         self.token = CancelToken()
         turn = Turn(TurnView(text=text, offers_writes=self.offers_writes,
                              daily_log=daily_log_path(self.rt.clock().date())),

@@ -16,6 +16,7 @@ from clawd.core.paths import state_dir
 
 if TYPE_CHECKING:
     from clawd.config import AgentDefaults, Config
+    from clawd.storage.channels import ChannelState
     from clawd.storage.interface import AgentStorage
     from clawd.storage.people import People
 
@@ -62,3 +63,15 @@ def open_people(config: Config) -> People:
     url = config.storage.effective_url()
     return PgPeople(open_database(url)) if url else FilePeople(state_dir() / "people.json")
 
+
+
+def open_channels(config: Config) -> ChannelState:
+    """What the channels keep: ``channels.json`` in the state folder, or the database's."""
+    from clawd.storage.channels import FileChannels
+
+    url = config.storage.effective_url()
+    if not url:
+        return FileChannels(state_dir() / "channels.json")
+    from clawd.storage.postgres.channels import PgChannels
+
+    return PgChannels(open_database(url))

@@ -1,7 +1,7 @@
 """The command line: parses the flags, runs a command, turns errors into exit codes.
 
 ``clawd init | chat | memory | sessions | models | doctor | history | storage | users |
-mcp | serve``; the runtime is
+mcp | pairing | channels | serve``; the runtime is
 built by the composition root (``frontends.compose``), a chat wired by ``cli.chat`` (the
 gateway by ``frontends.gateway``). Only the
 front ends print, and only here do errors become exit codes: a ``ClawdError`` is one line
@@ -164,6 +164,16 @@ def build_parser() -> _Parser:
     from clawd.frontends.cli.mcp import add_parser as mcp_parser
     mcp_parser(command, sub)
 
+    pairing = command(sub, "pairing", "strangers asking to talk on a channel: list (default), "
+                      "approve CODE, deny CODE (docs/channels.md)")
+    psub = pairing.add_subparsers(dest="pairing_command", metavar="ACTION")
+    pairing.set_defaults(pairing_command="list")
+    channels = command(sub, "channels", "the channels (Telegram): status (default)")
+    csub = channels.add_subparsers(dest="channels_command", metavar="ACTION")
+    channels.set_defaults(channels_command="status")
+    from clawd.frontends.cli.channels import add_parsers as channel_parsers
+    channel_parsers(command, psub, csub)
+
     serve = command(sub, "serve", "run the HTTP gateway: the native API, server-sent events, "
                     "and the OpenAI-compatible endpoint when enabled (docs/gateway.md)")
     serve.add_argument("--host", metavar="H", help="address to listen on (default: "
@@ -258,12 +268,13 @@ def _main(argv: list[str] | None) -> int:
                        "reply already streams as it arrives)")
         if args.resume is not None and not args.resume.strip():
             chat.error("--resume: the session id is empty (see clawd sessions list)")
-    from clawd.frontends.cli import admin, backups, mcp, sessions, storage, users
+    from clawd.frontends.cli import admin, backups, channels, mcp, sessions, storage, users
 
     handler = {"init": admin.cmd_init, "chat": cmd_chat, "memory": admin.cmd_memory,
                "sessions": sessions.cmd_sessions, "models": admin.cmd_models,
                "doctor": admin.cmd_doctor, "history": backups.cmd_history,
                "storage": storage.cmd_storage, "users": users.cmd_users, "mcp": mcp.cmd_mcp,
+               "pairing": channels.cmd_pairing, "channels": channels.cmd_channels,
                "serve": _cmd_serve}[args.command]
     try:
         return handler(args)

@@ -335,6 +335,9 @@ def doctor_checks(agent: str | None):
     from clawd.frontends.cli.mcp import doctor_checks as mcp_checks
 
     yield from mcp_checks(config)
+    from clawd.frontends.cli.channels import doctor_checks as channel_checks
+
+    yield from channel_checks(config)
     try:
         runtime = build_runtime(config, agent_id)
     except ClawdError as exc:

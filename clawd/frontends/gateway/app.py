@@ -1,6 +1,6 @@
 """The ASGI application of ``clawd serve``: routes (the native API, the web chat's page),
-the gatekeeper, CORS when configured, and the lifespan that builds each served agent's runtime
-and stops the ``Hub`` cleanly.
+the gatekeeper, CORS when configured, and the lifespan that builds each served agent's runtime,
+starts the channels (``channels.service``) and stops them and the ``Hub`` cleanly.
 
 ``create_app`` is what ``server`` runs on uvicorn and what tests drive in-process; the
 OpenAI-compatible routes are mounted only with
@@ -81,10 +81,16 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
             problems = runtime.mcp.problems() if runtime.mcp else problems
         for problem in problems:
             log.warning("%s", problem)
+        from clawd.channels.service import start_channels
+
+        channels = start_channels(config, hub)  # channels.telegram.enabled: its poller
+        app.state.gateway.channels = channels
         try:
             async with memory.running():
                 yield
         finally:
+            if channels is not None:
+                await channels.stop()
             await hub.stop()
             app.state.gateway.aside.close()
             if shared is not None:

@@ -76,6 +76,9 @@ class GatewayState:
     agents: ServedAgents
     hub: Hub
     aside: Bounded = field(default_factory=lambda: Bounded("bookkeeping", 4, 8))
+    # ``channels.service.TelegramService`` while it runs (its ``deliver``: the outbox's way
+    # to a ``telegram:<chatId>``), else None
+    channels: Any = None
 
 
 class Forbidden(ClawdError):

@@ -81,6 +81,7 @@ class QueuedTurn:
     ephemeral: bool = False  # its session is set aside when it ends (nobody can return)
     abort: bool = False
     interrupted: bool = False  # the abort's interrupt has been delivered
+    images: tuple[Any, ...] = ()  # ``ImagePart``s (a channel's photo; not across workers)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key,
@@ -142,7 +143,8 @@ class Hub:
     # --- sending ----------------------------------------------------------------------------
 
     async def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None,
-                     *, ephemeral: bool = False) -> tuple[QueuedTurn | RemoteTurn, bool]:
+                     *, ephemeral: bool = False, images: tuple[Any, ...] = ()
+                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
         it is new (False: a retried send, the turn it started the first time).
         ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
@@ -155,16 +157,17 @@ class Hub:
                 return seen, False
         if self.stopping:
             raise Stopping("the gateway is shutting down; the message was not sent")
-        return await self._queue(self.new_id(), agent_id, key, text, idempotency, ephemeral)
+        return await self._queue(self.new_id(), agent_id, key, text, idempotency, ephemeral,
+                                 images)
 
     async def _queue(self, turn_id: str, agent_id: str, key: str, text: str,
-                     idempotency: str | None, ephemeral: bool
+                     idempotency: str | None, ephemeral: bool, images: tuple[Any, ...] = ()
                      ) -> tuple[QueuedTurn | RemoteTurn, bool]:
         slot = self._slot(agent_id, key)
         waiting = len(slot.queue) + (1 if slot.running is not None else 0)
         if waiting > self.max_queued:
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
-        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral)
+        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral, images=images)
         self._remember(turn, idempotency)
         slot.queue.append(turn)
         self._wake(slot)
@@ -303,7 +306,8 @@ class Hub:
                 return
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
         try:
-            drive(slot.chat.handle(turn.text), self._render(turn, push, slot.chat.session.cancel))
+            drive(slot.chat.handle(turn.text, turn.images),
+                  self._render(turn, push, slot.chat.session.cancel))
         finally:  # a waiting CLI is told when the idle session will be let go
             slot.chat.session.lease.describe(time.time() + max(self.idle_seconds, 0))
             if turn.ephemeral:

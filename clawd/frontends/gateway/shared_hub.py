@@ -65,13 +65,13 @@ class SharedHub(Hub):
     # --- sending ----------------------------------------------------------------------------
 
     async def _queue(self, turn_id: str, agent_id: str, key: str, text: str,
-                     idempotency: str | None, ephemeral: bool
+                     idempotency: str | None, ephemeral: bool, images: tuple[Any, ...] = ()
                      ) -> tuple[QueuedTurn | RemoteTurn, bool]:
         """Queued in the database; run here if this worker holds the session or can take
         it, else followed as its holder runs it."""
         shared = self.shared
         # known before its row exists: a drain of this worker may claim it at once
-        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral,
+        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral, images=images,
                           feed=Feed(sink(shared, turn_id), shared.settle))
         self.turns[turn_id] = turn
         try:

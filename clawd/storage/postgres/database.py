@@ -15,7 +15,8 @@ file is kept in ``torn``), a ``workspace_files`` row a file's bytes (and permiss
 who holds a session, ``people`` who may use the gateway (their tokens' digests);
 ``gateway_turns``, ``turn_events`` and ``auth_failures`` what the gateway's workers share
 (``storage.postgres.shared``); the ``memory_*`` tables the memory index
-(``storage.postgres.memory``).
+(``storage.postgres.memory``); the ``channel_*`` tables the channels
+(``storage.postgres.channels``).
 """
 
 from __future__ import annotations
@@ -124,6 +125,25 @@ MIGRATIONS: tuple[str, ...] = (
         ADD COLUMN started timestamptz, ADD COLUMN ended timestamptz;
     CREATE INDEX gateway_turns_queued ON gateway_turns (agent_id, key, seq)
         WHERE state = 'queued';
+    """,
+    # channels (SPEC §17): updates taken (each answered once), pairing requests, the senders
+    # let in, refused or told, and each channel's status
+    """
+    CREATE TABLE channel_updates (
+        channel text NOT NULL, update_id bigint NOT NULL,
+        seen timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (channel, update_id));
+    CREATE TABLE channel_pairing (
+        code text PRIMARY KEY, channel text NOT NULL, sender text NOT NULL, name text,
+        chat text NOT NULL, created double precision NOT NULL);
+    CREATE TABLE channel_senders (
+        channel text NOT NULL, sender text NOT NULL, state text NOT NULL,
+        PRIMARY KEY (channel, sender));
+    CREATE TABLE channel_told (
+        channel text NOT NULL, sender text NOT NULL, PRIMARY KEY (channel, sender));
+    CREATE TABLE channel_status (
+        channel text PRIMARY KEY, connected boolean NOT NULL, last_error text,
+        messages_in bigint NOT NULL, messages_out bigint NOT NULL,
+        updated double precision NOT NULL);
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time

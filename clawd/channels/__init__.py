@@ -1,0 +1,10 @@
+"""Channels: clawd where people already talk (SPEC §17; docs/channels.md).
+
+A channel is a front end: an adapter turns what arrives (a Telegram update) into an
+``Inbound`` message and sends what the loop's events say back (``base.Channel``). The
+policy around it is pure and shared by every adapter: who may talk (``access``), which
+session a message belongs to (``keys``), how a reply reads on a phone (``markup``,
+``split``). ``service`` runs a channel inside ``clawd serve``, every turn through the
+gateway's ``Hub`` (one writer per session, in arrival order). Telegram comes first
+(``telegram``, on python-telegram-bot: the SDK is imported there only).
+"""

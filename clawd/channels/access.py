@@ -1,0 +1,43 @@
+"""Who may talk to clawd on a channel (SPEC §17): a pure decision per message.
+
+Direct messages follow ``dmPolicy``: ``pairing`` (the default) answers the senders
+``allowFrom`` names and those an operator approved (``clawd pairing approve CODE``), and
+gives anyone else a pairing code; ``allowlist`` answers ``allowFrom`` only; ``open`` anyone;
+``disabled`` nobody. A group is answered only when ``groups`` lists it (its chat id, or
+``"*"``), and then, unless its rule says ``requireMention: false``, only when the bot is
+mentioned; anything else in a group is ignored silently. A refused sender is told once
+(the service remembers whom it told) and never answered by the model.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from clawd.channels.base import Inbound
+from clawd.config.channels import Telegram
+
+Verdict = Literal["answer", "pair", "refuse", "ignore"]
+
+
+def is_listed(sender_id: str, sender_name: str | None, allow_from: list[str]) -> bool:
+    """Whether ``allowFrom`` names the sender, by id or by ``@name`` (any case)."""
+    names = {entry.lower() for entry in allow_from}
+    return sender_id in names or (sender_name is not None and sender_name.lower() in names)
+
+
+def verdict(rules: Telegram, message: Inbound, approved: set[str]) -> Verdict:
+    """What to do with ``message``: answer it, offer pairing, refuse the sender (told
+    once), or ignore it. ``approved``: the sender ids an operator let in by pairing."""
+    if message.chat_type == "group":
+        rule = rules.groups.get(message.chat_id) or rules.groups.get("*")
+        if rule is None:
+            return "ignore"
+        return "answer" if message.mentioned or not rule.require_mention else "ignore"
+    policy = rules.dm_policy
+    if policy == "disabled":
+        return "refuse"
+    if policy == "open" or is_listed(message.sender_id, message.sender_name, rules.allow_from):
+        return "answer"
+    if policy == "allowlist":
+        return "refuse"
+    return "answer" if message.sender_id in approved else "pair"

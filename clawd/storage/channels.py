@@ -1,0 +1,233 @@
+"""What a channel keeps between messages and processes (SPEC §17): which updates it has
+taken, who asked to talk (pairing) and who was let in, whom it told "no" once, and how it
+is doing (``clawd channels status`` reads it from another process).
+
+``ChannelState`` is the interface; ``FileChannels`` keeps it in ``<state>/channels.json``
+(replaced whole under a lock; one process polls, so an update id above the highest taken is
+a new one), ``storage.postgres.channels.PgChannels`` in tables every worker shares. A
+pairing code is 8 characters of an alphabet without look-alikes (no 0/O, 1/I), valid
+``PAIRING_SECONDS`` (an hour); at most ``MAX_WAITING`` requests wait per channel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from clawd.core.errors import ClawdError
+
+PAIRING_SECONDS = 3600.0
+MAX_WAITING = 3
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 8
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """A stranger's request to talk."""
+
+    code: str
+    channel: str
+    sender: str  # the sender's id on the channel
+    name: str | None  # "@name"
+    chat: str  # where to tell them they were let in
+    created: float  # time.time()
+
+    @property
+    def expires(self) -> float:
+        return self.created + PAIRING_SECONDS
+
+
+class ChannelState(Protocol):
+    location: str
+
+    def first_time(self, channel: str, update_id: int) -> bool:
+        """Record update ``update_id`` as taken; True only the first time (in any
+        process), so an update delivered again is never answered twice."""
+        ...
+
+    def request(self, channel: str, sender: str, name: str | None, chat: str,
+                now: float) -> tuple[Pairing | None, bool]:
+        """The sender's waiting request, or a new one: (request, made now); (None, False)
+        when ``MAX_WAITING`` others already wait."""
+        ...
+
+    def pending(self, now: float) -> list[Pairing]:
+        """Requests still valid, oldest first."""
+        ...
+
+    def approve(self, code: str, now: float) -> Pairing:
+        """Let the sender of request ``code`` in; ``ClawdError`` for no such request."""
+        ...
+
+    def deny(self, code: str, now: float) -> Pairing:
+        """Refuse request ``code`` (its sender is not asked again)."""
+        ...
+
+    def approved(self, channel: str) -> set[str]: ...
+
+    def told(self, channel: str, sender: str) -> bool:
+        """Mark a refused sender as told; True only the first time."""
+        ...
+
+    def was_denied(self, channel: str, sender: str) -> bool: ...
+
+    def note(self, channel: str, *, connected: bool | None = None,
+             error: str | None = None, inbound: int = 0, outbound: int = 0) -> None:
+        """Update the channel's status: connection, last error ("" clears it), counts."""
+        ...
+
+    def status(self) -> dict[str, dict[str, Any]]:
+        """Per channel: ``connected``, ``lastError``, ``messagesIn``, ``messagesOut``,
+        ``updatedAt``."""
+        ...
+
+    def try_poll(self, bot: str) -> bool:
+        """Become the one poller of ``bot`` (its id) if nobody is; True while this process
+        is (asked again, it says whether it still is)."""
+        ...
+
+    def stop_polling(self, bot: str) -> None: ...
+
+
+def no_request(code: str) -> ClawdError:
+    return ClawdError(f"no pairing request {code} waiting (clawd pairing list shows them; a "
+                      f"code is valid for an hour)")
+
+
+class FileChannels:
+    """``ChannelState`` as ``channels.json`` in the state folder."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.location = str(path)
+        self._polling: dict[str, Any] = {}  # bot -> the open, locked file
+
+    def try_poll(self, bot: str) -> bool:
+        """A lock on ``channels-<bot>.poll`` beside the file, not waited for."""
+        if bot in self._polling:
+            return True
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path.with_name(f"channels-{bot}.poll"), "a+b")  # noqa: SIM115
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return False
+        self._polling[bot] = handle
+        return True
+
+    def stop_polling(self, bot: str) -> None:
+        handle = self._polling.pop(bot, None)
+        if handle is not None:
+            handle.close()  # the lock goes with it
+
+    def first_time(self, channel: str, update_id: int) -> bool:
+        with self._changing() as data:
+            mine = data.setdefault(channel, {})
+            if update_id <= int(mine.get("lastUpdate", -1)):
+                return False
+            mine["lastUpdate"] = update_id
+            return True
+
+    def request(self, channel: str, sender: str, name: str | None, chat: str,
+                now: float) -> tuple[Pairing | None, bool]:
+        with self._changing() as data:
+            waiting = {code: p for code, p in data.get("pairing", {}).items()
+                       if p["created"] + PAIRING_SECONDS > now}
+            data["pairing"] = waiting
+            mine = [p for p in waiting.values() if p["channel"] == channel]
+            for found in mine:
+                if found["sender"] == sender:
+                    return Pairing(**found), False
+            if len(mine) >= MAX_WAITING:
+                return None, False
+            made = Pairing(new_code(), channel, sender, name, chat, now)
+            waiting[made.code] = asdict(made)
+            return made, True
+
+    def pending(self, now: float) -> list[Pairing]:
+        return sorted((Pairing(**p) for p in self._read().get("pairing", {}).values()
+                       if p["created"] + PAIRING_SECONDS > now), key=lambda p: p.created)
+
+    def approve(self, code: str, now: float) -> Pairing:
+        return self._settle(code, "approved", now)
+
+    def deny(self, code: str, now: float) -> Pairing:
+        return self._settle(code, "denied", now)
+
+    def _settle(self, code: str, state: str, now: float) -> Pairing:
+        with self._changing() as data:
+            found = data.get("pairing", {}).pop(code.strip().upper(), None)
+            if found is None or found["created"] + PAIRING_SECONDS <= now:
+                raise no_request(code)
+            senders = data.setdefault(found["channel"], {}).setdefault("senders", {})
+            senders[found["sender"]] = state
+            return Pairing(**found)
+
+    def approved(self, channel: str) -> set[str]:
+        senders = self._read().get(channel, {}).get("senders", {})
+        return {sender for sender, state in senders.items() if state == "approved"}
+
+    def was_denied(self, channel: str, sender: str) -> bool:
+        return self._read().get(channel, {}).get("senders", {}).get(sender) == "denied"
+
+    def told(self, channel: str, sender: str) -> bool:
+        with self._changing() as data:
+            told = data.setdefault(channel, {}).setdefault("told", [])
+            if sender in told:
+                return False
+            told.append(sender)
+            return True
+
+    def note(self, channel: str, *, connected: bool | None = None,
+             error: str | None = None, inbound: int = 0, outbound: int = 0) -> None:
+        with self._changing() as data:
+            status = data.setdefault(channel, {}).setdefault("status", {
+                "connected": False, "lastError": None, "messagesIn": 0, "messagesOut": 0})
+            if connected is not None:
+                status["connected"] = connected
+            if error is not None:
+                status["lastError"] = error or None
+            status["messagesIn"] += inbound
+            status["messagesOut"] += outbound
+            status["updatedAt"] = time.time()
+
+    def status(self) -> dict[str, dict[str, Any]]:
+        return {name: dict(mine["status"]) for name, mine in self._read().items()
+                if isinstance(mine, dict) and "status" in mine}
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except ValueError as exc:
+            raise ClawdError(f"{self.path} cannot be read ({exc}); fix or remove it") from None
+        return data if isinstance(data, dict) else {}
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[dict[str, Any]]:
+        from clawd.sessions.store import locked_file
+
+        with locked_file(self.path.with_name(self.path.name + ".lock")):
+            data = self._read()
+            yield data
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(data, indent=1) + "\n")
+            os.replace(tmp, self.path)
