@@ -196,7 +196,7 @@ class TelegramService:
         if name in ("new", "compact", "status"):
             return f"/{name} {rest}".strip()
         if name == "stop":
-            stopped = self.hub.abort(agent_id, key)
+            stopped = await self.hub.abort(agent_id, key)
             await self.say(message, "Stopped." if stopped else "Nothing is running.")
         elif name in ("start", "help"):
             await self.say(message, HELP)

@@ -157,12 +157,14 @@ def test_a_7000_character_reply_arrives_in_parts_under_4096(tmp_path):
 
 
 def test_bot_commands_map_onto_the_slash_commands(tmp_path):
-    with BotApi() as api, served(tmp_path, api, {"dmPolicy": "open"}) as (_, runtime, _):
+    with BotApi() as api, served(tmp_path, api, {"dmPolicy": "open"}) as (_, runtime, app):
         api.dm("first")
         api.wait_sent(1)
         api.dm("/status")
         status = api.wait_sent(2)[1]["text"]
         assert status.startswith("<pre><code>") and "context" in status.lower()
+        slots = app.state.gateway.hub.slots  # /status is sent before its turn has ended
+        wait(lambda: all(slot.running is None for slot in slots.values()))
         api.dm("/stop")
         assert api.wait_sent(3)[2]["text"] == "Nothing is running."
         before = runtime.store.get("agent:main:telegram:dm:1001")["sessionId"]

@@ -152,7 +152,8 @@ def _shared(config: Config) -> tuple[Any, Any]:
         return None, FailedAuth(config.gateway.auth.rate_limit)
     from clawd.frontends.gateway.shared import stopped_lines
     from clawd.storage import open_database
-    from clawd.storage.postgres.shared import PgFailedAuth, PgShared
+    from clawd.storage.postgres.auth import PgFailedAuth
+    from clawd.storage.postgres.shared import PgShared
 
     db = open_database(url)
     return PgShared(db, stopped_lines), PgFailedAuth(db, config.gateway.auth.rate_limit)

@@ -4,8 +4,8 @@ worker holding the session's lease runs it, after the turns that came before it;
 send with the same idempotency key never runs twice), every turn's event lines (so
 ``GET /api/turns/{id}/events`` follows a turn from any worker, ``Last-Event-ID`` included),
 aborts (asked for on any worker, heard by the one running the turn through
-``LISTEN``/``NOTIFY``, as new turns are heard by the session's holder) and the failed
-sign-ins per client address.
+``LISTEN``/``NOTIFY``, as new turns are heard by the session's holder). The failed sign-ins
+per client address are in ``storage.postgres.auth``.
 
 A turn is ``queued`` until the holder of its session claims it (``claim``: the oldest
 queued turn of the session; ``running``, its worker now the claimer's, its text no longer
@@ -25,13 +25,10 @@ import hashlib
 import logging
 import queue
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
-
-from clawd.config.gateway import RateLimit
 
 if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
@@ -379,34 +376,3 @@ def _end(conn: Any, turns: list[tuple[str, str]],
                         "ON CONFLICT DO NOTHING",
                         [(turn_id, n, orjson.dumps(line).decode()) for turn_id, key in turns
                          for n, line in enumerate(lines(key))])
-
-
-class PgFailedAuth:
-    """``FailedAuth`` (wrong tokens per client address, lockouts) shared by every worker:
-    the same rules, counted in the ``auth_failures`` table by wall-clock time."""
-
-    remote = True  # its calls reach the database: the guard makes them off the event loop
-
-    def __init__(self, db: Database, limit: RateLimit):
-        self.db, self.limit = db, limit
-
-    def retry_after(self, client: str) -> int | None:
-        with self.db.connection() as conn:
-            row = conn.execute("SELECT locked_until FROM auth_failures WHERE client = %s",
-                               (client,)).fetchone()
-        left = (row[0] - time.time()) if row and row[0] else None
-        return max(1, round(left + 0.5)) if left is not None and left > 0 else None
-
-    def failed(self, client: str) -> int | None:
-        now, window = time.time(), self.limit.window_seconds
-        with self.db.connection() as conn, conn.transaction():
-            row = conn.execute(
-                "INSERT INTO auth_failures (client, failures) VALUES (%s, ARRAY[%s]) "
-                "ON CONFLICT (client) DO UPDATE SET failures = array_append(ARRAY(SELECT f "
-                "FROM unnest(auth_failures.failures) f WHERE f > %s), %s) "
-                "RETURNING cardinality(failures)", (client, now, now - window, now)).fetchone()
-            if row and row[0] >= self.limit.max_attempts:
-                conn.execute("UPDATE auth_failures SET failures = '{}', locked_until = %s "
-                             "WHERE client = %s", (now + self.limit.lockout_seconds, client))
-                return max(1, round(self.limit.lockout_seconds))
-        return None

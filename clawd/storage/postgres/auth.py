@@ -1,0 +1,44 @@
+"""The failed sign-ins per client address that every ``clawd serve`` worker on one database
+counts together (``auth_failures``), so a wrong token tried on each worker in turn is locked
+out as fast as on one."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from clawd.config.gateway import RateLimit
+
+if TYPE_CHECKING:
+    from clawd.storage.postgres.database import Database
+
+
+class PgFailedAuth:
+    """``FailedAuth`` (wrong tokens per client address, lockouts) shared by every worker:
+    the same rules, counted in the ``auth_failures`` table by wall-clock time."""
+
+    remote = True  # its calls reach the database: the guard makes them off the event loop
+
+    def __init__(self, db: Database, limit: RateLimit):
+        self.db, self.limit = db, limit
+
+    def retry_after(self, client: str) -> int | None:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT locked_until FROM auth_failures WHERE client = %s",
+                               (client,)).fetchone()
+        left = (row[0] - time.time()) if row and row[0] else None
+        return max(1, round(left + 0.5)) if left is not None and left > 0 else None
+
+    def failed(self, client: str) -> int | None:
+        now, window = time.time(), self.limit.window_seconds
+        with self.db.connection() as conn, conn.transaction():
+            row = conn.execute(
+                "INSERT INTO auth_failures (client, failures) VALUES (%s, ARRAY[%s]) "
+                "ON CONFLICT (client) DO UPDATE SET failures = array_append(ARRAY(SELECT f "
+                "FROM unnest(auth_failures.failures) f WHERE f > %s), %s) "
+                "RETURNING cardinality(failures)", (client, now, now - window, now)).fetchone()
+            if row and row[0] >= self.limit.max_attempts:
+                conn.execute("UPDATE auth_failures SET failures = '{}', locked_until = %s "
+                             "WHERE client = %s", (now + self.limit.lockout_seconds, client))
+                return max(1, round(self.limit.lockout_seconds))
+        return None
