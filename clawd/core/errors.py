@@ -37,6 +37,13 @@ class ToolError(ClawdError):
     """A tool could not do what was asked; the message goes back to the model."""
 
 
+class StoreUnavailable(ClawdError):
+    """The database does not answer (down, restarting, unreachable); nothing was done and
+    the same request can be made again in a moment."""
+
+    retry_after = 5  # seconds, a client's next try
+
+
 class ProviderError(ClawdError):
     """A model provider failed.
 

@@ -26,7 +26,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from clawd.config import Config
-from clawd.core.errors import ClawdError, ConfigError, SandboxError, http_message
+from clawd.core.errors import (
+    ClawdError,
+    ConfigError,
+    SandboxError,
+    StoreUnavailable,
+    http_message,
+)
 from clawd.frontends.gateway.agents import ServedAgents, UnknownAgent
 from clawd.frontends.gateway.bodies import B, BadRequest, parse
 from clawd.frontends.gateway.gatekeeper import error_body
@@ -177,6 +183,9 @@ def failure(exc: Exception) -> Response:
         status, kind = 409, "conflict"
     elif isinstance(exc, Stopping):
         status, kind = 503, "stopping"
+    elif isinstance(exc, StoreUnavailable):
+        status, kind = 503, "unavailable"
+        headers["Retry-After"] = str(exc.retry_after)
     elif not isinstance(exc, (BadRequest, ConfigError)):
         status, kind = 500 if not isinstance(exc, ClawdError) else 400, "error"
     return Response(error_body(status, http_message(exc), kind), status, headers,

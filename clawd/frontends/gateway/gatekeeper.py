@@ -28,6 +28,7 @@ from urllib.parse import quote
 from starlette.concurrency import run_in_threadpool
 
 from clawd.config.gateway import Gateway
+from clawd.core.errors import StoreUnavailable
 from clawd.frontends.gateway.policy import (
     Tokens,
     bearer,
@@ -107,6 +108,9 @@ class Gatekeeper:
 
         try:
             await self._guard(scope, receive, watched)
+        except StoreUnavailable as exc:  # the token or lockout check could not be made
+            if not status:
+                await _unavailable(watched, exc)
         finally:  # one line a request, when it ends (a stream: when the turn has); no query
             access.info("%s %s %s %.0f ms", scope["method"], loggable(scope["path"]),
                         status or "-", (time.monotonic() - started) * 1000)
@@ -197,6 +201,10 @@ class Gatekeeper:
                 await send_error(send, 413, f"the request body is over {limit:,} bytes "
                                  f"(gateway.maxBodyBytes); nothing was sent",
                                  "request_too_large")
+        except StoreUnavailable as exc:
+            log.warning("%s %s: %s", scope["method"], loggable(scope["path"]), exc)
+            if not started:
+                await _unavailable(send, exc)
         except Exception as exc:  # noqa: BLE001 - a bug answers 500, the server goes on
             log.warning("%s %s failed: %s: %s", scope["method"], loggable(scope["path"]),
                         type(exc).__name__, " ".join(str(exc).split()))
@@ -210,3 +218,7 @@ class Gatekeeper:
 async def _locked_out(send: Send, wait: int) -> None:
     await send_error(send, 429, f"too many wrong tokens from this address; try again in "
                      f"{wait} s", "rate_limited", {"Retry-After": str(wait)})
+
+
+async def _unavailable(send: Send, exc: StoreUnavailable) -> None:
+    await send_error(send, 503, str(exc), "unavailable", {"Retry-After": str(exc.retry_after)})

@@ -14,9 +14,11 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from clawd.core import events as ev
+from clawd.core.errors import StoreUnavailable
 from clawd.frontends.render import event_json
 
 POLL_SECONDS = 0.1  # how often a follower on another worker looks for new lines
+OUTAGE_SECONDS = 60.0  # a follower's stream waits this long for a database that stopped
 STOPPED = ("the worker running this turn stopped before it ended; the message is kept in "
            "the session, the reply is cut short there")
 
@@ -52,10 +54,16 @@ class StoredFeed:
 
     async def follow(self, after: int = -1, *, keepalive: float | None = None
                      ) -> AsyncIterator[tuple[int, dict[str, Any]] | None]:
-        quiet = time.monotonic()
+        quiet = failing = time.monotonic()
         while True:
-            rows, ended = await run_in_threadpool(self.shared.events_after, self.turn_id,
-                                                  after)
+            try:
+                rows, ended = await run_in_threadpool(self.shared.events_after, self.turn_id,
+                                                      after)
+                failing = time.monotonic()
+            except StoreUnavailable:  # an outage: the stream waits for the database a while
+                if time.monotonic() - failing > OUTAGE_SECONDS:
+                    raise
+                rows, ended = [], False
             for number, line in rows:
                 after = number
                 quiet = time.monotonic()

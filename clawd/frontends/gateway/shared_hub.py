@@ -25,7 +25,7 @@ from collections import OrderedDict
 from functools import partial
 from typing import Any
 
-from clawd.core.errors import ClawdError, http_message
+from clawd.core.errors import ClawdError, StoreUnavailable, http_message
 from clawd.frontends.commands import Chat
 from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.feed import Feed
@@ -49,6 +49,7 @@ SWEEP_SECONDS = 1.0  # how often a worker looks for turns queued for a session n
 NOT_TAKEN = ("the session stayed in use elsewhere (a chat in a terminal?) for 10 minutes; "
              "the message was not sent")
 NOT_SENT = "the gateway is shutting down; the message was not sent"
+UNANSWERED = "the database stopped answering while the message was sent; it was not sent"
 
 
 class SharedHub(Hub):
@@ -59,6 +60,7 @@ class SharedHub(Hub):
         self.shared = shared
         self._sweeper: asyncio.Task[None] | None = None
         self._relays: set[asyncio.Task[None]] = set()  # turns followed from the database
+        self.unsent: set[str] = set()  # queued when the database stopped answering
         # the turns this worker's clients sent that another worker runs, recent ones
         self.followed: OrderedDict[str, RemoteTurn] = OrderedDict()
 
@@ -85,6 +87,20 @@ class SharedHub(Hub):
             if not other[1]:
                 raise IdempotencyConflict.of(str(idempotency), key)
             return await self.turn(other[0]) or self._remote(other[0], agent_id, key), False
+        try:
+            return await self._place(turn, idempotency)
+        except StoreUnavailable:  # queued, then the database stopped answering: not sent
+            if turn.state != "queued":  # this worker's drain runs it already
+                return turn, True
+            self.turns.pop(turn_id, None)
+            self.sent.pop((agent_id, key, idempotency or ""), None)
+            self.unsent.add(turn_id)
+            raise
+
+    async def _place(self, turn: QueuedTurn, idempotency: str | None
+                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:
+        """The turn, queued in the database, run here or followed from here."""
+        shared, turn_id, agent_id, key = self.shared, turn.id, turn.agent_id, turn.key
         slot = self._slot(agent_id, key)
         # every worker's turns of the session, this one's too
         waiting = await asyncio.to_thread(shared.waiting, agent_id, key) - 1
@@ -94,6 +110,8 @@ class SharedHub(Hub):
         self._remember(turn, idempotency)
         try:
             taken = await self._take(slot)
+        except StoreUnavailable:
+            raise
         except ClawdError as exc:  # the session cannot be opened at all
             if await asyncio.to_thread(shared.withdraw, turn_id):
                 self._not_run(turn, str(exc))
@@ -179,9 +197,15 @@ class SharedHub(Hub):
     async def _sweep(self) -> None:
         """Each ``SWEEP_SECONDS``: end the turns nobody could take for too long, and take
         the sessions whose turns wait while nobody runs them."""
+        failing = False
         while not self.stopping:
             await asyncio.sleep(SWEEP_SECONDS)
             try:
+                if self.unsent:  # sends that failed half-way: ended before anyone runs them
+                    unsent = list(self.unsent)
+                    await asyncio.to_thread(self.shared.unsend, unsent,
+                                            partial(failed_lines, message=UNANSWERED))
+                    self.unsent.difference_update(unsent)
                 await asyncio.to_thread(self.shared.expire, SHARED_WAIT_SECONDS,
                                         partial(failed_lines, message=NOT_TAKEN))
                 found = await asyncio.to_thread(self.shared.waiting_sessions, SWEEP_SECONDS)
@@ -195,6 +219,11 @@ class SharedHub(Hub):
                             self.shared.refuse_unserved, agent_id, key, lock.WAIT_SECONDS,
                             partial(failed_lines, message=http_message(slot.busy)))
                 await self._follow_taken()
+                failing = False
+            except StoreUnavailable as exc:  # said once an outage
+                if not failing:
+                    log.warning("the database does not answer: %s", exc)
+                failing = True
             except Exception as exc:  # noqa: BLE001 - look again at the next sweep
                 log.warning("looking for waiting turns: %s: %s", type(exc).__name__, exc)
 

@@ -21,13 +21,16 @@ who holds a session, ``people`` who may use the gateway (their tokens' digests);
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
-from clawd.core.errors import ClawdError
+from clawd.core.errors import ClawdError, StoreUnavailable
+from clawd.storage.postgres.errors import unreachable
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +151,10 @@ MIGRATIONS: tuple[str, ...] = (
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
 POOL_SIZE = 8
+# a request waits this long for a pooled connection, and a new connection this long for
+# the server, before it is answered "the database does not answer" (503)
+POOL_WAIT_SECONDS = 5.0
+CONNECT_SECONDS = 3
 
 
 class DatabaseError(ClawdError):
@@ -196,14 +203,27 @@ class Database:
                                 f"{_first_line(exc)}") from None
         self._lease: Any = None
         self._lease_guard = threading.Lock()
+        # a connection the server dropped (it restarted) is found out when it is handed
+        # out, not by the request that gets it
         self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
-                                   kwargs={"autocommit": True,
+                                   timeout=POOL_WAIT_SECONDS,
+                                   check=ConnectionPool.check_connection,
+                                   kwargs={"autocommit": True, "connect_timeout": CONNECT_SECONDS,
                                            "application_name": self.worker}, name="clawd")
 
-    def connection(self) -> Any:
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Any]:
         """A pooled connection (``with db.connection() as conn``), in autocommit: a
-        ``conn.transaction()`` block makes several statements one."""
-        return self.pool.connection()
+        ``conn.transaction()`` block makes several statements one. A server that does not
+        answer (down, restarting) is a ``StoreUnavailable`` within ``POOL_WAIT_SECONDS``."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except Exception as exc:
+            if not unreachable(exc):
+                raise
+            raise StoreUnavailable(f"the database {self.location} does not answer "
+                                   f"({_first_line(exc)}); try again in a moment") from None
 
     def lease_connection(self) -> Any:
         """The connection this process's session leases are advisory locks on (made on
@@ -212,8 +232,14 @@ class Database:
 
         with self._lease_guard:
             if self._lease is None or self._lease.closed:
-                self._lease = psycopg.connect(self.url, autocommit=True,
-                                              application_name=self.worker)
+                try:
+                    self._lease = psycopg.connect(self.url, autocommit=True,
+                                                  connect_timeout=CONNECT_SECONDS,
+                                                  application_name=self.worker)
+                except psycopg.OperationalError as exc:
+                    raise StoreUnavailable(f"the database {self.location} does not answer "
+                                           f"({_first_line(exc)}); try again in a moment"
+                                           ) from None
             return self._lease
 
     def counts(self) -> dict[str, int]:

@@ -22,6 +22,7 @@ whole text), as the in-process feed drops them.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import queue
 import threading
@@ -30,13 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from clawd.core.errors import StoreUnavailable
+
 if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
 
 log = logging.getLogger(__name__)
 ALIVE = "worker IN (SELECT application_name FROM pg_stat_activity)"  # its worker connected
-# a ``gateway_turns`` row of a turn not ended: waiting for its session's holder, or running on
-# a worker still connected (a dead worker's running turn waits for nobody)
+# a turn not ended: queued, or running on a worker still connected (not a dead worker's)
 UNFINISHED = f"(state = 'queued' OR (state = 'running' AND {ALIVE}))"
 BATCH = 200  # lines written in one statement at most
 ABORTS = "clawd_abort"  # the channel aborts are asked for on
@@ -75,9 +77,14 @@ class PgShared:
     def begin(self, turn_id: str, agent_id: str, key: str, text: str,
               idempotency: str | None, ephemeral: bool = False) -> tuple[str, bool] | None:
         """Queue a new turn behind the session's others. With an idempotency key some
-        worker used already for this session: (that turn's id, whether its text was the
-        same), and nothing recorded."""
+        worker used for this session: (that turn's id, whether its text was the same), and
+        nothing recorded; unless that turn ended never run (its send failed), which this
+        send takes the place of."""
         with self.db.connection() as conn:
+            if idempotency is not None:
+                conn.execute("DELETE FROM gateway_turns WHERE agent_id = %s AND key = %s AND "
+                             "idempotency = %s AND state = 'done' AND started IS NULL",
+                             (agent_id, key, idempotency))
             made = conn.execute(
                 "INSERT INTO gateway_turns (turn_id, agent_id, key, idempotency, text_hash, "
                 "worker, state, text, ephemeral) VALUES (%s, %s, %s, %s, %s, %s, 'queued', "
@@ -108,8 +115,7 @@ class PgShared:
         return (str(row[0]), str(row[1] or ""), bool(row[2])) if row else None
 
     def taken_elsewhere(self, turn_ids: list[str]) -> list[str]:
-        """Those of ``turn_ids`` (turns this worker received) that another worker claimed
-        or that ended without running: their lines are to be followed from the database."""
+        """Those of ``turn_ids`` (this worker's) another worker claimed, or ended unrun."""
         with self.db.connection() as conn:
             rows = conn.execute("SELECT turn_id FROM gateway_turns WHERE turn_id = ANY(%s) "
                                 "AND state <> 'queued' AND (worker <> %s OR state = 'done')",
@@ -232,13 +238,17 @@ class PgShared:
         def run() -> None:
             import psycopg
 
+            lost = False
             while not self.closed.is_set():
                 try:
-                    with psycopg.connect(self.db.url, autocommit=True,
+                    with psycopg.connect(self.db.url, autocommit=True, connect_timeout=3,
                                          application_name=self.db.worker) as conn:
                         conn.execute(f"LISTEN {ABORTS}")
                         conn.execute(f"LISTEN {RELEASES}")
                         conn.execute(f"LISTEN {TURNS}")
+                        if lost:
+                            log.warning("hearing other workers again")
+                        lost = False
                         self.listening.set()
                         while not self.closed.is_set():
                             for note in conn.notifies(timeout=0.5):
@@ -249,9 +259,12 @@ class PgShared:
                                 if hear is not None and "\n" in note.payload:
                                     hear(*note.payload.split("\n", 1))
                 except Exception as exc:  # noqa: BLE001 - listen again after a pause
+                    if self.listening.is_set():  # once an outage, not once a second
+                        log.warning("not hearing other workers (%s); trying each second",
+                                    " ".join(str(exc).split()))
+                        lost = True
                     self.listening.clear()
-                    if not self.closed.wait(1.0):
-                        log.warning("listening for aborts: %s; listening again", exc)
+                    self.closed.wait(1.0)
 
         threading.Thread(target=run, daemon=True, name="clawd-aborts").start()
 
@@ -341,21 +354,30 @@ class PgShared:
                 except queue.Empty:
                     break
             stopping = any(s is None and what == "stop" for _, s, what in batch)
-            try:
-                self._flush(batch)
-            except Exception as exc:  # noqa: BLE001 - a lost line must not stop the writer
-                log.warning("shared turn lines not written: %s", exc)
+            for attempt in itertools.count():
+                try:
+                    self._flush(batch)
+                    break
+                except StoreUnavailable as exc:  # kept, and written once the server is back
+                    if attempt == 0:
+                        log.warning("turn lines wait for the database: %s", exc)
+                    if stopping or self.closed.wait(min(5.0, 0.5 * (attempt + 1))):
+                        break
+                except Exception as exc:  # noqa: BLE001 - a lost line must not stop the writer
+                    log.warning("shared turn lines not written: %s", exc)
+                    break
 
     def _flush(self, batch: list[Any]) -> None:
         lines = [(t, s, orjson.dumps(line).decode()) for t, s, line in batch if s is not None]
         ended = [t for t, s, what in batch if s is None and what == "done"]
+        running = list({t for t, _, _ in lines})  # a turn with lines runs
         with self.db.connection() as conn, conn.transaction():
             if lines:
                 with conn.cursor() as cur:
                     cur.executemany("INSERT INTO turn_events (turn_id, seq, line) VALUES "
                                     "(%s, %s, %s::json) ON CONFLICT DO NOTHING", lines)
-                conn.execute("UPDATE gateway_turns SET state = 'running' WHERE turn_id = ANY(%s)"
-                             " AND state = 'queued'", (list({t for t, _, _ in lines}),))
+                conn.execute("UPDATE gateway_turns SET state = 'running', started = now() "
+                             "WHERE turn_id = ANY(%s) AND state = 'queued'", (running,))
             if ended:
                 conn.execute("DELETE FROM turn_events WHERE turn_id = ANY(%s) AND "
                              "line->>'type' = 'delta'", (ended,))

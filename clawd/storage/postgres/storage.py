@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from clawd.core.errors import StoreUnavailable
 from clawd.core.messages import now_iso
 from clawd.core.paths import state_dir
 from clawd.sessions import lock
 from clawd.sessions.lock import CHAT_HINT, busy_error
 from clawd.storage.files import checked_id
+from clawd.storage.postgres.errors import unreachable
 from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
 from clawd.storage.postgres.memory import PgIndexStore
 from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
@@ -118,7 +120,7 @@ class PgLease:
                 self.db.lease_connection().execute(
                     "SELECT pg_advisory_unlock(%s)", (key_lock(self.agent_id, self.key,
                                                               "lease"),))
-            except psycopg.Error:
+            except (psycopg.Error, StoreUnavailable):
                 pass  # the connection is gone, and the server let go of the lock with it
 
     def _say(self, until: float | None) -> None:
@@ -139,7 +141,13 @@ def _turn_runs(conn: Any, agent_id: str, key: str, worker: str) -> bool:
 
 
 def _one(conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
-    row = conn.execute(sql, params).fetchone()
+    try:
+        row = conn.execute(sql, params).fetchone()
+    except Exception as exc:
+        if not unreachable(exc):
+            raise
+        raise StoreUnavailable(f"the database does not answer ({exc}); try again in a "
+                               f"moment") from None
     return row[0] if row else None
 
 
