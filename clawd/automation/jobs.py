@@ -89,3 +89,29 @@ def find(jobs: list[dict[str, Any]], wanted: str) -> dict[str, Any]:
         raise ClawdError(f"no job {wanted} (clawd jobs list)")
     raise ClawdError(f"{wanted} names {len(found)} jobs: "
                      f"{', '.join(job['id'] for job in found)}")
+
+
+def new_job(agent_id: str, schedule: Any, message: str, now: Any, *, name: str | None = None,
+            session: str = SESSION_ISOLATED, deliver: str = "none", missed: str = "once",
+            remember: bool = False, tools: list[str] | None = None,
+            made_by: str = "cli", origin: str | None = None) -> dict[str, Any]:
+    """A job as stored (``schedule``: a ``schedule.Schedule``; ``now``: when it is added).
+    ``tools``: the tools its runs may use (None: the agent's); ``origin``: the session
+    key it was made in."""
+    from clawd.automation import schedule as sched
+    from clawd.automation.zones import iso_utc
+
+    if not message.strip():
+        raise ClawdError("the job's message is empty")
+    if missed not in ("once", "skip"):
+        raise ClawdError(f"--missed {missed!r}: once or skip")
+    first = sched.first(schedule, now)
+    if first is None:
+        raise ClawdError("that time has passed")
+    job_id = new_job_id()
+    return {"id": job_id, "name": name or "", "agentId": agent_id,
+            "schedule": schedule.to_json(), "message": message, "session": session or
+            SESSION_ISOLATED, "deliver": checked_target(deliver), "missed": missed,
+            "enabled": True, "remember": remember, "tools": tools, "secret": new_secret(),
+            "madeBy": made_by, "origin": origin, "createdAt": iso_utc(now),
+            "nextRun": iso_utc(first), "failures": 0}

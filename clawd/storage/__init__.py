@@ -17,6 +17,7 @@ from clawd.core.paths import state_dir
 if TYPE_CHECKING:
     from clawd.config import AgentDefaults, Config
     from clawd.storage.interface import AgentStorage
+    from clawd.storage.jobs import JobStore
     from clawd.storage.people import People
 
 
@@ -62,3 +63,16 @@ def open_people(config: Config) -> People:
     url = config.storage.effective_url()
     return PgPeople(open_database(url)) if url else FilePeople(state_dir() / "people.json")
 
+
+
+def open_jobs(config: Config) -> JobStore:
+    """Automation's jobs and runs: ``jobs.json`` and ``runs/`` in the state folder, or the
+    database's ``jobs`` and ``job_runs``."""
+    url = config.storage.effective_url()
+    if url:
+        from clawd.storage.postgres.jobs import PgJobs
+
+        return PgJobs(open_database(url))
+    from clawd.storage.jobs import FileJobs
+
+    return FileJobs(state_dir())
