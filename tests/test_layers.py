@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     "clawd.automation": 2,
     "clawd.context": 3, "clawd.tools": 3, "clawd.guards": 3, "clawd.storage": 3,
     "clawd.mcp": 3,
-    "clawd.loop": 4,
+    "clawd.loop": 4, "clawd.scheduler": 4,
     "clawd.frontends": 5, "clawd.__main__": 5,
 }
 

@@ -218,20 +218,23 @@ class Session:
 
     # --- a turn -----------------------------------------------------------------------------
 
-    def run_turn(self, text: str) -> Generator[Event, None, None]:
+    def run_turn(self, text: str, origin: dict[str, Any] | None = None
+                 ) -> Generator[Event, None, None]:
         """Run one user turn to the end, yielding events (see the module docstring).
 
         The turn always ends with something the user sees: a reply, or a notice saying why
         there is none (a blank answer, a note claimed and never written, the step limit).
+        ``origin``: what sent a message no person typed (a job, the heartbeat), kept with
+        it; nothing of such a turn is kept as a note.
         """
-        message = Message.user(text)
+        message = Message.user(text, origin=origin)
         self.token = CancelToken()
         turn = Turn(TurnView(text=text, offers_writes=self.offers_writes,
                              daily_log=daily_log_path(self.rt.clock().date())),
                     token=self.token)
         layers = self.layers()  # the workspace files as this turn starts
         turn.view.instructions = layers.instructions
-        if asks_reminder(text):  # said before the model answers, not after it pretended
+        if origin is None and asks_reminder(text):  # said before the model answers, not after it pretended
             turn.aside = render("reminder_aside.md.j2").strip()
         if (refusal := self._too_large(message, layers)) is not None:
             message.refused = True
@@ -277,7 +280,7 @@ class Session:
         if not turn.interrupted:
             for notice in self.guards.unmet(turn.view):
                 yield Notice(notice)
-            if appended and self.offers_writes and self.access.private:
+            if appended and self.offers_writes and self.access.private and origin is None:
                 yield from keep_request(message, self.history.messages, self.access, self.rt)
                 yield from keep_correction(message, self.history.messages, self.access,
                                            self.rt)

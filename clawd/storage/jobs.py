@@ -63,9 +63,10 @@ class JobStore(Protocol):
         """A job's runs, newest ``scheduledFor`` first."""
         ...
 
-    def claim_deliveries(self, now: datetime, agents: set[str] | None = None
-                         ) -> list[Claimed]:
-        """Take the runs whose delivery is due (``runs.deliverable``) for sending."""
+    def claim_deliveries(self, now: datetime, agents: set[str] | None = None,
+                         kinds: frozenset[str] | None = None) -> list[Claimed]:
+        """Take the runs whose delivery is due (``runs.deliverable``) for sending (kinds:
+        only to targets of these kinds, ``web``, ``webhook``, ``cli``)."""
         ...
 
 
@@ -148,15 +149,16 @@ class FileJobs:
         latest = self._latest(job_id)
         return [latest[key] for key in sorted(latest, reverse=True)][:limit]
 
-    def claim_deliveries(self, now: datetime, agents: set[str] | None = None
-                         ) -> list[Claimed]:
+    def claim_deliveries(self, now: datetime, agents: set[str] | None = None,
+                         kinds: frozenset[str] | None = None) -> list[Claimed]:
         taken = []
         with self._changing() as jobs:
             for job_id, job in sorted(jobs.items()):
                 if agents is not None and str(job["agentId"]).lower() not in agents:
                     continue
                 for run in self._latest(job_id).values():
-                    if runlog.deliverable(run, now):
+                    if runlog.deliverable(run, now) and (
+                            kinds is None or _kind(run) in kinds):
                         run = runlog.sending(run, now)
                         self._append(run)
                         taken.append(Claimed(job, run))
@@ -220,3 +222,7 @@ class FileJobs:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.path)
+
+
+def _kind(run: dict[str, Any]) -> str:
+    return str((run.get("delivery") or {}).get("target") or "none").split(":", 1)[0]

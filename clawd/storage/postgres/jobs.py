@@ -108,15 +108,17 @@ class PgJobs:
                                 "scheduled_for DESC LIMIT %s", (job_id, limit)).fetchall()
         return [row[0] for row in rows]
 
-    def claim_deliveries(self, now: datetime, agents: set[str] | None = None
-                         ) -> list[Claimed]:
+    def claim_deliveries(self, now: datetime, agents: set[str] | None = None,
+                         kinds: frozenset[str] | None = None) -> list[Claimed]:
         taken = []
         with self.db.connection() as conn, conn.transaction():
             rows = conn.execute(
                 "SELECT j.job, r.run FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE "
                 "r.run->'delivery'->>'status' IN ('pending', 'failed', 'sending') AND "
-                "(%s::text[] IS NULL OR lower(j.agent_id) = ANY(%s::text[])) "
-                "FOR UPDATE OF r SKIP LOCKED", (_list(agents), _list(agents))).fetchall()
+                "(%s::text[] IS NULL OR lower(j.agent_id) = ANY(%s::text[])) AND "
+                "(%s::text[] IS NULL OR split_part(r.run->'delivery'->>'target', ':', 1) = "
+                "ANY(%s::text[])) FOR UPDATE OF r SKIP LOCKED",
+                (_list(agents), _list(agents), _list(kinds), _list(kinds))).fetchall()
             for job, run in rows:
                 if runlog.deliverable(run, now):
                     run = runlog.sending(run, now)
@@ -127,7 +129,7 @@ class PgJobs:
         return taken
 
 
-def _list(agents: set[str] | None) -> list[str] | None:
+def _list(agents: set[str] | frozenset[str] | None) -> list[str] | None:
     return sorted(agents) if agents is not None else None
 
 
