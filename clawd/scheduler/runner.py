@@ -87,8 +87,12 @@ class Runner:
 
     def tick(self) -> list[dict[str, Any]]:
         """Run every occurrence due now, then send the deliveries due; the runs made."""
-        done = [self.run(claimed) for claimed in self.store.claim_due(self.clock(),
-                                                                      self.agents)]
+        for run in self.store.interrupted(self.clock()):
+            log.warning("job %s: the run for %s was interrupted (its process stopped); it is "
+                        "not run again", run["jobId"], run["scheduledFor"])
+        done = []
+        while claimed := self.store.claim_due(self.clock(), self.agents, limit=1):
+            done += [self.run(one) for one in claimed]
         self.deliver_due()
         return done
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +29,8 @@ from clawd.automation.runs import Claimed
 from clawd.core.errors import ClawdError
 
 Change = Callable[[dict[str, Any]], dict[str, Any]]
+WORKER = f"{socket.gethostname()}:{os.getpid()}"  # who claimed a run (files)
+INTERRUPTED = "interrupted: the process running it stopped before it ended"
 
 
 class JobStore(Protocol):
@@ -47,12 +50,19 @@ class JobStore(Protocol):
         """Remove a job and its runs."""
         ...
 
-    def claim_due(self, now: datetime, agents: set[str] | None = None) -> list[Claimed]:
-        """Claim each due job's run (agents: only those of these agents, lowercase)."""
+    def claim_due(self, now: datetime, agents: set[str] | None = None,
+                  limit: int | None = None) -> list[Claimed]:
+        """Claim due jobs' runs (agents: only those of these agents, lowercase), at most
+        ``limit`` (a runner claims one at a time: a crash then cuts short one run only)."""
         ...
 
     def claim_now(self, job_id: str, now: datetime) -> Claimed | None:
         """A run of ``job_id`` at ``now`` (``clawd jobs run``); None if one is recorded."""
+        ...
+
+    def interrupted(self, now: datetime) -> list[dict[str, Any]]:
+        """Close the runs left ``running`` by a process that is gone (killed, crashed) as
+        ``error`` ("interrupted"): recorded, never run again; the runs so closed."""
         ...
 
     def save_run(self, run: dict[str, Any]) -> None:
@@ -113,18 +123,24 @@ class FileJobs:
 
     # --- runs ---
 
-    def claim_due(self, now: datetime, agents: set[str] | None = None) -> list[Claimed]:
+    def claim_due(self, now: datetime, agents: set[str] | None = None,
+                  limit: int | None = None) -> list[Claimed]:
         from clawd.automation.zones import parse_iso
 
         claimed = []
         with self._changing() as jobs:
-            for job_id, job in sorted(jobs.items()):
+            for job_id, job in sorted(jobs.items(), key=lambda item: str(item[1].get(
+                    "nextRun"))):
+                if limit is not None and len(claimed) >= limit:
+                    break
                 if (not job.get("enabled") or not job.get("nextRun")
                         or parse_iso(job["nextRun"]) > now
                         or agents is not None and str(job["agentId"]).lower() not in agents):
                     continue
                 run, missed, jobs[job_id] = runlog.claim(job, now,
                                                          set(self._latest(job_id)))
+                if run is not None:
+                    run["worker"] = WORKER
                 for line in [*missed, *([run] if run else [])]:
                     self._append(line)
                 if run is not None:
@@ -138,12 +154,24 @@ class FileJobs:
             run = runlog.new_run(jobs[job_id], now, now, manual=True)
             if run["scheduledFor"] in self._latest(job_id):
                 return None
+            run["worker"] = WORKER
             self._append(run)
             return Claimed(jobs[job_id], run)
 
     def save_run(self, run: dict[str, Any]) -> None:
         with self._changing():
             self._append(run)
+
+    def interrupted(self, now: datetime) -> list[dict[str, Any]]:
+        closed = []
+        with self._changing() as jobs:
+            for job_id in sorted(jobs):
+                for run in self._latest(job_id).values():
+                    if run.get("status") == "running" and _gone(str(run.get("worker") or "")):
+                        run = runlog.finished(run, "error", now, error=INTERRUPTED)
+                        self._append(run)
+                        closed.append(run)
+        return closed
 
     def runs(self, job_id: str, limit: int = 50) -> list[dict[str, Any]]:
         latest = self._latest(job_id)
@@ -222,6 +250,20 @@ class FileJobs:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.path)
+
+
+def _gone(worker: str) -> bool:
+    """Whether the process ``host:pid`` is known to be gone (on this host only)."""
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _kind(run: dict[str, Any]) -> str:

@@ -137,3 +137,22 @@ def test_failures_in_a_row_tell_the_owner_then_pause_the_job():
         told.append(notice is not None)
     assert told.index(True) == 2 and told[-1] and job["enabled"] is False
     assert runlog.ended(job, "ok")[0]["failures"] == 0
+
+
+def test_a_run_left_running_by_a_process_that_is_gone_is_closed_not_run_again(store):
+    import socket
+    import subprocess
+    import sys
+
+    job = hourly(store)
+    (claimed,) = store.claim_due(NOW + timedelta(hours=1))
+    assert store.interrupted(NOW) == []  # its process (this one) is alive
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    dead = (f"{socket.gethostname()}:{gone}" if hasattr(store, "runs_dir")
+            else "clawd gone:1")
+    store.save_run({**claimed.run, "worker": dead})
+    (closed,) = store.interrupted(NOW)
+    assert closed["status"] == "error" and "interrupted" in closed["error"]
+    assert store.claim_due(NOW + timedelta(hours=1, minutes=1)) == []
+    assert [r["status"] for r in store.runs(job["id"])] == ["error"]

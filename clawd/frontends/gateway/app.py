@@ -58,7 +58,9 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
     hub = Hub(agents, max_queued=gateway.max_queued_per_session,
               idle_seconds=gateway.idle_session_seconds,
               grace_seconds=gateway.shutdown_grace_seconds, shared=shared)
-    routes = list(native.ROUTES) + page.ROUTES
+    from clawd.frontends.gateway import automation
+
+    routes = list(native.ROUTES) + page.ROUTES + automation.ROUTES
     compatible = gateway.http.endpoints.chat_completions.enabled
     if compatible:
         routes += openai_compat.ROUTES
@@ -79,10 +81,16 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
             problems = runtime.mcp.problems() if runtime.mcp else problems
         for problem in problems:
             log.warning("%s", problem)
+        background = automation.Background(config, agents, hub) if (
+            config.automation.enabled) else None
+        if background is not None:
+            background.start()
         try:
             async with memory.running():
                 yield
         finally:
+            if background is not None:
+                await background.stop(gateway.shutdown_grace_seconds)
             await hub.stop()
             app.state.gateway.aside.close()
             if shared is not None:

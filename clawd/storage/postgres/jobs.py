@@ -67,19 +67,22 @@ class PgJobs:
             raise ClawdError(f"no job {job_id} (clawd jobs list)")
         return dict(row[0])
 
-    def claim_due(self, now: datetime, agents: set[str] | None = None) -> list[Claimed]:
+    def claim_due(self, now: datetime, agents: set[str] | None = None,
+                  limit: int | None = None) -> list[Claimed]:
         claimed = []
         with self.db.connection() as conn, conn.transaction():
             rows = conn.execute(
                 "SELECT job FROM jobs WHERE enabled AND next_run <= %s AND (%s::text[] IS NULL "
-                "OR lower(agent_id) = ANY(%s::text[])) ORDER BY next_run "
+                "OR lower(agent_id) = ANY(%s::text[])) ORDER BY next_run LIMIT %s "
                 "FOR UPDATE SKIP LOCKED",
-                (now, _list(agents), _list(agents))).fetchall()
+                (now, _list(agents), _list(agents), limit)).fetchall()
             for (job,) in rows:
                 taken = {r[0] for r in conn.execute(
                     "SELECT run->>'scheduledFor' FROM job_runs WHERE job_id = %s AND "
                     "scheduled_for >= %s", (job["id"], job["nextRun"])).fetchall()}
                 run, missed, updated = runlog.claim(job, now, taken)
+                if run is not None:
+                    run["worker"] = self.db.worker
                 for line in missed:
                     _insert(conn, line)
                 if run is not None and _insert(conn, run):
@@ -94,7 +97,27 @@ class PgJobs:
             if row is None:
                 raise ClawdError(f"no job {job_id} (clawd jobs list)")
             run = runlog.new_run(row[0], now, now, manual=True)
+            run["worker"] = self.db.worker
             return Claimed(row[0], run) if _insert(conn, run) else None
+
+    def interrupted(self, now: datetime) -> list[dict[str, Any]]:
+        """A ``running`` run whose worker has no connection to the database any more (every
+        worker's connections carry its name, ``application_name``) is closed."""
+        from clawd.storage.jobs import INTERRUPTED
+
+        closed = []
+        with self.db.connection() as conn, conn.transaction():
+            rows = conn.execute(
+                "SELECT run FROM job_runs WHERE run->>'status' = 'running' AND NOT EXISTS "
+                "(SELECT 1 FROM pg_stat_activity WHERE application_name = run->>'worker') "
+                "FOR UPDATE SKIP LOCKED").fetchall()
+            for (run,) in rows:
+                run = runlog.finished(run, "error", now, error=INTERRUPTED)
+                conn.execute("UPDATE job_runs SET run = %s WHERE job_id = %s AND "
+                             "scheduled_for = %s",
+                             (Jsonb(run), run["jobId"], run["scheduledFor"]))
+                closed.append(run)
+        return closed
 
     def save_run(self, run: dict[str, Any]) -> None:
         with self.db.connection() as conn:
