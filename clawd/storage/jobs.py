@@ -98,7 +98,7 @@ class FileJobs:
         return job
 
     def all(self, agent_id: str | None = None) -> list[dict[str, Any]]:
-        jobs = sorted(self._read().values(), key=lambda j: (j.get("createdAt") or "", j["id"]))
+        jobs = list(self._read().values())  # in the order they were added
         return [j for j in jobs if agent_id is None
                 or str(j["agentId"]).lower() == agent_id.lower()]
 
