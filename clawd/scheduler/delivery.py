@@ -75,3 +75,20 @@ def webhook(url: str, secret: str, job: dict[str, Any], run: dict[str, Any]
     except (ValueError, AttributeError):
         found = None
     return str(found or header or f"http-{status}"), None
+
+
+def take_cli(store: Any, agent_id: str, now: Any) -> list[str]:
+    """The ``cli`` deliveries of ``agent_id`` waiting for a REPL, each taken (``delivered``,
+    its message id this process and time) and returned as the line to show."""
+    import os
+
+    from clawd.automation import runs as runlog
+
+    shown = []
+    for claimed in store.claim_deliveries(now, {agent_id.lower()}, frozenset({"cli"})):
+        job, run = claimed.job, claimed.run
+        message_id = f"cli:{os.getpid()}:{run['scheduledFor']}"
+        store.save_run(runlog.sent(run, now, message_id, None))
+        name = job.get("name") or f"job {job['id']}"
+        shown.append(f"⏰ {name}: {text_of(run)}")
+    return shown
