@@ -27,19 +27,14 @@ from clawd.core.messages import ToolSpec
 from clawd.tools.base import Tool, ToolContext, arg, schema
 
 DESCRIPTION = (
-    "Set, list or remove reminders and scheduled messages. To remind the user later, call "
-    "action \"add\" with 'at' set to the user's own words for the time (e.g. \"in 20 "
-    "minutes\", \"tomorrow at 9\", \"Friday 18:30\"; never compute a date yourself) and "
-    "'message' saying what to remind them of; 'every' (e.g. \"1h\") or 'cron' (five fields) "
-    "repeat it. The answer gives the time: tell it to the user.")
+    "Set, list or remove reminders. To remind the user: action \"add\", 'at' = the user's "
+    "own words for the time (\"in 20 minutes\", \"tomorrow at 9\"; never a date you "
+    "worked out), 'message' = what to remind them of; 'every' (\"1h\") or 'cron' repeat "
+    "it. Tell the user the time it answers.")
 PARAMETERS = schema({
     "action": {"type": "string", "enum": ["add", "list", "remove"]},
-    "at": {"type": "string", "description": "when, in the user's words or ISO 8601"},
-    "every": {"type": "string", "description": "repeat every span, e.g. 20m, 1h, 1 day"},
-    "cron": {"type": "string", "description": "a cron expression, e.g. 0 9 * * 1-5"},
-    "tz": {"type": "string", "description": "IANA zone for cron (default: the user's)"},
-    "message": {"type": "string", "description": "what to say or do at that time"},
-    "id": {"type": "string", "description": "the job to remove"},
+    "at": {"type": "string"}, "every": {"type": "string"}, "cron": {"type": "string"},
+    "tz": {"type": "string"}, "message": {"type": "string"}, "id": {"type": "string"},
 }, ["action"])
 
 
