@@ -23,6 +23,8 @@ from clawd.automation import runs as runlog
 from clawd.automation.jobs import SESSION_ISOLATED
 from clawd.automation.runs import Claimed
 from clawd.core.errors import ClawdError
+from clawd.automation.heartbeat import is_ok
+from clawd.scheduler import heartbeat
 from clawd.scheduler.delivery import BACKGROUND_KINDS, deliver, kind_of
 
 if TYPE_CHECKING:
@@ -38,7 +40,8 @@ TurnFn = Callable[["Runtime", dict[str, Any], str, dict[str, Any]], tuple[str, s
 
 def origin_of(job: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """The provenance a run's message carries into the transcript."""
-    return {"kind": "job", "jobId": job["id"], "scheduledFor": run["scheduledFor"],
+    return {"kind": job.get("kind") or "job", "jobId": job["id"],
+            "scheduledFor": run["scheduledFor"],
             "remember": bool(job.get("remember"))}
 
 
@@ -57,7 +60,8 @@ def direct_turn(runtime: Runtime, job: dict[str, Any], key: str, origin: dict[st
     from clawd.loop.session import Session
 
     fresh = (job.get("session") or SESSION_ISOLATED) == SESSION_ISOLATED
-    session = Session(for_job(runtime, job), key, fresh=fresh, wait=SESSION_WAIT_SECONDS)
+    session = Session(for_job(runtime, job), key, job.get("model"), fresh=fresh, pin=False,
+                      wait=SESSION_WAIT_SECONDS)
     reply, errors, failed = "", [], False
     try:
         for event in session.run_turn(str(job["message"]), origin=origin):
@@ -109,16 +113,27 @@ class Runner:
     def run(self, claimed: Claimed) -> dict[str, Any]:
         """Run one claimed occurrence and record it (and what the job learns from it)."""
         job, run = claimed.job, claimed.run
+        skipped = None
         try:
             runtime = self.runtime_for(str(job["agentId"]))
-            reply, error = self.turn(runtime, job, run["sessionKey"], origin_of(job, run))
+            if job.get("kind") == heartbeat.KIND:
+                skipped, said = heartbeat.check(runtime, self.store, job, self.clock())
+                job = {**job, "message": said}
+            if skipped is None:
+                reply, error = self.turn(runtime, job, run["sessionKey"], origin_of(job, run))
         except ClawdError as exc:
             reply, error = "", str(exc)
         except Exception as exc:  # noqa: BLE001 - a run's crash is its error, not the loop's
             log.exception("job %s: the run failed", job["id"])
             reply, error = "", f"{type(exc).__name__}: {exc}"
+        if skipped is not None:  # no model call at all
+            done = runlog.finished(run, "skipped", self.clock(), error=skipped)
+            self.store.save_run(done)
+            return done
         done = runlog.finished(run, "error" if error else "ok", self.clock(),
                                reply=reply or None, error=error)
+        if job.get("kind") == heartbeat.KIND and is_ok(reply or ""):
+            done["delivery"] = {**done["delivery"], "status": "none"}  # nothing to tell
         notice = self._ended(job["id"], done["status"])
         if notice is not None:
             done["notice"] = notice

@@ -153,6 +153,12 @@ def _run(config: Any, store: Any, args: argparse.Namespace, action: str) -> int:
 
     agents = {args.agent.lower()} if args.agent else None
     runner = Runner(store, runtime_for, now, agents=agents, kinds=BACKGROUND_KINDS)
+    if action == "tick":
+        from clawd.config import resolve_agent
+        from clawd.scheduler import heartbeat
+
+        heartbeat.sync(store, [(agent, resolve_agent(config, agent)[1])
+                               for agent in config.agent_ids()], now(), "cli")
     try:
         done = [runner.run_now(args.id)] if action == "run" else runner.tick()
     finally:

@@ -74,11 +74,19 @@ class Background:
         while not self.stopping.is_set():
             self.runner.agents = {agent.lower() for agent in self.agents.ids}
             try:
-                await asyncio.to_thread(self.runner.tick)
+                await asyncio.to_thread(self.beat)
             except Exception:  # noqa: BLE001 - one bad beat (a database blip) is logged
                 log.exception("automation: the tick failed; trying again")
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), self.seconds)
+
+    def beat(self) -> None:
+        """On a thread: the heartbeat jobs brought in line with the config, then a tick."""
+        from clawd.scheduler import heartbeat
+
+        served = [(agent, self.agents.runtime(agent).settings) for agent in self.agents.ids]
+        heartbeat.sync(self.runner.store, served, utc_now(), "web")
+        self.runner.tick()
 
     async def stop(self, grace: float) -> None:
         """No new beat; a run under way gets ``grace`` seconds (then it is left to end with
