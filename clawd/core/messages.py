@@ -292,6 +292,12 @@ def automated_turns(messages: list[Message]) -> set[str]:
     return found
 
 
+def without_automated(messages: list[Message]) -> list[Message]:
+    """``messages`` less the turns automation started (``automated_turns``)."""
+    automated = automated_turns(messages)
+    return [m for m in messages if m.id not in automated]
+
+
 ROLES = ("user", "assistant", "toolResult")
 
 
