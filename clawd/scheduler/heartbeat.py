@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from clawd.automation import heartbeat as beat
 from clawd.automation import schedule as sched
 from clawd.automation.jobs import SESSION_MAIN, new_job
-from clawd.automation.zones import parse_iso, user_zone
+from clawd.automation.zones import iso_utc, parse_iso, user_zone
 from clawd.core.errors import ClawdError
 
 if TYPE_CHECKING:
@@ -51,9 +51,9 @@ def sync(store: Any, agents: list[tuple[str, Any]], now: datetime, deliver: str)
         elif (have["schedule"].get("everyMs") != (every.every_seconds or 0) * 1000
               or any(have.get(k) != v for k, v in shape.items())):
             nxt = sched.first(every, now)
-            store.update(wanted, lambda j: {**j, **shape, "schedule": every.to_json(),
-                                            "nextRun": nxt and nxt.strftime(
-                                                "%Y-%m-%dT%H:%M:%SZ"), "enabled": True})
+            changed = {**shape, "schedule": every.to_json(), "enabled": True,
+                       "nextRun": iso_utc(nxt) if nxt else None}
+            store.update(wanted, lambda j, changed=changed: {**j, **changed})
 
 
 def check(runtime: Runtime, store: Any, job: dict[str, Any], now: datetime

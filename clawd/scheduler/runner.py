@@ -20,10 +20,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from clawd.automation import runs as runlog
+from clawd.automation.heartbeat import is_ok
 from clawd.automation.jobs import SESSION_ISOLATED
 from clawd.automation.runs import Claimed
 from clawd.core.errors import ClawdError
-from clawd.automation.heartbeat import is_ok
 from clawd.scheduler import heartbeat
 from clawd.scheduler.delivery import BACKGROUND_KINDS, deliver, kind_of
 

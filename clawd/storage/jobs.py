@@ -127,7 +127,7 @@ class FileJobs:
                   limit: int | None = None) -> list[Claimed]:
         from clawd.automation.zones import parse_iso
 
-        claimed = []
+        claimed: list[Claimed] = []
         with self._changing() as jobs:
             for job_id, job in sorted(jobs.items(), key=lambda item: str(item[1].get(
                     "nextRun"))):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 from datetime import timedelta
 
-from conftest import Clock, make_runtime
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
@@ -18,6 +17,8 @@ from clawd.frontends.repl import repl_loop
 from clawd.providers.scripted import ScriptedProvider
 from clawd.scheduler.runner import Runner
 from clawd.storage.jobs import FileJobs
+
+from conftest import Clock, make_runtime
 
 
 def test_a_cli_delivery_shows_at_the_next_prompt_once(tmp_path):

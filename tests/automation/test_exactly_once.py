@@ -14,7 +14,8 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from conftest import fresh_database, drop_database, write_local_config
+
+from conftest import drop_database, fresh_database, write_local_config
 from fakeserver import FakeServer, openai_stream
 from gateway_client import TOKEN, free_port, start_serve
 

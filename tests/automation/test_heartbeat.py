@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from conftest import Clock, make_runtime
 
 from clawd.automation import heartbeat as beat
 from clawd.config import AgentDefaults
@@ -15,6 +14,8 @@ from clawd.providers.scripted import ScriptedProvider
 from clawd.scheduler import heartbeat
 from clawd.scheduler.runner import Runner
 from clawd.storage.jobs import FileJobs
+
+from conftest import Clock, make_runtime
 
 pytestmark = pytest.mark.usefixtures("both_storages")
 MORNING = datetime(2026, 11, 27, 9, 0, tzinfo=timezone.utc)

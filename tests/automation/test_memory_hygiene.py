@@ -4,11 +4,12 @@ and the session-memory file leave its turns out, unless the job says ``remember`
 from __future__ import annotations
 
 import pytest
-from conftest import make_runtime, transcript_entries
 
 from clawd.core.messages import Message, automated_turns, without_automated
 from clawd.frontends.commands import Chat
 from clawd.providers.scripted import ScriptedProvider
+
+from conftest import make_runtime, transcript_entries
 
 pytestmark = pytest.mark.usefixtures("both_storages")
 JOB = {"kind": "job", "jobId": "abc", "scheduledFor": "2026-11-27T10:00:00Z",

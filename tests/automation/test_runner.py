@@ -9,14 +9,15 @@ import json
 from datetime import timedelta
 
 import pytest
-from conftest import Clock, make_runtime, transcript_entries
-from fakeserver import FakeServer, Response
 
 from clawd.automation import schedule as sched
 from clawd.automation.jobs import new_job
 from clawd.core.errors import ProviderError
 from clawd.providers.scripted import ScriptedProvider
 from clawd.scheduler.runner import Runner
+
+from conftest import Clock, make_runtime, transcript_entries
+from fakeserver import FakeServer, Response
 
 pytestmark = pytest.mark.usefixtures("both_storages")
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from conftest import Clock, make_runtime
-
 from clawd.automation.zones import parse_iso
 from clawd.core.paths import state_dir
 from clawd.loop.session import Session
@@ -16,6 +14,8 @@ from clawd.storage.jobs import FileJobs
 from clawd.tools.exec import exec_tool
 from clawd.tools.files import file_tools
 from clawd.tools.schedule import schedule_tool
+
+from conftest import Clock, make_runtime
 
 
 def runtime_with_schedule(tmp_path, replies, clock, zone="Europe/Lisbon"):

@@ -12,8 +12,8 @@ The tables keep the embedded meanings: a ``sessions`` row is a ``sessions.json``
 byte for byte, which ``jsonb`` would not; a line that was already unreadable in a migrated
 file is kept in ``torn``), a ``workspace_files`` row a file's bytes (and permission bits),
 ``file_versions`` its kept versions, ``records`` an agent's small JSON records, ``leases``
-who holds a session, ``people`` who may use the gateway (their tokens' digests); ``jobs`` and ``job_runs``
-automation's jobs and runs (``storage.postgres.jobs``);
+who holds a session, ``people`` who may use the gateway (their tokens' digests); ``jobs``
+and ``job_runs`` automation's jobs and runs (``storage.postgres.jobs``);
 ``gateway_turns``, ``turn_events`` and ``auth_failures`` what the gateway's workers share
 (``storage.postgres.shared``); the ``memory_*`` tables the memory index
 (``storage.postgres.memory``).
