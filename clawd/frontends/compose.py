@@ -123,10 +123,18 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                            lambda: registry.make_provider(config, ref),
                            make_profile(*registry.profile_settings(config, ref)))
 
+    extra: dict[str, Any] = {}
+    if settings.user_timezone:  # the date in the prompt and the daily log's: the user's
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
+
+        zone = ZoneInfo(settings.user_timezone)
+        extra["clock"] = lambda: datetime.now(zone)
     return Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,
         storage=storage, models=models, tools=tools, memory=memory, mcp=mcp,
-        allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
+        allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve,
+        **extra)
 
 
 def check_provider(runtime: Runtime, key: str, model: str | None) -> None:
