@@ -8,9 +8,10 @@ from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
+from test_exactly_once import clawd, runs_of, setup, stop
+
 from fakeserver import FakeServer, openai_stream
 from gateway_client import AUTH, start_serve
-from test_exactly_once import clawd, runs_of, setup, stop
 
 pytestmark = pytest.mark.slow
 
