@@ -41,13 +41,12 @@ def sync(store: Any, agents: list[tuple[str, Any]], now: datetime, deliver: str)
                 store.remove(wanted)
             continue
         every = sched.every(config.every, now)
-        shape = {"message": config.prompt or beat.PROMPT, "model": config.model,
-                 "deliver": deliver}
+        shape = {"message": config.prompt or beat.PROMPT, "model": config.model}
         if have is None:
             job = new_job(agent_id, every, str(shape["message"]), now,
                           name=f"heartbeat of {agent_id}", session=SESSION_MAIN,
                           deliver=deliver, missed="skip", made_by="config")
-            store.add({**job, **shape, "id": wanted, "kind": KIND})
+            store.add({**job, **shape, "id": wanted, "kind": KIND})  # deliver: as first made
         elif (have["schedule"].get("everyMs") != (every.every_seconds or 0) * 1000
               or any(have.get(k) != v for k, v in shape.items())):
             nxt = sched.first(every, now)

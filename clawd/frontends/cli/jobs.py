@@ -51,7 +51,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             print(_line(job, tz))
         return 0
     if action in ("tick", "run"):
-        return _run(config, store, args, action)
+        return _run(config, store, args, action, tz)
     job = store.get(args.id)
     if action == "show":
         return _show(job, tz, as_json)
@@ -139,7 +139,7 @@ def _run_line(run: dict[str, Any], tz: Any) -> str:
     return f"{when:<48} {run['status']:<8} delivery {delivery:<24} {text[:80]!r}"
 
 
-def _run(config: Any, store: Any, args: argparse.Namespace, action: str) -> int:
+def _run(config: Any, store: Any, args: argparse.Namespace, action: str, tz: Any) -> int:
     from clawd.frontends.compose import build_runtime
     from clawd.scheduler.delivery import BACKGROUND_KINDS
     from clawd.scheduler.runner import Runner
@@ -171,7 +171,7 @@ def _run(config: Any, store: Any, args: argparse.Namespace, action: str) -> int:
         if not done and action == "tick":
             print("nothing due")
         for run in done:
-            print(f"job {run['jobId']}: {_run_line(run, user_zone(None))}")
+            print(f"job {run['jobId']}: {_run_line(run, tz)}")
     return 1 if any(run["status"] == "error" for run in done) else 0
 
 
