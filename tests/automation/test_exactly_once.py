@@ -55,15 +55,27 @@ def clawd(env, *args):
 
 
 def add_jobs(env, first_in: float, apart: float) -> list[str]:
-    start = datetime.now(timezone.utc) + timedelta(seconds=first_in)
-    ids = []
-    for n in range(JOBS):
-        at = (start + timedelta(seconds=n * apart)).strftime("%Y-%m-%dT%H:%M:%S%z")
-        made = clawd(env, "jobs", "add", "--at", at, "--message", f"job number {n}",
-                     "--deliver", "none", "--json")
-        assert made.returncode == 0, made.stderr
-        ids.append(json.loads(made.stdout)["id"])
-    return ids
+    """``JOBS`` one-off jobs ``apart`` seconds apart, the first ``first_in`` seconds on,
+    written to the store the processes use."""
+    from clawd.automation import schedule as sched
+    from clawd.automation.jobs import new_job
+
+    if env.get("CLAWD_STORAGE_URL"):
+        from clawd.storage.postgres import database
+        from clawd.storage.postgres.jobs import PgJobs
+
+        store = PgJobs(database(env["CLAWD_STORAGE_URL"]))
+    else:
+        from pathlib import Path
+
+        from clawd.storage.jobs import FileJobs
+
+        store = FileJobs(Path(env["CLAWD_HOME"]))
+    now = datetime.now(timezone.utc)
+    start = now + timedelta(seconds=first_in)
+    return [store.add(new_job("main", sched.at(start + timedelta(seconds=n * apart)),
+                              f"job number {n}", now, deliver="none"))["id"]
+            for n in range(JOBS)]
 
 
 def runs_of(env, job_id):

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
-from test_exactly_once import clawd, runs_of, setup, stop
+from test_exactly_once import runs_of, setup, stop
 
 from fakeserver import FakeServer, openai_stream
 from gateway_client import AUTH, start_serve
@@ -22,14 +22,19 @@ def test_a_web_reminder_is_followed_live_and_listed_after_a_reload(tmp_path):
         env, port = setup(tmp_path, model.url)
         child, url = start_serve(env, port)
         try:
-            at = (datetime.now(timezone.utc) + timedelta(seconds=3)).strftime(
-                "%Y-%m-%dT%H:%M:%SZ")
-            made = clawd(env, "jobs", "add", "--at", at, "--message", "remind me to stretch",
-                         "--deliver", "web", "--name", "stretch", "--json")
-            job = json.loads(made.stdout)
+            from pathlib import Path
+
+            from clawd.automation import schedule as sched
+            from clawd.automation.jobs import new_job
+            from clawd.storage.jobs import FileJobs
+
+            now = datetime.now(timezone.utc)
+            job = FileJobs(Path(env["CLAWD_HOME"])).add(new_job(
+                "main", sched.at(now + timedelta(seconds=3)), "remind me to stretch", now,
+                deliver="web", name="stretch"))
             seen = []
             with httpx.stream("GET", f"{url}/api/notifications", headers={
-                    **AUTH, "Accept": "text/event-stream"}, timeout=30) as stream:
+                    **AUTH, "Accept": "text/event-stream"}, timeout=60) as stream:
                 event = None
                 for line in stream.iter_lines():
                     if line.startswith("event: "):
