@@ -28,9 +28,10 @@ LAYERS: dict[str, int] = {
     "clawd": 0,  # the package itself: its version
     "clawd.core": 1, "clawd.config": 1,
     "clawd.workspace": 2, "clawd.sessions": 2, "clawd.providers": 2, "clawd.memory": 2,
+    "clawd.automation": 2,
     "clawd.context": 3, "clawd.tools": 3, "clawd.guards": 3, "clawd.storage": 3,
     "clawd.mcp": 3,
-    "clawd.loop": 4,
+    "clawd.loop": 4, "clawd.scheduler": 4,
     "clawd.frontends": 5, "clawd.__main__": 5,
     # a channel is a front end: its turns run through the gateway's Hub
     "clawd.channels": 5,

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from clawd.config.channels import Channels
 from clawd.config.gateway import Gateway
@@ -35,8 +35,44 @@ DEFAULT_MODEL = "anthropic/claude-sonnet-4-6"
 
 # --- agents ---------------------------------------------------------------------------------
 
+class ActiveHours(Model):
+    """The hours (``HH:MM``, in the user's zone) a heartbeat may run in; ``end`` before
+    ``start`` spans midnight."""
+
+    start: str = Field("08:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
+    end: str = Field("22:00", pattern=r"^([01]\d|2[0-4]):[0-5]\d$")
+
+
+class Heartbeat(Model):
+    """A turn in the main session every ``every`` that reads ``HEARTBEAT.md`` (off unless
+    ``every`` is set)."""
+
+    every: str | None = None
+    active_hours: ActiveHours | None = None
+    prompt: str | None = None
+    model: str | None = None
+    max_runs_per_day: Int = Field(12, ge=1)
+    idle_days: Float = Field(3, gt=0)  # never for a main session idle longer than this
+
+
 class AgentDefaults(Model):
     workspace: str = "~/clawd"
+    user_timezone: str | None = None  # IANA; None: the host's
+    heartbeat: Heartbeat = Heartbeat()
+
+    @field_validator("user_timezone")
+    @classmethod
+    def _zone(cls, name: str | None) -> str | None:
+        from zoneinfo import ZoneInfo
+
+        if name is None:
+            return None
+        try:
+            ZoneInfo(name)
+        except (ValueError, LookupError):
+            raise ValueError(f"unknown time zone {name!r}: use an IANA name such as "
+                             f"Europe/Lisbon") from None
+        return name
     model: str = DEFAULT_MODEL
     context_tokens: Int | None = Field(None, ge=1000)
     max_tokens: Int = Field(4096, ge=1)
@@ -187,6 +223,13 @@ class Storage(Model):
         return os.environ.get("CLAWD_STORAGE_URL") or self.url
 
 
+class Automation(Model):
+    """``clawd serve`` runs due jobs (SPEC §16)."""
+
+    enabled: Bool = True
+    tick_seconds: Float = Field(5, gt=0)  # how often a server looks for due jobs
+
+
 class Config(Model):
     """The whole ``clawd.json``."""
 
@@ -198,6 +241,7 @@ class Config(Model):
     storage: Storage = Storage()
     mcp: Mcp = Mcp()
     channels: Channels = Channels()
+    automation: Automation = Automation()
 
     # where the file was read from: private, so not a key a config file could set
     _source: Path | None = PrivateAttr(None)

@@ -189,6 +189,10 @@ class Message:
     retried: bool = False
     # a user message too large for the window: kept on disk, never sent
     refused: bool = False
+    # who sent a message that no person typed (a scheduled job, the heartbeat):
+    # ``{"kind": "job"|"heartbeat", "jobId", "scheduledFor", "remember"}``; its turn is
+    # kept out of memory unless ``remember`` (``automated_turns``)
+    origin: dict[str, Any] | None = None
 
     @classmethod
     def user(cls, text: str, **kw: Any) -> Message:
@@ -246,6 +250,8 @@ class Message:
             entry["retried"] = True
         if self.refused:
             entry["refused"] = True
+        if self.origin:
+            entry["origin"] = self.origin
         return entry
 
     @classmethod
@@ -268,7 +274,28 @@ class Message:
                    flush=bool(entry.get("flush", False)),
                    aborted=bool(entry.get("aborted", False)),
                    retried=bool(entry.get("retried", False)),
-                   refused=bool(entry.get("refused", False)))
+                   refused=bool(entry.get("refused", False)),
+                   origin=entry["origin"] if isinstance(entry.get("origin"), dict) else None)
+
+
+def automated_turns(messages: list[Message]) -> set[str]:
+    """The ids of the messages of turns automation started (a user message with an
+    ``origin`` that does not say ``remember``) and of everything answering them, up to the
+    next user message: what consolidation and the memory flush leave out."""
+    found: set[str] = set()
+    inside = False
+    for message in messages:
+        if message.role == "user":
+            inside = bool(message.origin) and not (message.origin or {}).get("remember")
+        if inside:
+            found.add(message.id)
+    return found
+
+
+def without_automated(messages: list[Message]) -> list[Message]:
+    """``messages`` less the turns automation started (``automated_turns``)."""
+    automated = automated_turns(messages)
+    return [m for m in messages if m.id not in automated]
 
 
 ROLES = ("user", "assistant", "toolResult")

@@ -78,8 +78,9 @@ def mcp_clients(config: Config) -> McpClients | None:
 
 def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False,
                   approve: Callable[[str], bool] | None = None,
-                  with_memory: bool = True) -> Runtime:
-    """Everything one agent needs: settings, workspace, providers, tools, memory."""
+                  with_memory: bool = True, deliver: str = "cli") -> Runtime:
+    """Everything one agent needs: settings, workspace, providers, tools, memory.
+    ``deliver``: where a reminder the model sets is delivered (``web`` in the gateway)."""
     from clawd.config import resolve_agent
     from clawd.guards.profile import make_profile
     from clawd.loop.runtime import ModelHandle, Runtime
@@ -105,6 +106,11 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                             stored=storage.memory_sources, files=storage.files,
                             open_store=storage.memory_index)
         tools += memory_tools()
+    if config.automation.enabled and agent_id.lower() not in config.people_agents:
+        from clawd.storage import open_jobs
+        from clawd.tools.schedule import schedule_tool
+
+        tools.append(schedule_tool(lambda: open_jobs(config), deliver))
     servers = config.mcp.for_agent(agent_id, config.default_agent_id())
     mcp = mcp_clients(config) if servers else None  # none given: none started for it
     if mcp is not None:
@@ -117,10 +123,18 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                            lambda: registry.make_provider(config, ref),
                            make_profile(*registry.profile_settings(config, ref)))
 
+    extra: dict[str, Any] = {}
+    if settings.user_timezone:  # the date in the prompt and the daily log's: the user's
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
+
+        zone = ZoneInfo(settings.user_timezone)
+        extra["clock"] = lambda: datetime.now(zone)
     return Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,
         storage=storage, models=models, tools=tools, memory=memory, mcp=mcp,
-        allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
+        allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve,
+        **extra)
 
 
 def check_provider(runtime: Runtime, key: str, model: str | None) -> None:

@@ -232,7 +232,10 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
             return False
         return renderer.event(event)
 
+    inbox = _inbox(chat)
     while True:
+        for text in inbox():  # what scheduled jobs delivered here (``--deliver cli``)
+            renderer.line(text, YELLOW)
         try:
             line = session.prompt(PROMPT)
         except KeyboardInterrupt:
@@ -253,6 +256,25 @@ def _loop(chat: Chat, history: Path | History | None, renderer: Renderer, warm: 
             status.end_turn()
         except KeyboardInterrupt:  # outside a turn's own handling: never the end of the REPL
             renderer.line("· interrupted", YELLOW)
+
+
+def _inbox(chat: Chat) -> Callable[[], list[str]]:
+    """The runs delivered to the REPL (``cli``) since the last prompt; a store that cannot
+    be read is left for the next prompt (logged), never an end of the chat."""
+    from datetime import datetime, timezone
+
+    from clawd.scheduler.delivery import take_cli
+    from clawd.storage import open_jobs
+
+    def take() -> list[str]:
+        try:
+            return take_cli(open_jobs(chat.runtime.config), chat.runtime.agent_id,
+                            datetime.now(timezone.utc))
+        except Exception as exc:  # noqa: BLE001 - the chat goes on without the reminders
+            log.warning("scheduled runs for this prompt cannot be read: %s", exc)
+            return []
+
+    return take
 
 
 def _waiting_line(renderer: Renderer, status: Status) -> WaitingLine | None:

@@ -71,6 +71,7 @@ class TurnView:
     text: str  # the user's message
     shown: str = ""  # a reply of this turn the user saw and that stands (a claim asked on)
     offers_writes: bool = False  # the session has the ``write`` tool
+    offers_schedule: bool = False  # the session has the ``schedule`` tool (reminders)
     wrote: bool = False  # a file write or edit succeeded in this turn
     last_calls: list[tuple[str, str]] | None = None  # the step before's calls (``calls_of``)
     asked: dict[str, AskAgain] = field(default_factory=dict)  # by the guards that asked

@@ -22,7 +22,8 @@
   turn ended with nothing shown). Other calls may repeat: polling a command with ``exec``.
 - ``FakeReminders``: in a turn that asks for a reminder, ``exec`` is not run (a 1.5B model
   "reminded" with ``echo 'Please call Marta … on Tuesday at 9:00 AM'`` and called it
-  done): clawd cannot notify at a time, and the next step must say so in words.
+  done): the next step must say in words that clawd cannot notify at a time, or, in a
+  session offered the ``schedule`` tool, set the reminder with it.
 """
 
 from __future__ import annotations
@@ -211,6 +212,9 @@ class FakeReminders(Guard):
     def refuse(self, call: ToolCall, turn: TurnView) -> Refusal | None:
         if call.name != "exec" or not asks_reminder(turn.text):
             return None
+        if turn.offers_schedule:
+            return Refusal("not run: a command run now reminds nobody later; set the reminder "
+                           "with the schedule tool (action \"add\", 'at' in the user's words)")
         return Refusal("not run: a command run now reminds nobody later, and clawd cannot "
                        "notify the user at a time; tell the user so plainly in one sentence "
                        "now", final=True)

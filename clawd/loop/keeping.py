@@ -18,9 +18,11 @@ search, recall and ``memory_get`` hand the old line out struck through with the 
 on it, and keeps the sentence in today's log unless a note written in the turn holds it.
 The daily logs themselves stay as they were written.
 
-clawd cannot notify anyone at a later time yet. A request for a reminder ("Remind me tomorrow
+A session without the ``schedule`` tool (a group session, ``automation.enabled`` off)
+cannot notify anyone at a later time. A request for a reminder there ("Remind me tomorrow
 at 9 to call the landlord") is told so in the turn (``Turn.aside``), and ``keep_reminder``
-keeps it in today's log, so the request is not lost, with a notice saying both.
+keeps it in today's log, so the request is not lost, with a notice saying both. A session
+with the tool is told to set the reminder with it instead.
 
 A model that may not curate MEMORY.md (its profile does not consolidate: a 1.5B model left
 MEMORY.md and USER.md the templates, byte for byte, after three days) still gets the person's

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING
 from clawd.config import Reset, SessionMemoryHook
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event
-from clawd.core.messages import Message, ModelRequest, parse_iso, shown_time
+from clawd.core.messages import (
+    Message,
+    ModelRequest,
+    automated_turns,
+    parse_iso,
+    shown_time,
+)
 from clawd.core.templates import render
 from clawd.loop.keeping import promote_facts
 from clawd.memory.search import STOP_WORDS
@@ -176,9 +182,13 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
     transcript is)."""
     rt = old.rt
     yield from old.flush_before_end()
+    # what scheduled jobs and the heartbeat said is never taken into memory (unless the job
+    # says ``remember``): neither as the person's facts nor in the session-memory file
+    automated = automated_turns(old.history.messages)
+    said = [m for m in old.history.messages if m.id not in automated]
     if rt.writable() and old.access.private and not old.model.profile.consolidates:
         # a model that may not curate MEMORY.md: the person's facts go there in their words
-        yield from promote_facts(old.history.messages, old.access, rt)
+        yield from promote_facts(said, old.access, rt)
     saved, unsaved = None, None
     if not rt.writable():
         unsaved = "the workspace is not writable"
@@ -191,7 +201,7 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
             provider = None
         try:
             saved = end_session_memory(
-                provider, rt.files, old.history.messages, cfg=rt.config.hooks.session_memory,
+                provider, rt.files, said, cfg=rt.config.hooks.session_memory,
                 key=old.key, session_id=old.entry["sessionId"], reason=reason, now=rt.clock(),
                 summary=old.history.summary)
         except OSError as exc:
@@ -204,7 +214,7 @@ def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
         if rt.memory is not None:
             rt.memory.mark_dirty()
         return f"; the last one was saved to {saved}"
-    if unsaved and any(m.role == "user" for m in old.history.messages):
+    if unsaved and any(m.role == "user" for m in said):
         return (f"; the last one was not saved to {MEMORY_DIR}/ ({unsaved}), its transcript "
                 f"is kept: {old.transcript.location}")
     return ""

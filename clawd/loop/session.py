@@ -95,7 +95,7 @@ class Session:
                               window=self.window, meter=self.meter, ledger=self.ledger,
                               provider=lambda: self.provider, guards=lambda: self.guards,
                               clock=runtime.clock, max_tokens=runtime.settings.max_tokens)
-        self.tools = ToolRunner(runtime, tools, self.access)
+        self.tools = ToolRunner(runtime, tools, self.access, self.key)
         # the stop of what runs now: the user's turn, or a flush or compaction asked for
         self.token = CancelToken()
         self.upkeep = Upkeep(runtime=runtime, access=self.access, token=lambda: self.token,
@@ -189,6 +189,11 @@ class Session:
         return "write" in {spec.name for spec in self.window.offered}
 
     @cached_property
+    def offers_schedule(self) -> bool:
+        """Whether this session can set reminders (the ``schedule`` tool)."""
+        return "schedule" in {spec.name for spec in self.window.offered}
+
+    @cached_property
     def searches_memory(self) -> bool:
         """Whether this session may search memory (``memory_search``), and so recalls
         automatically; under ``recall_only`` the model is not told of the tool itself."""
@@ -218,24 +223,29 @@ class Session:
 
     # --- a turn -----------------------------------------------------------------------------
 
-    def run_turn(self, text: str, images: Sequence[ImagePart] = ()
-                 ) -> Generator[Event, None, None]:
+    def run_turn(self, text: str, images: Sequence[ImagePart] = (),
+                 origin: dict[str, Any] | None = None) -> Generator[Event, None, None]:
         """Run one user turn to the end, yielding events (see the module docstring);
         ``images``: pictures sent with the text (a channel's photo).
 
         The turn always ends with something the user sees: a reply, or a notice saying why
         there is none (a blank answer, a note claimed and never written, the step limit).
+        ``origin``: what sent a message no person typed (a job, the heartbeat), kept with
+        it; nothing of such a turn is kept as a note.
         """
-        message = Message.user(text)
+        message = Message.user(text, origin=origin)
         message.content.extend(images)
         self.token = CancelToken()
         turn = Turn(TurnView(text=text, offers_writes=self.offers_writes,
+                             offers_schedule=self.offers_schedule,
                              daily_log=daily_log_path(self.rt.clock().date())),
                     token=self.token)
         layers = self.layers()  # the workspace files as this turn starts
         turn.view.instructions = layers.instructions
-        if asks_reminder(text):  # said before the model answers, not after it pretended
-            turn.aside = render("reminder_aside.md.j2").strip()
+        schedules = self.offers_schedule
+        if origin is None and asks_reminder(text):  # said before the model answers
+            turn.aside = render("reminder_schedule.md.j2" if schedules
+                                else "reminder_aside.md.j2").strip()
         if (refusal := self._too_large(message, layers)) is not None:
             message.refused = True
             self.conversation.keep_on_disk(message)  # kept on disk, never sent
@@ -280,11 +290,11 @@ class Session:
         if not turn.interrupted:
             for notice in self.guards.unmet(turn.view):
                 yield Notice(notice)
-            if appended and self.offers_writes and self.access.private:
+            if appended and self.offers_writes and self.access.private and origin is None:
                 yield from keep_request(message, self.history.messages, self.access, self.rt)
                 yield from keep_correction(message, self.history.messages, self.access,
                                            self.rt)
-                if turn.aside:
+                if turn.aside and not schedules:
                     yield from keep_reminder(message, self.access, self.rt)
         yield self.turn_done("" if is_silent(turn.reply) else turn.reply, turn.usage,
                              turn.aborted, turn.steps, turn.interrupted, turn.failed)

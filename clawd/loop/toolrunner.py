@@ -38,8 +38,8 @@ REPEATED = ("already done: the step before made this same call with the same arg
 class ToolRunner:
     """The tools one session is offered, and how they run there."""
 
-    def __init__(self, runtime: Runtime, tools: list[Tool], access: Access):
-        self.rt, self.tools, self.access = runtime, tools, access
+    def __init__(self, runtime: Runtime, tools: list[Tool], access: Access, key: str = ""):
+        self.rt, self.tools, self.access, self.key = runtime, tools, access, key
 
     def run(self, reply: Message, keep: Callable[[Message], None], token: CancelToken, *,
             window: int, flush: bool, repeated: bool = False,
@@ -88,7 +88,9 @@ class ToolRunner:
         ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
                           approve=rt.approve, memory=rt.memory,
                           today=lambda: rt.clock().date(), access=self.access, flush=flush,
-                          files=rt.files, backups=rt.backups, cancel=token)
+                          files=rt.files, backups=rt.backups, cancel=token,
+                          agent_id=rt.agent_id, session_key=self.key, now=rt.clock,
+                          offered=tuple(t.spec.name for t in self.tools))
         try:
             output = tool.run(call.arguments, ctx)
             if isinstance(output, ToolOutput):

@@ -45,7 +45,7 @@ from clawd.context.layers import describe_room, history_messages, report
 from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError, ProviderError
 from clawd.core.events import Compacted, ErrorEvent, Event, Flushed, Notice, Waiting
-from clawd.core.messages import Message, new_id
+from clawd.core.messages import Message, new_id, without_automated
 from clawd.core.textcut import shorten
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import TurnView
@@ -115,8 +115,9 @@ class Upkeep:
         cfg, flush_at = self.rt.settings.compaction.memory_flush, self.window.budget.flush_at
         if not flush_due(self.record.entry, flush_at if used is None else used, flush_at, cfg):
             return
-        if not any(m.role == "user" for m in (self.history if view is None else view)):
-            return  # nothing said yet to keep: a first message crossed the point on its own
+        if not any(m.role == "user" for m in without_automated(
+                self.history if view is None else view)):
+            return  # nothing said yet to keep (or only what automation said)
         if not self.rt.writable():
             cycle = self.record.entry.get("compactionCount", 0)
             if self._skip_logged != cycle:  # one log line per skipped cycle
@@ -142,7 +143,9 @@ class Upkeep:
         rt, profile = self.rt, self.profile()
         cfg, clock = rt.settings.compaction.memory_flush, rt.clock
         today = clock().date()
-        messages = list(self.history if view is None else view)
+        # what scheduled jobs and the heartbeat said is not the person's: left out of the
+        # flush unless the job says ``remember``
+        messages = without_automated(self.history if view is None else view)
         seen = messages[:]  # the conversation as the flush found it
         self.conversation.append(Message.user(flush_prompt(cfg, today), flush=True), messages)
         layers = self.window.layers()  # what a note may draw on besides the conversation

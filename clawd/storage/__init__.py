@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from clawd.config import AgentDefaults, Config
     from clawd.storage.channels import ChannelState
     from clawd.storage.interface import AgentStorage
+    from clawd.storage.jobs import JobStore
     from clawd.storage.people import People
 
 
@@ -75,3 +76,16 @@ def open_channels(config: Config) -> ChannelState:
     from clawd.storage.postgres.channels import PgChannels
 
     return PgChannels(open_database(url))
+
+
+def open_jobs(config: Config) -> JobStore:
+    """Automation's jobs and runs: ``jobs.json`` and ``runs/`` in the state folder, or the
+    database's ``jobs`` and ``job_runs``."""
+    url = config.storage.effective_url()
+    if url:
+        from clawd.storage.postgres.jobs import PgJobs
+
+        return PgJobs(open_database(url))
+    from clawd.storage.jobs import FileJobs
+
+    return FileJobs(state_dir())

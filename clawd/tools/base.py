@@ -17,7 +17,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -49,6 +49,13 @@ class ToolContext:
     backups: Backups = field(kw_only=True)  # their kept versions
     # the turn's stop: a tool that waits checks it and raises ``Cancelled`` (``core.cancel``)
     cancel: CancelToken = field(default_factory=CancelToken, kw_only=True)
+    # where the call is made (the ``schedule`` tool keeps them with a job): the agent, the
+    # session key, the names of the tools the session is offered, the runtime's clock
+    agent_id: str = field(default="main", kw_only=True)
+    session_key: str = field(default="", kw_only=True)
+    offered: tuple[str, ...] = field(default=(), kw_only=True)
+    now: Callable[[], datetime] = field(default=lambda: datetime.now().astimezone(),
+                                        kw_only=True)
 
 
 @dataclass

@@ -108,7 +108,7 @@ def test_the_cli_refuses_a_window_too_small_in_one_line(isolated_home, capsys):
     assert cli.main(["chat", "-m", "hi"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "too small" in err
-    assert "models.providers.local.models[].contextWindow, at least 2,048" in err
+    assert "models.providers.local.models[].contextWindow, at least 3,072" in err
 
 
 def test_a_message_larger_than_the_window_is_refused_with_its_size(tmp_path):

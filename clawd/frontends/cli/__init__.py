@@ -1,7 +1,7 @@
 """The command line: parses the flags, runs a command, turns errors into exit codes.
 
 ``clawd init | chat | memory | sessions | models | doctor | history | storage | users |
-mcp | pairing | channels | serve``; the runtime is
+mcp | pairing | channels | jobs | serve``; the runtime is
 built by the composition root (``frontends.compose``), a chat wired by ``cli.chat`` (the
 gateway by ``frontends.gateway``). Only the
 front ends print, and only here do errors become exit codes: a ``ClawdError`` is one line
@@ -161,6 +161,13 @@ def build_parser() -> _Parser:
     from clawd.frontends.cli.users import add_parsers as users_parsers
     users_parsers(command, usub)
 
+    jobs = command(sub, "jobs", "scheduled work and reminders: list (default), add, show, "
+                   "runs, pause, resume, remove, run, tick (docs/automation.md)")
+    jsub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION")
+    jobs.set_defaults(jobs_command="list", json=False)
+    from clawd.frontends.cli.jobs import add_parsers as jobs_parsers
+    jobs_parsers(command, jsub)
+
     from clawd.frontends.cli.mcp import add_parser as mcp_parser
     mcp_parser(command, sub)
 
@@ -268,14 +275,14 @@ def _main(argv: list[str] | None) -> int:
                        "reply already streams as it arrives)")
         if args.resume is not None and not args.resume.strip():
             chat.error("--resume: the session id is empty (see clawd sessions list)")
-    from clawd.frontends.cli import admin, backups, channels, mcp, sessions, storage, users
+    from clawd.frontends.cli import admin, backups, channels, jobs, mcp, sessions, storage, users
 
     handler = {"init": admin.cmd_init, "chat": cmd_chat, "memory": admin.cmd_memory,
                "sessions": sessions.cmd_sessions, "models": admin.cmd_models,
                "doctor": admin.cmd_doctor, "history": backups.cmd_history,
                "storage": storage.cmd_storage, "users": users.cmd_users, "mcp": mcp.cmd_mcp,
                "pairing": channels.cmd_pairing, "channels": channels.cmd_channels,
-               "serve": _cmd_serve}[args.command]
+               "jobs": jobs.cmd_jobs, "serve": _cmd_serve}[args.command]
     try:
         return handler(args)
     except ConfigError as exc:

@@ -109,4 +109,4 @@ class ServedAgents:
 def _build_runtime(config: Config, agent_id: str) -> Runtime:
     from clawd.frontends.compose import build_runtime
 
-    return build_runtime(config, agent_id)
+    return build_runtime(config, agent_id, deliver="web")

@@ -60,7 +60,9 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                                "idle_seconds": gateway.idle_session_seconds,
                                "grace_seconds": gateway.shutdown_grace_seconds}
     hub = Hub(agents, **options) if shared is None else SharedHub(agents, shared, **options)
-    routes = list(native.ROUTES) + page.ROUTES
+    from clawd.frontends.gateway import automation
+
+    routes = list(native.ROUTES) + page.ROUTES + automation.ROUTES
     compatible = gateway.http.endpoints.chat_completions.enabled
     if compatible:
         routes += openai_compat.ROUTES
@@ -85,12 +87,18 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
 
         channels = start_channels(config, hub)  # channels.telegram.enabled: its poller
         app.state.gateway.channels = channels
+        background = automation.Background(config, agents, hub) if (
+            config.automation.enabled) else None
+        if background is not None:
+            background.start()
         try:
             async with memory.running():
                 yield
         finally:
             if channels is not None:
                 await channels.stop()
+            if background is not None:
+                await background.stop(gateway.shutdown_grace_seconds)
             await hub.stop()
             app.state.gateway.aside.close()
             if shared is not None:

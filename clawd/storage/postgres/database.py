@@ -12,7 +12,8 @@ The tables keep the embedded meanings: a ``sessions`` row is a ``sessions.json``
 byte for byte, which ``jsonb`` would not; a line that was already unreadable in a migrated
 file is kept in ``torn``), a ``workspace_files`` row a file's bytes (and permission bits),
 ``file_versions`` its kept versions, ``records`` an agent's small JSON records, ``leases``
-who holds a session, ``people`` who may use the gateway (their tokens' digests);
+who holds a session, ``people`` who may use the gateway (their tokens' digests); ``jobs``
+and ``job_runs`` automation's jobs and runs (``storage.postgres.jobs``);
 ``gateway_turns``, ``turn_events`` and ``auth_failures`` what the gateway's workers share
 (``storage.postgres.shared``); the ``memory_*`` tables the memory index
 (``storage.postgres.memory``); the ``channel_*`` tables the channels
@@ -147,6 +148,21 @@ MIGRATIONS: tuple[str, ...] = (
         channel text PRIMARY KEY, connected boolean NOT NULL, last_error text,
         messages_in bigint NOT NULL, messages_out bigint NOT NULL,
         updated double precision NOT NULL);
+    """,
+    # automation (SPEC §16): jobs, and their runs keyed by (job, scheduled time) so that no
+    # occurrence runs twice; due jobs are claimed FOR UPDATE SKIP LOCKED (storage.jobs)
+    """
+    CREATE TABLE jobs (
+        id text PRIMARY KEY, agent_id text NOT NULL, job jsonb NOT NULL,
+        next_run timestamptz, enabled boolean NOT NULL,
+        created timestamptz NOT NULL DEFAULT now());
+    CREATE INDEX jobs_due ON jobs (next_run) WHERE enabled;
+    CREATE TABLE job_runs (
+        job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+        scheduled_for timestamptz NOT NULL, run jsonb NOT NULL,
+        PRIMARY KEY (job_id, scheduled_for));
+    CREATE INDEX job_runs_delivery ON job_runs (job_id)
+        WHERE run->'delivery'->>'status' IN ('pending', 'failed', 'sending');
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time

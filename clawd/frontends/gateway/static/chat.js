@@ -7,6 +7,7 @@
 
 import * as api from "./api.js";
 import { busy, draw, followScroll, historyPath, loadOlder, resync, state, toEnd } from "./log.js";
+import * as notify from "./notify.js";
 import * as view from "./view.js";
 
 const $ = (id) => document.getElementById(id);
@@ -63,6 +64,7 @@ async function openAgent(agent) {
   state.agent = agent;
   $("agent").value = agent;
   localStorage.setItem("clawd.agent", agent);
+  notify.watch(agent); // runs on: reminders delivered to the page, as they come
   await openSession(localStorage.getItem(`clawd.session.${agent}`) || `agent:${agent}:main`);
 }
 

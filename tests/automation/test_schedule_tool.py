@@ -1,0 +1,81 @@
+"""The ``schedule`` tool: "remind me in 20 minutes" becomes a job whose time the runtime
+worked out, in the user's zone; offered in private sessions only; the reminder aside asks
+for it instead of saying reminders are impossible."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from clawd.automation.zones import parse_iso
+from clawd.core.paths import state_dir
+from clawd.loop.session import Session
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.storage.jobs import FileJobs
+from clawd.tools.exec import exec_tool
+from clawd.tools.files import file_tools
+from clawd.tools.schedule import schedule_tool
+
+from conftest import Clock, make_runtime
+
+
+def runtime_with_schedule(tmp_path, replies, clock, zone="Europe/Lisbon"):
+    store = FileJobs(state_dir())
+    provider = ScriptedProvider(replies)
+    tools = file_tools() + [exec_tool(), schedule_tool(lambda: store, "web")]
+    runtime = make_runtime(tmp_path, provider, clock=clock, tools=tools,
+                           settings={"userTimezone": zone})
+    return runtime, provider, store
+
+
+def test_remind_me_in_twenty_minutes_becomes_a_job_twenty_minutes_on(tmp_path):
+    clock = Clock(datetime(2026, 11, 27, 10, 0, tzinfo=timezone.utc))
+    runtime, provider, store = runtime_with_schedule(tmp_path, [
+        Reply("", [tool("schedule", action="add", at="in 20 minutes", message="stretch")]),
+        "Done: I'll remind you at 10:20."], clock)
+    session = Session(runtime, "agent:main:main")
+    list(session.run_turn("remind me in 20 minutes to stretch"))
+    session.close()
+    (job,) = store.all()
+    assert parse_iso(job["nextRun"]) == clock.now + timedelta(minutes=20)
+    assert job["deliver"] == "web" and job["madeBy"] == "model"
+    assert job["origin"] == "agent:main:main"
+    assert "schedule" not in job["tools"] and "read" in job["tools"]
+    first = provider.requests[0]
+    said = first.messages[-1].text
+    assert "schedule" in said and "can't remind" not in said  # the aside asks for the tool
+    result = provider.requests[1].messages[-1].text
+    assert "10:20 Europe/Lisbon (10:20 UTC)" in result
+
+
+def test_tomorrow_at_nine_is_read_in_the_users_zone(tmp_path):
+    clock = Clock(datetime(2026, 11, 27, 20, 0, tzinfo=timezone.utc))
+    runtime, _, store = runtime_with_schedule(tmp_path, [
+        Reply("", [tool("schedule", action="add", at="tomorrow at 9", message="call")]),
+        "set"], clock, zone="Asia/Tokyo")  # 05:00 on the 28th in Tokyo
+    session = Session(runtime, "agent:main:main")
+    list(session.run_turn("remind me tomorrow at 9 to call the landlord"))
+    session.close()
+    (job,) = store.all()
+    assert job["nextRun"] == "2026-11-29T00:00:00Z"  # 09:00 on the 29th, Tokyo
+
+
+def test_list_and_remove(tmp_path):
+    clock = Clock()
+    runtime, provider, store = runtime_with_schedule(tmp_path, [
+        Reply("", [tool("schedule", action="add", every="1h", message="water")]), "ok",
+        Reply("", [tool("schedule", action="list")]), "listed"], clock)
+    session = Session(runtime, "agent:main:main")
+    list(session.run_turn("every hour remind me to drink water"))
+    (job,) = store.all()
+    list(session.run_turn("what reminders do I have?"))
+    assert job["id"] in provider.requests[-1].messages[-1].text
+    session.close()
+
+
+def test_a_group_session_is_not_offered_the_tool(tmp_path):
+    runtime, provider, _ = runtime_with_schedule(tmp_path, ["no"], Clock())
+    session = Session(runtime, "agent:main:telegram:group:42")
+    list(session.run_turn("remind me in 20 minutes to stretch"))
+    session.close()
+    assert "schedule" not in [t.name for t in provider.requests[0].tools]
+    assert "can't remind" in provider.requests[0].messages[-1].text
