@@ -39,6 +39,10 @@ class SessionRecords(Protocol):
 
     def get(self, key: str) -> Entry | None: ...
 
+    def count(self) -> int:
+        """How many entries (sessions with a key) there are."""
+        ...
+
     def update(self, key: str, change: Callable[[Entry | None], Entry | None], *,
                touch: bool = True) -> Entry | None:
         """Apply ``change`` to one entry atomically, against what is stored (``None`` in:

@@ -137,6 +137,9 @@ class SessionStore:
     def get(self, key: str) -> SessionEntry | None:
         return self.entries().get(normalize_key(key))
 
+    def count(self) -> int:
+        return len(self.entries())
+
     def update(self, key: str, change: Callable[[SessionEntry | None], SessionEntry | None],
                *, touch: bool = True) -> SessionEntry | None:
         """Apply ``change`` to one entry under the lock; return the new entry.

@@ -22,7 +22,7 @@ from starlette.routing import Route
 from clawd import __version__
 from clawd.core.errors import ClawdError
 from clawd.frontends.commands import ESCAPE, REGISTRY
-from clawd.frontends.gateway import feed, history, workspace
+from clawd.frontends.gateway import feed, history, quotas, workspace
 from clawd.frontends.gateway.bodies import BadRequest, FileBody, SendBody, TitleBody
 from clawd.frontends.gateway.common import (
     agent_of,
@@ -227,7 +227,7 @@ async def send_message(request: Request) -> Response:
     if not body.text.strip():
         raise BadRequest("the message is empty: send {\"text\": \"...\"}")
     idempotency = idempotency_of(request.headers.get("idempotency-key") or body.idempotency_key)
-    turn, new = await state(request).hub.submit(agent_id, key, body.text, idempotency)
+    turn, new = await quotas.submit(request, agent_id, key, body.text, idempotency)
     headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": header_key(key)}
     if not new:
         headers["X-Clawd-Replayed"] = "true"
@@ -297,7 +297,8 @@ async def write_file(request: Request) -> Response:
                                body.agent or params.get("agent"))
     runtime = state(request).agents.runtime(agent_id)
     said = await run_in_threadpool(workspace.write_file, runtime, key,
-                                   request.path_params["path"], body.content, body.append)
+                                   request.path_params["path"], body.content, body.append,
+                                   quotas.write_limit(request))
     return ok(said)
 
 

@@ -14,7 +14,8 @@ file is kept in ``torn``), a ``workspace_files`` row a file's bytes (and permiss
 ``file_versions`` its kept versions, ``records`` an agent's small JSON records, ``leases``
 who holds a session, ``people`` who may use the gateway (their tokens' digests);
 ``gateway_turns``, ``turn_events`` and ``auth_failures`` what the gateway's workers share
-(``storage.postgres.shared``); the ``memory_*`` tables the memory index
+(``storage.postgres.shared``), ``quota_turns`` the turns each person started
+(``storage.postgres.quotas``); the ``memory_*`` tables the memory index
 (``storage.postgres.memory``); the ``channel_*`` tables the channels
 (``storage.postgres.channels``).
 """
@@ -144,6 +145,16 @@ MIGRATIONS: tuple[str, ...] = (
         channel text PRIMARY KEY, connected boolean NOT NULL, last_error text,
         messages_in bigint NOT NULL, messages_out bigint NOT NULL,
         updated double precision NOT NULL);
+    """,
+    # quotas per person: each turn a person started (its ticket, taken before the turn is
+    # queued); and the session list read a page at a time, newest activity first
+    """
+    CREATE TABLE quota_turns (
+        ticket text PRIMARY KEY, person text NOT NULL,
+        started timestamptz NOT NULL DEFAULT now(), turn_id text);
+    CREATE INDEX quota_turns_person ON quota_turns (person, started);
+    CREATE INDEX sessions_recent ON sessions
+        (agent_id, (coalesce(entry->>'updatedAt', '')) DESC, key DESC);
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time

@@ -61,6 +61,12 @@ class PgSessions:
                                (self.agent_id, normalize_key(key))).fetchone()
         return cast(SessionEntry, row[0]) if row else None
 
+    def count(self) -> int:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT count(*) FROM sessions WHERE agent_id = %s",
+                               (self.agent_id,)).fetchone()
+        return int(row[0]) if row else 0
+
     def update(self, key: str, change: Callable[[SessionEntry | None], SessionEntry | None],
                *, touch: bool = True) -> SessionEntry | None:
         key = normalize_key(key)
