@@ -140,6 +140,12 @@ class SessionStore:
     def count(self) -> int:
         return len(self.entries())
 
+    def page(self, limit: int, after: tuple[str, str] | None = None
+             ) -> list[tuple[str, SessionEntry]]:
+        from clawd.sessions.paging import page_of
+
+        return page_of(self.entries(), limit, after)
+
     def update(self, key: str, change: Callable[[SessionEntry | None], SessionEntry | None],
                *, touch: bool = True) -> SessionEntry | None:
         """Apply ``change`` to one entry under the lock; return the new entry.

@@ -22,7 +22,7 @@ from starlette.routing import Route
 from clawd import __version__
 from clawd.core.errors import ClawdError
 from clawd.frontends.commands import ESCAPE, REGISTRY
-from clawd.frontends.gateway import feed, history, quotas, workspace
+from clawd.frontends.gateway import feed, history, quotas, session_pages, workspace
 from clawd.frontends.gateway.bodies import BadRequest, FileBody, SendBody, TitleBody
 from clawd.frontends.gateway.common import (
     agent_of,
@@ -78,13 +78,16 @@ async def list_commands(request: Request) -> Response:
 
 
 async def list_sessions(request: Request) -> Response:
-    from clawd.frontends.cli.sessions import rows
-
-    agent_id = agent_of(request, request.query_params.get("agent"))
+    """A page of the sessions (``session_pages``): ``limit``, ``cursor``, ``nextCursor``."""
+    params = request.query_params
+    agent_id = agent_of(request, params.get("agent"))
+    limit, after = session_pages.limit_of(params.get("limit")), \
+        session_pages.cursor_of(params.get("cursor"))
     gw = state(request)
     runtime = gw.agents.runtime(agent_id)
-    ended = request.query_params.get("all", "").lower() in ("1", "true", "yes")
-    found = await run_in_threadpool(rows, runtime.storage, ended=ended)
+    ended = params.get("all", "").lower() in ("1", "true", "yes")
+    found, more = await run_in_threadpool(session_pages.page, runtime.storage, limit, after,
+                                          ended)
     busy = await gw.hub.busy_of(agent_id, [row.key for row in found if row.key])
     out = []
     for row in found:
@@ -92,7 +95,7 @@ async def list_sessions(request: Request) -> Response:
         if row.key:
             item["busy"] = busy[row.key]
         out.append(item)
-    return ok({"agent": agent_id, "sessions": out})
+    return ok({"agent": agent_id, "sessions": out, "nextCursor": more})
 
 
 async def session_history(request: Request) -> Response:

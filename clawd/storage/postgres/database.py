@@ -154,7 +154,7 @@ MIGRATIONS: tuple[str, ...] = (
         started timestamptz NOT NULL DEFAULT now(), turn_id text);
     CREATE INDEX quota_turns_person ON quota_turns (person, started);
     CREATE INDEX sessions_recent ON sessions
-        (agent_id, (coalesce(entry->>'updatedAt', '')) DESC, key DESC);
+        (agent_id, (coalesce(entry->>'updatedAt', '') COLLATE "C") DESC, key COLLATE "C" DESC);
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
