@@ -30,26 +30,27 @@ BASE = "http://127.0.0.1:18789"
 
 @contextmanager
 def gateway(tmp_path: Path, provider, *, raw: dict | None = None, token: str | None = TOKEN,
-            runtimes=None, settings: dict | None = None) -> Iterator[TestClient]:
+            runtimes=None, settings: dict | None = None, people=None) -> Iterator[TestClient]:
     config = Config.model_validate({"gateway": {"idleSessionSeconds": 0,
                                                 "shutdownGraceSeconds": 0, **(raw or {})}})
     runtimes = runtimes or [make_runtime(tmp_path, provider, settings=settings)]
-    with TestClient(served_app(config, runtimes, token), base_url=BASE) as client:
+    with TestClient(served_app(config, runtimes, token, people), base_url=BASE) as client:
         yield client
 
 
-def served_app(config: Config, runtimes: list, token: str | None):
-    """The gateway over ``runtimes``; under ``two_workers``, two workers on the runtimes'
-    database taking the requests in turn (``Alternating``), as a load balancer would."""
+def served_app(config: Config, runtimes: list, token: str | None, people=None):
+    """The gateway over ``runtimes`` (and ``people``, a ``storage.people`` store); under
+    ``two_workers``, two workers on the runtimes' database taking the requests in turn
+    (``Alternating``), as a load balancer would."""
     if os.environ.get(WORKERS_ENV) != "two":
-        return create_app(config, ServedAgents.of_runtimes(runtimes, config), token)
+        return create_app(config, ServedAgents.of_runtimes(runtimes, config, people), token)
     from clawd.storage.postgres import Database
 
     url = runtimes[0].storage.db.url
     config = config.model_copy(update={"storage": config.storage.model_copy(
         update={"url": url})})
     second = [dataclasses.replace(r, storage=Database(url).agent(r.agent_id)) for r in runtimes]
-    return Alternating([create_app(config, ServedAgents.of_runtimes(rs, config), token)
+    return Alternating([create_app(config, ServedAgents.of_runtimes(rs, config, people), token)
                         for rs in (runtimes, second)])
 
 

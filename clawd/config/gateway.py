@@ -6,7 +6,8 @@ clawd's own and documented in docs/gateway.md. ``auth.tokens`` adds tokens limit
 agents (``{token, agents}``); ``auth.token`` (or ``CLAWD_GATEWAY_TOKEN``) reaches every
 agent the server serves. ``token_weakness`` says why a token is no secret (too short, or
 too little variety); ``trustedProxies`` names the reverse proxies whose ``X-Forwarded-For``
-is believed (none by default).
+is believed (none by default); ``quotas`` bounds what each person may do (turns, sessions,
+the size of a write).
 """
 
 from __future__ import annotations
@@ -124,6 +125,18 @@ class Cors(Model):
         return cleaned
 
 
+class Quotas(Model):
+    """What one person (``clawd users``) may do through the gateway; ``null``: no limit.
+    The operator's token (and ``auth.tokens``) is limited only with ``operator: true``."""
+
+    turns_per_minute: Int | None = Field(30, ge=1)  # turns started in any 60 s
+    turns_at_once: Int | None = Field(4, ge=1)  # turns running or waiting, every worker
+    sessions: Int | None = Field(1000, ge=1)  # sessions of their agent
+    note_bytes: Int | None = Field(65_536, ge=1)  # one write of MEMORY.md or memory/**.md
+    file_bytes: Int | None = Field(1_000_000, ge=1)  # one write of any other file
+    operator: Bool = False
+
+
 class Gateway(Model):
     port: Int = Field(DEFAULT_PORT, ge=1, le=65535)
     bind: str = "loopback"  # "loopback" or an address
@@ -140,6 +153,7 @@ class Gateway(Model):
     shutdown_grace_seconds: Float = Field(10, ge=0)
     # an idle session's files and lock are let go after this long without a turn
     idle_session_seconds: Float = Field(60, ge=0)
+    quotas: Quotas = Quotas()
 
     @field_validator("allowed_hosts")
     @classmethod

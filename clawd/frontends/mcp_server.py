@@ -27,6 +27,7 @@ from clawd.memory.notes import append_to_daily_log
 from clawd.tools.base import Param, Tool, ToolContext, tool
 
 AGENT_SCOPE_KEY = "clawd.agent"
+NOTE_LIMIT_SCOPE_KEY = "clawd.noteBytes"  # the largest note the request's person may add
 INSTRUCTIONS = ("The memory of a clawd assistant: Markdown notes (MEMORY.md, daily logs in "
                 "memory/). Search before answering about the user's past work, decisions, "
                 "people or preferences; read around a hit with memory_get.")
@@ -65,12 +66,17 @@ def tool_context(runtime: Runtime, read_only: bool) -> ToolContext:
 
 
 def run_tool(tools: list[Tool], runtime: Runtime, name: str, args: dict[str, Any],
-             read_only: bool) -> tuple[str, bool]:
-    """A tool's result text and whether it is an error."""
+             read_only: bool, note_bytes: int | None = None) -> tuple[str, bool]:
+    """A tool's result text and whether it is an error; ``note_bytes``: the largest note
+    ``memory_add`` takes (``gateway.quotas.noteBytes``)."""
     found = next((t for t in tools if t.spec.name == name), None)
     if found is None:
         return f"unknown tool: {name}; the tools are " + ", ".join(
             t.spec.name for t in tools), True
+    size = len(str(args.get("text") or "").encode("utf-8", "surrogatepass"))
+    if name == "memory_add" and note_bytes is not None and size > note_bytes:
+        return (f"error: the note is {size:,} bytes; a note may be {note_bytes:,} bytes at "
+                f"most (gateway.quotas.noteBytes); nothing was saved"), True
     if runtime.memory is None and name != "memory_add":
         return "memory search is off for this agent (memorySearch.enabled)", True
     try:
@@ -80,8 +86,10 @@ def run_tool(tools: list[Tool], runtime: Runtime, name: str, args: dict[str, Any
     return (out if isinstance(out, str) else out.text), False
 
 
-def build_server(runtime_of: Callable[[Any], Runtime], *, read_only: bool) -> Any:
-    """The SDK's server over the tools; ``runtime_of(request_context)`` picks the agent."""
+def build_server(runtime_of: Callable[[Any], Runtime], *, read_only: bool,
+                 note_limit: Callable[[Any], int | None] = lambda ctx: None) -> Any:
+    """The SDK's server over the tools; ``runtime_of(request_context)`` picks the agent,
+    ``note_limit(request_context)`` the largest note it takes."""
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
@@ -100,7 +108,8 @@ def build_server(runtime_of: Callable[[Any], Runtime], *, read_only: bool) -> An
     async def call_tool(ctx: Any, params: Any) -> Any:
         runtime = runtime_of(ctx)
         text, is_error = await anyio.to_thread.run_sync(
-            run_tool, tools, runtime, params.name, dict(params.arguments or {}), read_only)
+            run_tool, tools, runtime, params.name, dict(params.arguments or {}), read_only,
+            note_limit(ctx))
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     is_error=is_error)
 
@@ -136,7 +145,11 @@ class HttpMemory:
                 raise ClawdError("no agent for this request")
             return runtime(agent)
 
-        server = build_server(runtime_of, read_only=read_only)
+        def note_limit(ctx: Any) -> int | None:
+            request = getattr(ctx, "request", None)
+            return request.scope.get(NOTE_LIMIT_SCOPE_KEY) if request is not None else None
+
+        server = build_server(runtime_of, read_only=read_only, note_limit=note_limit)
         # the gateway's guard checks Host and Origin itself, for every route alike
         self.manager = StreamableHTTPSessionManager(
             app=server, security_settings=TransportSecuritySettings(

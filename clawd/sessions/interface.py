@@ -39,6 +39,16 @@ class SessionRecords(Protocol):
 
     def get(self, key: str) -> Entry | None: ...
 
+    def count(self) -> int:
+        """How many entries (sessions with a key) there are."""
+        ...
+
+    def page(self, limit: int, after: tuple[str, str] | None = None
+             ) -> list[tuple[str, Entry]]:
+        """At most ``limit`` (key, entry), newest activity first, after the place ``after``
+        (``sessions.paging``: its order and cursors)."""
+        ...
+
     def update(self, key: str, change: Callable[[Entry | None], Entry | None], *,
                touch: bool = True) -> Entry | None:
         """Apply ``change`` to one entry atomically, against what is stored (``None`` in:

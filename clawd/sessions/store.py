@@ -137,6 +137,15 @@ class SessionStore:
     def get(self, key: str) -> SessionEntry | None:
         return self.entries().get(normalize_key(key))
 
+    def count(self) -> int:
+        return len(self.entries())
+
+    def page(self, limit: int, after: tuple[str, str] | None = None
+             ) -> list[tuple[str, SessionEntry]]:
+        from clawd.sessions.paging import page_of
+
+        return page_of(self.entries(), limit, after)
+
     def update(self, key: str, change: Callable[[SessionEntry | None], SessionEntry | None],
                *, touch: bool = True) -> SessionEntry | None:
         """Apply ``change`` to one entry under the lock; return the new entry.

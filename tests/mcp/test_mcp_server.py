@@ -194,3 +194,22 @@ def test_gateway_mcp_gives_a_person_nothing_of_the_operators(served, isolated_ho
         **accept, "Authorization": f"Bearer {alice}", "mcp-session-id": session})
     assert "Miso" not in theirs.text, theirs.text  # a call runs as the token's agent
     assert "4242" in theirs.text, theirs.text  # alice's own MEMORY.md
+
+
+def test_gateway_mcp_refuses_a_persons_note_past_their_quota(served, isolated_home):
+    """``memory_add`` through ``/mcp``: a person's note over ``gateway.quotas.noteBytes``
+    (65,536 by default) is an error result and nothing is written; a short one is kept."""
+    url, alice = served
+    big = "Alice likes " + "very " * 14_000 + "long notes."
+
+    async def add(client):
+        refused = await client.call_tool("memory_add", {"text": big})
+        kept = await client.call_tool("memory_add", {"text": "Alice prefers tea to coffee."})
+        return refused, kept
+
+    refused, kept = asyncio.run(_http(url, alice, add))
+    assert refused.is_error and "gateway.quotas.noteBytes" in _text(refused)
+    assert not kept.is_error, _text(kept)
+    theirs = isolated_home / "ws-alice"
+    written = "".join(p.read_text() for p in (theirs / "memory").glob("*.md"))
+    assert "tea to coffee" in written and "very very" not in written

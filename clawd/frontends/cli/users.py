@@ -1,11 +1,12 @@
-"""``clawd users add | list | remove | rotate``: the people of a clawd (SPEC §14).
+"""``clawd users add | list | remove | purge | rotate``: the people of a clawd (SPEC §14).
 
 ``add NAME`` makes a token (printed once; only its digest is kept) and, unless ``--agent
 ID`` names an agent they are to share, an agent of the person's own called ``NAME``: its
 workspace gets the template's files (SOUL.md, MEMORY.md …) and it has sessions and daily
 logs of its own. The person's token reaches their agents only, over the gateway and the web
 page; the operator's token (``gateway.auth.token``) reaches every agent. ``remove`` takes
-the person's access away (their agent's files stay); ``rotate`` replaces the token.
+the person's access away (their agent's files stay; with ``--purge`` they go too, as with
+``purge``: ``cli.purge``); ``rotate`` replaces the token.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ def cmd_users(args: argparse.Namespace) -> int:
     action = args.users_command
     if action == "add":
         return _add(config, people, args.name, args.agent)
+    if action == "purge" or (action == "remove" and args.purge):
+        from clawd.frontends.cli.purge import purge
+
+        return purge(config, people, args.name, yes=args.yes, ask=input)
     if action == "remove":
         person = people.remove(args.name)
         print(f"removed {person.name}: their token no longer works; the files of "
@@ -89,6 +94,15 @@ def add_parsers(command: Any, sub: Any) -> None:
                   "one, an agent of their own")
     add.add_argument("name", metavar="NAME")
     command(sub, "list", "the people, their agents")
-    for action, what in (("remove", "take a person's access away (their files stay)"),
-                         ("rotate", "a new token for a person (the old one stops working)")):
-        command(sub, action, what).add_argument("name", metavar="NAME")
+    remove = command(sub, "remove", "take a person's access away (their files stay, unless "
+                     "--purge)")
+    remove.add_argument("name", metavar="NAME")
+    remove.add_argument("--purge", action="store_true",
+                        help="delete their own agent's sessions, notes and files too")
+    remove.add_argument("--yes", action="store_true", help="do not ask before purging")
+    purge = command(sub, "purge", "delete the data of a person (removed or not): their own "
+                    "agent's sessions, notes and files")
+    purge.add_argument("name", metavar="NAME")
+    purge.add_argument("--yes", action="store_true", help="do not ask first")
+    command(sub, "rotate", "a new token for a person (the old one stops working)"
+            ).add_argument("name", metavar="NAME")

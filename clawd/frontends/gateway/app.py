@@ -38,8 +38,9 @@ from clawd.frontends.gateway.gatekeeper import Gatekeeper, send_error
 from clawd.frontends.gateway.hub import Hub
 from clawd.frontends.gateway.openai_map import MappingError
 from clawd.frontends.gateway.policy import FailedAuth, Tokens
+from clawd.frontends.gateway.quotas import note_limit
 from clawd.frontends.gateway.shared_hub import SharedHub
-from clawd.frontends.mcp_server import AGENT_SCOPE_KEY
+from clawd.frontends.mcp_server import AGENT_SCOPE_KEY, NOTE_LIMIT_SCOPE_KEY
 
 if TYPE_CHECKING:
     from clawd.frontends.mcp_server import HttpMemory
@@ -146,6 +147,7 @@ class McpEndpoint:
         request = Request(scope, receive)
         try:
             scope[AGENT_SCOPE_KEY] = agent_of(request, request.query_params.get("agent"))
+            scope[NOTE_LIMIT_SCOPE_KEY] = note_limit(request)
         except ClawdError as exc:
             await failure(exc)(scope, receive, send)
             return

@@ -37,6 +37,7 @@ from clawd.frontends.gateway.agents import ServedAgents, UnknownAgent
 from clawd.frontends.gateway.bodies import B, BadRequest, parse
 from clawd.frontends.gateway.gatekeeper import error_body
 from clawd.frontends.gateway.hub import Hub, IdempotencyConflict, QueueFull, Stopping
+from clawd.frontends.gateway.quotas import OverQuota, TooLarge, TooManySessions
 from clawd.frontends.gateway.workspace import NotFound, Refused
 from clawd.sessions.lock import SessionBusyError
 from clawd.sessions.store import key_problem
@@ -85,6 +86,7 @@ class GatewayState:
     # ``channels.service.TelegramService`` while it runs (its ``deliver``: the outbox's way
     # to a ``telegram:<chatId>``), else None
     channels: Any = None
+    turns: Any = None  # each person's turns (``quotas.turn_quota``), made on first use
 
 
 class Forbidden(ClawdError):
@@ -176,6 +178,13 @@ def failure(exc: Exception) -> Response:
     elif isinstance(exc, QueueFull):
         status, kind = 429, "session_queue_full"
         headers["Retry-After"] = str(exc.retry_after)
+    elif isinstance(exc, OverQuota):
+        status, kind = 429, "quota_exceeded"
+        headers["Retry-After"] = str(exc.retry_after)
+    elif isinstance(exc, TooLarge):
+        status, kind = 413, "too_large"
+    elif isinstance(exc, TooManySessions):
+        status, kind = 409, "session_limit"
     elif isinstance(exc, Busy):
         status, kind = 429, "busy"
         headers["Retry-After"] = str(exc.retry_after)

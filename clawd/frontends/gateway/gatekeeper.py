@@ -7,13 +7,14 @@ a client locked out after wrong tokens (429 with ``Retry-After``; only a present
 checked against the lockout, so a request refused for Host or Origin, or sent with no token,
 counts for nothing; a right token clears nothing, so a person with a token of their own
 cannot guess at another's between sign-ins); the bearer token (401; the agents it reaches
-are put in ``scope["state"]["agents"]``); and the body's size: past
-``gateway.maxBodyBytes`` the request is answered 413 before any route reads it, so nothing
-is written. Errors have OpenAI's shape, ``{"error": {"message", "type", "code"}}``, on
-every route; an exception no route handled is answered 500 in that shape and logged in one
-line. Each request is logged in one line when it ends (``clawd.access``: method, path,
-status, time; never the query or a header); the path as ``loggable`` writes it, so no
-request can write a line of its own (``%0A``) or a NUL into the log.
+are put in ``scope["state"]["agents"]``, a person's name in ``["person"]``); and the
+body's size: past ``gateway.maxBodyBytes`` the request is answered 413 before any route
+reads it, so nothing is written. Errors have OpenAI's shape, ``{"error": {"message",
+"type", "code"}}``, on every route; an exception no route handled is answered 500 in that
+shape and logged in one line. Each request is logged in one line when it ends
+(``clawd.access``: method, path, status, time; never the query or a header); the path as
+``loggable`` writes it, so no request can write a line of its own (``%0A``) or a NUL into
+the log.
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ class Gatekeeper:
         if presented and (wait := await self._failed("retry_after", key)) is not None:
             await _locked_out(send, wait)
             return
-        agents = (await run_in_threadpool(self.tokens.agents, header)
-                  if self.tokens.people is not None else self.tokens.agents(header))
+        agents, person = (await run_in_threadpool(self.tokens.who, header)
+                          if self.tokens.people is not None else self.tokens.who(header))
         if agents is False:
             # only a token presented and wrong is a guess; a request with none is not
             wait = await self._failed("failed", key) if presented else None
@@ -159,7 +160,7 @@ class Gatekeeper:
                                  "Bearer TOKEN)", "unauthorized",
                                  {"WWW-Authenticate": "Bearer"})
             return
-        scope.setdefault("state", {})["agents"] = agents
+        scope.setdefault("state", {}).update(agents=agents, person=person)
         limit = self.gateway.max_body_bytes
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > limit:

@@ -22,7 +22,7 @@ from starlette.routing import Route
 from clawd import __version__
 from clawd.core.errors import ClawdError
 from clawd.frontends.commands import ESCAPE, REGISTRY
-from clawd.frontends.gateway import feed, history, workspace
+from clawd.frontends.gateway import feed, history, quotas, session_pages, workspace
 from clawd.frontends.gateway.bodies import BadRequest, FileBody, SendBody, TitleBody
 from clawd.frontends.gateway.common import (
     agent_of,
@@ -78,13 +78,16 @@ async def list_commands(request: Request) -> Response:
 
 
 async def list_sessions(request: Request) -> Response:
-    from clawd.frontends.cli.sessions import rows
-
-    agent_id = agent_of(request, request.query_params.get("agent"))
+    """A page of the sessions (``session_pages``): ``limit``, ``cursor``, ``nextCursor``."""
+    params = request.query_params
+    agent_id = agent_of(request, params.get("agent"))
+    limit, after = session_pages.limit_of(params.get("limit")), \
+        session_pages.cursor_of(params.get("cursor"))
     gw = state(request)
     runtime = gw.agents.runtime(agent_id)
-    ended = request.query_params.get("all", "").lower() in ("1", "true", "yes")
-    found = await run_in_threadpool(rows, runtime.storage, ended=ended)
+    ended = params.get("all", "").lower() in ("1", "true", "yes")
+    found, more = await run_in_threadpool(session_pages.page, runtime.storage, limit, after,
+                                          ended)
     busy = await gw.hub.busy_of(agent_id, [row.key for row in found if row.key])
     out = []
     for row in found:
@@ -92,7 +95,7 @@ async def list_sessions(request: Request) -> Response:
         if row.key:
             item["busy"] = busy[row.key]
         out.append(item)
-    return ok({"agent": agent_id, "sessions": out})
+    return ok({"agent": agent_id, "sessions": out, "nextCursor": more})
 
 
 async def session_history(request: Request) -> Response:
@@ -227,7 +230,7 @@ async def send_message(request: Request) -> Response:
     if not body.text.strip():
         raise BadRequest("the message is empty: send {\"text\": \"...\"}")
     idempotency = idempotency_of(request.headers.get("idempotency-key") or body.idempotency_key)
-    turn, new = await state(request).hub.submit(agent_id, key, body.text, idempotency)
+    turn, new = await quotas.submit(request, agent_id, key, body.text, idempotency)
     headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": header_key(key)}
     if not new:
         headers["X-Clawd-Replayed"] = "true"
@@ -297,7 +300,8 @@ async def write_file(request: Request) -> Response:
                                body.agent or params.get("agent"))
     runtime = state(request).agents.runtime(agent_id)
     said = await run_in_threadpool(workspace.write_file, runtime, key,
-                                   request.path_params["path"], body.content, body.append)
+                                   request.path_params["path"], body.content, body.append,
+                                   quotas.write_limit(request))
     return ok(said)
 
 

@@ -24,7 +24,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from clawd.core.messages import Message, ModelRequest, new_id
-from clawd.frontends.gateway import feed
+from clawd.frontends.gateway import feed, quotas
 from clawd.frontends.gateway.bodies import BadRequest, CompletionBody
 from clawd.frontends.gateway.common import (
     agent_of,
@@ -80,7 +80,7 @@ async def chat_completions(request: Request) -> Response:
         sent[SESSION_HEADER] = key_from_header(sent[SESSION_HEADER])
     name, how = session_name(sent, parsed.user, new_id())
     agent_id, key = session_of(request, name, agent_id)
-    turn, _ = await gw.hub.submit(agent_id, key, text,
+    turn, _ = await quotas.submit(request, agent_id, key, text,
                                   idempotency_of(request.headers.get("idempotency-key")),
                                   ephemeral=how == "new")  # nobody can come back to it
     headers = {"X-Clawd-Session-Key": header_key(key), "X-Clawd-Session-From": how,

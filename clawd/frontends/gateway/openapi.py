@@ -49,10 +49,15 @@ def document(compatible: bool) -> dict[str, Any]:
                                              "404": ERROR}}},
         "/api/agents": {"get": _op("the agents this token reaches")},
         "/api/commands": {"get": _op("the slash commands (the REPL's registry)")},
-        "/api/sessions": {"get": _op("the sessions of an agent: the fields of `clawd "
-                                     "sessions list --json`, and busy", [
+        "/api/sessions": {"get": _op("a page of the sessions of an agent, newest activity "
+                                     "first: the fields of `clawd sessions list --json`, "
+                                     "busy, and nextCursor", [
                                          AGENT, _param("all", kind="boolean",
-                                                       about="also ended sessions")])},
+                                                       about="also ended sessions"),
+                                         _param("limit", kind="integer",
+                                                about="sessions a page, 1-500 (100)"),
+                                         _param("cursor", about="the nextCursor of the "
+                                                "page before")])},
         "/api/sessions/{key}": {
             "patch": _op("rename the session (a title line in its transcript)", [KEY, AGENT],
                          {"title": {"type": "string"}, "sessionId": {"type": "string"}},

@@ -92,11 +92,16 @@ class Tokens:
         """What the ``Authorization`` header reaches: ``None`` every agent, a set some of
         them, ``False`` nothing (missing or wrong). Every token is compared, in constant
         time, so the time taken says nothing about which one came close."""
+        return self.who(header)[0]
+
+    def who(self, header: str | None) -> tuple[frozenset[str] | None | bool, str | None]:
+        """``agents`` and the name of the person (``clawd users``) whose token it is (None:
+        the operator's, or one of ``gateway.auth.tokens``)."""
         if not self.required:
-            return None
+            return None, None
         given = bearer(header)
         if given is None:
-            return False
+            return False, None
         found: frozenset[str] | None | bool = False
         for secret, agents in self.entries:
             if hmac.compare_digest(secret, given) and found is False:
@@ -104,8 +109,8 @@ class Tokens:
         if found is False and self.people is not None:
             person = self.people.find(given)
             if person is not None:
-                found = frozenset(agent.lower() for agent in person.agents)
-        return found
+                return frozenset(agent.lower() for agent in person.agents), person.name
+        return found, None
 
 
 def bearer(header: str | None) -> bytes | None:

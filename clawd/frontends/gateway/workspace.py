@@ -12,6 +12,7 @@ only shareable notes). Errors are ``ClawdError``s with the tools' one-line messa
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from clawd.context.access import MEMORY_TOOLS, Access
@@ -65,13 +66,16 @@ def read_file(runtime: Runtime, key: str, path: str) -> dict[str, Any]:
     return {"path": rel, "type": "file", "content": content}
 
 
-def write_file(runtime: Runtime, key: str, path: str, content: str, append: bool
-               ) -> dict[str, Any]:
+def write_file(runtime: Runtime, key: str, path: str, content: str, append: bool,
+               check: Callable[[str, str], None] | None = None) -> dict[str, Any]:
     """Write (or append to) a workspace file as the ``write`` tool would in session
-    ``key``; what the tool said."""
+    ``key``; what the tool said. ``check(path, content)``: raises when the writer may not
+    write that much there (``quotas.write_limit``)."""
     ctx = context(runtime, key)
     if not ctx.access.workspace_files:
         raise Refused("this agent has no workspace access (workspaceAccess: \"none\")")
+    if check is not None:
+        check(ctx.files.canonical(path), content)
     try:
         said = write.run({"path": path, "content": content, "append": append}, ctx)
     except ToolError as exc:

@@ -15,7 +15,8 @@ file is kept in ``torn``), a ``workspace_files`` row a file's bytes (and permiss
 who holds a session, ``people`` who may use the gateway (their tokens' digests); ``jobs``
 and ``job_runs`` automation's jobs and runs (``storage.postgres.jobs``);
 ``gateway_turns``, ``turn_events`` and ``auth_failures`` what the gateway's workers share
-(``storage.postgres.shared``); the ``memory_*`` tables the memory index
+(``storage.postgres.shared``), ``quota_turns`` the turns each person started
+(``storage.postgres.quotas``); the ``memory_*`` tables the memory index
 (``storage.postgres.memory``); the ``channel_*`` tables the channels
 (``storage.postgres.channels``).
 """
@@ -163,6 +164,16 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (job_id, scheduled_for));
     CREATE INDEX job_runs_delivery ON job_runs (job_id)
         WHERE run->'delivery'->>'status' IN ('pending', 'failed', 'sending');
+    """,
+    # quotas per person: each turn a person started (its ticket, taken before the turn is
+    # queued); and the session list read a page at a time, newest activity first
+    """
+    CREATE TABLE quota_turns (
+        ticket text PRIMARY KEY, person text NOT NULL,
+        started timestamptz NOT NULL DEFAULT now(), turn_id text);
+    CREATE INDEX quota_turns_person ON quota_turns (person, started);
+    CREATE INDEX sessions_recent ON sessions
+        (agent_id, (coalesce(entry->>'updatedAt', '') COLLATE "C") DESC, key COLLATE "C" DESC);
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time

@@ -28,6 +28,21 @@ if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
 
 
+# the list's order, as Python sorts text (index ``sessions_recent``)
+RECENT, KEY = "(coalesce(entry->>'updatedAt', '') COLLATE \"C\")", "key COLLATE \"C\""
+
+
+def page_query(agent_id: str, limit: int, after: tuple[str, str] | None
+               ) -> tuple[str, tuple[Any, ...]]:
+    """The statement (and its values) of one page of an agent's sessions."""
+    where, args = "", [agent_id]
+    if after is not None:
+        where = f"AND ({RECENT}, {KEY}) < (%s, %s)"
+        args += [after[0], after[1]]
+    return (f"SELECT key, entry FROM sessions WHERE agent_id = %s {where} ORDER BY {RECENT} "
+            f"DESC, {KEY} DESC LIMIT %s", (*args, max(limit, 0)))
+
+
 def key_lock(agent_id: str, key: str, purpose: str) -> int:
     """A signed 64-bit advisory-lock number for one session key of one agent and one
     ``purpose`` (``entry``: a change of its row; ``lease``: the session held)."""
@@ -60,6 +75,19 @@ class PgSessions:
             row = conn.execute("SELECT entry FROM sessions WHERE agent_id = %s AND key = %s",
                                (self.agent_id, normalize_key(key))).fetchone()
         return cast(SessionEntry, row[0]) if row else None
+
+    def count(self) -> int:
+        with self.db.connection() as conn:
+            row = conn.execute("SELECT count(*) FROM sessions WHERE agent_id = %s",
+                               (self.agent_id,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def page(self, limit: int, after: tuple[str, str] | None = None
+             ) -> list[tuple[str, SessionEntry]]:
+        """One indexed walk (``sessions_recent``) that stops after ``limit`` rows."""
+        with self.db.connection() as conn:
+            rows = conn.execute(*page_query(self.agent_id, limit, after)).fetchall()
+        return [(key, cast(SessionEntry, entry)) for key, entry in rows]
 
     def update(self, key: str, change: Callable[[SessionEntry | None], SessionEntry | None],
                *, touch: bool = True) -> SessionEntry | None:

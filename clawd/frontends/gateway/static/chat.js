@@ -155,16 +155,45 @@ async function refreshContext() {
   }
 }
 
-async function refreshSessions() {
+// The session list comes a page at a time (the newest first); "More sessions" asks for
+// the page after the last one shown.
+const listed = { sessions: [], next: null };
+
+async function sessionPage(cursor) {
   const all = $("show-ended").checked ? "&all=true" : "";
+  const after = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
+  return api.json(`/api/sessions?agent=${encodeURIComponent(state.agent)}${all}${after}`);
+}
+
+function showSessions() {
+  const sessions = listed.sessions.filter((s) => s.key);
+  if (!state.ended && !sessions.some((s) => s.key === state.key && s.current !== false)) {
+    sessions.unshift({ key: state.key });
+  }
+  view.sessionList($("sessions"), sessions, { key: state.key, sessionId: state.ended },
+    openSession, removeSession, renameSession);
+  $("more-sessions").hidden = !listed.next;
+}
+
+async function refreshSessions() {
   try {
-    const found = await api.json(`/api/sessions?agent=${encodeURIComponent(state.agent)}${all}`);
-    const sessions = found.sessions.filter((s) => s.key);
-    if (!state.ended && !sessions.some((s) => s.key === state.key && s.current !== false)) {
-      sessions.unshift({ key: state.key });
-    }
-    view.sessionList($("sessions"), sessions, { key: state.key, sessionId: state.ended },
-      openSession, removeSession, renameSession);
+    const found = await sessionPage(null);
+    listed.sessions = found.sessions;
+    listed.next = found.nextCursor || null;
+    showSessions();
+  } catch (err) {
+    if (err.status === 401) report(err);
+  }
+}
+
+async function moreSessions() {
+  if (!listed.next) return;
+  try {
+    const found = await sessionPage(listed.next);
+    const seen = new Set(listed.sessions.map((s) => `${s.key} ${s.sessionId}`));
+    listed.sessions.push(...found.sessions.filter((s) => !seen.has(`${s.key} ${s.sessionId}`)));
+    listed.next = found.nextCursor || null;
+    showSessions();
   } catch (err) {
     if (err.status === 401) report(err);
   }
@@ -360,6 +389,7 @@ function wire() {
     openSession(name.includes(":") ? name : `agent:${state.agent}:${name}`);
   });
   $("show-ended").addEventListener("change", refreshSessions);
+  $("more-sessions").addEventListener("click", moreSessions);
   $("items").addEventListener("clawd-retry", () => send("/retry"));
   $("items").addEventListener("clawd-edit", async (e) => {
     await send("/undo");
