@@ -46,7 +46,7 @@ def open_entry(rt: Runtime, key: str, access: Access, pinned: str | None, *,
         entry = store.patch(key, base=stored, model=pinned, modelOverride=pinned) or stored
     else:
         entry = stored
-    transcript = rt.storage.transcript(entry["sessionId"])
+    transcript = rt.storage.transcript(entry["sessionId"], key)
     loaded = begin(transcript, rt.agent_id, key=key, model=entry.get("model"),
                    modelOverride=entry.get("modelOverride"), timestamp=entry.get("createdAt"))
     if loaded.header is not None and session_key_of(loaded) is None:

@@ -50,6 +50,8 @@ class FileLease:
         self.sessions_dir, self.key = sessions_dir, key
         self._held: Path | None = lock.acquire(sessions_dir, key, wait=wait, hint=hint)
 
+    lost = False  # an OS lock goes only with its process
+
     def describe(self, until: float | None) -> None:
         if self._held is not None:
             lock.describe(self.sessions_dir, self.key, until)
@@ -108,7 +110,7 @@ class FileStorage:
         self.memory_index: Callable[[], IndexStore] | None = None  # a SQLite file
         self.index_home = state_dir()
 
-    def transcript(self, session_id: str) -> Transcript:
+    def transcript(self, session_id: str, key: str | None = None) -> Transcript:
         return Transcript(self.sessions_dir / f"{checked_id(session_id)}.jsonl")
 
     def session_file(self, session_id: str) -> str:

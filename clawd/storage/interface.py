@@ -35,6 +35,12 @@ class Lease(Protocol):
 
     def release(self) -> None: ...
 
+    @property
+    def lost(self) -> bool:
+        """Whether another process took the session while this one believed it held it
+        (its writes are refused since: see ``storage.postgres.fencing``)."""
+        ...
+
 
 class KeyValue(Protocol):
     """Small JSON records of the agent's own (consolidation's last run, say)."""
@@ -66,8 +72,9 @@ class AgentStorage(Protocol):
     memory_index: Callable[[], IndexStore] | None
     index_home: Path
 
-    def transcript(self, session_id: str) -> TranscriptLog:
-        """The log of session ``session_id`` (empty until something is appended)."""
+    def transcript(self, session_id: str, key: str | None = None) -> TranscriptLog:
+        """The log of session ``session_id`` (empty until something is appended);
+        ``key``: the session key it is written under, for a store that fences writes."""
         ...
 
     def session_file(self, session_id: str) -> str:

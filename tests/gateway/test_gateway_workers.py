@@ -394,3 +394,34 @@ def test_a_turn_another_worker_took_still_reaches_its_client(tmp_path, pg_url):
         assert _reply(events(box["seen"])) == "b: left behind"
         items = a.get("/api/sessions/main/history?limit=10", headers=AUTH).json()["items"]
         assert [i["text"] for i in items if i["type"] == "user"] == ["left behind", "after"]
+
+
+def test_a_worker_that_lost_its_hold_unseen_writes_nothing_more_of_the_session(
+        tmp_path, pg_url):
+    """Worker a's lease connection drops mid-turn (a network cut, a pooler restarted): the
+    server lets go of a's lock while a believes it holds the session, and worker b takes
+    the session for its own turn. a's turn then writes nothing more (its writes carry an
+    epoch the session no longer has) and ends saying why: one writer."""
+    import psycopg
+
+    with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
+        model = _gate(a)
+        box: dict = {}
+        first = _in_thread(a, "tell me", box)
+        assert model.started.wait(30)
+        lease = a.app.state.gateway.agents.runtime("main").storage.db.lease_connection()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(%s)", (lease.info.backend_pid,))
+        taken = _reply(events(b.post("/api/sessions/main/messages", json={"text": "from b"},
+                                     headers=AUTH)))
+        assert taken.startswith("b: ") and taken.endswith("from b")  # a's message folded in
+        model.gate.set()
+        first.join(20)
+        said = events(box["tell me"])
+        assert any("taken over by another worker" in e.get("message", "") for e in said), said
+        items = b.get("/api/sessions/main/history?limit=20", headers=AUTH).json()["items"]
+        assert [(i["type"], i["text"]) for i in items] == [
+            ("user", "tell me"), ("user", "from b"), ("assistant", taken)]
+        # a takes part again: its next message runs, the session's one writer at a time
+        assert _reply(events(a.post("/api/sessions/main/messages", json={"text": "again"},
+                                    headers=AUTH))).endswith("again")

@@ -263,6 +263,15 @@ class SharedHub(Hub):
             self._remember(turn, None)
         return turn
 
+    def _run(self, slot: Slot, turn: QueuedTurn, loop: asyncio.AbstractEventLoop) -> None:
+        """As ``Hub``'s; a session another worker took while this one had lost its hold
+        unseen (its writes were refused) is let go of, to be taken again when free."""
+        super()._run(slot, turn, loop)
+        chat = slot.chat
+        if chat is not None and chat.session.lease.lost:
+            slot.chat = None
+            chat.session.close()
+
     def _drained(self, slot: Slot) -> None:
         if slot.chat is None:  # set aside after an ephemeral turn: others may wait
             self._let_go(slot)

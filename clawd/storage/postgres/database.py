@@ -175,6 +175,10 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX sessions_recent ON sessions
         (agent_id, (coalesce(entry->>'updatedAt', '') COLLATE "C") DESC, key COLLATE "C" DESC);
     """,
+    # fencing: each taking of a session's lease bumps its epoch; a write checks it
+    """
+    ALTER TABLE leases ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
+    """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
 POOL_SIZE = 8

@@ -23,6 +23,7 @@ from clawd.sessions.entry import SessionEntry
 from clawd.sessions.files import entries_from, summary_of
 from clawd.sessions.store import normalize_key, patched, recounted
 from clawd.sessions.transcript import Loaded, parse_lines
+from clawd.storage.postgres import fencing
 
 if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
@@ -95,6 +96,7 @@ class PgSessions:
         with self.db.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)",
                          (key_lock(self.agent_id, key, "entry"),))
+            fencing.check(conn, self.db, self.agent_id, key)
             row = conn.execute("SELECT entry FROM sessions WHERE agent_id = %s AND key = %s",
                                (self.agent_id, key)).fetchone()
             entry = change(cast(SessionEntry, row[0]) if row else None)
@@ -142,8 +144,9 @@ def _is_json(line: str) -> bool:
 class PgTranscript:
     """One session's ``transcript_lines`` rows."""
 
-    def __init__(self, db: Database, agent_id: str, session_id: str):
-        self.db, self.agent_id, self.session_id = db, agent_id, session_id
+    def __init__(self, db: Database, agent_id: str, session_id: str, key: str | None = None):
+        """``key``: the session's, when it is written as that session (fenced)."""
+        self.db, self.agent_id, self.session_id, self.key = db, agent_id, session_id, key
         self.location = f"{db.location} (transcript {session_id} of agent {agent_id})"
         self._known = False  # its session_logs row exists
 
@@ -159,6 +162,7 @@ class PgTranscript:
         """Add JSONL lines as they are, in order, in one transaction (a line that is not
         JSON, as a migrated file may hold, is kept as text in ``torn``)."""
         with self.db.connection() as conn, conn.transaction():
+            fencing.check(conn, self.db, self.agent_id, self.key)
             if not self._known:
                 conn.execute("INSERT INTO session_logs (agent_id, session_id) VALUES (%s, %s) "
                              "ON CONFLICT DO NOTHING", (self.agent_id, self.session_id))

@@ -29,6 +29,7 @@ from clawd.core.paths import state_dir
 from clawd.sessions import lock
 from clawd.sessions.lock import CHAT_HINT, busy_error
 from clawd.storage.files import checked_id
+from clawd.storage.postgres import fencing
 from clawd.storage.postgres.errors import unreachable
 from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
 from clawd.storage.postgres.memory import PgIndexStore
@@ -66,7 +67,8 @@ class PgLease:
             with _changed:
                 _acquiring.discard(self._slot)
                 _changed.notify_all()
-        self._say(None)
+        if _held.get(self._slot) == 1:  # taken now, not counted again: a new epoch
+            fencing.taken(self.db, agent_id, key, self._take())
 
     def _acquire(self, wait: float | None, hint: str) -> None:
         number = key_lock(self.agent_id, self.key, "lease")
@@ -98,11 +100,18 @@ class PgLease:
                 raise busy_error(self.key, str(pid or ""), who, left, hint)
             time.sleep(lock.POLL_SECONDS)
 
+    @property
+    def lost(self) -> bool:
+        return fencing.lost(self.db, self.agent_id, self.key)
+
     def describe(self, until: float | None) -> None:
         with _changed:
             held = self._slot in _held and not self._released
-        if held:
-            self._say(until)
+        epoch = fencing.held(self.db, self.agent_id, self.key)
+        if held and epoch is not None:
+            with self.db.connection() as conn:
+                conn.execute("UPDATE leases SET until = %s WHERE agent_id = %s AND key = %s "
+                             "AND epoch = %s", (until, self.agent_id, self.key, epoch))
 
     def release(self) -> None:
         with _changed:
@@ -113,23 +122,26 @@ class PgLease:
             if _held[self._slot] > 0:
                 return
             del _held[self._slot]
+            epoch = fencing.held(self.db, self.agent_id, self.key)
+            fencing.let_go(self.db, self.agent_id, self.key)
             try:
-                with self.db.connection() as conn:
-                    conn.execute("DELETE FROM leases WHERE agent_id = %s AND key = %s",
-                                 (self.agent_id, self.key))
+                with self.db.connection() as conn:  # not the row of whoever took it since
+                    conn.execute("DELETE FROM leases WHERE agent_id = %s AND key = %s AND "
+                                 "epoch = %s", (self.agent_id, self.key, epoch))
                 self.db.lease_connection().execute(
                     "SELECT pg_advisory_unlock(%s)", (key_lock(self.agent_id, self.key,
                                                               "lease"),))
             except (psycopg.Error, StoreUnavailable):
                 pass  # the connection is gone, and the server let go of the lock with it
 
-    def _say(self, until: float | None) -> None:
+    def _take(self) -> int:
+        """Say who holds the session now, under a new epoch (``fencing``): the epoch."""
         with self.db.connection() as conn:
-            conn.execute("INSERT INTO leases (agent_id, key, holder, pid, until) "
-                         "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (agent_id, key) DO UPDATE "
-                         "SET holder = EXCLUDED.holder, pid = EXCLUDED.pid, "
-                         "until = EXCLUDED.until",
-                         (self.agent_id, self.key, lock.HOLDER, os.getpid(), until))
+            return int(_one(conn, "INSERT INTO leases (agent_id, key, holder, pid, until, "
+                            "epoch) VALUES (%s, %s, %s, %s, NULL, 1) ON CONFLICT (agent_id, "
+                            "key) DO UPDATE SET holder = EXCLUDED.holder, pid = EXCLUDED.pid, "
+                            "until = NULL, epoch = leases.epoch + 1 RETURNING epoch",
+                            (self.agent_id, self.key, lock.HOLDER, os.getpid())))
 
 
 def _turn_runs(conn: Any, agent_id: str, key: str, worker: str) -> bool:
@@ -204,8 +216,8 @@ class PgStorage:
         self.memory_index = partial(PgIndexStore, db, agent_id)  # rows of the database
         self.index_home = state_dir()
 
-    def transcript(self, session_id: str) -> PgTranscript:
-        return PgTranscript(self.db, self.agent_id, checked_id(session_id))
+    def transcript(self, session_id: str, key: str | None = None) -> PgTranscript:
+        return PgTranscript(self.db, self.agent_id, checked_id(session_id), key)
 
     def session_file(self, session_id: str) -> str:
         return f"{checked_id(session_id)}.jsonl"  # its name in an exported folder
