@@ -425,3 +425,39 @@ def test_a_worker_that_lost_its_hold_unseen_writes_nothing_more_of_the_session(
         # a takes part again: its next message runs, the session's one writer at a time
         assert _reply(events(a.post("/api/sessions/main/messages", json={"text": "again"},
                                     headers=AUTH))).endswith("again")
+
+
+def test_a_slow_database_never_holds_up_the_event_loop(tmp_path, pg_url):
+    """The people's agents are read again every ``PEOPLE_SECONDS``: with the ``people``
+    table locked (a database slow to answer), a request that needs the served agents
+    waits on a thread, and ``/health`` still answers at once (it used to wait on the
+    event loop behind the lookup)."""
+    import psycopg
+
+    from clawd.frontends.gateway.agents import PEOPLE_SECONDS
+    from clawd.storage.people import PgPeople
+
+    client = _worker(tmp_path, pg_url, "a")
+    people = PgPeople(Database(pg_url))
+    people.add("alice", ("alice",))
+    agents = client.app.state.gateway.agents
+    agents.people = people
+    with client:
+        assert client.get("/api/agents", headers=AUTH).status_code == 200
+        time.sleep(PEOPLE_SECONDS + 0.3)  # due to be read again
+        box: dict = {}
+        with psycopg.connect(pg_url) as locker:
+            locker.execute("LOCK TABLE people IN ACCESS EXCLUSIVE MODE")
+            asking = threading.Thread(target=lambda: box.setdefault(
+                "agents", client.get("/api/agents", headers=AUTH)), daemon=True)
+            asking.start()
+            time.sleep(0.5)
+            health = threading.Thread(target=lambda: box.setdefault(
+                "health", client.get("/health")), daemon=True)
+            health.start()
+            health.join(2)
+            answered = "health" in box
+        asking.join(20)
+        health.join(20)
+        assert answered, "/health waited for the database"
+        assert box["agents"].status_code == 200

@@ -3,11 +3,13 @@
 ``clawd serve`` serves every agent of the config, or only ``--agent``. A runtime is built by
 the composition root as ``clawd chat -m`` builds it (``exec`` only when
 ``tools.exec.allowInScripts``: nobody is at a terminal to approve a command); tests hand in
-runtimes of their own. ``close`` closes each agent's memory index.
+runtimes of their own. ``close`` closes each agent's memory index. Nothing here reads the
+database on the event loop: the people's agents are read again on a thread of their own.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +19,8 @@ from clawd.config import Config
 from clawd.core.errors import ClawdError
 from clawd.loop.runtime import Runtime
 
-PEOPLE_SECONDS = 2.0
+log = logging.getLogger(__name__)
+PEOPLE_SECONDS = 2.0  # the people's agents are read again after this long, off the loop
 
 
 class UnknownAgent(ClawdError):
@@ -36,6 +39,7 @@ class ServedAgents:
         self._build = build or (lambda agent: _build_runtime(config, agent))
         self._runtimes: dict[str, Runtime] = {}
         self._lock = threading.Lock()
+        self._looking = threading.Lock()  # held while the people are read again
 
     @classmethod
     def of_config(cls, config: Config, only: str | None = None) -> ServedAgents:
@@ -57,12 +61,29 @@ class ServedAgents:
         if self.people is None:
             return self._ids
         at, theirs = self._theirs
-        if time.monotonic() - at > PEOPLE_SECONDS:
+        if not at:  # the first time (the gateway starting): looked up now
+            theirs = self._look_up()
+        elif time.monotonic() - at > PEOPLE_SECONDS and self._looking.acquire(blocking=False):
+            # then on a thread of its own: a request (on the event loop) never waits for it
+            threading.Thread(target=self._look_up, daemon=True,
+                             name="clawd-people").start()
+        return self._ids + theirs
+
+    def _look_up(self) -> list[str]:
+        """The people's agents, read again (``_looking`` held by a refresh is let go)."""
+        try:
             known = {a.lower() for a in self._ids}
             theirs = list(dict.fromkeys(a for p in self.people.all() for a in p.agents
                                         if a.lower() not in known))
             self._theirs = (time.monotonic(), theirs)
-        return self._ids + theirs
+            return theirs
+        except Exception as exc:  # noqa: BLE001 - the last list serves until the next try
+            log.warning("could not read the people: %s", exc)
+            self._theirs = (time.monotonic(), self._theirs[1])
+            return self._theirs[1]
+        finally:
+            if self._looking.locked():
+                self._looking.release()
 
     def reaches(self, allowed: frozenset[str] | None) -> list[str]:
         """The served agents a token reaching ``allowed`` (None: all) may use."""

@@ -62,13 +62,13 @@ async def health(request: Request) -> Response:
 
 async def list_agents(request: Request) -> Response:
     gw = state(request)
-    found = []
-    for agent_id in gw.agents.ids:
-        if allowed(request, agent_id):
-            settings = gw.agents.runtime(agent_id).settings
-            found.append({"id": agent_id, "model": settings.model,
-                          "default": agent_id == gw.agents.default})
-    return ok({"agents": found})
+
+    def listed() -> list[dict[str, Any]]:  # a runtime is built on first use: off the loop
+        return [{"id": agent_id, "model": gw.agents.runtime(agent_id).settings.model,
+                 "default": agent_id == gw.agents.default}
+                for agent_id in gw.agents.ids if allowed(request, agent_id)]
+
+    return ok({"agents": await run_in_threadpool(listed)})
 
 
 async def list_commands(request: Request) -> Response:
