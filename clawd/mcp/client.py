@@ -13,7 +13,11 @@ during the call: each is an error result for the model, never an exception for t
 stdio server that has exited is started again at its next call (a connection idle for a
 while is pinged first, so a server that died between calls costs no failed call). A child's
 stderr goes to ``<state>/logs/mcp-<name>.log``; its last line explains a failed start.
-Values of ``env`` and ``headers`` are scrubbed from every message (``McpServer.secrets``).
+Values of ``env`` and ``headers``, and of the ``${NAME}`` put in, are scrubbed from every
+message (``launch``). A tool that asks first (``approval``) is put to ``ToolContext.approve``,
+or refused where there is none. Names are made unique across the servers
+(``shapes.unique_names``); a repeat, a rename, a tool the SDK cannot read and an allowed
+name a server lacks are each a line in ``problems``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,11 @@ from clawd.config.mcp import McpServer
 from clawd.core.cancel import CancelToken
 from clawd.core.messages import ToolSpec
 from clawd.core.textcut import shorten
-from clawd.mcp.shapes import Output, read_result, tool_name, wire_schema
+from clawd.mcp import approval
+from clawd.mcp.launch import Launch, child_env, resolve, scrub
+from clawd.mcp.listing import list_tools
+from clawd.mcp.quiet import quiet
+from clawd.mcp.shapes import Output, description, framed, read_result, unique_names, wire_schema
 from clawd.tools.base import Tool, ToolContext
 
 T = TypeVar("T")
@@ -53,12 +61,6 @@ class ServerState:
     error: str = ""
 
 
-def scrub(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
-
-
 def _one_line(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -72,6 +74,8 @@ class Connection:
         self.name, self.config, self.logs = name, config, logs
         self.state, self.error = "stopped", ""
         self.tools: list[Any] = []  # the SDK's Tool objects, allow-list applied
+        self.notes: list[str] = []  # tools left out, allowed names it lacks
+        self.launch: Launch | None = None
         self._client: Any = None
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -101,9 +105,13 @@ class Connection:
                     task.cancel()
                 self._fail(f"no answer within {seconds:g} s (connectionTimeoutMs)")
 
+    @property
+    def secrets(self) -> list[str]:
+        return self.launch.secrets if self.launch is not None else self.config.secrets()
+
     def _fail(self, error: str) -> None:
         self.state, self._client = "failed", None
-        self.error = scrub(error, self.config.secrets())
+        self.error = scrub(error, self.secrets)
 
     async def _run(self, ready: asyncio.Event, stop: asyncio.Event) -> None:
         from mcp import Client
@@ -114,14 +122,16 @@ class Connection:
         # of the two, so a slow start is not cut by a short requestTimeoutMs.
         backstop = max(cfg.connection_timeout_ms, cfg.request_timeout_ms) / 1000
         try:
+            self.launch = resolve(cfg, os.environ)
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(
-                    Client(await self._transport(stack), mode="legacy",
+                    Client(await self._transport(stack, self.launch), mode="legacy",
                            read_timeout_seconds=backstop))
-                tools = await self._list(client)
+                tools, notes = await list_tools(client, cfg.tools, self.name, backstop)
                 if self._stop is not stop:
                     return
                 self.tools, self._client, self.state, self.error = tools, client, "ready", ""
+                self.notes = [scrub(note, self.secrets) for note in notes]
                 self._last = time.monotonic()
                 ready.set()
                 await stop.wait()
@@ -137,20 +147,21 @@ class Connection:
                     self.state = "stopped"
             ready.set()
 
-    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
-        cfg = self.config
-        if cfg.url is not None:
+    async def _transport(self, stack: contextlib.AsyncExitStack, launch: Launch) -> Any:
+        if launch.url is not None:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             http = await stack.enter_async_context(create_mcp_http_client(
-                headers=dict(cfg.headers)))
-            return streamable_http_client(cfg.url, http_client=http)
+                headers=dict(launch.headers)))
+            return streamable_http_client(launch.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         errlog: TextIO = stack.enter_context(self._errlog())
-        params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args),
-                                       env=dict(cfg.env) or None, cwd=cfg.cwd)
+        # the whole environment is given, so the SDK adds nothing of clawd's to it
+        params = StdioServerParameters(command=launch.command or "", args=launch.args,
+                                       env=child_env(launch.env, os.environ),
+                                       cwd=self.config.cwd)
         return stdio_client(params, errlog=errlog)
 
     def _errlog(self) -> TextIO:
@@ -159,17 +170,6 @@ class Connection:
             return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the stack closes it
         path.parent.mkdir(parents=True, exist_ok=True)
         return open(path, "a", encoding="utf-8")  # noqa: SIM115 - the stack closes it
-
-    async def _list(self, client: Any) -> list[Any]:
-        tools, cursor = [], None
-        for _ in range(100):
-            page = await client.list_tools(cursor=cursor)
-            tools += page.tools
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        allowed = self.config.tools
-        return [t for t in tools if allowed is None or t.name in allowed]
 
     def _why(self, exc: BaseException) -> str:
         """One line on why the server stopped: the error, and its stderr's last line."""
@@ -212,7 +212,7 @@ class Connection:
             return Output(f"{self.name}: {tool} did not answer within {seconds:g} s "
                           f"(requestTimeoutMs)", is_error=True)
         except Exception as exc:  # noqa: BLE001 - a failed call is the model's to act on
-            why = scrub(_one_line(exc), self.config.secrets())
+            why = scrub(_one_line(exc), self.secrets)
             if not await self._alive(ping=True):
                 self.state = "stopped"
                 return Output(f"the MCP server {self.name} stopped during the call ({why}); "
@@ -220,7 +220,7 @@ class Connection:
             return Output(f"{self.name}: {tool} failed: {why}", is_error=True)
         finally:
             self._last = time.monotonic()
-        return read_result(result)
+        return framed(read_result(result), self.name)
 
     async def _alive(self, ping: bool = False) -> bool:
         """Whether the session still answers (pinged when quiet for a while, or ``ping``)."""
@@ -249,6 +249,7 @@ class McpClients:
         self.connections = {name: Connection(name, cfg, logs) for name, cfg in servers.items()
                             if cfg.enabled}
         self.disabled = [name for name, cfg in servers.items() if not cfg.enabled]
+        quiet(logs)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="clawd-mcp",
                                         daemon=True)
@@ -279,8 +280,20 @@ class McpClients:
         return self.problems()
 
     def problems(self) -> list[str]:
-        return [f"mcp: {c.name} did not start: {c.error}"
-                for c in self.connections.values() if c.state == "failed"]
+        """A line per server that did not start, then per note on the tools: left out,
+        renamed, or named in an allow-list and missing."""
+        failed = [f"mcp: {c.name} did not start: {c.error}"
+                  for c in self.connections.values() if c.state == "failed"]
+        notes = [note for c in self.connections.values() for note in c.notes]
+        return failed + notes + self._names()[1]
+
+    def _names(self) -> tuple[list[tuple[Connection, Any, str]], list[str]]:
+        """Every started server's tools with the model's name for each (unique across the
+        servers; ``shapes.unique_names``), and the lines on repeats and renames."""
+        listed = [(c, t) for c in self.connections.values() for t in c.tools]
+        names, notes = unique_names([(c.name, t.name) for c, t in listed])
+        return [(c, t, n) for (c, t), n in zip(listed, names, strict=True)
+                if n is not None], notes
 
     def states(self) -> list[ServerState]:
         found = [ServerState(c.name, c.config.transport, c.state, len(c.tools), c.error)
@@ -290,24 +303,24 @@ class McpClients:
     def tools(self, servers: Collection[str] | None = None) -> list[Tool]:
         """The started servers' tools as clawd's: of every server, or of ``servers`` (the
         ones an agent is given, ``Mcp.for_agent``)."""
-        found: list[Tool] = []
-        for connection in self.connections.values():
-            if servers is not None and connection.name not in servers:
-                continue
-            for listed in connection.tools:
-                found.append(self._tool(connection, listed))
-        return found
+        return [self._tool(connection, listed, name)
+                for connection, listed, name in self._names()[0]
+                if servers is None or connection.name in servers]
 
-    def _tool(self, connection: Connection, listed: Any) -> Tool:
-        name = tool_name(connection.name, listed.name)
-        description = (listed.description or listed.title or listed.name).strip()
-        spec = ToolSpec(name, description, wire_schema(listed.input_schema),
-                        origin=connection.name)
+    def _tool(self, connection: Connection, listed: Any, name: str) -> Tool:
+        said = description(listed.description or listed.title or listed.name)
+        spec = ToolSpec(name, said, wire_schema(listed.input_schema), origin=connection.name)
+        cfg = connection.config
 
         def run(args: dict[str, Any], ctx: ToolContext) -> Output:
+            if approval.asks(cfg.approval, listed.annotations, listed.name, cfg.auto_approve):
+                if ctx.approve is None:
+                    return Output(approval.refusal(name, connection.name), is_error=True)
+                if not ctx.approve(approval.request(name, args)):
+                    return Output(approval.declined(name), is_error=True)
             return self._run(connection.call(listed.name, args), ctx.cancel)
 
-        return Tool(spec, run, shared=connection.config.groups)
+        return Tool(spec, run, shared=cfg.groups)
 
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Output:
         return self._run(self.connections[server].call(tool, arguments))
