@@ -59,6 +59,8 @@ class ServerState:
     state: str  # ready | failed | stopped | disabled
     tools: int
     error: str = ""
+    notes: tuple[str, ...] = ()  # tools left out or renamed, allowed names it lacks
+    missing: tuple[str, ...] = ()  # names of its allow-list it does not have
 
 
 def _one_line(exc: BaseException) -> str:
@@ -75,6 +77,7 @@ class Connection:
         self.state, self.error = "stopped", ""
         self.tools: list[Any] = []  # the SDK's Tool objects, allow-list applied
         self.notes: list[str] = []  # tools left out, allowed names it lacks
+        self.missing: list[str] = []  # allowed names it lacks
         self.launch: Launch | None = None
         self._client: Any = None
         self._stop: asyncio.Event | None = None
@@ -127,11 +130,13 @@ class Connection:
                 client = await stack.enter_async_context(
                     Client(await self._transport(stack, self.launch), mode="legacy",
                            read_timeout_seconds=backstop))
-                tools, notes = await list_tools(client, cfg.tools, self.name, backstop)
+                tools, notes, missing = await list_tools(client, cfg.tools, self.name,
+                                                         backstop)
                 if self._stop is not stop:
                     return
                 self.tools, self._client, self.state, self.error = tools, client, "ready", ""
                 self.notes = [scrub(note, self.secrets) for note in notes]
+                self.missing = missing
                 self._last = time.monotonic()
                 ready.set()
                 await stop.wait()
@@ -296,7 +301,11 @@ class McpClients:
                 if n is not None], notes
 
     def states(self) -> list[ServerState]:
-        found = [ServerState(c.name, c.config.transport, c.state, len(c.tools), c.error)
+        renamed = self._names()[1]
+        found = [ServerState(c.name, c.config.transport, c.state, len(c.tools), c.error,
+                             tuple(c.notes) + tuple(n for n in renamed if n.startswith(
+                                 (f"mcp: {c.name} ", f"mcp: {c.name}'s "))),
+                             tuple(c.missing))
                  for c in self.connections.values()]
         return found + [ServerState(name, "", "disabled", 0) for name in self.disabled]
 

@@ -16,9 +16,9 @@ MAX_PAGES = 100
 
 
 async def list_tools(client: Any, allowed: list[str] | None, server: str,
-                     timeout: float) -> tuple[list[Any], list[str]]:
-    """The SDK's ``Tool``s of ``client``'s server (``allowed`` applied), and a line per
-    tool left out and per allowed name it does not have."""
+                     timeout: float) -> tuple[list[Any], list[str], list[str]]:
+    """The SDK's ``Tool``s of ``client``'s server (``allowed`` applied), a line per tool
+    left out, and the allowed names it does not have."""
     from pydantic import ValidationError
 
     tools: list[Any] = []
@@ -36,14 +36,16 @@ async def list_tools(client: Any, allowed: list[str] | None, server: str,
                       f"listing ({why})" for name, why in bad]
         if cursor is None:
             break
+    missing: list[str] = []
     if allowed is not None:
         names = {t.name for t in tools}
         missing = [name for name in allowed if name not in names]
         if missing:
             notes.append(f"mcp: {server} has no tool " + ", ".join(missing) + " (its tools: "
-                         + (", ".join(sorted(names)) or "none") + "); see its tools list")
+                         + (", ".join(sorted(names)) or "none") + "); fix mcp.servers."
+                         f"{server}.tools")
         tools = [t for t in tools if t.name in allowed]
-    return tools, notes
+    return tools, notes, missing
 
 
 async def _raw_page(client: Any, cursor: str | None, timeout: float

@@ -32,13 +32,16 @@ class _MaskQuery(logging.Filter):
 
 
 def quiet(logs: Path | None) -> None:
-    """Send the SDK's log lines to ``logs/mcp.log`` (nowhere without ``logs``) and mask the
-    queries in ``httpx``'s; once per process."""
+    """Send the SDK's log lines to ``logs/mcp.log`` (nowhere without ``logs``; the last
+    directory given wins) and mask the queries in ``httpx``'s."""
     sdk = logging.getLogger("mcp")
-    if getattr(sdk, _MARK, False):
+    old: logging.Handler | None = getattr(sdk, _MARK, None)
+    if old is None:
+        sdk.propagate = False
+        logging.getLogger("httpx").addFilter(_MaskQuery())
+    elif logs is None or getattr(old, "baseFilename", None) == str(
+            (logs / "mcp.log").absolute()):
         return
-    setattr(sdk, _MARK, True)
-    sdk.propagate = False
     handler: logging.Handler = logging.NullHandler()
     if logs is not None:
         try:
@@ -48,5 +51,8 @@ def quiet(logs: Path | None) -> None:
                                                    "%(message)s"))
         except OSError:
             pass
+    if old is not None:
+        sdk.removeHandler(old)
+        old.close()
     sdk.addHandler(handler)
-    logging.getLogger("httpx").addFilter(_MaskQuery())
+    setattr(sdk, _MARK, handler)

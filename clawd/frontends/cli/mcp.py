@@ -3,17 +3,20 @@ as an MCP server.
 
 ``list`` starts every configured server (each within its ``connectionTimeoutMs``) and shows
 one line each: name, transport, state, tool count, what it runs or where it is (a URL
-without its user and query; never a value of ``env`` or ``headers``), and the agents given
-it (``agents``; by default the default agent). ``tools [NAME]`` lists
-the tools by the names the model calls them. ``serve [--agent ID] [--read-only]`` speaks
-MCP on stdin/stdout, offering the agent's memory (``frontends.mcp_server``).
+without its user and query values, an option or ``KEY=value`` named like a secret as
+``***``; never a value of ``env`` or ``headers``), and the agents given it (``agents``; by
+default the default agent), then what was said of its tools (left out, renamed, an allowed
+name it lacks). ``tools [NAME]`` lists the tools by the names the model calls them, marking
+those the default model is not told of. Both, ``doctor`` and a chat's start say when the
+model's profile or window leaves MCP tools out (``told_of``). ``serve [--agent ID]
+[--read-only]`` speaks MCP on stdin/stdout, offering the agent's memory
+(``frontends.mcp_server``).
 """
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 
 def add_parser(command: Any, sub: Any) -> None:
@@ -32,13 +35,35 @@ def add_parser(command: Any, sub: Any) -> None:
 
 def where(server: Any) -> str:
     """What a server runs, or where it is, with nothing secret in it."""
-    if server.url is not None:
-        parts = urlsplit(server.url)
-        host = parts.netloc.rpartition("@")[2]
-        return urlunsplit((parts.scheme, host, parts.path, "", ""))
-    from clawd.mcp.client import scrub
+    from clawd.mcp.launch import scrub, shown_args, shown_url
 
-    return scrub(" ".join([server.command, *server.args]), server.secrets())
+    if server.url is not None:
+        return shown_url(server.url)
+    return scrub(" ".join([server.command, *shown_args(server.args)]), server.secrets())
+
+
+def told_of(config: Any, tools: list[Any], agent: str | None = None,
+            model: str | None = None) -> str | None:
+    """One line when the model (``model``, else the agent's) is told of fewer MCP tools
+    than ``tools`` holds: its profile's count or its window's share (``shapes.over_cap``)."""
+    from clawd.config import resolve_agent
+    from clawd.guards.profile import make_profile
+    from clawd.mcp.shapes import over_cap
+    from clawd.providers import registry
+
+    _, settings = resolve_agent(config, agent)
+    ref = model or settings.model
+    profile = make_profile(*registry.profile_settings(config, ref))
+    specs = [t.spec for t in tools if t.spec.origin]
+    over = over_cap(specs, profile.mcp_tools, registry.context_window(config, settings, ref))
+    if not over:
+        return None
+    why = (f"its profile, {profile.name}, allows {profile.mcp_tools}"
+           if profile.mcp_tools is not None and len(specs) - len(over) == profile.mcp_tools
+           else "the rest do not fit an eighth of its window")
+    return (f"mcp: {ref} is told of {len(specs) - len(over)} of {len(specs)} MCP tools "
+            f"({why}); left out: {', '.join(sorted(over)[:5])}{' …' if len(over) > 5 else ''}"
+            f" (an allow-list, mcp.servers.<name>.tools, picks which; see docs/mcp.md)")
 
 
 def whose(server: Any, default_agent: str) -> str:
@@ -73,16 +98,37 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             server = servers[state.name]
             line = (f"{state.name:<16} {state.transport or '-':<6} {state.state:<8} "
                     f"{state.tools:>3} tools  {where(server)}  ({whose(server, default)})")
-            print(line + (f"\n{'':<16} {state.error}" if state.error else ""))
-        return 1 if any(s.state == "failed" for s in clients.states()) else 0
-    for tool in clients.tools():
+            print(line + "".join(f"\n{'':<16} {said}" for said in (
+                [state.error] if state.error else []) + list(state.notes)))
+        if note := told_of(config, clients.tools()):
+            print(f"· {note}")
+        return 1 if any(s.state == "failed" or s.missing for s in clients.states()) else 0
+    tools = clients.tools()
+    hidden = _hidden(config, tools)
+    for tool in tools:
         if args.name in (None, tool.spec.origin):
             first = tool.spec.description.strip().splitlines()[0] if (
                 tool.spec.description.strip()) else ""
-            print(f"{tool.spec.name:<32} {first}")
+            mark = " (not told of)" if tool.spec.name in hidden else ""
+            print(f"{tool.spec.name:<32} {first}{mark}")
     for problem in clients.problems():
         print(f"· {problem}")
+    if note := told_of(config, tools):
+        print(f"· {note}")
     return 0
+
+
+def _hidden(config: Any, tools: list[Any]) -> frozenset[str]:
+    """The tools the default agent's model is not told of."""
+    from clawd.config import resolve_agent
+    from clawd.guards.profile import make_profile
+    from clawd.mcp.shapes import over_cap
+    from clawd.providers import registry
+
+    _, settings = resolve_agent(config, None)
+    profile = make_profile(*registry.profile_settings(config, settings.model))
+    return over_cap([t.spec for t in tools if t.spec.origin], profile.mcp_tools,
+                    registry.context_window(config, settings, settings.model))
 
 
 def _serve(config: Any, args: argparse.Namespace) -> int:
@@ -108,7 +154,10 @@ def doctor_checks(config: Any):
     for state in clients.states() if clients else []:
         if state.state == "disabled":
             yield True, f"mcp {state.name}", "disabled"
-        else:
-            yield state.state == "ready", f"mcp {state.name}", (
-                f"{state.transport}, {state.tools} tools" if state.state == "ready"
+        else:  # an allowed name the server lacks is a typo: the tool is never offered
+            notes = "".join(f"; {note.removeprefix('mcp: ')}" for note in state.notes)
+            yield state.state == "ready" and not state.missing, f"mcp {state.name}", (
+                f"{state.transport}, {state.tools} tools{notes}" if state.state == "ready"
                 else f"did not start: {state.error}")
+    if clients is not None and (note := told_of(config, clients.tools())):
+        yield True, "mcp tools", note.removeprefix("mcp: ")
