@@ -194,3 +194,58 @@ def test_gateway_mcp_gives_a_person_nothing_of_the_operators(served, isolated_ho
         **accept, "Authorization": f"Bearer {alice}", "mcp-session-id": session})
     assert "Miso" not in theirs.text, theirs.text  # a call runs as the token's agent
     assert "4242" in theirs.text, theirs.text  # alice's own MEMORY.md
+
+
+# --- files changed while serving; a home that was never made -------------------------------
+
+QUOKKA = "- Decided to name the new server quokka, after the animal."
+
+
+async def _poll(client, query: str, word: str, seconds: float) -> str:
+    deadline, text = time.monotonic() + seconds, ""
+    while time.monotonic() < deadline:
+        text = _text(await client.call_tool("memory_search", {"query": query}))
+        if word in text:
+            break
+        await asyncio.sleep(0.5)
+    return text
+
+
+def test_mcp_serve_finds_a_note_written_after_it_started(isolated_home):
+    workspace = _home(isolated_home)
+
+    async def steps(client):
+        before = _text(await client.call_tool("memory_search", {"query": "quokka server"}))
+        (workspace / "memory" / "2026-11-20.md").write_text(f"# 2026-11-20\n\n{QUOKKA}\n")
+        return before, await _poll(client, "quokka server", "quokka", 30)
+
+    before, after = asyncio.run(_session(False, steps))
+    assert "quokka" not in before and "quokka" in after
+
+
+def test_gateway_mcp_finds_a_note_written_after_it_started(served, isolated_home):
+    url, _ = served
+    workspace = isolated_home / "ws"
+
+    async def steps(client):
+        before = _text(await client.call_tool("memory_search", {"query": "quokka server"}))
+        (workspace / "memory" / "2026-11-20.md").write_text(f"# 2026-11-20\n\n{QUOKKA}\n")
+        return before, await _poll(client, "quokka server", "quokka", 30)
+
+    before, after = asyncio.run(_http(url, TOKEN, steps))
+    assert "quokka" not in before and "quokka" in after
+
+
+def test_mcp_serve_in_a_home_never_made_says_so_and_creates_nothing(tmp_path):
+    import subprocess
+
+    home = tmp_path / "never-made"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("CLAWD_HOME", None)
+    env.pop("CLAWD_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "clawd", "mcp", "serve"], env=env,
+                          cwd=tmp_path, input="", capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "no memory to serve" in done.stderr and "clawd init" in done.stderr
+    assert not (home / ".clawd").exists()

@@ -132,12 +132,27 @@ def _hidden(config: Any, tools: list[Any]) -> frozenset[str]:
 
 
 def _serve(config: Any, args: argparse.Namespace) -> int:
-    from clawd.frontends.compose import build_runtime
+    """Serve the agent's memory on stdio; the memory files are watched all along (a note
+    written meanwhile is found, as in the REPL). A workspace that does not exist is no
+    memory to serve: one line on stderr, nothing created, exit 1."""
+    import sys
+    from pathlib import Path
+
+    from clawd.config import resolve_agent
+    from clawd.frontends.compose import build_runtime, knowing
     from clawd.frontends.mcp_server import serve_stdio
 
+    _, settings = resolve_agent(knowing(config, args.agent), args.agent)
+    workspace = Path(settings.workspace).expanduser()
+    if config.storage.effective_url() is None and not workspace.is_dir():
+        print(f"clawd mcp serve: there is no memory to serve: the workspace {workspace} does "
+              f"not exist (run clawd init first)", file=sys.stderr)
+        return 1
     serving = config.model_copy(deep=True)
     serving.mcp.servers = {}  # clawd's memory server does not start the servers it uses
     runtime = build_runtime(serving, args.agent)
+    if runtime.memory is not None:
+        runtime.memory.start_watcher()
     try:
         serve_stdio(runtime, read_only=args.read_only)
     finally:

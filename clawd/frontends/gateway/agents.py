@@ -107,6 +107,11 @@ class ServedAgents:
 
 
 def _build_runtime(config: Config, agent_id: str) -> Runtime:
+    """The agent's runtime, its memory files watched (``sync.watch``): a note written while
+    the gateway runs is found by its chats and by ``/mcp``."""
     from clawd.frontends.compose import build_runtime
 
-    return build_runtime(config, agent_id)
+    runtime = build_runtime(config, agent_id)
+    if runtime.memory is not None:
+        runtime.memory.start_watcher()
+    return runtime
