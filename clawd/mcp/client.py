@@ -144,7 +144,7 @@ class Connection:
             raise
         except BaseException as exc:  # noqa: BLE001 - any failure of a server is its state
             if self._stop is stop:
-                self._fail(self._why(exc))
+                self._fail(await self._explained(exc))
         finally:
             if self._stop is stop:  # not a connection given up on and since replaced
                 self._client = None
@@ -175,6 +175,20 @@ class Connection:
             return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the stack closes it
         path.parent.mkdir(parents=True, exist_ok=True)
         return open(path, "a", encoding="utf-8")  # noqa: SIM115 - the stack closes it
+
+    async def _explained(self, exc: BaseException) -> str:
+        """``_why``, or for a remote server what its URL answers when asked plainly
+        (``diagnose``)."""
+        launch = self.launch
+        if launch is None or launch.url is None:
+            return self._why(exc)
+        from clawd.mcp.diagnose import probe
+
+        try:
+            said = await asyncio.wait_for(probe(launch.url, launch.headers, self.name), 8)
+        except Exception:  # noqa: BLE001 - the probe only adds words
+            said = None
+        return said or self._why(exc)
 
     def _why(self, exc: BaseException) -> str:
         """One line on why the server stopped: the error, and its stderr's last line."""

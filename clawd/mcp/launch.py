@@ -72,7 +72,9 @@ def resolve(server: McpServer, environ: Mapping[str, str]) -> Launch:
         args=[put(arg, "args") for arg in server.args], env=env,
         url=put(server.url, "url") if server.url is not None else None, headers=headers,
         secrets=[])
-    secrets = [*env.values(), *headers.values(), *found]
+    query = urlsplit(launch.url).query if launch.url else ""
+    secrets = [*env.values(), *headers.values(), *found,
+               *(pair.partition("=")[2] for pair in query.split("&"))]
     return Launch(launch.command, launch.args, env, launch.url, headers,
                   sorted({s for s in secrets if len(s) >= MIN_SECRET}, key=len, reverse=True))
 
