@@ -125,7 +125,9 @@ def key_bindings(completer: Completer | None = None) -> KeyBindings:
 
 
 class ExecApproval:
-    """The runtime's ``approve`` callback: asks before the model runs a shell command.
+    """The runtime's ``approve`` callback: asks before the model runs a shell command, or
+    calls an MCP server's tool that asks first (``clawd.mcp.approval``: its name and
+    arguments are what is shown).
 
     y/yes runs it; a/always runs it and every later command until clawd exits, without
     asking (remembered by this object only, never written down); anything else declines.
