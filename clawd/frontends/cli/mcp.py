@@ -1,5 +1,5 @@
 """``clawd mcp list | tools [NAME] | serve``: the MCP servers clawd uses, and clawd's memory
-as an MCP server.
+as an MCP server (``add``, ``remove``, ``enable``, ``disable``, ``import``: ``mcp_config``).
 
 ``list`` starts every configured server (each within its ``connectionTimeoutMs``) and shows
 one line each: name, transport, state, tool count, what it runs or where it is (a URL
@@ -31,6 +31,9 @@ def add_parser(command: Any, sub: Any) -> None:
                     "memory_get, memory_add)")
     serve.add_argument("--read-only", action="store_true",
                        help="offer memory_search and memory_get only")
+    from clawd.frontends.cli.mcp_config import add_parsers
+
+    add_parsers(command, msub)
 
 
 def where(server: Any) -> str:
@@ -78,6 +81,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from clawd.config import load_config
     from clawd.core.errors import ConfigError
 
+    if args.mcp_command in ("add", "remove", "enable", "disable", "import"):
+        from clawd.frontends.cli.mcp_config import cmd_edit
+
+        return cmd_edit(args)
     config = load_config()
     if args.mcp_command == "serve":
         return _serve(config, args)
