@@ -5,8 +5,8 @@ The spec is a JSON object: ``tools`` (the ``tools/list`` entries, sent as they a
 name twice, a schema without ``"type"``, a description of any length), ``results`` (by tool
 name, the ``tools/call`` result sent as it is; absent: a text echoing the arguments),
 ``junk`` (lines printed on stdout before the first answer), ``instructions``, ``env`` (a tool
-``env`` answers with these variables of the server's environment) and ``startDelay``
-(seconds before reading anything).
+``env`` answers with these variables of the server's environment), ``startDelay``
+(seconds before reading anything) and ``startLog`` (a file that gets a line at each start).
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ def answer(spec: dict, request: dict) -> dict | None:
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
         spec = json.load(handle)
+    if spec.get("startLog"):
+        with open(spec["startLog"], "a", encoding="utf-8") as log:
+            log.write(f"started {os.getpid()}\n")
     time.sleep(spec.get("startDelay", 0))
     for line in spec.get("junk", []):
         print(line, flush=True)

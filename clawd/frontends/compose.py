@@ -57,8 +57,9 @@ def with_people(config: Config) -> Config:
 
 
 def mcp_clients(config: Config) -> McpClients | None:
-    """The process's connections to ``mcp.servers`` (started on first use, side by side,
-    each within its time-out; closed when the process exits); None with no server."""
+    """The process's connections to ``mcp.servers`` (made on first use; a server whose last
+    listing is kept starts at its first call, the others at once, side by side, each within
+    its time-out; closed when the process exits); None with no server."""
     if not config.mcp.servers:
         return None
     import atexit
@@ -69,8 +70,9 @@ def mcp_clients(config: Config) -> McpClients | None:
 
     key = json.dumps(config.mcp.model_dump(), sort_keys=True)
     if key not in _MCP:
-        clients = McpClients(config.mcp.servers, logs=state_dir() / "logs")
-        clients.start()
+        clients = McpClients(config.mcp.servers, logs=state_dir() / "logs",
+                             cache=state_dir() / "cache" / "mcp-tools.json")
+        clients.start(lazy=True)  # a server whose tools are known starts at its first call
         atexit.register(clients.close)
         _MCP[key] = clients
     return _MCP[key]

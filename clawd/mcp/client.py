@@ -8,6 +8,11 @@ become ``Tool``s named ``<server>__<tool>`` (``shapes``), offered in group sessi
 the server says ``groups``; an agent is handed the tools of the servers it is given
 (``tools(servers)``, ``Mcp.for_agent``), while the connections are the process's.
 
+``start(lazy=True)`` (a chat, the gateway) starts only the servers whose tools it does not
+know: the others' tools come from their last listing (``listing.cached``), and each starts
+at its first call, so servers a run does not use cost it nothing. Every listing is kept for
+the next process.
+
 A call is bounded by ``requestTimeoutMs``; a time-out, a tool's error, a server that exits
 during the call: each is an error result for the model, never an exception for the turn. A
 stdio server that has exited is started again at its next call (a connection idle for a
@@ -40,7 +45,7 @@ from clawd.core.messages import ToolSpec
 from clawd.core.textcut import shorten
 from clawd.mcp import approval
 from clawd.mcp.launch import Launch, child_env, resolve, scrub
-from clawd.mcp.listing import list_tools
+from clawd.mcp.listing import Listed, cached, keep, list_tools
 from clawd.mcp.quiet import quiet
 from clawd.mcp.shapes import Output, description, framed, read_result, unique_names, wire_schema
 from clawd.tools.base import Tool, ToolContext
@@ -56,7 +61,7 @@ class ServerState:
 
     name: str
     transport: str
-    state: str  # ready | failed | stopped | disabled
+    state: str  # ready | failed | stopped | idle (its tools known, not started) | disabled
     tools: int
     error: str = ""
     notes: tuple[str, ...] = ()  # tools left out or renamed, allowed names it lacks
@@ -72,10 +77,12 @@ def _one_line(exc: BaseException) -> str:
 class Connection:
     """One server: its client session (alive in the background loop) and its tools."""
 
-    def __init__(self, name: str, config: McpServer, logs: Path | None):
+    def __init__(self, name: str, config: McpServer, logs: Path | None,
+                 on_ready: Any = None):
         self.name, self.config, self.logs = name, config, logs
+        self.on_ready = on_ready  # called with the connection once it has listed its tools
         self.state, self.error = "stopped", ""
-        self.tools: list[Any] = []  # the SDK's Tool objects, allow-list applied
+        self.tools: list[Listed] = []  # allow-list applied
         self.notes: list[str] = []  # tools left out, allowed names it lacks
         self.missing: list[str] = []  # allowed names it lacks
         self.launch: Launch | None = None
@@ -134,11 +141,14 @@ class Connection:
                                                          backstop)
                 if self._stop is not stop:
                     return
-                self.tools, self._client, self.state, self.error = tools, client, "ready", ""
+                self.tools = [Listed.of(t) for t in tools]
+                self._client, self.state, self.error = client, "ready", ""
                 self.notes = [scrub(note, self.secrets) for note in notes]
                 self.missing = missing
                 self._last = time.monotonic()
                 ready.set()
+                if self.on_ready is not None:
+                    self.on_ready(self)
                 await stop.wait()
         except asyncio.CancelledError:
             raise
@@ -261,12 +271,22 @@ class Connection:
         self.state = "stopped"
 
 
+def _key(config: McpServer) -> str:
+    """A key of a server's settings: its kept listing is for these settings only."""
+    import hashlib
+    import json
+
+    return hashlib.sha1(json.dumps(config.model_dump(), sort_keys=True).encode()).hexdigest()
+
+
 class McpClients:
     """The process's MCP servers (see the module docstring)."""
 
-    def __init__(self, servers: dict[str, McpServer], *, logs: Path | None = None):
-        self.connections = {name: Connection(name, cfg, logs) for name, cfg in servers.items()
-                            if cfg.enabled}
+    def __init__(self, servers: dict[str, McpServer], *, logs: Path | None = None,
+                 cache: Path | None = None):
+        self.cache = cache
+        self.connections = {name: Connection(name, cfg, logs, self._kept)
+                            for name, cfg in servers.items() if cfg.enabled}
         self.disabled = [name for name, cfg in servers.items() if not cfg.enabled]
         quiet(logs)
         self._loop = asyncio.new_event_loop()
@@ -291,12 +311,27 @@ class McpClients:
             future.cancel()
             raise
 
-    def start(self) -> list[str]:
-        """Connect to every server side by side; one line per server that did not start."""
+    def start(self, lazy: bool = False) -> list[str]:
+        """Connect to every server side by side (``lazy``: only those whose last listing is
+        not kept; the others are ``idle``, their tools known); one line per server that did
+        not start."""
+        starting = []
+        for connection in self.connections.values():
+            known = cached(self.cache, connection.name, _key(connection.config)) if (
+                lazy and connection.state == "stopped") else None
+            if known is None:
+                starting.append(connection)
+            else:
+                connection.tools, connection.state = known, "idle"
+
         async def all_of() -> None:
-            await asyncio.gather(*(c.start() for c in self.connections.values()))
-        self._run(all_of())
+            await asyncio.gather(*(c.start() for c in starting))
+        if starting:
+            self._run(all_of())
         return self.problems()
+
+    def _kept(self, connection: Connection) -> None:
+        keep(self.cache, connection.name, _key(connection.config), connection.tools)
 
     def problems(self) -> list[str]:
         """A line per server that did not start, then per note on the tools: left out,

@@ -6,13 +6,66 @@ asked for again as plain JSON and each tool is read alone; the ones that cannot 
 left out, one line each. The allow-list (``tools``) is applied, and a name in it that the
 server does not list is one line too (a typo would otherwise be a server "ready" with 0
 tools).
+
+What is kept of each tool is a ``Listed``; the last listing of each server is kept on disk
+(``cached``, ``keep``: ``<state>/cache/mcp-tools.json``, under a key of the server's
+settings), so a later process can offer its tools before starting it.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 MAX_PAGES = 100
+
+
+@dataclass(frozen=True)
+class Listed:
+    """What clawd keeps of one listed tool (the SDK's ``Tool`` read once, or the cache)."""
+
+    name: str
+    description: str | None
+    title: str | None
+    input_schema: Any
+    annotations: dict[str, Any] | None  # camelCase keys, as on the wire
+
+    @classmethod
+    def of(cls, tool: Any) -> Listed:
+        notes = tool.annotations
+        return cls(tool.name, tool.description, tool.title, tool.input_schema,
+                   notes.model_dump(by_alias=True, exclude_none=True) if notes else None)
+
+
+def cached(path: Path | None, name: str, key: str) -> list[Listed] | None:
+    """The listing of server ``name`` kept in ``path`` for its settings ``key``, or None."""
+    if path is None:
+        return None
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8")).get(name) or {}
+        if entry.get("key") != key:
+            return None
+        return [Listed(**tool) for tool in entry["tools"]]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def keep(path: Path | None, name: str, key: str, tools: list[Listed]) -> None:
+    """Keep the listing of server ``name`` in ``path`` (the others' entries kept)."""
+    if path is None:
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        data = data if isinstance(data, dict) else {}
+        data[name] = {"key": key, "tools": [asdict(t) for t in tools]}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = path.with_name(f".{path.name}.new")
+        fresh.write_text(json.dumps(data), encoding="utf-8")
+        fresh.replace(path)
+    except (OSError, ValueError):
+        pass
 
 
 async def list_tools(client: Any, allowed: list[str] | None, server: str,

@@ -86,3 +86,39 @@ def test_mcp_list_prints_no_secret_given_as_an_argument(
     out, _ = capfd.readouterr()
     assert "sk-live-0123456789" not in out and "abcd1234" not in out
     assert "--api-key *** --url=https://h/x?token=***" in out
+
+
+@pytest.mark.slow
+def test_a_server_a_run_does_not_use_is_not_started(isolated_home, local_server, capfd,
+                                                     fresh_mcp):
+    from clawd.frontends import compose
+
+    from fakeserver import openai_stream
+
+    log = isolated_home / "starts.log"
+    spec = isolated_home / "lazy.json"
+    spec.write_text(json.dumps({"startLog": str(log), "tools": [
+        {"name": "ping", "description": "answers", "inputSchema": {"type": "object"},
+         "annotations": {"readOnlyHint": True}}]}))
+    _config(isolated_home, local_server.url, {"lazy": {"command": sys.executable,
+                                                       "args": [RAW, str(spec)]}})
+
+    def chat(*replies) -> list[str]:
+        for reply in replies:
+            local_server.queue("POST", "/v1/chat/completions", lambda r, reply=reply: reply)
+        assert main(["chat", "-m", "hi"]) == 0
+        for clients in compose._MCP.values():  # as a process that ends
+            clients.close()
+        compose._MCP.clear()
+        return log.read_text().splitlines() if log.exists() else []
+
+    assert len(chat(openai_stream("Hi."))) == 1  # the first run lists its tools
+    assert len(chat(openai_stream("Hi again."))) == 1  # known: not started
+    sent = local_server.requests[-1].json()
+    assert "lazy__ping" in [t["function"]["name"] for t in sent["tools"]]
+    starts = chat(openai_stream("", [{"id": "c1", "name": "lazy__ping", "arguments": {}}]),
+                  openai_stream("Pinged."))
+    assert len(starts) == 2  # started at its first call
+    result = local_server.requests[-1].json()["messages"][-1]
+    assert result["role"] == "tool" and "ping {}" in result["content"]
+    assert (isolated_home / ".clawd" / "cache" / "mcp-tools.json").exists()

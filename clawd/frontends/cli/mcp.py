@@ -16,6 +16,7 @@ model's profile or window leaves MCP tools out (``told_of``). ``serve [--agent I
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 
@@ -51,14 +52,21 @@ def told_of(config: Any, tools: list[Any], agent: str | None = None,
     than ``tools`` holds: its profile's count or its window's share (``shapes.over_cap``)."""
     from clawd.config import resolve_agent
     from clawd.guards.profile import make_profile
-    from clawd.mcp.shapes import over_cap
+    from clawd.mcp.shapes import MCP_SHARE, over_cap
     from clawd.providers import registry
 
     _, settings = resolve_agent(config, agent)
     ref = model or settings.model
     profile = make_profile(*registry.profile_settings(config, ref))
     specs = [t.spec for t in tools if t.spec.origin]
-    over = over_cap(specs, profile.mcp_tools, registry.context_window(config, settings, ref))
+    window = registry.context_window(config, settings, ref)
+    # a token is at least a character: when the schemas' characters fit the window's share
+    # and the count is within the profile's, nothing is left out (and nothing is counted)
+    if (profile.mcp_tools is None or len(specs) <= profile.mcp_tools) and sum(
+            len(s.name) + len(s.description) + len(json.dumps(s.parameters))
+            for s in specs) <= window // MCP_SHARE:
+        return None
+    over = over_cap(specs, profile.mcp_tools, window)
     if not over:
         return None
     why = (f"its profile, {profile.name}, allows {profile.mcp_tools}"
@@ -99,6 +107,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     clients = mcp_clients(config)
     assert clients is not None
+    clients.start()  # every server, to say how it is (and keep its listing)
     if args.mcp_command == "list":
         default = config.default_agent_id()
         for state in clients.states():
@@ -173,6 +182,8 @@ def doctor_checks(config: Any):
     from clawd.frontends.compose import mcp_clients
 
     clients = mcp_clients(config)
+    if clients is not None:
+        clients.start()  # every server, to say how it is
     for state in clients.states() if clients else []:
         if state.state == "disabled":
             yield True, f"mcp {state.name}", "disabled"

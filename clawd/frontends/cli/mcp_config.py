@@ -24,7 +24,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from clawd.config.mcp import SERVER_NAME
 from clawd.core.errors import ClawdError, ConfigError
 
 SSE_TYPES = ("sse",)
@@ -56,7 +55,7 @@ def cmd_edit(args: argparse.Namespace) -> int:
     path = config_path()
     config = load_config(path)
     servers = config.mcp.servers
-    action, name = args.mcp_command, getattr(args, "name", None)
+    action, name = args.mcp_command, str(getattr(args, "name", ""))
     if action == "import":
         entries, notes = from_client_config(Path(args.file).expanduser(), set(servers))
         for note in notes:
@@ -68,6 +67,10 @@ def cmd_edit(args: argparse.Namespace) -> int:
         print(f"added {', '.join(entries)} to mcp.servers in {path}")
         return 0
     if action == "add":
+        if server_name(name) != name:
+            raise ConfigError(f"{name!r} is not a server name (letters, digits, - and single "
+                              f"_, at most 32; it starts the names of its tools): "
+                              f"{server_name(name)!r} would do")
         if name in servers:
             raise ConfigError(f"mcp.servers.{name} is already configured (clawd mcp remove "
                               f"{name} first)")
@@ -122,6 +125,8 @@ def _added(args: argparse.Namespace) -> dict[str, Any]:
 
 def server_name(name: str) -> str:
     """``name`` made a server name: other characters as ``-``, at most 32."""
+    from clawd.config.mcp import SERVER_NAME
+
     made = re.sub(r"[^A-Za-z0-9_-]", "-", name.strip())
     made = re.sub(r"_{2,}", "_", made).strip("-_")[:32] or "server"
     return made if re.match(SERVER_NAME, made) else "s" + made[:31]
