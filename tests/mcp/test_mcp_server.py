@@ -54,6 +54,9 @@ def test_mcp_serve_offers_search_get_and_add_to_an_sdk_client(isolated_home):
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert sorted(tools) == ["memory_add", "memory_get", "memory_search"]
         assert "from" in tools["memory_get"].input_schema["properties"]
+        reads = {name: tool.annotations.read_only_hint for name, tool in tools.items()}
+        assert reads == {"memory_add": False, "memory_get": True, "memory_search": True}
+        assert not tools["memory_add"].annotations.destructive_hint
         added = await client.call_tool("memory_add", {
             "text": "Decided to host the family wiki on PostgreSQL 16."})
         junk = await client.call_tool("memory_add", {"text": "2026-11-27 12:00"})
@@ -249,3 +252,24 @@ def test_mcp_serve_in_a_home_never_made_says_so_and_creates_nothing(tmp_path):
     assert done.returncode == 1
     assert "no memory to serve" in done.stderr and "clawd init" in done.stderr
     assert not (home / ".clawd").exists()
+
+
+def test_mcp_serve_offers_the_notes_as_resources(isolated_home):
+    workspace = _home(isolated_home)
+    (workspace / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\n- Bought a kayak.\n")
+    (workspace / "SOUL.md").write_text("not a note")
+
+    async def steps(client):
+        listed = (await client.list_resources()).resources
+        read = await client.read_resource("memory:///memory/2026-11-20.md")
+        try:
+            await client.read_resource("memory:///SOUL.md")
+            refused = False
+        except Exception:  # noqa: BLE001 - the SDK raises the server's error
+            refused = True
+        return listed, read, refused
+
+    listed, read, refused = asyncio.run(_session(True, steps))
+    assert [r.uri for r in listed] == ["memory:///MEMORY.md", "memory:///memory/2026-11-20.md"]
+    assert "Bought a kayak." in read.contents[0].text
+    assert refused
