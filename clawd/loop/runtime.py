@@ -72,6 +72,9 @@ class Runtime:
     mcp: McpClients | None = None  # the MCP servers whose tools are in ``tools``
     allow_exec: bool = False
     approve: Callable[[str], bool] | None = None
+    # asks a person before an MCP tool that changes things (``clawd.mcp.approval``) where
+    # ``approve`` is not the one to ask: the gateway's page (None: ``approve`` asks)
+    confirm: Callable[[str], bool] | None = None
     clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
 
     @property

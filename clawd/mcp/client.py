@@ -372,9 +372,10 @@ class McpClients:
 
         def run(args: dict[str, Any], ctx: ToolContext) -> Output:
             if approval.asks(cfg.approval, listed.annotations, listed.name, cfg.auto_approve):
-                if ctx.approve is None:
+                ask = ctx.confirm if ctx.confirm is not None else ctx.approve
+                if ask is None:
                     return Output(approval.refusal(name, connection.name), is_error=True)
-                if not ctx.approve(approval.request(name, args)):
+                if not ask(approval.request(name, args)):
                     return Output(approval.declined(name), is_error=True)
             return self._run(connection.call(listed.name, args), ctx.cancel)
 

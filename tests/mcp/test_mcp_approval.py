@@ -145,3 +145,51 @@ def test_a_one_shot_chat_refuses_an_mcp_write(isolated_home, local_server, capfd
     assert not notes.exists()
     sent = local_server.requests[-1].json()["messages"][-1]
     assert sent["role"] == "tool" and "needs a person's approval" in sent["content"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answer", [True, False])
+def test_the_web_page_asks_and_the_answer_decides(tmp_path, answer):
+    """A turn sent as the page sends it (``approvals: true``) gets an ``approval`` event and
+    waits for the answer; one sent without it is refused, as in a ``-m`` run."""
+    from gateway_client import AUTH, gateway, send
+
+    clients = _clients(tmp_path)
+    provider = ScriptedProvider([
+        Reply("", [tool("notes__add_note", text="from the page")]), "Noted.",
+        Reply("", [tool("notes__add_note", text="from a script")]), "Refused."])
+    rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
+    lines: list[dict] = []
+    try:
+        with gateway(tmp_path, provider, runtimes=[rt]) as client:
+            with client.stream("POST", "/api/sessions/main/messages", headers={
+                    **AUTH, "Accept": "text/event-stream"},
+                    json={"text": "note this", "approvals": True}) as stream:
+                turn = stream.headers["X-Clawd-Turn-Id"]
+                for raw in stream.iter_lines():
+                    if not raw.startswith("data:"):
+                        continue
+                    lines.append(json.loads(raw[5:]))
+                    if lines[-1]["type"] == "approval":
+                        said = client.post(f"/api/turns/{turn}/approvals/{lines[-1]['id']}",
+                                           headers=AUTH, json={"approve": answer})
+                        assert said.status_code == 200, said.text
+                    if lines[-1]["type"] == "done":
+                        break
+            again = client.post(f"/api/turns/{turn}/approvals/{lines[-1].get('id', 1)}",
+                                headers=AUTH, json={"approve": True})
+            assert again.status_code == 404  # nothing waits any more
+            scripted = send(client, "note this too")
+    finally:
+        clients.close()
+    asked = next(line for line in lines if line["type"] == "approval")
+    assert asked["text"] == 'notes__add_note {"text": "from the page"}'
+    assert any(line["type"] == "approvalAnswered" and line["approved"] is answer
+               for line in lines)
+    result = next(line for line in lines if line["type"] == "toolResult")
+    assert result["isError"] is (not answer)
+    written = (tmp_path / "notes.txt").read_text() if (tmp_path / "notes.txt").exists() else ""
+    assert written == ("from the page\n" if answer else "")
+    refused = next(line for line in scripted if line["type"] == "toolResult")
+    assert refused["isError"] and "nobody can give it in this turn" in refused["text"]
+    assert not any(line["type"] == "approval" for line in scripted)

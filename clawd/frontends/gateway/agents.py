@@ -3,7 +3,8 @@
 ``clawd serve`` serves every agent of the config, or only ``--agent``. A runtime is built by
 the composition root as ``clawd chat -m`` builds it (``exec`` only when
 ``tools.exec.allowInScripts``: nobody is at a terminal to approve a command); tests hand in
-runtimes of their own. ``close`` closes each agent's memory index.
+runtimes of their own. ``close`` closes each agent's memory index. Each runtime's MCP tools
+that ask first ask the page that sent the turn (``approvals``, its ``confirm``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from clawd.config import Config
 from clawd.core.errors import ClawdError
+from clawd.frontends.gateway.approvals import PageApprovals
 from clawd.loop.runtime import Runtime
 
 PEOPLE_SECONDS = 2.0
@@ -36,6 +38,7 @@ class ServedAgents:
         self._build = build or (lambda agent: _build_runtime(config, agent))
         self._runtimes: dict[str, Runtime] = {}
         self._lock = threading.Lock()
+        self.approvals = PageApprovals()
 
     @classmethod
     def of_config(cls, config: Config, only: str | None = None) -> ServedAgents:
@@ -97,6 +100,7 @@ class ServedAgents:
             found = self._runtimes.get(agent_id)
             if found is None:
                 found = self._runtimes[agent_id] = self._build(agent_id)
+            found.confirm = self.approvals
             return found
 
     def close(self) -> None:

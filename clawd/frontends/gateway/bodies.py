@@ -28,6 +28,13 @@ class SendBody(Body):
 
     text: StrictStr = ""
     idempotency_key: StrictStr | None = Field(None, alias="idempotencyKey")
+    approvals: StrictBool = False  # the sender answers a tool's questions (the web page)
+
+
+class ApprovalBody(Body):
+    """``POST /api/turns/{turn}/approvals/{id}``."""
+
+    approve: StrictBool
 
 
 class FileBody(Body):

@@ -205,8 +205,7 @@ class Hub:
         return None if about is None else self._remote(turn_id, about["agent"], about["key"],
                                                        about["state"])
 
-    def _remote(self, turn_id: str, agent_id: str, key: str, state: str = "running"
-                ) -> RemoteTurn:
+    def _remote(self, turn_id: str, agent_id: str, key: str, state: str = "running") -> RemoteTurn:
         return RemoteTurn(turn_id, agent_id, key, StoredFeed(self.shared, turn_id), state)
 
     async def busy(self, agent_id: str, key: str) -> dict[str, Any]:
@@ -307,6 +306,7 @@ class Hub:
                 push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])
                 return
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
+        self.agents.approvals.bind(turn, push)  # its tools that ask ask the page that sent it
         try:
             drive(slot.chat.handle(turn.text), self._render(turn, push, slot.chat.session.cancel))
         finally:  # a waiting CLI is told when the idle session will be let go

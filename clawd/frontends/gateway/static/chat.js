@@ -180,6 +180,10 @@ function newTurn(id, command = false) {
   const turn = { id, last: -1, controller: new AbortController(), key: state.key, command,
     sessionId: state.sessionId, before: last ? last.index + 1 : 0,
     live: new view.Live($("live"), followScroll) };
+  // a tool that asks before it acts: the answer goes to the turn, wherever it runs
+  turn.live.answer = (number, approve) => api.call(
+    `/api/turns/${encodeURIComponent(turn.id)}/approvals/${number}`,
+    { method: "POST", body: JSON.stringify({ approve }) });
   state.turn = turn;
   $("empty").hidden = true;
   setRunning(true);
@@ -218,7 +222,8 @@ async function send(text) {
   turn.live.start();
   try {
     const response = await api.call(api.sessionPath(turn.key, "messages", state.agent), {
-      method: "POST", body: JSON.stringify({ text }), signal: turn.controller.signal,
+      method: "POST", body: JSON.stringify({ text, approvals: true }),
+      signal: turn.controller.signal,
       headers: { "Idempotency-Key": api.newKey(), Accept: "text/event-stream" },
     });
     turn.id = response.headers.get("X-Clawd-Turn-Id");

@@ -157,6 +157,29 @@ export function line(kind, text) {
   return el("div", `line ${kind}`, text);
 }
 
+// A tool's question (an MCP tool that asks before it acts): what it would run, and
+// Approve / Deny; `answer(id, approve)` sends the choice. Answered: the buttons go.
+export function approvalNode(e, answer) {
+  const node = el("div", "approval");
+  node.dataset.id = e.id;
+  node.append(el("div", "approval-text", "Run this tool call?"), el("pre", "", e.text));
+  const buttons = el("div", "approval-buttons");
+  for (const [label, approve] of [["Approve", true], ["Deny", false]]) {
+    const button = el("button", approve ? "approve" : "deny", label);
+    button.type = "button";
+    button.addEventListener("click", () => {
+      for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+      answer(e.id, approve).catch((err) => {
+        for (const b of buttons.querySelectorAll("button")) b.disabled = false;
+        buttons.append(el("span", "error", ` ${err.message}`));
+      });
+    });
+    buttons.append(button);
+  }
+  node.append(buttons);
+  return node;
+}
+
 export function commandNode(name, text) {
   const node = el("div", "line command");
   node.dataset.command = name;
@@ -225,6 +248,8 @@ export class Live {
     this.since = Date.now();
     this.timer = null;
     this.done = null;
+    this.answer = async () => { throw new Error("this page cannot answer here"); };
+    this.questions = new Map();
   }
 
   // Until the reply's first words: what the turn waits on, and for how long.
@@ -286,7 +311,7 @@ export class Live {
   event(e) {
     if (e.type === "waiting") return this.wait(e.stage);
     if (e.type !== "delta" && e.type !== "reply" && e.type !== "done") this.close();
-    if (["delta", "reply", "command", "done"].includes(e.type)) this.stopWaiting();
+    if (["delta", "reply", "command", "done", "approval"].includes(e.type)) this.stopWaiting();
     switch (e.type) {
       case "delta":
         this.open();
@@ -314,6 +339,21 @@ export class Live {
         const node = this.calls.get(e.id) || toolNode({ id: e.id, name: e.name });
         if (!node.parentNode) this.add(node);
         fillTool(node, e);
+        break;
+      }
+      case "approval": {
+        const node = approvalNode(e, (id, approve) => this.answer(id, approve));
+        this.questions.set(e.id, node);
+        this.add(node, true);
+        break;
+      }
+      case "approvalAnswered": {
+        const node = this.questions.get(e.id);
+        if (node) {
+          node.querySelector(".approval-buttons").replaceChildren(
+            tag(e.approved ? "approved" : "declined", e.approved ? "" : "warn"));
+        }
+        this.wait("model"); // the call goes on (or is refused), then the model again
         break;
       }
       case "notice": this.add(line("notice", e.text), true); break;
