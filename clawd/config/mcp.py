@@ -13,7 +13,8 @@ of its tools ask a person before they run (``clawd.mcp.approval``).
 A server reaches the host (its files, its network, its accounts), so it belongs to the
 operator's agent, the default one: ``agents`` lists the agents that get its tools instead
 (ids, any case; ``"*"``: every agent, people's too). An agent of a person (``clawd users
-add``) gets no server unless one names it. ``Mcp.for_agent`` is that rule.
+add``) gets no server unless one names it. An ``agents.list`` entry's ``mcp`` is the whole
+list of servers that agent gets instead (``[]``: none). ``Mcp.for_agent`` is that rule.
 """
 
 from __future__ import annotations
@@ -93,7 +94,11 @@ class Mcp(Model):
     def enabled(self) -> dict[str, McpServer]:
         return {name: s for name, s in self.servers.items() if s.enabled}
 
-    def for_agent(self, agent_id: str, default_agent: str) -> list[str]:
-        """The enabled servers whose tools agent ``agent_id`` gets."""
+    def for_agent(self, agent_id: str, default_agent: str,
+                  chosen: list[str] | None = None) -> list[str]:
+        """The enabled servers whose tools agent ``agent_id`` gets: those its
+        ``agents.list`` entry names (``chosen``, the whole list), else those whose ``agents``
+        give it to it."""
         return [name for name, server in self.enabled().items()
-                if server.given_to(agent_id, default_agent)]
+                if (name in chosen if chosen is not None
+                    else server.given_to(agent_id, default_agent))]

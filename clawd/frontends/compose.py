@@ -107,7 +107,9 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                             stored=storage.memory_sources, files=storage.files,
                             open_store=storage.memory_index)
         tools += memory_tools()
-    servers = config.mcp.for_agent(agent_id, config.default_agent_id())
+    entry = next((e for e in config.agents.entries if e.id == agent_id), None)
+    servers = config.mcp.for_agent(agent_id, config.default_agent_id(),
+                                   entry.mcp if entry is not None else None)
     mcp = mcp_clients(config) if servers else None  # none given: none started for it
     if mcp is not None:
         tools += mcp.tools(servers)

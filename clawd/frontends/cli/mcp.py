@@ -77,12 +77,19 @@ def told_of(config: Any, tools: list[Any], agent: str | None = None,
             f" (an allow-list, mcp.servers.<name>.tools, picks which; see docs/mcp.md)")
 
 
-def whose(server: Any, default_agent: str) -> str:
-    """Which agents get a server's tools, as ``list`` says it (``McpServer.given_to``)."""
-    agents = [default_agent] if server.agents is None else server.agents
+def whose(server: Any, default_agent: str, name: str = "", config: Any = None) -> str:
+    """Which agents get a server's tools, as ``list`` says it (``Mcp.for_agent``: an
+    ``agents.list`` entry's ``mcp`` first, else the server's ``agents``)."""
+    agents = [default_agent] if server.agents is None else list(server.agents)
+    chosen = {e.id: e.mcp for e in config.agents.entries if e.mcp is not None} if (
+        config is not None) else {}
+    if chosen:
+        agents = [a for a in agents if a == "*" or a not in chosen] + [
+            a for a, names in chosen.items() if name in names]
     if "*" in agents:
-        return "for every agent"
-    return "for " + (", ".join(agents) or "no agent")
+        return "for every agent" + (" but " + ", ".join(chosen) if chosen and any(
+            name not in names for names in chosen.values()) else "")
+    return "for " + (", ".join(dict.fromkeys(agents)) or "no agent")
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -113,7 +120,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         for state in clients.states():
             server = servers[state.name]
             line = (f"{state.name:<16} {state.transport or '-':<6} {state.state:<8} "
-                    f"{state.tools:>3} tools  {where(server)}  ({whose(server, default)})")
+                    f"{state.tools:>3} tools  {where(server)}  "
+                    f"({whose(server, default, state.name, config)})")
             print(line + "".join(f"\n{'':<16} {said}" for said in (
                 [state.error] if state.error else []) + list(state.notes)))
         if note := told_of(config, clients.tools()):
