@@ -1,0 +1,250 @@
+"""One configured server's connection (``Connection``): its client session, alive in the
+process's MCP event loop, its tools, and its calls.
+
+``start`` connects and lists the tools within ``connectionTimeoutMs`` (the session's own
+limit is only the longer of the two time-outs, so a slow start is not cut by a short
+``requestTimeoutMs``); a failure is its ``state`` and ``error``, one line, its stderr's last
+line in it for a child (``<state>/logs/mcp-<name>.log``), a remote server's plain answer
+(``diagnose``) for a URL. A call is bounded by ``requestTimeoutMs``; a time-out, a tool's
+error, a server that exits during the call: each is an error result, never an exception. A
+connection that is not running is started at its next call (one quiet for a while is
+pinged first, so a server that died between calls costs no failed call). Every message is
+scrubbed of the server's secrets (``launch``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from clawd.config.mcp import McpServer
+from clawd.core.textcut import shorten
+from clawd.mcp.launch import Launch, child_env, resolve, scrub
+from clawd.mcp.listing import Listed, list_tools
+from clawd.mcp.shapes import Output, framed, read_result
+
+IDLE_PING_SECONDS = 2.0  # a connection quiet this long is pinged before a call
+PING_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """What ``clawd mcp list`` shows of one server."""
+
+    name: str
+    transport: str
+    state: str  # ready | failed | stopped | idle (its tools known, not started) | disabled
+    tools: int
+    error: str = ""
+    notes: tuple[str, ...] = ()  # tools left out or renamed, allowed names it lacks
+    missing: tuple[str, ...] = ()  # names of its allow-list it does not have
+
+
+def _one_line(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return shorten(" ".join(str(exc).split()) or type(exc).__name__, 300)
+
+
+class Connection:
+    """One server: its client session (alive in the background loop) and its tools."""
+
+    def __init__(self, name: str, config: McpServer, logs: Path | None,
+                 on_ready: Callable[[Connection], None] | None = None):
+        self.name, self.config, self.logs = name, config, logs
+        self.on_ready = on_ready  # called with the connection once it has listed its tools
+        self.state, self.error = "stopped", ""
+        self.tools: list[Listed] = []  # allow-list applied
+        self.notes: list[str] = []  # tools left out, allowed names it lacks
+        self.missing: list[str] = []  # allowed names it lacks
+        self.launch: Launch | None = None
+        self._client: Any = None
+        self._stop: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._last = 0.0
+        self._starting: asyncio.Lock | None = None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.logs / f"mcp-{self.name}.log" if self.logs else None
+
+    async def start(self) -> None:
+        """Connect and list the tools, within ``connectionTimeoutMs``; failure is recorded."""
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self.state == "ready":
+                return
+            await self._stop_task()
+            ready, self._stop = asyncio.Event(), asyncio.Event()
+            self._task = asyncio.create_task(self._run(ready, self._stop))
+            seconds = self.config.connection_timeout_ms / 1000
+            try:
+                await asyncio.wait_for(ready.wait(), seconds)
+            except TimeoutError:  # let it go: its clean-up may take seconds more
+                task, self._task = self._task, None
+                if task is not None:
+                    task.cancel()
+                self._fail(f"no answer within {seconds:g} s (connectionTimeoutMs)")
+
+    @property
+    def secrets(self) -> list[str]:
+        return self.launch.secrets if self.launch is not None else self.config.secrets()
+
+    def _fail(self, error: str) -> None:
+        self.state, self._client = "failed", None
+        self.error = scrub(error, self.secrets)
+
+    async def _run(self, ready: asyncio.Event, stop: asyncio.Event) -> None:
+        from mcp import Client
+
+        cfg = self.config
+        # The start (initialize, the tool list) is bounded by connectionTimeoutMs and a call by
+        # requestTimeoutMs, each by its own wait: the session's own limit is only the longer
+        # of the two, so a slow start is not cut by a short requestTimeoutMs.
+        backstop = max(cfg.connection_timeout_ms, cfg.request_timeout_ms) / 1000
+        try:
+            self.launch = resolve(cfg, os.environ)
+            async with contextlib.AsyncExitStack() as stack:
+                client = await stack.enter_async_context(
+                    Client(await self._transport(stack, self.launch), mode="legacy",
+                           read_timeout_seconds=backstop))
+                tools, notes, missing = await list_tools(client, cfg.tools, self.name,
+                                                         backstop)
+                if self._stop is not stop:
+                    return
+                self.tools = [Listed.of(t) for t in tools]
+                self._client, self.state, self.error = client, "ready", ""
+                self.notes = [scrub(note, self.secrets) for note in notes]
+                self.missing = missing
+                self._last = time.monotonic()
+                ready.set()
+                if self.on_ready is not None:
+                    self.on_ready(self)
+                await stop.wait()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - any failure of a server is its state
+            if self._stop is stop:
+                self._fail(await self._explained(exc))
+        finally:
+            if self._stop is stop:  # not a connection given up on and since replaced
+                self._client = None
+                if self.state == "ready":
+                    self.state = "stopped"
+            ready.set()
+
+    async def _transport(self, stack: contextlib.AsyncExitStack, launch: Launch) -> Any:
+        if launch.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            http = await stack.enter_async_context(create_mcp_http_client(
+                headers=dict(launch.headers)))
+            return streamable_http_client(launch.url, http_client=http)
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        errlog: TextIO = stack.enter_context(self._errlog())
+        # the whole environment is given, so the SDK adds nothing of clawd's to it
+        params = StdioServerParameters(command=launch.command or "", args=launch.args,
+                                       env=child_env(launch.env, os.environ),
+                                       cwd=self.config.cwd)
+        return stdio_client(params, errlog=errlog)
+
+    def _errlog(self) -> TextIO:
+        path = self.log_path
+        if path is None:
+            return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the stack closes it
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "a", encoding="utf-8")  # noqa: SIM115 - the stack closes it
+
+    async def _explained(self, exc: BaseException) -> str:
+        """``_why``, or for a remote server what its URL answers when asked plainly
+        (``diagnose``)."""
+        launch = self.launch
+        if launch is None or launch.url is None:
+            return self._why(exc)
+        from clawd.mcp.diagnose import probe
+
+        try:
+            said = await asyncio.wait_for(probe(launch.url, launch.headers, self.name), 8)
+        except Exception:  # noqa: BLE001 - the probe only adds words
+            said = None
+        return said or self._why(exc)
+
+    def _why(self, exc: BaseException) -> str:
+        """One line on why the server stopped: the error, and its stderr's last line."""
+        why = _one_line(exc)
+        path = self.log_path
+        if self.config.command is not None and path is not None and path.exists():
+            with contextlib.suppress(OSError):
+                lines = [line.strip() for line in
+                         path.read_text(encoding="utf-8", errors="replace").splitlines()]
+                last = next((line for line in reversed(lines) if line), "")
+                if last and last not in why:
+                    why += f" (its stderr: {last[:200]})"
+        return why
+
+    async def _stop_task(self) -> None:
+        """End the connection: asked to within five seconds, else cancelled."""
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        if self._stop is not None:
+            self._stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 5)
+        except (TimeoutError, Exception):  # noqa: BLE001 - a stuck server is let go
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Output:
+        if self.state != "ready" or not await self._alive():
+            self.state = "stopped"
+            await self.start()
+            if self.state != "ready":
+                return Output(f"the MCP server {self.name} is not running: {self.error}",
+                              is_error=True)
+        client, seconds = self._client, self.config.request_timeout_ms / 1000
+        try:
+            result = await asyncio.wait_for(client.call_tool(tool, arguments), seconds)
+        except TimeoutError:
+            return Output(f"{self.name}: {tool} did not answer within {seconds:g} s "
+                          f"(requestTimeoutMs)", is_error=True)
+        except Exception as exc:  # noqa: BLE001 - a failed call is the model's to act on
+            why = scrub(_one_line(exc), self.secrets)
+            if not await self._alive(ping=True):
+                self.state = "stopped"
+                return Output(f"the MCP server {self.name} stopped during the call ({why}); "
+                              f"it is started again at the next call", is_error=True)
+            return Output(f"{self.name}: {tool} failed: {why}", is_error=True)
+        finally:
+            self._last = time.monotonic()
+        return framed(read_result(result), self.name)
+
+    async def _alive(self, ping: bool = False) -> bool:
+        """Whether the session still answers (pinged when quiet for a while, or ``ping``)."""
+        client = self._client
+        if client is None or self._task is None or self._task.done():
+            return False
+        if not ping and time.monotonic() - self._last < IDLE_PING_SECONDS:
+            return True
+        try:
+            with warnings.catch_warnings():  # ping is deprecated, but legacy servers answer it
+                warnings.simplefilter("ignore")
+                await asyncio.wait_for(client.send_ping(), PING_SECONDS)
+        except Exception:  # noqa: BLE001 - no answer: not alive
+            return False
+        return True
+
+    async def close(self) -> None:
+        await self._stop_task()
+        self.state = "stopped"
