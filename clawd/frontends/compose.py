@@ -70,8 +70,12 @@ def mcp_clients(config: Config) -> McpClients | None:
 
     key = json.dumps(config.mcp.model_dump(), sort_keys=True)
     if key not in _MCP:
+        from clawd.config import resolve_agent
+
+        # the servers are the operator's: its agent's workspace is their root
+        workspace = Path(resolve_agent(config, None)[1].workspace).expanduser()
         clients = McpClients(config.mcp.servers, logs=state_dir() / "logs",
-                             cache=state_dir() / "cache" / "mcp-tools.json")
+                             cache=state_dir() / "cache" / "mcp-tools.json", roots=[workspace])
         clients.start(lazy=True)  # a server whose tools are known starts at its first call
         atexit.register(clients.close)
         _MCP[key] = clients
@@ -121,10 +125,16 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                            lambda: registry.make_provider(config, ref),
                            make_profile(*registry.profile_settings(config, ref)))
 
-    return Runtime(
+    runtime = Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,
         storage=storage, models=models, tools=tools, memory=memory, mcp=mcp,
         allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve)
+    if mcp is not None:  # a server listed its tools anew: the next session has them
+        def relisted(clients: McpClients = mcp) -> None:
+            runtime.tools[:] = [t for t in runtime.tools if not t.spec.origin] + (
+                clients.tools(servers))
+        mcp.listen(relisted)
+    return runtime
 
 
 def check_provider(runtime: Runtime, key: str, model: str | None) -> None:

@@ -119,7 +119,9 @@ class Runtime:
             read_only=self.settings.workspace_access != "rw", max_tokens=budget.files,
             citations=self.settings.memory_search.citations,
             recalled="memory_search" in withheld,
-            compact=budget.context_window <= SMALL_WINDOW)
+            compact=budget.context_window <= SMALL_WINDOW,
+            services=self.mcp.instructions({t.spec.origin for t in self.tools
+                                            if t.spec.origin}) if self.mcp else None)
 
     def check_window(self, access: Access, model: ModelHandle) -> None:
         """Refuse, in one line, a model whose window cannot hold the fixed layers (system

@@ -27,7 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Collection, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,9 +58,10 @@ class McpClients:
     """The process's MCP servers (see the module docstring)."""
 
     def __init__(self, servers: dict[str, McpServer], *, logs: Path | None = None,
-                 cache: Path | None = None):
+                 cache: Path | None = None, roots: list[Path] | None = None):
         self.cache = cache
-        self.connections = {name: Connection(name, cfg, logs, self._kept)
+        self._listeners: list[Callable[[], None]] = []
+        self.connections = {name: Connection(name, cfg, logs, self._kept, roots)
                             for name, cfg in servers.items() if cfg.enabled}
         self.disabled = [name for name, cfg in servers.items() if not cfg.enabled]
         quiet(logs)
@@ -97,7 +98,7 @@ class McpClients:
             if known is None:
                 starting.append(connection)
             else:
-                connection.tools, connection.state = known, "idle"
+                (connection.tools, connection.instructions), connection.state = known, "idle"
 
         async def all_of() -> None:
             await asyncio.gather(*(c.start() for c in starting))
@@ -106,7 +107,22 @@ class McpClients:
         return self.problems()
 
     def _kept(self, connection: Connection) -> None:
-        keep(self.cache, connection.name, _key(connection.config), connection.tools)
+        """A server has listed its tools (at its start, or after it said they changed)."""
+        keep(self.cache, connection.name, _key(connection.config), connection.tools,
+             connection.instructions)
+        for listener in list(self._listeners):
+            listener()
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (on the MCP loop's thread) whenever a server has listed its
+        tools anew: a runtime then takes the new ones (``frontends.compose``)."""
+        self._listeners.append(listener)
+
+    def instructions(self, servers: Collection[str]) -> dict[str, str]:
+        """What each of ``servers`` says of itself (its ``instructions``), capped and
+        cleaned as a description is: untrusted text for the system prompt."""
+        return {c.name: description(c.instructions) for c in self.connections.values()
+                if c.name in servers and c.instructions and c.instructions.strip()}
 
     def problems(self) -> list[str]:
         """A line per server that did not start, then per note on the tools: left out,
@@ -126,7 +142,8 @@ class McpClients:
 
     def states(self) -> list[ServerState]:
         renamed = self._names()[1]
-        found = [ServerState(c.name, c.config.transport, c.state, len(c.tools), c.error,
+        found = [ServerState(c.name, "sse" if c.sse else c.config.transport, c.state,
+                             len(c.tools), c.error,
                              tuple(c.notes) + tuple(n for n in renamed if n.startswith(
                                  (f"mcp: {c.name} ", f"mcp: {c.name}'s "))),
                              tuple(c.missing))

@@ -10,6 +10,11 @@ error, a server that exits during the call: each is an error result, never an ex
 connection that is not running is started at its next call (one quiet for a while is
 pinged first, so a server that died between calls costs no failed call). Every message is
 scrubbed of the server's secrets (``launch``).
+
+A URL that speaks only the legacy SSE transport (``diagnose``) is tried again with it. The
+client declares roots (the folders it was given: the operator's agent's workspace) and
+honours ``notifications/tools/list_changed``: the tools are listed again and ``on_ready``
+told. The server's ``instructions`` are kept, as the server sent them (``instructions``).
 """
 
 from __future__ import annotations
@@ -57,9 +62,14 @@ class Connection:
     """One server: its client session (alive in the background loop) and its tools."""
 
     def __init__(self, name: str, config: McpServer, logs: Path | None,
-                 on_ready: Callable[[Connection], None] | None = None):
+                 on_ready: Callable[[Connection], None] | None = None,
+                 roots: list[Path] | None = None):
         self.name, self.config, self.logs = name, config, logs
-        self.on_ready = on_ready  # called with the connection once it has listed its tools
+        self.on_ready = on_ready  # called with the connection each time it has listed its tools
+        self.roots = roots or []
+        self.sse = False  # the URL speaks the legacy SSE transport only
+        self._speaks_sse = False
+        self.instructions: str | None = None
         self.state, self.error = "stopped", ""
         self.tools: list[Listed] = []  # allow-list applied
         self.notes: list[str] = []  # tools left out, allowed names it lacks
@@ -82,17 +92,24 @@ class Connection:
         async with self._starting:
             if self.state == "ready":
                 return
-            await self._stop_task()
-            ready, self._stop = asyncio.Event(), asyncio.Event()
-            self._task = asyncio.create_task(self._run(ready, self._stop))
-            seconds = self.config.connection_timeout_ms / 1000
-            try:
-                await asyncio.wait_for(ready.wait(), seconds)
-            except TimeoutError:  # let it go: its clean-up may take seconds more
-                task, self._task = self._task, None
-                if task is not None:
-                    task.cancel()
-                self._fail(f"no answer within {seconds:g} s (connectionTimeoutMs)")
+            await self._attempt()
+            if self.state == "failed" and self._speaks_sse and not self.sse:
+                self.sse = True  # the transport this URL speaks
+                await self._attempt()
+
+    async def _attempt(self) -> None:
+        """One start (``start``)."""
+        await self._stop_task()
+        ready, self._stop = asyncio.Event(), asyncio.Event()
+        self._task = asyncio.create_task(self._run(ready, self._stop))
+        seconds = self.config.connection_timeout_ms / 1000
+        try:
+            await asyncio.wait_for(ready.wait(), seconds)
+        except TimeoutError:  # let it go: its clean-up may take seconds more
+            task, self._task = self._task, None
+            if task is not None:
+                task.cancel()
+            self._fail(f"no answer within {seconds:g} s (connectionTimeoutMs)")
 
     @property
     def secrets(self) -> list[str]:
@@ -115,7 +132,8 @@ class Connection:
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(
                     Client(await self._transport(stack, self.launch), mode="legacy",
-                           read_timeout_seconds=backstop))
+                           read_timeout_seconds=backstop, list_roots_callback=self._roots,
+                           message_handler=self._heard))
                 tools, notes, missing = await list_tools(client, cfg.tools, self.name,
                                                          backstop)
                 if self._stop is not stop:
@@ -124,6 +142,7 @@ class Connection:
                 self._client, self.state, self.error = client, "ready", ""
                 self.notes = [scrub(note, self.secrets) for note in notes]
                 self.missing = missing
+                self.instructions = client.instructions
                 self._last = time.monotonic()
                 ready.set()
                 if self.on_ready is not None:
@@ -141,7 +160,37 @@ class Connection:
                     self.state = "stopped"
             ready.set()
 
+    async def _roots(self, context: Any) -> Any:
+        from mcp_types import ListRootsResult, Root
+
+        return ListRootsResult(roots=[Root(uri=path.resolve().as_uri(), name=path.name)
+                                      for path in self.roots])
+
+    async def _heard(self, message: Any) -> None:
+        """A notification of the server: its tool list changed, so it is listed again."""
+        from mcp_types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification) and self._client is not None:
+            asyncio.get_running_loop().create_task(self._relist(self._client))
+
+    async def _relist(self, client: Any) -> None:
+        seconds = self.config.connection_timeout_ms / 1000
+        try:
+            tools, notes, self.missing = await asyncio.wait_for(
+                list_tools(client, self.config.tools, self.name, seconds), seconds)
+        except Exception:  # noqa: BLE001 - the tools listed before stay
+            return
+        if client is self._client:
+            self.tools = [Listed.of(t) for t in tools]
+            self.notes = [scrub(note, self.secrets) for note in notes]
+            if self.on_ready is not None:
+                self.on_ready(self)
+
     async def _transport(self, stack: contextlib.AsyncExitStack, launch: Launch) -> Any:
+        if launch.url is not None and self.sse:
+            from mcp.client.sse import sse_client
+
+            return sse_client(launch.url, headers=dict(launch.headers))
         if launch.url is not None:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
@@ -171,12 +220,13 @@ class Connection:
         launch = self.launch
         if launch is None or launch.url is None:
             return self._why(exc)
-        from clawd.mcp.diagnose import probe
+        from clawd.mcp.diagnose import LEGACY_SSE, probe
 
         try:
             said = await asyncio.wait_for(probe(launch.url, launch.headers, self.name), 8)
         except Exception:  # noqa: BLE001 - the probe only adds words
             said = None
+        self._speaks_sse = said == LEGACY_SSE
         return said or self._why(exc)
 
     def _why(self, exc: BaseException) -> str:

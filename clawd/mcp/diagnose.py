@@ -4,7 +4,8 @@ The SDK says "Server returned an error response" for a refused key and for a URL
 another transport alike. When a remote server fails to start, its URL is asked once more,
 plainly (``httpx``, the headers it was given, a few seconds at most), and the answer named:
 a refusal (401, 403: its headers), nothing there (404), or a URL that speaks only the legacy
-SSE transport (a POST refused, a GET answered with an event stream), which clawd does not.
+SSE transport (a POST refused, a GET answered with an event stream): the connection tries
+that transport next (``LEGACY_SSE`` is what is said when it failed too).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 PROBE_SECONDS = 5.0
+LEGACY_SSE = ("this URL speaks only the legacy SSE transport (HTTP+SSE), and it did not start "
+              "with that either")
 _INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "clawd", "version": "0"}}}
@@ -27,8 +30,7 @@ def explain(status: int, reason: str, server: str, event_stream: bool = False) -
     if status == 404:
         return f"there is no MCP endpoint at this URL ({said})"
     if status == 405 and event_stream:
-        return ("this URL speaks only the legacy SSE transport, which clawd does not; give the "
-                "server's streamable HTTP URL (often ending in /mcp)")
+        return LEGACY_SSE
     if status >= 400:
         return f"the server answered {said}"
     return None

@@ -39,27 +39,34 @@ class Listed:
                    notes.model_dump(by_alias=True, exclude_none=True) if notes else None)
 
 
-def cached(path: Path | None, name: str, key: str) -> list[Listed] | None:
-    """The listing of server ``name`` kept in ``path`` for its settings ``key``, or None."""
+def cached(path: Path | None, name: str, key: str
+           ) -> tuple[list[Listed], str | None] | None:
+    """The listing of server ``name`` kept in ``path`` for its settings ``key``, and its
+    instructions; or None."""
     if path is None:
         return None
     try:
         entry = json.loads(path.read_text(encoding="utf-8")).get(name) or {}
         if entry.get("key") != key:
             return None
-        return [Listed(**tool) for tool in entry["tools"]]
+        said = entry.get("instructions")
+        return [Listed(**tool) for tool in entry["tools"]], said if isinstance(
+            said, str) else None
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
-def keep(path: Path | None, name: str, key: str, tools: list[Listed]) -> None:
-    """Keep the listing of server ``name`` in ``path`` (the others' entries kept)."""
+def keep(path: Path | None, name: str, key: str, tools: list[Listed],
+         instructions: str | None = None) -> None:
+    """Keep the listing of server ``name`` (and its instructions) in ``path`` (the others'
+    entries kept)."""
     if path is None:
         return
     try:
         data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         data = data if isinstance(data, dict) else {}
-        data[name] = {"key": key, "tools": [asdict(t) for t in tools]}
+        data[name] = {"key": key, "tools": [asdict(t) for t in tools],
+                      "instructions": instructions}
         path.parent.mkdir(parents=True, exist_ok=True)
         fresh = path.with_name(f".{path.name}.new")
         fresh.write_text(json.dumps(data), encoding="utf-8")
@@ -79,7 +86,7 @@ async def list_tools(client: Any, allowed: list[str] | None, server: str,
     cursor = None
     for _ in range(MAX_PAGES):
         try:
-            page = await client.list_tools(cursor=cursor)
+            page = await client.list_tools(cursor=cursor, cache_mode="refresh")
             tools += page.tools
             cursor = page.next_cursor
         except ValidationError:

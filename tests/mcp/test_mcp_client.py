@@ -286,7 +286,8 @@ def test_http_server_with_its_headers(http_lookup, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_url_that_speaks_only_legacy_sse_or_has_nothing_is_said_plainly(tmp_path):
+def test_a_url_that_speaks_only_legacy_sse_is_spoken_to_so_and_nothing_is_said_plainly(
+        tmp_path):
     import uvicorn
 
     sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -302,16 +303,18 @@ def test_a_url_that_speaks_only_legacy_sse_or_has_nothing_is_said_plainly(tmp_pa
         time.sleep(0.05)
     base = f"http://127.0.0.1:{port}"
     clients = McpClients({
-        "old": McpServer(url=f"{base}/sse", connection_timeout_ms=5000),
+        "old": McpServer(url=f"{base}/sse", connection_timeout_ms=10_000),
         "none": McpServer(url=f"{base}/nothing?api_key=abcd-1234", connection_timeout_ms=5000)},
         logs=tmp_path)
     try:
         problems = clients.start()
+        states = {s.name: (s.transport, s.state, s.tools) for s in clients.states()}
+        out = clients.call("old", "capital", {"country": "Kenya"})
     finally:
         clients.close()
         server.should_exit = True
         thread.join(timeout=10)
     assert problems == [
-        "mcp: old did not start: this URL speaks only the legacy SSE transport, which clawd "
-        "does not; give the server's streamable HTTP URL (often ending in /mcp)",
         "mcp: none did not start: there is no MCP endpoint at this URL (HTTP 404 Not Found)"]
+    assert states["old"] == ("sse", "ready", 7)
+    assert not out.is_error and out.text.endswith("Nairobi.")

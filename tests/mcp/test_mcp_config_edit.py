@@ -68,8 +68,8 @@ def test_a_claude_desktop_or_code_block_is_taken_as_it_is(tmp_path):
         "my-files": {"command": "npx", "args": ["-y", "fs", "/srv"], "env": {"DEBUG": "1"}},
         "tickets": {"url": "https://mcp.example.com/mcp",
                     "headers": {"Authorization": "Bearer tk_1"}},
-        "cline": {"command": "x", "enabled": False, "autoApprove": ["read"]}}
-    assert any("old: the legacy SSE transport" in n for n in notes)
+        "cline": {"command": "x", "enabled": False, "autoApprove": ["read"]},
+        "old": {"url": "https://h/sse"}}  # its transport is found out at its start
     assert any("taken: mcp.servers.taken is already configured" in n for n in notes)
     assert any("my.files: added as my-files" in n for n in notes)
     code = tmp_path / ".mcp.json"  # Claude Code's project file: the same block

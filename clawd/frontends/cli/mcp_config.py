@@ -5,8 +5,9 @@ file, changed in place, its comments, order and layout kept (``config.text``).
 ``--header K=V``) adds a server; ``remove`` takes it out; ``enable`` and ``disable`` set its
 ``enabled``. ``import FILE`` adds the servers of a Claude Desktop or Claude Code config (its
 ``mcpServers`` block, or a file that is only that block): ``"type": "stdio"`` or none with a
-``command``; ``"http"`` (or ``"streamable-http"``) or none with a ``url``; ``"sse"`` is said
-and skipped (clawd does not speak it), as is a name already configured. A name that is not
+``command``; ``"http"``, ``"streamable-http"``, ``"sse"`` or none with a ``url`` (a URL that
+speaks only the legacy SSE transport is found out at its start); a name already configured
+is said and skipped. A name that is not
 a server name (``my.server``) is made one (``my-server``). ``disabled: true`` becomes
 ``enabled: false``; Cline's ``autoApprove``/``alwaysAllow`` become ``autoApprove``.
 
@@ -156,12 +157,8 @@ def from_client_config(path: Path, taken: set[str]) -> tuple[dict[str, dict[str,
             notes.append(f"{original}: mcp.servers.{name} is already configured, skipped")
             continue
         kind = str(raw.get("type") or raw.get("transport") or "").strip()
-        if kind in SSE_TYPES:
-            notes.append(f"{original}: the legacy SSE transport, which clawd does not speak; "
-                         f"skipped (use its streamable HTTP URL with clawd mcp add)")
-            continue
         entry: dict[str, Any] = {}
-        if raw.get("url") and (kind in HTTP_TYPES or not kind):
+        if raw.get("url") and (kind in HTTP_TYPES or kind in SSE_TYPES or not kind):
             entry["url"] = raw["url"]
             if raw.get("headers"):
                 entry["headers"] = {str(k): str(v) for k, v in raw["headers"].items()}
