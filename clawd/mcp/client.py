@@ -169,6 +169,8 @@ class McpClients:
                     return Output(approval.refusal(name, connection.name), is_error=True)
                 if not ask(approval.request(name, args)):
                     return Output(approval.declined(name), is_error=True)
+            if listed.kind == "resources":
+                return self._run(connection.read(str(args.get("uri", ""))), ctx.cancel)
             return self._run(connection.call(listed.name, args), ctx.cancel)
 
         return Tool(spec, run, shared=cfg.groups)

@@ -33,6 +33,7 @@ from clawd.config.mcp import McpServer
 from clawd.core.textcut import shorten
 from clawd.mcp.launch import Launch, child_env, resolve, scrub
 from clawd.mcp.listing import Listed, list_tools
+from clawd.mcp.resources import READER, list_resources, read_contents, reader
 from clawd.mcp.shapes import Output, framed, read_result
 
 IDLE_PING_SECONDS = 2.0  # a connection quiet this long is pinged before a call
@@ -136,9 +137,10 @@ class Connection:
                            message_handler=self._heard))
                 tools, notes, missing = await list_tools(client, cfg.tools, self.name,
                                                          backstop)
+                read = reader(self.name, await self._resources(client, notes))
                 if self._stop is not stop:
                     return
-                self.tools = [Listed.of(t) for t in tools]
+                self.tools = [Listed.of(t) for t in tools] + ([read] if read else [])
                 self._client, self.state, self.error = client, "ready", ""
                 self.notes = [scrub(note, self.secrets) for note in notes]
                 self.missing = missing
@@ -160,6 +162,21 @@ class Connection:
                     self.state = "stopped"
             ready.set()
 
+    async def _resources(self, client: Any, notes: list[str]) -> list[dict[str, str]]:
+        """Its resources, when the allow-list lets the reader in; a failure costs them only
+        (a line in ``notes``)."""
+        if self.config.tools is not None and READER not in self.config.tools:
+            return []
+        try:
+            return await list_resources(client)
+        except Exception as exc:  # noqa: BLE001 - the tools work without them
+            notes.append(f"mcp: {self.name}'s resources are left out: {_one_line(exc)}")
+            return []
+
+    async def read(self, uri: str) -> Output:
+        """Read the resource ``uri`` (as ``call`` calls a tool)."""
+        return await self.call(READER, {"uri": uri}, resource=True)
+
     async def _roots(self, context: Any) -> Any:
         from mcp_types import ListRootsResult, Root
 
@@ -180,8 +197,9 @@ class Connection:
                 list_tools(client, self.config.tools, self.name, seconds), seconds)
         except Exception:  # noqa: BLE001 - the tools listed before stay
             return
-        if client is self._client:
-            self.tools = [Listed.of(t) for t in tools]
+        if client is self._client:  # the resources' reader stays
+            self.tools = [Listed.of(t) for t in tools] + [
+                t for t in self.tools if t.kind == "resources"]
             self.notes = [scrub(note, self.secrets) for note in notes]
             if self.on_ready is not None:
                 self.on_ready(self)
@@ -256,7 +274,8 @@ class Connection:
             with contextlib.suppress(BaseException):
                 await task
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Output:
+    async def call(self, tool: str, arguments: dict[str, Any], resource: bool = False
+                   ) -> Output:
         if self.state != "ready" or not await self._alive():
             self.state = "stopped"
             await self.start()
@@ -265,6 +284,10 @@ class Connection:
                               is_error=True)
         client, seconds = self._client, self.config.request_timeout_ms / 1000
         try:
+            if resource:
+                read = await asyncio.wait_for(client.read_resource(str(arguments.get(
+                    "uri", ""))), seconds)
+                return framed(read_contents(read), self.name)
             result = await asyncio.wait_for(client.call_tool(tool, arguments), seconds)
         except TimeoutError:
             return Output(f"{self.name}: {tool} did not answer within {seconds:g} s "

@@ -31,6 +31,7 @@ class Listed:
     title: str | None
     input_schema: Any
     annotations: dict[str, Any] | None  # camelCase keys, as on the wire
+    kind: str = "tool"  # or "resources": the server's resources as one read tool (resources)
 
     @classmethod
     def of(cls, tool: Any) -> Listed:

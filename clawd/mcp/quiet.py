@@ -3,8 +3,9 @@
 The SDK logs a traceback for each line a server prints on stdout that is not JSON-RPC, and a
 warning when an HTTP server forgets a session it is asked to end (``Session termination
 failed: 404``): neither is the person's concern, so the ``mcp`` logger writes to
-``<state>/logs/mcp.log`` instead of the terminal. ``httpx`` logs each request's URL at
-``-v``; a URL's query often holds a key (``?api_key=...``), so its values are masked.
+``<state>/logs/mcp.log`` instead of the terminal. ``httpx`` (and the SDK's ``httpx2``) log
+each request's URL at ``-v``; a URL's query often holds a key (``?api_key=...``), so its
+values are masked.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import re
 from pathlib import Path
 
+HTTP_LOGGERS = ("httpx", "httpx2")  # the SDK's HTTP client is httpx2, a fork of httpx
 _QUERY_VALUE = re.compile(r"([?&][^=&\s\"']+=)[^&\s\"']+")
 _MARK = "clawd_quiet"
 
@@ -38,7 +40,8 @@ def quiet(logs: Path | None) -> None:
     old: logging.Handler | None = getattr(sdk, _MARK, None)
     if old is None:
         sdk.propagate = False
-        logging.getLogger("httpx").addFilter(_MaskQuery())
+        for name in HTTP_LOGGERS:
+            logging.getLogger(name).addFilter(_MaskQuery())
     elif logs is None or getattr(old, "baseFilename", None) == str(
             (logs / "mcp.log").absolute()):
         return

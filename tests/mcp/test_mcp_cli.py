@@ -122,3 +122,19 @@ def test_a_server_a_run_does_not_use_is_not_started(isolated_home, local_server,
     result = local_server.requests[-1].json()["messages"][-1]
     assert result["role"] == "tool" and "ping {}" in result["content"]
     assert (isolated_home / ".clawd" / "cache" / "mcp-tools.json").exists()
+
+
+@pytest.mark.slow
+def test_verbose_lines_hold_no_key_of_a_url(isolated_home, local_server, tmp_path):
+    import os
+    import subprocess
+
+    _config(isolated_home, local_server.url, {"web": {
+        "url": local_server.url + "/mcp?api_key=sekrit-key-1234", "connectionTimeoutMs": 5000}})
+    done = subprocess.run([sys.executable, "-m", "clawd", "-v", "mcp", "list"],
+                          env=dict(os.environ), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1  # nothing answers MCP there
+    assert "HTTP Request: POST" in done.stderr and "api_key=***" in done.stderr  # masked
+    assert "sekrit-key-1234" not in done.stdout + done.stderr
+    assert "no MCP endpoint at this URL (HTTP 404" in done.stdout

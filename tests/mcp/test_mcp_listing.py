@@ -27,7 +27,7 @@ from clawd.mcp.shapes import (
     read_result,
     unique_names,
 )
-from clawd.providers.scripted import ScriptedProvider
+from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.tools.files import file_tools
 
 from conftest import make_runtime
@@ -238,3 +238,28 @@ def test_roots_list_changed_and_instructions(tmp_path):
     assert "what the services say of themselves" in system
     kept = json.loads((tmp_path / "cache.json").read_text())["notes"]
     assert "later" in [t["name"] for t in kept["tools"]]  # the cache has the new list
+
+
+@pytest.mark.slow
+def test_a_servers_resources_are_one_read_tool(tmp_path):
+    (tmp_path / "notes.txt").write_text("buy milk\n")
+    clients = McpClients({"notes": McpServer(command=sys.executable, args=[
+        NOTES, str(tmp_path / "notes.txt")], connection_timeout_ms=60_000)},
+        logs=tmp_path / "logs")
+    try:
+        clients.start()
+        reader = next(t for t in clients.tools() if t.spec.name == "notes__read_resource")
+        provider = ScriptedProvider([
+            Reply("", [tool("notes__read_resource", uri="notes://all")]),
+            Reply("", [tool("notes__read_resource", uri="notes://pixel")]),
+            Reply("", [tool("notes__read_resource", uri="notes://nothing")]), "ok"])
+        rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
+        list(Session(rt, "agent:main:main").run_turn("read them"))  # nobody to ask: reads
+    finally:
+        clients.close()
+    assert "notes://all (all notes)" in reader.spec.description
+    assert reader.spec.parameters["required"] == ["uri"]
+    results = [m for m in provider.requests[-1].messages if m.role == "toolResult"]
+    assert results[0].text.endswith("buy milk\n") and not results[0].is_error
+    assert any(getattr(p, "mime_type", "") == "image/png" for p in results[1].content)
+    assert results[2].is_error
