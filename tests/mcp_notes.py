@@ -7,7 +7,8 @@ FILE`` speaks stdio over a notes file.
 - ``clear_notes()`` says ``destructiveHint: true`` and empties it;
 - ``roots()`` says what roots the client declared;
 - ``learn()`` adds a tool, ``later()``, and says the tool list changed;
-- resources: ``notes://all`` (the notes) and ``notes://pixel`` (an image).
+- resources: ``notes://all`` (the notes) and ``notes://pixel`` (an image);
+- a prompt, ``summarize(topic)``.
 
 Its ``instructions`` say what it is, with a line no model should follow (``POISON``).
 """
@@ -59,6 +60,10 @@ def build(path: Path) -> MCPServer:
         server.add_tool(later, description="Added later.", annotations=READ_ONLY)
         await ctx.session.send_tool_list_changed()
         return "a new tool: later"
+
+    @server.prompt(description="Summarise the notes about a topic.")
+    def summarize(topic: str) -> str:
+        return f"Summarise my notes about {topic}, in one line."
 
     @server.resource("notes://all", name="all notes", mime_type="text/plain")
     def all_notes() -> str:

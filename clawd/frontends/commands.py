@@ -278,6 +278,15 @@ def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
     yield from _out("compact", "")
 
 
+@command("mcp", "/mcp [prompts | prompt SERVER/NAME [KEY=VALUE ...]]",
+         "the MCP servers of this agent; their prompts, one sent as your message",
+         ("prompts", "prompt"))
+def _mcp(chat: Chat, args: str) -> Generator[Event, None, None]:
+    from clawd.frontends.mcp_prompts import mcp_command
+
+    yield from mcp_command(chat, args)
+
+
 @command("memory", "/memory search QUERY | show | add TEXT | forget [--yes] TEXT | status",
          "search memory, show MEMORY.md and the memory files, add a note to today's log, "
          "forget a fact (TEXT or PATH#Lx-Ly: lists the lines; --yes removes them), or show "

@@ -82,6 +82,14 @@ def mcp_clients(config: Config) -> McpClients | None:
     return _MCP[key]
 
 
+def servers_of(config: Config, agent_id: str) -> list[str]:
+    """The MCP servers agent ``agent_id`` is given (``Mcp.for_agent``: its ``agents.list``
+    entry's ``mcp``, else the servers' ``agents``)."""
+    entry = next((e for e in config.agents.entries if e.id == agent_id), None)
+    return config.mcp.for_agent(agent_id, config.default_agent_id(),
+                                entry.mcp if entry is not None else None)
+
+
 def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False,
                   approve: Callable[[str], bool] | None = None,
                   with_memory: bool = True) -> Runtime:
@@ -111,9 +119,7 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
                             stored=storage.memory_sources, files=storage.files,
                             open_store=storage.memory_index)
         tools += memory_tools()
-    entry = next((e for e in config.agents.entries if e.id == agent_id), None)
-    servers = config.mcp.for_agent(agent_id, config.default_agent_id(),
-                                   entry.mcp if entry is not None else None)
+    servers = servers_of(config, agent_id)
     mcp = mcp_clients(config) if servers else None  # none given: none started for it
     if mcp is not None:
         tools += mcp.tools(servers)

@@ -37,6 +37,7 @@ from clawd.core.messages import ToolSpec
 from clawd.mcp import approval
 from clawd.mcp.connection import Connection, ServerState
 from clawd.mcp.listing import cached, keep
+from clawd.mcp.prompts import Prompt
 from clawd.mcp.quiet import quiet
 from clawd.mcp.shapes import Output, description, unique_names, wire_schema
 from clawd.tools.base import Tool, ToolContext
@@ -174,6 +175,19 @@ class McpClients:
             return self._run(connection.call(listed.name, args), ctx.cancel)
 
         return Tool(spec, run, shared=cfg.groups)
+
+    def prompts(self, servers: Collection[str]) -> list[Prompt]:
+        """The prompts of ``servers`` (those not started yet are started, side by side)."""
+        chosen = [c for c in self.connections.values() if c.name in servers]
+
+        async def all_of() -> None:
+            await asyncio.gather(*(c.start() for c in chosen if c.state != "ready"))
+        self._run(all_of())
+        return [p for c in chosen for p in c.prompts]
+
+    def prompt(self, server: str, name: str, arguments: dict[str, str]) -> str:
+        """Prompt ``name`` of ``server`` filled with ``arguments``, as one message's text."""
+        return self._run(self.connections[server].prompt(name, arguments))
 
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Output:
         return self._run(self.connections[server].call(tool, arguments))

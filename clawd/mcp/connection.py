@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from clawd.config.mcp import McpServer
+from clawd.core.errors import ClawdError
 from clawd.core.textcut import shorten
 from clawd.mcp.launch import Launch, child_env, resolve, scrub
 from clawd.mcp.listing import Listed, list_tools
+from clawd.mcp.prompts import Prompt, as_message, list_prompts
 from clawd.mcp.resources import READER, list_resources, read_contents, reader
 from clawd.mcp.shapes import Output, framed, read_result
 
@@ -71,6 +73,7 @@ class Connection:
         self.sse = False  # the URL speaks the legacy SSE transport only
         self._speaks_sse = False
         self.instructions: str | None = None
+        self.prompts: list[Prompt] = []
         self.state, self.error = "stopped", ""
         self.tools: list[Listed] = []  # allow-list applied
         self.notes: list[str] = []  # tools left out, allowed names it lacks
@@ -145,6 +148,7 @@ class Connection:
                 self.notes = [scrub(note, self.secrets) for note in notes]
                 self.missing = missing
                 self.instructions = client.instructions
+                self.prompts = await self._prompts(client, notes)
                 self._last = time.monotonic()
                 ready.set()
                 if self.on_ready is not None:
@@ -172,6 +176,31 @@ class Connection:
         except Exception as exc:  # noqa: BLE001 - the tools work without them
             notes.append(f"mcp: {self.name}'s resources are left out: {_one_line(exc)}")
             return []
+
+    async def _prompts(self, client: Any, notes: list[str]) -> list[Prompt]:
+        try:
+            return await list_prompts(client, self.name)
+        except Exception as exc:  # noqa: BLE001 - the tools work without them
+            notes.append(f"mcp: {self.name}'s prompts are left out: {_one_line(exc)}")
+            return []
+
+    async def prompt(self, name: str, arguments: dict[str, str]) -> str:
+        """The text of prompt ``name`` filled with ``arguments`` (``prompts.as_message``); a
+        failure is a ``ClawdError`` in one line."""
+        if self.state != "ready" or not await self._alive():
+            self.state = "stopped"
+            await self.start()
+        if self.state != "ready":
+            raise ClawdError(f"the MCP server {self.name} is not running: {self.error}")
+        seconds = self.config.request_timeout_ms / 1000
+        try:
+            got = await asyncio.wait_for(self._client.get_prompt(name, arguments), seconds)
+        except Exception as exc:  # noqa: BLE001 - said in one line
+            raise ClawdError(f"{self.name}: prompt {name} failed: "
+                             f"{scrub(_one_line(exc), self.secrets)}") from None
+        finally:
+            self._last = time.monotonic()
+        return as_message(got)
 
     async def read(self, uri: str) -> Output:
         """Read the resource ``uri`` (as ``call`` calls a tool)."""

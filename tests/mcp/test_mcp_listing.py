@@ -263,3 +263,33 @@ def test_a_servers_resources_are_one_read_tool(tmp_path):
     assert results[0].text.endswith("buy milk\n") and not results[0].is_error
     assert any(getattr(p, "mime_type", "") == "image/png" for p in results[1].content)
     assert results[2].is_error
+
+
+@pytest.mark.slow
+def test_a_servers_prompt_is_sent_as_the_persons_message(tmp_path):
+    from clawd.config import Config
+    from clawd.core.events import CommandOutput, ErrorEvent, Notice
+    from clawd.frontends.commands import Chat
+
+    server = {"command": sys.executable, "args": [NOTES, str(tmp_path / "notes.txt")],
+              "connectionTimeoutMs": 60_000}
+    clients = McpClients({"notes": McpServer.model_validate(server)}, logs=tmp_path / "logs")
+    try:
+        provider = ScriptedProvider(["You wrote about milk once."])
+        rt = make_runtime(tmp_path, provider, tools=file_tools())
+        rt.config = Config.model_validate({"mcp": {"servers": {"notes": server}}})
+        rt.mcp = clients  # not started: /mcp prompts starts it
+        chat = Chat(rt, "agent:main:main")
+        listed = [e.text for e in chat.handle("/mcp prompts") if isinstance(e, CommandOutput)]
+        missing = [e.message for e in chat.handle("/mcp prompt notes/summarize")
+                   if isinstance(e, ErrorEvent)]
+        events = list(chat.handle("/mcp prompt notes/summarize topic=milk"))
+        states = [e.text for e in chat.handle("/mcp") if isinstance(e, CommandOutput)]
+    finally:
+        clients.close()
+    assert listed == ["notes/summarize topic=…  — Summarise the notes about a topic."]
+    assert missing and "give topic" in missing[0]
+    assert any(isinstance(e, Notice) and "notes/summarize" in e.text for e in events)
+    assert provider.requests[0].messages[-1].text.endswith(
+        "Summarise my notes about milk, in one line.")
+    assert states[0].startswith("notes") and "ready" in states[0]

@@ -1,0 +1,76 @@
+"""``/mcp``: the MCP servers a chat's agent is given, their prompts, and one sent as the
+person's message, in the REPL and on the web page alike.
+
+``/mcp`` shows each server (transport, state, tools); ``/mcp prompts`` lists the servers'
+prompts (a server not started yet is started for it); ``/mcp prompt SERVER/NAME KEY=VALUE
+...`` fills that prompt and sends what it gives as the person's next message (a missing
+required argument, or an unknown prompt, is one line and nothing is sent).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+from clawd.core.errors import ClawdError
+from clawd.core.events import CommandOutput, Event, Notice
+
+if TYPE_CHECKING:
+    from clawd.frontends.commands import Chat
+
+
+def mcp_command(chat: Chat, args: str) -> Generator[Event, None, None]:
+    from clawd.frontends.compose import servers_of
+
+    runtime = chat.runtime
+    servers = servers_of(runtime.config, runtime.agent_id)
+    clients = runtime.mcp
+    if clients is None or not servers:
+        yield CommandOutput("mcp", "no MCP server is given to this agent (mcp.servers; "
+                                   "see docs/mcp.md)")
+        return
+    word, _, rest = args.strip().partition(" ")
+    if not word:
+        lines = [f"{s.name:<16} {s.transport or '-':<6} {s.state:<8} {s.tools:>3} tools"
+                 + (f"  {s.error}" if s.error else "") for s in clients.states()
+                 if s.name in servers]
+        yield CommandOutput("mcp", "\n".join(lines))
+    elif word == "prompts":
+        found = clients.prompts(servers)
+        yield CommandOutput("mcp", "\n".join(
+            f"{p.usage()}" + (f"  — {p.description}" if p.description else "")
+            for p in found) or "the servers offer no prompts")
+    elif word == "prompt":
+        yield from _send(chat, servers, rest)
+    else:
+        raise ClawdError("usage: /mcp [prompts | prompt SERVER/NAME [KEY=VALUE ...]]")
+
+
+def _send(chat: Chat, servers: list[str], rest: str) -> Generator[Event, None, None]:
+    clients = chat.runtime.mcp
+    assert clients is not None
+    words = shlex.split(rest)
+    if not words or "/" not in words[0]:
+        raise ClawdError("usage: /mcp prompt SERVER/NAME [KEY=VALUE ...] (see /mcp prompts)")
+    server, _, name = words[0].partition("/")
+    arguments = {}
+    for word in words[1:]:
+        key, sep, value = word.partition("=")
+        if not sep:
+            raise ClawdError(f"{word!r}: give arguments as KEY=VALUE")
+        arguments[key] = value
+    if server not in servers:
+        raise ClawdError(f"no MCP server {server!r} here; the servers are {', '.join(servers)}")
+    prompt = next((p for p in clients.prompts([server]) if p.name == name), None)
+    if prompt is None:
+        raise ClawdError(f"{server} has no prompt {name!r} (see /mcp prompts)")
+    missing = [n for n, required in prompt.arguments if required and n not in arguments]
+    if missing:
+        raise ClawdError(f"{prompt.usage()}: give {', '.join(missing)}")
+    text = clients.prompt(server, name, arguments)
+    if not text.strip():
+        raise ClawdError(f"{server}/{name} gave nothing to send")
+    yield Notice(f"sending the prompt {server}/{name} of the MCP server {server} as your "
+                 f"message")
+    yield from chat.session.run_turn(text)
