@@ -278,11 +278,12 @@ def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
     yield from _out("compact", "")
 
 
-@command("mcp", "/mcp [prompts | prompt SERVER/NAME [KEY=VALUE ...]]",
-         "the MCP servers of this agent; their prompts, one sent as your message",
-         ("prompts", "prompt"))
+@command("mcp", "/mcp [on|off|prompts|prompt]",
+         "the MCP servers of this agent: on NAME, off NAME (in this session); prompts, "
+         "prompt SERVER/NAME KEY=VALUE (sent as your message)",
+         ("on", "off", "prompts", "prompt"))
 def _mcp(chat: Chat, args: str) -> Generator[Event, None, None]:
-    from clawd.frontends.mcp_prompts import mcp_command
+    from clawd.frontends.mcp_command import mcp_command
 
     yield from mcp_command(chat, args)
 

@@ -274,6 +274,10 @@ def run_repl(config: Any, args: Any) -> int:
 
     # the SDK is imported in the warm-up, after the prompt is on screen
     with open_chat(config, args, approve=ExecApproval(), background=True) as chat:
+        if chat.runtime.mcp is not None:  # a server's question during a call is put to you
+            from clawd.frontends.questions import TerminalQuestions
+
+            chat.runtime.mcp.elicit = TerminalQuestions()
         return repl_loop(chat, history=history_path(state_dir(), chat.runtime.agent_id),
                          as_json=bool(getattr(args, "json", False)),
                          deltas=bool(getattr(args, "stream", False)))

@@ -16,9 +16,11 @@ the next process.
 
 A call is an error result for the model, never an exception for the turn. A tool that asks
 first (``approval``) is put to ``ToolContext.confirm`` (the web page), else
-``ToolContext.approve`` (the REPL), or refused where there is neither. A repeat, a rename, a
-tool the SDK cannot read and an allowed name a server lacks are each a line in
-``problems``.
+``ToolContext.approve`` (the REPL), or refused where there is neither. A server's question
+during a call (``elicit``, set by the REPL) is put to the person by the thread that waits
+for the call; with none set it is declined. A repeat, a rename, a tool the SDK cannot read
+and an allowed name a server lacks are each a line in ``problems``. ``prompts`` and
+``prompt`` serve ``/mcp prompt``; ``listen`` hears every new listing.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import queue
 import threading
 from collections.abc import Callable, Collection, Coroutine
 from pathlib import Path
@@ -62,8 +65,14 @@ class McpClients:
                  cache: Path | None = None, roots: list[Path] | None = None):
         self.cache = cache
         self._listeners: list[Callable[[], None]] = []
-        self.connections = {name: Connection(name, cfg, logs, self._kept, roots)
+        self.connections = {name: Connection(name, cfg, logs, self._kept, roots, self._ask)
                             for name, cfg in servers.items() if cfg.enabled}
+        # a server's question during a call, put to the person by the thread that waits for
+        # the call (``_run``): (message, requested schema) to the values, None to decline;
+        # None: nobody can answer here (``-m``, the gateway)
+        self.elicit: Callable[[str, Any], dict[str, Any] | None] | None = None
+        self._questions: queue.SimpleQueue[tuple[str, Any, concurrent.futures.Future[Any]]] = (
+            queue.SimpleQueue())
         self.disabled = [name for name, cfg in servers.items() if not cfg.enabled]
         quiet(logs)
         self._loop = asyncio.new_event_loop()
@@ -82,11 +91,31 @@ class McpClients:
             while True:
                 with contextlib.suppress(concurrent.futures.TimeoutError):
                     return future.result(timeout=0.25)
+                self._answer()
                 if cancel is not None:
                     cancel.check()
         except BaseException:
             future.cancel()
             raise
+
+    async def _ask(self, message: str, schema: Any) -> dict[str, Any] | None:
+        """On the MCP loop: hand a server's question to the waiting thread (``_answer``)."""
+        if self.elicit is None:
+            return None
+        answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._questions.put((message, schema, answer))
+        return await asyncio.wrap_future(answer)
+
+    def _answer(self) -> None:
+        """On the thread that waits for a call: put the questions asked meanwhile to the
+        person (``elicit``); one that fails is declined."""
+        while not self._questions.empty():
+            message, schema, answer = self._questions.get()
+            try:
+                values = self.elicit(message, schema) if self.elicit else None
+            except Exception:  # noqa: BLE001 - a question that cannot be asked is declined
+                values = None
+            answer.set_result(values)
 
     def start(self, lazy: bool = False) -> list[str]:
         """Connect to every server side by side (``lazy``: only those whose last listing is

@@ -24,7 +24,7 @@ import contextlib
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -66,10 +66,12 @@ class Connection:
 
     def __init__(self, name: str, config: McpServer, logs: Path | None,
                  on_ready: Callable[[Connection], None] | None = None,
-                 roots: list[Path] | None = None):
+                 roots: list[Path] | None = None,
+                 ask: Callable[[str, Any], Awaitable[dict[str, Any] | None]] | None = None):
         self.name, self.config, self.logs = name, config, logs
         self.on_ready = on_ready  # called with the connection each time it has listed its tools
         self.roots = roots or []
+        self.ask = ask  # puts a server's question to the person (McpClients.elicit)
         self.sse = False  # the URL speaks the legacy SSE transport only
         self._speaks_sse = False
         self.instructions: str | None = None
@@ -137,7 +139,7 @@ class Connection:
                 client = await stack.enter_async_context(
                     Client(await self._transport(stack, self.launch), mode="legacy",
                            read_timeout_seconds=backstop, list_roots_callback=self._roots,
-                           message_handler=self._heard))
+                           message_handler=self._heard, elicitation_callback=self._elicited))
                 tools, notes, missing = await list_tools(client, cfg.tools, self.name,
                                                          backstop)
                 read = reader(self.name, await self._resources(client, notes))
@@ -211,6 +213,18 @@ class Connection:
 
         return ListRootsResult(roots=[Root(uri=path.resolve().as_uri(), name=path.name)
                                       for path in self.roots])
+
+    async def _elicited(self, context: Any, params: Any) -> Any:
+        """A server's question during a call (``elicit``): put to the person, or declined
+        where nobody can answer (and in URL mode, which sends the person elsewhere)."""
+        from mcp_types import ElicitResult
+
+        schema = getattr(params, "requested_schema", None)
+        if self.ask is None or schema is None:
+            return ElicitResult(action="decline")
+        values = await self.ask(f"{self.name} asks: {params.message}", schema)
+        return ElicitResult(action="accept", content=values) if values is not None else (
+            ElicitResult(action="decline"))
 
     async def _heard(self, message: Any) -> None:
         """A notification of the server: its tool list changed, so it is listed again."""

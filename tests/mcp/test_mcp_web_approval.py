@@ -66,3 +66,31 @@ def test_the_page_asks_before_an_mcp_tool_acts(chromium, served, stand_in, click
         assert (f"remember {click}" in written) is approved
     finally:
         assert chat.close() == []
+
+
+def test_the_page_lists_the_servers_and_switches_one_off_for_the_session(
+        chromium, served, stand_in):
+    offered: list[list[str]] = []
+    stand_in.answer = lambda body, words: offered.append(
+        [t["function"]["name"] for t in body.get("tools", [])]) or f"echo: {words}"
+    chat = WebChat(chromium, served)
+    try:
+        page = chat.page("services")
+        page.wait_for_selector("#mcp:not([hidden]) .mcp-server")
+        assert texts(page, ".mcp-name") == ["notes"]
+        page.click(".mcp-server summary .mcp-name")  # unfolds the tools
+        assert "notes__add_note" in texts(page, ".mcp-tools code")
+        page.uncheck(".mcp-server input[type=checkbox]")
+        page.wait_for_selector(".mcp-server.off")
+        idle(page)
+        assert "are no more offered in this session" in page.text_content("#items")
+        shot(page, "mcp-services-off")
+        send(page, "hello")
+        idle(page)
+        page.check(".mcp-server input[type=checkbox]")
+        page.wait_for_selector(".mcp-server:not(.off)")
+        idle(page)
+    finally:
+        assert chat.close() == []
+    assert offered and "read" in offered[-1]
+    assert not any(name.startswith("notes__") for name in offered[-1])

@@ -226,6 +226,18 @@ def _context(runtime: Runtime, key: str) -> dict[str, Any]:
             "fixed": fixed, "window": window, "flushAt": flush_at, "compactAt": compact_at}
 
 
+async def session_mcp(request: Request) -> Response:
+    """The agent's MCP servers, each on or off in the session, with their tools (the web
+    page's list; ``/mcp on|off NAME`` switches one)."""
+    from clawd.frontends.mcp_command import server_rows
+
+    agent_id, key = session_of(request, request.path_params["key"],
+                               request.query_params.get("agent"))
+    runtime = state(request).agents.runtime(agent_id)
+    rows = await run_in_threadpool(lambda: server_rows(runtime, runtime.store.get(key)))
+    return ok({"agent": agent_id, "sessionKey": key, "servers": rows})
+
+
 async def send_message(request: Request) -> Response:
     agent_id, key = session_of(request, request.path_params["key"],
                                request.query_params.get("agent"))
@@ -338,6 +350,7 @@ ROUTES = [
     Route("/api/sessions", list_sessions),
     Route("/api/sessions/{key:session_key}/history", session_history),
     Route("/api/sessions/{key:session_key}/context", session_context),
+    Route("/api/sessions/{key:session_key}/mcp", session_mcp),
     Route("/api/sessions/{key:session_key}/messages", send_message, methods=["POST"]),
     Route("/api/sessions/{key:session_key}/abort", abort, methods=["POST"]),
     Route("/api/sessions/{key:session_key}", delete_session, methods=["DELETE"]),

@@ -70,6 +70,9 @@ def document(compatible: bool) -> dict[str, Any]:
             "the last model call or compaction; null before the first), fixed (while used "
             "is null: the fixed layers' estimated tokens), window, flushAt, compactAt, busy",
             [KEY, AGENT])},
+        "/api/sessions/{key}/mcp": {"get": _op(
+            "the agent's MCP servers: name, transport, state, on (in this session), error, "
+            "tools (name, description); /mcp on|off NAME switches one", [KEY, AGENT])},
         "/api/sessions/{key}/messages": {"post": _op(
             "send a message or a /command; the turn's events", [
                 KEY, AGENT, _param("Idempotency-Key", "header",

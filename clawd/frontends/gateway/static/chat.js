@@ -94,6 +94,7 @@ async function openSession(key, ended = null) {
   busy(false);
   refreshSessions();
   if (!ended) refreshContext();
+  refreshMcp();
   if (!ended && page.busy && page.busy.running) follow(page.busy.running);
 }
 
@@ -148,6 +149,22 @@ async function refreshContext() {
     if (opening !== state.opening) return;
     view.meter(meterNodes(), found);
     $("model").textContent = found.model;
+  } catch (err) {
+    if (err.status === 401) report(err);
+  }
+}
+
+// The agent's MCP servers, on or off in this session (none: the section stays hidden).
+async function refreshMcp() {
+  const opening = state.opening;
+  try {
+    const found = await api.json(api.sessionPath(state.key, "mcp", state.agent));
+    if (opening !== state.opening) return;
+    $("mcp").hidden = !found.servers.length;
+    view.mcpList($("mcp-list"), found.servers, (name, on) => {
+      if (state.ended || state.turn) return refreshMcp(); // not while shown read-only or busy
+      return send(`/mcp ${on ? "on" : "off"} ${name}`);
+    });
   } catch (err) {
     if (err.status === 401) report(err);
   }
@@ -281,6 +298,7 @@ async function finish(turn) {
   busy(false);
   refreshContext();
   refreshSessions();
+  refreshMcp();
   $("input").focus({ preventScroll: true });
 }
 

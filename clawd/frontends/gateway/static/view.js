@@ -379,6 +379,37 @@ export class Live {
   }
 }
 
+// The MCP servers of the agent (`GET …/mcp`): each with its state, its tools (folded), and a
+// switch that offers them in this session or not (`toggle(name, on)` sends /mcp on|off NAME).
+export function mcpList(container, servers, toggle) {
+  container.replaceChildren(...servers.map((s) => {
+    const node = el("details", `mcp-server${s.on ? "" : " off"}`);
+    const head = el("summary");
+    const name = el("span", "mcp-name", s.name);
+    const meta = el("span", "mcp-meta", `${s.tools.length} tools · ${s.state}` +
+      (s.on ? "" : " · off here"));
+    const box = el("input");
+    box.type = "checkbox";
+    box.checked = s.on;
+    box.title = s.on ? "offered in this session: untick to switch off" :
+      "switched off in this session: tick to offer again";
+    box.setAttribute("aria-label", `offer ${s.name} in this session`);
+    box.addEventListener("click", (event) => event.stopPropagation());
+    box.addEventListener("change", () => toggle(s.name, box.checked));
+    head.append(box, name, meta);
+    node.append(head);
+    if (s.error) node.append(el("div", "mcp-error error", s.error));
+    const list = el("ul", "mcp-tools");
+    for (const t of s.tools) {
+      const item = el("li");
+      item.append(el("code", "", t.name), document.createTextNode(` ${t.description}`));
+      list.append(item);
+    }
+    node.append(list);
+    return node;
+  }));
+}
+
 // The sessions: each opens on a click; an ended one (listed with "all") opens read-only;
 // each has a rename and a delete button (`rename`, `remove`).
 export function sessionList(container, sessions, active, open, remove, rename) {

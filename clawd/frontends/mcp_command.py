@@ -1,23 +1,27 @@
-"""``/mcp``: the MCP servers a chat's agent is given, their prompts, and one sent as the
-person's message, in the REPL and on the web page alike.
+"""``/mcp``: the MCP servers a chat's agent is given, switched off and on for the session,
+their prompts, and one sent as the person's message, in the REPL and on the web page alike.
 
-``/mcp`` shows each server (transport, state, tools); ``/mcp prompts`` lists the servers'
-prompts (a server not started yet is started for it); ``/mcp prompt SERVER/NAME KEY=VALUE
-...`` fills that prompt and sends what it gives as the person's next message (a missing
-required argument, or an unknown prompt, is one line and nothing is sent).
+``/mcp`` shows each server (transport, state, tools, on or off here); ``/mcp off NAME`` and
+``/mcp on NAME`` stop and start offering its tools in this session (``Session.switch_mcp``,
+kept in the session's entry); ``/mcp prompts`` lists the servers' prompts (a server not
+started yet is started for it); ``/mcp prompt SERVER/NAME KEY=VALUE ...`` fills that prompt
+and sends what it gives as the person's next message (a missing required argument, or an
+unknown prompt, is one line and nothing is sent). ``servers`` is what the web page shows.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from clawd.core.errors import ClawdError
 from clawd.core.events import CommandOutput, Event, Notice
 
 if TYPE_CHECKING:
     from clawd.frontends.commands import Chat
+    from clawd.loop.runtime import Runtime
+    from clawd.sessions.entry import SessionEntry
 
 
 def mcp_command(chat: Chat, args: str) -> Generator[Event, None, None]:
@@ -31,11 +35,21 @@ def mcp_command(chat: Chat, args: str) -> Generator[Event, None, None]:
                                    "see docs/mcp.md)")
         return
     word, _, rest = args.strip().partition(" ")
+    off = set(chat.session.entry.get("mcpOff") or [])
     if not word:
         lines = [f"{s.name:<16} {s.transport or '-':<6} {s.state:<8} {s.tools:>3} tools"
+                 + ("  (off in this session)" if s.name in off else "")
                  + (f"  {s.error}" if s.error else "") for s in clients.states()
                  if s.name in servers]
         yield CommandOutput("mcp", "\n".join(lines))
+    elif word in ("on", "off"):
+        name = rest.strip()
+        if name not in servers:
+            raise ClawdError(f"no MCP server {name!r} here; the servers are "
+                             f"{', '.join(servers)}")
+        chat.session.switch_mcp(name, word == "on")
+        said = "offered again" if word == "on" else "no more offered"
+        yield CommandOutput("mcp", f"the tools of {name} are {said} in this session")
     elif word == "prompts":
         found = clients.prompts(servers)
         yield CommandOutput("mcp", "\n".join(
@@ -44,7 +58,27 @@ def mcp_command(chat: Chat, args: str) -> Generator[Event, None, None]:
     elif word == "prompt":
         yield from _send(chat, servers, rest)
     else:
-        raise ClawdError("usage: /mcp [prompts | prompt SERVER/NAME [KEY=VALUE ...]]")
+        raise ClawdError("usage: /mcp [on NAME | off NAME | prompts | prompt SERVER/NAME "
+                         "[KEY=VALUE ...]]")
+
+
+def server_rows(runtime: Runtime, entry: SessionEntry | None) -> list[dict[str, Any]]:
+    """The agent's MCP servers as the web page lists them: name, transport, state, whether
+    on in the session (``entry``'s ``mcpOff``), and their tools (name, first line)."""
+    from clawd.frontends.compose import servers_of
+
+    given = servers_of(runtime.config, runtime.agent_id)
+    if runtime.mcp is None or not given:
+        return []
+    off = set((entry or {}).get("mcpOff") or [])
+    tools: dict[str, list[dict[str, str]]] = {}
+    for tool in runtime.mcp.tools(given):
+        first = (tool.spec.description.strip().splitlines() or [""])[0]
+        tools.setdefault(tool.spec.origin or "", []).append({"name": tool.spec.name,
+                                                             "description": first})
+    return [{"name": s.name, "transport": s.transport, "state": s.state,
+             "on": s.name not in off, "error": s.error, "tools": tools.get(s.name, [])}
+            for s in runtime.mcp.states() if s.name in given]
 
 
 def _send(chat: Chat, servers: list[str], rest: str) -> Generator[Event, None, None]:
