@@ -65,3 +65,52 @@ def test_a_servers_question_is_put_to_the_person_and_declined_without_one(tmp_pa
     assert said[0] == "notes asks: Who are you?[31m"  # the escape is not sent to the terminal
     assert "name (your first name) [string]: " in said and "  an integer" in said
     assert declined.text.endswith("no answer (decline)")
+
+
+@pytest.mark.slow
+def test_the_web_page_gets_the_question_as_a_form(tmp_path):
+    import json
+
+    from clawd.providers.scripted import Reply, ScriptedProvider, tool
+    from clawd.tools.files import file_tools
+
+    from conftest import make_runtime
+    from gateway_client import AUTH, gateway, send
+
+    clients = _clients(tmp_path)
+    provider = ScriptedProvider([Reply("", [tool("notes__introduce")]), "Hello Ada.",
+                                 Reply("", [tool("notes__introduce")]), "No answer."])
+    rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
+    rt.mcp = clients
+    lines: list[dict] = []
+    refused = None
+    try:
+        with gateway(tmp_path, provider, runtimes=[rt]) as client:
+            with client.stream("POST", "/api/sessions/main/messages", headers={
+                    **AUTH, "Accept": "text/event-stream"},
+                    json={"text": "introduce me", "approvals": True}) as stream:
+                turn = stream.headers["X-Clawd-Turn-Id"]
+                for raw in stream.iter_lines():
+                    if not raw.startswith("data:"):
+                        continue
+                    lines.append(json.loads(raw[5:]))
+                    if lines[-1]["type"] == "question":
+                        path = f"/api/turns/{turn}/approvals/{lines[-1]['id']}"
+                        refused = client.post(path, headers=AUTH, json={
+                            "approve": True, "values": {"name": "Ada", "age": "old"}})
+                        client.post(path, headers=AUTH, json={"approve": True, "values": {
+                            "name": "Ada", "age": "36", "tea": "y"}})
+                    if lines[-1]["type"] == "done":
+                        break
+            scripted = send(client, "again")  # sent without approvals: nobody to ask
+    finally:
+        clients.close()
+    asked = next(line for line in lines if line["type"] == "question")
+    assert asked["text"] == "notes asks: Who are you?[31m"
+    assert [(f["name"], f["kind"], f["required"]) for f in asked["fields"]] == [
+        ("name", "string", True), ("age", "integer", True), ("tea", "boolean", True)]
+    assert refused is not None and refused.status_code == 400 and "age" in refused.text
+    result = next(line for line in lines if line["type"] == "toolResult")
+    assert result["text"].endswith("hello Ada, 36, likes tea: True")
+    declined = next(line for line in scripted if line["type"] == "toolResult")
+    assert declined["text"].endswith("no answer (decline)")

@@ -94,3 +94,27 @@ def test_the_page_lists_the_servers_and_switches_one_off_for_the_session(
         assert chat.close() == []
     assert offered and "read" in offered[-1]
     assert not any(name.startswith("notes__") for name in offered[-1])
+
+
+def test_a_servers_question_is_a_form_on_the_page(chromium, served, stand_in):
+    def introduce(body, words):
+        if any(m.get("role") == "tool" for m in body.get("messages", [])):
+            return "Nice to meet you."
+        return [{"id": "call_q", "name": "notes__introduce", "arguments": {}}]
+
+    stand_in.answer = introduce
+    chat = WebChat(chromium, served)
+    try:
+        page = chat.page("question")
+        send(page, "who am I?")
+        page.wait_for_selector(".question input[name=name]")
+        assert "Who are you?" in page.text_content(".question .approval-text")
+        page.fill(".question input[name=name]", "Ada")
+        page.fill(".question input[name=age]", "36")
+        page.select_option(".question select[name=tea]", "y")
+        shot(page, "mcp-question")
+        page.click(".question button.approve")
+        idle(page)
+        assert "hello Ada, 36, likes tea: True" in page.text_content("#items")
+    finally:
+        assert chat.close() == []

@@ -101,6 +101,8 @@ class ServedAgents:
             if found is None:
                 found = self._runtimes[agent_id] = self._build(agent_id)
             found.confirm = self.approvals
+            if found.mcp is not None:  # a server's question goes to the page too
+                found.mcp.elicit = self.approvals.ask
             return found
 
     def close(self) -> None:

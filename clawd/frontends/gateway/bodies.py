@@ -35,6 +35,7 @@ class ApprovalBody(Body):
     """``POST /api/turns/{turn}/approvals/{id}``."""
 
     approve: StrictBool
+    values: dict[str, StrictStr | StrictBool | int | float] | None = None  # a server's form
 
 
 class FileBody(Body):

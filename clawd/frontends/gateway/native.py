@@ -293,7 +293,7 @@ async def answer_approval(request: Request) -> Response:
         raise workspace.NotFound(f"no turn {request.path_params['turn']}")
     body = await read_body(request, ApprovalBody)
     number = _int(request.path_params["number"], "the question's number") or 0
-    if not state(request).agents.approvals.answer(turn.id, number, body.approve):
+    if not state(request).agents.approvals.answer(turn.id, number, body.approve, body.values):
         raise workspace.NotFound(f"turn {turn.id} is not waiting for an answer to question "
                                  f"{number} (answered, or given up)")
     return ok({"answered": True, "approve": body.approve})

@@ -89,7 +89,8 @@ def document(compatible: bool) -> dict[str, Any]:
         "/api/turns/{turn}/approvals/{number}": {"post": _op(
             "answer a tool's question in a turn sent with approvals: true", [
                 _param("turn", "path"), _param("number", "path", "integer")],
-            {"approve": {"type": "boolean"}}, errors=(400, 401, 404))},
+            {"approve": {"type": "boolean"}, "values": {"type": "object"}},
+            errors=(400, 401, 404))},
         "/api/memory/search": {"get": _op("memory search as the session sees it", [
             AGENT, SESSION, _param("q", required=True), _param("maxResults", kind="integer")])},
         "/api/files/{path}": {

@@ -198,9 +198,9 @@ function newTurn(id, command = false) {
     sessionId: state.sessionId, before: last ? last.index + 1 : 0,
     live: new view.Live($("live"), followScroll) };
   // a tool that asks before it acts: the answer goes to the turn, wherever it runs
-  turn.live.answer = (number, approve) => api.call(
+  turn.live.answer = (number, approve, values = null) => api.call(
     `/api/turns/${encodeURIComponent(turn.id)}/approvals/${number}`,
-    { method: "POST", body: JSON.stringify({ approve }) });
+    { method: "POST", body: JSON.stringify(values ? { approve, values } : { approve }) });
   state.turn = turn;
   $("empty").hidden = true;
   setRunning(true);

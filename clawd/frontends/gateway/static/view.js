@@ -180,6 +180,59 @@ export function approvalNode(e, answer) {
   return node;
 }
 
+// A server's question during a call (MCP elicitation): its message and a form of its
+// fields; `answer(id, values)` sends them (null: declined). A refused value is said beside.
+export function questionNode(e, answer) {
+  const node = el("form", "approval question");
+  node.append(el("div", "approval-text", e.text));
+  const inputs = new Map();
+  for (const f of e.fields || []) {
+    const row = el("label", "question-field");
+    row.append(el("span", "", `${f.name}${f.required ? " *" : ""}` +
+      (f.description ? ` — ${f.description}` : "")));
+    let input;
+    if (f.choices && f.choices.length) {
+      input = el("select");
+      for (const choice of f.choices) input.append(Object.assign(el("option", "", choice),
+        { value: choice }));
+    } else if (f.kind === "boolean") {
+      input = el("select");
+      for (const [label, value] of [["yes", "y"], ["no", "n"]]) {
+        input.append(Object.assign(el("option", "", label), { value }));
+      }
+    } else {
+      input = el("input");
+      input.type = f.kind === "number" || f.kind === "integer" ? "number" : "text";
+    }
+    if (f.default !== null && f.default !== undefined) input.value = String(f.default);
+    input.name = f.name;
+    inputs.set(f.name, input);
+    row.append(input);
+    node.append(row);
+  }
+  const buttons = el("div", "approval-buttons");
+  const said = el("span", "error");
+  const send = (values) => {
+    for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+    answer(e.id, values).catch((err) => {
+      for (const b of buttons.querySelectorAll("button")) b.disabled = false;
+      said.textContent = ` ${err.message}`;
+    });
+  };
+  const submit = el("button", "approve", "Send");
+  submit.type = "submit";
+  const decline = el("button", "deny", "Decline");
+  decline.type = "button";
+  decline.addEventListener("click", () => send(null));
+  node.addEventListener("submit", (event) => {
+    event.preventDefault();
+    send(Object.fromEntries([...inputs].map(([name, input]) => [name, input.value])));
+  });
+  buttons.append(submit, decline, said);
+  node.append(buttons);
+  return node;
+}
+
 export function commandNode(name, text) {
   const node = el("div", "line command");
   node.dataset.command = name;
@@ -311,7 +364,9 @@ export class Live {
   event(e) {
     if (e.type === "waiting") return this.wait(e.stage);
     if (e.type !== "delta" && e.type !== "reply" && e.type !== "done") this.close();
-    if (["delta", "reply", "command", "done", "approval"].includes(e.type)) this.stopWaiting();
+    if (["delta", "reply", "command", "done", "approval", "question"].includes(e.type)) {
+      this.stopWaiting();
+    }
     switch (e.type) {
       case "delta":
         this.open();
@@ -343,6 +398,13 @@ export class Live {
       }
       case "approval": {
         const node = approvalNode(e, (id, approve) => this.answer(id, approve));
+        this.questions.set(e.id, node);
+        this.add(node, true);
+        break;
+      }
+      case "question": {
+        this.stopWaiting();
+        const node = questionNode(e, (id, values) => this.answer(id, values !== null, values));
         this.questions.set(e.id, node);
         this.add(node, true);
         break;
