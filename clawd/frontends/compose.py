@@ -75,7 +75,8 @@ def mcp_clients(config: Config) -> McpClients | None:
         # the servers are the operator's: its agent's workspace is their root
         workspace = Path(resolve_agent(config, None)[1].workspace).expanduser()
         clients = McpClients(config.mcp.servers, logs=state_dir() / "logs",
-                             cache=state_dir() / "cache" / "mcp-tools.json", roots=[workspace])
+                             cache=state_dir() / "cache" / "mcp-tools.json", roots=[workspace],
+                             auth=state_dir() / "mcp-auth")
         clients.start(lazy=True)  # a server whose tools are known starts at its first call
         atexit.register(clients.close)
         _MCP[key] = clients

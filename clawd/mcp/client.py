@@ -62,7 +62,8 @@ class McpClients:
     """The process's MCP servers (see the module docstring)."""
 
     def __init__(self, servers: dict[str, McpServer], *, logs: Path | None = None,
-                 cache: Path | None = None, roots: list[Path] | None = None):
+                 cache: Path | None = None, roots: list[Path] | None = None,
+                 auth: Path | None = None):
         self.cache = cache
         self._listeners: list[Callable[[], None]] = []
         self.connections = {name: Connection(name, cfg, logs, self._kept, roots, self._ask)
@@ -73,6 +74,8 @@ class McpClients:
         self.elicit: Callable[[str, Any], dict[str, Any] | None] | None = None
         self._questions: queue.SimpleQueue[tuple[str, Any, concurrent.futures.Future[Any]]] = (
             queue.SimpleQueue())
+        for connection in self.connections.values():
+            connection.auth = auth  # OAuth tokens (``oauth``), where a server asks for them
         self.disabled = [name for name, cfg in servers.items() if not cfg.enabled]
         quiet(logs)
         self._loop = asyncio.new_event_loop()

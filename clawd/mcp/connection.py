@@ -61,6 +61,23 @@ def _one_line(exc: BaseException) -> str:
     return shorten(" ".join(str(exc).split()) or type(exc).__name__, 300)
 
 
+def _found(exc: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of ``kind`` in ``exc``, its groups, causes and contexts."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        found = todo.pop()
+        if found is None or id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, kind):
+            return found
+        if isinstance(found, BaseExceptionGroup):
+            todo += list(found.exceptions)
+        todo += [found.__cause__, found.__context__]
+    return None
+
+
 class Connection:
     """One server: its client session (alive in the background loop) and its tools."""
 
@@ -72,6 +89,8 @@ class Connection:
         self.on_ready = on_ready  # called with the connection each time it has listed its tools
         self.roots = roots or []
         self.ask = ask  # puts a server's question to the person (McpClients.elicit)
+        self.auth: Path | None = None  # where OAuth tokens are kept (``oauth``)
+        self.login: dict[str, Any] = {}  # ``clawd mcp login``: how to get new tokens
         self.sse = False  # the URL speaks the legacy SSE transport only
         self._speaks_sse = False
         self.instructions: str | None = None
@@ -256,8 +275,14 @@ class Connection:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
+            auth = None
+            if self.auth is not None and not any(k.lower() == "authorization"
+                                                 for k in launch.headers):
+                from clawd.mcp.oauth import provider
+
+                auth = provider(self.name, launch.url, self.auth, **self.login)
             http = await stack.enter_async_context(create_mcp_http_client(
-                headers=dict(launch.headers)))
+                headers=dict(launch.headers), auth=auth))
             return streamable_http_client(launch.url, http_client=http)
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -278,6 +303,11 @@ class Connection:
     async def _explained(self, exc: BaseException) -> str:
         """``_why``, or for a remote server what its URL answers when asked plainly
         (``diagnose``)."""
+        from clawd.mcp.oauth import NeedsLogin
+
+        login = _found(exc, NeedsLogin)
+        if login is not None:
+            return str(login)
         launch = self.launch
         if launch is None or launch.url is None:
             return self._why(exc)

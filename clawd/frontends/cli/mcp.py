@@ -35,6 +35,9 @@ def add_parser(command: Any, sub: Any) -> None:
     from clawd.frontends.cli.mcp_config import add_parsers
 
     add_parsers(command, msub)
+    login = command(msub, "login", "log in to a remote server that asks for OAuth (a browser "
+                    "page; the tokens are kept)")
+    login.add_argument("name", metavar="NAME")
 
 
 def where(server: Any) -> str:
@@ -103,6 +106,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     config = load_config()
     if args.mcp_command == "serve":
         return _serve(config, args)
+    if args.mcp_command == "login":
+        from clawd.frontends.cli.mcp_login import login
+
+        return login(config, args.name)
     servers = config.mcp.servers
     if not servers:
         print("no MCP servers are configured (mcp.servers in the config; see docs/mcp.md)")
