@@ -40,7 +40,7 @@ def resolve_agent(config: Config, agent_id: str | None = None) -> tuple[str, Age
             raise ConfigError(f"unknown agent {agent_id!r} (agents.list has: {known})")
         return agent_id, _checked(config, agent_id, config.agents.defaults)
     base = config.agents.defaults.model_dump()
-    override = entry.model_dump(exclude_unset=True, exclude={"id", "name", "default"})
+    override = entry.model_dump(exclude_unset=True, exclude={"id", "name", "default", "mcp"})
     try:
         settings = AgentDefaults.model_validate(_deep_merge(base, override))
     except ValidationError as exc:

@@ -6,17 +6,21 @@ both. ``enabled`` (default true), ``connectionTimeoutMs`` (how long its start ma
 ``requestTimeoutMs`` (how long one call may take), ``tools`` (an allow-list of its tool
 names; absent: all) and ``groups`` (offer its tools in group and channel sessions too;
 default false: private sessions only). ``env`` and ``headers`` often hold keys: they are
-never printed (``secrets``).
+never printed (``secrets``). ``approval`` (``writes``, the default: a tool not marked
+read-only asks; ``always``; ``never``) and ``autoApprove`` (tools that never ask) say which
+of its tools ask a person before they run (``clawd.mcp.approval``).
 
 A server reaches the host (its files, its network, its accounts), so it belongs to the
 operator's agent, the default one: ``agents`` lists the agents that get its tools instead
 (ids, any case; ``"*"``: every agent, people's too). An agent of a person (``clawd users
-add``) gets no server unless one names it. ``Mcp.for_agent`` is that rule.
+add``) gets no server unless one names it. An ``agents.list`` entry's ``mcp`` is the whole
+list of servers that agent gets instead (``[]``: none). ``Mcp.for_agent`` is that rule.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -26,6 +30,7 @@ from clawd.config.sections import BaseUrl, Bool, Int, Model
 # limit to letters, digits, ``_`` and ``-``; ``__`` is the separator, so not in a name
 SERVER_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$"
 AGENT_NAME = r"^(?:\*|[A-Za-z0-9][A-Za-z0-9_-]{0,63})$"  # an agent's id, or every agent
+Approval = Literal["writes", "always", "never"]
 
 
 class McpServer(Model):
@@ -41,6 +46,8 @@ class McpServer(Model):
     tools: list[str] | None = None
     groups: Bool = False
     agents: list[str] | None = None  # None: the default agent only
+    approval: Approval = "writes"
+    auto_approve: list[str] = []
 
     def given_to(self, agent_id: str, default_agent: str) -> bool:
         """Whether agent ``agent_id`` gets this server's tools (``default_agent``: the
@@ -87,7 +94,11 @@ class Mcp(Model):
     def enabled(self) -> dict[str, McpServer]:
         return {name: s for name, s in self.servers.items() if s.enabled}
 
-    def for_agent(self, agent_id: str, default_agent: str) -> list[str]:
-        """The enabled servers whose tools agent ``agent_id`` gets."""
+    def for_agent(self, agent_id: str, default_agent: str,
+                  chosen: list[str] | None = None) -> list[str]:
+        """The enabled servers whose tools agent ``agent_id`` gets: those its
+        ``agents.list`` entry names (``chosen``, the whole list), else those whose ``agents``
+        give it to it."""
         return [name for name, server in self.enabled().items()
-                if server.given_to(agent_id, default_agent)]
+                if (name in chosen if chosen is not None
+                    else server.given_to(agent_id, default_agent))]

@@ -91,6 +91,8 @@ class AgentEntry(AgentDefaults):
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
     name: str | None = None
     default: Bool = False
+    # the MCP servers this agent gets, the whole list (None: each server's ``agents`` says)
+    mcp: list[str] | None = None
 
 
 class Agents(Model):
@@ -265,6 +267,15 @@ class Config(Model):
     @source.setter
     def source(self, path: Path | None) -> None:
         self._source = path
+
+    @model_validator(mode="after")
+    def _mcp_of_agents(self) -> Config:
+        for entry in self.agents.entries:
+            unknown = [name for name in entry.mcp or [] if name not in self.mcp.servers]
+            if unknown:
+                raise ValueError(f"agents.list {entry.id}: mcp names {', '.join(unknown)}, "
+                                 f"not a server of mcp.servers")
+        return self
 
     def agent_ids(self) -> list[str]:
         ids = [entry.id for entry in self.agents.entries]

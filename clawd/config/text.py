@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from clawd.config import DEFAULT_AGENT_ID, Config, parse_config, resolve_agent
 from clawd.core.errors import ConfigError
@@ -96,6 +97,77 @@ def _only_added(before: Config, text: str, agent_id: str) -> bool:
                     == resolve_agent(before, a)[1].model_dump() for a in old))
 
 
+def literal(value: Any, quoted: bool = False) -> str:
+    """``value`` as one line of JSON5: keys bare where they can be (quoted in a file written
+    as plain JSON, ``quoted``)."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{_key(str(k), quoted)}: {literal(v, quoted)}"
+                                for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v, quoted) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _key(name: str, quoted: bool) -> str:
+    bare = re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", name) is not None
+    return name if bare and not quoted else json5_string(name)
+
+
+def set_member(text: str, path: list[str], value: Any) -> str | None:
+    """``text`` with the member at ``path`` (keys from the top) set to ``value``: replaced
+    where it is, else added to the innermost object that exists (the missing keys as nested
+    objects, one member a line where that object is laid out so). ``None`` when the path
+    goes through a value that is not an object, or the text is not a JSON5 object."""
+    editor = _Editor.of(text)
+    if editor is None:
+        return None
+    rendered = literal(value, editor.quoted)
+    obj = 0
+    for depth, key in enumerate(path):
+        found = editor.members(obj).get(key)
+        if found is None:
+            return editor.add(obj, [_key(k, editor.quoted) for k in path[depth:]], rendered)
+        if depth == len(path) - 1:
+            start, end = editor.tokens[found][0], editor.tokens[editor.after(found) - 1][1]
+            return text[:start] + rendered + text[end:]
+        if editor.char(found) != "{":
+            return None
+        obj = found
+    return None
+
+
+def remove_member(text: str, path: list[str]) -> str | None:
+    """``text`` without the member at ``path``, its line(s) taken out whole when it has
+    them to itself; ``None`` when there is no such member."""
+    editor = _Editor.of(text)
+    if editor is None:
+        return None
+    obj = 0
+    for key in path[:-1]:
+        found = editor.members(obj).get(key)
+        if found is None or editor.char(found) != "{":
+            return None
+        obj = found
+    value = editor.members(obj).get(path[-1])
+    if value is None:
+        return None
+    first, after = value - 2, editor.after(value)
+    start, end = editor.tokens[first][0], editor.tokens[after - 1][1]
+    if editor.char(after) == ",":
+        end = editor.tokens[after][1]
+    elif editor.char(first - 1) == ",":  # the last member: its comma before goes
+        start = editor.tokens[first - 1][0]
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    if not text[line_start:start].strip() and not text[end:line_end].strip():
+        return text[:line_start] + text[line_end + 1:]  # its own lines
+    return text[:start] + text[end:].lstrip(" ") if editor.char(after) == "," else (
+        text[:start] + text[end:])
+
+
 class _Editor:
     """The tokens of one JSON5 text (``(start, end)``, whitespace and comments left out),
     and insertions into its objects and arrays, each named by its opening token's index."""
@@ -121,6 +193,23 @@ class _Editor:
 
     def char(self, i: int) -> str:
         return self.text[self.tokens[i][0]]
+
+    def add(self, open_: int, keys: list[str], value: str) -> str:
+        """The text with ``keys[0]: { keys[1]: ... value }`` last in the object at ``open_``:
+        nested objects one member a line where that object is laid out so, else inline."""
+        layout = self._layout(open_)
+        if layout is None:
+            for key in reversed(keys[1:]):
+                value = f"{{ {key}: {value} }}"
+            return self._inline(open_, f"{keys[0]}: {value}")
+        indent, step = layout
+        comma = "" if self.quoted else ","
+        member = f"{keys[-1]}: {value}"
+        for depth in range(len(keys) - 2, -1, -1):
+            inner = indent + step * (depth + 1)
+            member = (f"{keys[depth]}: {{\n{inner}{member}{comma}\n"
+                      f"{indent + step * depth}}}")
+        return self._lines(open_, [indent + member])
 
     def after(self, i: int) -> int:
         """The index of the token after the value that starts at token ``i``."""

@@ -52,7 +52,8 @@ class Layers:
 def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: bool, now: datetime,
                  max_chars: int, read_only: bool, max_tokens: int | None = None,
                  workspace_files: bool = True, citations: bool = False,
-                 recalled: bool = False, compact: bool = False) -> Layers:
+                 recalled: bool = False, compact: bool = False,
+                 services: dict[str, str] | None = None) -> Layers:
     """Render the system prompt and read the project context files (none without access
     to the workspace; MEMORY.md and the daily logs in private sessions only), together
     within ``max_tokens``, the share of the window they may take, when given.
@@ -62,13 +63,16 @@ def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: b
     still tell it to run the tool). ``compact`` (a window of ``SMALL_WINDOW`` tokens or
     less): the workspace's untouched templates in their short forms or left out
     (``read_context_files``), and the system prompt names the tools without repeating the
-    descriptions their schemas carry."""
+    descriptions their schemas carry. ``services``: what the MCP servers whose tools are
+    offered say of themselves (their instructions, capped: untrusted text)."""
     files = read_context_files(workspace, include_memory=private, today=now.date(),
                                max_chars=max_chars, compact=compact) if workspace_files else []
     if max_tokens is not None:
         files = fit_files(files, max_tokens, estimate_text)
     search = any(t.name == "memory_search" for t in tools)
+    served = {t.origin for t in tools if t.origin}
     system = render("system.md.j2", tools=tools, workspace=workspace.location, compact=compact,
+                    services={k: v for k, v in (services or {}).items() if k in served},
                     memory_search=search, citations=citations, recalled=recalled,
                     read_only=read_only, today=now.date().isoformat(),
                     # the date only: a clock in the system prompt would change the cached

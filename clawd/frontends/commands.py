@@ -280,6 +280,16 @@ def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
     yield from _out("compact", "")
 
 
+@command("mcp", "/mcp [on|off|prompts|prompt]",
+         "the MCP servers of this agent: on NAME, off NAME (in this session); prompts, "
+         "prompt SERVER/NAME KEY=VALUE (sent as your message)",
+         ("on", "off", "prompts", "prompt"))
+def _mcp(chat: Chat, args: str) -> Generator[Event, None, None]:
+    from clawd.frontends.mcp_command import mcp_command
+
+    yield from mcp_command(chat, args)
+
+
 @command("memory", "/memory search QUERY | show | add TEXT | forget [--yes] TEXT | status",
          "search memory, show MEMORY.md and the memory files, add a note to today's log, "
          "forget a fact (TEXT or PATH#Lx-Ly: lists the lines; --yes removes them), or show "

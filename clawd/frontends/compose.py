@@ -57,8 +57,9 @@ def with_people(config: Config) -> Config:
 
 
 def mcp_clients(config: Config) -> McpClients | None:
-    """The process's connections to ``mcp.servers`` (started on first use, side by side,
-    each within its time-out; closed when the process exits); None with no server."""
+    """The process's connections to ``mcp.servers`` (made on first use; a server whose last
+    listing is kept starts at its first call, the others at once, side by side, each within
+    its time-out; closed when the process exits); None with no server."""
     if not config.mcp.servers:
         return None
     import atexit
@@ -69,11 +70,25 @@ def mcp_clients(config: Config) -> McpClients | None:
 
     key = json.dumps(config.mcp.model_dump(), sort_keys=True)
     if key not in _MCP:
-        clients = McpClients(config.mcp.servers, logs=state_dir() / "logs")
-        clients.start()
+        from clawd.config import resolve_agent
+
+        # the servers are the operator's: its agent's workspace is their root
+        workspace = Path(resolve_agent(config, None)[1].workspace).expanduser()
+        clients = McpClients(config.mcp.servers, logs=state_dir() / "logs",
+                             cache=state_dir() / "cache" / "mcp-tools.json", roots=[workspace],
+                             auth=state_dir() / "mcp-auth")
+        clients.start(lazy=True)  # a server whose tools are known starts at its first call
         atexit.register(clients.close)
         _MCP[key] = clients
     return _MCP[key]
+
+
+def servers_of(config: Config, agent_id: str) -> list[str]:
+    """The MCP servers agent ``agent_id`` is given (``Mcp.for_agent``: its ``agents.list``
+    entry's ``mcp``, else the servers' ``agents``)."""
+    entry = next((e for e in config.agents.entries if e.id == agent_id), None)
+    return config.mcp.for_agent(agent_id, config.default_agent_id(),
+                                entry.mcp if entry is not None else None)
 
 
 def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False,
@@ -111,7 +126,7 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
         from clawd.tools.schedule import schedule_tool
 
         tools.append(schedule_tool(lambda: open_jobs(config), deliver))
-    servers = config.mcp.for_agent(agent_id, config.default_agent_id())
+    servers = servers_of(config, agent_id)
     mcp = mcp_clients(config) if servers else None  # none given: none started for it
     if mcp is not None:
         tools += mcp.tools(servers)
@@ -130,11 +145,17 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
 
         zone = ZoneInfo(settings.user_timezone)
         extra["clock"] = lambda: datetime.now(zone)
-    return Runtime(
+    runtime = Runtime(
         config=config, agent_id=agent_id, settings=settings, workspace=workspace,
         storage=storage, models=models, tools=tools, memory=memory, mcp=mcp,
         allow_exec=allow_exec or settings.tools.exec.allow_in_scripts, approve=approve,
         **extra)
+    if mcp is not None:  # a server listed its tools anew: the next session has them
+        def relisted(clients: McpClients = mcp) -> None:
+            runtime.tools[:] = [t for t in runtime.tools if not t.spec.origin] + (
+                clients.tools(servers))
+        mcp.listen(relisted)
+    return runtime
 
 
 def check_provider(runtime: Runtime, key: str, model: str | None) -> None:

@@ -5,7 +5,11 @@ Three tools, with the schemas clawd's own model is given: ``memory_search`` and
 runs them: a private session's reach), and ``memory_add`` (one note, a bullet in today's
 daily log through the same writer as ``/memory add``, refused when the junk-note rules say
 it is no note or the workspace is not writable; absent with ``--read-only``). A tool's
-failure is an error result with its reason, never a protocol error.
+failure is an error result with its reason, never a protocol error. Each tool says what it
+does to the memory in its annotations: search and get ``readOnlyHint``, add neither read-only
+nor destructive (a client that asks before writes asks for it alone). The notes themselves
+(MEMORY.md and the daily logs, ``memory/**.md``) are resources too, ``memory:///<path>``,
+read as they are on disk (``notes``; ``RESOURCE_CHARS`` at most each).
 
 The server is the SDK's low-level ``Server``: its tools are listed from clawd's
 ``ToolSpec``s (``memory_get`` takes ``from``, which no Python parameter can be called). Over
@@ -25,9 +29,12 @@ from clawd.guards.notes import junk
 from clawd.loop.runtime import Runtime
 from clawd.memory.notes import append_to_daily_log
 from clawd.tools.base import Param, Tool, ToolContext, tool
+from clawd.workspace.interface import notes
 
 AGENT_SCOPE_KEY = "clawd.agent"
 NOTE_LIMIT_SCOPE_KEY = "clawd.noteBytes"  # the largest note the request's person may add
+RESOURCE_SCHEME = "memory:///"
+RESOURCE_CHARS = 1_000_000
 INSTRUCTIONS = ("The memory of a clawd assistant: Markdown notes (MEMORY.md, daily logs in "
                 "memory/). Search before answering about the user's past work, decisions, "
                 "people or preferences; read around a hit with memory_get.")
@@ -99,8 +106,12 @@ def build_server(runtime_of: Callable[[Any], Runtime], *, read_only: bool,
     tools = memory_tools_for_clients(read_only)
 
     def listed(spec: ToolSpec) -> Any:
+        reads = spec.name != "memory_add"  # search and get change nothing
         return types.Tool(name=spec.name, description=spec.description,
-                          input_schema=spec.parameters)
+                          input_schema=spec.parameters,
+                          annotations=types.ToolAnnotations(
+                              read_only_hint=reads, destructive_hint=False,
+                              idempotent_hint=reads, open_world_hint=False))
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[listed(t.spec) for t in tools])
@@ -113,8 +124,31 @@ def build_server(runtime_of: Callable[[Any], Runtime], *, read_only: bool,
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     is_error=is_error)
 
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        runtime = runtime_of(ctx)
+        paths = await anyio.to_thread.run_sync(notes, runtime.files)
+        return types.ListResourcesResult(resources=[types.Resource(
+            uri=RESOURCE_SCHEME + path, name=path, mime_type="text/markdown",
+            description="the agent's long-term memory" if path == "MEMORY.md" else
+            "a daily log of the agent's memory") for path in paths])
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        runtime = runtime_of(ctx)
+        text = await anyio.to_thread.run_sync(read_note, runtime, str(params.uri))
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=str(params.uri), mime_type="text/markdown", text=text)])
+
     return Server("clawd-memory", version=__version__, instructions=INSTRUCTIONS,
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+                  on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_read_resource=read_resource)
+
+
+def read_note(runtime: Runtime, uri: str) -> str:
+    """The text of the note ``uri`` names (one of ``notes``), else a ``ClawdError``."""
+    path = uri.removeprefix(RESOURCE_SCHEME) if uri.startswith(RESOURCE_SCHEME) else None
+    if path is None or path not in notes(runtime.files):
+        raise ClawdError(f"{uri}: not one of this memory's notes (MEMORY.md, memory/**.md)")
+    return (runtime.files.read(path) or "")[:RESOURCE_CHARS]
 
 
 def serve_stdio(runtime: Runtime, *, read_only: bool) -> None:

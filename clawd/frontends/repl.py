@@ -125,7 +125,9 @@ def key_bindings(completer: Completer | None = None) -> KeyBindings:
 
 
 class ExecApproval:
-    """The runtime's ``approve`` callback: asks before the model runs a shell command.
+    """The runtime's ``approve`` callback: asks before the model runs a shell command, or
+    calls an MCP server's tool that asks first (``clawd.mcp.approval``: its name and
+    arguments are what is shown).
 
     y/yes runs it; a/always runs it and every later command until clawd exits, without
     asking (remembered by this object only, never written down); anything else declines.
@@ -294,6 +296,10 @@ def run_repl(config: Any, args: Any) -> int:
 
     # the SDK is imported in the warm-up, after the prompt is on screen
     with open_chat(config, args, approve=ExecApproval(), background=True) as chat:
+        if chat.runtime.mcp is not None:  # a server's question during a call is put to you
+            from clawd.frontends.questions import TerminalQuestions
+
+            chat.runtime.mcp.elicit = TerminalQuestions()
         return repl_loop(chat, history=history_path(state_dir(), chat.runtime.agent_id),
                          as_json=bool(getattr(args, "json", False)),
                          deltas=bool(getattr(args, "stream", False)))

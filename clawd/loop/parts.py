@@ -101,8 +101,12 @@ class Window:
         return self.rt.budget(self.model)
 
     def layers(self) -> Layers:
-        """The system prompt and the workspace files, as they are now."""
-        return self.rt.layers(self.access, self.budget, self.withheld())
+        """The system prompt and the workspace files, as they are now (not naming the MCP
+        tools this session does not offer: a server switched off in it)."""
+        offered = {spec.name for spec in self.offered}
+        apart = frozenset(t.spec.name for t in self.rt.tools
+                          if t.spec.origin and t.spec.name not in offered)
+        return self.rt.layers(self.access, self.budget, self.withheld() | apart)
 
     @property
     def tool_tokens(self) -> int:

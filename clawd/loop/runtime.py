@@ -72,6 +72,9 @@ class Runtime:
     mcp: McpClients | None = None  # the MCP servers whose tools are in ``tools``
     allow_exec: bool = False
     approve: Callable[[str], bool] | None = None
+    # asks a person before an MCP tool that changes things (``clawd.mcp.approval``) where
+    # ``approve`` is not the one to ask: the gateway's page (None: ``approve`` asks)
+    confirm: Callable[[str], bool] | None = None
     clock: Callable[[], datetime] = lambda: datetime.now().astimezone()
 
     @property
@@ -116,7 +119,9 @@ class Runtime:
             read_only=self.settings.workspace_access != "rw", max_tokens=budget.files,
             citations=self.settings.memory_search.citations,
             recalled="memory_search" in withheld,
-            compact=budget.context_window <= SMALL_WINDOW)
+            compact=budget.context_window <= SMALL_WINDOW,
+            services=self.mcp.instructions({t.spec.origin for t in self.tools
+                                            if t.spec.origin}) if self.mcp else None)
 
     def check_window(self, access: Access, model: ModelHandle) -> None:
         """Refuse, in one line, a model whose window cannot hold the fixed layers (system

@@ -54,6 +54,7 @@ from clawd.providers.base import Provider
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.store import normalize_key
 from clawd.sessions.transcript import History, undo_last
+from clawd.tools.base import Tool
 from clawd.workspace.files import daily_log_path
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ class Session:
         self.conversation = Conversation(self.history, self.transcript)
         self.meter = TokenMeter(self.history, float(self.entry.get("tokenRatio") or 1.0))
         self.ledger = PruningLedger(runtime.settings.context_pruning)
-        tools = offered(runtime.tools, self.access)
+        tools = self._offered()
         self.window = Window(runtime, self.access, lambda: self.model, self.meter,
                              [t.spec for t in tools])
         self._provider: Provider | None = None
@@ -115,6 +116,25 @@ class Session:
     @property
     def entry(self) -> SessionEntry:
         return self.record.entry
+
+    def _offered(self) -> list[Tool]:
+        """The tools offered here: the runtime's, as the access allows, less those of the
+        MCP servers switched off in this session (``mcpOff``)."""
+        off = set(self.entry.get("mcpOff") or [])
+        return [t for t in offered(self.rt.tools, self.access) if t.spec.origin not in off]
+
+    def reoffer(self) -> None:
+        """Offer the tools again: the runtime's changed (a server listed its tools anew) or
+        a server was switched on or off (``switch_mcp``)."""
+        tools = self._offered()
+        self.window.offered, self.tools.tools = [t.spec for t in tools], tools
+
+    def switch_mcp(self, server: str, on: bool) -> None:
+        """Offer an MCP server's tools in this session again, or no more."""
+        off = set(self.entry.get("mcpOff") or [])
+        (off.discard if on else off.add)(server)
+        self.patch(touch=False, mcpOff=sorted(off))
+        self.reoffer()
 
     def patch(self, add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
               touch: bool = True, **fields: Any) -> None:
@@ -236,6 +256,7 @@ class Session:
         message = Message.user(text, origin=origin)
         message.content.extend(images)
         self.token = CancelToken()
+        self.reoffer()  # a server may have listed its tools anew since the last turn
         turn = Turn(TurnView(text=text, offers_writes=self.offers_writes,
                              offers_schedule=self.offers_schedule,
                              daily_log=daily_log_path(self.rt.clock().date())),

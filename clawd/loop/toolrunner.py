@@ -86,7 +86,7 @@ class ToolRunner:
             return f"unknown tool: {call.name}; the tools are {names or 'none'}", True, []
         rt = self.rt
         ctx = ToolContext(rt.workspace, rt.settings, allow_exec=rt.allow_exec,
-                          approve=rt.approve, memory=rt.memory,
+                          approve=rt.approve, confirm=rt.confirm, memory=rt.memory,
                           today=lambda: rt.clock().date(), access=self.access, flush=flush,
                           files=rt.files, backups=rt.backups, cancel=token,
                           agent_id=rt.agent_id, session_key=self.key, now=rt.clock,

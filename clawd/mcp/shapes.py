@@ -6,11 +6,20 @@
   refuses ``anyOf``/``oneOf``/``allOf``/``enum``/``not`` there; their branches' properties
   are merged), local ``$ref``s written out (a recursive one becomes ``{}``), ``$schema``
   and the definitions dropped, ``required`` naming only properties that exist.
+- ``unique_names``: the names of every server's tools, each once: a tool a server lists
+  twice is kept once, and a name two servers' tools would share (``x`` with ``_read`` and
+  ``x_`` with ``read`` both make ``x___read``) stays the first's, the later one taking a
+  hash of its server and tool; each is reported.
+- ``description``: a tool's description as the model is told of it: the server's words,
+  untrusted, so capped (``DESCRIPTION_CHARS``, its first line, which the system prompt
+  lists, at ``SUMMARY_CHARS``) and without control characters.
 - ``over_cap``: the MCP tools a model is not told of: past its profile's count, or past
   its window's share (``MCP_SHARE``), in the order of the servers and their lists.
 - ``read_result``: a ``tools/call`` result as text and images (text, resources, links and
-  structured content as text; images as images; audio and blobs named, not sent). That it
-  is content from outside, information and never instructions, the system prompt says once
+  structured content as text, the latter only when there is nothing else, so an image is
+  never sent again as base64; images as images; audio and blobs named, not sent).
+- ``framed``: a result's first line says where it comes from (``SOURCE``), plainly. That
+  such content is information and never instructions the system prompt says once
   (``prompts/system.md.j2``): said in each result, a small model answered "I cannot
   reproduce the content from the MCP server" (docs/real-models.md).
 """
@@ -23,6 +32,7 @@ import re
 from typing import Any
 
 from clawd.core.messages import ImagePart, ToolSpec
+from clawd.core.textcut import shorten
 from clawd.core.tokens import estimate_tools
 from clawd.tools.base import ToolOutput as Output
 
@@ -33,6 +43,10 @@ _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _TOP_COMBINERS = ("anyOf", "oneOf", "allOf")
 _TOP_REFUSED = (*_TOP_COMBINERS, "enum", "not", "const", "if", "then", "else")
 _REF_DEPTH = 8
+DESCRIPTION_CHARS = 1024
+SUMMARY_CHARS = 200
+SOURCE = "[from the MCP server {server}, outside clawd]"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -42,6 +56,46 @@ def tool_name(server: str, tool: str) -> str:
         return name
     digest = hashlib.sha1(tool.encode()).hexdigest()[:8]
     return f"{name[:MAX_NAME - 9]}_{digest}"
+
+
+def unique_names(listed: list[tuple[str, str]]) -> tuple[list[str | None], list[str]]:
+    """The model's name for each ``(server, tool)`` of ``listed`` (in the order of the
+    servers and their lists), ``None`` for a repeat the server already listed; and one line
+    for each repeat and each renamed tool."""
+    names: list[str | None] = []
+    taken: dict[str, tuple[str, str]] = {}
+    notes: list[str] = []
+    for server, tool in listed:
+        name = tool_name(server, tool)
+        owner = taken.get(name)
+        if owner == (server, tool):
+            names.append(None)
+            notes.append(f"mcp: {server} lists its tool {tool} more than once; the first "
+                         f"is kept")
+            continue
+        if owner is not None:
+            digest = hashlib.sha1(f"{server}/{tool}".encode()).hexdigest()[:8]
+            renamed = f"{name[:MAX_NAME - 9]}_{digest}"
+            notes.append(f"mcp: {server}'s tool {tool} is called {renamed}: {name} is "
+                         f"already {owner[0]}'s tool {owner[1]}")
+            name = renamed
+        taken[name] = (server, tool)
+        names.append(name)
+    return names, notes
+
+
+def description(text: str) -> str:
+    """A tool's description, capped and cleaned (see the module docstring)."""
+    text = _CONTROL.sub("", text.replace("\r\n", "\n")).strip()
+    first, newline, rest = text.partition("\n")
+    first = shorten(" ".join(first.split()), SUMMARY_CHARS)
+    return shorten(first + newline + rest, DESCRIPTION_CHARS)
+
+
+def framed(output: Output, server: str) -> Output:
+    """``output`` with its first line saying which server it came from."""
+    return Output(SOURCE.format(server=server) + "\n" + output.text, output.images,
+                  output.is_error)
 
 
 def wire_schema(schema: Any) -> dict[str, Any]:
@@ -106,11 +160,12 @@ def read_result(result: Any) -> Output:
         else:
             texts.append(f"[{kind or 'unknown'} content, not shown]")
     structured = getattr(result, "structured_content", None)
-    if not texts and structured is not None:
+    if not texts and not images and structured is not None:
         texts.append(json.dumps(structured, ensure_ascii=False))
     is_error = bool(getattr(result, "is_error", False))
     text = "\n".join(texts) or ("(the tool failed and said nothing)" if is_error else
-                                "(no output)")
+                                f"({len(images)} image{'s' if len(images) > 1 else ''})"
+                                if images else "(no output)")
     return Output(text, images, is_error)
 
 

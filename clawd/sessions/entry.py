@@ -44,6 +44,7 @@ class SessionEntry(TypedDict, total=False):
     lastModelCallAt: float | None
     prunedResults: dict[str, str]
     invalidLines: list[int]
+    mcpOff: list[str]  # MCP servers switched off in this session (``/mcp off``)
 
 
 # Only ever incremented (``patch(add=...)``), so concurrent writers add up.

@@ -41,6 +41,7 @@ class ToolContext:
     settings: AgentDefaults
     allow_exec: bool = False
     approve: Callable[[str], bool] | None = None
+    confirm: Callable[[str], bool] | None = None  # for MCP tools, where not ``approve``
     memory: Memory | None = None  # the agent's memory index, when memory search is on
     today: Callable[[], date] = field(default=date.today)
     access: Access = field(default_factory=Access)  # group session? (see clawd.context.access)

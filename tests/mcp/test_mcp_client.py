@@ -274,6 +274,8 @@ def test_http_server_with_its_headers(http_lookup, tmp_path):
         problems = clients.start()
         assert [p.split(":")[1].strip() for p in problems] == ["nokey did not start"]
         assert SECRET not in problems[0]
+        assert "refused the request (HTTP 401 Unauthorized): check mcp.servers.nokey.headers" \
+            in problems[0]
         out = clients.call("web", "capital", {"country": "portugal"})
         assert not out.is_error and out.text.endswith("Lisbon.")
         slow = clients.call("web", "slow", {"seconds": 10})
@@ -281,3 +283,38 @@ def test_http_server_with_its_headers(http_lookup, tmp_path):
         assert clients.call("web", "capital", {"country": "norway"}).text.endswith("Oslo.")
     finally:
         clients.close()
+
+
+@pytest.mark.slow
+def test_a_url_that_speaks_only_legacy_sse_is_spoken_to_so_and_nothing_is_said_plainly(
+        tmp_path):
+    import uvicorn
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from mcp_lookup import build
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(build().sse_app(), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    base = f"http://127.0.0.1:{port}"
+    clients = McpClients({
+        "old": McpServer(url=f"{base}/sse", connection_timeout_ms=10_000),
+        "none": McpServer(url=f"{base}/nothing?api_key=abcd-1234", connection_timeout_ms=5000)},
+        logs=tmp_path)
+    try:
+        problems = clients.start()
+        states = {s.name: (s.transport, s.state, s.tools) for s in clients.states()}
+        out = clients.call("old", "capital", {"country": "Kenya"})
+    finally:
+        clients.close()
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert problems == [
+        "mcp: none did not start: there is no MCP endpoint at this URL (HTTP 404 Not Found)"]
+    assert states["old"] == ("sse", "ready", 7)
+    assert not out.is_error and out.text.endswith("Nairobi.")

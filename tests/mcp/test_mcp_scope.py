@@ -127,3 +127,24 @@ def test_an_agent_the_config_lists_keeps_what_the_config_gives_it(isolated_home)
     assert resolve_agent(config, "alice")[1].tools.exec.enabled
     with pytest.raises(ConfigError):
         resolve_agent(config, "nobody")
+
+
+def test_an_agents_entry_names_the_whole_list_of_its_servers():
+    config = Config.model_validate({
+        "agents": {"list": [{"id": "main", "default": True, "mcp": ["files"]},
+                            {"id": "work", "mcp": ["files", "search"]},
+                            {"id": "quiet", "mcp": []}, {"id": "other"}]},
+        "mcp": {"servers": {"files": {"command": "true"}, "search": {"command": "true"},
+                            "web": {"command": "true", "agents": ["other"]}}}})
+    given = {agent: config.mcp.for_agent(agent, "main", next(
+        e.mcp for e in config.agents.entries if e.id == agent)) for agent in config.agent_ids()}
+    assert given == {"main": ["files"], "work": ["files", "search"], "quiet": [],
+                     "other": ["web"]}
+    assert resolve_agent(config, "work")[0] == "work"  # mcp is not an agent setting
+    from clawd.frontends.cli.mcp import whose
+
+    servers = config.mcp.servers
+    assert whose(servers["search"], "main", "search", config) == "for work"
+    assert whose(servers["files"], "main", "files", config) == "for main, work"
+    with pytest.raises(ValueError, match="agents.list work: mcp names nope"):
+        Config.model_validate({"agents": {"list": [{"id": "work", "mcp": ["nope"]}]}})

@@ -54,6 +54,9 @@ def test_mcp_serve_offers_search_get_and_add_to_an_sdk_client(isolated_home):
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert sorted(tools) == ["memory_add", "memory_get", "memory_search"]
         assert "from" in tools["memory_get"].input_schema["properties"]
+        reads = {name: tool.annotations.read_only_hint for name, tool in tools.items()}
+        assert reads == {"memory_add": False, "memory_get": True, "memory_search": True}
+        assert not tools["memory_add"].annotations.destructive_hint
         added = await client.call_tool("memory_add", {
             "text": "Decided to host the family wiki on PostgreSQL 16."})
         junk = await client.call_tool("memory_add", {"text": "2026-11-27 12:00"})
@@ -213,3 +216,79 @@ def test_gateway_mcp_refuses_a_persons_note_past_their_quota(served, isolated_ho
     theirs = isolated_home / "ws-alice"
     written = "".join(p.read_text() for p in (theirs / "memory").glob("*.md"))
     assert "tea to coffee" in written and "very very" not in written
+
+
+# --- files changed while serving; a home that was never made -------------------------------
+
+QUOKKA = "- Decided to name the new server quokka, after the animal."
+
+
+async def _poll(client, query: str, word: str, seconds: float) -> str:
+    deadline, text = time.monotonic() + seconds, ""
+    while time.monotonic() < deadline:
+        text = _text(await client.call_tool("memory_search", {"query": query}))
+        if word in text:
+            break
+        await asyncio.sleep(0.5)
+    return text
+
+
+def test_mcp_serve_finds_a_note_written_after_it_started(isolated_home):
+    workspace = _home(isolated_home)
+
+    async def steps(client):
+        before = _text(await client.call_tool("memory_search", {"query": "quokka server"}))
+        (workspace / "memory" / "2026-11-20.md").write_text(f"# 2026-11-20\n\n{QUOKKA}\n")
+        return before, await _poll(client, "quokka server", "quokka", 30)
+
+    before, after = asyncio.run(_session(False, steps))
+    assert "quokka" not in before and "quokka" in after
+
+
+def test_gateway_mcp_finds_a_note_written_after_it_started(served, isolated_home):
+    url, _ = served
+    workspace = isolated_home / "ws"
+
+    async def steps(client):
+        before = _text(await client.call_tool("memory_search", {"query": "quokka server"}))
+        (workspace / "memory" / "2026-11-20.md").write_text(f"# 2026-11-20\n\n{QUOKKA}\n")
+        return before, await _poll(client, "quokka server", "quokka", 30)
+
+    before, after = asyncio.run(_http(url, TOKEN, steps))
+    assert "quokka" not in before and "quokka" in after
+
+
+def test_mcp_serve_in_a_home_never_made_says_so_and_creates_nothing(tmp_path):
+    import subprocess
+
+    home = tmp_path / "never-made"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("CLAWD_HOME", None)
+    env.pop("CLAWD_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "clawd", "mcp", "serve"], env=env,
+                          cwd=tmp_path, input="", capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "no memory to serve" in done.stderr and "clawd init" in done.stderr
+    assert not (home / ".clawd").exists()
+
+
+def test_mcp_serve_offers_the_notes_as_resources(isolated_home):
+    workspace = _home(isolated_home)
+    (workspace / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\n- Bought a kayak.\n")
+    (workspace / "SOUL.md").write_text("not a note")
+
+    async def steps(client):
+        listed = (await client.list_resources()).resources
+        read = await client.read_resource("memory:///memory/2026-11-20.md")
+        try:
+            await client.read_resource("memory:///SOUL.md")
+            refused = False
+        except Exception:  # noqa: BLE001 - the SDK raises the server's error
+            refused = True
+        return listed, read, refused
+
+    listed, read, refused = asyncio.run(_session(True, steps))
+    assert [r.uri for r in listed] == ["memory:///MEMORY.md", "memory:///memory/2026-11-20.md"]
+    assert "Bought a kayak." in read.contents[0].text
+    assert refused

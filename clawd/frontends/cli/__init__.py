@@ -258,7 +258,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # ``clawd mcp add NAME [--env K=V] -- COMMAND ARGS...``: what follows ``--`` is the
+    # server's command line, whatever options come before it
+    tail: list[str] | None = None
+    if "--" in argv and argv[:argv.index("--")].count("mcp") and "add" in argv[
+            :argv.index("--")]:
+        argv, tail = argv[:argv.index("--")], argv[argv.index("--") + 1:]
     args = parser.parse_args(argv)
+    if tail is not None:
+        args.argv = tail
     if args.command is None:
         parser.print_help()
         return 0

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from clawd.config import Config
 from clawd.core.errors import ClawdError
+from clawd.frontends.cli.mcp import told_of
 from clawd.frontends.cli.sessions import resolve_by_id
 from clawd.frontends.commands import Chat
 from clawd.frontends.compose import build_runtime, chat_agent, check_provider, session_key
@@ -35,6 +36,9 @@ def open_chat(config: Config, args: argparse.Namespace, *,
                             allow_exec=args.allow_exec, approve=approve)
     for problem in runtime.mcp.problems() if runtime.mcp else []:
         print(f"· {problem}", file=sys.stderr)
+    if runtime.mcp is not None and (note := told_of(config, runtime.tools, runtime.agent_id,
+                                                     args.model)):
+        print(f"· {note}", file=sys.stderr)
     try:
         key = chat_key(runtime, args)
         # A missing key or unknown model is one line before any prompt (and before the

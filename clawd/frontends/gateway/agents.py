@@ -5,6 +5,7 @@ the composition root as ``clawd chat -m`` builds it (``exec`` only when
 ``tools.exec.allowInScripts``: nobody is at a terminal to approve a command); tests hand in
 runtimes of their own. ``close`` closes each agent's memory index. Nothing here reads the
 database on the event loop: the people's agents are read again on a thread of their own.
+Each runtime's MCP tools that ask first ask the page that sent the turn (``approvals``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from clawd.config import Config
 from clawd.core.errors import ClawdError
+from clawd.frontends.gateway.approvals import PageApprovals
 from clawd.loop.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,7 @@ class ServedAgents:
         self._runtimes: dict[str, Runtime] = {}
         self._lock = threading.Lock()
         self._looking = threading.Lock()  # held while the people are read again
+        self.approvals = PageApprovals()
 
     @classmethod
     def of_config(cls, config: Config, only: str | None = None) -> ServedAgents:
@@ -118,6 +121,9 @@ class ServedAgents:
             found = self._runtimes.get(agent_id)
             if found is None:
                 found = self._runtimes[agent_id] = self._build(agent_id)
+            found.confirm = self.approvals
+            if found.mcp is not None:  # a server's question goes to the page too
+                found.mcp.elicit = self.approvals.ask
             return found
 
     def close(self) -> None:
@@ -128,6 +134,11 @@ class ServedAgents:
 
 
 def _build_runtime(config: Config, agent_id: str) -> Runtime:
+    """The agent's runtime, its memory files watched (``sync.watch``): a note written while
+    the gateway runs is found by its chats and by ``/mcp``."""
     from clawd.frontends.compose import build_runtime
 
-    return build_runtime(config, agent_id, deliver="web")
+    runtime = build_runtime(config, agent_id, deliver="web")
+    if runtime.memory is not None:
+        runtime.memory.start_watcher()
+    return runtime

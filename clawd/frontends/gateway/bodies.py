@@ -28,6 +28,14 @@ class SendBody(Body):
 
     text: StrictStr = ""
     idempotency_key: StrictStr | None = Field(None, alias="idempotencyKey")
+    approvals: StrictBool = False  # the sender answers a tool's questions (the web page)
+
+
+class ApprovalBody(Body):
+    """``POST /api/turns/{turn}/approvals/{id}``."""
+
+    approve: StrictBool
+    values: dict[str, StrictStr | StrictBool | int | float] | None = None  # a server's form
 
 
 class FileBody(Body):

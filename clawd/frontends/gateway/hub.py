@@ -13,11 +13,10 @@ is in the history (and in the feed) when the client comes back. ``abort`` stops 
 session's running turn as Ctrl-C does (``Session.cancel`` for a reply streaming in, the
 same interrupt thrown into the turn at its next event otherwise): the partial reply is
 kept, marked interrupted. A slot holds its ``Chat`` (and so the session's lock, which the
-CLI honours) while turns come, and lets it go after ``gateway.idleSessionSeconds``.
-Several workers on one database use ``shared_hub.SharedHub``, whose queues are in the
-database; this module is the one process's hub.
-``stop`` (SIGTERM) refuses new turns, lets running ones go on for
-``gateway.shutdownGraceSeconds``, then stops them as Ctrl-C does; queued turns are not run.
+CLI honours) while turns come, and lets it go after ``gateway.idleSessionSeconds``. Several
+workers on one database use ``shared_hub.SharedHub`` (queues in the database). ``stop``
+(SIGTERM) refuses new turns, lets running ones go on for ``gateway.shutdownGraceSeconds``,
+then stops them as Ctrl-C does; queued turns are not run.
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ from clawd.frontends.gateway.shared import StoredFeed
 from clawd.frontends.render import drive, event_json
 
 log = logging.getLogger(__name__)
-
 MAX_THREADS = 64  # turns running at once, over all sessions
 IDEMPOTENCY_KEYS = 1000  # sends remembered for their idempotency key
 # events of a turn under way (its token made): an abort seen at one stops the turn
@@ -125,7 +123,7 @@ class Slot:
 class Hub:
     """Every session the gateway has touched (see the module docstring)."""
 
-    shared: Any = None  # ``shared_hub.SharedHub``'s database side
+    shared: Any = None  # the database side of ``shared_hub.SharedHub`` (here: none)
 
     def __init__(self, agents: ServedAgents, *, max_queued: int = 8, idle_seconds: float = 60,
                  grace_seconds: float = 10, new_id: Callable[[], str] | None = None):
@@ -305,6 +303,8 @@ class Hub:
                 push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])
                 return
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
+        self.agents.approvals.bind(turn, push)  # its tools that ask ask the page that sent it
+        self.agents.approvals.bind(turn, push)  # its tools that ask ask the page that sent it
         try:
             drive(slot.chat.handle(turn.text, turn.images),
                   self._render(turn, push, slot.chat.session.cancel))

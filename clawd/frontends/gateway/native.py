@@ -23,7 +23,13 @@ from clawd import __version__
 from clawd.core.errors import ClawdError
 from clawd.frontends.commands import ESCAPE, REGISTRY
 from clawd.frontends.gateway import feed, history, quotas, session_pages, workspace
-from clawd.frontends.gateway.bodies import BadRequest, FileBody, SendBody, TitleBody
+from clawd.frontends.gateway.bodies import (
+    ApprovalBody,
+    BadRequest,
+    FileBody,
+    SendBody,
+    TitleBody,
+)
 from clawd.frontends.gateway.common import (
     agent_of,
     allowed,
@@ -223,6 +229,18 @@ def _context(runtime: Runtime, key: str) -> dict[str, Any]:
             "fixed": fixed, "window": window, "flushAt": flush_at, "compactAt": compact_at}
 
 
+async def session_mcp(request: Request) -> Response:
+    """The agent's MCP servers, each on or off in the session, with their tools (the web
+    page's list; ``/mcp on|off NAME`` switches one)."""
+    from clawd.frontends.mcp_command import server_rows
+
+    agent_id, key = session_of(request, request.path_params["key"],
+                               request.query_params.get("agent"))
+    runtime = state(request).agents.runtime(agent_id)
+    rows = await run_in_threadpool(lambda: server_rows(runtime, runtime.store.get(key)))
+    return ok({"agent": agent_id, "sessionKey": key, "servers": rows})
+
+
 async def send_message(request: Request) -> Response:
     agent_id, key = session_of(request, request.path_params["key"],
                                request.query_params.get("agent"))
@@ -231,6 +249,8 @@ async def send_message(request: Request) -> Response:
         raise BadRequest("the message is empty: send {\"text\": \"...\"}")
     idempotency = idempotency_of(request.headers.get("idempotency-key") or body.idempotency_key)
     turn, new = await quotas.submit(request, agent_id, key, body.text, idempotency)
+    if new and body.approvals:  # before the turn runs: a worker starts at the next await
+        state(request).agents.approvals.allow(turn.id)
     headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": header_key(key)}
     if not new:
         headers["X-Clawd-Replayed"] = "true"
@@ -266,6 +286,20 @@ async def _events(request: Request, turn: QueuedTurn | RemoteTurn, after: int,
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={**headers, "Cache-Control": "no-store",
                                       "X-Accel-Buffering": "no"})
+
+
+async def answer_approval(request: Request) -> Response:
+    """A person's answer to a tool's question in a turn (``gateway.approvals``)."""
+    hub = state(request).hub
+    turn = await hub.turn(request.path_params["turn"])
+    if turn is None or not allowed(request, turn.agent_id):
+        raise workspace.NotFound(f"no turn {request.path_params['turn']}")
+    body = await read_body(request, ApprovalBody)
+    number = _int(request.path_params["number"], "the question's number") or 0
+    if not state(request).agents.approvals.answer(turn.id, number, body.approve, body.values):
+        raise workspace.NotFound(f"turn {turn.id} is not waiting for an answer to question "
+                                 f"{number} (answered, or given up)")
+    return ok({"answered": True, "approve": body.approve})
 
 
 async def abort(request: Request) -> Response:
@@ -320,11 +354,13 @@ ROUTES = [
     Route("/api/sessions", list_sessions),
     Route("/api/sessions/{key:session_key}/history", session_history),
     Route("/api/sessions/{key:session_key}/context", session_context),
+    Route("/api/sessions/{key:session_key}/mcp", session_mcp),
     Route("/api/sessions/{key:session_key}/messages", send_message, methods=["POST"]),
     Route("/api/sessions/{key:session_key}/abort", abort, methods=["POST"]),
     Route("/api/sessions/{key:session_key}", delete_session, methods=["DELETE"]),
     Route("/api/sessions/{key:session_key}", rename_session, methods=["PATCH"]),
     Route("/api/turns/{turn}/events", turn_events),
+    Route("/api/turns/{turn}/approvals/{number}", answer_approval, methods=["POST"]),
     Route("/api/memory/search", memory_search),
     Route("/api/files/{path:path}", read_file, methods=["GET"]),
     Route("/api/files/{path:path}", write_file, methods=["PUT"]),

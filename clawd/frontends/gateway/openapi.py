@@ -75,11 +75,15 @@ def document(compatible: bool) -> dict[str, Any]:
             "the last model call or compaction; null before the first), fixed (while used "
             "is null: the fixed layers' estimated tokens), window, flushAt, compactAt, busy",
             [KEY, AGENT])},
+        "/api/sessions/{key}/mcp": {"get": _op(
+            "the agent's MCP servers: name, transport, state, on (in this session), error, "
+            "tools (name, description); /mcp on|off NAME switches one", [KEY, AGENT])},
         "/api/sessions/{key}/messages": {"post": _op(
             "send a message or a /command; the turn's events", [
                 KEY, AGENT, _param("Idempotency-Key", "header",
                                    about="a retried send with this key never runs twice")],
-            {"text": {"type": "string"}, "idempotencyKey": {"type": "string"}}, SSE,
+            {"text": {"type": "string"}, "idempotencyKey": {"type": "string"},
+             "approvals": {"type": "boolean"}}, SSE,
             (400, 401, 403, 409, 413, 429, 503))},
         "/api/sessions/{key}/abort": {"post": _op(
             "stop the running turn as Ctrl-C does (the partial reply kept)", [KEY, AGENT])},
@@ -87,6 +91,11 @@ def document(compatible: bool) -> dict[str, Any]:
             "follow a turn again after a disconnect", [
                 _param("turn", "path"), _param("Last-Event-ID", "header", "integer")],
             ok=SSE, errors=(401, 404))},
+        "/api/turns/{turn}/approvals/{number}": {"post": _op(
+            "answer a tool's question in a turn sent with approvals: true", [
+                _param("turn", "path"), _param("number", "path", "integer")],
+            {"approve": {"type": "boolean"}, "values": {"type": "object"}},
+            errors=(400, 401, 404))},
         "/api/memory/search": {"get": _op("memory search as the session sees it", [
             AGENT, SESSION, _param("q", required=True), _param("maxResults", kind="integer")])},
         "/api/files/{path}": {

@@ -96,6 +96,7 @@ async function openSession(key, ended = null) {
   busy(false);
   refreshSessions();
   if (!ended) refreshContext();
+  refreshMcp();
   if (!ended && page.busy && page.busy.running) follow(page.busy.running);
 }
 
@@ -150,6 +151,22 @@ async function refreshContext() {
     if (opening !== state.opening) return;
     view.meter(meterNodes(), found);
     $("model").textContent = found.model;
+  } catch (err) {
+    if (err.status === 401) report(err);
+  }
+}
+
+// The agent's MCP servers, on or off in this session (none: the section stays hidden).
+async function refreshMcp() {
+  const opening = state.opening;
+  try {
+    const found = await api.json(api.sessionPath(state.key, "mcp", state.agent));
+    if (opening !== state.opening) return;
+    $("mcp").hidden = !found.servers.length;
+    view.mcpList($("mcp-list"), found.servers, (name, on) => {
+      if (state.ended || state.turn) return refreshMcp(); // not while shown read-only or busy
+      return send(`/mcp ${on ? "on" : "off"} ${name}`);
+    });
   } catch (err) {
     if (err.status === 401) report(err);
   }
@@ -211,6 +228,10 @@ function newTurn(id, command = false) {
   const turn = { id, last: -1, controller: new AbortController(), key: state.key, command,
     sessionId: state.sessionId, before: last ? last.index + 1 : 0,
     live: new view.Live($("live"), followScroll) };
+  // a tool that asks before it acts: the answer goes to the turn, wherever it runs
+  turn.live.answer = (number, approve, values = null) => api.call(
+    `/api/turns/${encodeURIComponent(turn.id)}/approvals/${number}`,
+    { method: "POST", body: JSON.stringify(values ? { approve, values } : { approve }) });
   state.turn = turn;
   $("empty").hidden = true;
   setRunning(true);
@@ -249,7 +270,8 @@ async function send(text) {
   turn.live.start();
   try {
     const response = await api.call(api.sessionPath(turn.key, "messages", state.agent), {
-      method: "POST", body: JSON.stringify({ text }), signal: turn.controller.signal,
+      method: "POST", body: JSON.stringify({ text, approvals: true }),
+      signal: turn.controller.signal,
       headers: { "Idempotency-Key": api.newKey(), Accept: "text/event-stream" },
     });
     turn.id = response.headers.get("X-Clawd-Turn-Id");
@@ -307,6 +329,7 @@ async function finish(turn) {
   busy(false);
   refreshContext();
   refreshSessions();
+  refreshMcp();
   $("input").focus({ preventScroll: true });
 }
 

@@ -157,6 +157,82 @@ export function line(kind, text) {
   return el("div", `line ${kind}`, text);
 }
 
+// A tool's question (an MCP tool that asks before it acts): what it would run, and
+// Approve / Deny; `answer(id, approve)` sends the choice. Answered: the buttons go.
+export function approvalNode(e, answer) {
+  const node = el("div", "approval");
+  node.dataset.id = e.id;
+  node.append(el("div", "approval-text", "Run this tool call?"), el("pre", "", e.text));
+  const buttons = el("div", "approval-buttons");
+  for (const [label, approve] of [["Approve", true], ["Deny", false]]) {
+    const button = el("button", approve ? "approve" : "deny", label);
+    button.type = "button";
+    button.addEventListener("click", () => {
+      for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+      answer(e.id, approve).catch((err) => {
+        for (const b of buttons.querySelectorAll("button")) b.disabled = false;
+        buttons.append(el("span", "error", ` ${err.message}`));
+      });
+    });
+    buttons.append(button);
+  }
+  node.append(buttons);
+  return node;
+}
+
+// A server's question during a call (MCP elicitation): its message and a form of its
+// fields; `answer(id, values)` sends them (null: declined). A refused value is said beside.
+export function questionNode(e, answer) {
+  const node = el("form", "approval question");
+  node.append(el("div", "approval-text", e.text));
+  const inputs = new Map();
+  for (const f of e.fields || []) {
+    const row = el("label", "question-field");
+    row.append(el("span", "", `${f.name}${f.required ? " *" : ""}` +
+      (f.description ? ` — ${f.description}` : "")));
+    let input;
+    if (f.choices && f.choices.length) {
+      input = el("select");
+      for (const choice of f.choices) input.append(Object.assign(el("option", "", choice),
+        { value: choice }));
+    } else if (f.kind === "boolean") {
+      input = el("select");
+      for (const [label, value] of [["yes", "y"], ["no", "n"]]) {
+        input.append(Object.assign(el("option", "", label), { value }));
+      }
+    } else {
+      input = el("input");
+      input.type = f.kind === "number" || f.kind === "integer" ? "number" : "text";
+    }
+    if (f.default !== null && f.default !== undefined) input.value = String(f.default);
+    input.name = f.name;
+    inputs.set(f.name, input);
+    row.append(input);
+    node.append(row);
+  }
+  const buttons = el("div", "approval-buttons");
+  const said = el("span", "error");
+  const send = (values) => {
+    for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+    answer(e.id, values).catch((err) => {
+      for (const b of buttons.querySelectorAll("button")) b.disabled = false;
+      said.textContent = ` ${err.message}`;
+    });
+  };
+  const submit = el("button", "approve", "Send");
+  submit.type = "submit";
+  const decline = el("button", "deny", "Decline");
+  decline.type = "button";
+  decline.addEventListener("click", () => send(null));
+  node.addEventListener("submit", (event) => {
+    event.preventDefault();
+    send(Object.fromEntries([...inputs].map(([name, input]) => [name, input.value])));
+  });
+  buttons.append(submit, decline, said);
+  node.append(buttons);
+  return node;
+}
+
 export function commandNode(name, text) {
   const node = el("div", "line command");
   node.dataset.command = name;
@@ -225,6 +301,8 @@ export class Live {
     this.since = Date.now();
     this.timer = null;
     this.done = null;
+    this.answer = async () => { throw new Error("this page cannot answer here"); };
+    this.questions = new Map();
   }
 
   // Until the reply's first words: what the turn waits on, and for how long.
@@ -286,7 +364,9 @@ export class Live {
   event(e) {
     if (e.type === "waiting") return this.wait(e.stage);
     if (e.type !== "delta" && e.type !== "reply" && e.type !== "done") this.close();
-    if (["delta", "reply", "command", "done"].includes(e.type)) this.stopWaiting();
+    if (["delta", "reply", "command", "done", "approval", "question"].includes(e.type)) {
+      this.stopWaiting();
+    }
     switch (e.type) {
       case "delta":
         this.open();
@@ -316,6 +396,28 @@ export class Live {
         fillTool(node, e);
         break;
       }
+      case "approval": {
+        const node = approvalNode(e, (id, approve) => this.answer(id, approve));
+        this.questions.set(e.id, node);
+        this.add(node, true);
+        break;
+      }
+      case "question": {
+        this.stopWaiting();
+        const node = questionNode(e, (id, values) => this.answer(id, values !== null, values));
+        this.questions.set(e.id, node);
+        this.add(node, true);
+        break;
+      }
+      case "approvalAnswered": {
+        const node = this.questions.get(e.id);
+        if (node) {
+          node.querySelector(".approval-buttons").replaceChildren(
+            tag(e.approved ? "approved" : "declined", e.approved ? "" : "warn"));
+        }
+        this.wait("model"); // the call goes on (or is refused), then the model again
+        break;
+      }
       case "notice": this.add(line("notice", e.text), true); break;
       case "error": this.add(line("error", e.message), true); break;
       case "recall": this.add(recallNode(e)); break; // the history keeps it too
@@ -337,6 +439,37 @@ export class Live {
     this.stopWaiting();
     this.add(line("error", message), true);
   }
+}
+
+// The MCP servers of the agent (`GET …/mcp`): each with its state, its tools (folded), and a
+// switch that offers them in this session or not (`toggle(name, on)` sends /mcp on|off NAME).
+export function mcpList(container, servers, toggle) {
+  container.replaceChildren(...servers.map((s) => {
+    const node = el("details", `mcp-server${s.on ? "" : " off"}`);
+    const head = el("summary");
+    const name = el("span", "mcp-name", s.name);
+    const meta = el("span", "mcp-meta", `${s.tools.length} tools · ${s.state}` +
+      (s.on ? "" : " · off here"));
+    const box = el("input");
+    box.type = "checkbox";
+    box.checked = s.on;
+    box.title = s.on ? "offered in this session: untick to switch off" :
+      "switched off in this session: tick to offer again";
+    box.setAttribute("aria-label", `offer ${s.name} in this session`);
+    box.addEventListener("click", (event) => event.stopPropagation());
+    box.addEventListener("change", () => toggle(s.name, box.checked));
+    head.append(box, name, meta);
+    node.append(head);
+    if (s.error) node.append(el("div", "mcp-error error", s.error));
+    const list = el("ul", "mcp-tools");
+    for (const t of s.tools) {
+      const item = el("li");
+      item.append(el("code", "", t.name), document.createTextNode(` ${t.description}`));
+      list.append(item);
+    }
+    node.append(list);
+    return node;
+  }));
 }
 
 // The sessions: each opens on a click; an ended one (listed with "all") opens read-only;

@@ -1,0 +1,151 @@
+"""The web page's approve/deny: an MCP tool that asks first (``clawd.mcp.approval``) asks the
+person whose page sent the turn.
+
+A turn sent by the page says it can answer (``approvals: true``: ``allow``); the hub binds
+each turn to the worker thread that runs it (``bind``). A tool that asks then puts a line in
+the turn's events, ``{"type": "approval", "id": N, "text": "<tool> <arguments>"}``, and
+waits for ``POST /api/turns/{turn}/approvals/{N}`` with ``{"approve": true|false}``
+(``answer``); the answer is a line too (``approvalAnswered``). No answer within
+``APPROVAL_SECONDS``, or the turn stopped meanwhile: declined. A turn from anything else (the
+API without ``approvals``, the OpenAI-compatible endpoint) has nobody to ask, and the call is
+refused, as in a ``clawd chat -m`` run. A server's question during a call (MCP elicitation,
+``ask``: the runtimes' ``McpClients.elicit``) goes the same way, as a ``question`` line with
+its ``fields``, answered with ``{"values": {...}}`` (read as each field's type: a wrong one
+is refused and the question stays open) or ``{"approve": false}`` to decline; where nobody
+can answer it is declined. The answer must reach the worker running the turn:
+with several workers on one database, a turn's approvals are answered on the worker it runs
+on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawd.core.errors import ToolError
+from clawd.frontends.gateway.bodies import BadRequest
+
+APPROVAL_SECONDS = 300.0
+POLL_SECONDS = 0.25
+KEPT = 1000  # turns remembered as able to answer
+NOBODY = ("this call needs a person's approval, and nobody can give it in this turn (only the "
+          "web page's chat can); nothing was done. To let it run without asking, set "
+          "approval: \"never\" on its server (mcp.servers.<name>), or name the tool in its "
+          "autoApprove")
+
+
+@dataclass
+class _Question:
+    answered: threading.Event = field(default_factory=threading.Event)
+    approved: bool = False
+    fields: list[Any] = field(default_factory=list)  # a server's form (``ask``)
+    values: dict[str, Any] | None = None
+    number: int = 0
+
+
+class PageApprovals:
+    """The questions tools put to the page, by turn and number (see the module docstring);
+    the runtime's ``confirm``."""
+
+    def __init__(self, seconds: float = APPROVAL_SECONDS) -> None:
+        self.seconds = seconds
+        self._local = threading.local()
+        self._open: dict[tuple[str, int], _Question] = {}
+        self._numbers = itertools.count(1)
+        self._allowed: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def allow(self, turn_id: str) -> None:
+        """Turn ``turn_id``'s sender answers questions (the last ``KEPT`` such turns)."""
+        with self._lock:
+            self._allowed[turn_id] = None
+            while len(self._allowed) > KEPT:
+                self._allowed.popitem(last=False)
+
+    def bind(self, turn: Any, push: Callable[[dict[str, Any]], None]) -> None:
+        """``turn`` runs on this thread from now on: its questions go to its events
+        (``push``)."""
+        self._local.turn = (turn, push)
+
+    def _bound(self) -> tuple[Any, Callable[[dict[str, Any]], None]] | None:
+        """The turn running on this thread and its events, when its sender can answer."""
+        bound = getattr(self._local, "turn", None)
+        if bound is None or bound[0].state != "running" or bound[0].id not in self._allowed:
+            return None
+        return bound
+
+    def __call__(self, what: str) -> bool:
+        bound = self._bound()
+        if bound is None:
+            raise ToolError(NOBODY)
+        question = self._put(bound, {"type": "approval", "text": what}, _Question())
+        approved = question.answered.is_set() and question.approved
+        bound[1]({"type": "approvalAnswered", "id": question.number, "approved": approved})
+        return approved
+
+    def ask(self, message: str, schema: Any) -> dict[str, Any] | None:
+        """A server's question (``McpClients.elicit``): the values typed on the page, or None
+        (declined, unanswered, or nobody to ask)."""
+        from clawd.mcp.elicit import clean, fields
+
+        bound = self._bound()
+        if bound is None:
+            return None
+        asked = fields(schema)
+        question = self._put(bound, {"type": "question", "text": clean(message), "fields": [
+            {"name": f.name, "kind": f.kind, "description": f.description,
+             "required": f.required, "choices": list(f.choices), "default": f.default}
+            for f in asked]}, _Question(fields=asked))
+        values = question.values if question.answered.is_set() and question.approved else None
+        bound[1]({"type": "approvalAnswered", "id": question.number,
+                  "approved": values is not None})
+        return values
+
+    def _put(self, bound: tuple[Any, Callable[[dict[str, Any]], None]], line: dict[str, Any],
+             question: _Question) -> _Question:
+        """Put ``question`` in the turn's events and wait for its answer (or the turn's
+        stop, or ``seconds``)."""
+        turn, push = bound
+        question.number = next(self._numbers)
+        with self._lock:
+            self._open[(turn.id, question.number)] = question
+        push({**line, "id": question.number})
+        deadline = time.monotonic() + self.seconds
+        try:
+            while not question.answered.wait(POLL_SECONDS):
+                if turn.abort or time.monotonic() >= deadline:
+                    break
+        finally:
+            with self._lock:
+                self._open.pop((turn.id, question.number), None)
+        return question
+
+    def answer(self, turn_id: str, number: int, approved: bool,
+               values: dict[str, Any] | None = None) -> bool:
+        """Answer question ``number`` of turn ``turn_id``; whether it was waiting. A form's
+        ``values`` are read as its fields' types: one that is not is a ``ClawdError`` and
+        the question stays open."""
+        from clawd.mcp.elicit import coerce
+
+        with self._lock:
+            question = self._open.get((turn_id, number))
+        if question is None:
+            return False
+        if approved and question.fields:
+            read: dict[str, Any] = {}
+            for f in question.fields:
+                try:
+                    value = coerce(f, str((values or {}).get(f.name, "")))
+                except ValueError as exc:
+                    raise BadRequest(f"{f.name}: {exc}") from None
+                if value is not None:
+                    read[f.name] = value
+            question.values = read
+        question.approved = approved
+        question.answered.set()
+        return True
