@@ -7,6 +7,7 @@
 
 import * as api from "./api.js";
 import { busy, draw, followScroll, historyPath, loadOlder, resync, state, toEnd } from "./log.js";
+import * as jobs from "./jobs.js";
 import * as notify from "./notify.js";
 import * as view from "./view.js";
 
@@ -96,6 +97,8 @@ async function openSession(key, ended = null) {
   busy(false);
   refreshSessions();
   if (!ended) refreshContext();
+  if (!ended) jobs.refresh(state.key, state.agent);
+  else $("jobs").hidden = true;
   if (!ended && page.busy && page.busy.running) follow(page.busy.running);
 }
 
@@ -307,6 +310,7 @@ async function finish(turn) {
   busy(false);
   refreshContext();
   refreshSessions();
+  jobs.refresh(state.key, state.agent); // a reminder the turn set shows at once
   $("input").focus({ preventScroll: true });
 }
 
