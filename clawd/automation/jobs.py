@@ -72,6 +72,23 @@ def public_run(run: dict[str, Any]) -> dict[str, Any]:
             "sessionKey": run.get("sessionKey"), "reply": run.get("reply")}
 
 
+def switched(job: dict[str, Any], enabled: bool, now: Any) -> dict[str, Any]:
+    """``job`` paused (``enabled`` False) or resumed at ``now``: its failures forgotten; a
+    resumed repeating job's next run is its first occurrence from now on (a paused span is
+    not "missed"). Resuming a one-off that has run is a ``ClawdError``."""
+    from clawd.automation import schedule as sched
+    from clawd.automation.zones import iso_utc
+
+    if enabled and not job.get("nextRun"):
+        raise ClawdError(f"job {job['id']} has no occurrence left (a one-off that ran)")
+    changed = {**job, "enabled": enabled, "failures": 0, "pausedReason": None}
+    schedule = sched.Schedule.from_json(job["schedule"])
+    if enabled and schedule.kind != "at":
+        upcoming = sched.first(schedule, now)
+        changed["nextRun"] = iso_utc(upcoming) if upcoming else job.get("nextRun")
+    return changed
+
+
 def delivery(target: str) -> dict[str, Any]:
     """A run's delivery before it is tried: ``none`` is done at once."""
     return {"target": target, "status": "none" if target == "none" else "pending",

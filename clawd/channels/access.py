@@ -3,10 +3,12 @@
 Direct messages follow ``dmPolicy``: ``pairing`` (the default) answers the senders
 ``allowFrom`` names and those an operator approved (``clawd pairing approve CODE``), and
 gives anyone else a pairing code; ``allowlist`` answers ``allowFrom`` only; ``open`` anyone;
-``disabled`` nobody. A group is answered only when ``groups`` lists it (its chat id, or
-``"*"``), and then, unless its rule says ``requireMention: false``, only when the bot is
-mentioned; anything else in a group is ignored silently. A refused sender is told once
-(the service remembers whom it told) and never answered by the model.
+``disabled`` nobody. A person ``clawd users link`` links to the sender's id counts as
+named by ``allowFrom`` (answered, no pairing; still not under ``disabled``). A group is
+answered only when ``groups`` lists it (its chat id, or ``"*"``), and then, unless its
+rule says ``requireMention: false``, only when the bot is mentioned; anything else in a
+group is ignored silently. A refused sender is told once (the service remembers whom it
+told) and never answered by the model.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ def is_listed(sender_id: str, sender_name: str | None, allow_from: list[str]) ->
     return sender_id in names or (sender_name is not None and sender_name.lower() in names)
 
 
-def verdict(rules: Telegram, message: Inbound, approved: set[str]) -> Verdict:
+def verdict(rules: Telegram, message: Inbound, approved: set[str], linked: bool = False
+            ) -> Verdict:
     """What to do with ``message``: answer it, offer pairing, refuse the sender (told
-    once), or ignore it. ``approved``: the sender ids an operator let in by pairing."""
+    once), or ignore it. ``approved``: the sender ids an operator let in by pairing;
+    ``linked``: the sender is a person linked to their id (``clawd users link``)."""
     if message.chat_type == "group":
         rule = rules.groups.get(message.chat_id) or rules.groups.get("*")
         if rule is None:
@@ -36,7 +40,8 @@ def verdict(rules: Telegram, message: Inbound, approved: set[str]) -> Verdict:
     policy = rules.dm_policy
     if policy == "disabled":
         return "refuse"
-    if policy == "open" or is_listed(message.sender_id, message.sender_name, rules.allow_from):
+    if policy == "open" or linked or is_listed(message.sender_id, message.sender_name,
+                                               rules.allow_from):
         return "answer"
     if policy == "allowlist":
         return "refuse"

@@ -3,7 +3,9 @@
 A direct message is ``agent:<id>:<channel>:dm:<userId>``: each person a session of their
 own (``session.dmScope`` ``per-channel-peer``, the default), so nobody's messages land in
 another's history. With ``main`` the owner's direct messages (the senders ``allowFrom``
-names) go to the main session, ``agent:<id>:main``; everyone else keeps their own. A group is
+names) go to the main session, ``agent:<id>:main``; everyone else keeps their own. A person
+linked to their id (``clawd users link``) talks to their own agent, in its
+``agent:<theirAgent>:<channel>:dm:<userId>``. A group is
 ``agent:<id>:<channel>:group:<chatId>``, a group session (no MEMORY.md, shareable paths
 only: ``sessions.store.is_group_key``); a forum topic adds ``:topic:<n>``.
 """

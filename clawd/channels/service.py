@@ -6,7 +6,9 @@ it stops; a lock file on the files) and long-polls ``getUpdates``. Each update i
 as taken (``first_time``) before anything is done with it, so an update Telegram delivers
 again after a crash is never answered twice. Then, in arrival order: who may talk
 (``access.verdict``: a stranger gets a pairing code, a refused sender is told once, a group
-message that does not mention the bot is ignored), the bot commands (``/new``,
+message that does not mention the bot is ignored; a direct message from a person ``clawd
+users link`` linked to the sender's id is let in and goes to that person's own agent, never
+the channel's), the bot commands (``/new``,
 ``/compact``, ``/status`` run as the REPL's; ``/stop`` stops the running turn), and a
 message is queued as a turn of its session (``keys.session_key``) in the gateway's ``Hub``
 — one writer per session, turns in the order queued, across workers — whose events a
@@ -31,6 +33,7 @@ from clawd.channels.replies import Replier
 from clawd.channels.telegram import TelegramApi, error_text
 from clawd.config import Config
 from clawd.core.messages import ImagePart
+from clawd.frontends.gateway.agents import UnknownAgent
 from clawd.frontends.gateway.hub import Hub, QueueFull, Stopping
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,7 @@ PAIRING = ("Hi! I don't know you yet. To talk to me, ask my operator to run:\n\n
            "clawd pairing approve {code}\n\nThe code is valid for an hour.")
 TOO_MANY = "Too many people are waiting to be let in right now; try again in an hour."
 REFUSED = "Sorry, I'm not taking messages from you here."
+UNREACHABLE = "I can't reach your own assistant right now; please try again in a minute."
 NOT_YET = ("Voice messages and files are not supported yet; please send text or a photo "
            "instead.")
 
@@ -136,7 +140,8 @@ class TelegramService:
     async def take(self, message: Inbound) -> None:
         """Answer ``message`` as its sender is allowed (see the module docstring)."""
         approved = await asyncio.to_thread(self.state.approved, CHANNEL)
-        verdict = access.verdict(self.rules, message, approved)
+        person = await self._person(message)
+        verdict = access.verdict(self.rules, message, approved, linked=person is not None)
         if verdict == "ignore":
             return
         if verdict == "refuse":
@@ -149,8 +154,12 @@ class TelegramService:
         if message.kind in ("voice", "file", "other"):
             await self.say(message, NOT_YET)
             return
-        agent_id = self._agent()
-        owner = access.is_listed(message.sender_id, message.sender_name, self.rules.allow_from)
+        agent_id = self._agent() if person is None else self._theirs(person)
+        if agent_id is None:
+            await self.say(message, UNREACHABLE)
+            return
+        owner = person is None and access.is_listed(message.sender_id, message.sender_name,
+                                                    self.rules.allow_from)
         key = session_key(agent_id, message, dm_scope=self.dm_scope, owner=owner)
         text = message.text.strip()
         if text.startswith("/") and not text.startswith("//"):
@@ -238,6 +247,23 @@ class TelegramService:
 
     def _agent(self) -> str:
         return self.hub.agents.find(self.rules.agent)
+
+    async def _person(self, message: Inbound) -> Any:
+        """The person linked to the sender of a direct message (``clawd users link``), or
+        None (a group message, no people, nobody linked)."""
+        people = getattr(self.hub.agents, "people", None)
+        if people is None or message.chat_type == "group":
+            return None
+        return await asyncio.to_thread(people.linked, f"{CHANNEL}:{message.sender_id}")
+
+    def _theirs(self, person: Any) -> str | None:
+        """The served agent of a linked person (their first), or None: not served here."""
+        for agent in person.agents:
+            try:
+                return self.hub.agents.find(agent)
+            except UnknownAgent:
+                continue
+        return None
 
     async def _note(self, **change: Any) -> None:
         try:

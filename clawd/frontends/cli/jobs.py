@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from clawd.automation import schedule as sched
-from clawd.automation.jobs import new_job, public_job, public_run
-from clawd.automation.zones import both, iso_utc, parse_iso, user_zone
+from clawd.automation.jobs import new_job, public_job, public_run, switched
+from clawd.automation.zones import both, parse_iso, user_zone
 from clawd.core.errors import ClawdError
 
 
@@ -70,17 +70,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         print(f"removed job {job['id']} and its runs")
         return 0
     enabled = action == "resume"
-    if enabled and not job.get("nextRun"):
-        raise ClawdError(f"job {job['id']} has no occurrence left (a one-off that ran)")
-    def switch(j: dict[str, Any]) -> dict[str, Any]:
-        changed = {**j, "enabled": enabled, "failures": 0, "pausedReason": None}
-        schedule = sched.Schedule.from_json(j["schedule"])
-        if enabled and schedule.kind != "at":  # a paused span is not "missed": from now on
-            upcoming = sched.first(schedule, now())
-            changed["nextRun"] = iso_utc(upcoming) if upcoming else j.get("nextRun")
-        return changed
-
-    changed = store.update(job["id"], switch)
+    changed = store.update(job["id"], lambda j: switched(j, enabled, now()))
     print(f"{'resumed' if enabled else 'paused'} job {job['id']}"
           + (f"; next {_when(changed.get('nextRun'), tz)}" if enabled else ""))
     return 0

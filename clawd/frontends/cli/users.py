@@ -1,4 +1,5 @@
-"""``clawd users add | list | remove | purge | rotate``: the people of a clawd (SPEC §14).
+"""``clawd users add | list | remove | purge | rotate | link | unlink``: the people of a
+clawd (SPEC §14).
 
 ``add NAME`` makes a token (printed once; only its digest is kept) and, unless ``--agent
 ID`` names an agent they are to share, an agent of the person's own called ``NAME``: its
@@ -6,7 +7,9 @@ workspace gets the template's files (SOUL.md, MEMORY.md …) and it has sessions
 logs of its own. The person's token reaches their agents only, over the gateway and the web
 page; the operator's token (``gateway.auth.token``) reaches every agent. ``remove`` takes
 the person's access away (their agent's files stay; with ``--purge`` they go too, as with
-``purge``: ``cli.purge``); ``rotate`` replaces the token.
+``purge``: ``cli.purge``); ``rotate`` replaces the token. ``link NAME telegram:<userId>``
+links the person to their Telegram account, so what they write to the bot goes to their own
+agent (no pairing); ``unlink`` undoes it.
 """
 
 from __future__ import annotations
@@ -35,6 +38,14 @@ def cmd_users(args: argparse.Namespace) -> int:
         print(f"removed {person.name}: their token no longer works; the files of "
               f"{', '.join(person.agents)} are kept")
         return 0
+    if action in ("link", "unlink"):
+        person = (people.link if action == "link" else people.unlink)(args.name, args.account)
+        if action == "link":
+            print(f"linked {person.name} to {args.account.strip().lower()}: their messages "
+                  f"there go to their agent {person.agents[0]}")
+        else:
+            print(f"unlinked {person.name} from {args.account.strip().lower()}")
+        return 0
     if action == "rotate":
         person, token = people.rotate(args.name)
         print(f"a new token for {person.name} (the old one no longer works; shown once):")
@@ -44,8 +55,9 @@ def cmd_users(args: argparse.Namespace) -> int:
     if not found:
         print(f"no people yet ({people.location}); add one with clawd users add NAME")
     for person in found:
+        linked = f"  linked {', '.join(person.links)}" if person.links else ""
         print(f"{person.name:<20} agents {', '.join(person.agents):<24} since "
-              f"{person.created[:10]}")
+              f"{person.created[:10]}{linked}")
     return 0
 
 
@@ -106,3 +118,11 @@ def add_parsers(command: Any, sub: Any) -> None:
     purge.add_argument("--yes", action="store_true", help="do not ask first")
     command(sub, "rotate", "a new token for a person (the old one stops working)"
             ).add_argument("name", metavar="NAME")
+    for verb, about in (("link", "link a person to their account on a channel: what they "
+                                 "write there goes to their own agent"),
+                        ("unlink", "undo a link")):
+        linking = command(sub, verb, about)
+        linking.add_argument("name", metavar="NAME")
+        linking.add_argument("account", metavar="telegram:USERID",
+                             help="the person's Telegram user id (a number; clawd pairing "
+                                  "list shows it)")

@@ -61,9 +61,9 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                                "idle_seconds": gateway.idle_session_seconds,
                                "grace_seconds": gateway.shutdown_grace_seconds}
     hub = Hub(agents, **options) if shared is None else SharedHub(agents, shared, **options)
-    from clawd.frontends.gateway import automation
+    from clawd.frontends.gateway import automation, jobs
 
-    routes = list(native.ROUTES) + page.ROUTES + automation.ROUTES
+    routes = list(native.ROUTES) + page.ROUTES + automation.ROUTES + jobs.ROUTES
     compatible = gateway.http.endpoints.chat_completions.enabled
     if compatible:
         routes += openai_compat.ROUTES

@@ -18,6 +18,8 @@ def _param(name: str, where: str = "query", kind: str = "string", required: bool
 
 KEY = _param("key", "path", about="a session key (agent:<id>:<name>) or a short name")
 AGENT = _param("agent", about="the agent (default: the gateway's default agent)")
+JOB = _param("id", "path", about="a job's whole id; a job of an agent the token does not "
+             "reach is not found")
 SESSION = _param("sessionKey", about="the session whose access rules apply (default main)")
 ERROR = {"description": "an error: {\"error\": {\"message\", \"type\", \"code\"}}"}
 SSE = {"description": "server-sent events; each data line is one event of "
@@ -96,6 +98,15 @@ def document(compatible: bool) -> dict[str, Any]:
                 _param("turn", "path"), _param("number", "path", "integer")],
             {"approve": {"type": "boolean"}, "values": {"type": "object"}},
             errors=(400, 401, 404))},
+        "/api/sessions/{key}/jobs": {"get": _op(
+            "the jobs made in the session or running in it: id, name, message, schedule, "
+            "nextRun (UTC), nextRunLocal and timezone (the user's zone), enabled",
+            [KEY, AGENT])},
+        "/api/jobs/{id}/pause": {"post": _op("pause a job", [JOB], errors=(401, 404))},
+        "/api/jobs/{id}/resume": {"post": _op("resume a paused job", [JOB],
+                                              errors=(400, 401, 404))},
+        "/api/jobs/{id}": {"delete": _op("delete a job and its runs", [JOB],
+                                         errors=(400, 401, 404))},
         "/api/memory/search": {"get": _op("memory search as the session sees it", [
             AGENT, SESSION, _param("q", required=True), _param("maxResults", kind="integer")])},
         "/api/files/{path}": {

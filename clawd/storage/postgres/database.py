@@ -12,7 +12,8 @@ The tables keep the embedded meanings: a ``sessions`` row is a ``sessions.json``
 byte for byte, which ``jsonb`` would not; a line that was already unreadable in a migrated
 file is kept in ``torn``), a ``workspace_files`` row a file's bytes (and permission bits),
 ``file_versions`` its kept versions, ``records`` an agent's small JSON records, ``leases``
-who holds a session, ``people`` who may use the gateway (their tokens' digests); ``jobs``
+who holds a session, ``people`` who may use the gateway (their tokens' digests) and
+``person_links`` their accounts on the channels; ``jobs``
 and ``job_runs`` automation's jobs and runs (``storage.postgres.jobs``);
 ``gateway_turns``, ``turn_events`` and ``auth_failures`` what the gateway's workers share
 (``storage.postgres.shared``), ``quota_turns`` the turns each person started
@@ -178,6 +179,13 @@ MIGRATIONS: tuple[str, ...] = (
     # fencing: each taking of a session's lease bumps its epoch; a write checks it
     """
     ALTER TABLE leases ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
+    """,
+    # a person's accounts on the channels (telegram:<userId>), each linked to one person
+    """
+    CREATE TABLE person_links (
+        link text PRIMARY KEY,
+        name text NOT NULL REFERENCES people (name) ON DELETE CASCADE);
+    CREATE INDEX person_links_name ON person_links (name);
     """,
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time

@@ -7,6 +7,7 @@
 
 import * as api from "./api.js";
 import { busy, draw, followScroll, historyPath, loadOlder, resync, state, toEnd } from "./log.js";
+import * as jobs from "./jobs.js";
 import * as notify from "./notify.js";
 import * as view from "./view.js";
 
@@ -97,6 +98,8 @@ async function openSession(key, ended = null) {
   refreshSessions();
   if (!ended) refreshContext();
   refreshMcp();
+  if (!ended) jobs.refresh(state.key, state.agent);
+  else $("jobs").hidden = true;
   if (!ended && page.busy && page.busy.running) follow(page.busy.running);
 }
 
@@ -330,6 +333,7 @@ async function finish(turn) {
   refreshContext();
   refreshSessions();
   refreshMcp();
+  jobs.refresh(state.key, state.agent); // a reminder the turn set shows at once
   $("input").focus({ preventScroll: true });
 }
 
