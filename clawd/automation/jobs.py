@@ -42,10 +42,11 @@ def checked_target(target: str) -> str:
         url = target.removeprefix("webhook:")
         if url.startswith(("http://", "https://")):
             return target
-    if target.startswith("telegram:") and target.removeprefix("telegram:").strip():
-        raise ClawdError("--deliver telegram:…: channels are not in this clawd yet; use web, "
-                         "cli, webhook:<url> or none")
-    raise ClawdError(f"--deliver {target!r}: use web, cli, webhook:<http(s) url> or none")
+    if target.startswith("telegram:") and target.removeprefix("telegram:").lstrip(
+            "-").isdigit():
+        return target
+    raise ClawdError(f"--deliver {target!r}: use web, cli, webhook:<http(s) url>, "
+                     f"telegram:<chatId> or none")
 
 
 def session_key_for(job: dict[str, Any]) -> str:

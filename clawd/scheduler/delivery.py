@@ -3,7 +3,8 @@
 A run's reply (or, after failed runs in a row, the notice for its owner) goes to the job's
 target; ``delivered`` means the target took it, with its message id: a webhook's 2xx answer
 (its ``id`` when the body has one), the web page's notification store (the run itself,
-read by ``GET /v1/notifications``). ``cli`` is delivered by the REPL when it shows the run
+read by ``GET /api/notifications``), a channel's message id (``telegram:<chatId>``, sent
+by what the front end hands in). ``cli`` is delivered by the REPL when it shows the run
 at its next prompt, so a background sender leaves it be. A failure is recorded and tried
 again later (``automation.runs.sent``) without asking the model again.
 
@@ -20,9 +21,10 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
-BACKGROUND_KINDS = frozenset({"web", "webhook"})  # what a server sends; the REPL takes cli
+BACKGROUND_KINDS = frozenset({"web", "webhook", "telegram"})  # a server sends; the REPL takes cli
 TIMEOUT_SECONDS = 10.0
 
 
@@ -35,14 +37,22 @@ def kind_of(target: str) -> str:
     return target.split(":", 1)[0]
 
 
-def deliver(job: dict[str, Any], run: dict[str, Any]) -> tuple[str | None, str | None]:
-    """Send ``run`` to its target: (the target's message id, None) or (None, the error)."""
+def deliver(job: dict[str, Any], run: dict[str, Any],
+            channel: Callable[[str, str], str] | None = None) -> tuple[str | None, str | None]:
+    """Send ``run`` to its target: (the target's message id, None) or (None, the error).
+    ``channel(target, text)``: how this process sends to a channel (``telegram:<chatId>``),
+    the message id the channel gave; it raises when the channel did not take it."""
     target = str(run["delivery"]["target"])
     kind = kind_of(target)
     if kind == "web":
         return f"web:{job['id']}:{run['scheduledFor']}", None
     if kind == "webhook":
         return webhook(target.removeprefix("webhook:"), str(job.get("secret") or ""), job, run)
+    if kind == "telegram" and channel is not None:
+        try:
+            return channel(target, text_of(run)), None
+        except Exception as exc:  # noqa: BLE001 - recorded, and tried again later
+            return None, " ".join(str(exc).split()) or type(exc).__name__
     return None, f"no sender for the target {target!r} here"
 
 

@@ -81,13 +81,15 @@ class Runner:
 
     def __init__(self, store: JobStore, runtime_for: Callable[[str], Runtime],
                  clock: Callable[[], datetime], *, agents: set[str] | None = None,
-                 turn: TurnFn = direct_turn, kinds: frozenset[str] = BACKGROUND_KINDS):
+                 turn: TurnFn = direct_turn, kinds: frozenset[str] = BACKGROUND_KINDS,
+                 channel: Callable[[str, str], str] | None = None):
         self.store = store
         self.runtime_for = runtime_for
         self.clock = clock
         self.agents = agents
         self.turn = turn
         self.kinds = kinds  # the delivery targets this process sends to
+        self.channel = channel  # how it sends to a channel (``delivery.deliver``)
 
     def tick(self) -> list[dict[str, Any]]:
         """Run every occurrence due now, then send the deliveries due; the runs made."""
@@ -162,7 +164,7 @@ class Runner:
         for claimed in self.store.claim_deliveries(self.clock(), self.agents, self.kinds):
             if kind_of(claimed.run["delivery"]["target"]) not in self.kinds:
                 continue
-            message_id, error = deliver(claimed.job, claimed.run)
+            message_id, error = deliver(claimed.job, claimed.run, self.channel)
             self.store.save_run(runlog.sent(claimed.run, self.clock(), message_id, error))
             if error is None:
                 sent += 1

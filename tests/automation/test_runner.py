@@ -123,3 +123,45 @@ def test_run_now_runs_a_paused_job_once(tmp_path, store):
     store.update(job["id"], lambda j: {**j, "enabled": False})
     run = runner.run_now(job["id"][:4])
     assert run["status"] == "ok" and run["reply"] == "done"
+
+
+def test_a_telegram_delivery_is_delivered_with_telegram_s_message_id(tmp_path, store):
+    """``--deliver telegram:<chatId>``: the run's reply reaches the chat through the channel
+    the front end hands in (here the Bot API stand-in), "delivered" with the id Telegram
+    gave; a send Telegram refused is tried again without asking the model again."""
+    import asyncio
+
+    from clawd.automation.jobs import checked_target
+    from clawd.channels.delivery import deliver
+    from clawd.config import Config
+
+    from telegram_standin import TOKEN, BotApi
+
+    clock = Clock()
+    assert checked_target("telegram:-100500") == "telegram:-100500"
+    with BotApi() as api:
+        # the first send with a token Telegram refuses (revoked, say), then the right one
+        tokens = ["999:a-revoked-token-value", TOKEN]
+
+        def to_channel(target: str, text: str) -> str:
+            config = Config.model_validate({"channels": {"telegram": {
+                "enabled": True, "apiRoot": api.url, "botToken": tokens.pop(0)}}})
+            return str(asyncio.run(deliver(config, target, text)))
+
+        provider = ScriptedProvider(["Stand up and stretch."])
+        runtime = make_runtime(tmp_path, provider, clock=clock)
+        runner = Runner(store, lambda agent: runtime, clock, channel=to_channel)
+        job = store.add(new_job("main", sched.at(clock.now + timedelta(minutes=5)),
+                                "remind me to stretch", clock.now, deliver="telegram:1001"))
+        clock.advance(minutes=5)
+        runner.tick()
+        (stored,) = store.runs(job["id"])
+        assert stored["delivery"]["status"] == "failed"
+        clock.advance(seconds=31)
+        runner.tick()
+        (stored,) = store.runs(job["id"])
+        assert stored["delivery"]["status"] == "delivered", stored["delivery"]
+        assert stored["delivery"]["messageId"] == str(api.sent[-1]["message_id"])
+        assert api.sent[-1]["chat_id"] == "1001"
+        assert api.sent[-1]["text"] == "Stand up and stretch."
+        assert len(provider.requests) == 1

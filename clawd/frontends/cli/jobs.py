@@ -149,7 +149,15 @@ def _run(config: Any, store: Any, args: argparse.Namespace, action: str, tz: Any
         return built[agent]
 
     agents = {args.agent.lower()} if args.agent else None
-    runner = Runner(store, runtime_for, now, agents=agents, kinds=BACKGROUND_KINDS)
+    def to_channel(target: str, text: str) -> str:  # connected for the one delivery
+        import asyncio
+
+        from clawd.channels.delivery import deliver
+
+        return str(asyncio.run(deliver(config, target, text)))
+
+    runner = Runner(store, runtime_for, now, agents=agents, kinds=BACKGROUND_KINDS,
+                    channel=to_channel)
     if action == "tick":
         from clawd.config import resolve_agent
         from clawd.scheduler import heartbeat

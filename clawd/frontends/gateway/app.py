@@ -91,6 +91,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
         background = automation.Background(config, agents, hub) if (
             config.automation.enabled) else None
         if background is not None:
+            background.channels = channels  # a run delivered to telegram: goes through it
             background.start()
         try:
             async with memory.running():

@@ -63,7 +63,17 @@ class Background:
                     hub.release(runtime.agent_id, key), self.loop).result(timeout=30)
             return direct_turn(runtime, job, key, origin)
 
-        self.runner = Runner(open_jobs(config), agents.runtime, utc_now, turn=turn)
+        def to_channel(target: str, text: str) -> str:  # through the running channel
+            from clawd.channels.delivery import deliver
+
+            assert self.loop is not None
+            return str(asyncio.run_coroutine_threadsafe(
+                deliver(config, target, text, service=self.channels), self.loop
+            ).result(timeout=120))
+
+        self.channels: Any = None  # the running channels (``channels.service``), if any
+        self.runner = Runner(open_jobs(config), agents.runtime, utc_now, turn=turn,
+                             channel=to_channel)
 
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
