@@ -52,7 +52,7 @@ ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Eve
 def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starlette:
     """The gateway over ``agents``; ``token``: the unscoped bearer token (config or
     environment), besides ``gateway.auth.tokens``."""
-    from clawd.frontends.gateway import native, openai_compat, openapi, page
+    from clawd.frontends.gateway import native, openai_compat, openapi, ops, page
 
     gateway = config.gateway
     shared, failed = _shared(config)
@@ -60,7 +60,8 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                                "idle_seconds": gateway.idle_session_seconds,
                                "grace_seconds": gateway.shutdown_grace_seconds}
     hub = Hub(agents, **options) if shared is None else SharedHub(agents, shared, **options)
-    routes = list(native.ROUTES) + page.ROUTES
+    routes = list(native.ROUTES) + page.ROUTES + ops.ROUTES
+    readiness = ops.Readiness(config.storage.effective_url(), lambda: hub.stopping)
     compatible = gateway.http.endpoints.chat_completions.enabled
     if compatible:
         routes += openai_compat.ROUTES
@@ -93,6 +94,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                 await channels.stop()
             await hub.stop()
             app.state.gateway.aside.close()
+            readiness.close()
             if shared is not None:
                 shared.close()
 
@@ -110,6 +112,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                     exception_handlers={ClawdError: on_error, MappingError: on_error,
                                         HTTPException: no_route})
     app.state.gateway = GatewayState(config, agents, hub)
+    app.state.readiness = readiness
     return app
 
 

@@ -6,10 +6,10 @@ beyond loopback without a token; ``Tokens`` answers which agents a bearer token 
 header naming a DNS name the gateway was not told about (DNS rebinding); ``origin_allowed``
 lets a state-changing request from a browser through only from the gateway's own origin or
 a configured one; ``needs_no_token`` names the paths open without a token (the health
-check, the web chat's files); ``client_address`` is the address a request came from (the peer, or
-what a trusted proxy says in ``X-Forwarded-For``); ``FailedAuth`` counts wrong tokens per
-client address (``gateway.auth.rateLimit``; an IPv6 client by its /64, which one host
-usually holds whole).
+and readiness checks, the web chat's files); ``client_address`` is the address a request
+came from (the peer, or what a trusted proxy says in ``X-Forwarded-For``); ``FailedAuth``
+counts wrong tokens per client address (``gateway.auth.rateLimit``; an IPv6 client by its
+/64, which one host usually holds whole).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from clawd.core.errors import ConfigError
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 ENV_TOKEN = "CLAWD_GATEWAY_TOKEN"
-OPEN_PATHS = frozenset({"/health", "/"})  # liveness, and the web chat's page
+OPEN_PATHS = frozenset({"/health", "/ready", "/"})  # liveness, readiness, the web chat's page
 PAGE_FILES = "/ui/"  # the page's CSS and JavaScript: /ui/<name>
 
 
@@ -92,11 +92,16 @@ class Tokens:
         """What the ``Authorization`` header reaches: ``None`` every agent, a set some of
         them, ``False`` nothing (missing or wrong). Every token is compared, in constant
         time, so the time taken says nothing about which one came close."""
+        return self.holder(header)[0]
+
+    def holder(self, header: str | None) -> tuple[frozenset[str] | None | bool, str | None]:
+        """``agents``, and the name of the person whose token it is (None: not a
+        person's)."""
         if not self.required:
-            return None
+            return None, None
         given = bearer(header)
         if given is None:
-            return False
+            return False, None
         found: frozenset[str] | None | bool = False
         for secret, agents in self.entries:
             if hmac.compare_digest(secret, given) and found is False:
@@ -104,8 +109,8 @@ class Tokens:
         if found is False and self.people is not None:
             person = self.people.find(given)
             if person is not None:
-                found = frozenset(agent.lower() for agent in person.agents)
-        return found
+                return frozenset(agent.lower() for agent in person.agents), person.name
+        return found, None
 
 
 def bearer(header: str | None) -> bytes | None:
@@ -119,8 +124,8 @@ def bearer(header: str | None) -> bytes | None:
 
 
 def needs_no_token(path: str) -> bool:
-    """Whether ``path`` is served without a token: ``/health`` and the web chat's files
-    (which hold no secret)."""
+    """Whether ``path`` is served without a token: ``/health``, ``/ready`` and the web
+    chat's files (which hold no secret)."""
     if path in OPEN_PATHS:
         return True
     name = path[len(PAGE_FILES):] if path.startswith(PAGE_FILES) else ""

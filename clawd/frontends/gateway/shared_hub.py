@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from functools import partial
 from typing import Any
@@ -226,11 +227,12 @@ class SharedHub(Hub):
         claimed = await asyncio.to_thread(self.shared.claim, slot.agent_id, slot.key)
         if claimed is None:
             return None
-        turn_id, text, ephemeral = claimed
+        turn_id, text, ephemeral, waited = claimed
         turn = self.turns.get(turn_id)
         if turn is None or turn.state != "queued":  # another worker's: run here
             turn = QueuedTurn(turn_id, slot.agent_id, slot.key, text, ephemeral=ephemeral,
-                              feed=Feed(sink(self.shared, turn_id), self.shared.settle))
+                              feed=Feed(sink(self.shared, turn_id), self.shared.settle),
+                              queued_at=time.monotonic() - waited)  # it arrived elsewhere
             self._remember(turn, None)
         return turn
 

@@ -261,6 +261,12 @@ def database(url: str) -> Database:
         return _open[url]
 
 
+def opened(url: str) -> Database | None:
+    """The process's ``Database`` for ``url`` if it has opened one (nothing is opened)."""
+    with _guard:
+        return _open.get(url)
+
+
 def forget(url: str) -> None:
     """Close the process's pool on ``url``, if it has one."""
     with _guard:
