@@ -1,7 +1,8 @@
 """What an operator looks at, on real processes: ``/ready`` through a database outage (a
 PostgreSQL of the test's own, its postmaster killed and started again), the request lines
-(one per request, with the person, a forged line break escaped) and ``/metrics`` (the
-operator's only, in Prometheus' text format, its counters moving with a turn)."""
+(one per request, with the person, a forged line break escaped), ``/metrics`` (the
+operator's only, in Prometheus' text format, its counters moving with a turn) and ``clawd
+users unlock`` lifting a sign-in lockout of a running server."""
 
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ from gateway_client import AUTH, TOKEN, free_port, start_serve
 pytestmark = pytest.mark.slow  # processes and a database
 
 
-def _configure(home: Path, port: int, url: str | None) -> dict[str, str]:
+def _configure(home: Path, port: int, url: str | None, **gateway) -> dict[str, str]:
     config = home / ".clawd" / "clawd.json"
     data = json.loads(config.read_text())
-    data["gateway"] = {"port": port, "shutdownGraceSeconds": 1}
+    data["gateway"] = {"port": port, "shutdownGraceSeconds": 1, **gateway}
     if url:
         data["storage"] = {"url": url}
     config.write_text(json.dumps(data))
@@ -209,3 +210,47 @@ def test_request_lines_and_metrics(isolated_home, local_server, pg_url):
     assert forged_lines[0][5].startswith("/api/x%0A2025-01-01T00:00:00.000+00:00%201%20")
     assert not re.search(r"^2025-01-01", err, re.M)  # no line of the request's own
     assert TOKEN not in err
+
+
+# --- clawd users unlock -------------------------------------------------------------------------
+
+def _clawd(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "clawd", *args], env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize("storage", ["files", "postgresql"])
+def test_clawd_users_unlock_lets_a_locked_out_address_in_again(isolated_home, local_server,
+                                                                storage, request):
+    url = request.getfixturevalue("pg_url") if storage == "postgresql" else None
+    write_local_config(isolated_home, local_server.url)
+    port = free_port()
+    env = _configure(isolated_home, port, url, auth={"rateLimit": {
+        "maxAttempts": 3, "windowSeconds": 60, "lockoutSeconds": 600}})
+    child, base = start_serve(env, port)
+    try:
+        wrong = {"Authorization": "Bearer wrong-token-0123456789"}
+        with httpx.Client(base_url=base, timeout=10) as client:
+            assert [client.get("/api/sessions", headers=wrong).status_code
+                    for _ in range(3)] == [401, 401, 429]
+            assert client.get("/api/sessions", headers=AUTH).status_code == 429  # even so
+            listed = _clawd(env, "users", "lockouts")
+            assert listed.returncode == 0 and re.search(
+                r"^127\.0\.0\.1 +locked out until \d{4}-", listed.stdout, re.M), listed
+            done = _clawd(env, "users", "unlock", "127.0.0.1")
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.startswith("127.0.0.1 may sign in again (it was locked out "
+                                          "until ")
+            deadline = time.monotonic() + 5  # a server on the files looks once a second
+            while client.get("/api/sessions", headers=AUTH).status_code != 200:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            assert client.get("/api/sessions", headers=wrong).status_code == 401  # counted anew
+        again = _clawd(env, "users", "unlock", "127.0.0.1")
+        assert again.returncode == 1
+        assert again.stderr.strip() == ("clawd: 127.0.0.1 is not locked out (clawd users "
+                                        "lockouts lists those that are)")
+        assert "no address is locked out" in _clawd(env, "users", "lockouts").stdout
+    finally:
+        child.send_signal(signal.SIGTERM)
+        child.communicate(timeout=30)

@@ -152,7 +152,11 @@ def _shared(config: Config) -> tuple[Any, Any]:
     (turns, their lines, failed sign-ins); without it, this process's memory alone."""
     url = config.storage.effective_url()
     if not url:
-        return None, FailedAuth(config.gateway.auth.rate_limit)
+        from clawd.core.paths import state_dir
+        from clawd.storage.lockouts import FILE, FileLockouts
+
+        return None, FailedAuth(config.gateway.auth.rate_limit,
+                                kept=FileLockouts(state_dir() / FILE))
     from clawd.frontends.gateway.shared import stopped_lines
     from clawd.storage import open_database
     from clawd.storage.postgres.auth import PgFailedAuth

@@ -1,4 +1,5 @@
-"""Who may call the gateway, and from where: pure checks, no I/O.
+"""Who may call the gateway, and from where: pure checks, no I/O (but a lockout's note for
+``clawd users unlock``, ``FailedAuth.kept``).
 
 ``bind_host`` turns ``gateway.bind`` into an address and ``check_bind`` refuses to listen
 beyond loopback without a token; ``Tokens`` answers which agents a bearer token reaches
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawd.config.gateway import Gateway, RateLimit, token_weakness
-from clawd.core.errors import ConfigError
+from clawd.core.errors import ClawdError, ConfigError
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -250,6 +251,10 @@ class FailedAuth:
     clock: Callable[[], float] = time.monotonic
     failures: dict[str, list[float]] = field(default_factory=dict)
     locked: dict[str, float] = field(default_factory=dict)
+    # where lockouts are written for ``clawd users unlock`` (``storage.lockouts``): a client
+    # locked out here and no longer there was let in again
+    kept: Any = None
+    unkept: set[str] = field(default_factory=set)  # lockouts that could not be written
 
     MAX_CLIENTS = 10_000
 
@@ -259,8 +264,11 @@ class FailedAuth:
         if until is None:
             return None
         left = until - self.clock()
-        if left <= 0:
+        if left <= 0 or (self.kept is not None and client not in self.unkept
+                         and not self.kept.holds(client)):
             del self.locked[client]
+            self.failures.pop(client, None)
+            self.unkept.discard(client)
             return None
         return max(1, round(left + 0.5))
 
@@ -272,6 +280,11 @@ class FailedAuth:
         if len(recent) >= self.limit.max_attempts:
             self.failures.pop(client, None)
             self.locked[client] = now + self.limit.lockout_seconds
+            if self.kept is not None:
+                try:
+                    self.kept.lock(client, time.time() + self.limit.lockout_seconds)
+                except (OSError, ClawdError):  # locked out all the same, here
+                    self.unkept.add(client)
             return max(1, round(self.limit.lockout_seconds))
         self.failures[client] = recent
         while len(self.failures) > self.MAX_CLIENTS:
