@@ -220,3 +220,25 @@ def test_a_worker_that_cannot_start_is_not_restarted():
     assert err.count("clawd: agents.list: no such agent") == 2  # one line each, no traceback
     assert "Traceback" not in err and "worker 1 started" not in err
     assert "ended (exit code 2); 0 still serving; not started again" in err
+
+
+def test_workers_refuse_a_newer_schema_and_are_not_restarted(isolated_home, local_server,
+                                                             pg_url):
+    import psycopg
+
+    from clawd.storage.postgres.database import MIGRATIONS
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # a newer clawd migrated it
+        conn.execute("INSERT INTO clawd_schema (version) VALUES (%s)", (len(MIGRATIONS) + 1,))
+    write_local_config(isolated_home, local_server.url)
+    env = _env(isolated_home, free_port(), pg_url)
+    done = subprocess.run([sys.executable, "-m", "clawd", "serve", "--workers", "2"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    said = (f"clawd: the database's schema is version {len(MIGRATIONS) + 1}; this clawd "
+            f"knows {len(MIGRATIONS)}: upgrade clawd")
+    assert done.stderr.count(said) == 2 and "Traceback" not in done.stderr
+    assert done.stderr.count("not started again") == 2
+    status = subprocess.run([sys.executable, "-m", "clawd", "storage", "status"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 2 and status.stderr.startswith(said)

@@ -27,7 +27,7 @@ import socket
 import threading
 from typing import Any
 
-from clawd.core.errors import ClawdError
+from clawd.core.errors import ClawdError, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +152,11 @@ POOL_SIZE = 8
 
 class DatabaseError(ClawdError):
     """The database cannot be used (unreachable, no rights, no pgvector)."""
+
+
+class SchemaTooNew(DatabaseError, ConfigError):
+    """The database was brought up to a newer clawd's schema: this one may not use it (exit
+    code 2, as for a configuration problem; a restart does not change it)."""
 
 
 def shown(url: str) -> str:
@@ -313,8 +318,9 @@ def _migrate(conn: Any) -> int:
     with conn.transaction():
         done = conn.execute("SELECT count(*) FROM clawd_schema").fetchone()[0]
         if done > len(MIGRATIONS):
-            raise DatabaseError(f"the database's schema is version {done}; this clawd knows "
-                                f"{len(MIGRATIONS)}: upgrade clawd")
+            raise SchemaTooNew(f"the database's schema is version {done}; this clawd knows "
+                               f"{len(MIGRATIONS)}: upgrade clawd (docs/hosting.md, "
+                               f"upgrades)")
         for number, sql in enumerate(MIGRATIONS[done:], start=done + 1):
             conn.execute(sql)
             conn.execute("INSERT INTO clawd_schema (version) VALUES (%s)", (number,))
