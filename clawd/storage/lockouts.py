@@ -41,6 +41,8 @@ class FileLockouts:
         """``client`` is locked out until ``until`` (Unix time); expired entries go."""
         with self._changing() as data:
             data[client] = until
+        self._kept[client] = until  # held from now on, whenever the file is looked at next
+        self._seen = None
 
     def holds(self, client: str) -> bool:
         """Whether ``client`` is still locked out in the file (not lifted by ``unlock``);
