@@ -63,7 +63,7 @@ def own_postgres():
     """A PostgreSQL server of this test's own (pgserver), to be killed: (server, URL)."""
     import pgserver
 
-    server = pgserver.get_server(tempfile.mkdtemp(prefix="clawd-pg-own-"), cleanup_mode="stop")
+    server = pgserver.get_server(tempfile.mkdtemp(prefix="clawd-pg-own-"), cleanup_mode="delete")
     try:
         yield server, server.get_uri()
     finally:
