@@ -13,12 +13,14 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import now_iso
+from clawd.core.metrics import METRICS
 from clawd.core.paths import state_dir
 from clawd.memory.index_store import IndexStore
 from clawd.memory.sources import StoredSources
@@ -48,7 +50,12 @@ class FileLease:
 
     def __init__(self, sessions_dir: Path, key: str, wait: float | None, hint: str):
         self.sessions_dir, self.key = sessions_dir, key
-        self._held: Path | None = lock.acquire(sessions_dir, key, wait=wait, hint=hint)
+        self._held: Path | None = None
+        started = time.monotonic()  # the wait is counted (``METRICS``)
+        try:
+            self._held = lock.acquire(sessions_dir, key, wait=wait, hint=hint)
+        finally:
+            METRICS.lease(time.monotonic() - started, self._held is not None)
 
     lost = False  # an OS lock goes only with its process
 

@@ -100,6 +100,38 @@ def test_failed_authentication_locks_an_address_out_for_a_while():
     assert failed.failed("a") is None
 
 
+def test_a_lockout_is_written_down_and_lifted_from_the_command_line(tmp_path, monkeypatch):
+    from clawd.storage import lockouts
+    from clawd.storage.lockouts import FileLockouts
+
+    monkeypatch.setattr(lockouts, "LOOK_SECONDS", 0.0)
+    limit = gateway(auth={"rateLimit": {"maxAttempts": 2, "windowSeconds": 10,
+                                        "lockoutSeconds": 30}}).auth.rate_limit
+    path = tmp_path / "lockouts.json"
+    failed = FailedAuth(limit, kept=FileLockouts(path))
+    for client in ("a", "b"):
+        failed.failed(client)
+        assert failed.failed(client) == 30
+        assert failed.retry_after(client) == 30
+    monkeypatch.setattr(lockouts, "LOOK_SECONDS", 60.0)  # the file just looked at
+    failed.failed("c")
+    assert failed.failed("c") == 30 and failed.retry_after("c") == 30  # held all the same
+    monkeypatch.setattr(lockouts, "LOOK_SECONDS", 0.0)
+    assert (path.stat().st_mode & 0o777) == 0o600
+    other = FileLockouts(path)  # the command line's
+    assert set(other.lockouts()) == {"a", "b", "c"}
+    assert other.unlock("a") is not None and other.unlock("a") is None
+    assert failed.retry_after("a") is None and failed.retry_after("b") == 30
+    assert failed.failed("a") is None  # its wrong tokens were forgotten too
+
+    def full(client: str, until: float) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(failed.kept, "lock", full)  # a lockout not written holds all the same
+    failed.failed("d")
+    assert failed.failed("d") == 30 and failed.retry_after("d") == 30
+
+
 def _entry(message: Message) -> dict:
     return message.to_entry()
 

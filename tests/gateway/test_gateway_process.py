@@ -44,13 +44,16 @@ def _serve(home: Path, grace: float) -> tuple[subprocess.Popen, str]:
     return start_serve({**os.environ, "CLAWD_GATEWAY_TOKEN": TOKEN}, port)
 
 
-def _during_drain(url: str) -> tuple[int, int, str]:
-    """A new turn and the health check, just after SIGTERM: (statuses, the error type)."""
+def _during_drain(url: str) -> tuple[int, int, int, str, dict]:
+    """A new turn, the health and readiness checks just after SIGTERM: (statuses, the error
+    type, what /ready said)."""
     time.sleep(0.3)  # the signal handled
     sent = httpx.post(f"{url}/api/sessions/other/messages", headers=AUTH,
                       json={"text": "too late"}, timeout=5)
     health = httpx.get(f"{url}/health", timeout=5)
-    return sent.status_code, health.status_code, sent.json()["error"]["type"]
+    ready = httpx.get(f"{url}/ready", timeout=5)
+    return (sent.status_code, health.status_code, ready.status_code,
+            sent.json()["error"]["type"], ready.json())
 
 
 @pytest.mark.parametrize("grace, finished", [(30, True), (0, False)])
@@ -58,6 +61,7 @@ def test_sigterm_mid_turn_loses_no_transcript_line(isolated_home, local_config, 
                                                    grace, finished):
     local_server.default("POST", "/v1/chat/completions", _slow_reply)
     child, url = _serve(isolated_home, grace)
+    assert httpx.get(f"{url}/ready", timeout=5).json() == {"ready": True}  # files: no database
     try:
         seen: list[dict] = []
         refused: list[tuple[int, int, str]] = []
@@ -80,7 +84,7 @@ def test_sigterm_mid_turn_loses_no_transcript_line(isolated_home, local_config, 
     out, err = child.communicate()
     assert "Traceback" not in err
     if finished:
-        assert refused == [(503, 503, "stopping")]
+        assert refused == [(503, 503, 503, "stopping", {"ready": False, "reason": "stopping"})]
     streamed = "".join(e["text"] for e in seen if e["type"] == "delta")
     done = seen[-1]
     assert done["type"] == "done" and done["interrupted"] is not finished
@@ -116,8 +120,10 @@ def test_serve_says_where_v1_is_and_logs_a_line_per_request(isolated_home, local
     first = err.splitlines()[0]
     assert first.startswith(f"clawd serve: {url}") and f"OpenAI endpoint {url}/v1" in first
     assert TOKEN not in err and "secret" not in err  # no token, no query in the log
-    assert re.search(r"GET /api/sessions 200 \d+ ms", err)
-    assert re.search(r"GET /api/sessions 401 \d+ ms", err)
+    # when, pid, client, person (none: the operator's token), method, path, status, time
+    line = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d \d+ 127\.0\.0\.1 - "
+    assert re.search(line + r"GET /api/sessions 200 \d+ms$", err, re.M)
+    assert re.search(line + r"GET /api/sessions 401 \d+ms$", err, re.M)
 
 
 def test_a_cli_on_a_session_the_gateway_holds_is_told_who_and_until_when(isolated_home,

@@ -155,7 +155,8 @@ def build_parser() -> _Parser:
     storage_parsers(command, stsub)
 
     users = command(sub, "users", "the people who may use clawd serve: list (default), add, "
-                    "remove, purge, rotate (docs/hosting.md)")
+                    "remove, purge, rotate, link, unlink; lockouts, unlock ADDRESS "
+                    "(docs/hosting.md)")
     usub = users.add_subparsers(dest="users_command", metavar="ACTION")
     users.set_defaults(users_command="list")
     from clawd.frontends.cli.users import add_parsers as users_parsers

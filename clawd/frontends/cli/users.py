@@ -10,6 +10,10 @@ the person's access away (their agent's files stay; with ``--purge`` they go too
 ``purge``: ``cli.purge``); ``rotate`` replaces the token. ``link NAME telegram:<userId>``
 links the person to their Telegram account, so what they write to the bot goes to their own
 agent (no pairing); ``unlink`` undoes it.
+``lockouts`` lists the addresses locked out after too many wrong tokens
+(``gateway.auth.rateLimit``) and ``unlock ADDRESS`` lets one sign in again at once: an
+address, or an IPv6 address's /64 (which is what is counted); a running ``clawd serve`` sees
+it within a second.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ def cmd_users(args: argparse.Namespace) -> int:
     config = load_config()
     people = open_people(config)
     action = args.users_command
+    if action in ("lockouts", "unlock"):
+        return _lockouts(config, getattr(args, "address", None))
     if action == "add":
         return _add(config, people, args.name, args.agent)
     if action == "purge" or (action == "remove" and args.purge):
@@ -89,6 +95,49 @@ def _add(config: Any, people: Any, name: str, agent: str | None) -> int:
     return 0
 
 
+def _lockouts(config: Any, address: str | None) -> int:
+    """List the lockouts, or lift ``address``'s."""
+    from clawd.frontends.gateway.policy import rate_key
+
+    kept = _kept(config)
+    if address is None:
+        found = kept.lockouts()
+        if not found:
+            print(f"no address is locked out ({kept.location})")
+        for client, until in found.items():
+            print(f"{client:<40} locked out until {_when(until)}")
+        return 0
+    client = rate_key(address.strip())
+    until = kept.unlock(client)
+    if until is None:
+        raise ClawdError(f"{client} is not locked out (clawd users lockouts lists those that "
+                         f"are)")
+    shown = client if client == address.strip() else f"{client} (for {address.strip()})"
+    print(f"{shown} may sign in again (it was locked out until "
+          f"{_when(until)}); its wrong tokens are forgotten")
+    return 0
+
+
+def _kept(config: Any) -> Any:
+    """Where the lockouts are: the database's ``auth_failures``, or ``lockouts.json``."""
+    url = config.storage.effective_url()
+    if url:
+        from clawd.storage import open_database
+        from clawd.storage.postgres.auth import PgFailedAuth
+
+        return PgFailedAuth(open_database(url), config.gateway.auth.rate_limit)
+    from clawd.core.paths import state_dir
+    from clawd.storage.lockouts import FILE, FileLockouts
+
+    return FileLockouts(state_dir() / FILE)
+
+
+def _when(until: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(until).astimezone().isoformat(timespec="seconds")
+
+
 def _seed(files: Any) -> int:
     """Lay the workspace template down in ``files`` (what exists is kept)."""
     from clawd.workspace.template import template_files
@@ -126,3 +175,7 @@ def add_parsers(command: Any, sub: Any) -> None:
         linking.add_argument("account", metavar="telegram:USERID",
                              help="the person's Telegram user id (a number; clawd pairing "
                                   "list shows it)")
+    command(sub, "lockouts", "the addresses locked out after too many wrong tokens")
+    command(sub, "unlock", "let an address locked out after too many wrong tokens sign in "
+            "again now").add_argument("address", metavar="ADDRESS",
+                                      help="an IP address (an IPv6 one: its /64 is unlocked)")

@@ -53,7 +53,7 @@ ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Eve
 def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starlette:
     """The gateway over ``agents``; ``token``: the unscoped bearer token (config or
     environment), besides ``gateway.auth.tokens``."""
-    from clawd.frontends.gateway import native, openai_compat, openapi, page
+    from clawd.frontends.gateway import native, openai_compat, openapi, ops, page
 
     gateway = config.gateway
     shared, failed = _shared(config)
@@ -63,7 +63,8 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
     hub = Hub(agents, **options) if shared is None else SharedHub(agents, shared, **options)
     from clawd.frontends.gateway import automation, jobs
 
-    routes = list(native.ROUTES) + page.ROUTES + automation.ROUTES + jobs.ROUTES
+    routes = list(native.ROUTES) + page.ROUTES + automation.ROUTES + jobs.ROUTES + ops.ROUTES
+    readiness = ops.Readiness(config.storage.effective_url(), lambda: hub.stopping)
     compatible = gateway.http.endpoints.chat_completions.enabled
     if compatible:
         routes += openai_compat.ROUTES
@@ -103,6 +104,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                 await background.stop(gateway.shutdown_grace_seconds)
             await hub.stop()
             app.state.gateway.aside.close()
+            readiness.close()
             if shared is not None:
                 shared.close()
 
@@ -120,6 +122,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                     exception_handlers={ClawdError: on_error, MappingError: on_error,
                                         HTTPException: no_route})
     app.state.gateway = GatewayState(config, agents, hub)
+    app.state.readiness = readiness
     return app
 
 
@@ -160,7 +163,11 @@ def _shared(config: Config) -> tuple[Any, Any]:
     (turns, their lines, failed sign-ins); without it, this process's memory alone."""
     url = config.storage.effective_url()
     if not url:
-        return None, FailedAuth(config.gateway.auth.rate_limit)
+        from clawd.core.paths import state_dir
+        from clawd.storage.lockouts import FILE, FileLockouts
+
+        return None, FailedAuth(config.gateway.auth.rate_limit,
+                                kept=FileLockouts(state_dir() / FILE))
     from clawd.frontends.gateway.shared import stopped_lines
     from clawd.storage import open_database
     from clawd.storage.postgres.auth import PgFailedAuth

@@ -103,3 +103,14 @@ class Feed:
 def sse(number: int, line: dict[str, Any]) -> bytes:
     """One event as SSE: its number as the ``id`` (for ``Last-Event-ID``), its JSON as data."""
     return f"id: {number}\ndata: {json.dumps(line, ensure_ascii=False)}\n\n".encode()
+
+
+def ended_how(feed: Feed) -> tuple[bool, bool]:
+    """How the turn that wrote ``feed`` ended: (failed, stopped by an abort or a shutdown),
+    read from its ``done`` line; a turn without one (a command) failed if it told of an
+    error."""
+    for _, line in reversed(feed.lines):
+        if line.get("type") == "done":
+            return bool(line.get("failed")), bool(line.get("aborted") or
+                                                  line.get("interrupted"))
+    return any(line.get("type") == "error" for _, line in feed.lines), False

@@ -12,17 +12,20 @@ body's size: past ``gateway.maxBodyBytes`` the request is answered 413 before an
 reads it, so nothing is written. Errors have OpenAI's shape, ``{"error": {"message",
 "type", "code"}}``, on every route; an exception no route handled is answered 500 in that
 shape and logged in one line. Each request is logged in one line when it ends
-(``clawd.access``: method, path, status, time; never the query or a header); the path as
-``loggable`` writes it, so no request can write a line of its own (``%0A``) or a NUL into
-the log.
+(``clawd.access``, ``access_line``: when, pid, client, person, method, path, status, time;
+never the query or a header); the path as ``loggable`` writes it, so no request can write a
+line of its own (``%0A``) or a NUL into the log. Each is counted too (``core.metrics``: by
+status class, and its time).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -30,6 +33,7 @@ from starlette.concurrency import run_in_threadpool
 
 from clawd.config.gateway import Gateway
 from clawd.core.errors import StoreUnavailable
+from clawd.core.metrics import METRICS
 from clawd.frontends.gateway.policy import (
     Tokens,
     bearer,
@@ -58,6 +62,19 @@ def loggable(text: str) -> str:
     UTF-8, the rest as it is."""
     return "".join(ch if ch.isprintable() and ch not in " %"
                    else quote(ch, safe="", errors="surrogatepass") for ch in text)
+
+
+def access_line(arrived: float, scope: Scope, status: int, took: float) -> str:
+    """A request's line in the log: when it arrived (ISO 8601, local time with its
+    offset), this worker's pid, the client's address, the person whose token it bore (``-``:
+    none, or not a person's), the method, the path (``loggable``), the status (``-``: none
+    was sent) and how long it took, in ms. Space-separated, none of the fields holds a
+    space."""
+    stamp = datetime.fromtimestamp(arrived).astimezone().isoformat(timespec="milliseconds")
+    client = loggable(str((scope.get("client") or ("-", 0))[0]))
+    person = (scope.get("state") or {}).get("person") or "-"
+    return (f"{stamp} {os.getpid()} {client} {person} {loggable(scope['method'])} "
+            f"{loggable(scope['path'])} {status or '-'} {took * 1000:.0f}ms")
 
 
 def error_body(status: int, message: str, kind: str) -> bytes:
@@ -107,14 +124,17 @@ class Gatekeeper:
                 status = message["status"]
             await send(message)
 
+        arrived = time.time()
         try:
             await self._guard(scope, receive, watched)
         except StoreUnavailable as exc:  # the token or lockout check could not be made
             if not status:
                 await _unavailable(watched, exc)
         finally:  # one line a request, when it ends (a stream: when the turn has); no query
-            access.info("%s %s %s %.0f ms", scope["method"], loggable(scope["path"]),
-                        status or "-", (time.monotonic() - started) * 1000)
+            took = time.monotonic() - started
+            METRICS.request(status, took)
+            if access.isEnabledFor(logging.INFO):
+                access.info("%s", access_line(arrived, scope, status, took))
 
     async def _guard(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
@@ -210,6 +230,7 @@ class Gatekeeper:
             log.warning("%s %s failed: %s: %s", scope["method"], loggable(scope["path"]),
                         type(exc).__name__, " ".join(str(exc).split()))
             log.debug("the traceback", exc_info=True)
+            METRICS.error("request")
             if not started:
                 await send_error(send, 500, f"the gateway failed on this request "
                                  f"({type(exc).__name__}); nothing more was done",

@@ -16,7 +16,7 @@ kept, marked interrupted. A slot holds its ``Chat`` (and so the session's lock, 
 CLI honours) while turns come, and lets it go after ``gateway.idleSessionSeconds``. Several
 workers on one database use ``shared_hub.SharedHub`` (queues in the database). ``stop``
 (SIGTERM) refuses new turns, lets running ones go on for ``gateway.shutdownGraceSeconds``,
-then stops them as Ctrl-C does; queued turns are not run.
+then stops them as Ctrl-C does; queued turns are not run. Turns are counted (``METRICS``).
 """
 
 from __future__ import annotations
@@ -32,15 +32,17 @@ from typing import Any
 
 from clawd.core import events as ev
 from clawd.core.errors import ClawdError, http_message
+from clawd.core.metrics import METRICS
 from clawd.frontends.commands import Chat
 from clawd.frontends.gateway.agents import ServedAgents
-from clawd.frontends.gateway.feed import Feed
+from clawd.frontends.gateway.feed import Feed, ended_how
 from clawd.frontends.gateway.shared import StoredFeed
 from clawd.frontends.render import drive, event_json
 
 log = logging.getLogger(__name__)
 MAX_THREADS = 64  # turns running at once, over all sessions
 IDEMPOTENCY_KEYS = 1000  # sends remembered for their idempotency key
+STOPPING = "the gateway is shutting down; the message was not sent"
 # events of a turn under way (its token made): an abort seen at one stops the turn
 INTERRUPTIBLE = (ev.TextDelta, ev.ToolStarted, ev.ToolFinished, ev.Waiting, ev.Recalled,
                  ev.Flushed, ev.Compacted)
@@ -80,10 +82,10 @@ class QueuedTurn:
     abort: bool = False
     interrupted: bool = False  # the abort's interrupt has been delivered
     images: tuple[Any, ...] = ()  # ``ImagePart``s (a channel's photo; not across workers)
+    queued_at: float = field(default_factory=time.monotonic)  # when it arrived
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key,
-                "state": self.state}
+        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key, "state": self.state}
 
 
 @dataclass(eq=False)
@@ -97,8 +99,7 @@ class RemoteTurn:
     state: str = "running"
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key,
-                "state": self.state}
+        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key, "state": self.state}
 
 
 @dataclass(eq=False)
@@ -199,8 +200,7 @@ class Hub:
                 table.popitem(last=False)
 
     async def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
-        """A turn of this worker (of any worker: ``shared_hub.SharedHub``)."""
-        return self.turns.get(turn_id)
+        return self.turns.get(turn_id)  # of any worker: ``shared_hub.SharedHub``
 
     async def busy(self, agent_id: str, key: str) -> dict[str, Any]:
         """The session's running turn and how many wait behind it (on any worker)."""
@@ -256,19 +256,20 @@ class Hub:
                     continue
                 break
             if self.stopping:
-                self._not_run(turn, "the gateway is shutting down; the message was not sent")
+                self._not_run(turn, STOPPING)
                 continue
             slot.running, turn.state = turn, "running"
-            started = time.monotonic()
+            started = METRICS.turn_started(time.monotonic() - turn.queued_at)
             try:
                 await loop.run_in_executor(self.pool, self._run, slot, turn, loop)
             except Exception as exc:  # noqa: BLE001 - a bug must not stop the session's queue
                 log.warning("turn %s failed: %s: %s", turn.id, type(exc).__name__, exc)
+                METRICS.error("turn")
                 turn.feed.push({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
             finally:
                 slot.running, turn.state = None, "done"
                 turn.feed.close()
-            took = time.monotonic() - started
+            took = METRICS.turn_ended(started, *ended_how(turn.feed))
             slot.seconds_per_turn = 0.7 * slot.seconds_per_turn + 0.3 * took
         self._drained(slot)
 
@@ -366,8 +367,7 @@ class Hub:
         self.stopping = True
         for slot in self.slots.values():
             while slot.queue:
-                self._not_run(slot.queue.popleft(), "the gateway is shutting down; the "
-                              "message was not sent")
+                self._not_run(slot.queue.popleft(), STOPPING)
         asyncio.get_running_loop().call_later(self.grace, self._interrupt_all)
 
     def _interrupt_all(self) -> None:

@@ -89,7 +89,8 @@ async def chat_completions(request: Request) -> Response:
         lines = turn.feed.follow(keepalive=feed.HEARTBEAT_SECONDS)
         return StreamingResponse(_chunks(lines, turn.id, model, created),
                                  media_type="text/event-stream",
-                                 headers={**headers, "Cache-Control": "no-store"})
+                                 headers={**headers, "Cache-Control": "no-store",
+                                          "X-Accel-Buffering": "no"})
     text, error, done = "", None, None
     async for _, line in turn.feed.lines_of():
         kind = line.get("type")

@@ -43,6 +43,15 @@ def document(compatible: bool) -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/health": {"get": {"summary": "liveness; needs no token", "security": [],
                             "responses": {"200": {"description": "{\"ok\": true}"}}}},
+        "/ready": {"get": {"summary": "readiness: the database answers and the worker is not "
+                           "stopping; needs no token", "security": [],
+                           "responses": {"200": {"description": "{\"ready\": true}"},
+                                         "503": {"description": "{\"ready\": false, "
+                                                 "\"reason\": \"database\" or "
+                                                 "\"stopping\"}"}}}},
+        "/metrics": {"get": {"summary": "Prometheus' text format; the operator's token only",
+                             "responses": {"200": {"description": "text/plain"},
+                                           "401": ERROR, "403": ERROR}}},
         "/": {"get": {"summary": "the web chat (HTML); needs no token: the page asks for it",
                       "security": [], "responses": {"200": {"description": "text/html"}}}},
         "/ui/{name}": {"get": {"summary": "the web chat's CSS and JavaScript; needs no token",

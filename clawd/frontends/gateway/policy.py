@@ -1,4 +1,5 @@
-"""Who may call the gateway, and from where: pure checks, no I/O.
+"""Who may call the gateway, and from where: pure checks, no I/O (but a lockout's note for
+``clawd users unlock``, ``FailedAuth.kept``).
 
 ``bind_host`` turns ``gateway.bind`` into an address and ``check_bind`` refuses to listen
 beyond loopback without a token; ``Tokens`` answers which agents a bearer token reaches
@@ -6,10 +7,10 @@ beyond loopback without a token; ``Tokens`` answers which agents a bearer token 
 header naming a DNS name the gateway was not told about (DNS rebinding); ``origin_allowed``
 lets a state-changing request from a browser through only from the gateway's own origin or
 a configured one; ``needs_no_token`` names the paths open without a token (the health
-check, the web chat's files); ``client_address`` is the address a request came from (the peer, or
-what a trusted proxy says in ``X-Forwarded-For``); ``FailedAuth`` counts wrong tokens per
-client address (``gateway.auth.rateLimit``; an IPv6 client by its /64, which one host
-usually holds whole).
+and readiness checks, the web chat's files); ``client_address`` is the address a request
+came from (the peer, or what a trusted proxy says in ``X-Forwarded-For``); ``FailedAuth``
+counts wrong tokens per client address (``gateway.auth.rateLimit``; an IPv6 client by its
+/64, which one host usually holds whole).
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawd.config.gateway import Gateway, RateLimit, token_weakness
-from clawd.core.errors import ConfigError
+from clawd.core.errors import ClawdError, ConfigError
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 ENV_TOKEN = "CLAWD_GATEWAY_TOKEN"
-OPEN_PATHS = frozenset({"/health", "/"})  # liveness, and the web chat's page
+OPEN_PATHS = frozenset({"/health", "/ready", "/"})  # liveness, readiness, the web chat's page
 PAGE_FILES = "/ui/"  # the page's CSS and JavaScript: /ui/<name>
 
 
@@ -124,8 +125,8 @@ def bearer(header: str | None) -> bytes | None:
 
 
 def needs_no_token(path: str) -> bool:
-    """Whether ``path`` is served without a token: ``/health`` and the web chat's files
-    (which hold no secret)."""
+    """Whether ``path`` is served without a token: ``/health``, ``/ready`` and the web
+    chat's files (which hold no secret)."""
     if path in OPEN_PATHS:
         return True
     name = path[len(PAGE_FILES):] if path.startswith(PAGE_FILES) else ""
@@ -250,6 +251,10 @@ class FailedAuth:
     clock: Callable[[], float] = time.monotonic
     failures: dict[str, list[float]] = field(default_factory=dict)
     locked: dict[str, float] = field(default_factory=dict)
+    # where lockouts are written for ``clawd users unlock`` (``storage.lockouts``): a client
+    # locked out here and no longer there was let in again
+    kept: Any = None
+    unkept: set[str] = field(default_factory=set)  # lockouts that could not be written
 
     MAX_CLIENTS = 10_000
 
@@ -259,8 +264,11 @@ class FailedAuth:
         if until is None:
             return None
         left = until - self.clock()
-        if left <= 0:
+        if left <= 0 or (self.kept is not None and client not in self.unkept
+                         and not self.kept.holds(client)):
             del self.locked[client]
+            self.failures.pop(client, None)
+            self.unkept.discard(client)
             return None
         return max(1, round(left + 0.5))
 
@@ -272,6 +280,11 @@ class FailedAuth:
         if len(recent) >= self.limit.max_attempts:
             self.failures.pop(client, None)
             self.locked[client] = now + self.limit.lockout_seconds
+            if self.kept is not None:
+                try:
+                    self.kept.lock(client, time.time() + self.limit.lockout_seconds)
+                except (OSError, ClawdError):  # locked out all the same, here
+                    self.unkept.add(client)
             return max(1, round(self.limit.lockout_seconds))
         self.failures[client] = recent
         while len(self.failures) > self.MAX_CLIENTS:

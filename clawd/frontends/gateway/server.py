@@ -134,7 +134,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app = create_app(config, agents, scoped)
         if sock is None:
             started(agents.ids)
-        logging.getLogger("clawd.access").setLevel(logging.INFO)  # a line per request
+        from clawd.frontends.gateway.ops import count_log_messages, show_requests
+
+        show_requests()  # a line per request
+        count_log_messages()
         lock.HOLDER = f"clawd serve ({url})"  # what a CLI waiting for a session is told
         server(app, host, port).run(sockets=[sock] if sock is not None else None)
         return 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from functools import partial
 from typing import Any
@@ -31,6 +32,7 @@ from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.feed import Feed
 from clawd.frontends.gateway.hub import (
     IDEMPOTENCY_KEYS,
+    STOPPING,
     Hub,
     IdempotencyConflict,
     QueuedTurn,
@@ -48,7 +50,7 @@ SHARED_WAIT_SECONDS = 600.0  # a turn waits this long for its session to be free
 SWEEP_SECONDS = 1.0  # how often a worker looks for turns queued for a session nobody runs
 NOT_TAKEN = ("the session stayed in use elsewhere (a chat in a terminal?) for 10 minutes; "
              "the message was not sent")
-NOT_SENT = "the gateway is shutting down; the message was not sent"
+NOT_SENT = STOPPING
 UNANSWERED = "the database stopped answering while the message was sent; it was not sent"
 
 
@@ -255,11 +257,12 @@ class SharedHub(Hub):
         claimed = await asyncio.to_thread(self.shared.claim, slot.agent_id, slot.key)
         if claimed is None:
             return None
-        turn_id, text, ephemeral = claimed
+        turn_id, text, ephemeral, waited = claimed
         turn = self.turns.get(turn_id)
         if turn is None or turn.state != "queued":  # another worker's: run here
             turn = QueuedTurn(turn_id, slot.agent_id, slot.key, text, ephemeral=ephemeral,
-                              feed=Feed(sink(self.shared, turn_id), self.shared.settle))
+                              feed=Feed(sink(self.shared, turn_id), self.shared.settle),
+                              queued_at=time.monotonic() - waited)  # it arrived elsewhere
             self._remember(turn, None)
         return turn
 

@@ -1,6 +1,7 @@
 """The failed sign-ins per client address that every ``clawd serve`` worker on one database
 counts together (``auth_failures``), so a wrong token tried on each worker in turn is locked
-out as fast as on one."""
+out as fast as on one; ``clawd users lockouts`` lists the addresses locked out and ``clawd
+users unlock`` lets one in again (its row deleted: every worker sees it at once)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class PgFailedAuth:
 
     def __init__(self, db: Database, limit: RateLimit):
         self.db, self.limit = db, limit
+        self.location = f"{db.location} (auth_failures)"
 
     def retry_after(self, client: str) -> int | None:
         with self.db.connection() as conn:
@@ -42,3 +44,19 @@ class PgFailedAuth:
                              "WHERE client = %s", (now + self.limit.lockout_seconds, client))
                 return max(1, round(self.limit.lockout_seconds))
         return None
+
+    def lockouts(self) -> dict[str, float]:
+        """The addresses locked out now, and until when (Unix time)."""
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT client, locked_until FROM auth_failures WHERE "
+                                "locked_until > %s ORDER BY client", (time.time(),)).fetchall()
+        return {str(row[0]): float(row[1]) for row in rows}
+
+    def unlock(self, client: str) -> float | None:
+        """Lift ``client``'s lockout and forget its wrong tokens; until when it was locked
+        out (None: it was not)."""
+        with self.db.connection() as conn:
+            row = conn.execute("DELETE FROM auth_failures WHERE client = %s RETURNING "
+                               "locked_until", (client,)).fetchone()
+        until = row[0] if row else None
+        return float(until) if until is not None and until > time.time() else None

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from clawd.core.errors import ClawdError, StoreUnavailable
+from clawd.core.errors import ClawdError, ConfigError, StoreUnavailable
 from clawd.storage.postgres.errors import unreachable
 
 log = logging.getLogger(__name__)
@@ -200,6 +200,11 @@ class DatabaseError(ClawdError):
     """The database cannot be used (unreachable, no rights, no pgvector)."""
 
 
+class SchemaTooNew(DatabaseError, ConfigError):
+    """The database was brought up to a newer clawd's schema: this one may not use it (exit
+    code 2, as for a configuration problem; a restart does not change it)."""
+
+
 def shown(url: str) -> str:
     """``url`` without its password, for messages."""
     from psycopg.conninfo import conninfo_to_dict
@@ -326,6 +331,12 @@ def database(url: str) -> Database:
         return _open[url]
 
 
+def opened(url: str) -> Database | None:
+    """The process's ``Database`` for ``url`` if it has opened one (nothing is opened)."""
+    with _guard:
+        return _open.get(url)
+
+
 def forget(url: str) -> None:
     """Close the process's pool on ``url``, if it has one."""
     with _guard:
@@ -372,8 +383,9 @@ def _migrate(conn: Any) -> int:
     with conn.transaction():
         done = conn.execute("SELECT count(*) FROM clawd_schema").fetchone()[0]
         if done > len(MIGRATIONS):
-            raise DatabaseError(f"the database's schema is version {done}; this clawd knows "
-                                f"{len(MIGRATIONS)}: upgrade clawd")
+            raise SchemaTooNew(f"the database's schema is version {done}; this clawd knows "
+                               f"{len(MIGRATIONS)}: upgrade clawd (docs/hosting.md, "
+                               f"upgrades)")
         for number, sql in enumerate(MIGRATIONS[done:], start=done + 1):
             conn.execute(sql)
             conn.execute("INSERT INTO clawd_schema (version) VALUES (%s)", (number,))

@@ -102,17 +102,19 @@ class PgShared:
             return self.begin(turn_id, agent_id, key, text, None, ephemeral)
         return str(row[0]), row[1] == text_hash(text)
 
-    def claim(self, agent_id: str, key: str) -> tuple[str, str, bool] | None:
+    def claim(self, agent_id: str, key: str) -> tuple[str, str, bool, float] | None:
         """The session's oldest queued turn, now running on this worker: (its id, its text,
-        whether it is ephemeral); None when none waits. Only the session's holder claims."""
+        whether it is ephemeral, the seconds it waited); None when none waits. Only the
+        session's holder claims."""
         with self.db.connection() as conn:
             row = conn.execute(
                 "WITH next AS (SELECT turn_id, text FROM gateway_turns WHERE agent_id = %s "
                 "AND key = %s AND state = 'queued' ORDER BY seq LIMIT 1 FOR UPDATE SKIP "
                 "LOCKED) UPDATE gateway_turns t SET state = 'running', worker = %s, text = "
                 "NULL, started = now() FROM next WHERE t.turn_id = next.turn_id RETURNING "
-                "t.turn_id, next.text, t.ephemeral", (agent_id, key, self.worker)).fetchone()
-        return (str(row[0]), str(row[1] or ""), bool(row[2])) if row else None
+                "t.turn_id, next.text, t.ephemeral, extract(epoch FROM now() - t.created)",
+                (agent_id, key, self.worker)).fetchone()
+        return (str(row[0]), str(row[1] or ""), bool(row[2]), float(row[3])) if row else None
 
     def taken_elsewhere(self, turn_ids: list[str]) -> list[str]:
         """Those of ``turn_ids`` (this worker's) another worker claimed, or ended unrun."""

@@ -25,6 +25,7 @@ from psycopg.types.json import Jsonb
 
 from clawd.core.errors import StoreUnavailable
 from clawd.core.messages import now_iso
+from clawd.core.metrics import METRICS
 from clawd.core.paths import state_dir
 from clawd.sessions import lock
 from clawd.sessions.lock import CHAT_HINT, busy_error
@@ -59,11 +60,14 @@ class PgLease:
                 _held[self._slot] += 1
                 return
             _acquiring.add(self._slot)
+        started, taken = time.monotonic(), False
         try:  # waited for without the process's guard: other sessions open meanwhile
             self._acquire(wait, hint)
+            taken = True
             with _changed:
                 _held[self._slot] = 1
         finally:
+            METRICS.lease(time.monotonic() - started, taken)
             with _changed:
                 _acquiring.discard(self._slot)
                 _changed.notify_all()
