@@ -21,7 +21,6 @@ whole text), as the in-process feed drops them.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import logging
 import queue
@@ -32,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from clawd.core.errors import StoreUnavailable
+from clawd.storage.postgres import orphans
+from clawd.storage.postgres.orphans import text_hash
 
 if TYPE_CHECKING:
     from clawd.storage.postgres.database import Database
@@ -45,10 +46,6 @@ ABORTS = "clawd_abort"  # the channel aborts are asked for on
 TURNS = "clawd_turn"  # "a turn was queued for this session": agent\nkey
 RELEASES = "clawd_release"  # "let go of this session if you hold it idle": agent\nkey
 KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class PgShared:
@@ -290,55 +287,11 @@ class PgShared:
                 "SELECT 1 FROM pg_stat_activity WHERE application_name = %s",
                 (state[1],)).fetchone())
             if orphaned:
-                partial = self._orphaned(conn, turn_id, state[2])
+                partial = orphans.end(conn, turn_id, self.stopped(state[2]))
         if orphaned:
-            self._keep_partial(state[3], state[2], state[4], partial)
+            orphans.keep_partial(self.db, state[3], state[2], state[4], partial)
             return self.events_after(turn_id, after)
         return [(int(seq), line) for seq, line in rows], not state or state[0] == "done"
-
-    def _orphaned(self, conn: Any, turn_id: str, key: str) -> str:
-        """End the turn of a worker that is gone: what it said is kept, then the lines
-        ``stopped`` gives. The reply's text so far."""
-        with conn.transaction():
-            rows = conn.execute("SELECT seq, line FROM turn_events WHERE turn_id = %s "
-                                "ORDER BY seq", (turn_id,)).fetchall()
-            last = rows[-1][0] if rows else -1
-            with conn.cursor() as cur:
-                cur.executemany("INSERT INTO turn_events (turn_id, seq, line) VALUES "
-                                "(%s, %s, %s::json) ON CONFLICT DO NOTHING",
-                                [(turn_id, last + n, orjson.dumps(line).decode())
-                                 for n, line in enumerate(self.stopped(key), start=1)])
-            conn.execute("UPDATE gateway_turns SET state = 'done' WHERE turn_id = %s",
-                         (turn_id,))
-        return "".join(str(line.get("text") or "") for _, line in rows
-                       if isinstance(line, dict) and line.get("type") == "delta")
-
-    def _keep_partial(self, agent_id: str, key: str, asked: str, partial: str) -> None:
-        """Write what a dead worker's reply had said into the session, marked interrupted
-        as Ctrl-C marks it, when the session's last message is still that turn's own (no
-        other turn came since) and nobody holds the session."""
-        from clawd.core.messages import Message
-        from clawd.sessions.lock import SessionBusyError
-
-        if not partial.strip():
-            return
-        storage = self.db.agent(agent_id)
-        try:
-            lease = storage.hold(key, wait=0)
-        except SessionBusyError:
-            return  # someone has the session: the next turn folds the message in
-        try:
-            entry = storage.sessions.get(key) or {}
-            if not entry.get("sessionId"):
-                return
-            log = storage.transcript(entry["sessionId"])
-            said = [e for e in log.load(quiet=True).entries if e.get("type") == "message"
-                    and not e.get("flush")]
-            if said and said[-1].get("role") == "user" \
-                    and text_hash(Message.from_entry(said[-1]).text) == asked:
-                log.append_message(Message.assistant(partial, aborted=True))
-        finally:
-            lease.release()
 
     def settle(self, timeout: float = 5.0) -> None:
         """Wait until every line handed in so far is written (tests, shutdown)."""
