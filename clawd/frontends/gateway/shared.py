@@ -7,6 +7,7 @@ process holds everything in memory, as before.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -18,6 +19,7 @@ from clawd.core.errors import StoreUnavailable
 from clawd.frontends.render import event_json
 
 POLL_SECONDS = 0.1  # how often a follower on another worker looks for new lines
+HEARD_POLL_SECONDS = 1.0  # the same, when it is woken by the lines' NOTIFY
 OUTAGE_SECONDS = 60.0  # a follower's stream waits this long for a database that stopped
 STOPPED = ("the worker running this turn stopped before it ended; the message is kept in "
            "the session, the reply is cut short there")
@@ -45,17 +47,45 @@ def sink(shared: Any, turn_id: str) -> Callable[[int, dict[str, Any] | None], No
     return keep
 
 
-class StoredFeed:
-    """The lines of a turn another worker runs, as ``Feed`` offers them: ``follow`` polls
-    the database until the turn has ended."""
+class Wakers:
+    """This worker's followers of turns other workers run, each woken when lines of its
+    turn are written (heard through ``NOTIFY``) rather than polling every moment."""
 
-    def __init__(self, shared: Any, turn_id: str):
-        self.shared, self.turn_id = shared, turn_id
+    def __init__(self) -> None:
+        self._waiting: dict[str, set[asyncio.Event]] = {}
+
+    def arm(self, turn_id: str) -> asyncio.Event:
+        """An event set at the next lines of ``turn_id`` (armed before the lines are read:
+        none written meanwhile is missed)."""
+        event = asyncio.Event()
+        self._waiting.setdefault(turn_id, set()).add(event)
+        return event
+
+    def disarm(self, turn_id: str, event: asyncio.Event) -> None:
+        found = self._waiting.get(turn_id)
+        if found is not None:
+            found.discard(event)
+            if not found:
+                del self._waiting[turn_id]
+
+    def wake(self, turn_id: str) -> None:
+        for event in self._waiting.get(turn_id, ()):
+            event.set()
+
+
+class StoredFeed:
+    """The lines of a turn another worker runs, as ``Feed`` offers them: ``follow`` reads
+    the database until the turn has ended, again each time ``wakers`` says lines came (at
+    least every ``HEARD_POLL_SECONDS``), or every ``POLL_SECONDS`` without them."""
+
+    def __init__(self, shared: Any, turn_id: str, wakers: Wakers | None = None):
+        self.shared, self.turn_id, self.wakers = shared, turn_id, wakers
 
     async def follow(self, after: int = -1, *, keepalive: float | None = None
                      ) -> AsyncIterator[tuple[int, dict[str, Any]] | None]:
         quiet = failing = time.monotonic()
         while True:
+            woken = self.wakers.arm(self.turn_id) if self.wakers is not None else None
             try:
                 rows, ended = await run_in_threadpool(self.shared.events_after, self.turn_id,
                                                       after)
@@ -64,16 +94,24 @@ class StoredFeed:
                 if time.monotonic() - failing > OUTAGE_SECONDS:
                     raise
                 rows, ended = [], False
-            for number, line in rows:
-                after = number
-                quiet = time.monotonic()
-                yield number, line
-            if ended and not rows:
-                return
-            if keepalive is not None and time.monotonic() - quiet >= keepalive:
-                quiet = time.monotonic()
-                yield None
-            await asyncio.sleep(POLL_SECONDS)
+            try:
+                for number, line in rows:
+                    after = number
+                    quiet = time.monotonic()
+                    yield number, line
+                if ended and not rows:
+                    return
+                if keepalive is not None and time.monotonic() - quiet >= keepalive:
+                    quiet = time.monotonic()
+                    yield None
+                if woken is None:
+                    await asyncio.sleep(POLL_SECONDS)
+                elif not rows:  # lines came: read again at once, else wait to hear of more
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(woken.wait(), HEARD_POLL_SECONDS)
+            finally:
+                if woken is not None and self.wakers is not None:
+                    self.wakers.disarm(self.turn_id, woken)
 
     async def lines_of(self, after: int = -1) -> AsyncIterator[tuple[int, dict[str, Any]]]:
         async for found in self.follow(after):

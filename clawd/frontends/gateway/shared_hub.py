@@ -40,7 +40,7 @@ from clawd.frontends.gateway.hub import (
     RemoteTurn,
     Slot,
 )
-from clawd.frontends.gateway.shared import StoredFeed, failed_lines, sink
+from clawd.frontends.gateway.shared import StoredFeed, Wakers, failed_lines, sink
 from clawd.sessions import lock
 from clawd.sessions.lock import SessionBusyError
 
@@ -63,6 +63,7 @@ class SharedHub(Hub):
         self._sweeper: asyncio.Task[None] | None = None
         self._relays: set[asyncio.Task[None]] = set()  # turns followed from the database
         self.unsent: set[str] = set()  # queued when the database stopped answering
+        self.wakers = Wakers()  # followers of turns other workers run, woken by NOTIFY
         # the turns this worker's clients sent that another worker runs, recent ones
         self.followed: OrderedDict[str, RemoteTurn] = OrderedDict()
 
@@ -162,7 +163,8 @@ class SharedHub(Hub):
 
     def _remote(self, turn_id: str, agent_id: str, key: str, state: str = "running"
                 ) -> RemoteTurn:
-        return RemoteTurn(turn_id, agent_id, key, StoredFeed(self.shared, turn_id), state)
+        return RemoteTurn(turn_id, agent_id, key, StoredFeed(self.shared, turn_id, self.wakers),
+                          state)
 
     async def busy_of(self, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
         """From every worker's turns (one query)."""
@@ -186,7 +188,8 @@ class SharedHub(Hub):
         self.shared.listen(
             lambda turn_id: loop.call_soon_threadsafe(self._aborted, turn_id),
             lambda agent_id, key: loop.call_soon_threadsafe(self._idle_now, agent_id, key),
-            lambda agent_id, key: loop.call_soon_threadsafe(self._queued, agent_id, key))
+            lambda agent_id, key: loop.call_soon_threadsafe(self._queued, agent_id, key),
+            lambda turn_id: loop.call_soon_threadsafe(self.wakers.wake, turn_id))
         self._sweeper = loop.create_task(self._sweep())
 
     def _queued(self, agent_id: str, key: str) -> None:
@@ -243,7 +246,7 @@ class SharedHub(Hub):
     def _relay(self, turn: QueuedTurn) -> None:
         turn.state = "running"
         relay = asyncio.get_running_loop().create_task(
-            turn.feed.relay(StoredFeed(self.shared, turn.id)))
+            turn.feed.relay(StoredFeed(self.shared, turn.id, self.wakers)))
         relay.add_done_callback(lambda _: setattr(turn, "state", "done"))
         self._relays.add(relay)
         relay.add_done_callback(self._relays.discard)

@@ -45,6 +45,7 @@ BATCH = 200  # lines written in one statement at most
 ABORTS = "clawd_abort"  # the channel aborts are asked for on
 TURNS = "clawd_turn"  # "a turn was queued for this session": agent\nkey
 RELEASES = "clawd_release"  # "let go of this session if you hold it idle": agent\nkey
+LINES = "clawd_lines"  # "lines of this turn were written": turn id (followers wake)
 KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
 
 
@@ -228,11 +229,12 @@ class PgShared:
 
     def listen(self, on_abort: Callable[[str], None],
                on_release: Callable[[str, str], None] | None = None,
-               on_turn: Callable[[str, str], None] | None = None) -> None:
+               on_turn: Callable[[str, str], None] | None = None,
+               on_lines: Callable[[str], None] | None = None) -> None:
         """Call ``on_abort(turn_id)`` (on a thread of its own) for each abort any worker
         asks for, ``on_release(agent_id, key)`` for each session another process waits
-        for and ``on_turn(agent_id, key)`` for each turn queued; a lost connection is made
-        again."""
+        for, ``on_turn(agent_id, key)`` for each turn queued and ``on_lines(turn_id)`` for
+        each batch of a turn's lines written; a lost connection is made again."""
 
         def run() -> None:
             import psycopg
@@ -245,6 +247,8 @@ class PgShared:
                         conn.execute(f"LISTEN {ABORTS}")
                         conn.execute(f"LISTEN {RELEASES}")
                         conn.execute(f"LISTEN {TURNS}")
+                        if on_lines is not None:
+                            conn.execute(f"LISTEN {LINES}")
                         if lost:
                             log.warning("hearing other workers again")
                         lost = False
@@ -253,6 +257,10 @@ class PgShared:
                             for note in conn.notifies(timeout=0.5):
                                 if note.channel == ABORTS:
                                     on_abort(note.payload)
+                                    continue
+                                if note.channel == LINES:
+                                    if on_lines is not None:
+                                        on_lines(note.payload)
                                     continue
                                 hear = on_release if note.channel == RELEASES else on_turn
                                 if hear is not None and "\n" in note.payload:
@@ -333,6 +341,9 @@ class PgShared:
                                     "(%s, %s, %s::json) ON CONFLICT DO NOTHING", lines)
                 conn.execute("UPDATE gateway_turns SET state = 'running', started = now() "
                              "WHERE turn_id = ANY(%s) AND state = 'queued'", (running,))
+            # delivered at commit: a follower on another worker reads them at once
+            conn.execute("SELECT pg_notify(%s, t) FROM unnest(%s::text[]) t",
+                         (LINES, list({*running, *ended})))
             if ended:
                 conn.execute("DELETE FROM turn_events WHERE turn_id = ANY(%s) AND "
                              "line->>'type' = 'delta'", (ended,))
