@@ -41,7 +41,7 @@ class ServedAgents:
         self._build = build or (lambda agent: _build_runtime(config, agent))
         self._runtimes: dict[str, Runtime] = {}
         self._lock = threading.Lock()
-        self._looking = threading.Lock()  # held while the people are read again
+        self._closed = threading.Event()  # set by close: the people are read no more
         self.approvals = PageApprovals()
 
     @classmethod
@@ -63,30 +63,30 @@ class ServedAgents:
         again after ``PEOPLE_SECONDS``, so ``clawd users add`` needs no restart)."""
         if self.people is None:
             return self._ids
-        at, theirs = self._theirs
-        if not at:  # the first time (the gateway starting): looked up now
-            theirs = self._look_up()
-        elif time.monotonic() - at > PEOPLE_SECONDS and self._looking.acquire(blocking=False):
-            # then on a thread of its own: a request (on the event loop) never waits for it
-            threading.Thread(target=self._look_up, daemon=True,
-                             name="clawd-people").start()
-        return self._ids + theirs
+        if not self._theirs[0]:
+            with self._lock:  # the first time (the gateway starting): looked up now, then
+                # again on a thread of its own every PEOPLE_SECONDS: no request waits for it
+                if not self._theirs[0]:
+                    self._look_up()
+                    threading.Thread(target=self._keep_up, daemon=True,
+                                     name="clawd-people").start()
+        return self._ids + self._theirs[1]
 
     def _look_up(self) -> list[str]:
-        """The people's agents, read again (``_looking`` held by a refresh is let go)."""
+        """The people's agents, read again (the last list stays when that fails)."""
         try:
             known = {a.lower() for a in self._ids}
             theirs = list(dict.fromkeys(a for p in self.people.all() for a in p.agents
                                         if a.lower() not in known))
-            self._theirs = (time.monotonic(), theirs)
-            return theirs
         except Exception as exc:  # noqa: BLE001 - the last list serves until the next try
             log.warning("could not read the people: %s", exc)
-            self._theirs = (time.monotonic(), self._theirs[1])
-            return self._theirs[1]
-        finally:
-            if self._looking.locked():
-                self._looking.release()
+            theirs = self._theirs[1]
+        self._theirs = (time.monotonic(), theirs)
+        return theirs
+
+    def _keep_up(self) -> None:
+        while not self._closed.wait(PEOPLE_SECONDS):
+            self._look_up()
 
     def reaches(self, allowed: frozenset[str] | None) -> list[str]:
         """The served agents a token reaching ``allowed`` (None: all) may use."""
@@ -127,6 +127,7 @@ class ServedAgents:
             return found
 
     def close(self) -> None:
+        self._closed.set()
         with self._lock:
             for runtime in self._runtimes.values():
                 if runtime.memory is not None:

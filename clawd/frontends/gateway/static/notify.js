@@ -1,14 +1,15 @@
 // notify.js: what scheduled jobs delivered to the web page (docs/automation.md). The
 // agent's recent `web` deliveries are read when an agent is opened (so a reminder that came
-// while the page was closed is there after a reload) and new ones are followed over the
-// server-sent events of GET /api/notifications. Each shows as a card at the top of the page
-// until it is dismissed; dismissed ones are remembered in this browser.
+// while the page was closed is there after a reload) and asked for again every few seconds
+// (GET /api/notifications?since=): no stream is held open, since a browser opens at most six
+// connections to one server and every open tab would keep one. Each shows as a card at the
+// top of the page until it is dismissed; dismissed ones are remembered in this browser.
 
 import * as api from "./api.js";
 import * as view from "./view.js";
 
 const SEEN = "clawd.notifications.dismissed";
-let following = null; // the AbortController of the stream being followed
+let following = null; // the round of asking of the agent shown ({stopped})
 
 function dismissed() {
   try {
@@ -42,27 +43,32 @@ function show(item) {
   box.append(card);
 }
 
+const POLL_MS = 5000;
+
 export async function watch(agent) {
-  if (following) following.abort();
+  if (following) following.stopped = true;
+  const me = { stopped: false };
+  following = me;
   document.getElementById("notices").replaceChildren();
-  const query = `?agent=${encodeURIComponent(agent)}`;
+  const query = `/api/notifications?agent=${encodeURIComponent(agent)}`;
+  let since = "";
+  const take = (found) => found.notifications.forEach((item) => {
+    show(item);
+    if (item.deliveredAt && item.deliveredAt > since) since = item.deliveredAt;
+  });
   try {
-    const found = await api.json(`/api/notifications${query}`);
-    found.notifications.forEach(show);
+    take(await api.json(query));
   } catch (_) {
     return; // an older server without automation: nothing to show
   }
-  const controller = new AbortController();
-  following = controller;
-  for (;;) {
+  const poll = async () => {
+    if (me.stopped) return;
     try {
-      const response = await api.call(`/api/notifications${query}`, {
-        headers: { Accept: "text/event-stream" }, signal: controller.signal });
-      for await (const event of api.events(response)) show(event.data);
+      take(await api.json(`${query}&since=${encodeURIComponent(since)}`));
     } catch (_) {
-      if (controller.signal.aborted) return;
+      // a server restarting, say: asked again at the next round
     }
-    await new Promise((done) => setTimeout(done, 3000)); // dropped: follow again
-    if (controller.signal.aborted) return;
-  }
+    if (!me.stopped) setTimeout(poll, POLL_MS);
+  };
+  setTimeout(poll, POLL_MS);
 }
