@@ -40,6 +40,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
     ("bench_memory_truth.py", ["--notes", str(SCRIPTS.parent / "tests/data/note_lines.json")],
      "precision"),
     ("bench_schedule.py", ["--help"], "--half"),
+    ("bench_mcp_start.py", ["--help"], "--servers"),
 ])
 def test_a_benchmark_runs(tmp_path, script, args, expected):
     done = subprocess.run([sys.executable, str(SCRIPTS / script), *args], cwd=tmp_path,
