@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -108,12 +109,32 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+class Drained(subprocess.Popen):
+    """A process whose output is read as it runs, so a server that logs every request never
+    blocks on a full pipe; ``communicate`` gives what it wrote."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._said: tuple[list[str], list[str]] = ([], [])
+        self._readers = [threading.Thread(target=into.extend, args=(pipe,), daemon=True)
+                         for pipe, into in zip((self.stdout, self.stderr), self._said)
+                         if pipe is not None]
+        for reader in self._readers:
+            reader.start()
+
+    def communicate(self, input=None, timeout=None):  # noqa: A002 - Popen's own name
+        self.wait(timeout)
+        for reader in self._readers:
+            reader.join(10)
+        return "".join(self._said[0]), "".join(self._said[1])
+
+
 def start_serve(env: dict[str, str], port: int, more: list[str] | None = None
                 ) -> tuple[subprocess.Popen, str]:
     """``clawd serve`` (with ``more`` options) as a process with ``env``, once its health
     check answers on ``port``: the process and its URL."""
-    child = subprocess.Popen([sys.executable, "-m", "clawd", "serve", *(more or [])], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = Drained([sys.executable, "-m", "clawd", "serve", *(more or [])], env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
