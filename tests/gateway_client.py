@@ -115,18 +115,18 @@ class Drained(subprocess.Popen):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._said: tuple[list[str], list[str]] = ([], [])
-        self._readers = [threading.Thread(target=into.extend, args=(pipe,), daemon=True)
-                         for pipe, into in zip((self.stdout, self.stderr), self._said)
+        self.said: tuple[list[str], list[str]] = ([], [])
+        self.readers = [threading.Thread(target=into.extend, args=(pipe,), daemon=True)
+                         for pipe, into in zip((self.stdout, self.stderr), self.said)
                          if pipe is not None]
-        for reader in self._readers:
+        for reader in self.readers:
             reader.start()
 
     def communicate(self, input=None, timeout=None):  # noqa: A002 - Popen's own name
         self.wait(timeout)
-        for reader in self._readers:
+        for reader in self.readers:
             reader.join(10)
-        return "".join(self._said[0]), "".join(self._said[1])
+        return "".join(self.said[0]), "".join(self.said[1])
 
 
 def start_serve(env: dict[str, str], port: int, more: list[str] | None = None

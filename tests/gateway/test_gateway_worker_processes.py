@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from conftest import write_local_config
-from gateway_client import TOKEN, free_port, start_serve
+from gateway_client import TOKEN, Drained, free_port, start_serve
 
 pytestmark = pytest.mark.slow  # processes and a database
 
@@ -94,7 +94,10 @@ class Lines:
     """A process's stderr, read as it comes (so it can be looked at while it runs)."""
 
     def __init__(self, child: subprocess.Popen):
-        self.lines: list[str] = []
+        if isinstance(child, Drained):  # read already, as it comes: the same lines
+            self.lines, self.thread = child.said[1], child.readers[-1]
+            return
+        self.lines = []
         self.thread = threading.Thread(target=self._read, args=(child,), daemon=True)
         self.thread.start()
 
