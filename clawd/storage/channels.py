@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from clawd.core.errors import ClawdError
+from clawd.storage.jsondoc import locked, read_json, write_private
 
 PAIRING_SECONDS = 3600.0
 MAX_WAITING = 3
@@ -211,23 +211,12 @@ class FileChannels:
                 if isinstance(mine, dict) and "status" in mine}
 
     def _read(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
-            raise ClawdError(f"{self.path} cannot be read ({exc}); fix or remove it") from None
+        data = read_json(self.path)
         return data if isinstance(data, dict) else {}
 
     @contextlib.contextmanager
     def _changing(self) -> Iterator[dict[str, Any]]:
-        from clawd.sessions.store import locked_file
-
-        with locked_file(self.path.with_name(self.path.name + ".lock")):
+        with locked(self.path):
             data = self._read()
             yield data
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(json.dumps(data, indent=1) + "\n")
-            os.replace(tmp, self.path)
+            write_private(self.path, json.dumps(data, indent=1) + "\n")

@@ -27,6 +27,7 @@ from clawd.automation import runs as runlog
 from clawd.automation.jobs import find
 from clawd.automation.runs import Claimed
 from clawd.core.errors import ClawdError
+from clawd.storage.jsondoc import locked, read_json, write_private
 
 Change = Callable[[dict[str, Any]], dict[str, Any]]
 WORKER = f"{socket.gethostname()}:{os.getpid()}"  # who claimed a run (files)
@@ -223,33 +224,20 @@ class FileJobs:
             os.fsync(out.fileno())
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
-            raise ClawdError(f"{self.path} cannot be read ({exc}); fix or remove it") from None
+        data = read_json(self.path)
         return data.get("jobs", {}) if isinstance(data, dict) else {}
 
     @contextlib.contextmanager
     def _changing(self) -> Iterator[dict[str, dict[str, Any]]]:
-        from clawd.sessions.store import locked_file
-
-        with locked_file(self.path.with_name(self.path.name + ".lock")):
+        with locked(self.path):
             jobs = self._read()
             before = json.dumps(jobs, sort_keys=True)
             yield jobs
             if json.dumps(jobs, sort_keys=True) == before:
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(json.dumps({"version": 1, "jobs": jobs}, indent=2,
-                                     ensure_ascii=False) + "\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self.path)
+            write_private(self.path, json.dumps({"version": 1, "jobs": jobs}, indent=2,
+                                                ensure_ascii=False) + "\n", sync=True)
 
 
 def _gone(worker: str) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from clawd.core.errors import ClawdError
+from clawd.storage.jsondoc import locked, read_json, write_private
 
 FILE = "lockouts.json"
 LOOK_SECONDS = 1.0  # how often a server looks whether a lockout was lifted
@@ -75,12 +75,7 @@ class FileLockouts:
         return until if until is not None and until > self.clock() else None
 
     def _read(self) -> dict[str, float]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
-            raise ClawdError(f"{self.path} cannot be read ({exc}); remove it") from None
+        data = read_json(self.path, "remove it")
         if not isinstance(data, dict):
             return {}
         return {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float))}
@@ -89,14 +84,8 @@ class FileLockouts:
     def _changing(self) -> Iterator[dict[str, float]]:
         """The file read, changed and written whole under its lock (expired entries
         dropped)."""
-        from clawd.sessions.store import locked_file
-
-        with locked_file(self.path.with_name(self.path.name + ".lock")):
+        with locked(self.path):
             now = self.clock()
             data = {k: v for k, v in self._read().items() if v > now}
             yield data
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(json.dumps(data, indent=2) + "\n")
-            os.replace(tmp, self.path)
+            write_private(self.path, json.dumps(data, indent=2) + "\n")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import secrets
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from typing import Any, Protocol
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import now_iso
+from clawd.storage.jsondoc import locked, read_json, write_private
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 LINK = re.compile(r"(telegram):([0-9]{1,20})")  # the channels a person can be linked on
@@ -165,26 +165,15 @@ class FilePeople:
         return next((p for p in self.all() if link in p.links), None)
 
     def _read(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except ValueError as exc:
-            raise ClawdError(f"{self.path} cannot be read ({exc}); fix or remove it") from None
+        data = read_json(self.path)
         return data if isinstance(data, dict) else {}
 
     @contextlib.contextmanager
     def _changing(self) -> Iterator[dict[str, Any]]:
-        from clawd.sessions.store import locked_file
-
-        with locked_file(self.path.with_name(self.path.name + ".lock")):
+        with locked(self.path):
             data = self._read()
             yield data
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(json.dumps(data, indent=2) + "\n")
-            os.replace(tmp, self.path)
+            write_private(self.path, json.dumps(data, indent=2) + "\n")
 
 
 class PgPeople:
