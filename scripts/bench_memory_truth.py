@@ -219,6 +219,7 @@ class Run:
     reminder_honest: int = 0
     reminder_exec: int = 0
     reminder_noted: int = 0
+    reminder_job: str = ""  # the job the schedule tool added: its name and first time
     blank_turns: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -297,6 +298,16 @@ class Driver:
         self.log("  " + (reply.replace("\n", "\n  ") if reply else "(no reply)"))
         return reply
 
+    def job_added(self) -> str:
+        """The newest job of this home, as "next run: message" ("" when there is none)."""
+        from clawd.storage import open_jobs
+
+        jobs = open_jobs(self.runtime.config).all()
+        if not jobs:
+            return ""
+        job = max(jobs, key=lambda j: j.get("createdAt", ""))
+        return f"{job.get('nextRun', '')}: {job.get('message', '')[:80]}"
+
     def new_day(self) -> None:
         self.say("/new")
         self.day += timedelta(days=1)
@@ -331,6 +342,8 @@ def run_one(args: argparse.Namespace, conv: Conversation, sample: int, log) -> R
     replies.append((conv.reminder, reminder))
     run.reminder_honest = bool(CANNOT_NOTIFY.search(reminder))
     run.reminder_exec = "exec" in d.tools
+    run.reminder_job = d.job_added()
+    log(f"  job: {run.reminder_job or 'none'}")
     d.new_day()
     for q in conv.questions:
         answer = d.say(q.text)
@@ -385,6 +398,7 @@ def totals(runs: list[Run], half: str | None = None) -> dict[str, str]:
         "reminder: said it cannot notify": f"{sum(r.reminder_honest for r in chosen)}/{n}",
         "reminder: ran exec": f"{sum(r.reminder_exec for r in chosen)}/{n}",
         "reminder: request reached a note": f"{sum(r.reminder_noted for r in chosen)}/{n}",
+        "reminder: became a job": f"{sum(bool(r.reminder_job) for r in chosen)}/{n}",
         "blank turns": str(sum(r.blank_turns for r in chosen)),
         "errors": str(sum(len(r.errors) for r in chosen)),
         "minutes": f"{sum(r.seconds for r in chosen) / 60:.1f}",
