@@ -170,7 +170,7 @@ def run_turn(runtime, key: str, message: str, hide_search: bool) -> str:
     from clawd.core.events import TurnDone
     from clawd.frontends.commands import Chat
 
-    chat = Chat(runtime, key)
+    chat = Chat.open(runtime, key)
     if not hide_search:  # the weak profile withholds it (``recall_only``): offered again
         chat.session.window.withheld = lambda: frozenset()  # type: ignore[method-assign]
     reply = ""
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                 n += 1
                 key = f"agent:main:bench-{what}-{option}-{n}"
                 if what == "step":
-                    session = Session(runtime, key)
+                    session = Session.open(runtime, key)
                     text = run_step(runtime, session, message, worded)
                     session.close()
                 else:

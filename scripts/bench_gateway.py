@@ -89,7 +89,7 @@ def in_process(tmp: Path, model_ms: float, turns: int) -> tuple[list[float], lis
     from clawd.frontends.commands import Chat
     from clawd.frontends.render import event_json
 
-    chat = Chat(_runtime(tmp, model_ms), "agent:main:main")
+    chat = Chat.open(_runtime(tmp, model_ms), "agent:main:main")
     for n in range(3):  # warm-up, as for the gateway: imports, the tokenizer
         list(chat.handle(f"warm-up {n}"))
     first, end = [], []

@@ -253,7 +253,7 @@ def collect(args: argparse.Namespace) -> int:
         for path, text in SEED.items():
             (workspace / path).parent.mkdir(parents=True, exist_ok=True)
             (workspace / path).write_text(text)
-        chat = Chat(runtime, f"agent:main:{name}")
+        chat = Chat.open(runtime, f"agent:main:{name}")
         for n, message in enumerate(CONVERSATIONS[name], 1):
             where.update(conversation=name, turn=n, step=0)
             print(f"> [{name}] {message}", flush=True)

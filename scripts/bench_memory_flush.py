@@ -261,7 +261,7 @@ def run(name: str, flush: bool, plan: list[Turn], facts: list[Fact], docs: dict[
                                           now=iso_clock(lambda: now[0])),
                       models=fixed_models(provider, args.window), tools=file_tools(),
                       clock=lambda: now[0])
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     result = Run(name)
     for n, turn in enumerate(plan):
         now[0] += timedelta(minutes=2)

@@ -268,7 +268,7 @@ class Driver:
         self.started = time.monotonic()
         self.runtime.clock = lambda: self.day + timedelta(seconds=time.monotonic()
                                                           - self.started)
-        self.chat = Chat(self.runtime, "agent:main:main")
+        self.chat = Chat.open(self.runtime, "agent:main:main")
         self.log = log
         self.tools: list[str] = []
         self.blank, self.errors = 0, []

@@ -316,7 +316,7 @@ def ask_all(rt, data: dict, facts: list[dict], samples: int,
     answers = []
     for k in range(samples):
         for fact in facts:
-            chat = Chat(rt, f"agent:main:ask-{fact['key']}-{k + 1}")
+            chat = Chat.open(rt, f"agent:main:ask-{fact['key']}-{k + 1}")
             reply, recalled, errors, blank = "", [], [], False
             for event in chat.handle(fact["question"]):
                 if isinstance(event, TurnDone):

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         print(text, flush=True)
 
     started, tally = time.perf_counter(), Tally()
-    chat = Chat(runtime, "agent:main:main")
+    chat = Chat.open(runtime, "agent:main:main")
     for text in CONVERSATION:
         turn(chat, text, tally, log)
     before_new = memory_files(workspace)
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, (_, question, pattern) in enumerate(FACTS):
         right = 0
         for k in range(args.samples):
-            fresh = Chat(runtime, f"agent:main:ask-{i}-{k}-{time.strftime('%H%M%S')}")
+            fresh = Chat.open(runtime, f"agent:main:ask-{i}-{k}-{time.strftime('%H%M%S')}")
             right += bool(re.search(pattern, turn(fresh, question, tally, log), re.I))
         answered.append(right)
     if runtime.memory is not None:

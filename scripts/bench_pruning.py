@@ -149,7 +149,7 @@ def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
                                           now=iso_clock(clock)),
                       models=fixed_models(provider, WINDOW, cache=True),
                       tools=[exec_tool], clock=clock)
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     for n, turn in enumerate(plan):
         clock.now += timedelta(minutes=turn.gap_minutes)
         model.pending = list(turn.calls)

@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     facts = FACTS[:max(1, min(args.facts, len(FACTS)))]
     started = time.perf_counter()
     tally = Tally()
-    chat = Chat(runtime, "agent:main:main")
+    chat = Chat.open(runtime, "agent:main:main")
     planted, filler_at = 0, 0
     while tally.turns < args.max_turns and not args.reask:
         # plant the facts early, then fill until the cycles are done (facts must survive)
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, (_, question, pattern) in enumerate(facts):
         found = 0
         for k in range(max(args.samples, 1)):
-            fresh = Chat(runtime, f"agent:main:recall-{i}-{k}-{stamp}")
+            fresh = Chat.open(runtime, f"agent:main:recall-{i}-{k}-{stamp}")
             found += bool(re.search(pattern, turn(fresh, question, tally, log), re.I))
         recalled.append(found)
     seconds = time.perf_counter() - started

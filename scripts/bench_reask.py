@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 ask = WORDINGS[name] or render("blank_retry.md.j2", kind="echo",
                                                request=statement)
                 for k in range(args.samples):
-                    session = Session(runtime, f"agent:main:reask-{name}-{half}-{i}-{k}")
+                    session = Session.open(runtime, f"agent:main:reask-{name}-{half}-{i}-{k}")
                     session.conversation.append(Message.user(statement))
                     turn = Turn(TurnView(text=statement), ask=Message.user(ask))
                     request, layers = session.call.request(session.history.messages, turn,

@@ -134,7 +134,7 @@ def ask(runtime, key: str, text: str, log) -> str:
     from clawd.frontends.commands import Chat
 
     seed(runtime)
-    chat = Chat(runtime, key)
+    chat = Chat.open(runtime, key)
     reply, recalled, errors = "", "", []
     try:
         for event in chat.handle(text):

@@ -115,7 +115,7 @@ def run_case(args: argparse.Namespace, case: Case) -> Result:
     runtime = build_runtime(loaded, None)
     started = time.monotonic()
     runtime.clock = lambda: NOW + timedelta(seconds=time.monotonic() - started)
-    chat = Chat(runtime, "agent:main:main")
+    chat = Chat.open(runtime, "agent:main:main")
     calls, reply = [], ""
     for event in chat.handle(case.text):
         if isinstance(event, ToolStarted):

@@ -129,7 +129,7 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
     started = time.perf_counter()
     result = Result()
     try:
-        session = Session(runtime, "agent:main:main")
+        session = Session.open(runtime, "agent:main:main")
         result.fixed = session.window.fixed_tokens(session.layers()) / window
         for i in range(turns):
             now[0] += timedelta(minutes=3)

@@ -162,9 +162,9 @@ def loop_overhead(root: Path, messages: int, turns: int) -> tuple[float, float, 
                       storage=FileStorage("main", workspace, root / "state" / "sessions"),
                       models=fixed_models(provider, 1_000_000),
                       tools=file_tools() + [exec_tool()])
-    fill_transcript(Chat(runtime, "agent:main:main").session, messages)
+    fill_transcript(Chat.open(runtime, "agent:main:main").session, messages)
     start = time.perf_counter()
-    chat = Chat(runtime, "agent:main:main")
+    chat = Chat.open(runtime, "agent:main:main")
     load = time.perf_counter() - start
     assert len(chat.session.history.messages) == messages, len(chat.session.history.messages)
     samples = []

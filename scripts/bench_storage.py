@@ -88,7 +88,7 @@ def turns(storage, workspace: Path, history: int, count: int) -> dict[str, float
                  workspace=workspace, storage=storage,
                  models=fixed_models(provider, 1_000_000, profile="strong"), tools=[])
     started = time.perf_counter()
-    session = Session(rt, KEY)
+    session = Session.open(rt, KEY)
     opened = time.perf_counter() - started
     timings = []
     for n in range(count):

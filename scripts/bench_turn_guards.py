@@ -275,7 +275,7 @@ def flushes(args: argparse.Namespace) -> int:
     for name in args.only or list(FLUSH_TALKS):
         shutil.rmtree(workspace / "memory", ignore_errors=True)
         where["talk"] = name
-        chat = Chat(runtime, f"agent:main:{name}-{args.run}")
+        chat = Chat.open(runtime, f"agent:main:{name}-{args.run}")
         for message, _ in FLUSH_TALKS[name]:
             print(f"> [{name}] {message}", flush=True)
             for event in chat.handle(message):

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
+from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError, ProviderSetupError
 from clawd.core.events import ClearScreen, CommandOutput, ErrorEvent, Event, Notice
 from clawd.core.messages import ImagePart, Usage
@@ -40,16 +41,24 @@ log = logging.getLogger(__name__)
 
 
 class Chat:
-    """The current session of one agent, as the front ends see it."""
+    """The current session of one agent, as the front ends see it: opened with ``open``,
+    closed with ``close`` or a ``with`` block (``/new`` swaps the session in between)."""
 
-    def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
-                 background: bool = False, wait: float | None = None):
-        """``wait``: how long to wait for another process to let the session go (None:
-        ``sessions.lock.WAIT_SECONDS``)."""
-        self.runtime = runtime
-        self.session = Session(runtime, key, model, pin=False, wait=wait)
+    def __init__(self, runtime: Runtime, session: Session):
+        self.runtime, self.session = runtime, session
         self.keys: list[tuple[str, str]] = []  # the front end's keys and what they do, for /help
         self.width: Callable[[], int] | None = None  # the terminal's width, for /help
+        # the stop of the line being handled (``handle``'s token): its turn, flush or compaction
+        self.token = CancelToken()
+
+    @classmethod
+    def open(cls, runtime: Runtime, key: str, model: str | None = None, *,
+             background: bool = False, wait: float | None = None) -> Chat:
+        """Open session ``key`` (``Session.open``; ``model`` for this run only). ``wait``:
+        how long to wait for another process to let the session go (None:
+        ``sessions.lock.WAIT_SECONDS``); ``background``: a one-shot run, which syncs memory
+        on its first search rather than at the start."""
+        chat = cls(runtime, Session.open(runtime, key, model, pin=False, wait=wait))
         if (runtime.storage.kind == "files" and not runtime.workspace.is_dir()
                 and runtime.settings.workspace_access != "none"):
             log.warning("the workspace %s does not exist (run clawd init to create it with "
@@ -58,6 +67,17 @@ class Chat:
         memory = runtime.memory
         if memory is not None and memory.settings.sync.on_session_start and not background:
             memory.mark_dirty()  # one-shot runs sync on their first search
+        return chat
+
+    def close(self) -> None:
+        """Let the session go (its lease: other processes may use it)."""
+        self.session.close()
+
+    def __enter__(self) -> Chat:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def start_memory_sync(self) -> None:
         """Index in the background (session start) and keep watching the memory files."""
@@ -68,10 +88,12 @@ class Chat:
             memory.sync_in_background()
         memory.start_watcher()
 
-    def handle(self, line: str, images: Sequence[ImagePart] = ()
-               ) -> Generator[Event, None, None]:
+    def handle(self, line: str, images: Sequence[ImagePart] = (),
+               token: CancelToken | None = None) -> Generator[Event, None, None]:
         """A slash command or a user message (with ``images`` sent beside it); errors
-        become an ``ErrorEvent``."""
+        become an ``ErrorEvent``. ``token``: the line's stop, made by its sender (cancelled
+        before or while it runs, its turn ends as Ctrl-C ends one)."""
+        self.token = token or CancelToken()
         text = line.strip()
         try:
             if text.startswith("/") and not text.startswith(ESCAPE):
@@ -82,7 +104,7 @@ class Chat:
                     message = message.lstrip()[1:]
                 if reason := due_reset(self.session):
                     yield from self.new_session(reason)
-                yield from self.session.run_turn(message, images)
+                yield from self.session.run_turn(message, images, token=self.token)
         except ClawdError as exc:
             yield ErrorEvent(str(exc))
             if text and not text.startswith("/"):  # the turn did not start (a failed reset)
@@ -119,9 +141,9 @@ class Chat:
         old = self.session
         if model:
             self.runtime.models(model).connect()  # an unusable model fails before anything ends
-        ended = yield from end_session(old, reason)
-        self.session = Session(self.runtime, old.key, model or old.entry.get("modelOverride"),
-                               fresh=True)
+        ended = yield from end_session(old, reason, self.token)
+        self.session = Session.open(self.runtime, old.key,
+                                    model or old.entry.get("modelOverride"), fresh=True)
         # the key's lease is the new session's now: the old one lets go of its count at once
         # (left to the collector, it kept the key held after the new one closed, and another
         # worker waited for it)
@@ -258,7 +280,7 @@ def _retry(chat: Chat, args: str) -> Generator[Event, None, None]:
     _ = chat.session.provider  # an unusable model fails before the turn is taken back
     request, _ = chat.session.undo_turn("retry")
     yield Notice(f"sending again: “{one_line(request.text)}”")
-    yield from chat.session.run_turn(request.text)
+    yield from chat.session.run_turn(request.text, token=chat.token)
 
 
 @command("undo", "/undo", "take the last turn out of the conversation (the transcript keeps "
@@ -276,7 +298,7 @@ def _undo(chat: Chat, args: str) -> Generator[Event, None, None]:
 def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
     # The compaction's own events say what happened (compacted, or why not): the command
     # adds no second line (an empty ``command`` event in --json).
-    yield from chat.session.compact(args or None)
+    yield from chat.session.compact(args or None, chat.token)
     yield from _out("compact", "")
 
 

@@ -107,4 +107,4 @@ def _send(chat: Chat, servers: list[str], rest: str) -> Generator[Event, None, N
         raise ClawdError(f"{server}/{name} gave nothing to send")
     yield Notice(f"sending the prompt {server}/{name} of the MCP server {server} as your "
                  f"message")
-    yield from chat.session.run_turn(text)
+    yield from chat.session.run_turn(text, token=chat.token)

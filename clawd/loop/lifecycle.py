@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from clawd.config import Reset, SessionMemoryHook
+from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event
 from clawd.core.messages import (
@@ -174,14 +175,15 @@ def due_reset(session: Session) -> str | None:
     return reset_reason(session.entry, rt.clock(), rt.config.session.reset)
 
 
-def end_session(old: Session, reason: str) -> Generator[Event, None, str]:
+def end_session(old: Session, reason: str, token: CancelToken | None = None
+                ) -> Generator[Event, None, str]:
     """What ends a session (``/new``, ``/reset``, an automatic reset): the once-per-cycle
     memory flush, the person's facts into MEMORY.md when the model may not curate it
     (``keeping.promote_facts``), then the session-memory file. Returns what the notice of
     the new session adds about the old one (where it was saved, or why not and where its
     transcript is)."""
     rt = old.rt
-    yield from old.flush_before_end()
+    yield from old.flush_before_end(token)
     # what scheduled jobs and the heartbeat said is never taken into memory (unless the job
     # says ``remember``): neither as the person's facts nor in the session-memory file
     automated = automated_turns(old.history.messages)

@@ -42,12 +42,10 @@ from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, TextDelta, Waiting
 from clawd.core.messages import Message, ModelRequest, ModelResponse, Usage
 from clawd.core.tokens import estimate_messages
-from clawd.guards.base import Guards
 from clawd.guards.replytext import last_answer
 from clawd.guards.steps import Looping
-from clawd.loop.parts import Conversation, Record, Window
+from clawd.loop.parts import Conversation, ModelInUse, Record, Window
 from clawd.loop.turn import Turn
-from clawd.providers.base import Provider
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +96,10 @@ class ModelCall:
     """The model calls of one session, through explicit collaborators."""
 
     def __init__(self, *, conversation: Conversation, record: Record, window: Window,
-                 meter: TokenMeter, ledger: PruningLedger, provider: Callable[[], Provider],
-                 guards: Callable[[], Guards], clock: Callable[[], datetime],
-                 max_tokens: int):
+                 meter: TokenMeter, ledger: PruningLedger, model: ModelInUse,
+                 clock: Callable[[], datetime], max_tokens: int):
         self.conversation, self.record, self.window = conversation, record, window
-        self.meter, self.ledger, self.provider, self.guards = meter, ledger, provider, guards
+        self.meter, self.ledger, self.model = meter, ledger, model
         self.clock, self.max_tokens = clock, max_tokens
 
     def request(self, messages: list[Message], turn: Turn, *, flush: bool,
@@ -144,7 +141,7 @@ class ModelCall:
         turn.token.check()  # stopped between steps: no request
         request, layers = self.request(messages, turn, flush=flush,
                                        extra_system=extra_system)
-        guards = self.guards()
+        guards = self.model.guards
         guards.new_reply()
         last = None if flush else last_answer(messages)
         profile = self.window.model.profile  # the holds are a weak model's guards
@@ -158,7 +155,7 @@ class ModelCall:
             turn.token.check()  # stopped while the front end showed it
         try:
             final = None
-            stream = self.provider().stream(request)
+            stream = self.model.provider.stream(request)
             try:
                 for event in stream:
                     turn.token.check()

@@ -4,7 +4,10 @@
 - ``Conversation``: the history the model sees and the transcript on disk, appended to
   together (``append``), or on disk only (``keep_on_disk``: a blank answer asked again, a
   message refused as too large).
-- ``Window``: the model in use and how full its window is: the budget (flush and compaction
+- ``ModelInUse``: which model the session talks to (this run's, the session's pin or the
+  config's), its provider connected once and its profile's step guards; a switch is seen
+  at once by every part holding it.
+- ``Window``: how full the model's window is: the budget (flush and compaction
   points), the fixed layers (system prompt, workspace files, tool schemas) and the context
   size the ``TokenMeter`` measures. ``fixed_context``: the fixed layers' share of a session
   not yet sent to the model, without opening it (the gateway's context meter).
@@ -14,16 +17,19 @@ Each holds data and answers questions about it; none calls back into the session
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from clawd.context.access import Access, offered
 from clawd.context.layers import Layers
 from clawd.context.meter import TokenMeter
+from clawd.core.errors import ProviderSetupError
 from clawd.core.messages import Message, ToolSpec
 from clawd.core.tokens import Budget, estimate_text, estimate_tools
-from clawd.loop.runtime import ModelHandle, Runtime
+from clawd.guards.base import Guards
+from clawd.guards.profile import Profile
+from clawd.loop.runtime import ModelHandle, Runtime, session_model
 from clawd.mcp.shapes import over_cap
+from clawd.providers.base import Provider
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.interface import SessionRecords, TranscriptLog
 from clawd.sessions.transcript import History
@@ -61,12 +67,80 @@ class Conversation:
         self.transcript.append_message(message)
 
 
+class ModelInUse:
+    """The model of one session: this run's (``run_model``: ``--model``, one-shot), else
+    the one pinned to the session (``modelOverride``, read from ``record`` each time), else
+    the agent's configured one. ``record`` is ``None`` for a session not opened (the
+    gateway's context meter): ``run_model`` only."""
+
+    def __init__(self, runtime: Runtime, record: Record | None, run_model: str | None = None):
+        self.rt, self.record, self.run_model = runtime, record, run_model
+        self._provider: Provider | None = None
+        self._guards: tuple[str, Guards] | None = None
+
+    @property
+    def ref(self) -> str:
+        if self.run_model:
+            return self.run_model
+        return session_model(self.record.entry if self.record else None, self.rt.settings)
+
+    @property
+    def handle(self) -> ModelHandle:
+        return self.rt.models(self.ref)
+
+    @property
+    def profile(self) -> Profile:
+        return self.handle.profile
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the model comes from a pin on the session (not this run, not the config)."""
+        return not self.run_model and bool(self.record and self.record.entry.get("modelOverride"))
+
+    @property
+    def source(self) -> str:
+        """Where ``ref`` comes from, for ``/model``."""
+        if self.run_model:
+            return "--model, for this run only"
+        if self.pinned:
+            return "a pin on this session; /model default follows the config again"
+        return "the config"
+
+    @property
+    def provider(self) -> Provider:
+        """The provider of the model, connected on first use (a pinned model that cannot
+        be used says how to switch)."""
+        if self._provider is None:
+            try:
+                self._provider = self.handle.connect()
+            except ProviderSetupError as exc:
+                if not self.pinned:
+                    raise
+                raise ProviderSetupError(
+                    f"this session is pinned to {self.ref}, which cannot be used: "
+                    f"{exc}; switch with /model PROVIDER/MODEL, or /model default to follow "
+                    f"the config") from None
+        return self._provider
+
+    @property
+    def guards(self) -> Guards:
+        """The step guards of the model's profile, made once per model."""
+        if self._guards is None or self._guards[0] != self.ref:
+            self._guards = (self.ref, self.profile.step_guards())
+        return self._guards[1]
+
+    def switched(self) -> None:
+        """The session's pin was set or removed: this run's model no longer applies, and
+        the provider is connected anew on next use."""
+        self._provider, self.run_model = None, None
+
+
 class Window:
     """The model in use and how full its context window is."""
 
-    def __init__(self, runtime: Runtime, access: Access, model: Callable[[], ModelHandle],
+    def __init__(self, runtime: Runtime, access: Access, model: ModelInUse,
                  meter: TokenMeter, tools: list[ToolSpec]):
-        self.rt, self.access, self._model, self.meter = runtime, access, model, meter
+        self.rt, self.access, self.in_use, self.meter = runtime, access, model, meter
         self.offered = tools  # the session's tools; ``tools``: those the model is told of
         self._tool_tokens: dict[tuple[str, ...], int] = {}
         self._over: dict[tuple[tuple[str, ...], int | None, int], frozenset[str]] = {}
@@ -94,7 +168,7 @@ class Window:
 
     @property
     def model(self) -> ModelHandle:
-        return self._model()
+        return self.in_use.handle
 
     @property
     def budget(self) -> Budget:
@@ -132,6 +206,6 @@ def fixed_context(runtime: Runtime, key: str, model: str, ratio: float = 1.0) ->
     schemas) with ``model``, scaled by the session's ``tokenRatio``. Nothing is opened or
     locked: the session's history is not read."""
     access = Access.of(key, runtime.settings, runtime.workspace)
-    window = Window(runtime, access, lambda: runtime.models(model), TokenMeter(History(), ratio),
-                    [t.spec for t in offered(runtime.tools, access)])
+    window = Window(runtime, access, ModelInUse(runtime, None, model),
+                    TokenMeter(History(), ratio), [t.spec for t in offered(runtime.tools, access)])
     return window.used()

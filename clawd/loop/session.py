@@ -1,26 +1,31 @@
 """The turn loop: a plain loop over the typed outcomes of model steps, yielding events.
 
-A ``Session`` is one conversation (a session key of one agent). It builds the parts that do
-the work and hands each only what it needs (``parts``): its entry in ``sessions.json``
-(``Record``), its history and transcript (``Conversation``), how full the window is
+A ``Session`` is one conversation (a session key of one agent), opened with
+``Session.open`` (its lease taken, its entry and transcript read) and closed with ``close``
+or a ``with`` block. It builds the parts that do the work and hands each only what it needs
+(``parts``), as values: its entry in ``sessions.json`` (``Record``), its history and
+transcript (``Conversation``), the model in use (``ModelInUse``), how full the window is
 (``Window`` over a ``TokenMeter``), a ``PruningLedger``, a ``ToolRunner``, a ``ModelCall``
 and an ``Upkeep`` (the memory flush and compaction). None of them holds the session.
 
 ``run_turn`` appends the user's message, then loops: a model call ends in an outcome
 (``Replied``, ``Overflowed``, ``Failed``); a reply is decided (``decide``) into ``Answer``,
 ``RunTools``, ``AskAgain`` (a guard of the model's profile asks once more) or ``Stop``; the
-loop acts on it and keeps its state in one ``Turn``. ``cancel`` stops the turn under way from
-any thread (the turn's ``CancelToken``), as Ctrl-C does: the partial reply is kept, marked
-``aborted``. Nothing here prints; front ends render the events, and a server can drive the
-same generator.
+loop acts on it and keeps its state in one ``Turn``. A turn's ``CancelToken`` is made by
+whoever sends the turn (the gateway's queue: when it is queued) and stops it from any
+thread, before or while it runs, as Ctrl-C does: the partial reply is kept, marked
+``aborted``. A flush or compaction run by a command stops with the command's token.
+Nothing here prints; front ends render the events, and a server can drive the same
+generator.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 import weakref
 from collections.abc import Generator, Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from clawd.context.access import Access, offered
@@ -30,7 +35,7 @@ from clawd.context.ledger import PruningLedger, prune_mode
 from clawd.context.meter import TokenMeter
 from clawd.context.requests import asks_reminder
 from clawd.core.cancel import Cancelled, CancelToken
-from clawd.core.errors import ClawdError, ProviderError, ProviderSetupError
+from clawd.core.errors import ClawdError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, Recalled, TurnDone, Waiting
 from clawd.core.messages import ImagePart, Message, Usage
 from clawd.core.templates import render
@@ -42,8 +47,8 @@ from clawd.loop.keeping import (
     keep_request,
 )
 from clawd.loop.model_call import ModelCall
-from clawd.loop.opening import open_entry
-from clawd.loop.parts import Conversation, Record, Window
+from clawd.loop.opening import Opened, open_entry
+from clawd.loop.parts import Conversation, ModelInUse, Record, Window
 from clawd.loop.recall import Recall, recall
 from clawd.loop.runtime import ModelHandle, Runtime, session_model
 from clawd.loop.steps import StepPlan, run_steps
@@ -54,6 +59,7 @@ from clawd.providers.base import Provider
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.store import normalize_key
 from clawd.sessions.transcript import History, undo_last
+from clawd.storage.interface import Lease
 from clawd.tools.base import Tool
 from clawd.workspace.files import daily_log_path
 
@@ -63,55 +69,67 @@ __all__ = ["Runtime", "Session", "session_model"]
 
 
 class Session:
-    """A conversation under one session key (see the module docstring)."""
+    """A conversation under one session key (see the module docstring). Made by ``open``,
+    which takes the session's lease and reads or creates its entry and transcript; let go
+    by ``close`` (or at the end of a ``with`` block). The constructor itself does no I/O."""
 
-    def __init__(self, runtime: Runtime, key: str, model: str | None = None, *,
-                 fresh: bool = False, pin: bool = True, wait: float | None = None):
-        """``model`` is pinned to the session (``modelOverride``) unless ``pin`` is false:
-        then it is used by this process only (``--model``, one-shot as in ``llm -m``).
-        ``wait``: how long to wait for another process holding the session."""
-        self.rt = runtime
-        self.key = normalize_key(key)
-        self.access = Access.of(self.key, runtime.settings, runtime.workspace)
+    def __init__(self, runtime: Runtime, key: str, access: Access, lease: Lease,
+                 opened: Opened, run_model: str | None = None):
+        """The parts of an opened session (``open``): its ``lease``, what ``open_entry``
+        read (``opened``) and this run's model (``run_model``, not pinned)."""
+        self.rt, self.key, self.access, self.lease = runtime, key, access, lease
         self.store = runtime.store
-        # one writer per session: held until this Session is closed or collected
-        self.lease = runtime.storage.hold(self.key, wait=wait)
-        self._release = weakref.finalize(self, self.lease.release)
-        self.run_model = None if pin else model
-        opened = open_entry(runtime, self.key, self.access, model if pin else None,
-                            run_model=self.run_model, fresh=fresh)
-        self.record = Record(self.store, self.key, opened.entry)
+        self.record = Record(self.store, key, opened.entry)
         self.transcript = opened.transcript
         self.warnings = opened.warnings
         self.history: History = opened.history
         self.conversation = Conversation(self.history, self.transcript)
+        self.in_use = ModelInUse(runtime, self.record, run_model)
         self.meter = TokenMeter(self.history, float(self.entry.get("tokenRatio") or 1.0))
         self.ledger = PruningLedger(runtime.settings.context_pruning)
         tools = self._offered()
-        self.window = Window(runtime, self.access, lambda: self.model, self.meter,
-                             [t.spec for t in tools])
-        self._provider: Provider | None = None
-        self._guards: tuple[str, Guards] | None = None
+        self.window = Window(runtime, access, self.in_use, self.meter, [t.spec for t in tools])
         self.call = ModelCall(conversation=self.conversation, record=self.record,
                               window=self.window, meter=self.meter, ledger=self.ledger,
-                              provider=lambda: self.provider, guards=lambda: self.guards,
-                              clock=runtime.clock, max_tokens=runtime.settings.max_tokens)
-        self.tools = ToolRunner(runtime, tools, self.access, self.key)
-        # the stop of what runs now: the user's turn, or a flush or compaction asked for
-        self.token = CancelToken()
-        self.upkeep = Upkeep(runtime=runtime, access=self.access, token=lambda: self.token,
-                             conversation=self.conversation, record=self.record,
-                             window=self.window, call=self.call, tools=self.tools,
-                             provider=lambda: self.provider, profile=lambda: self.model.profile)
+                              model=self.in_use, clock=runtime.clock,
+                              max_tokens=runtime.settings.max_tokens)
+        self.tools = ToolRunner(runtime, tools, access, key)
+        self.upkeep = Upkeep(runtime=runtime, access=access, conversation=self.conversation,
+                             record=self.record, window=self.window, call=self.call,
+                             tools=self.tools, model=self.in_use)
+        # a Session never closed lets its lease go when collected, with a ResourceWarning
+        self._finalizer = weakref.finalize(self, _not_closed, lease, key)
+
+    @classmethod
+    def open(cls, runtime: Runtime, key: str, model: str | None = None, *, fresh: bool = False,
+             pin: bool = True, wait: float | None = None) -> Session:
+        """Open session ``key`` of ``runtime``'s agent: hold it (one writer per session,
+        until ``close``), then read its entry and transcript (``fresh``: start a new one).
+        ``model`` is pinned to the session (``modelOverride``) unless ``pin`` is false:
+        then it is used by this process only (``--model``, one-shot as in ``llm -m``).
+        ``wait``: how long to wait for another process holding the session."""
+        key = normalize_key(key)
+        access = Access.of(key, runtime.settings, runtime.workspace)
+        lease = runtime.storage.hold(key, wait=wait)
+        try:
+            run_model = None if pin else model
+            opened = open_entry(runtime, key, access, model if pin else None,
+                                run_model=run_model, fresh=fresh)
+        except BaseException:
+            lease.release()
+            raise
+        return cls(runtime, key, access, lease, opened, run_model)
 
     def close(self) -> None:
-        """Let other processes use this session (also done when the Session is collected)."""
-        self._release()
+        """Let other processes use this session; the Session is not used after."""
+        if self._finalizer.detach() is not None:
+            self.lease.release()
 
-    def cancel(self) -> None:
-        """Stop the turn under way from another thread or task, as Ctrl-C does: the reply
-        so far is kept, marked interrupted, and the turn ends with ``TurnDone``."""
-        self.token.cancel()
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def entry(self) -> SessionEntry:
@@ -141,53 +159,45 @@ class Session:
         """Change the session's entry in the store (``Record.patch``)."""
         self.record.patch(add, copy, touch, **fields)
 
-    # --- the model --------------------------------------------------------------------------
+    # --- the model (``ModelInUse``) ---------------------------------------------------------
+
+    @property
+    def run_model(self) -> str | None:
+        """This run's model, not pinned (``--model``)."""
+        return self.in_use.run_model
+
+    @run_model.setter
+    def run_model(self, ref: str | None) -> None:
+        self.in_use.run_model = ref
 
     @property
     def model_ref(self) -> str:
-        return self.run_model or session_model(self.entry, self.rt.settings)
+        return self.in_use.ref
 
     @property
     def model(self) -> ModelHandle:
-        return self.rt.models(self.model_ref)
+        return self.in_use.handle
 
     @property
     def model_source(self) -> str:
         """Where ``model_ref`` comes from, for ``/model``."""
-        if self.run_model:
-            return "--model, for this run only"
-        if self.entry.get("modelOverride"):
-            return "a pin on this session; /model default follows the config again"
-        return "the config"
+        return self.in_use.source
 
     @property
     def provider(self) -> Provider:
-        if self._provider is None:
-            try:
-                self._provider = self.model.connect()
-            except ProviderSetupError as exc:
-                if self.run_model or not self.entry.get("modelOverride"):
-                    raise
-                raise ProviderSetupError(
-                    f"this session is pinned to {self.model_ref}, which cannot be used: "
-                    f"{exc}; switch with /model PROVIDER/MODEL, or /model default to follow "
-                    f"the config") from None
-        return self._provider
+        return self.in_use.provider
 
     @property
     def guards(self) -> Guards:
         """The guards of the model in use (its profile's), made once per model."""
-        if self._guards is None or self._guards[0] != self.model_ref:
-            self._guards = (self.model_ref, self.model.profile.step_guards())
-        return self._guards[1]
+        return self.in_use.guards
 
     def set_model(self, ref: str | None) -> None:
         """Pin ``ref`` to the session; ``None`` removes the pin (the config's model again)."""
         target = self.rt.models(ref or self.rt.settings.model)
         target.connect()  # fails here, with a clear message, if unusable
         self.rt.check_window(self.access, target)
-        self._provider = None
-        self.run_model = None
+        self.in_use.switched()
         self.patch(model=target.ref, modelOverride=ref)
 
     # --- the window -------------------------------------------------------------------------
@@ -244,9 +254,12 @@ class Session:
     # --- a turn -----------------------------------------------------------------------------
 
     def run_turn(self, text: str, images: Sequence[ImagePart] = (),
-                 origin: dict[str, Any] | None = None) -> Generator[Event, None, None]:
+                 origin: dict[str, Any] | None = None, token: CancelToken | None = None
+                 ) -> Generator[Event, None, None]:
         """Run one user turn to the end, yielding events (see the module docstring);
-        ``images``: pictures sent with the text (a channel's photo).
+        ``images``: pictures sent with the text (a channel's photo); ``token``: the turn's
+        stop, made by whoever queued it (cancelled from any thread, before or while it runs:
+        the turn ends as Ctrl-C ends it).
 
         The turn always ends with something the user sees: a reply, or a notice saying why
         there is none (a blank answer, a note claimed and never written, the step limit).
@@ -255,12 +268,11 @@ class Session:
         """
         message = Message.user(text, origin=origin)
         message.content.extend(images)
-        self.token = CancelToken()
         self.reoffer()  # a server may have listed its tools anew since the last turn
         turn = Turn(TurnView(text=text, offers_writes=self.offers_writes,
                              offers_schedule=self.offers_schedule,
                              daily_log=daily_log_path(self.rt.clock().date())),
-                    token=self.token)
+                    token=token or CancelToken())
         layers = self.layers()  # the workspace files as this turn starts
         turn.view.instructions = layers.instructions
         schedules = self.offers_schedule
@@ -287,7 +299,7 @@ class Session:
             if turn.recall:
                 yield Recalled([(h.path, h.start, h.end, h.score) for h in turn.recall.hits])
             yield from self.upkeep.maintain(turn.recall.apply([message])
-                                            if turn.recall else [message])
+                                            if turn.recall else [message], turn.token)
             self.conversation.append(message)
             appended = True
             if turn.recall:  # what was found for it, for the history a page shows
@@ -326,7 +338,7 @@ class Session:
         yield from run_steps(self.call, self.tools, turn, StepPlan(
             self.history.messages, self.guards, max_steps=self.rt.settings.max_steps,
             window=self.budget.context_window, recover=self.upkeep.recover,
-            between=lambda: self.upkeep.maintain([])))
+            between=partial(self.upkeep.maintain, [])))
 
     def turn_done(self, text: str, usage: Usage, aborted: bool = False, steps: int = 0,
                   interrupted: bool = False, failed: bool = False) -> TurnDone:
@@ -368,23 +380,30 @@ class Session:
 
     # --- flush and compaction (``Upkeep``) --------------------------------------------------
 
-    def flush(self, view: list[Message] | None = None) -> Generator[Event, None, None]:
-        """Run the silent memory-flush turn now (see ``Upkeep.flush``)."""
-        self.token = CancelToken()
-        yield from self.upkeep.flush(view)
+    def flush(self, view: list[Message] | None = None, token: CancelToken | None = None
+              ) -> Generator[Event, None, None]:
+        """Run the silent memory-flush turn now (see ``Upkeep.flush``); ``token``: its stop."""
+        yield from self.upkeep.flush(token or CancelToken(), view)
 
-    def flush_before_end(self) -> Generator[Event, None, None]:
+    def flush_before_end(self, token: CancelToken | None = None
+                         ) -> Generator[Event, None, None]:
         """Before /new, /reset or an automatic reset: the once-per-cycle flush, if this
-        session has turns that were not flushed in this cycle."""
+        session has turns that were not flushed in this cycle (``token``: its stop)."""
         if any(m.role == "user" for m in self.history.messages):
-            self.token = CancelToken()
             try:
-                yield from self.upkeep.flush_if_due()
+                yield from self.upkeep.flush_if_due(token or CancelToken())
             except ProviderError as exc:  # the session still ends: its transcript is kept
                 yield Notice(f"{exc}; the session ends without it")
 
-    def compact(self, instructions: str | None = None, **how: Any
-                ) -> Generator[Event, None, bool]:
-        """Summarise older history now (see ``Upkeep.compact``); whether it did."""
-        self.token = CancelToken()
-        return (yield from self.upkeep.compact(instructions, **how))
+    def compact(self, instructions: str | None = None, token: CancelToken | None = None,
+                **how: Any) -> Generator[Event, None, bool]:
+        """Summarise older history now (see ``Upkeep.compact``); whether it did
+        (``token``: the stop of the flush it may run first)."""
+        return (yield from self.upkeep.compact(token or CancelToken(), instructions, **how))
+
+
+def _not_closed(lease: Lease, key: str) -> None:
+    """A Session collected without ``close``: its lease goes, and the leak is said."""
+    warnings.warn(f"session {key} was not closed (use Session.open in a with block)",
+                  ResourceWarning, stacklevel=1)
+    lease.release()

@@ -20,6 +20,7 @@ from typing_extensions import assert_never  # noqa: UP035 - in typing from Pytho
 
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.flush import is_blank
+from clawd.core.cancel import CancelToken
 from clawd.core.events import Event, Notice, ToolFinished
 from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer
@@ -31,7 +32,8 @@ from clawd.loop.turn import Answer, RunTools, Stop, Turn, blank_notice, decide
 
 log = logging.getLogger(__name__)
 
-Recover = Callable[[Overflowed, int, list[Message]], Generator[Event, None, bool]]
+# given the turn's stop: a recovery's flush and a flush between steps stop with the turn
+Recover = Callable[[Overflowed, int, list[Message], CancelToken], Generator[Event, None, bool]]
 
 
 @dataclass
@@ -45,7 +47,8 @@ class StepPlan:
     flush: bool = False  # the memory flush: silent, its own system text, its write rules
     extra_system: str | None = None
     recover: Recover | None = None  # None: a request that does not fit ends the run
-    between: Callable[[], Generator[Event, None, None]] | None = None  # after each tool step
+    # after each tool step (given the turn's stop)
+    between: Callable[[CancelToken], Generator[Event, None, None]] | None = None
 
 
 def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
@@ -64,7 +67,7 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
             case Overflowed():  # needs compaction, then the same call again
                 turn.overflows += 1
                 if plan.recover is not None and (
-                        yield from plan.recover(outcome, turn.overflows, messages)):
+                        yield from plan.recover(outcome, turn.overflows, messages, turn.token)):
                     continue
                 turn.failed = True
                 return
@@ -115,7 +118,7 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
             case RunTools():
                 yield from _run_tools(tools, turn, plan, step, keep, show)
                 if plan.between is not None:
-                    yield from plan.between()
+                    yield from plan.between(turn.token)
             case _:
                 assert_never(step)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from functools import partial
 from typing import Any
 
@@ -52,14 +52,12 @@ from clawd.guards.base import TurnView
 from clawd.guards.flush import FlushRetry
 from clawd.guards.founded import founded_note, known_notes, told_or_returned
 from clawd.guards.notes import founded_summary, junk
-from clawd.guards.profile import Profile
 from clawd.loop.model_call import ModelCall, Overflowed
-from clawd.loop.parts import Conversation, Record, Window
+from clawd.loop.parts import Conversation, ModelInUse, Record, Window
 from clawd.loop.runtime import Runtime
 from clawd.loop.steps import StepPlan, run_steps
 from clawd.loop.toolrunner import ToolRunner
 from clawd.loop.turn import Turn
-from clawd.providers.base import Provider
 from clawd.sessions.transcript import apply_compaction
 from clawd.workspace.files import daily_log_path
 
@@ -84,32 +82,32 @@ class Upkeep:
 
     def __init__(self, *, runtime: Runtime, access: Access, conversation: Conversation,
                  record: Record, window: Window, call: ModelCall, tools: ToolRunner,
-                 provider: Callable[[], Provider], profile: Callable[[], Profile],
-                 token: Callable[[], CancelToken]):
+                 model: ModelInUse):
         self.rt, self.access, self.conversation = runtime, access, conversation
         self.record, self.window, self.call, self.tools = record, window, call, tools
-        self.provider, self.profile = provider, profile
-        self.token = token  # the stop of the turn (or command) a flush runs in
+        self.model = model
         self._skip_logged: int | None = None  # the cycle whose skipped flush was logged
 
     @property
     def history(self) -> list[Message]:
         return self.conversation.history.messages
 
-    def maintain(self, incoming: list[Message]) -> Generator[Event, None, None]:
+    def maintain(self, incoming: list[Message], token: CancelToken
+                 ) -> Generator[Event, None, None]:
         """Before a request: flush when due, then compact when over the compaction point.
         ``incoming``: the user's message about to be added (none: a turn in progress, whose
-        own earlier steps may be summarised)."""
+        own earlier steps may be summarised); ``token``: the stop of that turn."""
         budget = self.window.budget
         used = self.window.used(incoming)
         if used >= budget.flush_at:
-            yield from self.flush_if_due(used)
+            yield from self.flush_if_due(token, used)
             used = self.window.used(incoming)
         if used > budget.compact_at and self.rt.settings.compaction.enabled:
-            yield from self.compact(reason="auto", incoming=incoming, within_turn=not incoming)
+            yield from self.compact(token, reason="auto", incoming=incoming,
+                                    within_turn=not incoming)
 
-    def flush_if_due(self, used: int | None = None, *, view: list[Message] | None = None
-                     ) -> Generator[Event, None, None]:
+    def flush_if_due(self, token: CancelToken, used: int | None = None, *,
+                     view: list[Message] | None = None) -> Generator[Event, None, None]:
         """Flush when due; ``used=None`` means the flush point is known to be crossed
         (before ``/compact``, a reset and on a context overflow). ``view``: see ``flush``."""
         cfg, flush_at = self.rt.settings.compaction.memory_flush, self.window.budget.flush_at
@@ -125,10 +123,12 @@ class Upkeep:
                 self._skip_logged = cycle
                 yield Flushed(skipped="the workspace is not writable")
             return
-        yield from self.flush(view)
+        yield from self.flush(token, view)
 
-    def flush(self, view: list[Message] | None = None) -> Generator[Event, None, None]:
-        """Run the silent memory-flush turn now (its entries stay out of the history).
+    def flush(self, token: CancelToken, view: list[Message] | None = None
+              ) -> Generator[Event, None, None]:
+        """Run the silent memory-flush turn now (its entries stay out of the history), a
+        turn of its own stopped by ``token``: the stop of the turn or command it runs in.
 
         The turn sees the history, or ``view`` when given: on a context overflow the whole
         history no longer fits a request, so it sees the part about to be summarised. Its
@@ -140,7 +140,7 @@ class Upkeep:
         answer are saved.
         """
         yield Waiting("flush")
-        rt, profile = self.rt, self.profile()
+        rt, profile = self.rt, self.model.profile
         cfg, clock = rt.settings.compaction.memory_flush, rt.clock
         today = clock().date()
         # what scheduled jobs and the heartbeat said is not the person's: left out of the
@@ -153,7 +153,7 @@ class Upkeep:
         turn = Turn(TurnView(text="", offers_writes=True, daily_log=daily_log_path(today),
                              instructions=layers.instructions,
                              background=f"{layers.project}\n{summary or ''}",
-                             files=layers.texts()), token=self.token())
+                             files=layers.texts()), token=token)
         guards = profile.flush_guards(seen, today, summarised=bool(summary))
         plan = StepPlan(messages, guards, max_steps=rt.settings.max_steps, flush=True,
                     window=self.window.budget.context_window,
@@ -201,7 +201,8 @@ class Upkeep:
             rt.memory.mark_dirty()
         yield Flushed(files=sorted(set(files)))
 
-    def compact(self, instructions: str | None = None, *, reason: str = "manual",
+    def compact(self, token: CancelToken, instructions: str | None = None, *,
+                reason: str = "manual",
                 incoming: list[Message] | None = None, keep_divisor: int = 1,
                 within_turn: bool = False) -> Generator[Event, None, bool]:
         """Summarise older history; returns whether anything was compacted.
@@ -238,15 +239,16 @@ class Upkeep:
                          f"the history is unchanged")
             return False
         if reason != "auto":
-            yield from self.flush_if_due(view=messages[:cut] if reason == "overflow" else None)
+            yield from self.flush_if_due(token,
+                                         view=messages[:cut] if reason == "overflow" else None)
         before = self.window.used(incoming)
         budget = self.window.budget
         yield Waiting("compaction")
         founded = (partial(founded_summary,
                            history=summarised_text(history.summary, messages[:cut]))
-                   if self.profile().checks_summary_claims else None)
+                   if self.model.profile.checks_summary_claims else None)
         try:
-            summary = summarize(self.provider(), messages[:cut],
+            summary = summarize(self.model.provider, messages[:cut],
                                 previous_summary=history.summary, instructions=instructions,
                                 settings=self.rt.settings.compaction, max_tokens=budget.summary,
                                 max_chunk_tokens=budget.context_window // 2, founded=founded)
@@ -280,15 +282,16 @@ class Upkeep:
         yield Compacted(before, after, summary.method, summary.dropped)
         return True
 
-    def recover(self, overflow: Overflowed, attempt: int, messages: list[Message]
-                ) -> Generator[Event, None, bool]:
+    def recover(self, overflow: Overflowed, attempt: int, messages: list[Message],
+                token: CancelToken) -> Generator[Event, None, bool]:
         """The server said the request on ``messages`` does not fit (its ``attempt``-th
         time for this request): compact, keeping less verbatim each time (the cycle's flush
         first), and say whether to call again; when nothing more can be cut, an
         ``ErrorEvent`` says so (nothing is lost either way)."""
         compacted = False
         if attempt < OVERFLOW_ATTEMPTS:
-            compacted = yield from self.compact(reason="overflow", keep_divisor=2 ** attempt,
+            compacted = yield from self.compact(token, reason="overflow",
+                                                keep_divisor=2 ** attempt,
                                                 within_turn=True)
         if compacted:
             return True

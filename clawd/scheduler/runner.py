@@ -60,17 +60,14 @@ def direct_turn(runtime: Runtime, job: dict[str, Any], key: str, origin: dict[st
     from clawd.loop.session import Session
 
     fresh = (job.get("session") or SESSION_ISOLATED) == SESSION_ISOLATED
-    session = Session(for_job(runtime, job), key, job.get("model"), fresh=fresh, pin=False,
-                      wait=SESSION_WAIT_SECONDS)
     reply, errors, failed = "", [], False
-    try:
+    with Session.open(for_job(runtime, job), key, job.get("model"), fresh=fresh, pin=False,
+                      wait=SESSION_WAIT_SECONDS) as session:
         for event in session.run_turn(str(job["message"]), origin=origin):
             if isinstance(event, ErrorEvent):
                 errors.append(event.message)
             elif isinstance(event, TurnDone):
                 reply, failed = event.text, event.failed or event.aborted
-    finally:
-        session.close()
     if failed or (errors and not reply):
         return reply, "; ".join(errors) or "the turn failed"
     return reply, None

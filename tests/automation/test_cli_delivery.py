@@ -30,7 +30,7 @@ def test_a_cli_delivery_shows_at_the_next_prompt_once(tmp_path):
     clock.advance(minutes=20)
     Runner(store, lambda agent: runtime, clock).tick()
     out = io.StringIO()
-    chat = Chat(runtime, "agent:main:main")
+    chat = Chat.open(runtime, "agent:main:main")
     with create_pipe_input() as pipe:
         pipe.send_text("hi\r/quit\r")
         code = repl_loop(chat, input=pipe, output=DummyOutput(), history=tmp_path / "h",

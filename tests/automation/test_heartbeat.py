@@ -31,7 +31,7 @@ def setup(tmp_path, replies, heartbeat_settings, clock):
 
 
 def person_says(runtime, provider_reply_count=1):
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     list(session.run_turn("good morning"))
     session.close()
 

@@ -31,7 +31,7 @@ def test_flush_and_session_memory_leave_automation_out(tmp_path):
     provider = ScriptedProvider(["Sunny, 20 degrees in Lisbon.", "Noted: you like tea.",
                                  "NO_REPLY", "NO_REPLY", "NO_REPLY", "a-slug"])
     runtime = make_runtime(tmp_path, provider)
-    chat = Chat(runtime, "agent:main:main")
+    chat = Chat.open(runtime, "agent:main:main")
     list(chat.session.run_turn("What is the weather in Lisbon?", origin=JOB))
     list(chat.session.run_turn("I like green tea"))
     user_lines = [e for e in transcript_entries(chat.session) if e.get("role") == "user"]

@@ -54,7 +54,7 @@ def test_a_due_job_runs_once_as_a_turn_of_its_own_session(tmp_path, store):
     assert runner.tick() == [] and len(provider.requests) == 1
     from clawd.loop.session import Session
 
-    session = Session(runtime, run["sessionKey"])
+    session = Session.open(runtime, run["sessionKey"])
     (user, reply) = [e for e in transcript_entries(session) if e.get("type") == "message"]
     session.close()
     assert user["origin"] == {"kind": "job", "jobId": job["id"],

@@ -32,7 +32,7 @@ def test_remind_me_in_twenty_minutes_becomes_a_job_twenty_minutes_on(tmp_path):
     runtime, provider, store = runtime_with_schedule(tmp_path, [
         Reply("", [tool("schedule", action="add", at="in 20 minutes", message="stretch")]),
         "Done: I'll remind you at 10:20."], clock)
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     list(session.run_turn("remind me in 20 minutes to stretch"))
     session.close()
     (job,) = store.all()
@@ -52,7 +52,7 @@ def test_tomorrow_at_nine_is_read_in_the_users_zone(tmp_path):
     runtime, _, store = runtime_with_schedule(tmp_path, [
         Reply("", [tool("schedule", action="add", at="tomorrow at 9", message="call")]),
         "set"], clock, zone="Asia/Tokyo")  # 05:00 on the 28th in Tokyo
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     list(session.run_turn("remind me tomorrow at 9 to call the landlord"))
     session.close()
     (job,) = store.all()
@@ -64,7 +64,7 @@ def test_list_and_remove(tmp_path):
     runtime, provider, store = runtime_with_schedule(tmp_path, [
         Reply("", [tool("schedule", action="add", every="1h", message="water")]), "ok",
         Reply("", [tool("schedule", action="list")]), "listed"], clock)
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     list(session.run_turn("every hour remind me to drink water"))
     (job,) = store.all()
     list(session.run_turn("what reminders do I have?"))
@@ -74,7 +74,7 @@ def test_list_and_remove(tmp_path):
 
 def test_a_group_session_is_not_offered_the_tool(tmp_path):
     runtime, provider, _ = runtime_with_schedule(tmp_path, ["no"], Clock())
-    session = Session(runtime, "agent:main:telegram:group:42")
+    session = Session.open(runtime, "agent:main:telegram:group:42")
     list(session.run_turn("remind me in 20 minutes to stretch"))
     session.close()
     assert "schedule" not in [t.name for t in provider.requests[0].tools]

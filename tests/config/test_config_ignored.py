@@ -17,7 +17,7 @@ def test_daily_mode_honours_idle_minutes_in_a_chat(tmp_path, clock):
     provider = ScriptedProvider(default="fine")
     runtime = make_runtime(tmp_path, provider, clock=clock)
     runtime.config = parse_config('{session: {reset: {mode: "daily", idleMinutes: 30}}}')
-    chat = Chat(runtime, "agent:main:main")
+    chat = Chat.open(runtime, "agent:main:main")
     list(chat.handle("first"))
     first = chat.session.entry["sessionId"]
     clock.advance(minutes=29)

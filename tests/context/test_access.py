@@ -28,7 +28,7 @@ def test_workspace_access_decides_tools_and_files(tmp_path, access, offered, inj
     rt.models = fixed_models(provider, 200_000, profile="strong")  # told of every tool
     rt.files.write("SOUL.md", "SOUL-TEXT")
     rt.files.write("MEMORY.md", "MEMORY-TEXT")
-    list(Session(rt, "agent:main:main").run_turn("hello"))
+    list(Session.open(rt, "agent:main:main").run_turn("hello"))
     request = provider.requests[-1]
     assert {t.name for t in request.tools} == offered
     system = "\n".join(request.system)
@@ -39,7 +39,7 @@ def test_none_refuses_a_tool_call_it_never_offered(tmp_path):
     provider = ScriptedProvider([Reply(tool_calls=[tool("read", path="SOUL.md")]), "ok"])
     rt = make_runtime(tmp_path, provider, settings={"workspaceAccess": "none"}, tools=ALL)
     rt.files.write("SOUL.md", "SOUL-TEXT")
-    session = Session(rt, "agent:main:main")
+    session = Session.open(rt, "agent:main:main")
     list(session.run_turn("read it"))
     result = next(m for m in session.history.messages if m.role == "toolResult")
     assert result.is_error and "SOUL-TEXT" not in result.text
@@ -50,5 +50,5 @@ def test_memory_habits_are_taught_only_where_the_model_can_write(tmp_path):
         provider = ScriptedProvider(["hi"])
         rt = make_runtime(tmp_path / access, provider, settings={"workspaceAccess": access},
                           tools=ALL)
-        list(Session(rt, "agent:main:main").run_turn("hello"))
+        list(Session.open(rt, "agent:main:main").run_turn("hello"))
         assert ("## Memory habits" in provider.requests[-1].system[0]) is taught

@@ -161,7 +161,7 @@ def test_a_flush_that_answers_no_reply_twice_keeps_the_facts_not_the_requests(tm
             "memoryFlush": {"softThresholdTokens": 1000}}
     provider = ScriptedProvider()
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     for said in ("Suggest a 3-day itinerary for Kyoto.", "I'm allergic to peanuts.",
                  "Read notes/router.txt and keep the router's admin port in your notes.",
                  "My sister is a nurse, and my server is called wren now, not tern."):

@@ -42,7 +42,7 @@ def test_group_keys_in_any_case_get_no_private_memory(tmp_path, key):
     provider = ScriptedProvider(["hi"])
     rt = make_runtime(tmp_path, provider, tools=file_tools() + memory_tools())
     seed(rt.workspace)
-    session = Session(rt, key)
+    session = Session.open(rt, key)
     list(session.run_turn("hello"))
     text = sent(provider)
     assert "be kind" in text
@@ -56,7 +56,7 @@ def test_private_session_still_gets_memory_and_daily_logs(tmp_path):
     provider = ScriptedProvider(["hi"])
     rt = make_runtime(tmp_path, provider, tools=file_tools() + memory_tools())
     seed(rt.workspace)
-    list(Session(rt, "agent:main:main").run_turn("hello"))
+    list(Session.open(rt, "agent:main:main").run_turn("hello"))
     text = sent(provider)
     assert "SECRET-MEMORY" in text and "SECRET-TODAY" in text and "SECRET-YESTERDAY" in text
     assert "memory_get" in [t.name for t in provider.requests[-1].tools]
@@ -75,7 +75,7 @@ def test_keys_are_normalised_where_made_and_read(tmp_path):
 def test_a_store_written_with_mixed_case_keys_keeps_working(tmp_path):
     provider = ScriptedProvider(["hi", "again"])
     rt = make_runtime(tmp_path, provider)
-    first = Session(rt, "agent:main:work")
+    first = Session.open(rt, "agent:main:work")
     list(first.run_turn("hello"))
     path = rt.storage.sessions_dir / "sessions.json"
     data = json.loads(path.read_text())
@@ -83,7 +83,7 @@ def test_a_store_written_with_mixed_case_keys_keeps_working(tmp_path):
     old = data.pop("agent:main:work")
     stale = {**old, "sessionId": "stale", "updatedAt": "2000-01-01T00:00:00+00:00"}
     path.write_text(json.dumps({"agent:main:Work": old, "AGENT:MAIN:WORK": stale}))
-    again = Session(rt, "agent:main:WORK")
+    again = Session.open(rt, "agent:main:WORK")
     assert again.entry["sessionId"] == first.entry["sessionId"]
     assert [m.text for m in again.history.messages] == ["hello", "hi"]
     list(again.run_turn("more"))
@@ -113,7 +113,7 @@ def test_group_memory_tools_reach_only_shareable_paths(tmp_path):
         Reply(tool_calls=[tool("read", path="AGENTS.md")]),
         "done"])
     rt = shared_runtime(tmp_path, provider)
-    session = Session(rt, GROUP)
+    session = Session.open(rt, GROUP)
     list(session.run_turn("tell me everything"))
     results = [m for m in session.history.messages if m.role == "toolResult"]
     texts = [m.text for m in results]
@@ -146,12 +146,12 @@ def test_group_memory_search_keeps_shareable_hits_only(tmp_path):
     provider = ScriptedProvider([Reply(tool_calls=[tool("memory_search", query="standup")]),
                                  "ok"])
     rt = shared_runtime(tmp_path, provider, index)
-    session = Session(rt, GROUP)
+    session = Session.open(rt, GROUP)
     list(session.run_turn("when is standup?"))
     result = json.loads(next(m for m in session.history.messages if m.role == "toolResult").text)
     assert [r["path"] for r in result["results"]] == ["memory/shared/team.md"]
     assert index.asked[0] >= 50  # it looked deeper than the usual 6
-    private = Session(rt, "agent:main:main")
+    private = Session.open(rt, "agent:main:main")
     provider.add(Reply(tool_calls=[tool("memory_search", query="x")]), "ok")
     list(private.run_turn("search"))
     result = json.loads([m for m in private.history.messages if m.role == "toolResult"][-1].text)
@@ -171,7 +171,7 @@ def test_group_flush_never_writes_into_a_shareable_path(tmp_path):
                                append=True)]),
         "NO_REPLY"])
     rt = shared_runtime(tmp_path, provider)
-    session = Session(rt, GROUP)
+    session = Session.open(rt, GROUP)
     events = list(session.flush())
     shared = rt.workspace / "memory" / "shared" / "team.md"
     assert shared.read_text() == "SHARED-NOTE standup at 9"
@@ -184,14 +184,14 @@ def test_group_sessions_cannot_read_earlier_versions_of_private_memory(tmp_path)
         Reply(tool_calls=[tool("write", path="MEMORY.md", content="short")]),  # private
         "ok"])
     rt = shared_runtime(tmp_path, provider)
-    list(Session(rt, "agent:main:main").run_turn("rewrite memory"))
+    list(Session.open(rt, "agent:main:main").run_turn("rewrite memory"))
     kept = [p.relative_to(rt.workspace).as_posix()
             for p in (rt.workspace / ".clawd").rglob("*") if p.is_file()
             and "MEMORY.md" in p.as_posix()]
     assert kept, "the private write kept the earlier MEMORY.md"
     provider.add(*[Reply(tool_calls=[tool("read", path=path)]) for path in
                    [kept[0], ".clawd/history/MEMORY.md", ".clawd"]], "done")
-    session = Session(rt, GROUP)
+    session = Session.open(rt, GROUP)
     list(session.run_turn("show me old versions"))
     texts = [m.text for m in session.history.messages if m.role == "toolResult"]
     assert len(texts) == 3 and all("private memory" in t for t in texts), texts
@@ -208,7 +208,7 @@ def test_group_sessions_add_to_private_memory_but_never_replace_it(tmp_path):
         Reply(tool_calls=[tool("write", path=today, content="group fact", append=True)]),
         "done"])
     rt = shared_runtime(tmp_path, provider)
-    session = Session(rt, GROUP)
+    session = Session.open(rt, GROUP)
     list(session.run_turn("remember things: SECRET-TODAY doctor at 3"))
     texts = [m.text for m in session.history.messages if m.role == "toolResult"]
     assert all("add to it (write with append: true) but not replace it" in t
@@ -275,7 +275,7 @@ def test_group_flush_notes_by_reply_never_land_in_a_shared_daily_log(tmp_path):
     provider = ScriptedProvider(["the group decided to meet on friday"])
     rt = make_runtime(tmp_path, provider, settings={"memorySearch": {"shareablePaths": ["memory"]}})
     rt.models = fixed_models(provider, 200_000, profile="strong")
-    session = Session(rt, GROUP)
+    session = Session.open(rt, GROUP)
     events = list(session.flush())
     assert not list((rt.workspace / "memory").iterdir())
     assert any("not saved" in getattr(e, "text", "") for e in events)
@@ -287,12 +287,12 @@ def test_a_group_session_is_not_saved_into_a_shared_memory_folder(tmp_path):
 
     provider = ScriptedProvider(default="fine")
     rt = make_runtime(tmp_path, provider, settings={"memorySearch": {"shareablePaths": ["memory"]}})
-    chat = Chat(rt, GROUP)
+    chat = Chat.open(rt, GROUP)
     list(chat.handle("the group plans a trip"))
     events = list(chat.handle("/new"))
     assert any(isinstance(e, Notice) and "shareable" in e.text for e in events)
     assert not list((rt.workspace / "memory").iterdir())
-    private = Chat(rt, "agent:main:main")
+    private = Chat.open(rt, "agent:main:main")
     list(private.handle("my own plans"))
     list(private.handle("/new"))
     assert (rt.workspace / "memory" / "2026-11-22-fine.md").exists()  # private: saved
@@ -304,11 +304,11 @@ def test_extra_paths_in_the_workspace_are_private_memory_too(tmp_path):
     rt = make_runtime(tmp_path, provider, settings={"memorySearch": {"extraPaths": ["notes"]}})
     (rt.workspace / "notes").mkdir()
     (rt.workspace / "notes" / "diary.md").write_text("SECRET-DIARY")
-    group = Session(rt, GROUP)
+    group = Session.open(rt, GROUP)
     list(group.run_turn("read the diary"))
     result = next(m for m in group.history.messages if m.role == "toolResult")
     assert result.is_error and "SECRET" not in result.text
-    private = Session(rt, "agent:main:main")
+    private = Session.open(rt, "agent:main:main")
     list(private.run_turn("read the diary"))
     assert "SECRET-DIARY" in next(m for m in private.history.messages
                                   if m.role == "toolResult").text

@@ -92,7 +92,7 @@ def test_the_session_sends_the_kept_words_after_compacting(tmp_path):
     runtime = make_runtime(tmp_path, provider,
                            settings={"compaction": {"keepRecentTokens": 400,
                                                     "memoryFlush": {"enabled": False}}})
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     list(session.run_turn(BUDGET))
     for i in range(3):
         list(session.run_turn(f"Tell me about day {i}. {filler(300, i)}"))

@@ -97,7 +97,7 @@ def test_a_note_holds_a_request_when_it_has_its_references_and_most_words():
 def session_with(tmp_path, provider, profile="weak", key=KEY) -> Session:
     runtime = make_runtime(tmp_path, provider)
     runtime.models = fixed_models(provider, 200_000, profile=profile)
-    return Session(runtime, key)
+    return Session.open(runtime, key)
 
 
 def daily(session: Session) -> str:

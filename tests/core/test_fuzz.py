@@ -109,14 +109,14 @@ def test_a_session_opens_on_any_transcript_and_its_next_turn_is_sent(tmp_path_fa
     tmp = tmp_path_factory.mktemp("s")
     provider = ScriptedProvider(default="fine")
     runtime = make_runtime(tmp, provider)
-    first = Session(runtime, "agent:main:main")
+    first = Session.open(runtime, "agent:main:main")
     path = first.transcript.path
     first.close()
     del first
     gc.collect()
     with open(path, "ab") as handle:
         handle.writelines(json.dumps(shape).encode() + b"\n" for shape in shapes)
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     list(session.run_turn(said))
     assert provider.requests[-1].messages[-1].text == said
     session.close()
@@ -160,7 +160,7 @@ def test_a_session_runs_on_any_entry_shape(tmp_path_factory, entry, said):
     runtime.storage.sessions_dir.mkdir(parents=True, exist_ok=True)
     entry = {**entry, "sessionFile": str(runtime.storage.sessions_dir / "sid.jsonl")}
     runtime.store.path.write_text(json.dumps({"agent:main:main": entry}))
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     events = list(session.run_turn(said))
     assert provider.requests and provider.requests[-1].messages[-1].text == said, events
     stored = runtime.store.get("agent:main:main")
@@ -254,7 +254,7 @@ def test_found_store_fields_of_the_wrong_type_are_dropped_with_a_warning(tmp_pat
              "tokenRatio": [1], "prunedResults": True, "invalidLines": True,
              "compactionCount": "2", "cumulativeInputTokens": 7}
     runtime.store.path.write_text(json.dumps({"agent:main:main": entry}))
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     list(session.run_turn("hello"))
     stored = runtime.store.get("agent:main:main")
     assert stored["compactionCount"] == 0 and stored["cumulativeInputTokens"] > 7

@@ -42,7 +42,7 @@ def test_undo_takes_the_last_turn_out_of_what_the_model_sees(tmp_path):
     provider = ScriptedProvider(["one", Reply("", [tool("read", path="a.md")]), "no a.md",
                                  "three"])
     runtime = make_runtime(tmp_path, provider)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("first"))
     list(chat.handle("read a.md"))
     undone = said(list(chat.handle("/undo")))
@@ -58,14 +58,14 @@ def test_undo_takes_the_last_turn_out_of_what_the_model_sees(tmp_path):
                      "undo", "user", "assistant"]
     assert on_disk[6]["messageId"] == on_disk[2]["id"] and on_disk[6]["reason"] == "undo"
     # a new process sees the same conversation
-    assert texts(Session(runtime, KEY).history.messages) == ["first", "one", "third", "three"]
+    assert texts(Session.open(runtime, KEY).history.messages) == ["first", "one", "third", "three"]
     provider.assert_done()
 
 
 def test_undo_until_there_is_nothing_left(tmp_path):
     provider = ScriptedProvider(["one", "two"])
     runtime = make_runtime(tmp_path, provider)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("first"))
     list(chat.handle("second"))
     list(chat.handle("/undo"))
@@ -74,7 +74,7 @@ def test_undo_until_there_is_nothing_left(tmp_path):
     events = list(chat.handle("/undo"))
     assert [type(e) for e in events] == [ErrorEvent]
     assert said(events) == "nothing to undo: this session has no turns yet"
-    assert Session(runtime, KEY).history.messages == []
+    assert Session.open(runtime, KEY).history.messages == []
     # the store no longer claims the last reported prompt describes the history
     entry = runtime.store.get(KEY)
     assert entry["totalTokensFresh"] is False
@@ -86,7 +86,7 @@ def test_undo_after_a_compaction_and_of_a_summarised_turn(tmp_path):
     provider = ScriptedProvider(["one", "two"], default=lambda request: (
         "NO_REPLY" if is_flush(request) else summary))
     runtime = make_runtime(tmp_path, provider)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("first" + " and more" * 120))  # long enough that a summary saves room
     list(chat.handle("second"))
     list(chat.handle("/compact"))  # flushes, then summarises the first turn, keeps the second
@@ -98,21 +98,21 @@ def test_undo_after_a_compaction_and_of_a_summarised_turn(tmp_path):
     events = list(chat.handle("/undo"))
     assert said(events) == ("nothing to undo: the earlier turns are summarised (compacted) "
                             "and cannot be taken back")
-    reloaded = Session(runtime, KEY)
+    reloaded = Session.open(runtime, KEY)
     assert reloaded.history.messages == [] and reloaded.history.summary == summary
 
 
 def test_a_turn_summarised_in_part_cannot_be_undone(tmp_path):
     provider = ScriptedProvider([Reply("", [tool("read", path="a.md")]), "done"])
     runtime = make_runtime(tmp_path, provider)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     list(session.run_turn("a long task"))
     request, step = session.history.messages[0], session.history.messages[3]
     # what a compaction inside a long turn writes: the turn's request stays verbatim
     session.transcript.append({"type": "compaction", "summary": "the first steps",
                                "firstKeptId": step.id, "turnMessageId": request.id})
     session.close()
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     events = list(chat.handle("/undo"))
     assert said(events) == "cannot undo: the last turn was partly summarised by a compaction"
     assert texts(chat.session.history.messages) == ["a long task", "done"]
@@ -124,7 +124,7 @@ def test_a_turn_summarised_in_part_cannot_be_undone(tmp_path):
 def test_retry_sends_the_last_message_again_without_the_last_answer(tmp_path):
     provider = ScriptedProvider(["one", "a poor answer", "a better answer"])
     runtime = make_runtime(tmp_path, provider)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("first"))
     list(chat.handle("second"))
     events = list(chat.handle("/retry"))
@@ -143,7 +143,7 @@ def test_retry_sends_the_last_message_again_without_the_last_answer(tmp_path):
 
 def test_retry_after_a_failed_reply_does_not_send_the_message_twice(tmp_path):
     provider = ScriptedProvider(["one", ProviderError("overloaded"), "two"])
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     list(chat.handle("first"))
     list(chat.handle("second"))
     assert texts(chat.session.history.messages) == ["first", "one", "second"]
@@ -153,7 +153,7 @@ def test_retry_after_a_failed_reply_does_not_send_the_message_twice(tmp_path):
 
 
 def test_retry_with_nothing_to_send(tmp_path):
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider()), KEY)
+    chat = Chat.open(make_runtime(tmp_path, ScriptedProvider()), KEY)
     assert said(list(chat.handle("/retry"))) == ("nothing to retry: this session has no "
                                                  "turns yet")
     assert entries(chat) == []
@@ -175,7 +175,7 @@ def test_an_argument_to_a_command_that_takes_none_is_one_line_and_does_nothing(t
                                                                                 name):
     provider = ScriptedProvider(["one"])
     runtime = make_runtime(tmp_path, provider)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("first"))
     before = stored_text(chat.session)
     session_id = chat.session.entry["sessionId"]
@@ -187,7 +187,7 @@ def test_an_argument_to_a_command_that_takes_none_is_one_line_and_does_nothing(t
 
 
 def test_a_command_reads_its_arguments_after_any_whitespace(tmp_path):
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider()), KEY)
+    chat = Chat.open(make_runtime(tmp_path, ScriptedProvider()), KEY)
     assert "list the commands" in said(list(chat.handle("/HELP")))
     events = list(chat.handle("/memory\tadd a note\nover two lines"))
     assert said(events) == "added to memory/2026-11-22.md"
@@ -196,7 +196,7 @@ def test_a_command_reads_its_arguments_after_any_whitespace(tmp_path):
 
 def test_a_double_slash_sends_a_message_that_starts_with_a_slash(tmp_path):
     provider = ScriptedProvider(["That is the hosts file."])
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     events = list(chat.handle("  //etc/hosts is what?\n"))
     assert events[-1].text == "That is the hosts file."
     assert texts(provider.requests[0].messages) == ["/etc/hosts is what?"]
@@ -208,7 +208,7 @@ def test_a_double_slash_sends_a_message_that_starts_with_a_slash(tmp_path):
 
 
 def test_a_mistyped_command_suggests_the_one_meant_and_does_nothing(tmp_path):
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider()), KEY)
+    chat = Chat.open(make_runtime(tmp_path, ScriptedProvider()), KEY)
     before = stored_text(chat.session)
     assert said(list(chat.handle("/stauts"))) == (
         "unknown command /stauts (did you mean /status?); to send it as a message, start it "
@@ -240,7 +240,7 @@ def test_recap_of_turns_without_a_spoken_answer_and_of_a_summary_only():
 
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_help_wraps_descriptions_between_words(tmp_path, width):
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider()), KEY)
+    chat = Chat.open(make_runtime(tmp_path, ScriptedProvider()), KEY)
     chat.width = lambda: width
     lines = said(list(chat.handle("/help"))).splitlines()
     assert all(len(line) <= width for line in lines if not line.startswith("/memory search"))
@@ -265,7 +265,7 @@ def test_model_reads_a_provider_declared_after_start(isolated_home, capsys):
     workspace = write_local_config(isolated_home, "http://127.0.0.1:9")
     path = isolated_home / ".clawd" / "clawd.json"
     runtime = build_runtime(load_config(path), None, with_memory=False)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     unknown = said(list(chat.handle("/model later/m2")))
     assert "unknown provider 'later'" in unknown
     data = _json.loads(path.read_text())

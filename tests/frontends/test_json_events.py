@@ -64,7 +64,7 @@ def test_tool_result_text_is_capped_and_says_so():
 
 
 def test_the_repl_with_json_and_stream_prints_deltas(tmp_path):
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider(["forty-two"], chunk_size=4)),
+    chat = Chat.open(make_runtime(tmp_path, ScriptedProvider(["forty-two"], chunk_size=4)),
                 "agent:main:main")
     out = io.StringIO()
     with create_pipe_input() as pipe:

@@ -223,7 +223,7 @@ def blocked_workspace(rt) -> None:
 def test_unwritable_workspace_memory_add_and_new_are_one_line_each(tmp_path):
     provider = ScriptedProvider(["hello", "slug-name"], default="ok")
     rt = make_runtime(tmp_path, provider)
-    chat = Chat(rt, "agent:main:main")
+    chat = Chat.open(rt, "agent:main:main")
     list(chat.handle("hi"))
     blocked_workspace(rt)
     events = list(chat.handle("/memory add remember the milk"))
@@ -239,7 +239,7 @@ def test_unwritable_workspace_memory_add_and_new_are_one_line_each(tmp_path):
 def test_read_only_access_writes_nothing_into_memory(tmp_path, access):
     provider = ScriptedProvider(["hello"], default="slug")
     rt = make_runtime(tmp_path, provider, settings={"workspaceAccess": access})
-    chat = Chat(rt, "agent:main:main")
+    chat = Chat.open(rt, "agent:main:main")
     list(chat.handle("hi"))
     events = list(chat.handle("/memory add a note"))
     assert isinstance(events[0], ErrorEvent) and "read-only" in events[0].message
@@ -260,7 +260,7 @@ def test_a_failing_write_tool_is_one_error_line_for_the_model_and_the_log(tmp_pa
     rt.tools.append(Tool(ToolSpec("boom", "breaks", {"type": "object", "properties": {}}),
                          broken))
     blocked_workspace(rt)
-    session = Session(rt, "agent:main:main")
+    session = Session.open(rt, "agent:main:main")
     with caplog.at_level(logging.INFO):
         events = list(session.run_turn("write it"))
     failed = [e for e in events if isinstance(e, ToolFinished)]
@@ -293,7 +293,7 @@ def test_permission_denied_is_reported_like_any_unwritable_workspace(tmp_path, m
                                                         content="new")]), "ok"],
                                 default="fine")
     rt = make_runtime(tmp_path, provider)
-    chat = Chat(rt, "agent:main:main")
+    chat = Chat.open(rt, "agent:main:main")
     real_open = pathlib.Path.open
 
     def denied(self, mode="r", *args, **kwargs):

@@ -57,7 +57,7 @@ def history(tmp_path):
 
 def test_message_status_and_quit(tmp_path, history):
     provider = ScriptedProvider(["The answer is forty-two, as scripted."])
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     code, out = run(chat, f"what is it?{ENTER}/status{ENTER}/quit{ENTER}", history)
     assert code == 0
     assert "The answer is forty-two, as scripted.\n" in out
@@ -104,7 +104,7 @@ def test_run_repl_wires_the_agent_session_and_history(tmp_path, isolated_home, c
 
 def test_ctrl_d_leaves_and_ctrl_c_clears_the_line(tmp_path, history):
     provider = ScriptedProvider(["fine"])
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     code, out = run(chat, f"never sent{CTRL_C}sent{ENTER}{CTRL_D}", history, warm=False)
     assert code == 0
     assert [e["content"][0]["text"] for e in transcript(chat)] == ["sent", "fine"]
@@ -113,7 +113,7 @@ def test_ctrl_d_leaves_and_ctrl_c_clears_the_line(tmp_path, history):
 
 def test_esc_enter_and_paste_make_one_multiline_message(tmp_path, history):
     provider = ScriptedProvider(["one", "two"])
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     keys = (f"first{ESC_ENTER}second{ENTER}"
             f"{PASTE_START}pasted a\r\npasted b\npasted c{PASTE_END}{ENTER}{CTRL_D}")
     run(chat, keys, history)
@@ -127,7 +127,7 @@ def test_tool_calls_errors_and_approval(tmp_path, history):
     runtime = make_runtime(tmp_path, provider)
     asked = []
     runtime.approve = lambda command: asked.append(command) or False
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     _, out = run(chat, f"go{ENTER}/nosuch{ENTER}{CTRL_D}", history)
     assert asked == ["echo hi"]
     assert "· exec echo hi\n" in out
@@ -158,7 +158,7 @@ def test_exec_approval_question_says_how_long_always_lasts():
 
 def test_ctrl_c_while_rendering_is_thrown_into_the_turn(tmp_path):
     provider = ScriptedProvider(["a long reply that streams in several pieces"], chunk_size=4)
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     seen: list = []
 
     def render(event) -> bool:
@@ -248,7 +248,7 @@ def test_renderer_writes_raw_text_without_colour_or_markdown(options):
 
 def test_repl_renders_replies_as_markdown_with_colour(tmp_path, history):
     provider = ScriptedProvider(["Use `ls` and **then** this:\n```sh\nls -la\n```"])
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     _, out = run(chat, f"how?{ENTER}{CTRL_D}", history, color=True, width=40)
     assert "Use \x1b[0;36mls\x1b[0m and \x1b[0;1mthen\x1b[0m this:\n" in out
     assert "\x1b[0;2m```sh\x1b[0m\n" in out and "\x1b[0;2m```\x1b[0m\n" in out
@@ -287,7 +287,7 @@ def test_completion_comes_from_the_command_registry():
 
 
 def test_tab_completes_a_command_then_its_subcommand(tmp_path, history, monkeypatch):
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider([])), KEY)
+    chat = Chat.open(make_runtime(tmp_path, ScriptedProvider([])), KEY)
     with create_pipe_input() as pipe:
         # the next keys go in once the completions for what is typed are known
         # Tab puts the space after the command: "sta" typed next is its subcommand
@@ -314,13 +314,13 @@ def test_tab_completes_a_command_then_its_subcommand(tmp_path, history, monkeypa
 def test_ctrl_r_finds_an_earlier_message_and_enter_takes_it(tmp_path, history):
     history.parent.mkdir(parents=True)
     history.write_text("\n# earlier\n+the first message\n\n# earlier\n+another one\n")
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider(["again"])), KEY)
+    chat = Chat.open(make_runtime(tmp_path, ScriptedProvider(["again"])), KEY)
     run(chat, f"{CTRL_R}first{ENTER}{ENTER}{CTRL_D}", history)
     assert [e["content"][0]["text"] for e in transcript(chat)] == ["the first message", "again"]
 
 
 def test_help_lists_the_keys_in_the_repl_only(tmp_path, history):
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider([])), KEY)
+    chat = Chat.open(make_runtime(tmp_path, ScriptedProvider([])), KEY)
     _, out = run(chat, f"/help{ENTER}{CTRL_D}", history)
     assert "/memory search QUERY | show | add TEXT | forget [--yes] TEXT | status" in out
     assert "\nKeys:\n" in out
@@ -329,7 +329,7 @@ def test_help_lists_the_keys_in_the_repl_only(tmp_path, history):
         assert f" {key} {does} " in flat, key
     for name in ("Enter", "Esc Enter", "Tab", "Ctrl-C", "Ctrl-D", "Ctrl-R"):
         assert f"\n{name}" in out
-    one_shot = Chat(make_runtime(tmp_path / "other", ScriptedProvider([])), KEY)
+    one_shot = Chat.open(make_runtime(tmp_path / "other", ScriptedProvider([])), KEY)
     (text,) = [e.text for e in one_shot.handle("/help")]
     assert "/quit" in text and "Keys:" not in text
 
@@ -407,7 +407,7 @@ def test_status_line_shows_the_last_turn_tokens_and_cost(tmp_path, history, monk
     provider = ScriptedProvider([Reply("ok", usage=Usage(1000, 200, 30_000, 500))])
     runtime = make_runtime(tmp_path, provider, settings={"model": "local/m"})
     runtime.config = parse_config(json.dumps(config))
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     shown: list[str] = []
     with create_pipe_input() as pipe:
         def spy(*args, **kw) -> str:
@@ -486,7 +486,7 @@ def test_a_notice_after_the_reply_is_on_a_line_of_its_own(tty):
 
 def test_the_status_line_forgets_the_old_session_s_turn_after_new(tmp_path):
     provider = ScriptedProvider([Reply("ok", usage=Usage(1000, 200, 0, 0))])
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     status = statusline.Status(chat)
     for line, expected in (("hi", (1000, 200)), ("/status", (1000, 200)), ("/new", None)):
         status.start_turn()

@@ -47,7 +47,7 @@ def run(chat: Chat, keys: str, tmp_path, output=None, **kw) -> str:
 
 def test_clear_clears_the_screen_and_nothing_else(tmp_path):
     provider = ScriptedProvider(["one"])
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     screen = Screen()
     out = run(chat, f"first{ENTER}/clear{ENTER}{CTRL_D}", tmp_path, output=screen)
     assert screen.erased == 1
@@ -64,12 +64,12 @@ def test_a_reopened_session_starts_with_its_last_exchanges(tmp_path):
     provider = ScriptedProvider(["one", "two", Reply("", [tool("read", path="a.md")]),
                                  "the answer " * 20, "five"])
     runtime = make_runtime(tmp_path, provider)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     assert run(chat, CTRL_D, tmp_path).splitlines()[1:] == []  # a new session: no recap
     for text in ("first", "second", "read a.md", "fourth"):
         list(chat.handle(text))
     chat.session.close()
-    reopened = Chat(runtime, KEY)
+    reopened = Chat.open(runtime, KEY)
     out = run(reopened, CTRL_D, tmp_path).splitlines()
     assert out[1:] == [
         "· where this session left off (earlier turns not shown):",
@@ -89,7 +89,7 @@ def test_resume_shows_where_the_resumed_session_left_off(tmp_path, isolated_home
                                            "baseUrl": "http://127.0.0.1:9/v1"}}}}))
     runtime = make_runtime(tmp_path, ScriptedProvider(["one", "two"]))
     runtime.storage.sessions_dir = isolated_home / ".clawd" / "agents" / "main" / "sessions"
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("the first session"))
     first = chat.session.entry["sessionId"]
     list(chat.handle("/new"))
@@ -112,7 +112,7 @@ def test_exec_approved_always_is_not_asked_again_in_this_session(tmp_path):
                                  Reply("", [tool("exec", command="echo three")]), "ok"])
     runtime = make_runtime(tmp_path, provider)
     runtime.approve = approval = ExecApproval()
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     # one answer, "a", for all three commands: "next" is sent as a message, not an answer
     run(chat, f"go{ENTER}a{ENTER}next{ENTER}{CTRL_D}", tmp_path)
     results = [m for m in chat.session.history.messages if m.role == "toolResult"]

@@ -75,7 +75,7 @@ def test_a_send_streams_the_events_of_json_stream(tmp_path):
         streamed = send(client, "hi")
     # the same turn through clawd chat --json --stream's renderer
     out = io.StringIO()
-    chat = Chat(make_runtime(tmp_path / "cli", ScriptedProvider(list(script), chunk_size=4)),
+    chat = Chat.open(make_runtime(tmp_path / "cli", ScriptedProvider(list(script), chunk_size=4)),
                 "agent:main:main")
     renderer = Renderer(out, as_json=True, deltas=True)
     drive(chat.handle("hi"), renderer.event)
@@ -186,7 +186,7 @@ def _heard(client) -> None:
     it through the database, a moment later)."""
     apps = getattr(client.app, "apps", [client.app])
     deadline = time.monotonic() + 10
-    while not any(t.abort for app in apps for t in app.state.gateway.hub.turns.values()):
+    while not any(t.token.cancelled for app in apps for t in app.state.gateway.hub.turns.values()):
         assert time.monotonic() < deadline, "the abort never reached the running turn"
         time.sleep(0.01)
 

@@ -170,7 +170,7 @@ def test_the_cli_and_the_gateway_share_the_session_lock(tmp_path, monkeypatch,
             # asked on the database, the idle worker lets go: the chat joins at once
             assert other.stdout.readline().strip() == "held"
             other.communicate("", timeout=10)
-    cli = Session(runtime, "agent:main:main")  # the gateway let go of it when it stopped
+    cli = Session.open(runtime, "agent:main:main")  # the gateway let go of it when it stopped
     assert [m.text for m in cli.history.messages] == ["from the web", "ok"]
     cli.close()
 

@@ -276,7 +276,8 @@ def test_an_abort_asked_of_one_worker_stops_the_turn_on_the_other(tmp_path, pg_u
         assert stopped["aborted"] is True
         hub = a.app.state.gateway.hub
         deadline = time.monotonic() + 5
-        while not any(s.running is not None and s.running.abort for s in hub.slots.values()):
+        while not any(s.running is not None and s.running.token.cancelled
+                      for s in hub.slots.values()):
             assert time.monotonic() < deadline, "the worker running the turn never heard"
             time.sleep(0.02)
         gate.set()
@@ -352,7 +353,7 @@ def test_an_abort_stops_the_running_turn_not_one_waiting_behind_it(tmp_path, pg_
         running = a.app.state.gateway.hub.slots[("main", "agent:main:main")].running
         assert stopped["aborted"] is True and stopped["turn"]["id"] == running.id
         deadline = time.monotonic() + 10  # the abort reaches a through the database
-        while not running.abort:
+        while not running.token.cancelled:
             assert time.monotonic() < deadline, "the running turn never heard the abort"
             time.sleep(0.02)
         model.gate.set()

@@ -135,7 +135,7 @@ def test_i_remember_after_a_request_is_asked_to_be_written(tmp_path):
                         append=True)]),
         "Saved.",
     ])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("Please remember: Kestrel's backend runs on Python 3.12."))
     assert provider.requests[1].messages[-1].text.startswith('You told me "I remember that')
     assert "- Kestrel backend: Python 3.12" in daily(session)
@@ -151,7 +151,7 @@ def test_i_remember_this_after_a_fact_is_asked_to_be_written(tmp_path, said, ask
                             append=True)])
     replies = ["I remember this. " + ("Pixel sounds lovely." if asked else "A wrap and fruit.")]
     provider = ScriptedProvider(replies + ([write, "Saved."] if asked else []))
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn(said))
     assert ("- Cat Pixel eats only wet food" in daily(session)) is asked
     provider.assert_done()
@@ -167,7 +167,7 @@ def test_an_unkept_note_is_asked_for_once_and_written(tmp_path):
         Reply("", [tool("write", path=DAILY, content="- budget: 2400 euros", append=True)]),
         "Saved to today's log.",
     ])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("my budget is 2400 euros"))
     first, second, third = provider.requests
     asked = second.messages[-1]  # after the history, sent in this request only
@@ -189,7 +189,7 @@ def test_an_unkept_note_is_asked_for_once_and_written(tmp_path):
 
 def test_a_note_still_unwritten_is_reported(tmp_path):
     provider = ScriptedProvider(["I'll add it to your notes.", "Sure, it is saved."])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("my sister Ines arrives on May 14"))
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert notices == ['the model said "I\'ll add it to your notes." but wrote no note']
@@ -215,7 +215,7 @@ def test_a_write_made_when_asked_again_shows_the_answer_after_it(tmp_path):
                                       append=True)]),
         "Saved.",
     ])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("my sister Ines arrives on May 14"))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
         "I'll add it to your notes.Saved."
@@ -230,7 +230,7 @@ def test_a_note_written_in_the_turn_is_not_asked_for(tmp_path):
         Reply("", [tool("write", path=DAILY, content="- budget: 2400 euros", append=True)]),
         "Noted: I saved your budget to today's log.",
     ])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("my budget is 2400 euros"))
     assert [e.is_error for e in events if isinstance(e, ToolFinished)] == [False]
     assert not [e for e in events if isinstance(e, Notice)]
@@ -244,7 +244,7 @@ def test_a_failed_write_does_not_count(tmp_path):
         Reply("", [tool("write", path=DAILY, content="- budget: 2400 euros", append=True)]),
         "Done.",
     ])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn("my budget is 2400 euros"))
     assert provider.requests[2].messages[-1].text.startswith('You told me "I\'ve saved it')
     assert "- budget: 2400 euros" in daily(session)
@@ -254,7 +254,7 @@ def test_a_failed_write_does_not_count(tmp_path):
 def test_a_session_that_cannot_write_is_not_asked(tmp_path):
     readers = [t for t in file_tools() if t.spec.name not in ("write", "edit")]
     provider = ScriptedProvider(["I'll remember that."])
-    session = Session(make_runtime(tmp_path, provider, tools=readers), KEY)
+    session = Session.open(make_runtime(tmp_path, provider, tools=readers), KEY)
     events = list(session.run_turn("my budget is 2400 euros"))
     assert not [e for e in events if isinstance(e, Notice)]
     provider.assert_done()
@@ -262,7 +262,7 @@ def test_a_session_that_cannot_write_is_not_asked(tmp_path):
 
 def test_a_blank_answer_to_the_request_for_the_note_leaves_the_reply_shown(tmp_path):
     provider = ScriptedProvider(["I'll add it to your notes.", ""])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("my sister Ines arrives on May 14"))
     assert [e.text for e in events if isinstance(e, Notice)] == [
         'the model said "I\'ll add it to your notes." but wrote no note']  # not "empty reply"
@@ -280,7 +280,7 @@ def test_an_echo_that_says_the_note_was_kept_is_asked_for_the_write(tmp_path):
         Reply("", [tool("write", path=DAILY, content="- Mira's school play: 12 December, 6pm",
                         append=True)]),
         "Saved."])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn(said))
     assert provider.requests[1].messages[-1].text.startswith('You told me "I remember that')
     assert "- Mira's school play: 12 December, 6pm" in daily(session)

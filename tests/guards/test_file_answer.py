@@ -45,7 +45,7 @@ def session(tmp_path, provider, profile="weak"):
     runtime = make_runtime(tmp_path, provider)
     runtime.models = fixed_models(provider, 200_000, profile=profile)
     runtime.files.write("docs/lease.txt", LEASE)
-    return runtime, Session(runtime, KEY)
+    return runtime, Session.open(runtime, KEY)
 
 
 KEY = "agent:main:main"

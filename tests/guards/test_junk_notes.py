@@ -95,7 +95,7 @@ def test_a_guard_refuses_nothing_by_default():
 def session_with(tmp_path, provider, profile):
     runtime = make_runtime(tmp_path, provider)
     runtime.models = fixed_models(provider, 200_000, profile=profile)
-    return runtime, Session(runtime, KEY)
+    return runtime, Session.open(runtime, KEY)
 
 
 def junk_write(content=TERN):
@@ -191,7 +191,7 @@ def test_a_flushs_junk_note_is_refused_and_its_second_try_written(tmp_path):
             "memoryFlush": {"softThresholdTokens": 1000}}
     provider = ScriptedProvider()
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     provider.add("Sure.")
     list(session.run_turn(TOLD))
     talk_until_flush(session, provider, say=lambda i: f"Here is part {i}: {filler(200, i)}")

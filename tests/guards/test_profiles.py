@@ -34,7 +34,7 @@ pytestmark = pytest.mark.usefixtures("both_storages")
 def session_with(tmp_path, provider, profile: str, **kw) -> Session:
     runtime = make_runtime(tmp_path, provider, **kw)
     runtime.models = fixed_models(provider, kw.get("window", 200_000), profile=profile)
-    return Session(runtime, KEY)
+    return Session.open(runtime, KEY)
 
 
 # the weak model's habits, each answered once more under "weak" and taken as it is under

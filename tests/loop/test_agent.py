@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from clawd.core.cancel import CancelToken
 from clawd.core.errors import ProviderError, ProviderSetupError
 from clawd.core.events import (
     ErrorEvent,
@@ -34,7 +35,7 @@ def lines(session: Session) -> list[dict]:
 
 def test_text_turn_streams_and_persists(tmp_path):
     provider = ScriptedProvider(["Hello there, how can I help?"])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("hi"))
     deltas = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert deltas == "Hello there, how can I help?"
@@ -59,7 +60,7 @@ def test_multi_step_tool_turn(tmp_path):
         "The file says alpha.",
     ])
     runtime = make_runtime(tmp_path, provider)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn("store alpha"))
     assert [e.name for e in events if isinstance(e, ToolStarted)] == ["write", "read"]
     assert runtime.files.read("notes/a.md") == "alpha"
@@ -73,7 +74,7 @@ def test_multi_step_tool_turn(tmp_path):
 
 def test_tool_errors_go_back_to_the_model(tmp_path):
     provider = ScriptedProvider([Reply("", [tool("read", path="../../etc/passwd")]), "denied"])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("read it"))
     finished = [e for e in events if isinstance(e, ToolFinished)][0]
     assert finished.is_error and "escapes the workspace" in finished.preview
@@ -82,10 +83,10 @@ def test_tool_errors_go_back_to_the_model(tmp_path):
 
 def test_exec_is_refused_in_scripts_unless_allowed(tmp_path):
     provider = ScriptedProvider([Reply("", [tool("exec", command="echo hi")]), "ok"] * 2)
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn("run"))
     assert "disabled in non-interactive" in provider.requests[1].messages[-1].text
-    session2 = Session(make_runtime(tmp_path / "b", provider, allow_exec=True), KEY)
+    session2 = Session.open(make_runtime(tmp_path / "b", provider, allow_exec=True), KEY)
     list(session2.run_turn("run"))
     assert "hi" in provider.requests[3].messages[-1].text
     assert "[exit code 0]" in provider.requests[3].messages[-1].text
@@ -94,7 +95,7 @@ def test_exec_is_refused_in_scripts_unless_allowed(tmp_path):
 def test_step_cap_stops_a_runaway_tool_loop(tmp_path):
     provider = ScriptedProvider(default=lambda request: Reply("", [  # a new read each step
         tool("read", path="AGENTS.md", offset=len(request.messages))]))
-    session = Session(make_runtime(tmp_path, provider, settings={"maxSteps": 3}), KEY)
+    session = Session.open(make_runtime(tmp_path, provider, settings={"maxSteps": 3}), KEY)
     events = list(session.run_turn("loop"))
     assert len(provider.requests) == 3
     assert any(isinstance(e, Notice) and "maxSteps" in e.text for e in events)
@@ -107,7 +108,7 @@ def test_provider_error_mid_stream_keeps_partial_reply(tmp_path):
             yield Delta("Partial ans")
             raise ProviderError("connection lost mid-reply")
 
-    session = Session(make_runtime(tmp_path, Cutting()), KEY)
+    session = Session.open(make_runtime(tmp_path, Cutting()), KEY)
     events = list(session.run_turn("question"))
     assert any(isinstance(e, ErrorEvent) and "connection lost" in e.message for e in events)
     last = lines(session)[-1]
@@ -122,7 +123,7 @@ def test_ctrl_c_mid_reply_keeps_partial_and_marks_it(tmp_path):
             yield Delta("Half a th")
             raise KeyboardInterrupt
 
-    session = Session(make_runtime(tmp_path, Interrupting()), KEY)
+    session = Session.open(make_runtime(tmp_path, Interrupting()), KEY)
     events = list(session.run_turn("tell me"))
     assert events[-1].aborted is True
     assert [e.text for e in events if isinstance(e, Notice)] == [
@@ -134,7 +135,7 @@ def test_ctrl_c_mid_reply_keeps_partial_and_marks_it(tmp_path):
 
 def test_no_reply_is_never_shown(tmp_path):
     provider = ScriptedProvider(["NO_REPLY", "NO_REPLY - nothing to add", "NO, really"])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("a"))  # silent twice: hidden, and said in a notice
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == ""
     assert events[-1].text == ""
@@ -146,8 +147,8 @@ def test_no_reply_is_never_shown(tmp_path):
 def test_history_is_reloaded_from_disk(tmp_path):
     provider = ScriptedProvider(["one", "two"])
     runtime = make_runtime(tmp_path, provider)
-    list(Session(runtime, KEY).run_turn("first"))
-    again = Session(runtime, KEY)
+    list(Session.open(runtime, KEY).run_turn("first"))
+    again = Session.open(runtime, KEY)
     assert [m.text for m in again.history.messages] == ["first", "one"]
     list(again.run_turn("second"))
     assert [m.text for m in provider.requests[1].messages] == ["first", "one", "second"]
@@ -161,7 +162,7 @@ def test_context_layers_in_request(tmp_path, clock):
     runtime.files.write("memory/2026-11-22.md", "today note")
     runtime.files.write("memory/2026-11-21.md", "yesterday note")
     runtime.files.write("memory/2026-11-20.md", "older note")
-    list(Session(runtime, KEY).run_turn("hi"))
+    list(Session.open(runtime, KEY).run_turn("hi"))
     system, project = provider.requests[0].system
     assert "2026-11-22" in system and runtime.files.location in system
     assert "agents rules" in project and "secret long-term fact" in project
@@ -202,7 +203,7 @@ def test_a_tool_call_repeating_the_step_before_is_not_run_again(tmp_path):
     again = tool("write", path="memory/2026-11-22.md", content="- budget 2400\n", append=True)
     provider = ScriptedProvider([Reply("", [note]), Reply("", [again]), "Noted: 2400 euros."])
     runtime = make_runtime(tmp_path, provider)
-    events = list(Session(runtime, KEY).run_turn("My budget is 2400 euros."))
+    events = list(Session.open(runtime, KEY).run_turn("My budget is 2400 euros."))
     assert runtime.files.read("memory/2026-11-22.md") == "- budget 2400\n"
     repeated = provider.requests[2].messages[-1]
     assert not repeated.is_error and repeated.text.startswith("already done: the step before "
@@ -219,7 +220,7 @@ def test_the_same_note_again_with_a_trailing_break_is_a_repeat(tmp_path):
                  append=True)
     provider = ScriptedProvider([Reply("", [note]), Reply("", [again]), "Noted: 2400 euros."])
     runtime = make_runtime(tmp_path, provider)
-    list(Session(runtime, KEY).run_turn("My budget is 2400 euros."))
+    list(Session.open(runtime, KEY).run_turn("My budget is 2400 euros."))
     assert runtime.files.read("memory/2026-11-22.md") == "- budget 2400\n"
     assert provider.requests[2].messages[-1].text.startswith("already done")
     provider.assert_done()
@@ -228,7 +229,7 @@ def test_the_same_note_again_with_a_trailing_break_is_a_repeat(tmp_path):
 def test_an_unknown_tool_is_answered_with_the_tools_there_are(tmp_path):
     provider = ScriptedProvider([Reply("", [tool("memory_set", path="memory/x.md")]), "Sorry."])
     runtime = make_runtime(tmp_path, provider)
-    list(Session(runtime, KEY).run_turn("note this"))
+    list(Session.open(runtime, KEY).run_turn("note this"))
     result = provider.requests[1].messages[-1]
     assert result.is_error and result.text.startswith("unknown tool: memory_set; the tools are ")
     assert "write" in result.text.split("the tools are ")[1].split(", ")
@@ -240,7 +241,7 @@ def test_a_repeated_read_only_call_still_runs(tmp_path):
     poll = [tool("exec", command="echo tick >> ticks.txt; wc -l < ticks.txt") for _ in range(2)]
     provider = ScriptedProvider([Reply("", [poll[0]]), Reply("", [poll[1]]), "Two ticks."])
     runtime = make_runtime(tmp_path, provider, allow_exec=True)
-    list(Session(runtime, KEY).run_turn("tick twice"))
+    list(Session.open(runtime, KEY).run_turn("tick twice"))
     assert (runtime.workspace / "ticks.txt").read_text() == "tick\ntick\n"
     assert [r.tool_choice for r in provider.requests] == ["auto"] * 3
 
@@ -250,7 +251,7 @@ def test_group_sessions_never_see_memory_md(tmp_path):
     runtime = make_runtime(tmp_path, provider)
     runtime.files.write("MEMORY.md", "secret long-term fact")
     for key in ("agent:main:telegram:group:42", "agent:main:discord:channel:7"):
-        list(Session(runtime, key).run_turn("hi"))
+        list(Session.open(runtime, key).run_turn("hi"))
     for request in provider.requests:
         assert "secret long-term fact" not in "".join(request.system)
 
@@ -260,8 +261,8 @@ def test_reloaded_session_counts_from_the_last_reported_usage(tmp_path):
     provider = ScriptedProvider([Reply("first", usage=Usage(input_tokens=50_000,
                                                            output_tokens=1_000))])
     runtime = make_runtime(tmp_path, provider)
-    list(Session(runtime, KEY).run_turn("hi"))
-    again = Session(runtime, KEY)  # a new process
+    list(Session.open(runtime, KEY).run_turn("hi"))
+    again = Session.open(runtime, KEY)  # a new process
     assert again.context_tokens() == 51_000
     from clawd.core.messages import Message
     extra = Message.user("one more question")
@@ -285,7 +286,7 @@ def test_context_report_agrees_with_a_provider_that_counts_differently(tmp_path)
     provider = Wordier(default=" ".join(f"reply word {i}," for i in range(40)))
     runtime = make_runtime(tmp_path, provider)
     runtime.files.write("AGENTS.md", "Rules of the house. " * 300)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     for i in range(4):
         list(chat.handle(f"message number {i} " + "with some padding " * 40))
     session = chat.session
@@ -304,7 +305,7 @@ def test_ctrl_c_at_an_approval_prompt_claims_no_partial_reply(tmp_path):
     provider = ScriptedProvider([Reply(tool_calls=[tool("exec", command="ls")])])
     runtime = make_runtime(tmp_path, provider)
     runtime.approve = refuse_by_ctrl_c
-    events = list(Session(runtime, KEY).run_turn("list the files"))
+    events = list(Session.open(runtime, KEY).run_turn("list the files"))
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert notices == ["reply interrupted"]
     assert events[-1].interrupted and events[-1].text == ""
@@ -317,7 +318,7 @@ def test_an_unusable_provider_mid_session_ends_the_turn_as_failed(tmp_path):
     runtime = make_runtime(tmp_path, ScriptedProvider([]))
     resolve = runtime.models
     runtime.models = lambda ref: dataclasses.replace(resolve(ref), connect=unusable)
-    events = [e for e in Session(runtime, KEY).run_turn("hi") if not isinstance(e, Waiting)]
+    events = [e for e in Session.open(runtime, KEY).run_turn("hi") if not isinstance(e, Waiting)]
     assert [type(e) for e in events] == [ErrorEvent, TurnDone]
     assert "no key" in events[0].message and events[-1].failed
 
@@ -335,7 +336,7 @@ def test_stray_text_beside_a_tool_call_is_not_sent_back(tmp_path, stray):
     provider = ScriptedProvider([Reply(stray, [note]), "Noted.",
                                  Reply("Let me check.", [look]), "2400 euros."])
     runtime = make_runtime(tmp_path, provider)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     shown = [e.text for e in session.run_turn("My budget is 2400 euros.")
              if isinstance(e, TextDelta)]
     assert "".join(shown) == "Noted."  # the stray text was never shown either
@@ -354,7 +355,7 @@ def test_echoed_tool_response_tags_are_not_sent_back(tmp_path):
            "</tool_response>"
     provider = ScriptedProvider([Reply("", [note]), echo, "<tool_response>\n</tool_response>",
                                  "Three museums."])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn("My budget is 2400 euros."))
     events = list(session.run_turn("Suggest a museum a day."))
     assert events[-1].text == "Three museums."  # the empty echo was a blank answer
@@ -366,7 +367,7 @@ def test_an_answer_of_empty_tools_tags_is_a_blank_one(tmp_path):
     """Run 22: the 1.5B model's first answer was ``<tools></tools>`` (from the tool list in
     Qwen's chat template), and it answered every later message the same way."""
     provider = ScriptedProvider(["<tools></tools>", "Noted: 2400 euros.", "Three museums."])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("By the way, my budget is 2400 euros in total."))
     assert events[-1].text == "Noted: 2400 euros."  # asked again, as after a blank answer
     assert provider.requests[1].messages[-1].text.startswith("Your last answer was empty")
@@ -379,7 +380,7 @@ def test_an_answer_of_empty_tools_tags_is_a_blank_one(tmp_path):
 def test_a_json_answer_is_shown_whole_when_the_reply_ends(tmp_path):
     answer = '{"museums": ["Gulbenkian", "Azulejo", "MAAT"]}'
     provider = ScriptedProvider([answer], chunk_size=3)
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     shown = [e.text for e in session.run_turn("museums as JSON") if isinstance(e, TextDelta)]
     assert shown == [answer]
 
@@ -404,17 +405,32 @@ def test_a_turn_is_cancelled_from_another_thread_as_ctrl_c_does(tmp_path):
             self.requests.append(request)
             return slow(request)
 
-    session = Session(make_runtime(tmp_path, Slow()), KEY)
-    threading.Thread(target=lambda: (started.wait(5), session.cancel())).start()
-    events = list(session.run_turn("tell me a long story"))
+    session = Session.open(make_runtime(tmp_path, Slow()), KEY)
+    token = CancelToken()  # the turn's, made by whoever sends it
+    threading.Thread(target=lambda: (started.wait(5), token.cancel())).start()
+    events = list(session.run_turn("tell me a long story", token=token))
     done = events[-1]
     assert done.interrupted and done.aborted and done.text.startswith("The first words")
     kept = session.history.messages[-1]
     assert kept.role == "assistant" and kept.aborted and kept.text == done.text
     assert len(done.text) < len("The first words ") + 200 * len("and more ")
     # the next turn is not cancelled
-    session.call.provider = lambda: ScriptedProvider(["Fine."])
+    session.in_use._provider = ScriptedProvider(["Fine."])  # a model that answers
     assert list(session.run_turn("hello"))[-1].text == "Fine."
+
+
+def test_a_turn_stopped_before_it_starts_sends_no_request_and_keeps_the_message(tmp_path):
+    """The token is the turn's from the moment it is sent (the gateway makes it when the
+    turn is queued): a stop that comes before the turn runs ends it at its first step, as
+    Ctrl-C would, with what was typed kept; the next turn has a token of its own."""
+    provider = ScriptedProvider(["never asked", "Fine."])
+    with Session.open(make_runtime(tmp_path, provider), KEY) as session:
+        token = CancelToken()
+        token.cancel()
+        events = list(session.run_turn("are you there?", token=token))
+        assert events[-1].interrupted and provider.requests == []
+        assert session.history.messages[-1].text == "are you there?"
+        assert list(session.run_turn("hello"))[-1].text == "never asked"
 
 
 @pytest.mark.slow  # runs a real command
@@ -426,14 +442,14 @@ def test_a_stop_during_a_tool_ends_the_turn_without_another_request(tmp_path):
 
     calls = [tool("exec", command="sleep 30"), tool("exec", command="echo never")]
     provider = ScriptedProvider([Reply("", calls), "never asked"])
-    session = Session(make_runtime(tmp_path, provider, allow_exec=True), KEY)
+    session = Session.open(make_runtime(tmp_path, provider, allow_exec=True), KEY)
 
-    events, start = [], time.monotonic()
-    for event in session.run_turn("run it"):
+    events, start, token = [], time.monotonic(), CancelToken()
+    for event in session.run_turn("run it", token=token):
         events.append(event)
         if isinstance(event, ToolStarted) and event.arguments["command"] == "sleep 30":
             # from another thread while the command runs (a stop over HTTP)
-            threading.Timer(0.5, session.cancel).start()
+            threading.Timer(0.5, token.cancel).start()
     assert time.monotonic() - start < 10
     assert events[-1].interrupted and len(provider.requests) == 1
     results = [m for m in session.history.messages if m.role == "toolResult"]
@@ -442,13 +458,13 @@ def test_a_stop_during_a_tool_ends_the_turn_without_another_request(tmp_path):
 
 
 def test_a_stop_before_a_step_sends_no_request(tmp_path):
-    """A stop that lands while a tool's line is shown (the front end calls ``cancel``)
-    ends the turn before the next request."""
+    """A stop that lands while a tool's line is shown (the front end cancels the turn's
+    token) ends the turn before the next request."""
     provider = ScriptedProvider([Reply("", [tool("read", path="nothing.md")]), "never"])
-    session = Session(make_runtime(tmp_path, provider), KEY)
-    events = []
-    for event in session.run_turn("read it"):
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
+    events, token = [], CancelToken()
+    for event in session.run_turn("read it", token=token):
         events.append(event)
         if isinstance(event, ToolFinished):
-            session.cancel()
+            token.cancel()
     assert events[-1].interrupted and len(provider.requests) == 1

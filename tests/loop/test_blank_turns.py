@@ -39,7 +39,7 @@ def entries(session: Session) -> list[dict]:
 @pytest.mark.parametrize("blank", ["", "  \n", "NO_REPLY", "NO_REPLY - nothing to add"])
 def test_a_blank_answer_is_asked_again_once_without_it_in_the_request(tmp_path, blank):
     provider = ScriptedProvider([blank, "Your budget is 2400 euros."])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("Hi, my budget is 2400 euros"))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == \
         "Your budget is 2400 euros."
@@ -60,7 +60,7 @@ def test_a_blank_answer_is_asked_again_once_without_it_in_the_request(tmp_path, 
     # on disk: the blank answer is kept, marked, and stays out of the reloaded history
     on_disk = entries(session)
     assert [e.get("retried", False) for e in on_disk] == [False, True, False]
-    again = Session(session.rt, KEY)
+    again = Session.open(session.rt, KEY)
     assert [m.text for m in again.history.messages] == [
         "Hi, my budget is 2400 euros", "Your budget is 2400 euros."]
 
@@ -71,7 +71,7 @@ def test_an_answer_that_only_repeats_the_message_is_asked_again(tmp_path):
     said = "By the way, my budget for the Lisbon trip is 2400 euros in total."
     note = tool("write", path=DAILY, content="- budget: 2400 euros", append=True)
     provider = ScriptedProvider([said, Reply("", [note]), "Noted: 2400 euros in total."])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn(said))
     out = io.StringIO()
     renderer = Renderer(out, color=False)
@@ -89,7 +89,7 @@ def test_an_answer_that_only_repeats_the_message_is_asked_again(tmp_path):
     assert second.tool_choice == "auto"  # the note may be written now
     assert [e.get("retried", False) for e in entries(session)] == [False, True, False, False,
                                                                   False]
-    assert [m.text for m in Session(session.rt, KEY).history.messages][-1] == \
+    assert [m.text for m in Session.open(session.rt, KEY).history.messages][-1] == \
         "Noted: 2400 euros in total."
     provider.assert_done()
 
@@ -99,7 +99,7 @@ def test_an_answer_that_only_repeats_the_message_is_asked_again(tmp_path):
 def test_a_short_echo_or_a_quote_is_an_answer(tmp_path, reply):
     message = "Hello" if reply == "Hello!" else "My budget for the trip is 2400 euros."
     provider = ScriptedProvider([reply])
-    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(message))
+    events = list(Session.open(make_runtime(tmp_path, provider), KEY).run_turn(message))
     assert events[-1].text == reply
     provider.assert_done()
 
@@ -109,12 +109,12 @@ def test_an_echo_answering_the_request_for_a_blank_answer_is_asked_again(tmp_pat
     message repeated, with the message itself."""
     said = "Hi! I'm Priya. I live in Leeds and I work night shifts as a nurse."
     provider = ScriptedProvider(["", said, "Hello Priya! Night shifts must be tiring."])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn(said))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == (
         f"{said}Hello Priya! Night shifts must be tiring.")
     assert provider.requests[2].messages[-1].text.startswith("That was my own message copied")
-    assert [m.text for m in Session(session.rt, KEY).history.messages] == [
+    assert [m.text for m in Session.open(session.rt, KEY).history.messages] == [
         said, "Hello Priya! Night shifts must be tiring."]
     provider.assert_done()
 
@@ -133,14 +133,14 @@ def test_an_answer_copying_the_instructions_is_asked_again(tmp_path):
     provider = ScriptedProvider([COPIED, Reply("", [note]), "Saved to today's log."])
     runtime = make_runtime(tmp_path, provider)
     runtime.files.write("AGENTS.md", AGENTS.read_text())
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn(said))
     assert provider.requests[1].messages[-1].text.startswith(
         "Your last answer only repeated the instructions you were given")
     assert provider.requests[1].tool_choice == "auto"
-    assert [m.text for m in Session(runtime, KEY).history.messages][-1] == \
+    assert [m.text for m in Session.open(runtime, KEY).history.messages][-1] == \
         "Saved to today's log."
-    assert COPIED not in [m.text for m in Session(runtime, KEY).history.messages]
+    assert COPIED not in [m.text for m in Session.open(runtime, KEY).history.messages]
     assert [e.text for e in events if isinstance(e, Notice)] == [
         "asking the model again: the reply copied the instructions"]
     provider.assert_done()
@@ -152,7 +152,7 @@ def test_a_quote_of_the_instructions_asked_for_is_an_answer(tmp_path, said):
     provider = ScriptedProvider([COPIED])
     runtime = make_runtime(tmp_path, provider)
     runtime.files.write("AGENTS.md", AGENTS.read_text())
-    events = list(Session(runtime, KEY).run_turn(said))
+    events = list(Session.open(runtime, KEY).run_turn(said))
     assert events[-1].text == COPIED
     provider.assert_done()
 
@@ -170,7 +170,7 @@ def test_copies_tells_a_copied_rule_from_an_answer(reply, copied):
 def test_an_echo_then_nothing_ends_with_one_notice(tmp_path):
     said = "By the way, my sister Ines arrives in Lisbon on May 14."
     provider = ScriptedProvider([said, ""])
-    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(said))
+    events = list(Session.open(make_runtime(tmp_path, provider), KEY).run_turn(said))
     assert [e.text for e in events if isinstance(e, Notice)] == [
         "asking the model again: the reply only repeated your message",
         "the model returned an empty reply; nothing to show"]
@@ -181,7 +181,7 @@ def test_an_echo_then_nothing_ends_with_one_notice(tmp_path):
                                          ("NO_REPLY", "the model replied NO_REPLY twice")])
 def test_two_blank_answers_end_the_turn_with_a_notice(tmp_path, blank, said):
     provider = ScriptedProvider([blank, blank])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("suggest an itinerary"))
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert notices[0] == "asking the model again: the reply was empty"  # while it waits
@@ -193,7 +193,7 @@ def test_two_blank_answers_end_the_turn_with_a_notice(tmp_path, blank, said):
 def test_a_blank_final_answer_after_tools_is_asked_again(tmp_path):
     provider = ScriptedProvider([Reply("", [tool("read", path="notes.md")]), "",
                                  "notes.md does not exist."])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("what is in notes.md?"))
     assert events[-1].text == "notes.md does not exist."
     assert [m.role for m in provider.requests[2].messages] == ["user", "assistant",
@@ -232,7 +232,7 @@ def near_flush(tmp_path, provider):
     comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
             "memoryFlush": {"softThresholdTokens": 1000}}
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     talk_until_flush(session, provider,
                      say=lambda i: f"Turn {i}. My budget is 2400 euros. The trip is to Lisbon in "
                                    f"May; Ines arrives on May 14. {filler(200, i)}")
@@ -378,7 +378,7 @@ def test_a_silent_flush_is_asked_again_when_the_user_spoke_after_the_last_note(
     comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
             "memoryFlush": {"softThresholdTokens": 1000}}
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     note = (tool("edit", path=DAILY, oldText="a", newText="b") if case == "the note failed"
             else tool("write", path=DAILY, content="- budget 2400\n", append=True))
 
@@ -411,7 +411,7 @@ def test_a_flush_after_a_compaction_does_not_say_nothing_was_saved(tmp_path):
     comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 400,
             "memoryFlush": {"softThresholdTokens": 1000}}
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     provider.add(Reply("", [tool("write", path=DAILY, content="- budget 2400\n",
                                  append=True)]), "Noted.")
     list(session.run_turn("My budget is 2400 euros."))
@@ -476,7 +476,7 @@ def test_a_flush_that_saves_nothing_twice_keeps_the_users_own_words(tmp_path, lo
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
     if logged:  # the budget is already in today's log
         runtime.files.write(DAILY, "# 2026-11-22\n\n- Lisbon budget: 2400 euros\n")
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     said = ["By the way, my budget for the Lisbon trip is 2400 euros in total.",
             "My sister Ines arrives in Lisbon on May 14.", "Thanks!"]
     events = [e for text in said for e in session.run_turn(text)]
@@ -509,14 +509,14 @@ def test_an_answer_copying_the_recalled_notes_is_never_shown_and_asked_again(tmp
     said = "Where do I live, and what is my cat called?"
     provider = ScriptedProvider([DUMP, "You live in Ghent, and your cat is Pixel."])
     runtime = make_runtime(tmp_path, provider)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn(said))
     shown = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert shown == "You live in Ghent, and your cat is Pixel."
     ask = provider.requests[1].messages[-1].text
     assert ask.startswith("Your last answer copied the notes found in memory, headers and "
                           "all; it did not answer me.") and ask.endswith(said)
-    assert [m.text for m in Session(runtime, KEY).history.messages] == [
+    assert [m.text for m in Session.open(runtime, KEY).history.messages] == [
         said, "You live in Ghent, and your cat is Pixel."]
     assert [e.get("retried", False) for e in entries(session)] == [False, True, False]
     provider.assert_done()
@@ -543,7 +543,7 @@ def test_a_copy_of_the_notes_is_not_read_to_its_end(tmp_path):
     be asked again whatever follows: the stream is closed (the server stops generating)."""
     runaway = DUMP + ("\n" + DUMP) * 200
     provider = Counted([runaway, "You live in Ghent."], chunk_size=16)
-    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn("Where do I live?"))
+    events = list(Session.open(make_runtime(tmp_path, provider), KEY).run_turn("Where do I live?"))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "You live in Ghent."
     assert provider.read[0] <= 5 < len(runaway) // 16  # read to its first line break or so
     assert [e.text for e in events if isinstance(e, Notice)] == [
@@ -555,7 +555,7 @@ def test_a_copy_of_the_notes_holding_a_claim_is_asked_as_a_copy(tmp_path):
     said = "I also have a cat called Pixel who only eats wet food."
     dump = DUMP + "\nI remember that your cat Pixel only eats wet food."
     provider = ScriptedProvider([dump, "Pixel sounds lovely."])
-    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(said))
+    events = list(Session.open(make_runtime(tmp_path, provider), KEY).run_turn(said))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Pixel sounds lovely."
     assert provider.requests[1].messages[-1].text.startswith("Your last answer copied the notes")
     provider.assert_done()
@@ -565,7 +565,7 @@ def test_a_strong_models_answer_starting_like_the_notes_is_shown_whole(tmp_path)
     provider = ScriptedProvider([DUMP])
     runtime = make_runtime(tmp_path, provider)
     runtime.models = fixed_models(provider, 200_000, profile="strong")
-    events = list(Session(runtime, KEY).run_turn("Where do I live?"))
+    events = list(Session.open(runtime, KEY).run_turn("Where do I live?"))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == DUMP
     provider.assert_done()
 
@@ -601,7 +601,7 @@ def test_an_answer_repeating_the_one_before_to_another_message_is_never_shown(tm
     write = Reply("", [tool("write", path=DAILY, content="- Budget: 2400 euros", append=True)])
     provider = ScriptedProvider([write, STUCK, STUCK, "Belém, Alfama and Chiado."])
     runtime = make_runtime(tmp_path, provider)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     list(session.run_turn("My budget for the Lisbon trip is 2400 euros."))
     events = list(session.run_turn("Which neighbourhoods are best for an evening walk?"))
     shown = "".join(e.text for e in events if isinstance(e, TextDelta))
@@ -609,7 +609,7 @@ def test_an_answer_repeating_the_one_before_to_another_message_is_never_shown(tm
     ask = provider.requests[3].messages[-1].text
     assert ask.startswith("Your last answer was your answer to my message before, word for "
                           "word") and ask.endswith("best for an evening walk?")
-    assert [m.text for m in Session(runtime, KEY).history.messages].count(STUCK) == 1
+    assert [m.text for m in Session.open(runtime, KEY).history.messages].count(STUCK) == 1
     assert [e.text for e in events if isinstance(e, Notice)] == [
         "asking the model again: the reply repeated the answer before"]
     provider.assert_done()
@@ -618,7 +618,7 @@ def test_an_answer_repeating_the_one_before_to_another_message_is_never_shown(tm
 def test_the_same_question_may_get_the_same_answer(tmp_path):
     answer = "Lisbon's tram 28 runs from Martim Moniz to Campo de Ourique every ten minutes."
     provider = ScriptedProvider([answer, answer])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn("How does tram 28 work?"))
     events = list(session.run_turn("How does tram 28 work?"))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == answer
@@ -656,7 +656,7 @@ def test_a_restated_request_is_asked_again(tmp_path):
     note = tool("write", path=DAILY, content="- library card expires in June", append=True)
     provider = ScriptedProvider([Reply("", [note]), "My library card expires in June.",
                                  "Noted: your library card expires in June."])
-    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn(said))
+    events = list(Session.open(make_runtime(tmp_path, provider), KEY).run_turn(said))
     assert events[-1].text == "Noted: your library card expires in June."
     assert any(isinstance(e, Notice) and "only repeated your message" in e.text
                for e in events)

@@ -60,7 +60,7 @@ def start(tmp_path, model=None, *, window=WINDOW, settings=SETTINGS, provider_wi
     provider = ScriptedProvider(default=model or LoopModel(lossy=True),
                                 context_window=provider_window)
     runtime = make_runtime(tmp_path, provider, window=window, settings=settings, **kw)
-    return provider, runtime, Session(runtime, KEY)
+    return provider, runtime, Session.open(runtime, KEY)
 
 
 def markers(entries: list[dict]) -> str:
@@ -175,7 +175,7 @@ def test_flush_turns_are_persisted_but_never_shown_nor_replayed(tmp_path):
             continue
         assert not flush_ids & {m.id for m in request.messages}
         assert all(m.text != "NO_REPLY" for m in request.messages)
-    again = Session(runtime, KEY)
+    again = Session.open(runtime, KEY)
     assert again.history.summary == session.history.summary
     assert [m.id for m in again.history.messages] == [m.id for m in session.history.messages]
 
@@ -358,7 +358,7 @@ def test_one_oversized_turn_fails_at_once_and_is_compacted_by_the_next(tmp_path)
 
 def test_compact_command_flushes_first_and_passes_its_instructions(tmp_path):
     provider, runtime, session = start(tmp_path, LoopModel())
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     for i in range(15):
         list(chat.handle(user_text(i)))
     assert not flush_prompts(provider)
@@ -386,7 +386,7 @@ def test_compact_command_flushes_first_and_passes_its_instructions(tmp_path):
 
 def test_compact_with_nothing_to_cut_does_not_use_up_the_flush(tmp_path):
     provider, runtime, session = start(tmp_path)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("hello"))
     events = list(chat.handle("/compact"))
     assert any(isinstance(e, Notice) and "nothing to compact" in e.text for e in events)
@@ -404,7 +404,7 @@ def test_a_compaction_that_would_not_shrink_the_context_keeps_the_history(tmp_pa
     wordy = "## Goal\n" + "- a long and wordy summary of almost nothing at all\n" * 80
     provider, runtime, session = start(
         tmp_path, lambda request: wordy if is_summary(request) else model(request))
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("hi " + "and some more words " * 60))
     list(chat.handle("and hello"))
     before = list(session.history.messages)
@@ -425,7 +425,7 @@ def test_a_compact_of_too_little_history_asks_the_model_nothing(tmp_path):
     """A 1.5B model took two minutes (a flush, then a summary) to say this."""
     model = LoopModel()
     provider, runtime, session = start(tmp_path, model)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("hi"))
     list(chat.handle("and hello"))
     asked = len(provider.requests)
@@ -443,7 +443,7 @@ def test_compact_in_a_script_says_it_once(tmp_path, capsys):
     from clawd.frontends.render import drive as render_all
 
     provider, runtime, session = start(tmp_path, LoopModel())
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     for i in range(15):
         list(chat.handle(user_text(i)))
     out, side = io.StringIO(), io.StringIO()
@@ -604,7 +604,7 @@ def test_a_summary_line_nothing_said_is_left_out_under_the_weak_profile(tmp_path
     provider, runtime, session = start(
         tmp_path, lambda request: summary if is_summary(request) else model(request))
     runtime.models = fixed_models(provider, WINDOW, profile=profile)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("I am building tidepool, a tide chart app that works offline. "
                      + "It should store the tides locally. " * 40))
     list(chat.handle("thanks"))
@@ -634,7 +634,7 @@ def test_a_true_line_left_out_by_mistake_comes_back_in_the_users_words(tmp_path)
     provider, runtime, session = start(
         tmp_path, lambda request: summary if is_summary(request) else model(request))
     runtime.models = fixed_models(provider, WINDOW, profile="weak")
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("The fitter, Rui, starts on 3 February. The worktop is oak. "
                      + "We keep the plumbing where it is. " * 40))
     list(chat.handle("thanks"))

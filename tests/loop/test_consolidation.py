@@ -231,7 +231,7 @@ def ended(tmp_path, key: str, enabled: bool = True, answers=(ANSWER,), profile="
     rt.models = fixed_models(provider, 200_000, profile=profile)
     rt.config = Config.model_validate({"hooks": {"consolidation": {"enabled": enabled},
                                                  "sessionMemory": {"enabled": False}}})
-    chat = Chat(rt, key)
+    chat = Chat.open(rt, key)
     list(chat.handle("hi"))
     events = list(chat.handle("/new"))
     return rt, provider, events
@@ -247,7 +247,7 @@ def test_a_private_session_ends_with_one_consolidation_a_day(tmp_path):
     asked = len(provider.requests)
     from clawd.frontends.commands import Chat
 
-    chat_again = Chat(rt, "agent:main:main")
+    chat_again = Chat.open(rt, "agent:main:main")
     provider.add("Hello again.")
     list(chat_again.handle("hi"))
     list(chat_again.handle("/new"))

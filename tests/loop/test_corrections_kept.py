@@ -32,7 +32,7 @@ def setup(tmp_path, provider):
 def test_a_correction_the_model_did_not_note_replaces_the_old_lines(tmp_path):
     provider = ScriptedProvider(["Got it."])
     runtime = setup(tmp_path, provider)
-    events = list(Session(runtime, KEY).run_turn(SAID))
+    events = list(Session.open(runtime, KEY).run_turn(SAID))
     memory = runtime.files.read("MEMORY.md")
     assert "## Replaced" in memory
     assert f"- Miso's vet is Dr. Almeida. ({OLD_LOG}#L3) — replaced on 2026-11-22 by: " \
@@ -60,7 +60,7 @@ def test_a_correction_the_model_noted_is_not_kept_twice(tmp_path):
     provider = ScriptedProvider([Reply("", [tool("write", path=TODAY, content=note,
                                                  append=True)]), "Updated."])
     runtime = setup(tmp_path, provider)
-    list(Session(runtime, KEY).run_turn(SAID))
+    list(Session.open(runtime, KEY).run_turn(SAID))
     assert runtime.files.read(TODAY).count("Costa") == 1
     assert "replaced on 2026-11-22" in runtime.files.read("MEMORY.md")
 
@@ -68,7 +68,7 @@ def test_a_correction_the_model_noted_is_not_kept_twice(tmp_path):
 def test_told_twice_the_old_line_is_recorded_once(tmp_path):
     provider = ScriptedProvider(["Got it.", "Got it."])
     runtime = setup(tmp_path, provider)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     list(session.run_turn(SAID))
     list(session.run_turn(SAID))
     assert runtime.files.read("MEMORY.md").count(f"({OLD_LOG}#L3)") == 1
@@ -78,14 +78,14 @@ def test_told_twice_the_old_line_is_recorded_once(tmp_path):
 def test_a_question_or_a_plain_fact_records_nothing(tmp_path, said):
     provider = ScriptedProvider(["Dr. Almeida."])
     runtime = setup(tmp_path, provider)
-    list(Session(runtime, KEY).run_turn(said))
+    list(Session.open(runtime, KEY).run_turn(said))
     assert runtime.files.read("MEMORY.md") is None
 
 
 def test_a_memory_md_holding_only_the_record_is_not_sent_as_context(tmp_path):
     provider = ScriptedProvider(["Got it."])
     runtime = setup(tmp_path, provider)
-    list(Session(runtime, KEY).run_turn(SAID))
+    list(Session.open(runtime, KEY).run_turn(SAID))
     names = [f.name for f in read_context_files(runtime.files, include_memory=True,
                                                 today=runtime.clock().date(), max_chars=20000)]
     assert "MEMORY.md" not in names
@@ -98,7 +98,7 @@ def test_a_line_of_memory_md_is_replaced_in_place(tmp_path):
     runtime = setup(tmp_path, provider)
     runtime.files.write("MEMORY.md", "# MEMORY.md\n\n## People\n\n- Miso's vet is Dr. "
                                      "Almeida (2026-11-21)\n- Rita: sister\n")
-    list(Session(runtime, KEY).run_turn(SAID))
+    list(Session.open(runtime, KEY).run_turn(SAID))
     memory = runtime.files.read("MEMORY.md")
     assert memory.startswith(
         "# MEMORY.md\n\n## People\n\n- Miso's vet is now Dr. Xavier Costa, Dr. Almeida "

@@ -22,7 +22,7 @@ def chat_and_end(tmp_path, profile):
     provider = ScriptedProvider(default="Noted.")
     runtime = make_runtime(tmp_path, provider)
     runtime.models = fixed_models(provider, 200_000, profile=profile)
-    chat = Chat(runtime, "agent:main:main")
+    chat = Chat.open(runtime, "agent:main:main")
     for text in TOLD:
         list(chat.handle(text))
     return runtime, list(chat.handle("/new"))

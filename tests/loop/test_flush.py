@@ -22,6 +22,7 @@ from clawd.context.flush import (
     plain_notes,
     unsaved_words,
 )
+from clawd.core.cancel import CancelToken
 from clawd.core.errors import ProviderError
 from clawd.core.events import CommandOutput, Compacted, ErrorEvent, Flushed
 from clawd.core.messages import Message, ToolCall
@@ -194,7 +195,8 @@ RATIOS = {"compaction": {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
 
 
 def test_status_shows_both_points(tmp_path):
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider(), window=10_000, settings=RATIOS), KEY)
+    runtime = make_runtime(tmp_path, ScriptedProvider(), window=10_000, settings=RATIOS)
+    chat = Chat.open(runtime, KEY)
     out = next(e for e in chat.handle("/status") if isinstance(e, CommandOutput))
     assert "memory flush at 5,000 (50%)" in out.text
     assert "compaction at 6,000 (60%)" in out.text
@@ -204,7 +206,7 @@ def test_status_shows_both_points(tmp_path):
 def test_the_loop_flushes_and_compacts_at_the_ratio_points(tmp_path):
     provider = ScriptedProvider(default=LoopModel(lossy=True))
     runtime = make_runtime(tmp_path, provider, window=10_000, settings=RATIOS)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     first_flush = first_compaction = None
     for i in range(40):
         text = f"Turn {i}. FACT-{i:03d} {filler(120, i)}"
@@ -219,7 +221,7 @@ def test_the_loop_flushes_and_compacts_at_the_ratio_points(tmp_path):
             assert used < 5000
     assert first_flush is not None and 5000 <= first_flush < 6000
     assert first_compaction is not None and 6000 < first_compaction < 8000
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     out = next(e for e in chat.handle("/status") if isinstance(e, CommandOutput))
     assert "Compactions: 1 · memory flushes: 1 (last 2026-11-22T10:00:00+00:00)" in out.text
 
@@ -231,7 +233,7 @@ def near_flush(tmp_path, provider, **settings):
     comp = {"reserveTokensFloor": 1000, "keepRecentTokens": 2000,
             "memoryFlush": {"softThresholdTokens": 1000, **settings}}
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     talk_until_flush(session, provider, say=lambda i: f"Turn {i}. FACT-{i:03d} {filler(200, i)}")
     return runtime, session
 
@@ -242,8 +244,8 @@ def test_flush_request_carries_the_flush_prompts_and_tools(tmp_path):
         tmp_path, provider, systemPrompt="Compaction soon: write things down.",
         prompt="Save notes to memory/YYYY-MM-DD.md or say NO_REPLY.")
     provider.add("NO_REPLY", "No facts to keep.", "Sure.")  # nothing noted: asked again
-    before = len(provider.requests)
-    events = list(session.run_turn(f"one more {filler(400)}"))
+    before, token = len(provider.requests), CancelToken()
+    events = list(session.run_turn(f"one more {filler(400)}", token=token))
     flush = provider.requests[before]
     # after the system prompt and the workspace files, which stay a cached prefix
     assert flush.system[-1].startswith("Compaction soon: write things down.\n")
@@ -274,7 +276,7 @@ def test_no_flush_before_anything_was_said(tmp_path):
     comp = {"reserveTokensFloor": 1000, "memoryFlush": {"softThresholdTokens": 1000}}
     provider = ScriptedProvider(["Read it."])
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     paste = f"My budget is 2400 euros. Here is the log: {filler(5800)}"
     assert session.budget.flush_at <= session.context_tokens([Message.user(paste)]) \
         < session.budget.compact_at
@@ -292,7 +294,7 @@ def test_a_conversation_of_questions_is_not_asked_again_for_notes(tmp_path):
             "memoryFlush": {"softThresholdTokens": 1000}}
     provider = ScriptedProvider()
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": comp})
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     talk_until_flush(session, provider, say=lambda i: f"What about day {i}? And {filler(200, i)}?",
                      answer="An answer.")
     provider.add("NO_REPLY", "Sure.")
@@ -344,7 +346,7 @@ def test_written_files_mark_the_memory_index_dirty(tmp_path):
     runtime = make_runtime(tmp_path, provider, window=8000, settings={"compaction": {
         "reserveTokensFloor": 1000, "memoryFlush": {"softThresholdTokens": 1000}}})
     runtime.memory = Index()
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     flushed = []
     for i in range(40):
         flushed += [e for e in session.run_turn(f"FACT-{i:03d} {filler(150, i)}")
@@ -484,7 +486,7 @@ def test_a_strong_models_json_and_repeated_answers_stream_from_the_first_word(tm
                                     chunk_size=4)
         runtime = make_runtime(tmp_path / profile, provider)
         runtime.models = fixed_models(provider, 200_000, profile=profile)
-        session = Session(runtime, "agent:main:main")
+        session = Session.open(runtime, "agent:main:main")
         list(session.run_turn("hello"))
         for text in ("again please", "the city as JSON"):
             deltas = [e.text for e in session.run_turn(text) if isinstance(e, TextDelta)]
@@ -503,14 +505,14 @@ def test_a_stop_during_the_flush_of_a_turn_stops_the_turn(tmp_path):
         def stream(self, request):
             if is_flush(request) and not self.stopped:
                 self.stopped = True
-                session.cancel()  # as a stop over HTTP would, while the flush streams
+                token.cancel()  # as a stop over HTTP would, while the flush streams
             return super().stream(request)
 
     provider = StopInFlush()
     runtime, session = near_flush(tmp_path, provider)
     provider.add("- FACT-001 noted", "never asked")
-    before = len(provider.requests)
-    events = list(session.run_turn(f"one more {filler(400)}"))
+    before, token = len(provider.requests), CancelToken()
+    events = list(session.run_turn(f"one more {filler(400)}", token=token))
     assert events[-1].interrupted and len(provider.requests) == before + 1
     assert session.history.messages[-1].text.startswith("one more")
     provider.add("NO_REPLY", "Fine.")  # the flush is due still, then the answer

@@ -33,7 +33,7 @@ def slug_or(text):
 def test_new_starts_a_fresh_session_and_keeps_the_old_transcript(tmp_path, clock):
     provider = ScriptedProvider([slug_or("first answer"), slug_or("ok")] + [slug_or("x")] * 3)
     runtime = make_runtime(tmp_path, provider, clock=clock)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("we chose 100 requests per minute for the API"))
     old_entry, old_log = dict(chat.session.entry), chat.session.transcript
     events = list(chat.handle("/new"))
@@ -65,7 +65,7 @@ def test_the_saved_session_keeps_the_summary_of_what_compaction_took_out(tmp_pat
 
     provider = ScriptedProvider(default=reply)
     runtime = make_runtime(tmp_path, provider, clock=clock)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     padding = " and so on" * 60  # long enough that a summary saves room
     for text in ("my budget for the Lisbon trip is 2400 euros" + padding,
                  "and a museum list?" + padding, "which day is best?"):
@@ -82,7 +82,7 @@ def test_the_saved_session_keeps_the_summary_of_what_compaction_took_out(tmp_pat
 
 def test_new_with_model_switches_model(tmp_path, clock):
     provider = ScriptedProvider(default=slug_or("ok"))
-    chat = Chat(make_runtime(tmp_path, provider, clock=clock), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider, clock=clock), KEY)
     list(chat.handle("hello"))
     list(chat.handle("/new openai/gpt-4o"))
     assert chat.session.model_ref == "openai/gpt-4o"
@@ -91,7 +91,7 @@ def test_new_with_model_switches_model(tmp_path, clock):
 def test_new_keeps_a_chosen_model_and_otherwise_follows_the_config(tmp_path, clock):
     provider = ScriptedProvider(default=slug_or("ok"))
     runtime = make_runtime(tmp_path, provider, clock=clock)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("hello"))
     assert "modelOverride" not in chat.session.entry
     runtime.settings.model = "openai/gpt-4o-mini"
@@ -107,7 +107,7 @@ def test_new_keeps_a_chosen_model_and_otherwise_follows_the_config(tmp_path, clo
 def test_reset_and_files_are_never_overwritten(tmp_path, clock):
     provider = ScriptedProvider(default=slug_or("ok"))
     runtime = make_runtime(tmp_path, provider, clock=clock)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     for _ in range(3):
         list(chat.handle("talk about limits"))
         list(chat.handle("/reset"))
@@ -118,7 +118,7 @@ def test_reset_and_files_are_never_overwritten(tmp_path, clock):
 
 
 def test_nothing_saved_for_an_empty_session(tmp_path, clock):
-    chat = Chat(make_runtime(tmp_path, ScriptedProvider(), clock=clock), KEY)
+    chat = Chat.open(make_runtime(tmp_path, ScriptedProvider(), clock=clock), KEY)
     list(chat.handle("/new"))
     assert not [p for p in chat.runtime.files.listing("memory") if p.endswith(".md")]
 
@@ -251,7 +251,7 @@ def test_idle_reset_on_next_message_tells_the_user(tmp_path, clock):
     provider = ScriptedProvider(default=slug_or("fine"))
     runtime = make_runtime(tmp_path, provider, clock=clock)
     runtime.config.session.reset = Reset(mode="idle", idle_minutes=60)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("first"))
     first_id = chat.session.entry["sessionId"]
     clock.advance(minutes=30)
@@ -271,11 +271,11 @@ def test_daily_reset_applies_after_restart(tmp_path):
     provider = ScriptedProvider(default=slug_or("fine"))
     runtime = make_runtime(tmp_path, provider, clock=clock)
     runtime.config.session.reset = Reset(mode="daily", at_hour=4)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("late night"))
     first_id = chat.session.entry["sessionId"]
     clock.advance(hours=1)
-    chat2 = Chat(runtime, KEY)  # a new process
+    chat2 = Chat.open(runtime, KEY)  # a new process
     events = list(chat2.handle("morning"))
     assert chat2.session.entry["sessionId"] != first_id
     assert any(isinstance(e, Notice) and "daily reset at 04:00" in e.text for e in events)
@@ -286,8 +286,8 @@ def test_agents_are_isolated(tmp_path, clock):
     a = make_runtime(tmp_path / "a", provider, clock=clock)
     b = make_runtime(tmp_path / "b", provider, clock=clock)
     b.agent_id = "work"
-    list(Chat(a, "agent:main:main").handle("alpha secret"))
-    list(Chat(b, "agent:work:main").handle("beta"))
+    list(Chat.open(a, "agent:main:main").handle("alpha secret"))
+    list(Chat.open(b, "agent:work:main").handle("beta"))
     assert a.storage.location != b.storage.location and a.workspace != b.workspace
     store_b = b.store.entries()
     assert "agent:main:main" not in store_b
@@ -299,7 +299,7 @@ def test_a_reset_that_fails_still_ends_the_turn(tmp_path, clock):
     provider = ScriptedProvider(default=slug_or("fine"))
     runtime = make_runtime(tmp_path, provider, clock=clock)
     runtime.config.session.reset = Reset(mode="idle", idle_minutes=60)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("first"))
     clock.advance(minutes=61)
     resolve = runtime.models  # the new session cannot start: its window is too small

@@ -61,7 +61,7 @@ def setup_docs(tmp_path, window, provider):
 def test_a_turn_of_many_large_tool_results_finishes_in_a_small_window(tmp_path):
     provider = ScriptedProvider(default=Reader(), context_window=12_000)
     runtime = setup_docs(tmp_path, 12_000, provider)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn(REQUEST))
     assert not [e for e in events if isinstance(e, ErrorEvent)]
     assert events[-1].text == "doc5.md mentions the budget."
@@ -80,7 +80,7 @@ def test_a_turn_of_many_large_tool_results_finishes_in_a_small_window(tmp_path):
             assert request.messages[1].text == REQUEST
             assert request.messages[2].role == "assistant" and request.messages[2].tool_calls
     # reloaded from disk, the history is the same
-    again = Session(runtime, KEY)
+    again = Session.open(runtime, KEY)
     assert [m.id for m in again.history.messages] == [m.id for m in session.history.messages]
     assert again.history.messages[0].text == REQUEST
 
@@ -89,7 +89,7 @@ def test_overflow_recovery_compacts_inside_the_turn(tmp_path):
     """The runtime thinks the window is large; the server's real one is small."""
     provider = ScriptedProvider(default=Reader(), context_window=9_000)
     runtime = setup_docs(tmp_path, 200_000, provider)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn(REQUEST))
     assert not [e for e in events if isinstance(e, ErrorEvent)]
     assert events[-1].text == "doc5.md mentions the budget."
@@ -116,7 +116,7 @@ def test_find_cut_within_a_turn_keeps_calls_with_results_and_the_latest_step():
 def test_persistent_overflow_still_ends_with_a_clear_error(tmp_path):
     provider = ScriptedProvider(default=lambda r: (
         "summary" if not r.tools else ContextOverflowError("prompt is too long")))
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("hello"))
     errors = [e.message for e in events if isinstance(e, ErrorEvent)]
     assert len(errors) == 1 and "nothing was lost" in errors[0]
@@ -129,7 +129,7 @@ def test_compact_on_a_short_history_compacts_what_precedes_the_latest_turn(tmp_p
     provider = ScriptedProvider(["First answer.", "Second answer.", "NO_REPLY",
                                  "The user told me no facts.", "## Goal\nsmall talk"])
     runtime = make_runtime(tmp_path, provider)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("first question" + ", and more" * 120))  # a summary saves room
     list(chat.handle("second question"))
     events = list(chat.handle("/compact"))
@@ -141,7 +141,7 @@ def test_compact_on_a_short_history_compacts_what_precedes_the_latest_turn(tmp_p
 
 def test_compact_on_one_turn_says_there_is_nothing_to_compact(tmp_path):
     provider = ScriptedProvider(["Only answer."])
-    chat = Chat(make_runtime(tmp_path, provider), KEY)
+    chat = Chat.open(make_runtime(tmp_path, provider), KEY)
     list(chat.handle("only question"))
     events = list(chat.handle("/compact"))
     assert not [e for e in events if isinstance(e, Compacted)]

@@ -59,7 +59,7 @@ def test_the_guard_stops_early_in_a_stream():
 
 def test_a_looping_reply_is_stopped_and_kept_once(tmp_path):
     provider = ScriptedProvider([LOOP, "Anything else?"], chunk_size=4)
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     events = list(session.run_turn("what should I pack?"))
     shown = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert shown.startswith("Here is what to pack:\nSunglasses\nSunglasses")
@@ -70,7 +70,7 @@ def test_a_looping_reply_is_stopped_and_kept_once(tmp_path):
     sent = provider.requests[1].messages
     assert [m.text for m in sent] == ["what should I pack?",
                                       "Here is what to pack:\nSunglasses", "thanks"]
-    reloaded = Session(session.rt, KEY)
+    reloaded = Session.open(session.rt, KEY)
     assert reloaded.history.messages[1].text == "Here is what to pack:\nSunglasses"
 
 
@@ -111,5 +111,5 @@ def test_a_reply_cut_at_the_output_limit_says_so(local_config, local_server, cap
 
 def test_a_reply_that_ends_on_its_own_has_no_notice(tmp_path):
     provider = ScriptedProvider(["Python 3.13."])
-    events = list(Session(make_runtime(tmp_path, provider), KEY).run_turn("which Python?"))
+    events = list(Session.open(make_runtime(tmp_path, provider), KEY).run_turn("which Python?"))
     assert not [e for e in events if isinstance(e, Notice)]

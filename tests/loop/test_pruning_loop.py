@@ -104,7 +104,7 @@ def pruned_session(tmp_path, clock, **pruning) -> tuple[Session, ScriptedProvide
     provider = ScriptedProvider()
     script_tool_turns(provider)
     provider.add("Nothing new since.")
-    session = Session(runtime(tmp_path, provider, clock, **pruning), KEY)
+    session = Session.open(runtime(tmp_path, provider, clock, **pruning), KEY)
     run(session, "check the three build logs")
     clock.advance(minutes=1)
     run(session, "and the report")
@@ -156,7 +156,7 @@ def test_transcript_is_byte_identical_after_a_pruned_request(tmp_path, clock):
     script_tool_turns(provider)
     provider.add("Nothing new since.")
     rt = runtime(tmp_path, provider, clock)
-    session = Session(rt, KEY)
+    session = Session.open(rt, KEY)
     run(session, "check the three build logs")
     run(session, "and the report")
     before = stored_text(session).encode()
@@ -171,7 +171,7 @@ def test_transcript_is_byte_identical_after_a_pruned_request(tmp_path, clock):
     assert [e["role"] for e in added] == ["user", "assistant"]
     assert PLACEHOLDER.encode() not in after and b"Tool result trimmed" not in after
 
-    reloaded = Session(rt, KEY)
+    reloaded = Session.open(rt, KEY)
     assert results(reloaded.history.messages) == full
     assert results(session.history.messages) == full  # the in-memory history too
 
@@ -182,21 +182,21 @@ def test_a_new_session_object_respects_the_persisted_last_call(tmp_path, clock):
     provider = ScriptedProvider()
     script_tool_turns(provider)
     rt = runtime(tmp_path, provider, clock)
-    run(Session(rt, KEY), "check the three build logs")
-    run(Session(rt, KEY), "and the report")
+    run(Session.open(rt, KEY), "check the three build logs")
+    run(Session.open(rt, KEY), "and the report")
     last_call = rt.store.get(KEY)["lastModelCallAt"]
     assert last_call == clock().timestamp()
 
     clock.advance(minutes=4)  # a new process within the ttl: the cache is still warm
     provider.add("Still fine.")
-    fresh = Session(rt, KEY)
+    fresh = Session.open(rt, KEY)
     run(fresh, "still ok?")
     assert_unpruned(provider.requests[-1], fresh)
     assert fresh.last_pruned == []
 
     clock.advance(minutes=5, seconds=1)  # another new process, past the ttl
     provider.add("Nothing new since.")
-    later = Session(rt, KEY)
+    later = Session.open(rt, KEY)
     run(later, "anything new?")
     sent, logs = results(provider.requests[-1].messages), by_tag(later)
     assert sent[logs["A"].id] == PLACEHOLDER
@@ -209,14 +209,14 @@ def test_exactly_at_the_ttl_prunes_just_before_it_does_not(tmp_path, clock):
     script_tool_turns(provider)
     provider.add("one", "two")
     rt = runtime(tmp_path, provider, clock)
-    session = Session(rt, KEY)
+    session = Session.open(rt, KEY)
     run(session, "check the three build logs")
     run(session, "and the report")
     clock.advance(minutes=4, seconds=59)
     run(session, "first")
     assert_unpruned(provider.requests[-1], session)
     clock.advance(minutes=5)
-    run(Session(rt, KEY), "second")
+    run(Session.open(rt, KEY), "second")
     assert PLACEHOLDER in {m.text for m in provider.requests[-1].messages}
 
 
@@ -239,7 +239,7 @@ def test_pruned_results_go_out_identically_on_later_requests(tmp_path, clock):
     # D is older than the last three assistant messages by now, but the cache is warm
     assert results(provider.requests[-1].messages)[logs["D"].id] == logs["D"].text
     assert len(session.last_pruned) == 3  # what the request carried, for /context detail
-    assert results(Session(session.rt, KEY).history.messages)[logs["A"].id] == logs["A"].text
+    assert results(Session.open(session.rt, KEY).history.messages)[logs["A"].id] == logs["A"].text
 
 
 def test_a_new_process_sends_the_same_pruned_prefix(tmp_path, clock):
@@ -251,7 +251,7 @@ def test_a_new_process_sends_the_same_pruned_prefix(tmp_path, clock):
                       logs["C"].id: "soft-trim"}
     clock.advance(minutes=2)
     provider.add("Still nothing.")
-    fresh = Session(session.rt, KEY)
+    fresh = Session.open(session.rt, KEY)
     run(fresh, "and now?")
     assert contents(provider.requests[-1])[:len(pruned.messages)] == contents(pruned)
 
@@ -262,7 +262,7 @@ def test_mode_off_ignores_earlier_pruning(tmp_path, clock):
     rt.settings = rt.settings.model_copy(update={
         "context_pruning": rt.settings.context_pruning.model_copy(update={"mode": "off"})})
     provider.add("Full logs again.")
-    later = Session(rt, KEY)
+    later = Session.open(rt, KEY)
     run(later, "show me everything")
     assert_unpruned(provider.requests[-1], later)
 
@@ -277,7 +277,7 @@ def test_context_detail_lists_the_pruned_results(tmp_path, clock):
     provider = ScriptedProvider()
     script_tool_turns(provider)
     provider.add("Nothing new since.")
-    chat = Chat(runtime(tmp_path, provider, clock), KEY)
+    chat = Chat.open(runtime(tmp_path, provider, clock), KEY)
     list(chat.handle("check the three build logs"))
     list(chat.handle("and the report"))
     before = output(chat, "/context detail")
@@ -301,7 +301,7 @@ def test_context_detail_in_a_new_process_shows_the_remembered_pruning(tmp_path, 
     session, provider = pruned_session(tmp_path, clock)
     rt, logs = session.rt, by_tag(session)
     session.close()
-    fresh = Chat(rt, KEY)  # nothing sent from this process yet
+    fresh = Chat.open(rt, KEY)  # nothing sent from this process yet
     text = output(fresh, "/context detail")
     section = text.split("Pruned in the last request:\n", 1)[1].splitlines()
     assert section == [f"  {line}" for line in session.last_pruned]
@@ -314,7 +314,7 @@ def test_oversized_tool_result_is_capped_in_the_transcript(tmp_path, clock):
     provider = ScriptedProvider([Reply("", [tool("dump", tag="Z", chars=40_000)]), "done"])
     rt = make_runtime(tmp_path, provider, settings={**QUIET, "tools": {"maxOutputChars": 5000}},
                       clock=clock, tools=[dump_tool()])
-    session = Session(rt, KEY)
+    session = Session.open(rt, KEY)
     run(session, "dump it")
     original = log_text("Z", 40_000)
     stored = transcript_lines(session)
@@ -338,7 +338,7 @@ def run_modes_session(tmp_path, clock, *, cache: bool, advance: int, **pruning):
     provider = ScriptedProvider()
     script_tool_turns(provider)
     provider.add("Nothing new since.")
-    session = Session(runtime(tmp_path, provider, clock, cache=cache, **pruning), KEY)
+    session = Session.open(runtime(tmp_path, provider, clock, cache=cache, **pruning), KEY)
     run(session, "check the three build logs")
     run(session, "and the report")
     clock.advance(minutes=advance)

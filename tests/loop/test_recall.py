@@ -57,7 +57,7 @@ def user_texts(request):
 def test_notes_found_for_the_message_are_sent_with_it_and_never_stored(tmp_path, clock):
     provider = ScriptedProvider(["About 2400 euros.", "Sure."])
     runtime = recall_runtime(tmp_path, provider, clock)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn("What is the budget for the Lisbon trip?"))
     recalled = [e for e in events if isinstance(e, Recalled)]
     assert recalled and recalled[0].places[0][:3] == ("memory/2026-11-02.md", 1, 4)
@@ -88,7 +88,7 @@ def test_a_line_consolidation_replaced_is_sent_with_its_replacement(tmp_path, cl
         "(memory/2026-11-09.md#L3)\n\n## Replaced\n\n- Lisbon trip budget: 2400 euros "
         "(memory/2026-11-02.md#L4) — replaced on 2026-11-09 by: Lisbon trip budget raised to "
         "3100 euros\n")
-    list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    list(Session.open(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
     sent = user_texts(provider.requests[0])[-1]
     assert ("- ~~Budget for the Lisbon trip: 2400 euros, flights included~~ [replaced on "
             "2026-11-09 by: Lisbon trip budget raised to 3100 euros]") in sent
@@ -99,7 +99,7 @@ def test_every_step_of_the_turn_keeps_the_notes(tmp_path, clock):
     provider = ScriptedProvider([Reply("", [tool("read", path="USER.md")]), "2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock)
     runtime.files.write("USER.md", "# User\n")
-    list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    list(Session.open(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
     assert len(provider.requests) == 2
     assert all("2400 euros" in user_texts(r)[-1] for r in provider.requests)
     runtime.memory.close()
@@ -109,7 +109,7 @@ def test_notes_already_in_view_are_not_repeated(tmp_path, clock):
     provider = ScriptedProvider(["2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock, old_log=False)
     runtime.files.write("memory/2026-11-22.md", "# 2026-11-22\n\n" + NOTE)
-    events = list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    events = list(Session.open(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
     assert not [e for e in events if isinstance(e, Recalled)]
     request = provider.requests[0]
     assert user_texts(request)[-1] == "What is the budget for the Lisbon trip?"
@@ -138,7 +138,7 @@ def test_nothing_is_sent_for_an_unrelated_message_or_with_recall_off(tmp_path, c
     provider = ScriptedProvider(["Hello!", "2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock,
                              search={"recall": {"enabled": True}})
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn("good morning"))
     assert not [e for e in events if isinstance(e, Recalled)]
     assert user_texts(provider.requests[0])[-1] == "good morning"
@@ -146,7 +146,7 @@ def test_nothing_is_sent_for_an_unrelated_message_or_with_recall_off(tmp_path, c
     provider = ScriptedProvider(["2400 euros."])
     runtime = recall_runtime(tmp_path / "off", provider, clock,
                              search={"recall": {"enabled": False}})
-    events = list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    events = list(Session.open(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
     assert not [e for e in events if isinstance(e, Recalled)]
     assert user_texts(provider.requests[0])[-1] == "What is the budget for the Lisbon trip?"
     runtime.memory.close()
@@ -155,7 +155,7 @@ def test_nothing_is_sent_for_an_unrelated_message_or_with_recall_off(tmp_path, c
 def test_the_flush_request_does_not_carry_the_notes(tmp_path, clock):
     provider = ScriptedProvider(["About 2400 euros.", "NO_REPLY"])
     runtime = recall_runtime(tmp_path, provider, clock)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     list(session.run_turn("What is the budget for the Lisbon trip?"))
     assert "2400 euros" in user_texts(provider.requests[0])[-1]
     # a flush while the notes are out (as on a mid-turn flush): the conversation as it is
@@ -173,7 +173,7 @@ def test_group_sessions_recall_shareable_notes_only(tmp_path, clock):
                              search={"shareablePaths": ["memory/shared"]})
     runtime.files.write("memory/shared/office.md",
                         "- The Lisbon office wifi password is on the fridge\n")
-    events = list(Session(runtime, "agent:main:discord:group:42").run_turn(
+    events = list(Session.open(runtime, "agent:main:discord:group:42").run_turn(
         "What is the budget for the Lisbon trip and the Lisbon office wifi?"))
     places = [p for e in events if isinstance(e, Recalled) for p in e.places]
     assert [p[0] for p in places] == ["memory/shared/office.md"]
@@ -190,7 +190,8 @@ def test_a_failed_search_leaves_the_turn_as_it_was(tmp_path, clock, caplog):
 
     runtime.memory.search = broken
     with caplog.at_level(logging.WARNING):
-        events = list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+        session = Session.open(runtime, KEY)
+        events = list(session.run_turn("What is the budget for the Lisbon trip?"))
     assert events[-1].text == "Hello." and not events[-1].failed
     assert "automatic recall skipped: memory search failed: disk I/O error" in caplog.text
     runtime.memory.close()
@@ -200,7 +201,7 @@ def test_a_note_written_just_before_is_found(tmp_path, clock):
     provider = ScriptedProvider(["Noted.", "2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock)
     runtime.files.write("memory/2026-11-02.md", "# 2026-11-02\n")
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     list(session.run_turn("hello"))  # the index is synced once in this process
     runtime.files.write("memory/2026-11-02.md", "# 2026-11-02\n\n" + NOTE)
     runtime.memory.mark_dirty()  # as a write by a tool or the watcher would
@@ -233,7 +234,7 @@ def test_the_notes_stay_within_their_share_of_the_window(tmp_path, clock):
     for i in range(8):
         runtime.files.write(f"memory/2026-10-0{i + 1}.md",
                             f"- Lisbon trip budget detail {i}: " + "euros " * 150 + "\n")
-    list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    list(Session.open(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
     sent = user_texts(provider.requests[0])[-1]
     assert "Lisbon trip budget detail" in sent and len(sent) < 8192 // 5 + 600
     runtime.memory.close()
@@ -254,7 +255,7 @@ def test_with_the_local_model_a_question_recalls_and_a_greeting_does_not(tmp_pat
         "memory/2026-11-02.md",
         "# 2026-11-02\n\n- Budget for the Lisbon trip: 2400 euros, flights included\n\n"
         "## People\n\n- Ines is my sister; she lives in Porto\n")
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     for text in ("good morning", "what was my budget again?", "who is Ines?"):
         list(session.run_turn(text))
     sent = [user_texts(r)[-1] for r in provider.requests]
@@ -272,7 +273,7 @@ def test_ctrl_c_while_recalling_keeps_the_message(tmp_path, clock):
         raise KeyboardInterrupt
 
     runtime.memory.search = interrupted
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn("What is the budget for the Lisbon trip?"))
     assert events[-1].interrupted and not provider.requests
     assert [m.text for m in session.history.messages] == [
@@ -298,7 +299,7 @@ def test_a_long_first_index_does_not_hold_the_turn_up(tmp_path, clock, monkeypat
     embedder = SlowEmbedder()
     provider = ScriptedProvider(["I don't know yet.", "2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock, embedder=embedder)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn("What is the budget for the Lisbon trip?"))
     assert events[-1].text == "I don't know yet."  # answered while the index was being built
     assert not [e for e in events if isinstance(e, Recalled)]
@@ -318,7 +319,7 @@ def test_citations_in_results_and_recall_and_the_setting_asks_replies_for_them(
     # a model told of memory_search (under "weak", recall searches instead: recall_only)
     runtime = recall_runtime(tmp_path, provider, clock, search={"citations": cite},
                              profile="strong")
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     list(session.run_turn("What is the budget for the Lisbon trip?"))
     # the tool's results carry their citation whatever the setting
     result = json.loads(next(m for m in session.history.messages
@@ -347,7 +348,7 @@ def test_recall_only_withholds_memory_search_from_a_weak_model(tmp_path, clock, 
     "no information" instead of the message; with recall searching for it, it answered."""
     provider = ScriptedProvider(["It is 2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock, search=search, profile=profile)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     events = list(session.run_turn("What is the budget for the Lisbon trip?"))
     request = provider.requests[0]
     assert ("memory_search" in {t.name for t in request.tools}) is told
@@ -367,7 +368,7 @@ def test_a_recalled_note_copied_into_todays_log_is_refused(tmp_path, clock):
         Reply("", [tool("write", path="memory/2026-11-22.md", content=NOTE, append=True)]),
         "About 2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock)
-    events = list(Session(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
+    events = list(Session.open(runtime, KEY).run_turn("What is the budget for the Lisbon trip?"))
     assert any(isinstance(e, Recalled) for e in events)
     [result] = [e for e in events if isinstance(e, ToolFinished)]
     assert result.is_error
@@ -417,7 +418,7 @@ def test_which_messages_recall_searches_for(message, wanted):
 def test_a_statement_gets_no_notes_under_the_weak_profile(tmp_path, clock, profile, recalled):
     provider = ScriptedProvider(["Noted, Porto is lovely."])
     runtime = recall_runtime(tmp_path, provider, clock, profile=profile)
-    events = list(Session(runtime, KEY).run_turn("My sister Ines moved to Porto in March."))
+    events = list(Session.open(runtime, KEY).run_turn("My sister Ines moved to Porto in March."))
     assert bool([e for e in events if isinstance(e, Recalled)]) is recalled
     sent = user_texts(provider.requests[0])[-1]
     assert (sent == "My sister Ines moved to Porto in March.") is not recalled
@@ -431,12 +432,12 @@ def test_what_was_recalled_is_kept_for_the_history_a_page_shows(tmp_path, clock)
 
     provider = ScriptedProvider(["About 2400 euros.", "Sure."])
     runtime = recall_runtime(tmp_path, provider, clock)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     list(session.run_turn("What is the budget for the Lisbon trip?"))
     shown = items(transcript_lines(session)[1:])
     assert [i["type"] for i in shown] == ["user", "recall", "assistant"]
     assert shown[1]["messageId"] == shown[0]["id"]
     assert shown[1]["results"][0]["path"] == "memory/2026-11-02.md"
-    list(Session(runtime, KEY).run_turn("Thanks"))  # reopened: the history is as before
+    list(Session.open(runtime, KEY).run_turn("Thanks"))  # reopened: the history is as before
     assert [m.role for m in provider.requests[1].messages] == ["user", "assistant", "user"]
     runtime.memory.close()

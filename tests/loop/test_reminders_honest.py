@@ -39,7 +39,7 @@ def test_a_reminder_is_told_from_a_question_about_the_past(said, asks):
 def session(tmp_path, provider, profile="weak"):
     runtime = make_runtime(tmp_path, provider, allow_exec=True)
     runtime.models = fixed_models(provider, 200_000, profile=profile)
-    return runtime, Session(runtime, KEY)
+    return runtime, Session.open(runtime, KEY)
 
 
 def test_the_model_is_told_in_that_turn_only_and_the_request_is_kept(tmp_path):

@@ -42,7 +42,7 @@ def slow(request):
     return Reply(f"reply from {name}", usage=Usage(input_tokens=100, output_tokens=10))
 
 provider = ScriptedProvider(default=slow)
-session = Session(make_runtime(tmp, provider), "agent:main:main")
+session = Session.open(make_runtime(tmp, provider), "agent:main:main")
 (tmp / f"{name}.ready").write_text("1")
 seen = []
 for i in range(turns):
@@ -71,12 +71,57 @@ def _wait_for(path: Path, seconds: float = 20) -> None:
 def _first_session(tmp_path: Path) -> Path:
     """One turn in this process, then the session is let go (as a finished process would)."""
     provider = ScriptedProvider([Reply("hello", usage=Usage(input_tokens=100, output_tokens=10))])
-    session = Session(make_runtime(tmp_path, provider), KEY)
-    list(session.run_turn("first"))
-    path = session.transcript.path
-    del session
-    gc.collect()
-    return path
+    with Session.open(make_runtime(tmp_path, provider), KEY) as session:
+        list(session.run_turn("first"))
+    return session.transcript.path
+
+
+HOLD = r"""
+import sys
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from conftest import make_runtime
+from clawd.providers.scripted import ScriptedProvider
+from clawd.sessions.lock import SessionBusyError
+runtime = make_runtime(Path(sys.argv[1]), ScriptedProvider())
+try:
+    runtime.storage.hold("agent:main:main", wait=0).release()
+    print("free")
+except SessionBusyError:
+    print("busy")
+"""
+
+
+def _seen_by_another_process(tmp_path: Path) -> str:
+    done = subprocess.run([sys.executable, "-c", HOLD, str(tmp_path),
+                           str(Path(__file__).parents[1])], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_session_is_held_from_open_to_close_and_not_by_its_constructor(tmp_path):
+    """``Session.open`` takes the lease; the end of its ``with`` block lets it go at once
+    (no collector involved, the object still referenced); a Session that failed to open
+    holds nothing."""
+    runtime = make_runtime(tmp_path, ScriptedProvider(default="hi"))
+    with Session.open(runtime, KEY) as session:
+        assert _seen_by_another_process(tmp_path) == "busy"
+    assert _seen_by_another_process(tmp_path) == "free"
+    session.close()  # a second close does nothing
+    tiny = make_runtime(tmp_path, ScriptedProvider(default="hi"), window=100)
+    with pytest.raises(Exception, match="window"):
+        Session.open(tiny, KEY)  # the fixed layers do not fit: refused after the lease
+    assert _seen_by_another_process(tmp_path) == "free"
+
+
+def test_a_session_never_closed_is_let_go_when_collected_with_a_warning(tmp_path):
+    session = Session.open(make_runtime(tmp_path, ScriptedProvider(default="hi")), KEY)
+    assert _seen_by_another_process(tmp_path) == "busy"
+    with pytest.warns(ResourceWarning, match="was not closed"):
+        del session
+        gc.collect()
+    assert _seen_by_another_process(tmp_path) == "free"
 
 
 def test_two_processes_add_up_and_never_interleave(tmp_path):
@@ -113,14 +158,14 @@ def test_a_busy_session_names_its_holder_and_a_crashed_one_blocks_nobody(tmp_pat
         monkeypatch.setattr(session_lock, "WAIT_SECONDS", 0.3)
         runtime = make_runtime(tmp_path, ScriptedProvider(default="hi"))
         with pytest.raises(session_lock.SessionBusyError) as busy:
-            Session(runtime, KEY)
+            Session.open(runtime, KEY)
         message = str(busy.value)
         assert "\n" not in message and f"pid {holder.pid}" in message
         assert "agent:main:main" in message
         holder.send_signal(signal.SIGKILL)  # a crash: no clean-up runs
         holder.wait(10)
         start = time.monotonic()
-        session = Session(runtime, KEY)  # the kernel dropped the dead holder's lock
+        session = Session.open(runtime, KEY)  # the kernel dropped the dead holder's lock
         assert time.monotonic() - start < 1
         assert session.history.messages[0].text == "first"
     finally:
@@ -156,7 +201,7 @@ def test_counters_are_added_to_what_is_on_disk(tmp_path):
     the Session's next update adds to that instead of writing its stale copy back."""
     provider = ScriptedProvider(default=Reply("ok", usage=Usage(input_tokens=100,
                                                                  output_tokens=10)))
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn("one"))
     store_path = session.store.path
     subprocess.run([sys.executable, "-c", BUMP, str(store_path)], check=True, timeout=60)
@@ -169,7 +214,7 @@ def test_counters_are_added_to_what_is_on_disk(tmp_path):
 def test_an_entry_deleted_under_a_running_session_comes_back(tmp_path):
     provider = ScriptedProvider(default=Reply("ok", usage=Usage(input_tokens=100,
                                                                  output_tokens=10)))
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn("one"))
     os.remove(session.store.path)
     list(session.run_turn("two"))

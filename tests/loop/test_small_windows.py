@@ -71,7 +71,7 @@ def test_after_compaction_the_context_is_under_the_compaction_point(tmp_path):
     runtime = make_runtime(tmp_path, provider, window=8000)
     runtime.files.write(
         DAILY, "".join(f"- {i}: {filler(20, i)}\n" for i in range(900)))  # ~21k tokens
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     compactions = []
     for i in range(25):
         events = list(session.run_turn(f"Turn {i}. {filler(150, i)}"))
@@ -91,7 +91,7 @@ def test_a_window_too_small_is_refused_before_the_session(tmp_path):
     runtime = make_runtime(tmp_path, provider, window=2000)
     with pytest.raises(ClawdError, match=r"a context window of 2,000 tokens is too small.*"
                                          r"models\.providers\.anthropic\.models\[\]\.contextWindow"):
-        Session(runtime, KEY)
+        Session.open(runtime, KEY)
     assert not runtime.store.get(KEY) and not provider.requests
 
 
@@ -114,7 +114,7 @@ def test_the_cli_refuses_a_window_too_small_in_one_line(isolated_home, capsys):
 def test_a_message_larger_than_the_window_is_refused_with_its_size(tmp_path):
     provider = ScriptedProvider(["Short answer."])
     runtime = make_runtime(tmp_path, provider, window=8000)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     huge = filler(9000)
     events = list(session.run_turn(huge))
     errors = [e.message for e in events if isinstance(e, ErrorEvent)]
@@ -124,7 +124,7 @@ def test_a_message_larger_than_the_window_is_refused_with_its_size(tmp_path):
     assert not provider.requests
     entries = transcript_lines(session)
     assert entries[-1]["refused"] is True and entries[-1]["content"][0]["text"] == huge
-    assert session.history.messages == [] and Session(runtime, KEY).history.messages == []
+    assert session.history.messages == [] and Session.open(runtime, KEY).history.messages == []
     events = list(session.run_turn("a short one"))  # the session goes on
     assert events[-1].text == "Short answer."
 
@@ -136,7 +136,7 @@ def test_the_workspace_template_fits_an_8k_window_untruncated(tmp_path):
     runtime = make_runtime(tmp_path, provider, window=8192)
     for rel, resource in template_files():  # as clawd init (or clawd users add) lays it down
         runtime.files.create(rel, resource.read_text(encoding="utf-8"))
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     layers = session.layers()
     assert layers.files and not any(f.truncated for f in layers.files)
     assert "# End of the workspace files" in layers.project[-400:]
@@ -158,7 +158,7 @@ def test_files_and_a_window_that_surely_fit_need_no_tokenizer(tmp_path, monkeypa
     rt = make_runtime(tmp_path, ScriptedProvider([]), window=200_000)
     monkeypatch.setattr(runtime_module, "estimate_text", no_count)
     monkeypatch.setattr(runtime_module, "estimate_tools", no_count)
-    Session(rt, "agent:main:main")  # opened without counting
+    Session.open(rt, "agent:main:main")  # opened without counting
     small = make_runtime(tmp_path / "small", ScriptedProvider([]), window=2_000)
     with pytest.raises(AssertionError, match="counted"):  # close to the limit: counted
-        Session(small, "agent:main:main")
+        Session.open(small, "agent:main:main")

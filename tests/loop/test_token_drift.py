@@ -34,7 +34,7 @@ def _chars_over_three(request) -> int:
 def test_thresholds_follow_the_providers_count(tmp_path, ratio, count):
     provider = ScriptedProvider(default=LoopModel(lossy=True), context_window=WINDOW,
                                 token_ratio=ratio, count=count)
-    session = Session(make_runtime(tmp_path, provider, window=WINDOW, settings=SETTINGS), KEY)
+    session = Session.open(make_runtime(tmp_path, provider, window=WINDOW, settings=SETTINGS), KEY)
     budget = session.budget
     events: list = []
     for i in range(120):

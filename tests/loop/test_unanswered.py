@@ -40,7 +40,7 @@ def test_failed_turns_are_sent_once_with_the_next_message(tmp_path):
     down = ProviderError("cannot reach the model server: Connection refused")
     provider = ScriptedProvider([down, down, "Two is fine.", "Three too."])
     runtime = make_runtime(tmp_path, provider)
-    session = Session(runtime, KEY)
+    session = Session.open(runtime, KEY)
     for text in ("failed A", "failed B"):
         events = list(session.run_turn(text))
         assert any(isinstance(e, ErrorEvent) for e in events) and events[-1].failed
@@ -61,14 +61,14 @@ def test_failed_turns_are_sent_once_with_the_next_message(tmp_path):
         "Two is fine.", "three"]
     # and so does the session read back from disk
     session.close()
-    again = Session(runtime, KEY)
+    again = Session.open(runtime, KEY)
     assert fold_unanswered(again.history.messages)[0].text == sent
     provider.assert_done()
 
 
 def test_an_interrupted_turn_without_an_answer_is_unanswered(tmp_path):
     provider = ScriptedProvider([KeyboardInterrupt(), "Here."])
-    session = Session(make_runtime(tmp_path, provider), KEY)
+    session = Session.open(make_runtime(tmp_path, provider), KEY)
     list(session.run_turn("a question I stopped"))
     list(session.run_turn("the real question"))
     sent = provider.requests[-1].messages[-1].text

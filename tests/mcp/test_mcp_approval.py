@@ -61,7 +61,7 @@ def _turn(tmp_path: Path, clients: McpClients, approve=None) -> tuple[list, list
         Reply("", [tool("notes__read_notes")]), "Done."])
     rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
     rt.approve = approve
-    session = Session(rt, KEY)
+    session = Session.open(rt, KEY)
     events = list(session.run_turn("note: buy milk"))
     finished = [(e.name, e.is_error) for e in events if isinstance(e, ToolFinished)]
     results = [e["content"][0]["text"] for e in transcript_entries(session)

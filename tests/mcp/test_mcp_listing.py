@@ -155,7 +155,7 @@ def test_a_poisoned_description_reaches_the_prompt_capped_and_marked_untrusted(t
         clients.start()
         provider = ScriptedProvider(["ok"])
         rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
-        list(Session(rt, "agent:main:main").run_turn("hi"))
+        list(Session.open(rt, "agent:main:main").run_turn("hi"))
     finally:
         clients.close()
     system = provider.requests[0].system[0]
@@ -230,7 +230,7 @@ def test_roots_list_changed_and_instructions(tmp_path):
         provider = ScriptedProvider(["ok"])
         rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
         rt.mcp = clients
-        list(Session(rt, "agent:main:main").run_turn("hi"))
+        list(Session.open(rt, "agent:main:main").run_turn("hi"))
     finally:
         clients.close()
     system = provider.requests[0].system[0]
@@ -254,7 +254,7 @@ def test_a_servers_resources_are_one_read_tool(tmp_path):
             Reply("", [tool("notes__read_resource", uri="notes://pixel")]),
             Reply("", [tool("notes__read_resource", uri="notes://nothing")]), "ok"])
         rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
-        list(Session(rt, "agent:main:main").run_turn("read them"))  # nobody to ask: reads
+        list(Session.open(rt, "agent:main:main").run_turn("read them"))  # nobody to ask: reads
     finally:
         clients.close()
     assert "notes://all (all notes)" in reader.spec.description
@@ -279,7 +279,7 @@ def test_a_servers_prompt_is_sent_as_the_persons_message(tmp_path):
         rt = make_runtime(tmp_path, provider, tools=file_tools())
         rt.config = Config.model_validate({"mcp": {"servers": {"notes": server}}})
         rt.mcp = clients  # not started: /mcp prompts starts it
-        chat = Chat(rt, "agent:main:main")
+        chat = Chat.open(rt, "agent:main:main")
         listed = [e.text for e in chat.handle("/mcp prompts") if isinstance(e, CommandOutput)]
         missing = [e.message for e in chat.handle("/mcp prompt notes/summarize")
                    if isinstance(e, ErrorEvent)]

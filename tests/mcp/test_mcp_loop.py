@@ -50,7 +50,7 @@ def test_the_model_uses_an_mcp_tool_and_every_failure_is_a_result(tmp_path, look
         Reply("", [tool("lookup__capital", country="Norway")]),
         "Lisbon, and Oslo.",
     ])
-    session = Session(runtime(tmp_path, provider, lookup.tools()), KEY)
+    session = Session.open(runtime(tmp_path, provider, lookup.tools()), KEY)
     events = list(session.run_turn("capitals of Portugal and Norway?"))
     finished = [e for e in events if isinstance(e, ToolFinished)]
     assert [(e.name, e.is_error) for e in finished] == [
@@ -75,7 +75,7 @@ def test_the_model_uses_an_mcp_tool_and_every_failure_is_a_result(tmp_path, look
 
 def test_an_image_result_is_kept_with_its_text(tmp_path, lookup):
     provider = ScriptedProvider([Reply("", [tool("lookup__picture")]), "A pixel."])
-    session = Session(runtime(tmp_path, provider, lookup.tools()), KEY)
+    session = Session.open(runtime(tmp_path, provider, lookup.tools()), KEY)
     list(session.run_turn("show me the picture"))
     result = provider.requests[1].messages[-1]
     assert result.role == "toolResult" and any(isinstance(p, ImagePart) for p in result.content)
@@ -87,12 +87,12 @@ def test_an_image_result_is_kept_with_its_text(tmp_path, lookup):
 def test_group_sessions_get_a_servers_tools_only_when_it_says_groups(tmp_path, lookup, groups):
     tools = [Tool(t.spec, t.run, shared=groups) for t in lookup.tools()]
     provider = ScriptedProvider(["hello group"])
-    session = Session(runtime(tmp_path, provider, tools), "agent:main:group:family")
+    session = Session.open(runtime(tmp_path, provider, tools), "agent:main:group:family")
     list(session.run_turn("hi"))
     names = {s.name for s in provider.requests[0].tools}
     assert ("lookup__capital" in names) is groups
     private = ScriptedProvider(["hello"])
-    list(Session(runtime(tmp_path / "p", private, tools), KEY).run_turn("hi"))
+    list(Session.open(runtime(tmp_path / "p", private, tools), KEY).run_turn("hi"))
     assert "lookup__capital" in {s.name for s in private.requests[0].tools}
 
 
@@ -108,7 +108,7 @@ def test_how_many_mcp_tools_a_model_is_told_of(tmp_path, profile, window, told):
     provider = ScriptedProvider(["ok"])
     rt = runtime(tmp_path, provider, _many(12), window=window)
     rt.models = fixed_models(provider, window, profile=profile)
-    session = Session(rt, KEY)
+    session = Session.open(rt, KEY)
     list(session.run_turn("hi"))
     sent = [s.name for s in provider.requests[0].tools if s.origin]
     if told is None:  # a 4k window: what fits 1/8 of it
@@ -124,7 +124,7 @@ def test_context_detail_shows_each_server(tmp_path):
     provider = ScriptedProvider(["ok"])
     rt = runtime(tmp_path, provider, _many(10))
     rt.models = fixed_models(provider, 200_000, profile="weak")
-    chat = Chat(rt, KEY)
+    chat = Chat.open(rt, KEY)
     text = "\n".join(e.text for e in chat.handle("/context detail")
                      if isinstance(e, CommandOutput))
     server = text.split("MCP servers:\n", 1)[1].splitlines()[0]
@@ -152,7 +152,7 @@ def test_both_wire_formats_carry_mcp_schemas_and_images(tmp_path, lookup, wire):
         provider = (AnthropicProvider("claude-test-1", api_key="k", base_url=server.url)
                     if wire == "anthropic" else
                     OpenAIProvider("gpt-test", api_key="k", base_url=server.url + "/v1"))
-        session = Session(runtime(tmp_path, provider, lookup.tools()), KEY)
+        session = Session.open(runtime(tmp_path, provider, lookup.tools()), KEY)
         events = list(session.run_turn("show me the picture"))
         assert events[-1].text == "One pixel."
         first, second = (r.json() for r in server.requests)
@@ -245,7 +245,7 @@ def test_a_stop_from_another_thread_ends_a_waiting_mcp_call(tmp_path):
     try:
         clients.start()
         provider = ScriptedProvider([Reply("", [tool("lookup__slow", seconds=30)])])
-        session = Session(runtime(tmp_path, provider, clients.tools()), KEY)
+        session = Session.open(runtime(tmp_path, provider, clients.tools()), KEY)
         threading.Timer(0.5, session.cancel).start()
         started = time.monotonic()
         events = list(session.run_turn("wait for it"))

@@ -70,7 +70,7 @@ def test_a_real_servers_reads_run_and_its_writes_are_refused_where_nobody_can_ap
         Reply("", [tool("files__read_media_file", path=str(folder / "pixel.png"))]),
         "Done."])
     rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
-    events = list(Session(rt, "agent:main:main").run_turn("read, write, look"))
+    events = list(Session.open(rt, "agent:main:main").run_turn("read, write, look"))
     finished = [(e.name, e.is_error) for e in events if isinstance(e, ToolFinished)]
     assert finished == [("files__read_text_file", False), ("files__write_file", True),
                         ("files__read_media_file", False)]

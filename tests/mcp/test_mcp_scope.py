@@ -77,7 +77,7 @@ def _turn(agent: str) -> tuple[set[str], ToolFinished]:
                                  "done"])
     runtime = dataclasses.replace(build_runtime(load_config(), agent),
                                   models=fixed_models(provider, 200_000))
-    session = Session(runtime, f"agent:{agent}:main")
+    session = Session.open(runtime, f"agent:{agent}:main")
     finished = [e for e in session.run_turn("capital of Portugal?")
                 if isinstance(e, ToolFinished)]
     assert transcript_entries(session)  # the turn ran, in the agent's own store

@@ -47,7 +47,7 @@ def _said(chat: Chat, line: str) -> str:
 
 def test_a_server_switched_off_in_a_session_is_not_offered_there(tmp_path, notes):
     provider = ScriptedProvider(["one", "two", "three"])
-    chat = Chat(_runtime(tmp_path, provider, notes), "agent:main:main")
+    chat = Chat.open(_runtime(tmp_path, provider, notes), "agent:main:main")
     list(chat.handle("hi"))
     assert "notes__add_note" in {s.name for s in provider.requests[0].tools}
     assert "no more offered" in _said(chat, "/mcp off notes")
@@ -57,7 +57,7 @@ def test_a_server_switched_off_in_a_session_is_not_offered_there(tmp_path, notes
     assert not any(name.startswith("notes__") for name in sent) and "read" in sent
     assert "notes__add_note" not in provider.requests[1].system[0]
     assert chat.session.entry.get("mcpOff") == ["notes"]
-    again = Chat(chat.runtime, "agent:main:main")  # the session opened again keeps it
+    again = Chat.open(chat.runtime, "agent:main:main")  # the session opened again keeps it
     assert again.session.entry.get("mcpOff") == ["notes"]
     _said(again, "/mcp on notes")
     list(again.handle("and now?"))
@@ -91,7 +91,7 @@ def test_a_tool_list_that_changes_reaches_a_running_session_at_its_next_turn(tmp
     rt = _runtime(tmp_path, provider, notes)
     clients.listen(lambda: rt.tools.__setitem__(slice(None), [
         t for t in rt.tools if not t.spec.origin] + clients.tools()))
-    chat = Chat(rt, "agent:main:main")
+    chat = Chat.open(rt, "agent:main:main")
     list(chat.handle("learn something"))
     deadline = time.monotonic() + 20
     while "notes__later" not in {t.spec.name for t in rt.tools}:

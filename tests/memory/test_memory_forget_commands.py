@@ -111,7 +111,7 @@ def chat_for(tmp_path, key, **settings):
     write(runtime.workspace, "memory/2026-11-20.md", DAY)
     runtime.memory = open_index("main", runtime.workspace, MemorySearch(), tmp_path / "state",
                                 runtime.storage.sessions_dir)
-    return Chat(runtime, key), runtime
+    return Chat.open(runtime, key), runtime
 
 
 def said(events):

@@ -38,7 +38,7 @@ def test_memory_commands_in_chat(tmp_path, clock):
     runtime = memory_runtime(tmp_path, ScriptedProvider(), clock)
     (runtime.workspace / "MEMORY.md").write_text(
         "# Memory\n- The gateway runs on the Mac Studio.\n")
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     text = outputs(chat.handle("/memory add Deploy key rotates every 90 days"))
     assert "memory/2026-11-22.md" in text
     log = (runtime.workspace / "memory" / "2026-11-22.md").read_text()
@@ -72,7 +72,7 @@ def test_saved_session_is_found_by_memory_search_in_the_next_one(tmp_path, clock
 
     provider = ScriptedProvider(default=model)
     runtime = memory_runtime(tmp_path, provider, clock)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     list(chat.handle("Decision: the API rate limit is 100 requests per minute."))
     list(chat.handle("/new"))
     list(chat.handle("what did we decide about the rate limit?"))
@@ -137,7 +137,7 @@ def test_repl_start_indexes_in_the_background_and_watches(tmp_path, clock):
     import time
     runtime = memory_runtime(tmp_path, ScriptedProvider(), clock)
     (runtime.workspace / "MEMORY.md").write_text("- The backup job runs at 02:00.\n")
-    chat = Chat(runtime, KEY, background=True)
+    chat = Chat.open(runtime, KEY, background=True)
     chat.start_memory_sync()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not runtime.memory.status()["chunks"]:
@@ -150,7 +150,7 @@ def test_repl_start_indexes_in_the_background_and_watches(tmp_path, clock):
 def test_a_note_just_added_is_found_by_the_next_search(tmp_path, clock):
     """The issue's script: hello, /memory add, /memory search, with the day's file new."""
     runtime = memory_runtime(tmp_path, ScriptedProvider(["Hello!"]), clock)
-    chat = Chat(runtime, KEY)
+    chat = Chat.open(runtime, KEY)
     for line in ("hello", "/memory add remember SP-777 in the dir"):
         list(chat.handle(line))
     found = outputs(list(chat.handle("/memory search SP-777")))

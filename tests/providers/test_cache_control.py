@@ -50,7 +50,7 @@ def make_chat(tmp_path, server, clock, **pruning) -> Chat:
             "contextPruning": {"keepLastAssistants": 1, **pruning}}}})
     runtime = build_runtime(config, None)
     runtime.clock = clock
-    return Chat(runtime, KEY)
+    return Chat.open(runtime, KEY)
 
 
 def read_then_answer(server, *, answer: str = "The build log is clean.") -> None:

@@ -106,7 +106,7 @@ def test_a_wiping_write_in_a_run_is_kept_and_the_cli_restores_it(tmp_path, isola
         Reply(tool_calls=[tool("write", path="SOUL.md", content="")]), "done"])
     rt = make_runtime(tmp_path, provider)
     (rt.workspace / "SOUL.md").write_text("warm and witty\n")
-    session = Session(rt, "agent:main:main")
+    session = Session.open(rt, "agent:main:main")
     list(session.run_turn("wipe your soul"))
     result = next(m for m in session.history.messages if m.role == "toolResult").text
     assert "clawd history restore SOUL.md@" in result

@@ -100,7 +100,7 @@ def _two_sessions(tmp_path):
     provider = ScriptedProvider(default=Reply("ok", usage=Usage(120, 7, 30, 5)))
     runtime = make_runtime(tmp_path, provider)
     for key in ("agent:main:main", "agent:main:work"):
-        session = Session(runtime, key)
+        session = Session.open(runtime, key)
         list(session.run_turn(f"hello {key}"))
         list(session.run_turn("again"))
         session.close()
@@ -222,7 +222,7 @@ def test_an_older_transcript_gets_its_key_recorded_once_when_opened(tmp_path):
     entry = new_entry("old1", old, "m")
     runtime.store.path.write_text(json.dumps({"agent:main:work": entry}))
     for _ in range(2):
-        session = Session(runtime, "agent:main:work")
+        session = Session.open(runtime, "agent:main:work")
         assert [m.text for m in session.history.messages][:1] == ["old times"]
         session.close()
         del session
@@ -249,7 +249,7 @@ def test_opening_a_session_is_not_activity(tmp_path):
     entry = {**new_entry("sid", transcript, "m", "2026-11-01T09:00:00.000+00:00"),
              "contextTokens": 1234}
     runtime.store.path.write_text(json.dumps({"agent:main:main": entry}))
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     stored = runtime.store.get("agent:main:main")
     assert stored["contextTokens"] == 200_000 and stored["invalidLines"] == [2]
     assert stored["updatedAt"] == "2026-11-01T09:00:00.000+00:00"

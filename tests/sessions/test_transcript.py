@@ -101,7 +101,7 @@ def test_a_torn_line_is_warned_about_once_not_on_every_run(tmp_path, caplog):
     from conftest import make_runtime
 
     runtime = make_runtime(tmp_path, ScriptedProvider(default="ok"))
-    session = Session(runtime, "agent:main:main")
+    session = Session.open(runtime, "agent:main:main")
     list(session.run_turn("one"))
     path = session.transcript.path
     session.close()
@@ -110,7 +110,7 @@ def test_a_torn_line_is_warned_about_once_not_on_every_run(tmp_path, caplog):
     del session
     gc.collect()
     caplog.clear()
-    again = Session(runtime, "agent:main:main")
+    again = Session.open(runtime, "agent:main:main")
     assert len(again.warnings) == 1 and ":4: skipped an invalid line" in again.warnings[0]
     assert caplog.text.count("skipped an invalid line") == 1
     assert again.store.get("agent:main:main")["invalidLines"] == [4]
@@ -119,7 +119,7 @@ def test_a_torn_line_is_warned_about_once_not_on_every_run(tmp_path, caplog):
     del again
     gc.collect()
     caplog.clear()
-    third = Session(runtime, "agent:main:main")
+    third = Session.open(runtime, "agent:main:main")
     assert third.warnings == [] and "skipped" not in caplog.text
     assert [m.text for m in third.history.messages] == ["one", "ok", "two", "ok"]
 

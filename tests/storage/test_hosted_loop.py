@@ -63,7 +63,7 @@ def test_a_conversation_and_its_memory_live_in_the_database(hosted):
         "Saved.", "It is called tern.",
     ], default=lambda request: "NO_REPLY" if is_flush(request) else summary)
     rt = _runtime(provider)
-    chat = Chat(rt, KEY)
+    chat = Chat.open(rt, KEY)
     list(chat.handle("Remember: the NAS is called tern, and it runs Debian 12."
                      + " It sits in the hall cupboard." * 60))  # enough that a summary helps
     found = rt.memory.search("tern Debian")["results"]
@@ -93,7 +93,7 @@ def test_consolidation_and_forget_change_the_rows(hosted):
     report = consolidate(rt, provider)
     assert report.written and "The NAS is called tern" in rt.files.read("MEMORY.md")
     assert last_run(rt) is not None and rt.storage.records.get("consolidation")
-    chat = Chat(rt, KEY)
+    chat = Chat.open(rt, KEY)
     events = list(chat.handle("/memory forget --yes quillon"))
     assert not [e for e in events if isinstance(e, ErrorEvent)]
     assert "Quillon" not in rt.files.read("memory/2026-11-21.md")
@@ -137,7 +137,7 @@ def test_two_processes_never_hold_one_session(hosted, pg_url):
     finally:
         child.kill()
         child.wait(10)
-    chat = Chat(rt, KEY)  # its holder gone, the session opens
+    chat = Chat.open(rt, KEY)  # its holder gone, the session opens
     list(chat.handle("hello"))
     assert [e["role"] for e in rt.storage.transcript(chat.session.record.entry["sessionId"])
             .load().entries if e["type"] == "message"] == ["user", "assistant"]
@@ -190,7 +190,7 @@ def test_memory_get_reads_the_store_not_the_disk(hosted, capsys):
         Reply("", [tool("memory_get", path="memory/2026-11-20.md")]), "Green."])
     rt = dataclasses.replace(build_runtime(load_config(), "alice"),
                              models=fixed_models(provider, 200_000, profile="strong"))
-    chat = Chat(rt, "agent:alice:main")
+    chat = Chat.open(rt, "agent:alice:main")
     list(chat.handle("What bike do I ride?"))
     got, missing = (r.messages[-1].text for r in provider.requests[2:4])
     assert "green Brompton" in got and "stale" not in got

@@ -48,13 +48,13 @@ def _files_home(home: Path) -> tuple[Path, Path]:
                               content="- The NAS is called tern.\n", append=True)]),
         "Saved.", "Hello again.", "Throwaway."])
     rt = _runtime(workspace, storage, provider)
-    first = Session(rt, KEY)
+    first = Session.open(rt, KEY)
     list(first.run_turn("Remember: the NAS is called tern."))
     first.close()
-    second = Session(rt, KEY, fresh=True)  # the first session ends, kept on disk
+    second = Session.open(rt, KEY, fresh=True)  # the first session ends, kept on disk
     list(second.run_turn("hello"))
     second.close()
-    scratch = Session(rt, "agent:main:scratch")
+    scratch = Session.open(rt, "agent:main:scratch")
     list(scratch.run_turn("scratch this"))
     scratch.close()
     from clawd.frontends.cli.sessions import delete, resolve
@@ -84,7 +84,7 @@ def test_migrate_then_chat_then_export_gives_back_everything(isolated_home, pg_u
     # the conversation goes on in the database, where the history it sees came from
     storage = database(pg_url).agent("main")
     provider = ScriptedProvider(["It is called tern."])
-    session = Session(_runtime(workspace, storage, provider), KEY)
+    session = Session.open(_runtime(workspace, storage, provider), KEY)
     list(session.run_turn("What is the NAS called?"))
     session.close()
     sent = [m.text for m in provider.requests[0].messages if m.role == "user"]

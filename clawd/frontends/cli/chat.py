@@ -44,7 +44,8 @@ def open_chat(config: Config, args: argparse.Namespace, *,
         # A missing key or unknown model is one line before any prompt (and before the
         # session is touched); the SDK itself is imported later, when first needed.
         check_provider(runtime, key, args.model)
-        yield Chat(runtime, key, args.model, background=background)
+        with Chat.open(runtime, key, args.model, background=background) as chat:
+            yield chat
     finally:
         if runtime.memory is not None:
             runtime.memory.close()

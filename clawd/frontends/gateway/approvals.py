@@ -118,7 +118,7 @@ class PageApprovals:
         deadline = time.monotonic() + self.seconds
         try:
             while not question.answered.wait(POLL_SECONDS):
-                if turn.abort or time.monotonic() >= deadline:
+                if turn.token.cancelled or time.monotonic() >= deadline:
                     break
         finally:
             with self._lock:

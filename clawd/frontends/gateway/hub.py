@@ -8,15 +8,16 @@ at the same time. A queue holds at most ``gateway.maxQueuedPerSession`` waiting 
 past that ``submit`` raises ``QueueFull`` with a time to retry after. A send with an
 idempotency key already seen returns the turn it started (never a second run).
 
-A turn belongs to no connection: a client that goes away leaves it running, and its reply
-is in the history (and in the feed) when the client comes back. ``abort`` stops a
-session's running turn as Ctrl-C does (``Session.cancel`` for a reply streaming in, the
-same interrupt thrown into the turn at its next event otherwise): the partial reply is
-kept, marked interrupted. A slot holds its ``Chat`` (and so the session's lock, which the
-CLI honours) while turns come, and lets it go after ``gateway.idleSessionSeconds``. Several
-workers on one database use ``shared_hub.SharedHub`` (queues in the database). ``stop``
-(SIGTERM) refuses new turns, lets running ones go on for ``gateway.shutdownGraceSeconds``,
-then stops them as Ctrl-C does; queued turns are not run. Turns are counted (``METRICS``).
+A turn belongs to no connection: a client that goes away leaves it running, and its reply is
+in the history (and in the feed) when the client comes back. Each turn carries its
+``CancelToken`` from the moment it is queued; ``abort`` cancels the running turn's, and the
+turn ends as Ctrl-C ends one (wherever it is: streaming, running a tool, flushing, or not
+yet started): the partial reply is kept, marked interrupted. A slot holds its ``Chat`` (and
+so the session's lock, which the CLI honours) while turns come, and lets it go after
+``gateway.idleSessionSeconds``. Several workers on one database use ``shared_hub.SharedHub``
+(queues in the database). ``stop`` (SIGTERM) refuses new turns, lets running ones go on for
+``gateway.shutdownGraceSeconds``, then stops them as Ctrl-C does; queued turns are not run.
+Turns are counted (``METRICS``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawd.core import events as ev
+from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError, http_message
 from clawd.core.metrics import METRICS
 from clawd.frontends.commands import Chat
@@ -43,9 +45,6 @@ log = logging.getLogger(__name__)
 MAX_THREADS = 64  # turns running at once, over all sessions
 IDEMPOTENCY_KEYS = 1000  # sends remembered for their idempotency key
 STOPPING = "the gateway is shutting down; the message was not sent"
-# events of a turn under way (its token made): an abort seen at one stops the turn
-INTERRUPTIBLE = (ev.TextDelta, ev.ToolStarted, ev.ToolFinished, ev.Waiting, ev.Recalled,
-                 ev.Flushed, ev.Compacted)
 
 
 class QueueFull(ClawdError):
@@ -79,8 +78,7 @@ class QueuedTurn:
     feed: Feed = field(default_factory=Feed)
     state: str = "queued"  # queued | running | done
     ephemeral: bool = False  # its session is set aside when it ends (nobody can return)
-    abort: bool = False
-    interrupted: bool = False  # the abort's interrupt has been delivered
+    token: CancelToken = field(default_factory=CancelToken)  # cancelled: the turn stops
     images: tuple[Any, ...] = ()  # ``ImagePart``s (a channel's photo; not across workers)
     queued_at: float = field(default_factory=time.monotonic)  # when it arrived
 
@@ -241,9 +239,7 @@ class Hub:
 
     @staticmethod
     def _interrupt(slot: Slot, turn: QueuedTurn) -> None:
-        turn.abort = True
-        if slot.chat is not None:
-            slot.chat.session.cancel()
+        turn.token.cancel()
 
     # --- running ----------------------------------------------------------------------------
 
@@ -298,17 +294,15 @@ class Hub:
         if slot.chat is None:
             try:
                 runtime = self.agents.runtime(slot.agent_id)
-                slot.chat = Chat(runtime, slot.key)
+                slot.chat = Chat.open(runtime, slot.key)
             except ClawdError as exc:
                 push({"type": "error", "message": http_message(exc)})
                 push(event_json(ev.TurnDone("", failed=True, session_key=slot.key))[0])
                 return
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
         self.agents.approvals.bind(turn, push)  # its tools that ask ask the page that sent it
-        self.agents.approvals.bind(turn, push)  # its tools that ask ask the page that sent it
         try:
-            drive(slot.chat.handle(turn.text, turn.images),
-                  self._render(turn, push, slot.chat.session.cancel))
+            drive(slot.chat.handle(turn.text, turn.images, turn.token), self._render(push))
         finally:  # a waiting CLI is told when the idle session will be let go
             slot.chat.session.lease.describe(time.time() + max(self.idle_seconds, 0))
             if turn.ephemeral:
@@ -322,23 +316,17 @@ class Hub:
         chat, slot.chat = slot.chat, None
         if chat is not None:
             runtime = chat.session.rt
-            chat.session.close()
+            chat.close()
             try:
                 set_aside(runtime.storage, slot.key)
             except ClawdError as exc:
                 log.warning("session %s was not set aside: %s", slot.key, exc)
 
     @staticmethod
-    def _render(turn: QueuedTurn, push: Callable[[dict[str, Any]], None],
-                cancel: Callable[[], None]) -> Callable[[Any], bool]:
+    def _render(push: Callable[[dict[str, Any]], None]) -> Callable[[Any], bool]:
         def render(event: Any) -> bool:
             for line in event_json(event, deltas=True):
                 push(line)
-            if turn.abort and not turn.interrupted and isinstance(event, INTERRUPTIBLE):
-                turn.interrupted = True  # an abort that came before the turn's token
-                cancel()
-            if isinstance(event, ev.TurnDone):
-                turn.interrupted = True  # the turn has ended: nothing more to stop
             return False
 
         return render
@@ -350,7 +338,7 @@ class Hub:
             return
         chat, slot.chat = slot.chat, None
         if chat is not None:
-            chat.session.close()
+            chat.close()
         self.slots.pop((slot.agent_id, slot.key), None)
 
     async def release(self, agent_id: str, key: str) -> None:
@@ -393,7 +381,7 @@ class Hub:
             if slot.idle_timer is not None:
                 slot.idle_timer.cancel()
             if slot.chat is not None:
-                slot.chat.session.close()
+                slot.chat.close()
                 slot.chat = None
         self.slots.clear()
         self.pool.shutdown(wait=True)

@@ -141,7 +141,7 @@ class SharedHub(Hub):
                     runtime = self.agents.runtime(slot.agent_id)
                     try:
                         slot.chat = await asyncio.get_running_loop().run_in_executor(
-                            self.pool, partial(Chat, runtime, slot.key, wait=0))
+                            self.pool, partial(Chat.open, runtime, slot.key, wait=0))
                     except SessionBusyError as exc:
                         slot.busy = exc
                         return False
@@ -276,7 +276,7 @@ class SharedHub(Hub):
         chat = slot.chat
         if chat is not None and chat.session.lease.lost:
             slot.chat = None
-            chat.session.close()
+            chat.close()
 
     def _drained(self, slot: Slot) -> None:
         if slot.chat is None:  # set aside after an ephemeral turn: others may wait
@@ -300,8 +300,7 @@ class SharedHub(Hub):
                     return  # a turn came meanwhile
                 chat, slot.chat = slot.chat, None
                 if chat is not None:
-                    await asyncio.get_running_loop().run_in_executor(self.pool,
-                                                                     chat.session.close)
+                    await asyncio.get_running_loop().run_in_executor(self.pool, chat.close)
         finally:
             slot.users -= 1
         if not self.stopping and await asyncio.to_thread(self.shared.queued, slot.agent_id,
