@@ -68,9 +68,21 @@ def direct_turn(runtime: Runtime, job: dict[str, Any], key: str, origin: dict[st
                 errors.append(event.message)
             elif isinstance(event, TurnDone):
                 reply, failed = event.text, event.failed or event.aborted
+        if job.get("kind") == heartbeat.KIND and not failed and is_ok(reply):
+            forget_beat(session)
     if failed or (errors and not reply):
         return reply, "; ".join(errors) or "the turn failed"
     return reply, None
+
+
+def forget_beat(session: Any) -> None:
+    """A beat answered ``HEARTBEAT_OK`` said nothing: its turn leaves the history the model
+    sees (an ``undo`` entry; the transcript keeps it), so beats of a quiet day neither fill
+    the main session's window nor show in its history."""
+    try:
+        session.undo_turn("forget the heartbeat")
+    except ClawdError as exc:  # summarised meanwhile: it stays
+        log.info("the heartbeat's turn stays in %s: %s", session.key, exc)
 
 
 class Runner:

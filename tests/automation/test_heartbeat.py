@@ -89,6 +89,31 @@ def test_heartbeat_ok_is_dropped_and_limits_hold(tmp_path):
     assert "maxRunsPerDay" in store.runs(job["id"])[0]["error"]
 
 
+def test_a_quiet_beat_leaves_the_main_session_as_it_was(tmp_path):
+    """A beat answered HEARTBEAT_OK is taken out of the history the model sees (the
+    transcript keeps it, marked undone): a day of quiet beats does not fill the main
+    session; a beat that says something stays."""
+    clock = Clock(MORNING)
+    runtime, provider, store, runner = setup(
+        tmp_path, ["hi", "HEARTBEAT_OK", "The plants need water.", "Sure."], {"every": "1h"},
+        clock)
+    person_says(runtime)
+    runtime.files.create("HEARTBEAT.md", "- check the plants\n")
+    for _ in range(3):
+        clock.advance(hours=1)
+        beat_once(runner, store, runtime, clock)
+    with Session.open(runtime, "agent:main:main") as session:
+        said = [m.text for m in session.history.messages if m.role == "assistant"]
+        assert said == ["hi", "The plants need water."]
+        list(session.run_turn("thanks"))
+        on_disk = session.transcript.load(quiet=True).entries
+    sent = [m.text for m in provider.requests[-1].messages if m.role == "assistant"]
+    assert "HEARTBEAT_OK" not in sent and "The plants need water." in sent
+    assert any(e.get("type") == "undo" for e in on_disk)
+    assert any(e.get("role") == "assistant" and "HEARTBEAT_OK" in str(e.get("content"))
+               for e in on_disk)
+
+
 def test_outside_active_hours_and_idle_sessions_are_skipped():
     settings = AgentDefaults.model_validate({"heartbeat": {
         "every": "1h", "activeHours": {"start": "22:00", "end": "07:00"}, "idleDays": 2}})
