@@ -286,6 +286,46 @@ def test_http_server_with_its_headers(http_lookup, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_server_that_forgot_its_session_is_not_the_persons_concern(tmp_path, capfd):
+    """A server answering 404 to the DELETE that ends a session (it forgot the session,
+    as after a restart): the SDK's "Session termination failed: 404" goes to logs/mcp.log,
+    never to the terminal."""
+    import uvicorn
+    from starlette.responses import PlainTextResponse
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from mcp_lookup import build
+
+    app = build().streamable_http_app()
+
+    async def forgetful(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "DELETE":
+            await PlainTextResponse("no such session", status_code=404)(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(forgetful, host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    clients = McpClients({"web": McpServer(url=f"http://127.0.0.1:{port}/mcp")}, logs=tmp_path)
+    try:
+        assert clients.start() == []
+        assert clients.call("web", "capital", {"country": "kenya"}).text.endswith("Nairobi.")
+    finally:
+        clients.close()
+        server.should_exit = True
+        thread.join(timeout=10)
+    out, err = capfd.readouterr()
+    assert "Session termination failed" not in out + err
+    assert "Session termination failed: 404" in (tmp_path / "mcp.log").read_text()
+
+
+@pytest.mark.slow
 def test_a_url_that_speaks_only_legacy_sse_is_spoken_to_so_and_nothing_is_said_plainly(
         tmp_path):
     import uvicorn
