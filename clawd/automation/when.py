@@ -182,3 +182,20 @@ _DAYS: list[tuple[str, Callable[[re.Match[str], date], date]]] = [
     (rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?![:.h]\d)",
      lambda f, t: _month_day(f.group(1), f.group(2), t)),
 ]
+
+
+def time_phrase(text: str, now: datetime, tz: ZoneInfo, longest: int = 7) -> str | None:
+    """The words of ``text`` that name a time ``parse_when`` reads ("Can you remind me on
+    Friday at 6pm to water the plants?" -> "Friday at 6pm"): the longest run of up to
+    ``longest`` words that reads as a time still ahead, the first of those; None when no
+    run does. What a person wrote, so a model can pass it on instead of a time of its own."""
+    words = [w.strip(".,!?;:\"'()") for w in text.split()]
+    for size in range(min(longest, len(words)), 0, -1):
+        for start in range(len(words) - size + 1):
+            phrase = " ".join(w for w in words[start:start + size] if w)
+            try:
+                parse_when(phrase, now, tz)
+            except ClawdError:
+                continue
+            return re.sub(r"^on\s+", "", phrase, flags=re.I)  # "on Friday at 6pm"
+    return None

@@ -12,14 +12,21 @@ polite question ("Can you remember that …?", "Could you note …?"), or "I wan
 remember …". A mention is not: "I need to remember to call Ines", "Do you remember …?",
 "I remember when …", "Remember when we …?". German, French and Spanish imperatives count too
 ("Merk dir …", "N'oublie pas …", "Recuerda que …").
+
+A request for a reminder (``asks_reminder``) gets a word from the runtime beside it
+(``reminder_aside``): set it with ``schedule``, passing on the person's words for the time.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
+from clawd.automation.when import time_phrase
+from clawd.automation.zones import user_zone
 from clawd.context.references import references
 from clawd.core.phrases import keeping
+from clawd.core.templates import render
 from clawd.core.textcut import sentences
 
 
@@ -124,3 +131,14 @@ def asks_reminder(text: str) -> bool:
     """Whether a message asks to be told something later ("remind me on Friday at 6pm
     to …", "set a reminder"), not what was said before ("remind me what we decided")."""
     return keeping.REMIND_LATER.search(text) is not None
+
+
+def reminder_aside(text: str, schedules: bool, now: datetime, zone: str | None) -> str:
+    """What the runtime tells the model beside a message that asks for a reminder: how to
+    set it with ``schedule`` (``schedules``), naming the words of ``text`` that give the
+    time when there are some (``when.time_phrase``: a small model copied a template's
+    example time instead); else that clawd cannot notify at a time."""
+    if not schedules:
+        return render("reminder_aside.md.j2").strip()
+    phrase = time_phrase(text, now, user_zone(zone))
+    return render("reminder_schedule.md.j2", when=phrase).strip()

@@ -24,7 +24,7 @@ from clawd.context.layers import Layers
 from clawd.context.meter import TokenMeter
 from clawd.core.errors import ProviderSetupError
 from clawd.core.messages import Message, ToolSpec
-from clawd.core.tokens import Budget, estimate_text, estimate_tools
+from clawd.core.tokens import Budget, estimate_messages, estimate_text, estimate_tools
 from clawd.guards.base import Guards
 from clawd.guards.profile import Profile
 from clawd.loop.runtime import ModelHandle, Runtime, session_model
@@ -193,6 +193,21 @@ class Window:
 
     def fixed_tokens(self, layers: Layers) -> int:
         return estimate_text(layers.system) + estimate_text(layers.project) + self.tool_tokens
+
+    def too_large(self, message: Message, layers: Layers, kept_at: str) -> str | None:
+        """Why a user message can never be sent (it alone overfills the window), or None
+        (``kept_at``: the transcript the message is kept in all the same)."""
+        fixed, budget = self.meter.scaled(self.fixed_tokens(layers)), self.budget
+        size = self.meter.scaled(estimate_messages([message]))
+        room = budget.compact_at - fixed
+        if size <= room:
+            return None
+        return (f"your message is {size:,} tokens and cannot fit: the model's window is "
+                f"{budget.context_window:,} tokens, the system prompt, tools and workspace "
+                f"files take {fixed:,} and {budget.context_window - budget.compact_at:,} are "
+                f"kept for the reply, which leaves {max(room, 0):,} for a message; nothing was "
+                f"sent (the message is kept in the transcript {kept_at}, out of the "
+                f"conversation)")
 
     def used(self, extra: list[Message] | None = None, layers: Layers | None = None) -> int:
         """The context size now: last reported prompt plus estimates of everything since

@@ -33,13 +33,12 @@ from clawd.context.flush import is_blank, is_silent
 from clawd.context.layers import Layers
 from clawd.context.ledger import PruningLedger, prune_mode
 from clawd.context.meter import TokenMeter
-from clawd.context.requests import asks_reminder
+from clawd.context.requests import asks_reminder, reminder_aside
 from clawd.core.cancel import Cancelled, CancelToken
 from clawd.core.errors import ClawdError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, Recalled, TurnDone, Waiting
 from clawd.core.messages import ImagePart, Message, Usage
-from clawd.core.templates import render
-from clawd.core.tokens import Budget, estimate_messages
+from clawd.core.tokens import Budget
 from clawd.guards.base import Guards, TurnView
 from clawd.loop.keeping import (
     keep_correction,
@@ -277,9 +276,9 @@ class Session:
         turn.view.instructions = layers.instructions
         schedules = self.offers_schedule
         if origin is None and asks_reminder(text):  # said before the model answers
-            turn.aside = render("reminder_schedule.md.j2" if schedules
-                                else "reminder_aside.md.j2").strip()
-        if (refusal := self._too_large(message, layers)) is not None:
+            turn.aside = reminder_aside(text, schedules, self.rt.clock(),
+                                        self.rt.settings.user_timezone)
+        if (refusal := self.window.too_large(message, layers, self.transcript.location)):
             message.refused = True
             self.conversation.keep_on_disk(message)  # kept on disk, never sent
             yield ErrorEvent(refusal)
@@ -363,20 +362,6 @@ class Session:
         return recall(self.rt.memory, self.access, self.rt.settings.memory_search, message,
                       shown, self.budget.context_window,
                       gate=self.window.model.profile.gates_recall)
-
-    def _too_large(self, message: Message, layers: Layers) -> str | None:
-        """Why a user message can never be sent (it alone overfills the window), or None."""
-        fixed, budget = self.meter.scaled(self.window.fixed_tokens(layers)), self.budget
-        size = self.meter.scaled(estimate_messages([message]))
-        room = budget.compact_at - fixed
-        if size <= room:
-            return None
-        return (f"your message is {size:,} tokens and cannot fit: the model's window is "
-                f"{budget.context_window:,} tokens, the system prompt, tools and workspace "
-                f"files take {fixed:,} and {budget.context_window - budget.compact_at:,} are "
-                f"kept for the reply, which leaves {max(room, 0):,} for a message; nothing was "
-                f"sent (the message is kept in the transcript {self.transcript.location}, out of "
-                f"the conversation)")
 
     # --- flush and compaction (``Upkeep``) --------------------------------------------------
 

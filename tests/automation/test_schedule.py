@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from clawd.automation import schedule as sched
-from clawd.automation.when import parse_duration, parse_when
+from clawd.automation.when import parse_duration, parse_when, time_phrase
 from clawd.automation.zones import both, host_zone_name, iso_utc, user_zone, zone
 from clawd.core.errors import ClawdError
 
@@ -69,6 +69,23 @@ def test_what_is_not_understood_is_refused_not_guessed(phrase):
 def test_a_time_in_the_past_is_refused():
     with pytest.raises(ClawdError, match="has passed"):
         parse_when("2026-11-27 09:00", FRIDAY, LISBON)
+
+
+@pytest.mark.parametrize("message, phrase", [
+    ("Can you remind me on Friday at 6pm to water the plants?", "Friday at 6pm"),
+    ("Please remind me next Monday to renew my bike insurance.", "next Monday"),
+    ("remind me in 20 minutes to stretch", "in 20 minutes"),
+    ("Remind me to take 2 pills at 8", "at 8"),  # the count is no time
+    ("ping me at 18:30 on Friday about the train", "at 18:30 on Friday"),
+    ("In half an hour remind me to check the oven.", "In half an hour"),
+    ("remind me Dec 5 at 9 to pay the rent", "Dec 5 at 9"),
+    ("remind me to call mum", None),
+    ("remind me that I may need sunscreen", None),  # "may" alone is no date
+])
+def test_the_words_of_a_message_that_name_a_time(message, phrase):
+    """What the runtime hands the model for ``schedule``'s ``at``: the person's own words
+    for the time, the longest run that reads as one."""
+    assert time_phrase(message, FRIDAY, LISBON) == phrase
 
 
 def test_durations():

@@ -47,6 +47,17 @@ def test_remind_me_in_twenty_minutes_becomes_a_job_twenty_minutes_on(tmp_path):
     assert "10:20 Europe/Lisbon (10:20 UTC)" in result
 
 
+def test_the_aside_names_the_persons_words_for_the_time(tmp_path):
+    """A small model copied the aside's example ("in 20 minutes") for "on Friday at 6pm":
+    the aside names the words of the message that give the time instead."""
+    clock = Clock(datetime(2026, 11, 27, 10, 0, tzinfo=timezone.utc))
+    runtime, provider, _ = runtime_with_schedule(tmp_path, ["ok"], clock)
+    with Session.open(runtime, "agent:main:main") as session:
+        list(session.run_turn("Can you remind me on Friday at 6pm to water the plants?"))
+    said = provider.requests[0].messages[-1].text
+    assert '\'at\' "Friday at 6pm"' in said and "in 20 minutes" not in said
+
+
 def test_tomorrow_at_nine_is_read_in_the_users_zone(tmp_path):
     clock = Clock(datetime(2026, 11, 27, 20, 0, tzinfo=timezone.utc))
     runtime, _, store = runtime_with_schedule(tmp_path, [
