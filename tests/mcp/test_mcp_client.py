@@ -5,6 +5,7 @@ image) and the same tools over streamable HTTP behind a header."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -234,15 +235,38 @@ def test_a_server_killed_between_calls_is_started_again_without_a_failed_call(tm
 # --- the same tools over streamable HTTP --------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def http_lookup():
+@contextlib.contextmanager
+def served(app):
+    """``app`` on uvicorn in a thread on 127.0.0.1; its base URL while the block runs."""
     import uvicorn
-    from starlette.responses import PlainTextResponse
 
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def lookup_server():
     sys.path.insert(0, str(Path(__file__).parents[1]))
     from mcp_lookup import build
 
-    app = build().streamable_http_app()
+    return build()
+
+
+@pytest.fixture(scope="module")
+def http_lookup():
+    from starlette.responses import PlainTextResponse
+
+    app = lookup_server().streamable_http_app()
 
     async def guarded(scope, receive, send):
         if scope["type"] == "http" and (
@@ -251,17 +275,8 @@ def http_lookup():
             return
         await app(scope, receive, send)
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(guarded, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(guarded) as base:
+        yield f"{base}/mcp"
 
 
 @pytest.mark.slow
@@ -290,13 +305,9 @@ def test_a_server_that_forgot_its_session_is_not_the_persons_concern(tmp_path, c
     """A server answering 404 to the DELETE that ends a session (it forgot the session,
     as after a restart): the SDK's "Session termination failed: 404" goes to logs/mcp.log,
     never to the terminal."""
-    import uvicorn
     from starlette.responses import PlainTextResponse
 
-    sys.path.insert(0, str(Path(__file__).parents[1]))
-    from mcp_lookup import build
-
-    app = build().streamable_http_app()
+    app = lookup_server().streamable_http_app()
 
     async def forgetful(scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "DELETE":
@@ -304,22 +315,14 @@ def test_a_server_that_forgot_its_session_is_not_the_persons_concern(tmp_path, c
             return
         await app(scope, receive, send)
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(forgetful, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    clients = McpClients({"web": McpServer(url=f"http://127.0.0.1:{port}/mcp")}, logs=tmp_path)
-    try:
-        assert clients.start() == []
-        assert clients.call("web", "capital", {"country": "kenya"}).text.endswith("Nairobi.")
-    finally:
-        clients.close()
-        server.should_exit = True
-        thread.join(timeout=10)
+    with served(forgetful) as base:
+        clients = McpClients({"web": McpServer(url=f"{base}/mcp")}, logs=tmp_path)
+        try:
+            assert clients.start() == []
+            assert clients.call("web", "capital", {"country": "kenya"}).text.endswith(
+                "Nairobi.")
+        finally:
+            clients.close()
     out, err = capfd.readouterr()
     assert "Session termination failed" not in out + err
     assert "Session termination failed: 404" in (tmp_path / "mcp.log").read_text()
@@ -328,32 +331,17 @@ def test_a_server_that_forgot_its_session_is_not_the_persons_concern(tmp_path, c
 @pytest.mark.slow
 def test_a_url_that_speaks_only_legacy_sse_is_spoken_to_so_and_nothing_is_said_plainly(
         tmp_path):
-    import uvicorn
-
-    sys.path.insert(0, str(Path(__file__).parents[1]))
-    from mcp_lookup import build
-
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(build().sse_app(), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    base = f"http://127.0.0.1:{port}"
-    clients = McpClients({
-        "old": McpServer(url=f"{base}/sse", connection_timeout_ms=10_000),
-        "none": McpServer(url=f"{base}/nothing?api_key=abcd-1234", connection_timeout_ms=5000)},
-        logs=tmp_path)
-    try:
-        problems = clients.start()
-        states = {s.name: (s.transport, s.state, s.tools) for s in clients.states()}
-        out = clients.call("old", "capital", {"country": "Kenya"})
-    finally:
-        clients.close()
-        server.should_exit = True
-        thread.join(timeout=10)
+    with served(lookup_server().sse_app()) as base:
+        clients = McpClients({
+            "old": McpServer(url=f"{base}/sse", connection_timeout_ms=10_000),
+            "none": McpServer(url=f"{base}/nothing?api_key=abcd-1234",
+                              connection_timeout_ms=5000)}, logs=tmp_path)
+        try:
+            problems = clients.start()
+            states = {s.name: (s.transport, s.state, s.tools) for s in clients.states()}
+            out = clients.call("old", "capital", {"country": "Kenya"})
+        finally:
+            clients.close()
     assert problems == [
         "mcp: none did not start: there is no MCP endpoint at this URL (HTTP 404 Not Found)"]
     assert states["old"] == ("sse", "ready", 7)
