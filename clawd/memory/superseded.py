@@ -16,14 +16,16 @@ block and ``memory_search``) and ``memory_get`` / ``read`` of a note. ``unmark``
 marks out again, for a group session, which may not see MEMORY.md. A line is marked
 only while it still says the old fact: the cited line holding at least half the old fact's
 meaning words, else (lines added above it moved it) a line of the result holding four in
-five of them; a line edited since is left alone. A fact replaced twice shows the newest
-replacement. The record is parsed again whenever MEMORY.md's text changes.
+five of them; a line edited since is left alone. Another note that repeats the old fact
+closely (four in five of its meaning words: a saved session whose reply quoted it, a later
+log that copied it) is marked the same way where it repeats it. A fact replaced twice
+shows the newest replacement. The record is parsed again whenever MEMORY.md's text changes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from clawd.core import listmark
 from clawd.workspace.files import (
@@ -66,20 +68,25 @@ def _says(line: str, old: set[str], share: float) -> bool:
     return bool(old) and len(old & _words(line)) >= share * len(old)
 
 
-def annotate(text: str, start_line: int, entries: list[ReplacedLine]) -> str:
+def annotate(text: str, start_line: int, entries: Sequence[ReplacedLine],
+             elsewhere: Sequence[ReplacedLine] = ()) -> str:
     """``text`` (lines of a note, the first being line ``start_line`` of its file) with each
-    line that still says a replaced fact struck through and followed by its replacement."""
-    if not entries:
+    line that still says a replaced fact struck through and followed by its replacement.
+    ``entries``: the facts replaced in this note (found at their cited lines); ``elsewhere``:
+    those of other notes, found in this one only where a line repeats one closely (a saved
+    session's reply that quoted the old fact, a later note that copied it)."""
+    if not entries and not elsewhere:
         return text
     lines = text.split("\n")
     notes: dict[int, list[str]] = {}
-    for entry in entries:
+    for entry, here in [*((e, True) for e in entries), *((e, False) for e in elsewhere)]:
         old = _words(entry.old)
         cited = [i for i in range(entry.start - start_line, entry.end - start_line + 1)
-                 if 0 <= i < len(lines)]
+                 if here and 0 <= i < len(lines)]
         found = next((i for i in cited if _says(lines[i], old, 0.5)), None)
-        if found is None:  # moved by lines added above it: only a close match counts
-            found = next((i for i, line in enumerate(lines) if _says(line, old, 0.8)), None)
+        if found is None:  # moved, or another note's: only a close match counts
+            found = next((i for i, line in enumerate(lines) if _says(line, old, 0.8)
+                          and i not in notes), None)
         if found is not None:
             notes.setdefault(found, []).append(f" [replaced on {entry.day} by: {entry.new}]")
     for i, marks in notes.items():
@@ -118,4 +125,6 @@ class Superseded:
         """``annotate`` as a function of (path, first line, text), MEMORY.md read once for
         every result of one search."""
         by_path = self.current()
-        return lambda path, start_line, text: annotate(text, start_line, by_path.get(path, []))
+        every = [entry for entries in by_path.values() for entry in entries]
+        return lambda path, start_line, text: annotate(
+            text, start_line, by_path.get(path, []), [e for e in every if e.path != path])

@@ -92,6 +92,37 @@ def test_a_line_edited_since_is_left_alone_and_a_moved_one_is_found():
     assert OLD_MARKED in lines
 
 
+def test_another_note_that_repeats_the_old_fact_closely_is_marked_too(tmp_path: Path):
+    """A saved session whose reply quoted the old fact (or a later log that copied it) is
+    handed out with the same mark, where it repeats it closely; its other lines, and lines
+    sharing only some of the old fact's words, are left alone."""
+    session = ("# Session 2026-03-04 10:00: builds\n\n## Conversation\n\n"
+               "**user** (2026-03-04 09:58):\nWhere do the nightly builds run?\n\n"
+               "**assistant** (2026-03-04 09:58):\nThe build server is called osprey; it runs "
+               "the nightly builds. (2026-03-03)\n\n**user** (2026-03-04 09:59):\nAnd the "
+               "disk?\n\n**assistant** (2026-03-04 09:59):\nThe build server osprey got a new "
+               "disk.\n")
+    ws = tmp_path / "ws"
+    write(ws, DAY, LOG)
+    write(ws, "memory/2026-03-04-builds.md", session)
+    write(ws, "MEMORY.md", MEMORY)
+    idx = open_index("main", ws, settings(sync={"watch": False}, fallback="none"),
+                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    try:
+        idx.sync()
+        (hit,) = [r for r in idx.search("nightly builds osprey", min_score=0.0)["results"]
+                  if r["path"] == "memory/2026-03-04-builds.md"]
+    finally:
+        idx.close()
+    marked = [line for line in hit["snippet"].split("\n") if "[replaced on" in line]
+    assert len(marked) == 1 and "~~The build server is called osprey" in marked[0]
+    assert "The build server was renamed from osprey to condor." in marked[0]
+    assert "The build server osprey got a new disk." in hit["snippet"]  # 2 of 5 words: left
+    entries = latest(replaced_lines(MEMORY))[DAY]
+    assert annotate(session, 1, [], entries).count("[replaced on") == 1
+    assert annotate(session, 1, []) == session  # nothing replaced anywhere: as it is
+
+
 def test_a_fact_replaced_twice_shows_the_newest_replacement():
     memory = ("## Replaced\n"
               "- The recital is on 17 April. (memory/2026-03-02.md#L3) — replaced on "
