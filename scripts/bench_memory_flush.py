@@ -6,7 +6,7 @@ codes, ports, extensions, versions, host names), planted at evenly spaced turns;
 four appears only inside a document the model reads, never in a chat message. It runs
 through the real turn loop (``Session.run_turn``: flush, compaction, file tools, transcript)
 with a scripted model on a small context window, so the session crosses many compaction
-cycles. The same plan runs twice in one invocation: with the memory flush (the SPEC default)
+cycles. The same plan runs twice in one invocation: with the memory flush (on by default)
 and with ``memoryFlush.enabled: false`` as the baseline.
 
 The scripted model is derived from each request, never from the list of planted facts:

@@ -66,7 +66,7 @@ _META = re.compile(r"\b(?:last|previous) (?:answer|message|reply)\b|\brepeat(?:e
 
 def classify(reply, statement: str, instructions: str) -> str:
     from clawd.context.flush import is_blank
-    from clawd.guards.replytext import copies, is_echo
+    from clawd.context.replytext import copies, is_echo
 
     if reply.tool_calls:
         return "call"

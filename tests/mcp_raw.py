@@ -1,7 +1,7 @@
 """An MCP server written by hand (JSON-RPC over stdio, no SDK), for the listings and results
-an SDK server would not send: ``python tests/mcp_raw.py SPEC.json``.
+an SDK server would not send: ``python tests/mcp_raw.py SERVER.json``.
 
-The spec is a JSON object: ``tools`` (the ``tools/list`` entries, sent as they are: the same
+The file holds a JSON object: ``tools`` (the ``tools/list`` entries, sent as they are: the same
 name twice, a schema without ``"type"``, a description of any length), ``results`` (by tool
 name, the ``tools/call`` result sent as it is; absent: a text echoing the arguments),
 ``junk`` (lines printed on stdout before the first answer), ``instructions``, ``env`` (a tool

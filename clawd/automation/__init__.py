@@ -1,4 +1,4 @@
-"""Automation's pure core (SPEC §16): when a job runs, never how.
+"""Automation's pure core (docs/automation.md): when a job runs, never how.
 
 ``zones`` finds the user's time zone, ``when`` reads a time (``--at``: ISO 8601 or a phrase
 such as "in 20 minutes" or "Friday 18:30") and a duration (``--every``), ``schedule`` gives

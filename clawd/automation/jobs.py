@@ -1,4 +1,4 @@
-"""The shapes of a job and of a run, as stored and as ``--json`` shows them (SPEC §16).
+"""The shapes of a job and of a run, as stored and as ``--json`` shows them (docs/automation.md).
 
 A job is stored as a camelCase JSON object (``jobs.json`` on files, a JSONB row on
 PostgreSQL); ``public_job`` is its ``--json`` face: ``{"id", "name", "schedule", "nextRun",

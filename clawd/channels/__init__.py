@@ -1,4 +1,4 @@
-"""Channels: clawd where people already talk (SPEC §17; docs/channels.md).
+"""Channels: clawd where people already talk (docs/channels.md).
 
 A channel is a front end: an adapter turns what arrives (a Telegram update) into an
 ``Inbound`` message and sends what the loop's events say back (``base.Channel``). The

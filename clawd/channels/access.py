@@ -1,4 +1,4 @@
-"""Who may talk to clawd on a channel (SPEC §17): a pure decision per message.
+"""Who may talk to clawd on a channel (docs/channels.md): a pure decision per message.
 
 Direct messages follow ``dmPolicy``: ``pairing`` (the default) answers the senders
 ``allowFrom`` names and those an operator approved (``clawd pairing approve CODE``), and

@@ -1,4 +1,5 @@
-"""Delivering a text to a channel target, for automation's outbox (SPEC §16, §17).
+"""Delivering a text to a channel target, for automation's outbox (docs/automation.md,
+docs/channels.md).
 
 ``deliver(config, "telegram:<chatId>", text)`` sends ``text`` (Markdown, rendered and cut
 at the limit) and returns the message id Telegram gave its last part: "delivered" means

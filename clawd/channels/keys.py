@@ -1,4 +1,4 @@
-"""Which session a channel's message belongs to (SPEC §17).
+"""Which session a channel's message belongs to (docs/channels.md).
 
 A direct message is ``agent:<id>:<channel>:dm:<userId>``: each person a session of their
 own (``session.dmScope`` ``per-channel-peer``, the default), so nobody's messages land in

@@ -170,9 +170,3 @@ def blocks(markdown: str) -> list[Block]:
     if paragraph:
         found.append(Block(paragraph))
     return found
-
-
-def to_html(markdown: str) -> str:
-    """A whole reply as one Telegram HTML text (``split.parts`` cuts it to the limit)."""
-    return "\n\n".join(code_block(b.language, b.lines) if b.code else block(b.lines)
-                       for b in blocks(markdown))

@@ -1,4 +1,4 @@
-"""A turn's events shown in a chat: the front end a channel is (SPEC §17).
+"""A turn's events shown in a chat: the front end a channel is (docs/channels.md).
 
 ``Replier.follow`` reads the turn's lines from its feed (the same ``--json`` lines the web
 page gets) and, while the turn runs, keeps "typing…" showing (Telegram shows it for 5 s,

@@ -1,4 +1,4 @@
-"""The Telegram channel inside ``clawd serve`` (SPEC §17; docs/channels.md).
+"""The Telegram channel inside ``clawd serve`` (docs/channels.md).
 
 ``TelegramService.run`` becomes the bot's one poller (``ChannelState.try_poll``: an
 advisory lock on PostgreSQL, so one worker of several polls and another takes over when

@@ -1,12 +1,13 @@
 """Typed configuration: ``clawd.json`` (JSON5) validated once at load.
 
-Every key has the camelCase name of the SPEC and a default; an unknown or mistyped key is a
-``ConfigError`` naming the key path and the file, and the valid key of that level it is
-closest to (``did you mean 'model'?``). Values are not guessed at: a boolean is ``true`` or
-``false`` (not ``"yes"`` or ``1``) and a number is a JSON5 number (not ``"4096"`` or
-``true``) — the ``Bool``, ``Int`` and ``Float`` field types. ``agents.list[]`` entries override
-``agents.defaults`` key by key (deep merge); ``resolve_agent`` returns the merged settings of
-one agent. ``state_dir()`` and ``config_path()`` honour ``CLAWD_HOME`` and ``CLAWD_CONFIG``.
+Every key has the camelCase name docs/configuration.md gives it, and a default; an unknown
+or mistyped key is a ``ConfigError`` naming the key path and the file, and the valid key of
+that level it is closest to (``did you mean 'model'?``). Values are not guessed at: a
+boolean is ``true`` or ``false`` (not ``"yes"`` or ``1``) and a number is a JSON5 number
+(not ``"4096"`` or ``true``) — the ``Bool``, ``Int`` and ``Float`` field types.
+``agents.list[]`` entries override ``agents.defaults`` key by key (deep merge);
+``resolve_agent`` returns the merged settings of one agent. ``state_dir()`` and
+``config_path()`` honour ``CLAWD_HOME`` and ``CLAWD_CONFIG``.
 
 This module is the config's public face: it finds, reads and parses the file, and every
 name of the config a caller needs is importable from here. The parts live beside it:

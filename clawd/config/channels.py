@@ -1,5 +1,5 @@
 """The ``channels`` section of the config: where clawd talks besides its own front ends
-(SPEC §17; docs/channels.md).
+(docs/channels.md).
 
 ``channels.telegram``: ``enabled`` (run inside ``clawd serve``), ``botToken`` (else env
 ``TELEGRAM_BOT_TOKEN``), ``apiRoot`` (the Bot API's base URL), ``dmPolicy`` (who may talk in

@@ -1,4 +1,4 @@
-"""The ``mcp`` section: the MCP servers whose tools the model may use (SPEC §15).
+"""The ``mcp`` section: the MCP servers whose tools the model may use (docs/mcp.md).
 
 ``mcp.servers.<name>`` is a child process spoken to over stdio (``command``, ``args``,
 ``env``, ``cwd``) or a remote server over streamable HTTP (``url``, ``headers``), never

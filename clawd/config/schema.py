@@ -226,7 +226,7 @@ class Storage(Model):
 
 
 class Automation(Model):
-    """``clawd serve`` runs due jobs (SPEC §16)."""
+    """``clawd serve`` runs due jobs (docs/automation.md)."""
 
     enabled: Bool = True
     tick_seconds: Float = Field(5, gt=0)  # how often a server looks for due jobs

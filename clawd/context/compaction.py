@@ -103,12 +103,6 @@ def render_message(message: Message, unanswered: bool = False) -> str:
     return "\n".join(parts)
 
 
-def render_history(messages: list[Message]) -> str:
-    """The whole history as the summariser reads it."""
-    unanswered = unanswered_ids(messages)
-    return "\n\n".join(render_message(m, m.id in unanswered) for m in messages)
-
-
 def _chunks(messages: list[Message], limit: int) -> list[str]:
     """The serialised history in consecutive pieces of at most ``limit`` tokens (about)."""
     chunks: list[str] = []

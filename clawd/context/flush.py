@@ -28,12 +28,12 @@ from clawd.config import MemoryFlush
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.facts import as_note, facts
 from clawd.context.references import SHORT_MESSAGE, missing, references
+from clawd.context.replytext import recall_start, unfenced
 from clawd.context.requests import content_words, held, stem
 from clawd.core import listmark, phrases
 from clawd.core.messages import Message, ToolCall
 from clawd.core.templates import render
 from clawd.core.textcut import shorten
-from clawd.guards.replytext import recall_start, unfenced
 from clawd.memory.superseded import unmark
 from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import (

@@ -65,10 +65,6 @@ class PruneResult:
     def changed(self) -> bool:
         return bool(self.entries)
 
-    @property
-    def chars_saved(self) -> int:
-        return sum(e.chars_before - e.chars_after for e in self.entries)
-
     def count(self, action: str) -> int:
         return sum(1 for e in self.entries if e.action == action)
 

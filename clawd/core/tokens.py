@@ -185,7 +185,7 @@ def calibration(reported: int, estimated: int, previous: float = 1.0) -> float:
 # --- budget ---------------------------------------------------------------------------------
 
 # Shares of the window that the absolute settings may take at most, so that the flush and
-# compaction points make sense from 4k to 2M windows (docs/real-models.md has the table).
+# compaction points make sense from 4k to 2M windows (docs/real-models-windows.md has the table).
 RESERVE_SHARE = 0.25  # reserveTokensFloor: at most a quarter of the window
 SOFT_SHARE = 0.125  # softThresholdTokens: at most an eighth
 KEEP_SHARE = 0.15  # keepRecentTokens: at most 15%

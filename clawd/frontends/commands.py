@@ -309,7 +309,7 @@ def _compact(chat: Chat, args: str) -> Generator[Event, None, None]:
 def _mcp(chat: Chat, args: str) -> Generator[Event, None, None]:
     from clawd.frontends.mcp_command import mcp_command
 
-    yield from mcp_command(chat, args)
+    yield from mcp_command(chat.session, args, chat.token)
 
 
 @command("memory", "/memory search QUERY | show | add TEXT | forget [--yes] TEXT | status",

@@ -15,19 +15,22 @@ import shlex
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError
 from clawd.core.events import CommandOutput, Event, Notice
 
 if TYPE_CHECKING:
-    from clawd.frontends.commands import Chat
     from clawd.loop.runtime import Runtime
+    from clawd.loop.session import Session
     from clawd.sessions.entry import SessionEntry
 
 
-def mcp_command(chat: Chat, args: str) -> Generator[Event, None, None]:
+def mcp_command(session: Session, args: str, token: CancelToken | None = None
+                ) -> Generator[Event, None, None]:
+    """``/mcp ARGS`` in ``session`` (a chat's current one)."""
     from clawd.frontends.compose import servers_of
 
-    runtime = chat.runtime
+    runtime = session.rt
     servers = servers_of(runtime.config, runtime.agent_id)
     clients = runtime.mcp
     if clients is None or not servers:
@@ -35,7 +38,7 @@ def mcp_command(chat: Chat, args: str) -> Generator[Event, None, None]:
                                    "see docs/mcp.md)")
         return
     word, _, rest = args.strip().partition(" ")
-    off = set(chat.session.entry.get("mcpOff") or [])
+    off = set(session.entry.get("mcpOff") or [])
     if not word:
         lines = [f"{s.name:<16} {s.transport or '-':<6} {s.state:<8} {s.tools:>3} tools"
                  + ("  (off in this session)" if s.name in off else "")
@@ -47,7 +50,7 @@ def mcp_command(chat: Chat, args: str) -> Generator[Event, None, None]:
         if name not in servers:
             raise ClawdError(f"no MCP server {name!r} here; the servers are "
                              f"{', '.join(servers)}")
-        chat.session.switch_mcp(name, word == "on")
+        session.switch_mcp(name, word == "on")
         said = "offered again" if word == "on" else "no more offered"
         yield CommandOutput("mcp", f"the tools of {name} are {said} in this session")
     elif word == "prompts":
@@ -56,7 +59,7 @@ def mcp_command(chat: Chat, args: str) -> Generator[Event, None, None]:
             f"{p.usage()}" + (f"  — {p.description}" if p.description else "")
             for p in found) or "the servers offer no prompts")
     elif word == "prompt":
-        yield from _send(chat, servers, rest)
+        yield from _send(session, servers, rest, token)
     else:
         raise ClawdError("usage: /mcp [on NAME | off NAME | prompts | prompt SERVER/NAME "
                          "[KEY=VALUE ...]]")
@@ -81,8 +84,9 @@ def server_rows(runtime: Runtime, entry: SessionEntry | None) -> list[dict[str, 
             for s in runtime.mcp.states() if s.name in given]
 
 
-def _send(chat: Chat, servers: list[str], rest: str) -> Generator[Event, None, None]:
-    clients = chat.runtime.mcp
+def _send(session: Session, servers: list[str], rest: str, token: CancelToken | None
+          ) -> Generator[Event, None, None]:
+    clients = session.rt.mcp
     assert clients is not None
     words = shlex.split(rest)
     if not words or "/" not in words[0]:
@@ -107,4 +111,4 @@ def _send(chat: Chat, servers: list[str], rest: str) -> Generator[Event, None, N
         raise ClawdError(f"{server}/{name} gave nothing to send")
     yield Notice(f"sending the prompt {server}/{name} of the MCP server {server} as your "
                  f"message")
-    yield from chat.session.run_turn(text, token=chat.token)
+    yield from session.run_turn(text, token=token)

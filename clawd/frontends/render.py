@@ -7,9 +7,8 @@ rendered as Markdown (``clawd.frontends.markdown``) when the terminal has colour
 (``NO_COLOR`` unset).
 The text of a model step that follows another step's text in the same turn (an answer asked
 for again after the first was shown) starts a new paragraph. ``event_json`` is the
-``--json`` form of an event (SPEC §11; every line in
-docs/json-events.md); ``drive`` feeds a stream of events to a renderer, passing a Ctrl-C
-during rendering back into the turn.
+``--json`` form of an event (every line in docs/json-events.md); ``drive`` feeds a stream
+of events to a renderer, passing a Ctrl-C during rendering back into the turn.
 """
 
 from __future__ import annotations

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from clawd.context.facts import facts, kept_statement
 from clawd.context.flush import is_blank, is_silent
+from clawd.context.replytext import copies, dumps_notes, is_echo, repeats_answer
 from clawd.core.messages import Message
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
 from clawd.guards.base import AskAgain, Guard, TurnView
 from clawd.guards.claims import asks_to_note, note_claim
-from clawd.guards.replytext import copies, dumps_notes, is_echo, repeats_answer
 
 
 def unkept_notice(claim: str) -> str:

@@ -29,12 +29,12 @@ import re
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.facts import asks, facts
 from clawd.context.references import missing, references
+from clawd.context.replytext import runs
 from clawd.context.requests import content_words, stem
 from clawd.core import listmark, phrases
 from clawd.core.messages import Message, ToolCall
 from clawd.core.textcut import empty_sections_out
 from clawd.guards.base import Guard, Refusal, TurnView
-from clawd.guards.replytext import runs
 from clawd.workspace.files import is_daily_log
 
 _TIMESTAMP = re.compile(

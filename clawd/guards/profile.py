@@ -71,7 +71,7 @@ class Profile:
     guards: frozenset[str]
     # whether the model may consolidate notes into MEMORY.md (``clawd memory consolidate``):
     # on five days of notes a 1.5B model kept 3 facts of 14 and made others up
-    # (docs/real-models.md), so the weak profile is refused
+    # (docs/real-models-notes.md), so the weak profile is refused
     consolidates: bool = True
     # how many MCP servers' tools the model is told of (None: all that fit the window's
     # share, ``clawd.mcp.shapes.MCP_SHARE``): a small model picks worse among many tools

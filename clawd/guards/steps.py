@@ -33,11 +33,11 @@ import re
 from typing import Any
 
 from clawd.context.access import WRITE_TOOLS
+from clawd.context.replytext import is_stray, unfenced, without_echoed_tags
 from clawd.context.requests import asks_reminder
 from clawd.core.messages import Message, Part, TextPart, ToolCall, new_id
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.guards.loops import LoopGuard
-from clawd.guards.replytext import is_stray, unfenced, without_echoed_tags
 
 Calls = list[tuple[str, str]]  # (name, arguments as sorted JSON) of one step's tool calls
 

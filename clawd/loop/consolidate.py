@@ -99,7 +99,8 @@ def refusal(model: ModelHandle) -> str | None:
     if model.profile.consolidates:
         return None
     return (f"{model.ref} runs under the {model.profile.name} model profile, which does not "
-            f"consolidate: a small model makes facts up and misses most (docs/real-models.md); "
+            f"consolidate: a small model makes facts up and misses most "
+            f"(docs/real-models-notes.md); "
             f"choose another with --model PROVIDER/MODEL, or set profile: \"strong\" on its "
             f"provider if it is capable")
 

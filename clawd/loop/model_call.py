@@ -37,12 +37,12 @@ from clawd.context.flush import SilentFilter
 from clawd.context.layers import Layers, assemble, fold_unanswered
 from clawd.context.ledger import PruningLedger, prune_mode
 from clawd.context.meter import TokenMeter
+from clawd.context.replytext import last_answer
 from clawd.core.cancel import Cancelled
 from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, TextDelta, Waiting
 from clawd.core.messages import Message, ModelRequest, ModelResponse, Usage
 from clawd.core.tokens import estimate_messages
-from clawd.guards.replytext import last_answer
 from clawd.guards.steps import Looping
 from clawd.loop.parts import Conversation, ModelInUse, Record, Window
 from clawd.loop.turn import Turn

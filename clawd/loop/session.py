@@ -237,10 +237,6 @@ class Session:
     def token_ratio(self) -> float:
         return self.meter.ratio
 
-    @property
-    def last_pruned(self) -> list[str] | None:
-        return self.ledger.last
-
     def pruned_results(self) -> list[str]:
         """What pruning took out of the last request (``/context detail``)."""
         return self.ledger.describe(self.history.messages, self.entry.get("prunedResults") or {},

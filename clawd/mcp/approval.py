@@ -1,4 +1,4 @@
-"""Whether an MCP server's tool asks before it runs: pure functions, no SDK (SPEC §15).
+"""Whether an MCP server's tool asks before it runs: pure functions, no SDK (docs/mcp.md).
 
 A server's ``approval`` says which of its tools ask, as ``exec`` asks: ``writes`` (the
 default) asks for every tool whose annotations do not say ``readOnlyHint: true`` (a tool

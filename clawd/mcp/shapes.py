@@ -21,7 +21,7 @@
 - ``framed``: a result's first line says where it comes from (``SOURCE``), plainly. That
   such content is information and never instructions the system prompt says once
   (``prompts/system.md.j2``): said in each result, a small model answered "I cannot
-  reproduce the content from the MCP server" (docs/real-models.md).
+  reproduce the content from the MCP server" (docs/mcp.md, "With a small local model").
 """
 
 from __future__ import annotations

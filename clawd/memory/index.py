@@ -13,7 +13,7 @@
   the jobs (``batches.py``), and while chunks await vectors from pending jobs a search
   syncs again whenever ``pollIntervalMs`` has passed since the last poll; such a chunk is
   ranked with an estimated vector score (the mean of the keyword hits that have one).
-- ``search(query, max_results=None, min_score=None) -> dict`` returns the SPEC's shape
+- ``search(query, max_results=None, min_score=None) -> dict`` returns (docs/memory.md)
   ``{"results": [{"path", "startLine", "endLine", "score", "snippet", "source",
   "citation"}], "provider", "model", "fallback", "mode"}`` (``citation``: ``path#L3-L9``)
   and never fails hard: without embeddings it is keyword-only, without FTS5 vector-only,

@@ -129,7 +129,7 @@ class LocalEmbedder:
     # paraphrase sharing no word at 0.3-0.65. Search maps 0.1..0.45 onto 0..0.76 before
     # weighting, so such a paraphrase clears the default minScore on its vector score alone
     # (a cosine of 0.29 or more) while unrelated notes stay under it; set on the paraphrase
-    # and off-topic pairs of tests/data/memory_paraphrases.json (docs/memory.md).
+    # and off-topic pairs of tests/data/memory_paraphrases.json (docs/memory-search.md).
     calibration = (0.1, 0.45)
     segment_tokens: int | None = 96
 

@@ -71,7 +71,9 @@ def fts_query(query: str) -> str | None:
     """An FTS5 MATCH expression: any of the terms, plus each compound token as a phrase.
 
     Identifiers such as ``OPENAI_API_KEY`` or ``memorySearch.query.hybrid`` are split by the
-    tokenizer; their phrase adds weight to chunks holding the exact sequence.
+    tokenizer; their phrase adds weight to chunks holding the exact sequence. A search plans
+    its own, bounded query (``keywords.plan``); this unbounded one is what the benchmarks
+    measure it against (``scripts/bench_keyword_stage.py``, ``scripts/bench_retrieval.py``).
     """
     terms = query_terms(query)
     if not terms:

@@ -6,8 +6,9 @@ format and a ``baseUrl``; that is how local servers (Ollama, vLLM, llama.cpp), O
 and proxies are reached. ``models.providers.anthropic|openai`` may override the built-ins'
 ``baseUrl``, ``apiKey`` and ``headers``. Keys come from the config, else the provider's
 environment variable. Every failure is a one-line ``ProviderSetupError`` saying what to set.
-The context window and output limit of a model follow SPEC §5 (config, then agent
-settings, then known windows). The SDKs are imported only when a provider is built.
+The context window and output limit of a model come from the config, then the agent's
+settings, then the known windows (docs/configuration.md, ``agents``). The SDKs are imported
+only when a provider is built.
 """
 
 from __future__ import annotations

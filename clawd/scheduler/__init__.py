@@ -1,4 +1,4 @@
-"""Automation's moving part (SPEC §16): runs due jobs as ordinary turns and delivers them.
+"""Automation's moving part (docs/automation.md): runs due jobs as ordinary turns and delivers them.
 
 ``runner`` claims what is due from the job store (``storage.jobs``), runs each claimed
 occurrence as a turn of the loop (``Session.run_turn``, with the run's provenance) and

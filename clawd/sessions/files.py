@@ -13,15 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message
 from clawd.sessions.entry import SessionEntry, new_entry
-from clawd.sessions.transcript import Loaded, Transcript
-
-if TYPE_CHECKING:
-    from clawd.sessions.interface import TranscriptLog
+from clawd.sessions.interface import Loaded, TranscriptLog
+from clawd.sessions.transcript import Transcript
 
 TITLE_CHARS = 60
 TITLE_ENTRY = "title"  # ``{"type": "title", "title"}``: the session renamed

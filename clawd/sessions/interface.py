@@ -6,21 +6,33 @@ entries (messages, compactions, undos). The embedded implementations are ``Sessi
 (``sessions.json``, locked and atomically replaced) and ``Transcript`` (a JSONL file). A
 hosted, many-user clawd (stateless workers, one PostgreSQL database) is a second
 implementation of both: ``tests/storage/test_storage_contracts.py`` is the suite any implementation
-must pass. An entry is a ``SessionEntry`` (``sessions.entry``): typed fields, stored as JSON.
+must pass. An entry is a ``SessionEntry`` (``sessions.entry``): typed fields, stored as JSON;
+a transcript read back is a ``Loaded``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clawd.sessions.entry import SessionEntry
 
 if TYPE_CHECKING:
     from clawd.core.messages import Message
-    from clawd.sessions.transcript import Loaded
 
 Entry = SessionEntry
+
+
+@dataclass
+class Loaded:
+    """A transcript as ``TranscriptLog.load`` reads it: its header line, every readable
+    entry in order, and what was skipped (a warning and the line's number each)."""
+
+    header: dict[str, Any] | None
+    entries: list[dict[str, Any]]
+    warnings: list[str]
+    invalid_lines: list[int] = field(default_factory=list)  # the skipped lines' numbers
 
 
 class SessionRecords(Protocol):

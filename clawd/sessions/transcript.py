@@ -19,15 +19,13 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, new_id, now_iso
-
-if TYPE_CHECKING:
-    from clawd.sessions.interface import TranscriptLog
+from clawd.sessions.interface import Loaded, TranscriptLog
 
 log = logging.getLogger(__name__)
 VERSION = 1
@@ -46,14 +44,6 @@ class History:
     # the user message of a turn the latest compaction summarised in part (kept verbatim
     # before the turn's kept steps): that turn can no longer be undone
     summarised_turn: str | None = None
-
-
-@dataclass
-class Loaded:
-    header: dict[str, Any] | None
-    entries: list[dict[str, Any]]
-    warnings: list[str]
-    invalid_lines: list[int] = field(default_factory=list)  # the skipped lines' numbers
 
 
 class Transcript:

@@ -1,4 +1,4 @@
-"""What a channel keeps between messages and processes (SPEC §17): which updates it has
+"""What a channel keeps between messages and processes (docs/channels.md): which updates it has
 taken, who asked to talk (pairing) and who was let in, whom it told "no" once, and how it
 is doing (``clawd channels status`` reads it from another process).
 

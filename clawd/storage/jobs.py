@@ -1,4 +1,4 @@
-"""Where jobs and their runs are kept (SPEC §16): ``JobStore``, on files or PostgreSQL.
+"""Where jobs and their runs are kept (docs/automation.md): ``JobStore``, on files or PostgreSQL.
 
 A job is a JSON object (``automation.jobs``); a run is keyed by (job id, ``scheduledFor``),
 so no occurrence is ever claimed twice. ``claim_due`` is the one way a run starts: under the

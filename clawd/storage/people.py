@@ -1,5 +1,5 @@
 """The people of a clawd: who may use the gateway, with a token each, reaching their own
-agents only (``clawd users``, SPEC §14).
+agents only (``clawd users``, docs/hosting.md).
 
 A person is a name, the agents their token reaches, and the SHA-256 digest of that token:
 the token itself is shown once, when it is made (``add``, ``rotate``), and never stored. A

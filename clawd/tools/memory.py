@@ -1,8 +1,9 @@
 """The memory tools the model gets: ``memory_search`` and ``memory_get``.
 
 ``memory_search {query, maxResults?, minScore?}`` runs the agent's hybrid memory search and
-returns the SPEC's JSON (snippets with path and line range, never whole files). The query
-must not be empty, ``maxResults`` is 1..50 (more is capped at 50) and ``minScore`` 0..1.
+returns its JSON answer (snippets with path and line range, never whole files:
+docs/memory.md). The query must not be empty, ``maxResults`` is 1..50 (more is capped at
+50) and ``minScore`` 0..1.
 ``memory_get {path, from?, lines?}`` reads lines of a memory file, and only of one:
 ``MEMORY.md``, ``memory/**.md`` inside the workspace, read through the agent's files
 (``WorkspaceFiles``: a folder or a database; ``..``, absolute paths and symlinks out are

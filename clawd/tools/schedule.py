@@ -1,4 +1,4 @@
-"""The model's ``schedule`` tool (SPEC §16): reminders and scheduled work from a chat.
+"""The model's ``schedule`` tool (docs/automation.md): reminders and scheduled work from a chat.
 
 ``schedule {action: "add"|"list"|"remove", at?, every?, cron?, tz?, message?, id?}``: the
 fields mean what the flags of ``clawd jobs add`` mean. The model passes the user's words for

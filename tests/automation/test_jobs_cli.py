@@ -1,4 +1,4 @@
-"""``clawd jobs``: add answers in local time and UTC, the ``--json`` shapes of SPEC §16,
+"""``clawd jobs``: add answers in local time and UTC, the ``--json`` shapes of docs/automation.md,
 pause, resume, remove, and one-line errors."""
 
 from __future__ import annotations

@@ -19,6 +19,12 @@ from clawd.config.channels import Telegram
 TAG = re.compile(r"<[^>]+>")
 
 
+def to_html(markdown: str) -> str:
+    """A whole reply as one Telegram HTML text, uncut."""
+    return "\n\n".join(markup.code_block(b.language, b.lines) if b.code else markup.block(b.lines)
+                       for b in markup.blocks(markdown))
+
+
 def shown(markup_text: str) -> str:
     """What a person reads, whitespace left out (a cut may fall on a blank or mid-word):
     tags gone, entities read."""
@@ -26,7 +32,7 @@ def shown(markup_text: str) -> str:
 
 
 def test_markdown_becomes_telegram_html_and_the_rest_is_escaped():
-    out = markup.to_html("# Plan\n\nUse **care** and *speed*, `a<b>` & [docs](https://x.org/?a=1&b=2)"
+    out = to_html("# Plan\n\nUse **care** and *speed*, `a<b>` & [docs](https://x.org/?a=1&b=2)"
                          "\n- one\n- <two>\n\n> said\n\n```python\nif a < b:\n    pass\n```")
     assert out == ('<b>Plan</b>\n\nUse <b>care</b> and <i>speed</i>, <code>a&lt;b&gt;</code> '
                    '&amp; <a href="https://x.org/?a=1&amp;b=2">docs</a>\n• one\n• &lt;two&gt;'
@@ -47,7 +53,7 @@ def test_a_7000_character_reply_arrives_in_parts_under_4096_with_nothing_lost():
     assert 6900 < len(reply) < 9000
     parts = split.parts(reply)
     assert len(parts) >= 2 and all(len(p) < 4096 for p in parts)
-    assert shown(" ".join(parts)) == shown(markup.to_html(reply))
+    assert shown(" ".join(parts)) == shown(to_html(reply))
     # cut between paragraphs: each part starts a paragraph
     assert all(p.startswith("Paragraph ") for p in parts)
 

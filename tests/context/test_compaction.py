@@ -7,14 +7,21 @@ import random
 import pytest
 
 from clawd.config import Compaction
-from clawd.context.compaction import chunk_sizes, render_history, summarize
+from clawd.context.compaction import chunk_sizes, render_message, summarize
 from clawd.context.cut import find_cut
 from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.messages import Message, ModelRequest, TextPart, ToolCall
 from clawd.core.tokens import estimate_message, estimate_text
 from clawd.providers.scripted import ScriptedProvider
+from clawd.sessions.transcript import unanswered_ids
 
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+
+
+def render_history(messages: list[Message]) -> str:
+    """The whole history as the summariser reads it, in one piece."""
+    unanswered = unanswered_ids(messages)
+    return "\n\n".join(render_message(m, m.id in unanswered) for m in messages)
 
 
 def _words(n: int, seed: int = 0) -> str:

@@ -236,8 +236,8 @@ def test_soft_trim_format_and_report():
     entry = res.entries[0]
     assert (entry.message_id, entry.tool_name, entry.action) == (msgs[2].id, "exec", "soft-trim")
     assert (entry.chars_before, entry.chars_after) == (48213, len(trimmed))
-    assert res.chars_saved == 48213 - len(trimmed) == \
-        res.context_chars_before - res.context_chars_after
+    assert sum(e.chars_before - e.chars_after for e in res.entries) == 48213 - len(trimmed) \
+        == res.context_chars_before - res.context_chars_after
     assert res.count("soft-trim") == 1 and res.count("hard-clear") == 0
     assert res.window_chars == 80000
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 import clawd
+from clawd.context.replytext import copies, dumps_notes, recall_start, repeats_answer
 from clawd.core.events import Flushed, Notice, TextDelta, ToolFinished, ToolStarted
 from clawd.frontends import cli
 from clawd.frontends.render import Renderer
-from clawd.guards.replytext import copies, dumps_notes, recall_start, repeats_answer
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool

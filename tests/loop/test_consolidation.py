@@ -263,7 +263,7 @@ def test_never_from_a_group_session_and_never_unless_enabled(tmp_path, key, enab
 
 
 def test_a_weak_model_is_refused_with_a_clear_message(tmp_path):
-    """Measured: a 1.5B model kept 3 facts of 14 and made others up (docs/real-models.md)."""
+    """Measured: a 1.5B model kept 3 facts of 14 and made others up (docs/real-models-notes.md)."""
     from clawd.core.events import Notice
     from clawd.guards.profile import PROFILES, make_profile
     from clawd.loop.consolidate import refusal

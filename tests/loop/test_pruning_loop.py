@@ -164,7 +164,7 @@ def test_transcript_is_byte_identical_after_a_pruned_request(tmp_path, clock):
 
     clock.advance(minutes=6)
     run(session, "anything new?")
-    assert session.last_pruned  # the request really was pruned
+    assert session.ledger.last  # the request really was pruned
     after = stored_text(session).encode()
     assert after.startswith(before)
     added = [json.loads(line) for line in after[len(before):].decode().splitlines()]
@@ -192,7 +192,7 @@ def test_a_new_session_object_respects_the_persisted_last_call(tmp_path, clock):
     fresh = Session.open(rt, KEY)
     run(fresh, "still ok?")
     assert_unpruned(provider.requests[-1], fresh)
-    assert fresh.last_pruned == []
+    assert fresh.ledger.last == []
 
     clock.advance(minutes=5, seconds=1)  # another new process, past the ttl
     provider.add("Nothing new since.")
@@ -238,7 +238,7 @@ def test_pruned_results_go_out_identically_on_later_requests(tmp_path, clock):
     logs = by_tag(session)
     # D is older than the last three assistant messages by now, but the cache is warm
     assert results(provider.requests[-1].messages)[logs["D"].id] == logs["D"].text
-    assert len(session.last_pruned) == 3  # what the request carried, for /context detail
+    assert len(session.ledger.last) == 3  # what the request carried, for /context detail
     assert results(Session.open(session.rt, KEY).history.messages)[logs["A"].id] == logs["A"].text
 
 
@@ -304,7 +304,7 @@ def test_context_detail_in_a_new_process_shows_the_remembered_pruning(tmp_path, 
     fresh = Chat.open(rt, KEY)  # nothing sent from this process yet
     text = output(fresh, "/context detail")
     section = text.split("Pruned in the last request:\n", 1)[1].splitlines()
-    assert section == [f"  {line}" for line in session.last_pruned]
+    assert section == [f"  {line}" for line in session.ledger.last]
     assert [line.split()[2].rstrip(":") for line in section] == [logs[t].id for t in "ABC"]
 
 
@@ -353,7 +353,7 @@ def test_off_never_prunes(tmp_path, clock, mode, cache):
     session, provider = run_modes_session(tmp_path, clock, cache=cache, advance=60, **pruning)
     for request in provider.requests:
         assert_unpruned(request, session)
-    assert session.last_pruned == []
+    assert session.ledger.last == []
 
 
 def test_default_mode_with_a_prompt_cache_is_cache_ttl(tmp_path, clock):
@@ -406,7 +406,7 @@ def test_deny_glob_keeps_a_tool_whole(tmp_path, clock):
     session, provider = pruned_session(tmp_path, clock, tools={"deny": ["rea*"]})
     sent = results(provider.requests[-1].messages)
     assert sent == results(session.history.messages[:-1])
-    assert session.last_pruned == []
+    assert session.ledger.last == []
 
 
 def test_pruning_brings_the_context_under_hard_clear_ratio_in_tokens(tmp_path, clock):

@@ -344,7 +344,7 @@ def test_citations_in_results_and_recall_and_the_setting_asks_replies_for_them(
 ])
 def test_recall_only_withholds_memory_search_from_a_weak_model(tmp_path, clock, profile,
                                                                search, told):
-    """Measured (docs/real-models.md): a 1.5B model that searched and found nothing answered
+    """Measured (docs/real-models-notes.md): a 1.5B model that searched and found nothing answered
     "no information" instead of the message; with recall searching for it, it answered."""
     provider = ScriptedProvider(["It is 2400 euros."])
     runtime = recall_runtime(tmp_path, provider, clock, search=search, profile=profile)

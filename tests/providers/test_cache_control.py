@@ -102,7 +102,8 @@ def test_cache_usage_reaches_status(tmp_path, server, clock):
     assert "in 1,240" in status and "cache read 3,000 · cache write 3,900" in status
     shown = [e.text for e in chat.handle("/status") if isinstance(e, CommandOutput)]
     assert shown == [status]
-    # the context size counts cache reads and writes (SPEC §5): 40 + 3000 + 900 + 7 output
+    # the context size counts cache reads and writes (docs/conversations.md):
+    # 40 + 3000 + 900 + 7 output
     assert chat.session.context_tokens() >= 3947
 
 

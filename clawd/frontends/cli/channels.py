@@ -1,4 +1,5 @@
-"""``clawd pairing list | approve CODE | deny CODE`` and ``clawd channels status`` (SPEC §17).
+"""``clawd pairing list | approve CODE | deny CODE`` and ``clawd channels status``
+(docs/channels.md).
 
 A stranger who writes to the bot gets an 8-character code; the operator lets them in with
 ``clawd pairing approve CODE`` (they are told so on the channel when its token is at hand)

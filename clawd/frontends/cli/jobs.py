@@ -1,4 +1,5 @@
-"""``clawd jobs add | list | show | runs | pause | resume | remove | run | tick`` (SPEC §16).
+"""``clawd jobs add | list | show | runs | pause | resume | remove | run | tick``
+(docs/automation.md).
 
 ``add`` reads ``--at`` (ISO 8601 or a phrase), ``--every`` or ``--cron`` (with ``--tz``)
 in the user's zone (``agents.defaults.userTimezone``, else the host's) and answers with the

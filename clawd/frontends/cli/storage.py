@@ -1,5 +1,5 @@
 """``clawd storage migrate | export | status``: moving a files home into PostgreSQL and back,
-and which store is in use (SPEC §14, docs/hosting.md).
+and which store is in use (docs/hosting.md).
 
 ``migrate --to URL`` copies every agent's sessions, transcripts, records, workspace files
 and kept versions into the database, verifies them and prints what moved, and carries its

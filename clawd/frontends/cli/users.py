@@ -1,5 +1,5 @@
 """``clawd users add | list | remove | purge | rotate | link | unlink``: the people of a
-clawd (SPEC §14).
+clawd (docs/hosting.md, "People").
 
 ``add NAME`` makes a token (printed once; only its digest is kept) and, unless ``--agent
 ID`` names an agent they are to share, an agent of the person's own called ``NAME``: its

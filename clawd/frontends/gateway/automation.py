@@ -1,4 +1,4 @@
-"""``clawd serve``'s automation (SPEC §16): due jobs run in the background, and the web
+"""``clawd serve``'s automation (docs/automation.md): due jobs run in the background, and the web
 page's notifications.
 
 With ``automation.enabled`` (the default), every ``automation.tickSeconds`` a worker thread

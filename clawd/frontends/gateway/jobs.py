@@ -1,4 +1,4 @@
-"""The web page's view of a session's jobs (SPEC §16): list them, pause, resume, delete.
+"""The web page's view of a session's jobs (docs/automation.md): list them, pause, resume, delete.
 
 ``GET /api/sessions/{key}/jobs`` lists the jobs of the session's agent that were made in
 that session (``origin``, a reminder set in its chat) or that run in it (``main``, a named

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import secrets
+import signal
 import stat
 import sys
 from pathlib import Path
@@ -38,6 +39,9 @@ from clawd.frontends.gateway.policy import (
 from clawd.sessions import lock
 
 log = logging.getLogger(__name__)
+# what stops the server: Ctrl-C, SIGTERM, and Ctrl-Break on Windows
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGBREAK")
+                     if hasattr(signal, name))
 TOKEN_FILE = "gateway-token"
 
 
@@ -169,6 +173,7 @@ def server(app: Any, host: str, port: int) -> Any:
     own reading, which believes any local peer, is off."""
     import asyncio
     import threading
+    from collections.abc import Iterator
 
     import uvicorn
 
@@ -179,8 +184,31 @@ def server(app: Any, host: str, port: int) -> Any:
         _loop: asyncio.AbstractEventLoop | None = None
         _draining = False
 
+        def __init__(self, config: uvicorn.Config) -> None:
+            super().__init__(config)
+            self.caught: list[int] = []  # the stopping signals, in the order they came
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """While it serves (from the main thread only, where signals arrive), SIGTERM and
+            Ctrl-C go to ``handle_exit``; once it has stopped, the handlers before are back
+            and each signal caught is raised again, the last first, so the process ends
+            as that signal asks (as uvicorn's own does). Overridden, so that the signals
+            caught are this class's own list, not uvicorn's private one."""
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            before = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in before.items():
+                    signal.signal(sig, handler)
+            for sig in reversed(self.caught):
+                signal.raise_signal(sig)
+
         def handle_exit(self, sig: int, frame: Any) -> None:
-            self._captured_signals.append(sig)  # raised again once stopped, as uvicorn does
+            self.caught.append(sig)
             if self._loop is None or self._draining or self.should_exit:
                 self.should_exit = self.force_exit = True
                 return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clawd.guards.replytext import without_echoed_tags
+from clawd.context.replytext import without_echoed_tags
 
 
 def test_echoed_template_tags_are_taken_out():
