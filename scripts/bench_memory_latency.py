@@ -414,7 +414,8 @@ def vector_options(store, ids: np.ndarray, corpus: np.ndarray, scale: float) -> 
 
     def vec0(table: str, quantise: str, as_bytes, m: int):
         sql = (f"SELECT rowid FROM {table} WHERE embedding MATCH {quantise}(?) AND k = ?")
-        return lambda q: rescored([r[0] for r in store._read(sql, (as_bytes(q), m))], q)
+        read = store.readers.read
+        return lambda q: rescored([r[0] for r in read(sql, (as_bytes(q), m))], q)
 
     def hamming(m: int, from_sqlite: bool = False):
         def search(q: np.ndarray) -> list[int]:

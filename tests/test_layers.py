@@ -1,5 +1,6 @@
 """The shape of the package: layers imported only downward, no import circles between
-modules or between packages, no module over 400 lines, ruff clean.
+modules or between packages, modules of at most 400 lines unless one job needs more, ruff
+clean.
 
 Every module belongs to one layer (``LAYERS``: its package) and imports only from its own
 layer or those below, ``TYPE_CHECKING`` imports included: a type a lower layer needs from a
@@ -11,6 +12,12 @@ stops being one. Packages must not form circles either, even inside one layer: a
 each package directly under ``clawd`` (``clawd.context``, ``clawd.guards``, ...), except that
 each sub-package of ``clawd.frontends`` (``clawd.frontends.cli``, ``clawd.frontends.gateway``)
 is one of its own, and the modules directly in ``clawd.frontends`` form ``clawd.frontends``.
+
+The size limit is a prompt to look for a second job in a long module, not a reason to cut
+one job in two: a module with one job may pass it when it is named in ``OVERSIZED`` with
+what that job is. A module is never split only to get under the limit, and a class is never
+cut into partial base classes that lean on each other's private methods: parts are objects
+the module holds.
 """
 
 from __future__ import annotations
@@ -53,8 +60,12 @@ CIRCLES_STILL_ALLOWED: dict[tuple[str, ...], str] = {
         "the shared session services and the turn queue are moving below the front ends",
 }
 
-# Modules still being split into smaller ones; each must come off this list when it is.
-OVERSIZED_STILL_ALLOWED: set[str] = set()
+# Modules past ``MAX_LINES`` that do one job, each with that job: splitting them would
+# only scatter it. An entry goes once its module is back under the limit.
+OVERSIZED: dict[str, str] = {
+    "clawd/memory/index.py": "one agent's memory index: when a sync runs, the search over "
+                             "it and its status, one object the front ends and tools hold",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -280,15 +291,17 @@ def test_the_checker_sees_a_package_circle():
     assert circles(package_graph(graph)) == []
 
 
-def test_no_module_over_400_lines():
+def test_no_module_over_400_lines_but_those_with_one_job():
     sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8")
                                                     .splitlines())
              for path in _modules().values()}
     over = {path: lines for path, lines in sizes.items()
-            if lines > MAX_LINES and path not in OVERSIZED_STILL_ALLOWED}
-    assert over == {}
-    # an allowance ends once its module is split: the list never hides a finished one
-    assert {path for path in OVERSIZED_STILL_ALLOWED if sizes.get(path, 0) <= MAX_LINES} == set()
+            if lines > MAX_LINES and path not in OVERSIZED}
+    assert over == {}, "past the limit: split off a second job, or name the one job in " \
+                       "OVERSIZED"
+    # an allowance ends once its module is back under the limit (or gone)
+    assert {path for path in OVERSIZED if sizes.get(path, 0) <= MAX_LINES} == set()
+    assert all(reason.strip() for reason in OVERSIZED.values())
 
 
 @pytest.mark.slow  # ruff as a process, over the whole tree

@@ -5,7 +5,8 @@ outlive its chunks.
 unchanged text is never embedded twice; the least recently used entries go first when it is
 full. ``embedding_batches`` holds the batch jobs submitted without waiting
 (``remote.batch.wait: false``): the job id, the embedder it belongs to, and the text hashes
-it embeds, in order. ``EmbeddingTables`` is a part of ``store.Store``.
+it embeds, in order. ``store.Store`` holds one ``EmbeddingTables``, built on its writer
+connection and its lock.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ class BatchJobRow:
 
 
 class EmbeddingTables:
-    """The cache and batch-job rows of ``Store``, written through its lock and connection."""
+    """The cache and batch-job rows of one index file, read and written through the store's
+    writer connection while holding its lock."""
 
-    conn: apsw.Connection
-    lock: Any
+    def __init__(self, conn: apsw.Connection, lock: Any):
+        self.conn, self.lock = conn, lock
 
     def cache_get(self, provider: str, model: str, fingerprint: str,
                   hashes: Sequence[str]) -> dict[str, bytes]:

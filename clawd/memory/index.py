@@ -54,12 +54,13 @@ from pathlib import Path
 from typing import Any
 
 from clawd.config import MemorySearch
-from clawd.memory import candidates, diversity, purge, recency, report, search, sync
+from clawd.memory import candidates, diversity, purge, recency, search, sync
 from clawd.memory.base import Embedder
 from clawd.memory.embeddings import Embedders
 from clawd.memory.index_store import IndexStore
 from clawd.memory.interface import SearchResults
 from clawd.memory.matrix import VectorMatrix
+from clawd.memory.plan import skipped_files, unchanged
 from clawd.memory.sources import StoredSources
 from clawd.memory.store import Store
 from clawd.memory.superseded import Superseded
@@ -73,6 +74,7 @@ Progress = Callable[[int, int], None]
 
 # How often a pool crowded by repeats of one place is widened (4x each time).
 WIDEN_STEPS = 3
+LAST_SYNC_META = "lastSync"  # the meta key of the last sync's summary
 
 
 def store_path(agent_id: str, settings: MemorySearch, state_dir: Path) -> Path:
@@ -161,7 +163,7 @@ class MemoryIndex:
                 self.synced = True
                 self.last_sync = {**result, "at": datetime.now(timezone.utc).isoformat(
                     timespec="seconds")}
-                self.store.set_meta(report.LAST_SYNC_META, json.dumps(self.last_sync))
+                self.store.set_meta(LAST_SYNC_META, json.dumps(self.last_sync))
                 self._polled_at = time.monotonic()
             return result
 
@@ -352,7 +354,50 @@ class MemoryIndex:
             yield False, "memory index", f"{where}: {exc}"
 
     def status(self) -> dict[str, Any]:
-        return report.status(self)
+        """Counts, the embedder, the vector and keyword halves, whether the index is behind
+        the files, the last sync and the files it skips."""
+        with self._lock:
+            counts = self.store.counts()
+            stored = self.store.get_meta("embedding")
+            jobs, awaited = self.store.batch_counts()
+            last_sync = self.last_sync or _json_meta(self.store.get_meta(LAST_SYNC_META))
+            skipped = skipped_files(self.store)
+        embedding = json.loads(stored) if stored else {}
+        active = self.embedders.active
+        vector = self.settings.store.vector
+        return {
+            "agentId": self.agent_id, "path": self.store.location,
+            "workspace": str(self.workspace),
+            "files": counts["files"], "chunks": counts["chunks"],
+            "embeddedChunks": counts["embedded"], "cacheEntries": counts["cache"],
+            "pendingBatches": jobs, "pendingEmbeddings": awaited,
+            "fullyEmbedded": counts["embedded"] == counts["chunks"],
+            "provider": active.provider if active else embedding.get("provider")
+            or self.embedders.primary_name,
+            "model": active.model if active else embedding.get("model"),
+            "fallback": self.embedders.fallback_info, "embeddingError": self.embedders.error,
+            "vector": {"enabled": vector.enabled, "available": self.store.vec_available,
+                       "mode": self.store.vector_mode if vector.enabled else "off",
+                       "extension": self.store.vec_version, "dims": self.store.dims or None},
+            "fts": {"available": self.store.fts_available},
+            # before this process has synced, "dirty" is whether a file changed since the
+            # last sync (by size and time), not merely that nobody has looked yet
+            "dirty": self.dirty if self.synced else not unchanged(self._target()),
+            "syncOnSearch": self.settings.sync.on_search,
+            "watching": self._watcher is not None,
+            "sources": list(self.settings.sources), "lastSync": last_sync,
+            "skippedFiles": [{"path": key, "reason": reason}
+                             for key, (reason, _) in sorted(skipped.items())],
+        }
+
+
+def _json_meta(value: str | None) -> dict[str, Any] | None:
+    """A meta value holding a JSON object; None if it holds none."""
+    try:
+        data = json.loads(value) if value else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _place(rows: Mapping[int, Any], chunk_id: int) -> tuple[str, int, int] | None:

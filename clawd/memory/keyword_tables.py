@@ -15,19 +15,18 @@ at search time instead, and gets its tokens from a later sync (``fill_line_token
 posting list (about 3 ms at 100k chunks), so the counts are kept per generation of the index
 (every committed sync increments it, in any process).
 
-``KeywordTables`` is a part of ``store.Store``: it uses the store's writer connection and its
-per-thread read-only connections.
+``store.Store`` holds one ``KeywordTables``, built on its writer connection and its
+per-thread read-only connections (``readers.py``).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import apsw
 
 from clawd.memory import tokens
+from clawd.memory.readers import Readers
 from clawd.memory.schema import batched
 from clawd.memory.tokens import ChunkTokens
 
@@ -36,20 +35,18 @@ DF_CACHE_MAX = 50_000  # token counts kept per generation before the cache start
 
 
 class KeywordTables:
-    """FTS5 search, term statistics and stored line tokens of ``Store``."""
+    """FTS5 search, term statistics and stored line tokens of one index file.
 
-    conn: apsw.Connection
-    fts_available: bool
-    _readers: threading.local
-    _chunk_count: tuple[str, int] | None  # (generation, chunks)
-    _doc_counts: tuple[str, dict[str, int]] | None  # (generation, chunks holding a token)
+    ``fts_available``: whether the file has FTS5 (without it nothing is stored or searched
+    here); ``generation`` is the store's, which the term counts are kept by."""
 
-    if TYPE_CHECKING:
-        def _read(self, sql: str, params: Any = ()) -> list[Any]: ...
-
-        def _reader(self) -> apsw.Connection: ...
-
-        def generation(self) -> str: ...
+    def __init__(self, conn: apsw.Connection, readers: Readers, *, fts_available: bool,
+                 generation: Callable[[], str]):
+        self.conn, self.readers = conn, readers
+        self.fts_available = fts_available
+        self.generation = generation
+        self._chunk_count: tuple[str, int] | None = None  # (generation, chunks)
+        self._doc_counts: tuple[str, dict[str, int]] | None = None  # (generation, df)
 
     def fts_search(self, match: str, k: int,
                    newest: int | None = None) -> list[tuple[int, float]]:
@@ -63,12 +60,12 @@ class KeywordTables:
         if newest is None:
             sql = ("SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? "
                    "ORDER BY bm25(chunks_fts) LIMIT ?")
-            rows = self._read(sql, (match, int(k)))
+            rows = self.readers.read(sql, (match, int(k)))
         else:
             sql = ("SELECT rowid, score FROM (SELECT rowid, -bm25(chunks_fts) AS score "
                    "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?) "
                    "ORDER BY score DESC LIMIT ?")
-            rows = self._read(sql, (match, int(newest), int(k)))
+            rows = self.readers.read(sql, (match, int(newest), int(k)))
         return [(int(r), float(s)) for r, s in rows]
 
     def fts_tokens(self, text: str) -> list[str]:
@@ -85,7 +82,7 @@ class KeywordTables:
         ids = list(ids)
         out: dict[int, ChunkTokens] = {}
         for part, marks in batched(ids):
-            for chunk_id, heading, text, stored in self._read(
+            for chunk_id, heading, text, stored in self.readers.read(
                     f"SELECT id, heading, text, line_tokens FROM chunks WHERE id IN ({marks})",
                     part):
                 out[int(chunk_id)] = tokens.keyword_chunk(heading, text, stored)
@@ -111,7 +108,7 @@ class KeywordTables:
         cached = self._chunk_count
         if cached is None or cached[0] != generation:
             # count(*) walks the whole table: once per committed sync, not per search
-            cached = (generation, int(self._read("SELECT count(*) FROM chunks")[0][0]))
+            cached = (generation, int(self.readers.read("SELECT count(*) FROM chunks")[0][0]))
             self._chunk_count = cached
         counts = self._doc_counts
         if counts is None or counts[0] != generation or len(counts[1]) > DF_CACHE_MAX:
@@ -120,7 +117,7 @@ class KeywordTables:
         wanted = list(dict.fromkeys(tokens))
         for part, marks in batched([t for t in wanted if t not in known]):
             found = dict.fromkeys(part, 0)
-            for term, count in self._read(
+            for term, count in self.readers.read(
                     f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", part):
                 found[term] = int(count)
             known.update(found)
@@ -132,7 +129,7 @@ class KeywordTables:
         ids = list(ids)
         out: dict[int, str] = {}
         for part, marks in batched(ids):
-            for chunk_id, heading, text in self._read(
+            for chunk_id, heading, text in self.readers.read(
                     f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part):
                 out[int(chunk_id)] = f"{heading}\n{text}"
         return out

@@ -4,14 +4,20 @@ Tables: ``meta`` (key/value: the index signature, vector dimensions, the generat
 ``files`` (one row per indexed file with its content hash), ``chunks`` (text, 1-based line
 range, heading path, the chunk vector and the vectors of its segments as float32 blobs, its
 FTS tokens line by line), ``chunks_fts`` and ``chunks_vec`` (keyword and vector search over
-the chunks), the embedding cache and pending batch jobs (``embedding_tables.py``) and
-``vector_log`` (``vector_log.py``). The keyword half's reads are in ``keyword_tables.py``;
-the schema and its migrations are in ``schema.py``.
+the chunks), the embedding cache and pending batch jobs and ``vector_log``. The schema and
+its migrations are in ``schema.py``.
+
+``Store`` writes the chunks and files and reads them back; it holds a part for each of the
+rest and hands their methods on: ``keywords`` (``keyword_tables.py``: FTS5 search, term
+counts, stored line tokens), ``vector_log`` (``vector_log.py``: the vector changes of each
+generation, the reads of the in-process matrix) and ``embedding_tables``
+(``embedding_tables.py``: the embedding cache and pending batch jobs). Each part is given
+the writer connection and what else it uses.
 
 Writes go through the one writer connection, in a sync's transaction; searches read through
-a read-only connection per thread, so a sync committing never holds up a search. If FTS5 or
-sqlite-vec is missing the store still opens: ``fts_available`` / ``vec_available`` say what
-works and the search falls back accordingly.
+a read-only connection per thread (``readers.py``), so a sync committing never holds up a
+search. If FTS5 or sqlite-vec is missing the store still opens: ``fts_available`` /
+``vec_available`` say what works and the search falls back accordingly.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,18 +33,20 @@ from typing import Any
 import apsw
 
 from clawd.memory import schema
-from clawd.memory.embedding_tables import EmbeddingTables
+from clawd.memory.embedding_tables import BatchJobRow, EmbeddingTables
 from clawd.memory.index_store import ChunkRow
 from clawd.memory.keyword_tables import KeywordTables
 from clawd.memory.keywords import fts_text
+from clawd.memory.readers import Readers
 from clawd.memory.schema import batched, load_vec_extension
-from clawd.memory.vector_log import LOG_SINCE, VectorLog
+from clawd.memory.tokens import ChunkTokens
+from clawd.memory.vector_log import VectorChanges, VectorLog
 
 log = logging.getLogger(__name__)
 
 
-class Store(VectorLog, EmbeddingTables, KeywordTables):
-    """One open index file (an ``IndexStore``). Methods are serialised by a lock: the
+class Store:
+    """One open index file (an ``IndexStore``). Writes are serialised by a lock: the
     watcher thread shares it."""
 
     knn_in_process = True  # the vector stage scans the in-process matrix (``matrix.py``)
@@ -60,13 +68,13 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
             schema.migrate(self.conn, path)
         self.fts_available = schema.init_fts(self.conn)
         self.vec_available = self.vec_version is not None
-        self._extension_path = extension_path
-        self._readers = threading.local()
-        self._all_readers: list[apsw.Connection] = []
-        self._reader_lock = threading.Lock()
-        self._chunk_count: tuple[str, int] | None = None  # (generation, chunks)
-        self._doc_counts: tuple[str, dict[str, int]] | None = None  # (generation, df)
-        self._log_generation: int | None = None  # the generation this transaction logs
+        self.readers = Readers(path, vec=self.vec_available, fts=self.fts_available,
+                               extension_path=extension_path)
+        self.keywords = KeywordTables(self.conn, self.readers,
+                                      fts_available=self.fts_available,
+                                      generation=self.generation)
+        self.vector_log = VectorLog(self.conn, self.readers, self.set_meta, self.generation)
+        self.embedding_tables = EmbeddingTables(self.conn, self.lock)
         if self.vec_available and self.dims:
             schema.ensure_vec_table(self.conn, self.dims)
 
@@ -95,16 +103,16 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
             with self.conn:
                 yield
         finally:
-            self._log_generation = None
+            self.vector_log.end_transaction()
+
+    def bump_generation(self) -> None:
+        """First thing in a sync's transaction (``VectorLog.bump_generation``)."""
+        self.vector_log.bump_generation()
 
     def reset(self, dims: int) -> None:
         """Drop every chunk and vector; the vector table is recreated for ``dims``."""
-        self.conn.execute("DELETE FROM chunks; DELETE FROM files; DELETE FROM vector_log;")
-        # Every copy of the vectors is out of date: the log restarts after this generation.
-        self.set_meta(LOG_SINCE, str(self.conn.execute(
-            "SELECT coalesce((SELECT value FROM meta WHERE key = 'generation'), '0')"
-        ).fetchall()[0][0]))
-        self._log_generation = None
+        self.conn.execute("DELETE FROM chunks; DELETE FROM files;")
+        self.vector_log.restart()  # every copy of the vectors is out of date
         if self.fts_available:
             self.conn.execute("DELETE FROM chunks_fts")
         if self.vec_available:
@@ -133,7 +141,7 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
                 self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
             if self.vec_available and self.dims:
                 self.conn.execute(f"DELETE FROM chunks_vec WHERE rowid IN ({marks})", part)
-        self._log(ids, added=False)
+        self.vector_log.log(ids, added=False)
 
     def insert_chunk(self, path: str, source: str, start_line: int, end_line: int,
                      heading: str, text: str, text_hash: str, embedding: bytes | None,
@@ -142,14 +150,14 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
             "INSERT INTO chunks(path, source, start_line, end_line, heading, text, hash, "
             "embedding, segments, line_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (path, source, start_line, end_line, heading, text, text_hash, embedding, segments,
-             self.stored_line_tokens(heading, text)))
+             self.keywords.stored_line_tokens(heading, text)))
         chunk_id = self.conn.last_insert_rowid()
         if self.fts_available:
             self.conn.execute("INSERT INTO chunks_fts(rowid, heading, text) VALUES (?, ?, ?)",
                               (chunk_id, fts_text(heading), fts_text(text)))
         if embedding is not None:
             self._insert_vec(chunk_id, embedding)
-            self._log([chunk_id], added=True)
+            self.vector_log.log([chunk_id], added=True)
         return chunk_id
 
     def set_embedding(self, chunk_id: int, embedding: bytes, segments: bytes | None) -> None:
@@ -158,7 +166,7 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
         if self.vec_available and self.dims:
             self.conn.execute("DELETE FROM chunks_vec WHERE rowid = ?", (chunk_id,))
         self._insert_vec(chunk_id, embedding)
-        self._log([chunk_id], added=True)
+        self.vector_log.log([chunk_id], added=True)
 
     def _insert_vec(self, chunk_id: int, embedding: bytes) -> None:
         if self.vec_available and self.dims:
@@ -200,8 +208,9 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
         ids = list(ids)
         out: dict[int, ChunkRow] = {}
         for part, marks in batched(ids):
-            for row in self._read("SELECT id, path, source, start_line, end_line, heading, "
-                                  f"text FROM chunks WHERE id IN ({marks})", part):
+            for row in self.readers.read("SELECT id, path, source, start_line, end_line, "
+                                         f"heading, text FROM chunks WHERE id IN ({marks})",
+                                         part):
                 out[row[0]] = ChunkRow(*row)
         return out
 
@@ -217,14 +226,14 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
         ids = list(ids)
         out: dict[int, tuple[bytes | None, bytes | None]] = {}
         for part, marks in batched(ids):
-            for row in self._read("SELECT id, embedding, segments FROM chunks "
-                                  f"WHERE id IN ({marks})", part):
+            for row in self.readers.read("SELECT id, embedding, segments FROM chunks "
+                                         f"WHERE id IN ({marks})", part):
                 out[row[0]] = (row[1], row[2])
         return out
 
     def generation(self) -> str:
         """Changes with every committed sync (``bump_generation``), in any process."""
-        rows = self._read("SELECT value FROM meta WHERE key = 'generation'")
+        rows = self.readers.read("SELECT value FROM meta WHERE key = 'generation'")
         return str(rows[0][0]) if rows else "0"
 
     def all_vectors(self) -> list[tuple[int, bytes]]:
@@ -234,36 +243,9 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
 
     def vec_knn(self, query: bytes, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) of the ``k`` nearest chunk vectors, by vec0 KNN."""
-        rows = self._read("SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? "
-                          "AND k = ?", (query, int(k)))
+        rows = self.readers.read("SELECT rowid, distance FROM chunks_vec WHERE embedding "
+                                 "MATCH ? AND k = ?", (query, int(k)))
         return [(int(rowid), 1.0 - float(distance)) for rowid, distance in rows]
-
-    def _read(self, sql: str, params: Any = ()) -> list[Any]:
-        """Rows of a query on this thread's read-only connection.
-
-        Searches read through these: in WAL mode a reader sees the last committed state and
-        never waits for a writer, so a sync committing on ``conn`` does not hold up a search,
-        and the keyword and vector halves of one search (two threads) run side by side
-        (apsw releases the GIL while SQLite works).
-        """
-        return self._reader().execute(sql, params).fetchall()
-
-    def _reader(self) -> apsw.Connection:
-        """This thread's read-only connection (opened on first use)."""
-        reader = getattr(self._readers, "conn", None)
-        if reader is None:
-            reader = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
-            reader.set_busy_timeout(5000)
-            reader.execute("PRAGMA mmap_size=1073741824")
-            if self.vec_available:
-                load_vec_extension(reader, self._extension_path)
-            if self.fts_available:
-                reader.execute("CREATE VIRTUAL TABLE temp.chunks_vocab USING "
-                               "fts5vocab(main, chunks_fts, row)")
-            self._readers.conn = reader
-            with self._reader_lock:
-                self._all_readers.append(reader)
-        return reader
 
     @property
     def vector_mode(self) -> str:
@@ -306,9 +288,64 @@ class Store(VectorLog, EmbeddingTables, KeywordTables):
                 self.conn.execute("PRAGMA secure_delete = OFF")
 
     def close(self) -> None:
-        with self._reader_lock:
-            for reader in self._all_readers:
-                reader.close()
-            self._all_readers.clear()
+        self.readers.close()
         with self.lock:
             self.conn.close()
+
+    # --- the parts' methods -----------------------------------------------------------------
+
+    def fts_search(self, match: str, k: int,
+                   newest: int | None = None) -> list[tuple[int, float]]:
+        return self.keywords.fts_search(match, k, newest)
+
+    def fts_tokens(self, text: str) -> list[str]:
+        return self.keywords.fts_tokens(text)
+
+    def term_stats(self, tokens: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return self.keywords.term_stats(tokens)
+
+    def keyword_chunks(self, ids: Iterable[int]) -> dict[int, ChunkTokens]:
+        return self.keywords.keyword_chunks(ids)
+
+    def fill_line_tokens(self, limit: int | None = None) -> int:
+        return self.keywords.fill_line_tokens(limit)
+
+    def chunk_texts(self, ids: Iterable[int]) -> Mapping[int, str]:
+        return self.keywords.chunk_texts(ids)
+
+    def vector_matrix(self, headroom: float = 0.0) -> tuple[str, Any, Any]:
+        return self.vector_log.vector_matrix(headroom)
+
+    def vector_changes(self, since: str) -> VectorChanges | None:
+        return self.vector_log.vector_changes(since)
+
+    def vectors_of(self, ids: Sequence[int]) -> tuple[Any, Any]:
+        return self.vector_log.vectors_of(ids)
+
+    def cache_get(self, provider: str, model: str, fingerprint: str,
+                  hashes: Sequence[str]) -> dict[str, bytes]:
+        return self.embedding_tables.cache_get(provider, model, fingerprint, hashes)
+
+    def cache_put(self, provider: str, model: str, fingerprint: str,
+                  items: Iterable[tuple[str, int, bytes]], max_entries: int) -> None:
+        self.embedding_tables.cache_put(provider, model, fingerprint, items, max_entries)
+
+    def cache_delete(self, hashes: Sequence[str]) -> int:
+        return self.embedding_tables.cache_delete(hashes)
+
+    def add_batch_job(self, provider: str, model: str, fingerprint: str, job: str,
+                      hashes: Sequence[str], attempt: int, submitted_at: float) -> None:
+        self.embedding_tables.add_batch_job(provider, model, fingerprint, job, hashes,
+                                            attempt, submitted_at)
+
+    def batch_jobs(self, provider: str, model: str, fingerprint: str) -> list[BatchJobRow]:
+        return self.embedding_tables.batch_jobs(provider, model, fingerprint)
+
+    def delete_batch_job(self, provider: str, job: str) -> None:
+        self.embedding_tables.delete_batch_job(provider, job)
+
+    def drop_batch_jobs_except(self, provider: str, model: str, fingerprint: str) -> int:
+        return self.embedding_tables.drop_batch_jobs_except(provider, model, fingerprint)
+
+    def batch_counts(self) -> tuple[int, int]:
+        return self.embedding_tables.batch_counts()

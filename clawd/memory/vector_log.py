@@ -3,19 +3,19 @@ once, or only what changed since the generation the copy holds.
 
 ``vector_log`` keeps the chunk ids whose vectors each sync removed or added, by generation
 (``bump_generation`` starts a sync's transaction), so a copy catches up without reading
-every vector again. ``VectorLog`` is a part of ``store.Store``: it uses the store's writer
-connection and its per-thread read-only connections.
+every vector again. ``store.Store`` holds one ``VectorLog``, built on its writer connection,
+its per-thread read-only connections (``readers.py``) and its meta table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 
+from clawd.memory.readers import Readers
 from clawd.memory.schema import batched
 
 # The vector log keeps the chunk ids whose vectors each sync removed or added, so a copy of
@@ -37,25 +37,23 @@ class VectorChanges:
 
 
 class VectorLog:
-    """The vector log and the vector reads of ``Store``."""
+    """The vector log of one index file, and the vector reads of the in-process matrix.
 
-    conn: apsw.Connection
-    _log_generation: int | None  # the generation this transaction logs
+    ``set_meta`` and ``generation`` are the store's: the log's bounds are kept in its meta
+    table, by the generation it counts."""
 
-    if TYPE_CHECKING:
-        def _read(self, sql: str, params: Any = ()) -> list[Any]: ...
+    def __init__(self, conn: apsw.Connection, readers: Readers,
+                 set_meta: Callable[[str, str], None], generation: Callable[[], str]):
+        self.conn, self.readers = conn, readers
+        self.set_meta, self.generation = set_meta, generation
+        self.logging: int | None = None  # the generation this transaction logs
 
-        def _reader(self) -> apsw.Connection: ...
-
-        def set_meta(self, key: str, value: str) -> None: ...
-
-        def generation(self) -> str: ...
-
-    def _log(self, ids: Sequence[int], *, added: bool) -> None:
-        if self._log_generation is not None and ids:
+    def log(self, ids: Sequence[int], *, added: bool) -> None:
+        """Within a sync's transaction: these chunks' vectors were removed or added."""
+        if self.logging is not None and ids:
             self.conn.executemany(
                 "INSERT INTO vector_log(generation, chunk_id, added) VALUES (?, ?, ?)",
-                [(self._log_generation, chunk_id, int(added)) for chunk_id in ids])
+                [(self.logging, chunk_id, int(added)) for chunk_id in ids])
 
     def bump_generation(self) -> None:
         """First thing in a sync's transaction: cached copies of the index are out of date.
@@ -75,33 +73,37 @@ class VectorLog:
         self.conn.execute("DELETE FROM vector_log WHERE generation <= ?", (since,))
         for key, value in (("generation", new), (LOG_SINCE, since), (LOG_AT, new)):
             self.set_meta(key, str(value))
-        self._log_generation = new
+        self.logging = new
 
-    @contextmanager
-    def _snapshot(self) -> Iterator[None]:
-        """Reads of this thread inside see one committed state of the index."""
-        reader = self._reader()
-        reader.execute("BEGIN")
-        try:
-            yield
-        finally:
-            reader.execute("COMMIT")
+    def restart(self) -> None:
+        """Within a transaction that drops every vector (``Store.reset``): every copy is out
+        of date, so the log restarts after the current generation and logs nothing more of
+        this transaction."""
+        self.conn.execute("DELETE FROM vector_log")
+        self.set_meta(LOG_SINCE, str(self.conn.execute(
+            "SELECT coalesce((SELECT value FROM meta WHERE key = 'generation'), '0')"
+        ).fetchall()[0][0]))
+        self.logging = None
+
+    def end_transaction(self) -> None:
+        """The transaction is over: nothing more is logged until the next generation."""
+        self.logging = None
 
     def vector_matrix(self, headroom: float = 0.0) -> tuple[str, Any, Any]:
         """(generation, chunk ids, float32 matrix of their vectors), read in one snapshot.
         The matrix has ``headroom`` × as many rows again, uninitialised, to grow into."""
         import numpy as np
 
-        with self._snapshot():
+        read = self.readers.read
+        with self.readers.snapshot():
             generation = self.generation()
-            count = int(self._read("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL")
-                        [0][0])
-            dims = self._read("SELECT value FROM meta WHERE key = 'dims'")
+            count = int(read("SELECT count(*) FROM chunks WHERE embedding IS NOT NULL")[0][0])
+            dims = read("SELECT value FROM meta WHERE key = 'dims'")
             ids = np.empty(count, dtype=np.int64)
             matrix = np.empty((count + int(count * headroom), int(dims[0][0]) if dims else 0),
                               dtype=np.float32)
             # Straight into the matrix, row by row: no second copy of the vectors in memory.
-            for row, (chunk_id, blob) in enumerate(self._reader().execute(
+            for row, (chunk_id, blob) in enumerate(self.readers.connection().execute(
                     "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL")):
                 ids[row] = chunk_id
                 matrix[row] = np.frombuffer(blob, dtype=np.float32)
@@ -110,17 +112,18 @@ class VectorLog:
     def vector_changes(self, since: str) -> VectorChanges | None:
         """The vector changes committed after generation ``since``, read in one snapshot;
         None when the log does not reach back to it (the vectors must be read afresh)."""
-        with self._snapshot():
-            meta = dict(self._read("SELECT key, value FROM meta WHERE key IN "
-                                   "('generation', ?, ?)", (LOG_SINCE, LOG_AT)))
+        read = self.readers.read
+        with self.readers.snapshot():
+            meta = dict(read("SELECT key, value FROM meta WHERE key IN ('generation', ?, ?)",
+                             (LOG_SINCE, LOG_AT)))
             generation = str(meta.get("generation", "0"))
             if generation == since:
                 return VectorChanges(generation, [], [])
             if meta.get(LOG_AT) != generation or not since.isdigit() \
                     or int(since) < int(meta.get(LOG_SINCE, generation)):
                 return None
-            rows = self._read("SELECT chunk_id, added FROM vector_log WHERE generation > ? "
-                              "ORDER BY generation, added", (int(since),))
+            rows = read("SELECT chunk_id, added FROM vector_log WHERE generation > ? "
+                        "ORDER BY generation, added", (int(since),))
         final: dict[int, int] = {}
         for chunk_id, added in rows:  # a sync removes before it adds; the last change holds
             final[int(chunk_id)] = int(added)
@@ -134,8 +137,9 @@ class VectorLog:
         found: list[int] = []
         blobs: list[bytes] = []
         for part, marks in batched(ids):
-            for chunk_id, blob in self._read("SELECT id, embedding FROM chunks WHERE embedding "
-                                             f"IS NOT NULL AND id IN ({marks})", part):
+            for chunk_id, blob in self.readers.read(
+                    "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL AND "
+                    f"id IN ({marks})", part):
                 found.append(int(chunk_id))
                 blobs.append(blob)
         dims = len(blobs[0]) // 4 if blobs else 0

@@ -154,9 +154,8 @@ def test_knn_query_uses_match_and_k(ws, tmp_path):
     index = make(ws, tmp_path)
     index.sync()
     traced = []
-    index.store.generation()  # opens this thread's read connection
-    index.store._readers.conn.exec_trace = lambda cursor, sql, bindings: traced.append(sql) \
-        or True
+    index.store.readers.connection().exec_trace = \
+        lambda cursor, sql, bindings: traced.append(sql) or True
     index.search("gateway", mode="vector")
     knn = [sql for sql in traced if "chunks_vec" in sql]
     assert knn and "MATCH ?" in knn[0] and "k = ?" in knn[0] and "ORDER BY" not in knn[0]

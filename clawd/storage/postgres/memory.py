@@ -2,7 +2,9 @@
 
 It is the hosted ``memory.index_store.IndexStore``: the same sync, chunker, embedder and
 hybrid merge run on it as on the SQLite file, and every host and worker shares one index and
-one embedding cache (``memory_cache.py``) instead of building its own.
+one embedding cache (``memory_cache.py``) instead of building its own. ``PgIndexStore``
+writes and reads the chunks and files; it holds ``keywords`` (``memory_keywords.py``) and
+``cache_rows`` (``memory_cache.py``) and hands their methods on.
 
 - ``memory_chunks``: one row per chunk, with its FTS5 tokens (``memory.tokens``) as a
   ``tsvector`` (``terms``, GIN-indexed; the heading's tokens first, then the text's, one
@@ -38,6 +40,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from clawd.memory import tokens
+from clawd.memory.embedding_tables import BatchJobRow
 from clawd.memory.index_store import ChunkRow, SearchFailed
 from clawd.memory.tokens import ChunkTokens
 from clawd.storage.postgres.memory_cache import CacheRows
@@ -58,7 +61,7 @@ def _vector(blob: bytes) -> str:
     return "[" + ",".join(map(repr, np.frombuffer(blob, dtype=np.float32).tolist())) + "]"
 
 
-class PgIndexStore(KeywordRows, CacheRows):
+class PgIndexStore:
     """One agent's memory index in the database (an ``IndexStore``)."""
 
     fts_available = True
@@ -74,8 +77,8 @@ class PgIndexStore(KeywordRows, CacheRows):
         self._lock_key, self._sync_key = (int.from_bytes(hashlib.sha256(
             f"{what}:{agent_id}".encode()).digest()[:8], "big", signed=True)
             for what in ("memory", "memory-sync"))
-        self._stats: tuple[str, int, float] | None = None  # (generation, chunks, mean length)
-        self._docs: tuple[str, dict[tuple[str, ...], int]] = ("", {})  # phrase -> chunks
+        self.keywords = KeywordRows(self._conn, agent_id, self.generation)
+        self.cache_rows = CacheRows(self._conn, agent_id)
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:
@@ -339,3 +342,46 @@ class PgIndexStore(KeywordRows, CacheRows):
 
     def close(self) -> None:
         """Nothing to close: the connections are the database's pool."""
+
+    # --- the parts' methods -----------------------------------------------------------------
+
+    def fts_search(self, match: str, k: int,
+                   newest: int | None = None) -> list[tuple[int, float]]:
+        return self.keywords.fts_search(match, k, newest)
+
+    def fts_tokens(self, text: str) -> list[str]:
+        return tokens.fts_tokens(text)
+
+    def term_stats(self, wanted: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return self.keywords.term_stats(wanted)
+
+    def cache_get(self, provider: str, model: str, fingerprint: str,
+                  hashes: Sequence[str]) -> dict[str, bytes]:
+        return self.cache_rows.cache_get(provider, model, fingerprint, hashes)
+
+    def cache_put(self, provider: str, model: str, fingerprint: str,
+                  items: Iterable[tuple[str, int, bytes]], max_entries: int) -> None:
+        self.cache_rows.cache_put(provider, model, fingerprint, items, max_entries)
+
+    def cache_import(self, rows: Sequence[tuple[str, str, str, str, int, bytes]]) -> int:
+        return self.cache_rows.cache_import(rows)
+
+    def cache_delete(self, hashes: Sequence[str]) -> int:
+        return self.cache_rows.cache_delete(hashes)
+
+    def add_batch_job(self, provider: str, model: str, fingerprint: str, job: str,
+                      hashes: Sequence[str], attempt: int, submitted_at: float) -> None:
+        self.cache_rows.add_batch_job(provider, model, fingerprint, job, hashes, attempt,
+                                      submitted_at)
+
+    def batch_jobs(self, provider: str, model: str, fingerprint: str) -> list[BatchJobRow]:
+        return self.cache_rows.batch_jobs(provider, model, fingerprint)
+
+    def delete_batch_job(self, provider: str, job: str) -> None:
+        self.cache_rows.delete_batch_job(provider, job)
+
+    def drop_batch_jobs_except(self, provider: str, model: str, fingerprint: str) -> int:
+        return self.cache_rows.drop_batch_jobs_except(provider, model, fingerprint)
+
+    def batch_counts(self) -> tuple[int, int]:
+        return self.cache_rows.batch_counts()

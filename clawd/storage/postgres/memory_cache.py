@@ -5,14 +5,16 @@ endpoint fingerprint and text hash, whichever agent or host embedded the text, s
 embedded once for everyone and a new host embeds nothing its peers already did. Its least
 recently used entries go first when it holds more than the ``maxEntries`` of the agent
 writing to it. ``memory_batches`` holds an agent's batch jobs submitted without waiting.
-``CacheRows`` is a part of ``memory.PgIndexStore``.
+``memory.PgIndexStore`` holds one ``CacheRows``, built on its connection (the open
+transaction's, if any).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 from psycopg.types.json import Jsonb
 
@@ -20,12 +22,10 @@ from clawd.memory.embedding_tables import BatchJobRow
 
 
 class CacheRows:
-    """The cache and batch-job rows of ``PgIndexStore``."""
+    """The embedding cache, and the batch-job rows of one agent."""
 
-    agent_id: str
-
-    if TYPE_CHECKING:
-        def _conn(self) -> Any: ...  # the store's connection (its transaction's, if open)
+    def __init__(self, connection: Callable[[], AbstractContextManager[Any]], agent_id: str):
+        self._conn, self.agent_id = connection, agent_id  # the store's connection
 
     def cache_get(self, provider: str, model: str, fingerprint: str,
                   hashes: Sequence[str]) -> dict[str, bytes]:

@@ -3,13 +3,15 @@ token counts of ``memory_terms``, and FTS5's BM25 (``memory.bm25``) over them.
 
 ``terms_of`` is what a chunk's row holds: its tokens with their positions, the heading's
 first and the text's one position after them (no phrase spans both, as FTS5's two columns),
-and its token count. ``KeywordRows`` is a part of ``memory.PgIndexStore``.
+and its token count. ``memory.PgIndexStore`` holds one ``KeywordRows``, built on its
+connection (the open transaction's, if any) and its generation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
 
 from clawd.memory import bm25, tokens
 from clawd.memory.index_store import SearchFailed
@@ -41,18 +43,20 @@ def terms_of(heading: str, text: str) -> tuple[str, int, list[str]]:
 
 
 class KeywordRows:
-    """Token counts, BM25 ranking and the GIN-index queries of ``PgIndexStore``."""
+    """Token counts, BM25 ranking and the GIN-index queries of one agent's index.
 
-    agent_id: str
-    _stats: tuple[str, int, float] | None  # (generation, chunks, mean length)
-    _docs: tuple[str, dict[tuple[str, ...], int]]  # (generation, phrase -> chunks holding it)
+    ``connection()`` is the store's (its open transaction's, if any); ``generation`` is the
+    index's, which the chunk count and phrase counts are kept by."""
 
-    if TYPE_CHECKING:
-        def _conn(self) -> Any: ...
+    def __init__(self, connection: Callable[[], AbstractContextManager[Any]], agent_id: str,
+                 generation: Callable[[], str]):
+        self._conn, self.agent_id, self.generation = connection, agent_id, generation
+        self._stats: tuple[str, int, float] | None = None  # (generation, chunks, mean length)
+        self._docs: tuple[str, dict[tuple[str, ...], int]] = ("", {})  # phrase -> chunks
 
-        def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-        def generation(self) -> str: ...
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._conn() as conn:
+            return list(conn.execute(sql, params).fetchall())
 
     def _matching(self, sql: str, params: Sequence[Any]) -> list[Any]:
         """Rows of a query that finds chunks by ``terms``, through the GIN index. The
@@ -63,9 +67,6 @@ class KeywordRows:
         with self._conn() as conn, conn.transaction():
             conn.execute("SELECT set_config('enable_seqscan', 'off', true)")
             return list(conn.execute(sql, params).fetchall())
-
-    def fts_tokens(self, text: str) -> list[str]:
-        return tokens.fts_tokens(text)
 
     def term_stats(self, wanted: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(chunks in the index, chunks holding each token: those that hold any)."""
@@ -111,7 +112,7 @@ class KeywordRows:
         database, which sends back ``k`` rows; one holding a phrase is ranked here from
         the positions of its tokens."""
         phrases = list(dict.fromkeys(
-            p for p in (tuple(self.fts_tokens(text)) for text in bm25.phrases(match)) if p))
+            p for p in (tuple(tokens.fts_tokens(text)) for text in bm25.phrases(match)) if p))
         if not phrases:
             return []
         query = " | ".join(f"({' <-> '.join(map(_lexeme, p))})" for p in phrases)
