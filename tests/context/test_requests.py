@@ -1,5 +1,6 @@
-"""A request to remember is kept whatever the model does: how a request is told from a
-mention of the word, whether the turn's notes hold it, and the loop keeping it."""
+"""A request to remember is kept whatever the model does (the weak profile's
+``request_words``): how a request is told from a mention of the word, whether the turn's
+notes hold it, and the loop keeping it."""
 
 from __future__ import annotations
 
@@ -132,14 +133,15 @@ def test_a_note_that_holds_the_request_is_not_kept_twice(tmp_path, profile):
     assert len(provider.requests) == 2  # the write and the answer: nothing more
 
 
-def test_a_strong_model_makes_no_extra_request_and_the_fact_is_kept(tmp_path):
+def test_a_strong_model_makes_no_extra_request_and_its_turn_is_left_as_it_ended(tmp_path):
+    """Keeping the words is the weak profile's (``request_words``): under "strong" the
+    model's own answer stands."""
     provider = ScriptedProvider(["Got it, I'll keep that in mind."])
     session = session_with(tmp_path, provider, "strong")
     events = list(session.run_turn("Please remember that my sister's name is Ines."))
     assert len(provider.requests) == 1
-    assert "- Please remember that my sister's name is Ines." in daily(session)
-    assert any(isinstance(e, Notice) and e.text.startswith("your words were kept")
-               for e in events)
+    assert daily(session) == ""
+    assert not any(isinstance(e, Notice) for e in events)
 
 
 def test_a_mention_or_a_question_keeps_nothing(tmp_path):
