@@ -8,7 +8,8 @@ import pytest
 
 from clawd.context.requests import held, keep_requests, to_keep
 from clawd.core.events import Notice
-from clawd.loop.runtime import fixed_models
+from clawd.guards.profile import make_profile
+from clawd.loop.runtime import ModelHandle, fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
@@ -95,9 +96,14 @@ def test_a_note_holds_a_request_when_it_has_its_references_and_most_words():
     assert not held("Remember my locker code is 4471.", ["- locker code noted"])  # no number
 
 
-def session_with(tmp_path, provider, profile="weak", key=KEY) -> Session:
+def session_with(tmp_path, provider, profile="weak", key=KEY, guards=None) -> Session:
+    """A session under ``profile``, with ``guards`` switched on or off over it."""
     runtime = make_runtime(tmp_path, provider)
     runtime.models = fixed_models(provider, 200_000, profile=profile)
+    if guards:
+        chosen = make_profile(profile, guards)
+        runtime.models = lambda ref: ModelHandle(ref, 200_000, None, False, lambda: provider,
+                                                 chosen)
     return Session(runtime, key)
 
 
@@ -201,7 +207,9 @@ def test_a_file_request_whose_value_the_model_noted_is_not_kept_twice(tmp_path):
 
 
 def test_a_file_request_the_model_never_read_keeps_the_request(tmp_path):
+    """Under the strong profile with ``request_words`` switched on: no guard asks the model
+    again (``file_answer``), and its one answer reads no file."""
     provider = ScriptedProvider(["I'm sorry, but I can't assist with that request."])
-    session = session_with(tmp_path, provider, "strong")
+    session = session_with(tmp_path, provider, "strong", guards={"request_words": True})
     list(session.run_turn(ASK_FILE))
     assert f"- {ASK_FILE}\n" in daily(session) and "from notes/router.txt" not in daily(session)
