@@ -8,8 +8,9 @@ it retries with chunks half the size, then with a simpler prompt, and at last wr
 truncation note that says exactly what was dropped, so a compaction never produces a
 silent, content-free summary. Any other failure (an unreachable server) ends the attempt
 with the error and no summary: an outage never costs the history.
-The user's sentences with numbers, names or identifiers the summary left out are appended
-to it word for word (``references``).
+Under a weak profile (``summary_words``), the user's sentences with numbers, names or
+identifiers the summary left out are appended to it word for word (``references``); a strong
+profile's summary is kept as the model wrote it.
 Prompts are the ``compaction*.md.j2`` templates; nothing here touches the disk.
 """
 
@@ -247,7 +248,8 @@ def chunk_sizes(settings: Compaction, max_chunk_tokens: int | None = None) -> li
 def summarize(provider: Provider, messages: list[Message], *, previous_summary: str | None,
               instructions: str | None, settings: Compaction,
               max_tokens: int = 4096, max_chunk_tokens: int | None = None,
-              founded: Callable[[str], tuple[str, list[str]]] | None = None) -> Summary:
+              founded: Callable[[str], tuple[str, list[str]]] | None = None,
+              users_words: bool = True) -> Summary:
     """Summarise ``messages`` (the part before the cut), folding in ``previous_summary``.
 
     ``instructions`` (from ``/compact``) steer the focus. A context overflow or an empty
@@ -261,6 +263,8 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
     the model's summary before the user's own words are appended, so that those words are
     judged against what is left: a left-out line that held a user's number or name (beside
     one nobody said) does not take them with it, the user's sentence is appended.
+    ``users_words`` (a weak profile's ``summary_words``): the user's sentences with numbers,
+    names or identifiers the summary left out are appended, word for word.
     """
     previous = (previous_summary or "").strip() or None
     if not messages:
@@ -271,6 +275,8 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
         kept, left_out = founded(summary.text)
         if left_out and kept.strip():  # a summary of nothing but such lines stays as it is
             summary = dataclasses.replace(summary, text=kept, left_out=tuple(left_out))
+    if not users_words:
+        return summary
     # what the model left out of the user's exact references, word for word
     text = with_users_words(summary.text, messages, previous, min(MAX_CHARS, 2 * max_tokens))
     return dataclasses.replace(summary, text=text)

@@ -115,6 +115,9 @@ def _words(text: str) -> set[str]:
     return {re.sub(r"['’]s$", "", word) for word in content_words(text)}
 
 
+SOURCE_SHARE = 0.5  # of a fact's words (but its references) on the line it cites
+
+
 def from_source(fact: str, source: Source) -> bool:
     """Whether ``fact`` comes from ``source``: its numbers, identifiers and names are on
     that line, and so are at least half of its other words (a small model must not invent:
@@ -125,7 +128,7 @@ def from_source(fact: str, source: Source) -> bool:
         return False
     said = _words(fact)
     shared = said & _words(source.text)
-    return bool(shared) and len(shared) >= 0.5 * len(said)
+    return bool(shared) and len(shared) >= SOURCE_SHARE * len(said)
 
 
 def same_subject(fact: str, bullet: str) -> bool:

@@ -18,7 +18,6 @@ struck through with the new one beside it (``memory.superseded``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from clawd.context.facts import correction, kind
@@ -64,7 +63,7 @@ def _holds(line: set[str], wanted: set[str]) -> bool:
 
 def _names(text: str) -> set[str]:
     exact, names = references(text)
-    titled = set(re.findall(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St)\.? ([A-Z][\w-]+)", text))
+    titled = set(changes.TITLED_NAME.findall(text))
     return exact | names | titled
 
 
@@ -74,7 +73,7 @@ def change(sentence: str) -> Change | None:
     if kind(text) != "fact":  # "What is my vet now?" asks; it changes nothing
         return None
     # "Dr. Costa": a title's full stop ends no value
-    text = re.sub(r"\b(Dr|Mr|Mrs|Ms|Prof|St)\.\s", r"\1 ", text)
+    text = changes.TITLE_STOP.sub(r"\1 ", text)
     found = correction(text)
     subject = ""
     if found is not None and found.new:

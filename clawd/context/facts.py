@@ -98,7 +98,7 @@ def _kind(sentence: str) -> Kind:
         return "other"
     if asks(sentence):
         return "request"
-    if re.match(r"(?:you|you're|you are|your)\b", _plain(sentence), re.I):
+    if talk.ABOUT_YOU.match(_plain(sentence)):
         return "other"  # about the assistant or its answer, not the user
     if len(re.findall(r"\w+", sentence)) < 2:
         return "other"
@@ -136,7 +136,10 @@ class Correction:
 
 
 def _trim(value: str) -> str:
-    return re.sub(r"\s+now$", "", value.strip(" \t,.;:!?\"'"), flags=re.I).strip()
+    return changes.NOW_AT_VALUE_END.sub("", value.strip(" \t,.;:!?\"'")).strip()
+
+
+VALUE_MAX_WORDS = 4  # a new value after its verb is this short ("is called wren")
 
 
 def _value_before(before: str, old: str) -> str:
@@ -145,7 +148,7 @@ def _value_before(before: str, old: str) -> str:
     before = _trim(before)
     clause = re.split(r"[:;,]\s*", before)[-1]
     match = changes.VALUE_AFTER.match(clause)
-    if match and len(match.group("value").split()) <= 4:
+    if match and len(match.group("value").split()) <= VALUE_MAX_WORDS:
         return _trim(match.group("value"))
     words = clause.split()
     take = max(len(old.split()), 1)
@@ -159,9 +162,8 @@ def correction(sentence: str) -> Correction | None:
     text = _plain(sentence)
     if (match := changes.FROM_TO.search(text)) is not None:
         return Correction(_trim(match.group("new")), _trim(match.group("old")))
-    if (match := changes.NOT_OLD.match(text)) is not None and not re.search(
-            r"\b(?:do|does|did|am|is|are|was|were|can|could|will|would|have|has)\s*$",
-            match.group("before"), re.I):
+    if (match := changes.NOT_OLD.match(text)) is not None and not changes.AUXILIARY_AT_END.search(
+            match.group("before")):
         old = _trim(match.group("old"))
         return Correction(_value_before(match.group("before"), old), old)
     if (match := changes.INSTEAD_OF.match(text)) is not None:

@@ -32,6 +32,7 @@ from clawd.context.replytext import recall_start, unfenced
 from clawd.context.requests import content_words, held, stem
 from clawd.core import listmark, phrases
 from clawd.core.messages import Message, ToolCall
+from clawd.core.phrases import answers
 from clawd.core.templates import render
 from clawd.core.textcut import shorten
 from clawd.memory.superseded import unmark
@@ -80,16 +81,14 @@ def is_blank(text: str) -> bool:
     return not text.strip() or is_silent(text)
 
 
-# the words of a bare acknowledgement ("Done.", "OK, noted!"): a flush answer made only of
-# them wrote nothing and says nothing worth keeping
-ACK_WORDS = frozenset("done ok okay noted saved sure got it understood all set yes thanks thank "
-                      "you i have will nothing to store new".split())
+ACK_MAX_WORDS = 4  # a bare acknowledgement is this short ("OK, noted, thanks!")
 
 
 def is_acknowledgement(text: str) -> bool:
     """Whether a reply is a bare acknowledgement with no content of its own."""
     words = phrases.words(text)
-    return bool(words) and len(words) <= 4 and all(w in ACK_WORDS for w in words)
+    return (bool(words) and len(words) <= ACK_MAX_WORDS
+            and all(w in answers.ACK_WORDS for w in words))
 
 
 def _note_calls(messages: list[Message]) -> list[tuple[int, ToolCall]]:
@@ -163,18 +162,11 @@ _MARK = rf"\s*{listmark.MARK}\s+"  # a list item's indent and mark
 LIST_LINE = re.compile("^" + _MARK + r"\S")
 
 
-# the words of a list line saying there is nothing to list ("- No additional notes to store.")
-NOTHING_WORDS = ACK_WORDS | frozenset(
-    "no none nothing additional more other further notes note facts fact information store "
-    "save keep add there are is any was were from this the conversation user relevant found "
-    "at time reply".split())
-
-
 def says_nothing(line: str) -> bool:
     """Whether a list line only says there is nothing to note (the silent token as an item,
     ``- No_reply``, too: a 1.5B model ended its list of notes with it)."""
-    words = re.findall(r"[\w']+", line.lower().replace("_", " "))
-    return bool({"no", "none", "nothing"} & set(words)) and set(words) <= NOTHING_WORDS
+    words = set(re.findall(r"[\w']+", line.lower().replace("_", " ")))
+    return bool(phrases.NONE_WORDS & words) and words <= answers.NOTHING_WORDS
 
 
 def listed(answer: str) -> str:
@@ -238,8 +230,7 @@ def note_lines(files: WorkspaceFiles) -> set[str]:
 
 
 # "- I remember Sam is vegetarian.": the model speaking of the fact, not the fact
-_SELF_TALK = re.compile(rf"^({_MARK})(?:i (?:remember|recall|noted|know)|remember|noted?:)"
-                        r"(?: that)?\s+(\w)", re.IGNORECASE | re.MULTILINE)
+_SELF_TALK = re.compile(rf"^({_MARK}){answers.SELF_TALK}\s+(\w)", re.IGNORECASE | re.MULTILINE)
 
 
 def plain_notes(text: str) -> str:

@@ -42,6 +42,7 @@ import re
 from difflib import SequenceMatcher
 
 from clawd.core.messages import Message
+from clawd.core.phrases import talk
 from clawd.memory.chunker import FENCE_RE
 
 _ECHOED_TAG = re.compile(r"[ \t]*</?(?:tool_response|tools)>[ \t]*\n?")
@@ -80,6 +81,7 @@ def without_echoed_tags(text: str) -> str:
 
 
 ECHO_WORDS = 6  # a shorter message (a greeting) may well be answered in its own words
+ECHO_LIKENESS = 0.9  # how alike a reply and the message it only repeats are (difflib's ratio)
 
 
 def _plain(text: str) -> str:
@@ -96,8 +98,8 @@ def is_echo(reply: str, message: str) -> bool:
     matcher = SequenceMatcher(None, said, heard, autojunk=False)
     # the two quick ratios are upper bounds of ratio(): most replies fail them at once,
     # without the full comparison
-    return (matcher.real_quick_ratio() >= 0.9 and matcher.quick_ratio() >= 0.9
-            and matcher.ratio() >= 0.9)
+    return (matcher.real_quick_ratio() >= ECHO_LIKENESS
+            and matcher.quick_ratio() >= ECHO_LIKENESS and matcher.ratio() >= ECHO_LIKENESS)
 
 
 def last_answer(messages: list[Message]) -> tuple[str, str] | None:
@@ -125,9 +127,6 @@ def repeats_answer(reply: str, message: str, messages: list[Message]) -> bool:
 
 COPY_WORDS = 10  # a shorter reply may share a phrase with the instructions by chance
 COPY_SHARE = 0.8  # of a reply's runs of 4 words found in the instructions
-_ABOUT_INSTRUCTIONS = re.compile(
-    r"\.md\b|\binstruction|\brules?\b|\bprompt|\bguideline|\bagents\b|\bsoul\b|\btools\b",
-    re.IGNORECASE)
 
 
 def runs(words: list[str], size: int = 4) -> list[tuple[str, ...]]:
@@ -141,7 +140,7 @@ def copies(reply: str, instructions: str, message: str) -> bool:
     when the user's ``message`` asks about them (a file, the rules, the prompt): then a
     quote is the answer."""
     words = _plain(reply).split()
-    if len(words) < COPY_WORDS or not instructions or _ABOUT_INSTRUCTIONS.search(message):
+    if len(words) < COPY_WORDS or not instructions or talk.ABOUT_INSTRUCTIONS.search(message):
         return False
     given = set(runs(_plain(instructions).split()))
     own = runs(words)

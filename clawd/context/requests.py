@@ -25,6 +25,7 @@ from datetime import datetime
 from clawd.automation.when import time_phrase
 from clawd.automation.zones import user_zone
 from clawd.context.references import references
+from clawd.core import phrases
 from clawd.core.phrases import keeping
 from clawd.core.templates import render
 from clawd.core.textcut import sentences
@@ -106,15 +107,18 @@ def content_words(text: str) -> set[str]:
 
 def stem(word: str) -> str:
     """A word without the ending it takes in another form ("moved", "moves" → "mov")."""
-    for ending in ("ing", "ed", "es", "s", "e"):
+    for ending in phrases.ENDINGS:
         if word.endswith(ending) and len(word) - len(ending) >= 3:
             return word[:-len(ending)]
     return word
 
 
+HELD_SHARE = 0.6  # of a request's words (but its references) a note holding it has
+
+
 def held(request: str, written: list[str]) -> bool:
     """Whether notes ``written`` in the turn hold ``request``: every number, identifier and
-    name it gives, and most (60%) of its other words."""
+    name it gives, and most (``HELD_SHARE``) of its other words."""
     notes = " ".join(written).lower()
     if not notes.strip():
         return False
@@ -124,7 +128,7 @@ def held(request: str, written: list[str]) -> bool:
     words = content_words(request)
     if not words:
         return True
-    return sum(w in notes for w in words) >= 0.6 * len(words)
+    return sum(w in notes for w in words) >= HELD_SHARE * len(words)
 
 
 def asks_reminder(text: str) -> bool:

@@ -15,9 +15,10 @@ these points of a model step, each a method with a do-nothing default:
 - ``unmet(turn)`` after the turn, when it asked: the notice if it still lacks what it asked.
 
 ``Guards`` holds the guards a model's profile switches on (``guards.profile``) and asks
-them in order. Every re-ask of a turn goes through ``answer`` and shares one cap
-(``MAX_ASKS``), and each guard asks at most once a turn (aider's ``reflected_message`` and
-``max_reflections``): a model that keeps failing gets a notice, never an endless loop.
+them in order. Every re-ask of a turn goes through ``answer`` and shares one cap (the
+profile's ``max_asks``, ``MAX_ASKS`` unless it says), and each guard asks at most once a
+turn (aider's ``reflected_message`` and ``max_reflections``): a model that keeps failing
+gets a notice, never an endless loop.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import ClassVar
 
 from clawd.core.messages import Message, ToolCall
 
-MAX_ASKS = 2  # re-asks of one user turn, whatever guards asked
+MAX_ASKS = 2  # re-asks of one user turn, whatever guards asked (a profile may say otherwise)
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,9 @@ class Guard:
 class Guards:
     """The guards a model's profile switches on, asked in order."""
 
-    def __init__(self, guards: Iterable[Guard] = ()):
+    def __init__(self, guards: Iterable[Guard] = (), max_asks: int = MAX_ASKS):
         self.guards = list(guards)
+        self.max_asks = max_asks
 
     @property
     def names(self) -> list[str]:
@@ -160,9 +162,9 @@ class Guards:
         return reply
 
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:
-        """The first guard's request to ask again, unless the turn has asked ``MAX_ASKS``
+        """The first guard's request to ask again, unless the turn has asked ``max_asks``
         times or that guard asked already."""
-        if len(turn.asked) >= MAX_ASKS:
+        if len(turn.asked) >= self.max_asks:
             return None
         for guard in self.guards:
             if guard.name in turn.asked:

@@ -50,8 +50,8 @@ def note_claim(text: str, asked: bool = False, told: str = "") -> str | None:
         passive = next(filter(None, (p.search(sentence) for p in saving.PASSIVE_CLAIMS)),
                        None)
         if passive:
-            said_no = saving.NEGATION.search(sentence[:passive.end()]) or re.search(
-                r"\b(?:no|nothing|none)\b", sentence[:passive.start()], re.IGNORECASE)
+            said_no = saving.NEGATION.search(sentence[:passive.end()]) or saving.SAYS_NONE.search(
+                sentence[:passive.start()])
             if not said_no and (passive.group("verb").lower() in saving.DONE_ALONE
                                 or saving.NOTE_OBJECT.search(sentence)):
                 return sentence

@@ -27,7 +27,7 @@ import re
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.references import references
 from clawd.context.requests import content_words, stem
-from clawd.core import listmark
+from clawd.core import listmark, phrases
 from clawd.core.messages import Message, ToolCall
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.workspace.files import is_private_memory
@@ -77,12 +77,12 @@ def _names(text: str) -> set[str]:
     """The capitalised words of a line but its first ("Miso's vet is Dr. Costa": Costa),
     possessives aside: in a note, a capital marks a name far more often than a sentence's
     start."""
-    return {name for name in _CAPITALISED.findall(text)[1:] if name.lower() not in _FRAME}
+    return {name for name in _CAPITALISED.findall(text)[1:]
+            if name.lower() not in phrases.NOTE_FRAME}
 
 
 # a date or a time: a note is dated ("2026-11-28: …", "at 10:05"), which nobody says
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}:\d{2}")
-_FRAME = frozenset("the user user's they their she her he his i my we our".split())
 
 
 def unsaid(text: str, said: str) -> list[str]:

@@ -41,10 +41,6 @@ _TIMESTAMP = re.compile(
     r"^(?:\d{4}-\d{2}-\d{2}(?:[T_]?\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?"
     r"|\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:am|pm)?|\d{1,2}/\d{1,2}/\d{2,4}|am|pm|utc|gmt|z)$",
     re.I)
-# words that say nothing of the note's own: neither counted nor repeated
-_PLAIN = frozenset("""a an the and or of to in on at for with from by as is are was were be
-it its this that i me my we our you your he she his her they their user user's users
-""".split())
 # a JSON object or list of them: a 1.5B model wrote a read's arguments and result as its note
 _JSON = re.compile(r'^\s*(?:```(?:json)?\s*)?\[?\s*\{\s*"')
 NEW_SHARE = 0.5  # at least this share of a line's words are new, and of a note's lines
@@ -74,7 +70,7 @@ def _bare(content: str, lines: list[str]) -> bool:
 
 def _tokens(lines: list[str]) -> list[str]:
     found = (t.strip(".,;:!?()[]{}\"'`*_").lower() for line in lines for t in line.split())
-    return [t for t in found if t and t not in _PLAIN and re.search(r"\w", t)]
+    return [t for t in found if t and t not in phrases.NOTE_PLAIN and re.search(r"\w", t)]
 
 
 def _echoes(lines: list[str], said: str) -> bool:

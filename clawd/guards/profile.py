@@ -15,11 +15,16 @@ guards. Two are built in:
   so: those cost nothing and are true of any model.
 
 ``models.providers.<name>.profile`` (or ``models[].profile`` for one model) picks a profile;
-``guards: {echo: false}`` beside it switches single guards on or off.
+``guards: {echo: false}`` beside it switches single guards on or off. Beside its guards a
+profile holds the numbers that are the model's rather than a guard's: how often one turn may
+be asked again (``max_asks``) and how many MCP servers' tools it is told of. A guard's own
+thresholds (shares of words, lengths) stay named beside the guard: its figures were measured
+with them, and the profile already decides whether it runs at all.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -27,7 +32,7 @@ from datetime import date
 from clawd.config.schema import GUARD_NAMES, GuardName
 from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
-from clawd.guards.base import Guard, Guards
+from clawd.guards.base import MAX_ASKS, Guard, Guards
 from clawd.guards.flush import FlushRetry
 from clawd.guards.founded import FoundedNotes
 from clawd.guards.notes import JunkNotes
@@ -51,9 +56,11 @@ STEP_GUARDS: dict[str, type[Guard]] = {
     "file_answer": FileAnswer,
     "junk_notes": JunkNotes, "founded_notes": FoundedNotes, "fake_reminders": FakeReminders,
 }
-# the memory flush's own: a bare "Done" or NO_REPLY asked once for the notes; and when the
-# flush still saved nothing, the facts the user told kept in the daily log
-FLUSH_GUARDS = ("flush_retry", "flush_words")
+# the memory flush's own: a bare "Done" or NO_REPLY asked once for the notes; when the
+# flush still saved nothing, the facts the user told kept in the daily log; and an answer
+# kept as notes without a bare acknowledgement, the lines the notes hold already and "I
+# remember" before a fact (``loop.upkeep.Upkeep.flush``)
+FLUSH_GUARDS = ("flush_retry", "flush_words", "flush_answer")
 # what the model is told of: automatic recall searches memory for each message, and the
 # model is not offered ``memory_search`` itself (``loop.parts.Window.withheld``)
 TOOL_GUARDS = ("recall_only",)
@@ -61,8 +68,12 @@ TOOL_GUARDS = ("recall_only",)
 # (``loop.recall.wants_recall``)
 RECALL_GUARDS = ("recall_gate",)
 # its compaction summaries: a line claiming what the summarised history never said is left
-# out (``notes.founded_summary``; ``loop.upkeep.Upkeep.compact``)
-SUMMARY_GUARDS = ("summary_claims",)
+# out (``notes.founded_summary``; ``loop.upkeep.Upkeep.compact``), and the user's sentences
+# with a number or name the summary lost are appended (``context.references``)
+SUMMARY_GUARDS = ("summary_claims", "summary_words")
+# after a private turn: a request to remember that no note of the turn holds is kept in the
+# daily log in the user's words (``loop.keeping.keep_request``)
+TURN_END_GUARDS = ("request_words",)
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,8 @@ class Profile:
     # how many MCP servers' tools the model is told of (None: all that fit the window's
     # share, ``clawd.mcp.shapes.MCP_SHARE``): a small model picks worse among many tools
     mcp_tools: int | None = None
+    # how many times one user turn (or flush) may be asked again, whatever guards asked
+    max_asks: int = MAX_ASKS
 
     def has(self, guard: GuardName) -> bool:
         return guard in self.guards
@@ -111,6 +124,23 @@ class Profile:
         return self.has("summary_claims")
 
     @property
+    def appends_users_words(self) -> bool:
+        """A compaction summary gets the user's sentences with the numbers, names and
+        identifiers it left out, word for word."""
+        return self.has("summary_words")
+
+    @property
+    def tidies_flush_answer(self) -> bool:
+        """A flush's answer kept as notes loses a bare acknowledgement ("Done."), the lines
+        the notes hold already or strike through, and "I remember" before a fact."""
+        return self.has("flush_answer")
+
+    @property
+    def keeps_requests(self) -> bool:
+        """A request to remember that no note of its turn holds is kept in the user's words."""
+        return self.has("request_words")
+
+    @property
     def holds_json_starts(self) -> bool:
         """A reply that starts as JSON is held back until it ends (a call written as text)."""
         return self.has("text_calls")
@@ -122,7 +152,8 @@ class Profile:
 
     def step_guards(self) -> Guards:
         """Fresh guards for one session's model steps."""
-        return Guards(kind() for name, kind in STEP_GUARDS.items() if name in self.guards)
+        return Guards((kind() for name, kind in STEP_GUARDS.items() if name in self.guards),
+                      self.max_asks)
 
     def flush_guards(self, conversation: list[Message], today: date, *,
                      summarised: bool) -> Guards:
@@ -146,7 +177,7 @@ class Profile:
             guards.append(FoundedNotes())
         if self.has("flush_retry"):
             guards.append(FlushRetry(conversation, today, summarised=summarised))
-        return Guards(guards)
+        return Guards(guards, self.max_asks)
 
 
 PROFILES = {
@@ -161,5 +192,5 @@ def make_profile(name: str, overrides: Mapping[str, bool] | None = None) -> Prof
     guards = set(base.guards)
     for guard, on in (overrides or {}).items():
         (guards.add if on else guards.discard)(guard)
-    return Profile(name if guards == base.guards else f"{name}+", frozenset(guards),
-                   base.consolidates, base.mcp_tools)
+    return dataclasses.replace(base, name=name if guards == base.guards else f"{name}+",
+                               guards=frozenset(guards))

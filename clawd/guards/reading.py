@@ -22,15 +22,12 @@ from clawd.context.facts import asks
 from clawd.context.references import references
 from clawd.context.requests import content_words, names_file
 from clawd.core.messages import Message
+from clawd.core.phrases import talk
 from clawd.core.templates import render
 from clawd.guards.base import AskAgain, Guard, TurnView
 
 READ_TOOLS = ("read", "memory_get")
 USED_WORDS = 2  # of a file's own words (not the message's) an answer using it holds
-# a message that asks what a file says: to read it, or a question ("store alpha in notes.md"
-# asks to write one)
-_ABOUT = re.compile(r"\b(?:read|open|check|look|see|summari[sz]e|tell|show|say|says|said|"
-                    r"what|which|who|whom|where|when|how|find|according)\b", re.I)
 # a path in a message: folders and a name with an extension ("notes/wifi.txt", "lease.md")
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4})(?![\w/-])")
 
@@ -39,7 +36,7 @@ def asked_files(text: str) -> list[str]:
     """The workspace paths a message asks about ("Read docs/lease.txt and tell me …"): the
     paths it names, when it asks for something."""
     found = [p for p in _PATH.findall(text) if not re.fullmatch(r"[\d.]+", p)]
-    return found if found and asks(text) and _ABOUT.search(text) else []
+    return found if found and asks(text) and talk.ABOUT_A_FILE.search(text) else []
 
 
 def _this_turn(turn: TurnView) -> list[Message]:

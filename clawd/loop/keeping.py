@@ -1,14 +1,15 @@
-"""Keeping what you asked to be remembered, and your corrections, whatever the model did
-(every profile).
+"""Keeping what you asked to be remembered, and your corrections, whatever the model did.
 
 "Also remember: I'm allergic to peanuts." A weak model answers "I remember that Priya is
 allergic to peanuts" and writes nothing; asked again, it says it saved the note, and still
-writes nothing. A request to remember is the runtime's to keep: when the turn ends and no
-note written in it holds what was asked (``context.requests.held``), the message's words go
-to today's log under a heading that says they are the user's, and a notice says so. A
-strong model that wrote the note pays nothing for this: no request, no second copy. Only
-private sessions keep requests this way: in a group, anyone's "remember …" would land in the
-owner's notes.
+writes nothing. Under a profile with ``request_words`` (the weak one), a request to remember
+is the runtime's to keep: when the turn ends and no note written in it holds what was asked
+(``context.requests.held``), the message's words go to today's log under a heading that says
+they are the user's, and a notice says so. A model that wrote the note pays nothing for
+this: no request, no second copy; a strong profile's turn is left as the model ended it.
+Only private sessions keep requests this way: in a group, anyone's "remember …" would land
+in the owner's notes. Corrections, reminders and promoted facts below are kept under every
+profile.
 
 A correction replaces at the time it is told ("Miso's vet is now Dr. Xavier Costa, Dr.
 Almeida retired."): ``keep_correction`` finds the older note lines that still say the old
@@ -52,6 +53,7 @@ from clawd.context.requests import held, lines_used, names_file, to_keep
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event, Notice
 from clawd.core.messages import Message
+from clawd.guards.profile import Profile
 from clawd.loop.runtime import Runtime
 from clawd.workspace.files import (
     MEMORY_DIR,
@@ -111,10 +113,11 @@ def _turn_of(message: Message, history: list[Message]) -> list[Message]:
 
 
 def keep_request(message: Message, history: list[Message], access: Access,
-                 runtime: Runtime) -> Generator[Event, None, None]:
+                 runtime: Runtime, profile: Profile) -> Generator[Event, None, None]:
     """After the turn of ``message`` (its messages at the end of ``history``): keep what it
-    asked to be remembered, unless a note written in the turn holds it."""
-    wanted = to_keep(message.text)
+    asked to be remembered, unless a note written in the turn holds it (only when the
+    model's ``profile`` keeps requests: ``request_words``)."""
+    wanted = to_keep(message.text) if profile.keeps_requests else ""
     if not wanted:
         return
     turn = _turn_of(message, history)

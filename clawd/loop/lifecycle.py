@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from clawd.config import Reset, SessionMemoryHook
+from clawd.core import phrases
 from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event
@@ -32,7 +33,6 @@ from clawd.core.messages import (
 )
 from clawd.core.templates import render
 from clawd.loop.keeping import promote_facts
-from clawd.memory.search import STOP_WORDS
 from clawd.providers.base import Provider, complete
 from clawd.sessions.entry import SessionEntry
 from clawd.workspace.files import MEMORY_DIR
@@ -109,7 +109,7 @@ def words_slug(messages: list[Message]) -> str | None:
     None when it holds fewer than two words worth a name (``hi``): the time is used then."""
     first = next((m.text for m in messages if m.role == "user" and m.text.strip()), "")
     words = [w for w in re.findall(r"[a-z0-9]+", _folded(first).lower())
-             if len(w) > 2 and w not in STOP_WORDS]
+             if len(w) > 2 and w not in phrases.FUNCTION_WORDS]
     return sanitize_slug(" ".join(words)) if len(words) >= 2 else None
 
 

@@ -319,7 +319,8 @@ class Session:
             for notice in self.guards.unmet(turn.view):
                 yield Notice(notice)
             if appended and self.offers_writes and self.access.private and origin is None:
-                yield from keep_request(message, self.history.messages, self.access, self.rt)
+                yield from keep_request(message, self.history.messages, self.access, self.rt,
+                                        self.model.profile)
                 yield from keep_correction(message, self.history.messages, self.access,
                                            self.rt)
                 if turn.aside and not schedules:

@@ -11,8 +11,11 @@ a ``ProviderError`` and leaves the history as it was: only a real overflow is su
 at worst, truncated. The flush's steps run through the same loop as a user's turn
 (``steps.run_steps``), with the flush's guards from the model profile: a weak model's bare
 "Done" is asked again for the notes (``flush_retry``), its junk notes are refused
-(``junk_notes``), and its silence is made up for with the facts the user told, in their
-words (``flush_words``: never their requests); a strong model's answer is taken as it is.
+(``junk_notes``), an answer kept as notes loses a bare acknowledgement and the lines the notes
+hold already (``flush_answer``), and its silence is made up for with the facts the user
+told, in their words (``flush_words``: never their requests); a strong model's answer is
+taken as it is. So is a strong model's compaction summary: the user's words are appended to
+a weak one's only (``summary_words``).
 """
 
 from __future__ import annotations
@@ -168,10 +171,11 @@ class Upkeep:
             return
         files, answer = turn.written, turn.reply
         asked_again = turn.view.asked_by(FlushRetry)
-        # lines copied from notes it was shown are not news of today
-        notes = "" if files else not_yet_noted(
-            plain_notes(listed(answer) if asked_again else answer), note_lines(rt.files))
-        if is_blank(notes) or is_acknowledgement(notes) or (
+        notes = "" if files else (listed(answer) if asked_again else answer)
+        tidy = profile.tidies_flush_answer
+        if notes and tidy:  # lines copied from notes it was shown are not news of today
+            notes = not_yet_noted(plain_notes(notes), note_lines(rt.files))
+        if is_blank(notes) or (tidy and is_acknowledgement(notes)) or (
                 profile.refuses_junk_notes and junk(notes) is not None):
             notes = ""
         if notes and profile.founds_notes:  # what nobody said is no note (a guess)
@@ -244,14 +248,16 @@ class Upkeep:
         before = self.window.used(incoming)
         budget = self.window.budget
         yield Waiting("compaction")
+        profile = self.model.profile
         founded = (partial(founded_summary,
                            history=summarised_text(history.summary, messages[:cut]))
-                   if self.model.profile.checks_summary_claims else None)
+                   if profile.checks_summary_claims else None)
         try:
             summary = summarize(self.model.provider, messages[:cut],
                                 previous_summary=history.summary, instructions=instructions,
                                 settings=self.rt.settings.compaction, max_tokens=budget.summary,
-                                max_chunk_tokens=budget.context_window // 2, founded=founded)
+                                max_chunk_tokens=budget.context_window // 2, founded=founded,
+                                users_words=profile.appends_users_words)
         except ProviderError as exc:  # not about size (an outage): the history stays as is
             raise ProviderError(f"compaction stopped, the history is unchanged: {exc}",
                                 status=exc.status) from exc

@@ -1,5 +1,6 @@
-"""A request to remember is kept whatever the model does: how a request is told from a
-mention of the word, whether the turn's notes hold it, and the loop keeping it."""
+"""A request to remember is kept whatever the model does (the weak profile's
+``request_words``): how a request is told from a mention of the word, whether the turn's
+notes hold it, and the loop keeping it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 
 from clawd.context.requests import held, keep_requests, to_keep
 from clawd.core.events import Notice
-from clawd.loop.runtime import fixed_models
+from clawd.guards.profile import make_profile
+from clawd.loop.runtime import ModelHandle, fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
@@ -94,9 +96,14 @@ def test_a_note_holds_a_request_when_it_has_its_references_and_most_words():
     assert not held("Remember my locker code is 4471.", ["- locker code noted"])  # no number
 
 
-def session_with(tmp_path, provider, profile="weak", key=KEY) -> Session:
+def session_with(tmp_path, provider, profile="weak", key=KEY, guards=None) -> Session:
+    """A session under ``profile``, with ``guards`` switched on or off over it."""
     runtime = make_runtime(tmp_path, provider)
     runtime.models = fixed_models(provider, 200_000, profile=profile)
+    if guards:
+        chosen = make_profile(profile, guards)
+        runtime.models = lambda ref: ModelHandle(ref, 200_000, None, False, lambda: provider,
+                                                 chosen)
     return Session.open(runtime, key)
 
 
@@ -132,14 +139,15 @@ def test_a_note_that_holds_the_request_is_not_kept_twice(tmp_path, profile):
     assert len(provider.requests) == 2  # the write and the answer: nothing more
 
 
-def test_a_strong_model_makes_no_extra_request_and_the_fact_is_kept(tmp_path):
+def test_a_strong_model_makes_no_extra_request_and_its_turn_is_left_as_it_ended(tmp_path):
+    """Keeping the words is the weak profile's (``request_words``): under "strong" the
+    model's own answer stands."""
     provider = ScriptedProvider(["Got it, I'll keep that in mind."])
     session = session_with(tmp_path, provider, "strong")
     events = list(session.run_turn("Please remember that my sister's name is Ines."))
     assert len(provider.requests) == 1
-    assert "- Please remember that my sister's name is Ines." in daily(session)
-    assert any(isinstance(e, Notice) and e.text.startswith("your words were kept")
-               for e in events)
+    assert daily(session) == ""
+    assert not any(isinstance(e, Notice) for e in events)
 
 
 def test_a_mention_or_a_question_keeps_nothing(tmp_path):
@@ -199,7 +207,9 @@ def test_a_file_request_whose_value_the_model_noted_is_not_kept_twice(tmp_path):
 
 
 def test_a_file_request_the_model_never_read_keeps_the_request(tmp_path):
+    """Under the strong profile with ``request_words`` switched on: no guard asks the model
+    again (``file_answer``), and its one answer reads no file."""
     provider = ScriptedProvider(["I'm sorry, but I can't assist with that request."])
-    session = session_with(tmp_path, provider, "strong")
+    session = session_with(tmp_path, provider, "strong", guards={"request_words": True})
     list(session.run_turn(ASK_FILE))
     assert f"- {ASK_FILE}\n" in daily(session) and "from notes/router.txt" not in daily(session)

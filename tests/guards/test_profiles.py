@@ -3,6 +3,8 @@ model's habits; a weak one keeps every guard; the config picks and switches them
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from clawd.config import parse_config
@@ -16,6 +18,7 @@ from clawd.guards.profile import (
     STEP_GUARDS,
     SUMMARY_GUARDS,
     TOOL_GUARDS,
+    TURN_END_GUARDS,
     make_profile,
 )
 from clawd.loop.runtime import fixed_models
@@ -119,11 +122,16 @@ def test_the_profiles_hold_what_they_say():
     assert PROFILES["weak"].guards == frozenset(GUARD_NAMES)
     assert PROFILES["strong"].guards == frozenset()
     assert set(GUARD_NAMES) == (set(STEP_GUARDS) | set(FLUSH_GUARDS) | set(TOOL_GUARDS)
-                                | set(SUMMARY_GUARDS) | set(RECALL_GUARDS))
+                                | set(SUMMARY_GUARDS) | set(RECALL_GUARDS)
+                                | set(TURN_END_GUARDS))
     assert [g.name for g in PROFILES["weak"].step_guards().guards] == list(STEP_GUARDS)
     lean = make_profile("weak", {"echo": False})
     assert "echo" not in lean.guards and lean.name == "weak+"
     assert make_profile("strong", {"looping": True}).guards == {"looping"}
+    # one cap on asking again, the profile's, for its step and flush guards alike
+    assert lean.max_asks == PROFILES["weak"].max_asks == 2
+    flush = lean.flush_guards([], date(2026, 11, 22), summarised=False)
+    assert lean.step_guards().max_asks == flush.max_asks == 2
 
 
 def test_the_config_picks_a_profile_per_provider_and_model():

@@ -3,7 +3,9 @@
 Used by ``context.facts`` to tell which older note a new fact supersedes: "… now, not …"
 (``NOT_OLD``), "moved from … to …" (``FROM_TO``), "… instead of …" (``INSTEAD_OF``), a
 correction's opening ("Actually", "Sorry, I meant": ``CORRECTION``), and the word before a
-new value ("is called", "I meant": ``VALUE_AFTER``).
+new value ("is called", "I meant": ``VALUE_AFTER``). Beside ``context.corrections``: a
+title's full stop ("Dr. Costa": ``TITLE_STOP``) ends no value, and the name after a title
+(``TITLED_NAME``) is a name.
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ CORRECTION = re.compile(r"^\W*(?:actually|correction|sorry|oops|no wait|wait|scr
 VALUE_AFTER = re.compile(r".*\b(?:is|are|was|were|it's|its|called|named|meant|mean|be|"
                          r"'s|take|use|using|got|get|prefer|with|at|on|to)\s+(?P<value>.+)$",
                          re.I)
+# "Sam is here now": the word that dates a value, not part of it
+NOW_AT_VALUE_END = re.compile(r"\s+now$", re.I)
+# "… do, not …", "… is, not …": a question or an answer of yes or no, not a value replaced
+AUXILIARY_AT_END = re.compile(
+    r"\b(?:do|does|did|am|is|are|was|were|can|could|will|would|have|has)\s*$", re.I)
+_TITLES = "Dr|Mr|Mrs|Ms|Prof|St"
+TITLED_NAME = re.compile(rf"\b(?:{_TITLES})\.? ([A-Z][\w-]+)")  # "Dr. Costa": Costa
+TITLE_STOP = re.compile(rf"\b({_TITLES})\.\s")  # the full stop after a title
 DETERMINERS = frozenset("the a an my our his her their your this that".split())
 # "Miso's vet is now Dr. Costa", "my address is Rua Nova 5 now", "the meeting changed to
 # Friday": a new value with no old one named, and what it is the value of

@@ -5,13 +5,16 @@ Used by ``guards.claims.note_claim``: a sentence whose ``SPEAKER`` is the model 
 remember, keep in mind …) or one that needs a note-like object (``SAVE_VERBS_WITH_OBJECT``
 with ``NOTE_OBJECT``: add to memory, write to a ``.md`` file …); the passive forms ("Note
 added: …", "Saved to memory/…", "… has been saved": ``PASSIVE_CLAIMS``); and what undoes a
-claim (``NEGATION``) or makes a recalling verb one (``ASPECT``: "I'll remember", "I've
-noted", against "I remember that …": ``RECALL_VERBS``).
+claim (``NEGATION``; before a passive one, ``SAYS_NONE``: "No notes were saved") or makes a
+recalling verb one (``ASPECT``: "I'll remember", "I've noted", against "I remember that …":
+``RECALL_VERBS``).
 """
 
 from __future__ import annotations
 
 import re
+
+from clawd.core import phrases
 
 SAVE_VERBS = (r"(?:not(?:ed|e|ing)|sav(?:ed|e|ing)|record(?:ed|ing)?|remember(?:ed|ing)?|"
               r"stor(?:ed|e|ing)|logg(?:ed|ing)|log|jott(?:ed|ing)|jot|"
@@ -35,6 +38,8 @@ NOTE_OBJECT = re.compile(r"\bmemor(?:y|ies)\b|\bnotes?\b|\blog\b|daily log|MEMOR
 NEGATION = re.compile(r"\b(?:not|never|cannot|can't|can’t|won't|won’t|didn't|didn’t|"
                       r"haven't|haven’t|unable|if|whether|should|shall I|would you|"
                       r"do you want)\b", re.IGNORECASE)
+# "No notes were saved", "nothing added": a passive claim of none
+SAYS_NONE = re.compile(r"\b(?:" + "|".join(sorted(phrases.NONE_WORDS)) + r")\b", re.IGNORECASE)
 CLAIM = re.compile(rf"{SPEAKER}\s+(?P<verb>{SAVE_VERBS}|{SAVE_VERBS_WITH_OBJECT})\b",
                    re.IGNORECASE)
 DONE_VERBS = r"added|saved|recorded|stored|written|appended|logged|updated"

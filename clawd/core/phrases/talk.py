@@ -10,7 +10,10 @@ Used by ``context.facts`` (which sentences of a message are facts to keep) and `
   ``SUBJECT_VERBS``, the verbs after a first word that make it a noun ("Work starts at 9");
 - ``KEEP_CLAUSE``: the words that ask for the rest of a sentence to be kept ("Remember that",
   "Merk dir");
-- ``REMIND``, ``OWN_WORDS``: asking for what was said before, and speaking of oneself.
+- ``REMIND``, ``OWN_WORDS``: asking for what was said before, and speaking of oneself;
+- ``ABOUT_YOU``: a sentence about the assistant or its answer ("You're right");
+- ``ABOUT_A_FILE``, ``ABOUT_INSTRUCTIONS``: asking what a file says (``guards.reading``), and
+  asking about the instructions themselves (``guards.replytext``).
 """
 
 from __future__ import annotations
@@ -86,3 +89,14 @@ KEEP_CLAUSE = re.compile(
 REMIND = re.compile(r"\b(?:remind|recall|look up|find)\b", re.I)
 OWN_WORDS = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|myself|we|we're|we've|our|ours|us)\b",
                        re.I)
+# a sentence about the assistant or its answer ("You're right", "Your list is long"), not
+# about the user
+ABOUT_YOU = re.compile(r"(?:you|you're|you are|your)\b", re.I)
+# a message that asks what a file says: to read it, or a question ("store alpha in notes.md"
+# asks to write one)
+ABOUT_A_FILE = re.compile(r"\b(?:read|open|check|look|see|summari[sz]e|tell|show|say|says|said|"
+                          r"what|which|who|whom|where|when|how|find|according)\b", re.I)
+# a message about the instructions (a file, the rules, the prompt): a quote of them answers it
+ABOUT_INSTRUCTIONS = re.compile(
+    r"\.md\b|\binstruction|\brules?\b|\bprompt|\bguideline|\bagents\b|\bsoul\b|\btools\b",
+    re.IGNORECASE)
