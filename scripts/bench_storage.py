@@ -48,7 +48,7 @@ from clawd.loop.session import Session
 from clawd.memory.index import open_index
 from clawd.providers.scripted import ScriptedProvider
 from clawd.sessions.transcript import begin
-from clawd.storage.files import FileStorage
+from clawd.storage.files.storage import FileStorage
 
 KEY = "agent:main:main"
 

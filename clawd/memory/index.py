@@ -64,7 +64,7 @@ from clawd.memory.sources import StoredSources
 from clawd.memory.store import Store
 from clawd.memory.superseded import Superseded
 from clawd.memory.target import Seen, SyncCancelled, Target
-from clawd.workspace.disk import DiskFiles
+from clawd.storage.files.workspace import DiskFiles
 from clawd.workspace.interface import WorkspaceFiles
 
 log = logging.getLogger(__name__)

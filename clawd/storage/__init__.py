@@ -51,7 +51,7 @@ def open_storage(config: Config, agent_id: str, settings: AgentDefaults,
     url = config.storage.effective_url()
     if url:
         return open_database(url).agent(agent_id, now=now)
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
 
     return FileStorage(agent_id, Path(settings.workspace).expanduser().resolve(),
                        sessions_dir(agent_id), now=now)
@@ -59,7 +59,8 @@ def open_storage(config: Config, agent_id: str, settings: AgentDefaults,
 
 def open_people(config: Config) -> People:
     """The people of this clawd: ``people.json`` in the state folder, or the database's."""
-    from clawd.storage.people import FilePeople, PgPeople
+    from clawd.storage.files.people import FilePeople
+    from clawd.storage.postgres.people import PgPeople
 
     url = config.storage.effective_url()
     return PgPeople(open_database(url)) if url else FilePeople(state_dir() / "people.json")
@@ -68,7 +69,7 @@ def open_people(config: Config) -> People:
 
 def open_channels(config: Config) -> ChannelState:
     """What the channels keep: ``channels.json`` in the state folder, or the database's."""
-    from clawd.storage.channels import FileChannels
+    from clawd.storage.files.channels import FileChannels
 
     url = config.storage.effective_url()
     if not url:
@@ -86,6 +87,6 @@ def open_jobs(config: Config) -> JobStore:
         from clawd.storage.postgres.jobs import PgJobs
 
         return PgJobs(open_database(url))
-    from clawd.storage.jobs import FileJobs
+    from clawd.storage.files.jobs import FileJobs
 
     return FileJobs(state_dir())

@@ -332,7 +332,7 @@ def test_a_session_is_renamed_by_a_title_line_in_its_transcript(tmp_path, one_or
     sessions = tmp_path / "state" / "agents" / "main" / "sessions"
     (sessions / "sessions.json").unlink()
     from clawd.frontends.cli.sessions import rows
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
 
     [again] = rows(FileStorage("main", tmp_path / "ws", sessions), ended=False)
     assert again.summary.title == "Kyoto trip" and again.to_json()["lastActivity"] == last

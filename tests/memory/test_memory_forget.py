@@ -18,10 +18,10 @@ from clawd.memory import open_index
 from clawd.memory.forget import Request, find, forget, parse, remove, still_found
 from clawd.memory.plan import text_hash
 from clawd.memory.purge import embedded_texts
+from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.workspace import DiskFiles
 from clawd.tools.files import file_tools
 from clawd.tools.memory import memory_tools
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
 
 from conftest import disk_tool_context
 from memory_fakes import write

@@ -15,7 +15,7 @@ from clawd.frontends import cli
 from clawd.frontends.commands import Chat
 from clawd.memory import open_index
 from clawd.providers.scripted import ScriptedProvider
-from clawd.workspace.backups import DiskBackups
+from clawd.storage.files.backups import DiskBackups
 
 from conftest import make_runtime
 from memory_fakes import write

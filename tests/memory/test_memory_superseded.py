@@ -11,7 +11,7 @@ from pathlib import Path
 from clawd.context.consolidation import Op, apply, bullets, check, source_lines
 from clawd.memory.index import open_index
 from clawd.memory.superseded import annotate, latest, unmark
-from clawd.workspace.disk import DiskFiles
+from clawd.storage.files.workspace import DiskFiles
 from clawd.workspace.files import (
     ReplacedLine,
     read_context_files,

@@ -12,9 +12,9 @@ from clawd.config import AgentDefaults
 from clawd.core.errors import ClawdError, ToolError
 from clawd.memory.index import open_index
 from clawd.memory.notes import append_to_daily_log
+from clawd.storage.files.workspace import DiskFiles
 from clawd.tools.base import ToolContext
 from clawd.tools.memory import memory_tools
-from clawd.workspace.disk import DiskFiles
 
 from conftest import disk_tool_context
 from memory_fakes import FakeEmbedder, write

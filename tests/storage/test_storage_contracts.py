@@ -25,10 +25,11 @@ from clawd.core.messages import Message, ToolCall
 from clawd.memory import open_index
 from clawd.memory.interface import Memory
 from clawd.sessions.interface import SessionRecords, TranscriptLog
-from clawd.sessions.store import SessionStore
-from clawd.sessions.transcript import Transcript, begin, build_history
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
+from clawd.sessions.transcript import begin, build_history
+from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.sessions import SessionStore
+from clawd.storage.files.transcripts import Transcript
+from clawd.storage.files.workspace import DiskFiles
 from clawd.workspace.interface import Backups, Stat, WorkspaceFiles
 
 
@@ -349,7 +350,7 @@ def test_backups_keep_notes_and_name_what_is_missing(kept):
 # --- one agent's storage as a whole --------------------------------------------------------------
 
 def _files_storage(root: Path, url: str | None) -> Any:
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
 
     return FileStorage("main", root / "ws", root / "state" / "agents" / "main" / "sessions")
 
@@ -364,7 +365,7 @@ import sys, time
 from pathlib import Path
 kind, where = sys.argv[1], sys.argv[2]
 if kind == "files":
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
     root = Path(where)
     storage = FileStorage("main", root / "ws", root / "state" / "agents" / "main" / "sessions")
 else:

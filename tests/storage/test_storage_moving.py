@@ -16,7 +16,7 @@ from clawd.frontends.cli import main
 from clawd.loop.runtime import Runtime, fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.storage.files import FileStorage
+from clawd.storage.files.storage import FileStorage
 from clawd.storage.postgres import database
 from clawd.storage.postgres.database import MIGRATIONS
 from clawd.tools.files import file_tools

@@ -127,7 +127,7 @@ def _kept(config: Any) -> Any:
 
         return PgFailedAuth(open_database(url), config.gateway.auth.rate_limit)
     from clawd.core.paths import state_dir
-    from clawd.storage.lockouts import FILE, FileLockouts
+    from clawd.storage.files.lockouts import FILE, FileLockouts
 
     return FileLockouts(state_dir() / FILE)
 

@@ -29,7 +29,7 @@ from clawd.core.metrics import METRICS
 from clawd.core.paths import state_dir
 from clawd.sessions import lock
 from clawd.sessions.lock import CHAT_HINT, busy_error
-from clawd.storage.files import checked_id
+from clawd.storage.files.storage import checked_id
 from clawd.storage.postgres import fencing
 from clawd.storage.postgres.errors import unreachable
 from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources

@@ -25,14 +25,14 @@ from clawd.core.paths import state_dir
 from clawd.memory.index_store import IndexStore
 from clawd.memory.sources import StoredSources
 from clawd.sessions import lock
-from clawd.sessions.files import DELETED_DIR, transcripts
 from clawd.sessions.interface import SessionRecords
 from clawd.sessions.lock import CHAT_HINT
-from clawd.sessions.store import SessionStore, locked_file
-from clawd.sessions.transcript import Transcript
+from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.locking import locked_file
+from clawd.storage.files.sessions import SessionStore
+from clawd.storage.files.transcripts import DELETED_DIR, Transcript, transcripts
+from clawd.storage.files.workspace import DiskFiles
 from clawd.storage.interface import KeyValue
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
 from clawd.workspace.interface import Backups, WorkspaceFiles
 
 SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
