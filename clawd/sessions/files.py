@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message
 from clawd.sessions.entry import SessionEntry, new_entry
-from clawd.sessions.transcript import Loaded
+from clawd.sessions.interface import Loaded
 
 if TYPE_CHECKING:
     from clawd.sessions.interface import TranscriptLog

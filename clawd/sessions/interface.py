@@ -12,15 +12,23 @@ must pass. An entry is a ``SessionEntry`` (``sessions.entry``): typed fields, st
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from clawd.sessions.entry import SessionEntry
 
 if TYPE_CHECKING:
     from clawd.core.messages import Message
-    from clawd.sessions.transcript import Loaded
 
 Entry = SessionEntry
+
+
+@dataclass
+class Loaded:
+    header: dict[str, Any] | None
+    entries: list[dict[str, Any]]
+    warnings: list[str]
+    invalid_lines: list[int] = field(default_factory=list)  # the skipped lines' numbers
 
 
 class SessionRecords(Protocol):

@@ -24,6 +24,7 @@ import orjson
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, now_iso
+from clawd.sessions.interface import Loaded
 
 if TYPE_CHECKING:
     from clawd.sessions.interface import TranscriptLog
@@ -45,14 +46,6 @@ class History:
     # the user message of a turn the latest compaction summarised in part (kept verbatim
     # before the turn's kept steps): that turn can no longer be undone
     summarised_turn: str | None = None
-
-
-@dataclass
-class Loaded:
-    header: dict[str, Any] | None
-    entries: list[dict[str, Any]]
-    warnings: list[str]
-    invalid_lines: list[int] = field(default_factory=list)  # the skipped lines' numbers
 
 
 def parse_lines(lines: Iterable[tuple[int, bytes | str]], where: str, *,

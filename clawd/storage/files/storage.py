@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clawd.core.errors import ClawdError
 from clawd.core.messages import now_iso
 from clawd.core.metrics import METRICS
 from clawd.core.paths import state_dir
@@ -33,16 +31,8 @@ from clawd.storage.files.sessions import SessionStore
 from clawd.storage.files.transcripts import DELETED_DIR, Transcript, transcripts
 from clawd.storage.files.workspace import DiskFiles
 from clawd.storage.interface import KeyValue
+from clawd.storage.session_ids import checked_id
 from clawd.workspace.interface import Backups, WorkspaceFiles
-
-SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
-
-
-def checked_id(session_id: str) -> str:
-    """``session_id`` when it can name a session (never a path); a ``ClawdError`` if not."""
-    if not SESSION_ID.fullmatch(session_id):
-        raise ClawdError(f"{session_id[:80]!r} is not a session id")
-    return session_id
 
 
 class FileLease:

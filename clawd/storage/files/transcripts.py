@@ -17,7 +17,8 @@ import orjson
 from clawd.core.messages import Message, new_id, now_iso
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.files import Summary, entries_from, summarize
-from clawd.sessions.transcript import Loaded, begin, parse_lines
+from clawd.sessions.interface import Loaded
+from clawd.sessions.transcript import begin, parse_lines
 
 DELETED_DIR = "deleted"  # transcripts of deleted sessions: kept, but out of every listing
 

@@ -35,7 +35,7 @@ from clawd.workspace.backups import (
 from clawd.workspace.interface import Stat, Version
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 
 def canonical_path(path: str) -> str:
@@ -56,7 +56,7 @@ def canonical_path(path: str) -> str:
 class PgFiles:
     """One agent's workspace files: ``workspace_files`` rows."""
 
-    def __init__(self, db: Database, agent_id: str):
+    def __init__(self, db: Connections, agent_id: str):
         self.db, self.agent_id = db, agent_id
         self.location = f"{db.location} (workspace of agent {agent_id})"
 
@@ -184,7 +184,7 @@ class PgFiles:
 class PgBackups:
     """Kept versions of one agent's files: ``file_versions`` rows."""
 
-    def __init__(self, db: Database, agent_id: str, files: PgFiles):
+    def __init__(self, db: Connections, agent_id: str, files: PgFiles):
         self.db, self.agent_id, self.files = db, agent_id, files
         self.location = f"{db.location} (kept versions of agent {agent_id})"
 
@@ -259,7 +259,7 @@ class PgMemorySources:
     """The notes and transcripts of one agent as the memory index reads them
     (``memory.sources.StoredSources``): rows, stamped by size and change time."""
 
-    def __init__(self, db: Database, agent_id: str, files: PgFiles,
+    def __init__(self, db: Connections, agent_id: str, files: PgFiles,
                  transcript: Callable[[str], Any]):
         self.db, self.agent_id, self.files, self._transcript = db, agent_id, files, transcript
 

@@ -29,16 +29,16 @@ from clawd.core.metrics import METRICS
 from clawd.core.paths import state_dir
 from clawd.sessions import lock
 from clawd.sessions.lock import CHAT_HINT, busy_error
-from clawd.storage.files.storage import checked_id
 from clawd.storage.postgres import fencing
 from clawd.storage.postgres.errors import unreachable
 from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
 from clawd.storage.postgres.memory import PgIndexStore
 from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
 from clawd.storage.postgres.shared import RELEASES, UNFINISHED
+from clawd.storage.session_ids import checked_id
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 _held: dict[tuple[int, str, str], int] = {}  # sessions this process holds, and how often
 _acquiring: set[tuple[int, str, str]] = set()  # being waited for by a thread of ours
@@ -49,7 +49,7 @@ _changed = threading.Condition(threading.RLock())
 class PgLease:
     """A hold on one session key: an advisory lock on the process's lease connection."""
 
-    def __init__(self, db: Database, agent_id: str, key: str, wait: float | None, hint: str):
+    def __init__(self, db: Connections, agent_id: str, key: str, wait: float | None, hint: str):
         self.db, self.agent_id, self.key = db, agent_id, key
         self._slot = (id(db), agent_id, key)  # one process, one Database per URL
         self._released = False
@@ -170,7 +170,7 @@ def _one(conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
 class PgRecords:
     """``KeyValue`` as ``records`` rows."""
 
-    def __init__(self, db: Database, agent_id: str):
+    def __init__(self, db: Connections, agent_id: str):
         self.db, self.agent_id = db, agent_id
 
     def get(self, name: str) -> dict[str, Any] | None:
@@ -208,7 +208,7 @@ class PgStorage:
 
     kind = "postgresql"
 
-    def __init__(self, db: Database, agent_id: str, now: Callable[[], str] = now_iso):
+    def __init__(self, db: Connections, agent_id: str, now: Callable[[], str] = now_iso):
         self.db, self.agent_id = db, agent_id
         self.location = f"{db.location} (agent {agent_id})"
         self.sessions = PgSessions(db, agent_id, now, self.transcript, self.session_ids,
