@@ -50,7 +50,7 @@ class Chat:
         self.session = Session(runtime, key, model, pin=False, wait=wait)
         self.keys: list[tuple[str, str]] = []  # the front end's keys and what they do, for /help
         self.width: Callable[[], int] | None = None  # the terminal's width, for /help
-        if (runtime.storage.kind == "files" and not runtime.workspace.is_dir()
+        if (not runtime.storage.workspace_exists()
                 and runtime.settings.workspace_access != "none"):
             log.warning("the workspace %s does not exist (run clawd init to create it with "
                         "its starter files); chatting without workspace files until then",

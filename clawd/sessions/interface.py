@@ -25,10 +25,15 @@ Entry = SessionEntry
 
 @dataclass
 class Loaded:
+    """What ``TranscriptLog.load`` read: the header, the entries in order and what was
+    skipped."""
+
     header: dict[str, Any] | None
     entries: list[dict[str, Any]]
     warnings: list[str]
     invalid_lines: list[int] = field(default_factory=list)  # the skipped lines' numbers
+    numbers: list[int] = field(default_factory=list)  # each entry's line number (from 1)
+    lines: int = 0  # how many lines were read, blank ones included
 
 
 class SessionRecords(Protocol):

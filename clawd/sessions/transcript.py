@@ -52,8 +52,9 @@ def parse_lines(lines: Iterable[tuple[int, bytes | str]], where: str, *,
                 quiet: bool = False) -> Loaded:
     """A transcript from its numbered lines: the header, then every readable entry in order;
     a line that is not an entry object is skipped and reported (``where:number``)."""
-    header, entries, warnings, invalid = None, [], [], []
+    header, entries, warnings, invalid, numbers, count = None, [], [], [], [], 0
     for number, line in lines:
+        count = number
         if not line.strip():
             continue
         try:
@@ -71,7 +72,8 @@ def parse_lines(lines: Iterable[tuple[int, bytes | str]], where: str, *,
             header = entry
         else:
             entries.append(entry)
-    return Loaded(header, entries, warnings, invalid)
+            numbers.append(number)
+    return Loaded(header, entries, warnings, invalid, numbers, count)
 
 
 def begin(log: TranscriptLog, agent_id: str, **about: Any) -> Loaded:

@@ -57,6 +57,19 @@ def open_storage(config: Config, agent_id: str, settings: AgentDefaults,
                        sessions_dir(agent_id), now=now)
 
 
+def status_lines(config: Config) -> list[str]:
+    """Which store is in use and what it holds (``clawd storage status``)."""
+    url = config.storage.effective_url()
+    if not url:
+        from clawd.storage.files.home import status_lines as files_status
+
+        return files_status(state_dir())
+    db = open_database(url)
+    return [f"store: PostgreSQL {db.location}",
+            f"schema: version {db.schema_version} · vector extension {db.vector_version}",
+            " · ".join(f"{name}: {value:,}" for name, value in db.counts().items())]
+
+
 def open_people(config: Config) -> People:
     """The people of this clawd: ``people.json`` in the state folder, or the database's."""
     from clawd.storage.files.people import FilePeople
@@ -77,6 +90,19 @@ def open_channels(config: Config) -> ChannelState:
     from clawd.storage.postgres.channels import PgChannels
 
     return PgChannels(open_database(url))
+
+
+def open_lockouts(config: Config) -> Any:
+    """The gateway's sign-in lockouts as ``clawd users`` lists and lifts them:
+    ``lockouts.json`` in the state folder, or the database's ``auth_failures``."""
+    url = config.storage.effective_url()
+    if url:
+        from clawd.storage.postgres.auth import PgFailedAuth
+
+        return PgFailedAuth(open_database(url), config.gateway.auth.rate_limit)
+    from clawd.storage.files.lockouts import FILE, FileLockouts
+
+    return FileLockouts(state_dir() / FILE)
 
 
 def open_jobs(config: Config) -> JobStore:

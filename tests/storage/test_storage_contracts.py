@@ -27,6 +27,7 @@ from clawd.memory.interface import Memory
 from clawd.sessions.interface import SessionRecords, TranscriptLog
 from clawd.sessions.transcript import begin, build_history
 from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.memory import open_file_index
 from clawd.storage.files.sessions import SessionStore
 from clawd.storage.files.transcripts import Transcript
 from clawd.storage.files.workspace import DiskFiles
@@ -58,15 +59,15 @@ LOGS: dict[str, Callable[[Path, str | None], TranscriptLog]] = {
 }
 def _pg_memory(workspace: Path, state: Path, url: str | None) -> tuple[Memory, Any]:
     storage = _pg(url)
-    return open_index("main", workspace, MemorySearch(), state, None,
-                      stored=storage.memory_sources, files=storage.files,
+    return open_index("main", workspace, MemorySearch(), state,
+                      sources=storage.memory_sources, files=storage.files,
                       open_store=storage.memory_index), storage.files
 
 
 # memory factories: (the index, the workspace files it reads)
 MEMORIES: dict[str, Callable[[Path, Path, str | None], tuple[Memory, WorkspaceFiles]]] = {
     "sqlite": lambda workspace, state, url: (
-        open_index("main", workspace, MemorySearch(), state, state / "sessions"),
+        open_file_index("main", workspace, MemorySearch(), state, state / "sessions"),
         DiskFiles(workspace)),
     "postgresql": _pg_memory,
 }

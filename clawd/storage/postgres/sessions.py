@@ -189,4 +189,6 @@ class PgTranscript:
         return [row[0] for row in rows]
 
     def load(self, *, quiet: bool = False) -> Loaded:
-        return parse_lines(enumerate(self.raw_lines(), start=1), self.location, quiet=quiet)
+        # numbered as the lines of a JSONL file, whose last line ends with a newline
+        return parse_lines(enumerate([*self.raw_lines(), ""], start=1), self.location,
+                           quiet=quiet)

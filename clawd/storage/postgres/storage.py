@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +31,9 @@ from clawd.sessions import lock
 from clawd.sessions.lock import CHAT_HINT, busy_error
 from clawd.storage.postgres import fencing
 from clawd.storage.postgres.errors import unreachable
-from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
+from clawd.storage.postgres.files import PgBackups, PgFiles
 from clawd.storage.postgres.memory import PgIndexStore
+from clawd.storage.postgres.memory_sources import PgMemorySources
 from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
 from clawd.storage.postgres.shared import RELEASES, UNFINISHED
 from clawd.storage.session_ids import checked_id
@@ -255,3 +256,20 @@ class PgStorage:
 
     def hold(self, key: str, wait: float | None = None, hint: str = CHAT_HINT) -> PgLease:
         return PgLease(self.db, self.agent_id, key, wait, hint)
+
+    def workspace_exists(self) -> bool:
+        return True  # rows: there is nothing to create first
+
+    def check(self, access: str) -> Iterator[tuple[bool, str, str]]:
+        """The database: reached, its schema, pgvector, a record written and read back."""
+        db = self.db
+        yield True, "storage", (f"{db.location}: schema version {db.schema_version}, vector "
+                                f"{db.vector_version}")
+        try:
+            self.records.put("doctor", {"checkedAt": time.time()})
+            ok = self.records.get("doctor") is not None
+            yield ok, "workspace", (f"{self.files.location} can be written" + (
+                "" if access == "rw" else f" (workspaceAccess {access!r}: clawd will not "
+                "write it)") if ok else "a record written to the database did not read back")
+        except Exception as exc:  # noqa: BLE001 - the doctor says what failed, in one line
+            yield False, "workspace", f"{self.location}: {str(exc).splitlines()[0]}"
