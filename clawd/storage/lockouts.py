@@ -3,6 +3,6 @@ are ``storage.files.lockouts`` (the gateway's server still imports them from her
 
 from __future__ import annotations
 
-from clawd.storage.files.lockouts import FILE, LOOK_SECONDS, FileLockouts
+from clawd.storage.files.lockouts import FILE, FileLockouts
 
-__all__ = ["FILE", "LOOK_SECONDS", "FileLockouts"]
+__all__ = ["FILE", "FileLockouts"]

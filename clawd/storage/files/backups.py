@@ -8,9 +8,9 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
+from clawd.workspace import backups
 from clawd.workspace.backups import (
     HISTORY_DIR,
-    KEEP,
     PROTECTED,
     STAMP,
     find_version,
@@ -37,7 +37,7 @@ class DiskBackups:
         stamp = next_stamp(now, [p.stem for p in directory.glob(f"{now.strftime(STAMP)}*.md")])
         target = directory / f"{stamp}.md"
         shutil.copy2(self.root / path, target)
-        for old in self.versions(path)[:-KEEP]:
+        for old in self.versions(path)[:-backups.KEEP]:  # read when used: it may be lowered
             self._file(old).unlink(missing_ok=True)
         return Version(path, stamp, target.stat().st_size)
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 class PgMemorySources:
     """The notes and transcripts of one agent as the memory index reads them
-    (``memory.sources.StoredSources``): rows, stamped by size and change time."""
+    (``memory.sources.MemorySources``): rows, stamped by size and change time."""
 
     def __init__(self, db: Connections, agent_id: str, files: PgFiles,
                  transcript: Callable[[str], TranscriptLog]):
