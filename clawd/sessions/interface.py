@@ -2,8 +2,10 @@
 
 ``SessionRecords`` is the session store (one entry per session key: which session id it
 points at, its counters, its model pin); ``TranscriptLog`` is one session's append-only log of
-entries (messages, compactions, undos). The embedded implementations are ``SessionStore``
-(``sessions.json``, locked and atomically replaced) and ``Transcript`` (a JSONL file). A
+entries (messages, compactions, undos), read back as ``Loaded`` (each entry with its line
+number). The embedded implementations are ``storage.files.sessions.SessionStore``
+(``sessions.json``, locked and atomically replaced) and ``storage.files.transcripts.Transcript``
+(a JSONL file). A
 hosted, many-user clawd (stateless workers, one PostgreSQL database) is a second
 implementation of both: ``tests/storage/test_storage_contracts.py`` is the suite any implementation
 must pass. An entry is a ``SessionEntry`` (``sessions.entry``): typed fields, stored as JSON.
