@@ -237,6 +237,13 @@ def test_no_import_circles():
     assert circles(graph) == []
 
 
+def test_the_storage_packages_have_no_circles_type_checking_imports_included():
+    """A store names the others through their interfaces (``storage.interface``,
+    ``storage.postgres.connections``), never the class that builds it."""
+    graph = import_graph(type_checking=True)
+    assert [c for c in circles(graph) if all(m.startswith("clawd.storage") for m in c)] == []
+
+
 def test_no_module_over_400_lines():
     sizes = {path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8")
                                                     .splitlines())
