@@ -1,8 +1,10 @@
 """Where an agent's sessions, transcripts, workspace files and records live.
 
-``open_storage`` is the one place that chooses: the embedded files (``FileStorage``) by
-default, or PostgreSQL when ``storage.url`` (or ``CLAWD_STORAGE_URL``) names a database.
-The rest of clawd sees only ``interface.AgentStorage``.
+``open_storage`` (and ``open_people``, ``open_channels``, ``open_jobs``, ``open_lockouts``
+and ``status_lines``) is the one place that chooses: the embedded files (``storage.files``)
+by default, or PostgreSQL (``storage.postgres``) when ``storage.url`` (or
+``CLAWD_STORAGE_URL``) names a database. The rest of clawd sees only the interfaces
+(``interface.AgentStorage``, ``people.People``, ``channels.ChannelState``, ``jobs.JobStore``).
 """
 
 from __future__ import annotations
