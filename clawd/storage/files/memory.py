@@ -26,13 +26,13 @@ from clawd.memory.sources import (
     extra_roots,
     is_under,
 )
+from clawd.storage.files.memory_watch import Watcher
 from clawd.storage.files.transcripts import Transcript, transcripts
 from clawd.storage.files.workspace import DiskFiles
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 
 if TYPE_CHECKING:
     from clawd.memory.index import MemoryIndex
-    from clawd.storage.files.memory_watch import Watcher
 
 
 class DiskSources:
@@ -58,8 +58,6 @@ class DiskSources:
         return ""  # the folders are watched (``watch``), not polled
 
     def watch(self, settings: MemorySearch, on_change: Callable[[], None]) -> Watcher:
-        from clawd.storage.files.memory_watch import Watcher
-
         watcher = Watcher(self.workspace, settings, self.sessions_dir, on_change)
         watcher.start()
         return watcher
