@@ -46,7 +46,7 @@ def _runtime(tmp: Path, model_ms: float):
     from clawd.config import AgentDefaults, Config
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.providers.scripted import ScriptedProvider
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
     from clawd.tools.files import file_tools
 
     def step(request):

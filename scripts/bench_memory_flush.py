@@ -238,7 +238,7 @@ def run(name: str, flush: bool, plan: list[Turn], facts: list[Fact], docs: dict[
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
     from clawd.tools.files import file_tools
 
     started = time.perf_counter()

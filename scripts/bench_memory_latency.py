@@ -54,8 +54,8 @@ from clawd.config import MemorySearch
 from clawd.memory import plan
 from clawd.memory.chunker import chunk_text
 from clawd.memory.embeddings import signature
-from clawd.memory.index import open_index
 from clawd.memory.search import STOP_WORDS
+from clawd.storage.files.memory import open_file_index
 
 DIMS = 384
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -121,7 +121,7 @@ def build(size: int, state: Path, seed: int = 7):
     settings = MemorySearch.model_validate({"sync": {"watch": False}, "fallback": "none"})
     workspace = state / "ws"
     workspace.mkdir(parents=True, exist_ok=True)
-    index = open_index(f"bench{size}", workspace, settings, state, embedder=embedder)
+    index = open_file_index(f"bench{size}", workspace, settings, state, embedder=embedder)
     store = index.store
     started = time.perf_counter()
     with store.lock, store.transaction():
@@ -295,7 +295,7 @@ def _indexing(state: Path, chunks_wanted: int) -> dict:
 
     before = raw(segments)
     embedder._session = timed = TimedSession(embedder._session)
-    index = open_index("indexing", workspace, settings, state, embedder=embedder)
+    index = open_file_index("indexing", workspace, settings, state, embedder=embedder)
     t0 = time.perf_counter()
     summary = index.sync()
     sync_s = time.perf_counter() - t0

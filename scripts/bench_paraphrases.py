@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from clawd.config import MemorySearch
 from clawd.memory import parts as partition
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_embedders  # noqa: E402
@@ -103,9 +103,9 @@ def run(name: str, files: dict[str, str], cases: list[dict], off: list[tuple[str
             path.write_text(text, encoding="utf-8")
     settings = MemorySearch.model_validate({"provider": "local", "fallback": "none",
                                             "sync": {"watch": False}})
-    index = open_index("bench", workspace, settings,
-                       state / name / ("parts" if parts else "segments"),
-                       embedder=embedder or bench_embedders.make("minilm"), env={})
+    index = open_file_index("bench", workspace, settings,
+                            state / name / ("parts" if parts else "segments"),
+                            embedder=embedder or bench_embedders.make("minilm"), env={})
     index.sync(force=True)  # the variant is not part of the index's signature
     out: dict[str, dict[str, float]] = {}
     targets: dict[str, list[float]] = {}

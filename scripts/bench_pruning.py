@@ -129,7 +129,7 @@ def run_mode(mode: str, plan: list[Turn], root: Path) -> Run:
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
     from clawd.tools.base import Tool, schema
 
     started = time.perf_counter()

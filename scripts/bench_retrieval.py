@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from clawd.config import MemorySearch
 from clawd.memory import candidates
 from clawd.memory import search as policy
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_embedders  # noqa: E402
@@ -199,8 +199,8 @@ def main() -> int:
             evidence = [where[d] for d in evidence_ids(q) if d in where]
             if evidence:
                 questions.append((q["question"], evidence))
-        index = open_index(f"conv{number}", workspace, settings, state / f"conv-{number}",
-                           embedder=embedder)
+        index = open_file_index(f"conv{number}", workspace, settings, state / f"conv-{number}",
+                                embedder=embedder)
         started = time.perf_counter()
         summary = index.sync()
         index_seconds += time.perf_counter() - started

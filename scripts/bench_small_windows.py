@@ -97,7 +97,7 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
     from clawd.tools.memory import memory_tools

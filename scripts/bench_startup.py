@@ -147,7 +147,7 @@ def loop_overhead(root: Path, messages: int, turns: int) -> tuple[float, float, 
     from clawd.frontends.commands import Chat
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.providers.scripted import ScriptedProvider
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
     from clawd.workspace.init import apply, plan_init

@@ -48,7 +48,8 @@ from clawd.loop.session import Session
 from clawd.memory.index import open_index
 from clawd.providers.scripted import ScriptedProvider
 from clawd.sessions.transcript import begin
-from clawd.storage.files import FileStorage
+from clawd.storage.files.memory import open_file_index
+from clawd.storage.files.storage import FileStorage
 
 KEY = "agent:main:main"
 
@@ -104,7 +105,6 @@ def memory(storage, workspace: Path, state: Path, spec: str, data: Path) -> dict
     import json
 
     items = json.loads(data.read_text())
-    stored = getattr(storage, "memory_sources", None)
     hit5, count, search_ms, sync_s = 0, 0, [], 0.0
     for number in bench_retrieval.conversations(spec):
         files = bench_retrieval.session_files(items[number]["conversation"])
@@ -118,8 +118,9 @@ def memory(storage, workspace: Path, state: Path, spec: str, data: Path) -> dict
             if q.get("category") in (1, 2, 3, 4) and evidence:
                 count += 1
                 q["_evidence"] = evidence
-    index = open_index("main", workspace, MemorySearch(), state, None, stored=stored,
-                       files=storage.files, open_store=storage.memory_index)
+    index = open_index("main", workspace, MemorySearch(), state,
+                       sources=storage.memory_sources, files=storage.files,
+                       open_store=storage.memory_index)
     t0 = time.perf_counter()
     index.sync()
     sync_s = time.perf_counter() - t0
@@ -193,8 +194,8 @@ def scale(storage, workspace: Path, state: Path, data: tuple) -> dict[str, float
     texts, means, parts, questions, queries = data
     embedder = PresetEmbedder()
     settings = MemorySearch.model_validate({"sync": {"watch": False}, "fallback": "none"})
-    index = open_index("scale", workspace, settings, state, embedder=embedder,
-                       open_store=storage.memory_index)
+    index = open_file_index("scale", workspace, settings, state, embedder=embedder,
+                            open_store=storage.memory_index)
     store = index.store
     t0 = time.perf_counter()
     ids = []

@@ -43,7 +43,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_retrieval import DEFAULT_DATA, conversations, evidence_ids, hits, session_files
 
 from clawd.config import MemorySearch, Query
-from clawd.memory.index import MemoryIndex, open_index
+from clawd.memory.index import MemoryIndex
+from clawd.storage.files.memory import open_file_index
 
 OVER_TIME = ROOT / "tests" / "data" / "memory_over_time.json"
 # name -> query settings on top of the defaults
@@ -100,7 +101,7 @@ def open_set(name: str, state: Path, files: dict[str, str], today: date,
         shutil.copyfile(seed, target)
     settings = MemorySearch.model_validate({"provider": "local", "fallback": "none",
                                             "sync": {"watch": False}})
-    index = open_index(agent, workspace, settings, state / name, today=lambda: today)
+    index = open_file_index(agent, workspace, settings, state / name, today=lambda: today)
     index.sync()
     return index
 

@@ -354,7 +354,7 @@ def flush_points(point: dict[str, Any]) -> list[tuple[str, bool, bool]]:
     from clawd.context.flush import FACT_CHARS, unsaved_words
     from clawd.core.messages import Message
     from clawd.core.textcut import shorten
-    from clawd.workspace.disk import DiskFiles
+    from clawd.storage.files.workspace import DiskFiles
 
     kept: set[str] = set()
     with tempfile.TemporaryDirectory() as root:

@@ -15,12 +15,12 @@ from clawd.config import AgentDefaults, Config
 from clawd.core.messages import iso_clock
 from clawd.loop.runtime import Runtime, fixed_models
 from clawd.providers.scripted import ScriptedProvider
-from clawd.storage.files import FileStorage
+from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.storage import FileStorage
+from clawd.storage.files.workspace import DiskFiles
 from clawd.tools.base import ToolContext
 from clawd.tools.exec import exec_tool
 from clawd.tools.files import file_tools
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
 
 
 @pytest.fixture(autouse=True)

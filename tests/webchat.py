@@ -103,7 +103,7 @@ class Served:
             from clawd.storage.postgres import database
 
             return database(self.storage_url).agent(agent)
-        from clawd.storage.files import FileStorage
+        from clawd.storage.files.storage import FileStorage
 
         workspace = self.home / ("ws" if agent == "main" else f"ws-{agent}")
         return FileStorage(agent, workspace, self.home / ".clawd" / "agents" / agent /

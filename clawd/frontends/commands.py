@@ -59,7 +59,7 @@ class Chat:
         ``sessions.lock.WAIT_SECONDS``); ``background``: a one-shot run, which syncs memory
         on its first search rather than at the start."""
         chat = cls(runtime, Session.open(runtime, key, model, pin=False, wait=wait))
-        if (runtime.storage.kind == "files" and not runtime.workspace.is_dir()
+        if (not runtime.storage.workspace_exists()
                 and runtime.settings.workspace_access != "none"):
             log.warning("the workspace %s does not exist (run clawd init to create it with "
                         "its starter files); chatting without workspace files until then",

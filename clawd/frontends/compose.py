@@ -100,7 +100,7 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
     from clawd.guards.profile import make_profile
     from clawd.loop.runtime import ModelHandle, Runtime
     from clawd.providers import registry
-    from clawd.storage import open_storage, sessions_dir
+    from clawd.storage import open_storage
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
 
@@ -116,9 +116,8 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
 
         openai = config.models.providers.get("openai")
         memory = open_index(agent_id, workspace, settings.memory_search, storage.index_home,
-                            sessions_dir(agent_id),
+                            sources=storage.memory_sources, files=storage.files,
                             openai_base_url=openai.base_url if openai else None,
-                            stored=storage.memory_sources, files=storage.files,
                             open_store=storage.memory_index)
         tools += memory_tools()
     if config.automation.enabled and agent_id.lower() not in config.people_agents:

@@ -1,8 +1,10 @@
 """Memory search: a per-agent index over the Markdown memory files, searched by meaning and
 by exact tokens (hybrid BM25 + vector).
 
-Entry point: ``open_index(agent_id, workspace, settings, state_dir, sessions_dir)`` from
-``clawd.memory.index``, re-exported here. Importing this package loads no model and no SDK;
+Entry point: ``open_index(agent_id, workspace, settings, state_dir, sources=, files=)``
+from ``clawd.memory.index``, re-exported here: the index reads the notes and transcripts only
+through the agent's store (``sources``, ``files``: ``AgentStorage.memory_sources`` and
+``files``). Importing this package loads no model and no SDK;
 the embedding model is loaded on the first embedding.
 """
 

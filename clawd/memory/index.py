@@ -1,7 +1,9 @@
 """The memory index of one agent: keeping it in step with the files, and searching it.
 
-``open_index(agent_id, workspace, settings, state_dir, sessions_dir)`` returns a
-``MemoryIndex``; nothing heavy happens until the first ``sync`` or ``search``:
+``open_index(agent_id, workspace, settings, state_dir, sources=, files=)`` returns a
+``MemoryIndex`` over what the agent's store keeps (``sources``: its memory files and
+transcripts, ``memory.sources.MemorySources``; ``files``: its workspace files, for MEMORY.md's
+replaced lines); nothing heavy happens until the first ``sync`` or ``search``:
 
 - ``sync(force=False, progress=None) -> dict`` re-reads changed files (by size, mtime,
   then content hash), chunks them, embeds new text (through the embedding cache, so
@@ -61,11 +63,10 @@ from clawd.memory.index_store import IndexStore
 from clawd.memory.interface import SearchResults
 from clawd.memory.matrix import VectorMatrix
 from clawd.memory.plan import skipped_files, unchanged
-from clawd.memory.sources import StoredSources
+from clawd.memory.sources import MemorySources, Watching
 from clawd.memory.store import Store
 from clawd.memory.superseded import Superseded
 from clawd.memory.target import Seen, SyncCancelled, Target
-from clawd.workspace.disk import DiskFiles
 from clawd.workspace.interface import WorkspaceFiles
 
 log = logging.getLogger(__name__)
@@ -87,19 +88,17 @@ class MemoryIndex:
     """Search over one agent's memory files; safe to share with the watcher thread."""
 
     def __init__(self, agent_id: str, workspace: Path, settings: MemorySearch,
-                 state_dir: Path, sessions_dir: Path | None = None, *,
+                 state_dir: Path, *, sources: MemorySources, files: WorkspaceFiles,
                  embedder: Embedder | None = None, fallback: Embedder | None = None,
                  env: Mapping[str, str] | None = None, openai_base_url: str | None = None,
                  today: Callable[[], date] = date.today,
-                 stored: StoredSources | None = None, files: WorkspaceFiles | None = None,
                  open_store: Callable[[], IndexStore] | None = None):
         self.agent_id = agent_id
-        self.stored = stored  # the files are kept in a store (polled, not watched)
+        self.sources = sources  # the notes and transcripts, read only through the store
         self._fingerprint: str | None = None  # the store's, at the last sync
         self.today = today  # the day dated notes' age is counted from (temporalDecay)
-        self.workspace = workspace
+        self.workspace = workspace  # the agent's workspace, as ``status`` names it
         self.settings = settings
-        self.sessions_dir = sessions_dir
         self.path = store_path(agent_id, settings, state_dir)
         self._open_store = open_store or self._open_file
         self._store: IndexStore | None = None  # opened on first use, off the start-up path
@@ -115,12 +114,9 @@ class MemoryIndex:
         self._background: threading.Thread | None = None
         self.synced = False  # this process has synced the index at least once
         self.vectors = VectorMatrix()  # the vector stage's in-process fast path
-        self._watcher: Any = None
+        self._watcher: Watching | None = None
         self._pool: Any = None
-        if stored is not None and files is None:  # the folder is not where the notes are
-            raise ValueError("an index over stored notes reads MEMORY.md through their files")
-        # replaced lines, marked; the folder ``workspace`` is the files of the embedded default
-        self.superseded = Superseded(files or DiskFiles(workspace))
+        self.superseded = Superseded(files)  # MEMORY.md's replaced lines, marked
 
     @property
     def store(self) -> IndexStore:
@@ -154,7 +150,7 @@ class MemoryIndex:
         with self._sync_lock, self.store.syncing(self._cancel):
             with self._lock:
                 changes = self._changes
-            fingerprint = self.stored.fingerprint() if self.stored is not None else None
+            fingerprint = self.sources.fingerprint()
             result = sync.run(self._target(), self.embedders, force=force,
                                   progress=progress)
             with self._lock:
@@ -168,8 +164,7 @@ class MemoryIndex:
             return result
 
     def _target(self) -> Target:
-        return Target(self.store, self.settings, self.workspace, self.sessions_dir,
-                      self.batch_seen, self._cancel, self.stored)
+        return Target(self.store, self.settings, self.sources, self.batch_seen, self._cancel)
 
     def _refresh(self) -> None:
         """Before a search (``sync.onSearch``): bring the index up to date without waiting.
@@ -192,10 +187,10 @@ class MemoryIndex:
         self.sync_in_background()
 
     def _poll(self) -> None:
-        """Files kept in a store are not watched: a change (by this process or another)
-        shows in its fingerprint, asked before a search."""
-        if self.stored is not None and self.synced and not self.dirty \
-                and self.stored.fingerprint() != self._fingerprint:
+        """Files kept in a store that is not watched (a database): a change (by this process
+        or another) shows in its fingerprint, asked before a search."""
+        if self.synced and not self.dirty \
+                and self.sources.fingerprint() != self._fingerprint:
             self.mark_dirty()
 
     def sync_in_background(self) -> None:
@@ -242,13 +237,10 @@ class MemoryIndex:
             and time.monotonic() - self._polled_at >= interval
 
     def start_watcher(self) -> None:
-        """Watch the memory files (``sync.watch``) and sync after each burst of changes."""
-        if self._watcher is None and self.settings.sync.watch and self.stored is None:
-            from clawd.memory.watch import Watcher
-
-            self._watcher = Watcher(self.workspace, self.settings, self.sessions_dir,
-                                    self._sync_after_change)
-            self._watcher.start()
+        """Watch the memory files (``sync.watch``) and sync after each burst of changes, where
+        the store can be watched (``MemorySources.watch``; a database is polled instead)."""
+        if self._watcher is None and self.settings.sync.watch:
+            self._watcher = self.sources.watch(self.settings, self._sync_after_change)
 
     def _sync_after_change(self) -> None:
         self.mark_dirty()
@@ -411,23 +403,21 @@ def _path(rows: Mapping[int, Any], chunk_id: int) -> str | None:
     return row.path if row is not None else None
 
 
-def open_index(agent_id: str, workspace: Path, settings: MemorySearch, state_dir: Path,
-               sessions_dir: Path | None = None, *, embedder: Embedder | None = None,
-               fallback: Embedder | None = None,
+def open_index(agent_id: str, workspace: Path, settings: MemorySearch, state_dir: Path, *,
+               sources: MemorySources, files: WorkspaceFiles,
+               embedder: Embedder | None = None, fallback: Embedder | None = None,
                env: Mapping[str, str] | None = None,
                openai_base_url: str | None = None,
                today: Callable[[], date] = date.today,
-               stored: StoredSources | None = None,
-               files: WorkspaceFiles | None = None,
                open_store: Callable[[], IndexStore] | None = None) -> MemoryIndex:
     """The agent's memory index (created on first use). ``embedder``/``fallback`` replace
     the configured providers (tests, benchmarks); ``env`` replaces ``os.environ`` for keys;
     ``openai_base_url`` (``models.providers.openai.baseUrl``) serves remote embeddings when
     ``remote.baseUrl`` is not set; ``today`` is the clock temporal decay counts ages by;
-    ``stored`` and ``files``: where the notes (and transcripts) are when a store keeps them
-    rather than the folder ``workspace``; ``open_store``: the ``IndexStore`` the rows are
-    kept in (a database's) instead of the SQLite file ``store_path`` names."""
-    return MemoryIndex(agent_id, workspace, settings, state_dir, sessions_dir,
+    ``sources`` and ``files``: the notes (and transcripts) and the workspace files as the
+    agent's store keeps them (``AgentStorage.memory_sources`` and ``files``); ``open_store``:
+    the ``IndexStore`` the rows are kept in (a database's) instead of the SQLite file
+    ``store_path`` names."""
+    return MemoryIndex(agent_id, workspace, settings, state_dir, sources=sources, files=files,
                        embedder=embedder, fallback=fallback, env=env,
-                       openai_base_url=openai_base_url, today=today, stored=stored,
-                       files=files, open_store=open_store)
+                       openai_base_url=openai_base_url, today=today, open_store=open_store)

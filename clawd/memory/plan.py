@@ -22,7 +22,7 @@ from typing import Any
 
 from clawd.config import MemorySearch
 from clawd.memory.chunker import Chunk, chunk_text
-from clawd.memory.sources import NotText, all_sources, read_source
+from clawd.memory.sources import NotText, read_source
 from clawd.memory.target import Target
 from clawd.workspace.files import MEMORY_FILE, without_replaced
 from clawd.workspace.template import template_lines
@@ -91,8 +91,7 @@ def make_plan(target: Target, embedding: str | None, force: bool = False) -> Syn
 
     target.check()
     links: dict[str, str] = {}
-    sources = all_sources(target.workspace, target.settings, target.sessions_dir, links,
-                          target.stored)
+    sources = target.sources.sources(target.settings, links)
     known = store.files()
     warned = skipped_files(store)
     # key -> (reason, stamp): the stamp tells whether a skipped file changed since.
@@ -142,8 +141,7 @@ def unchanged(target: Target) -> bool:
     """Whether the index holds every source file as it is now, judged by size and time
     alone (nothing is read): for ``status`` in a process that has not synced yet."""
     known = target.store.files()
-    sources = all_sources(target.workspace, target.settings, target.sessions_dir, {},
-                          target.stored)
+    sources = target.sources.sources(target.settings, {})
     skipped = skipped_files(target.store)
     seen = set()
     for source in sources:

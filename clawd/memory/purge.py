@@ -73,8 +73,7 @@ def _levels(index: Any, rows: list[ChunkRow]) -> dict[tuple[str, int, int], tupl
     out: dict[tuple[str, int, int], tuple[int, ...]] = {}
     for path in {row.path for row in rows}:
         try:
-            raw = (index.stored.read(path) if index.stored is not None
-                   else (index.workspace / path).read_bytes())
+            raw = index.sources.read(path)
             if raw is None:
                 continue
             text = decode_text(raw)

@@ -1,14 +1,19 @@
-"""What the memory index reads: the memory files, ``extraPaths`` and (opt-in) transcripts.
+"""What the memory index reads: the memory files, ``extraPaths`` and (opt-in) transcripts,
+always through the agent's store (``MemorySources``), never a folder of its own.
 
-``MEMORY.md`` and ``memory/**/*.md`` are found under the workspace; a symlink (to a file or a
-folder) leading out of the workspace is skipped, and reported in the ``skipped`` mapping the
-caller passes so that the index can warn once, not on every sync. ``extraPaths`` entries
-(files or directories of ``.md`` files, relative to the workspace or absolute) are the
-user's explicit choice and may lie outside it. Files inside the workspace are keyed by
-their workspace-relative path, others by their absolute path.
-Session transcripts are indexed only with ``experimental.sessionMemory`` on
-and ``"sessions"`` in ``sources``: each JSONL line becomes one text line (user and assistant
-text, everything else blank) so a result's line range is the transcript's own line range.
+The store lists them as ``SourceFile``s (a key, a size and time, a way to read it) and says
+when any changed: the embedded files by a watch on their folders
+(``storage.files.memory.DiskSources``), a database by a ``fingerprint`` polled before a
+search (``storage.postgres.memory_sources``). ``MEMORY.md`` and ``memory/**/*.md`` are keyed
+by their workspace-relative path; ``extraPaths`` entries (files or directories of ``.md``
+files, relative to the workspace or absolute: ``extra_roots``) are the user's explicit
+choice and may lie outside it, keyed by their absolute path. A link leading out of the
+workspace is skipped, and reported in the ``skipped`` mapping the caller passes so that the
+index can warn once, not on every sync.
+Session transcripts are indexed only with ``experimental.sessionMemory`` on and
+``"sessions"`` in ``sources``: read as the store's parsed entries (``TranscriptLog.load``),
+each transcript line becomes one text line (user and assistant text, everything else blank)
+so a result's line range is the transcript's own line range.
 
 A memory file must be UTF-8 text: ``read_source`` (and ``decode_text`` and ``stored_text``
 for ``memory_get``) raises ``NotText`` for one holding NUL bytes or invalid UTF-8, which
@@ -17,16 +22,14 @@ the index skips instead of filling itself with binary junk.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from clawd.config import MemorySearch
-from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
+from clawd.sessions.interface import Loaded
 
 log = logging.getLogger(__name__)
 
@@ -43,49 +46,59 @@ class Stamp(NamedTuple):
 class SourceFile:
     key: str  # the path results and memory_get use
     source: str  # "memory" | "sessions"
-    path: Path | None  # real location on disk; None: kept in a store (``reader``)
-    reader: Callable[[], bytes] | None = None
-    stamp: Stamp | None = None
+    stamp: Stamp | Callable[[], Any]  # its size and time, or how to ask (OSError: gone)
+    reader: Callable[[], bytes] | None = None  # a memory file's bytes
+    log: Callable[[], Loaded] | None = None  # a transcript's entries, as its store parsed them
 
     def stat(self) -> Any:
         """Its size and time (``st_size``, ``st_mtime``, ``st_mtime_ns``)."""
-        if self.stamp is not None:
-            return self.stamp
-        assert self.path is not None
-        return self.path.stat()
+        return self.stamp() if callable(self.stamp) else self.stamp
 
     def read(self) -> bytes:
-        if self.reader is not None:
-            return self.reader()
-        assert self.path is not None
-        return self.path.read_bytes()
-
-
-class StoredSources(Protocol):
-    """Memory files and transcripts kept in a store rather than a folder (a database): the
-    index reads them through this, and polls ``fingerprint`` where a folder is watched."""
-
-    def sources(self, settings: MemorySearch) -> list[SourceFile]:
-        """The memory files (and, with session memory on, the transcripts) to index."""
-        ...
-
-    def read(self, key: str) -> bytes | None:
-        """The bytes of the memory file ``key`` (workspace-relative), or None."""
-        ...
-
-    def fingerprint(self) -> str:
-        """Changes whenever a memory file or transcript does (cheap: no file is read)."""
-        ...
-
-
-class NotText(ValueError):
-    """A memory file that is not UTF-8 text (binary data, or another encoding)."""
+        assert self.reader is not None, "a transcript is read as entries (log)"
+        return self.reader()
 
 
 # Why a path was skipped, keyed by the path results would have used.
 Skipped = dict[str, str]
 LINK_OUT = "a link out of the workspace"
 FOLDER_LINK_OUT = "a link to a folder out of the workspace"
+
+
+class Watching(Protocol):
+    """A watch on the memory files, calling back after each burst of changes."""
+
+    def stop(self) -> None: ...
+
+
+class MemorySources(Protocol):
+    """The memory files and transcripts of one agent, as its store keeps them: the index
+    reads them only through this."""
+
+    def sources(self, settings: MemorySearch, skipped: Skipped | None = None
+                ) -> list[SourceFile]:
+        """The memory files (and, with session memory on, the transcripts) to index; a file
+        left out for a reason (a link out of the workspace) goes to ``skipped``."""
+        ...
+
+    def read(self, key: str) -> bytes | None:
+        """The bytes of the memory file ``key`` (as ``sources`` keys it), or None."""
+        ...
+
+    def fingerprint(self) -> str:
+        """Changes whenever a memory file or transcript does (cheap: no file is read); a
+        store that is watched (``watch``) may keep it constant."""
+        ...
+
+    def watch(self, settings: MemorySearch, on_change: Callable[[], None]
+              ) -> Watching | None:
+        """Call ``on_change`` shortly after the files change (``sync.watch``), started; None
+        when the store is not watched (the index polls ``fingerprint`` instead)."""
+        ...
+
+
+class NotText(ValueError):
+    """A memory file that is not UTF-8 text (binary data, or another encoding)."""
 
 
 def decode_text(raw: bytes) -> str:
@@ -115,23 +128,6 @@ def is_under(root: Path, path: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _markdown_under(directory: Path, root: Path | None = None,
-                    skipped: Skipped | None = None) -> list[Path]:
-    """The ``.md`` files below ``directory``. Linked folders are not followed; with ``root``
-    given, those leading out of it are recorded in ``skipped``."""
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(directory):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        if root is not None and skipped is not None:
-            for name in dirnames:
-                link = Path(dirpath) / name
-                if link.is_symlink() and not is_under(root, link.resolve()):
-                    skipped[link.relative_to(root).as_posix()] = FOLDER_LINK_OUT
-        found += [Path(dirpath) / name for name in sorted(filenames)
-                  if name.lower().endswith(".md") and not name.startswith(".")]
-    return found
-
-
 def extra_roots(workspace: Path, settings: MemorySearch) -> list[Path]:
     """The resolved ``extraPaths`` (files or directories) that exist."""
     roots = []
@@ -147,64 +143,13 @@ def extra_roots(workspace: Path, settings: MemorySearch) -> list[Path]:
     return roots
 
 
-def memory_files(workspace: Path, settings: MemorySearch,
-                 skipped: Skipped | None = None) -> list[SourceFile]:
-    """The memory files to index; links out of the workspace go to ``skipped`` instead."""
-    root = workspace.resolve()
-    skipped = {} if skipped is None else skipped
-    candidates: list[Path] = []
-    if (root / MEMORY_FILE).is_file():
-        candidates.append(root / MEMORY_FILE)
-    if (root / MEMORY_DIR).is_dir():
-        candidates += _markdown_under(root / MEMORY_DIR, root, skipped)
-    files: dict[str, SourceFile] = {}
-    for path in candidates:
-        real = path.resolve()
-        key = path.relative_to(root).as_posix()
-        if not is_under(root, real):
-            skipped[key] = LINK_OUT
-            continue
-        files[key] = SourceFile(key, "memory", real)
-    for extra in extra_roots(root, settings):
-        paths = [extra] if extra.is_file() else _markdown_under(extra)
-        for path in paths:
-            real = path.resolve()
-            if not real.is_file():
-                continue
-            key = real.relative_to(root).as_posix() if is_under(root, real) else str(real)
-            files.setdefault(key, SourceFile(key, "memory", real))
-    return sorted(files.values(), key=lambda f: f.key)
-
-
-def session_files(sessions_dir: Path | None, settings: MemorySearch) -> list[SourceFile]:
-    if not (settings.experimental.session_memory and "sessions" in settings.sources):
-        return []
-    if sessions_dir is None or not sessions_dir.is_dir():
-        return []
-    return [SourceFile(f"sessions/{path.name}", "sessions", path)
-            for path in sorted(sessions_dir.glob("*.jsonl"))]
-
-
-def all_sources(workspace: Path, settings: MemorySearch, sessions_dir: Path | None,
-                skipped: Skipped | None = None,
-                stored: StoredSources | None = None) -> list[SourceFile]:
-    if stored is not None:
-        return stored.sources(settings)
-    found = memory_files(workspace, settings, skipped) if "memory" in settings.sources else []
-    return found + session_files(sessions_dir, settings)
-
-
-def transcript_text(raw: str) -> str:
-    """One line per transcript line: ``User: ...`` / ``Assistant: ...`` or blank."""
-    lines = []
-    for line in raw.split("\n"):
-        text = ""
-        try:
-            entry = json.loads(line) if line.strip() else None
-        except ValueError:
-            entry = None
-        if isinstance(entry, dict) and entry.get("type") == "message" \
-                and entry.get("role") in ("user", "assistant") and not entry.get("flush"):
+def transcript_text(loaded: Loaded) -> str:
+    """One line per transcript line (``loaded.lines`` of them): ``User: ...`` /
+    ``Assistant: ...``, or blank for every other entry and for lines that are none."""
+    lines = [""] * loaded.lines
+    for number, entry in zip(loaded.numbers, loaded.entries):
+        if entry.get("type") == "message" and entry.get("role") in ("user", "assistant") \
+                and not entry.get("flush"):
             content = entry.get("content")
             if isinstance(content, str):
                 body = content
@@ -215,15 +160,14 @@ def transcript_text(raw: str) -> str:
                 body = ""
             body = " ".join(body.split())
             if body:
-                text = f"{'User' if entry['role'] == 'user' else 'Assistant'}: {body}"
-        lines.append(text)
+                lines[number - 1] = \
+                    f"{'User' if entry['role'] == 'user' else 'Assistant'}: {body}"
     return "\n".join(lines)
 
 
 def read_source(source: SourceFile) -> str:
     """The text to index; ``NotText`` for a memory file that is not UTF-8 text (transcripts,
     written by clawd, are read leniently)."""
-    raw = source.read()
-    if source.source == "sessions":
-        return transcript_text(raw.decode("utf-8", errors="replace"))
-    return decode_text(raw)
+    if source.log is not None:
+        return transcript_text(source.log())
+    return decode_text(source.read())

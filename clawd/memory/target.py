@@ -1,20 +1,19 @@
 """The index a sync works on, as the steps of the pipeline see it (``sync.py``).
 
 ``Target`` carries what the steps need and nothing of ``MemoryIndex``: the store, the
-settings, where the files are, what this process remembers of the batch jobs between syncs
-(``Seen``) and the flag ``close()`` sets, which a step checks between its parts
-(``check``, raising ``SyncCancelled``).
+settings, the memory files as the agent's store keeps them (``MemorySources``), what this
+process remembers of the batch jobs between syncs (``Seen``) and the flag ``close()`` sets,
+which a step checks between its parts (``check``, raising ``SyncCancelled``).
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from clawd.config import MemorySearch
 from clawd.memory.index_store import IndexStore
-from clawd.memory.sources import StoredSources
+from clawd.memory.sources import MemorySources
 
 
 class SyncCancelled(Exception):
@@ -35,11 +34,9 @@ class Seen:
 class Target:
     store: IndexStore
     settings: MemorySearch
-    workspace: Path
-    sessions_dir: Path | None
+    sources: MemorySources  # the memory files and transcripts, as the store keeps them
     seen: Seen
     cancel: threading.Event
-    stored: StoredSources | None = None  # the files are kept in a store, not a folder
 
     def check(self) -> None:
         if self.cancel.is_set():

@@ -1,6 +1,6 @@
 """What a transcript says about its session: the facts behind ``sessions.json`` and listings.
 
-The store is an index over the transcripts. ``read_summary`` reads one transcript (header
+The store is an index over the transcripts. ``summary_of`` reads one transcript (header
 line and entries) into a ``Summary``: its key, model, title, message count, last activity,
 and the counters the store keeps, recomputed from the usage each call reported.
 ``entry_from`` turns a summary into a store entry, which is how a lost or unreadable
@@ -12,20 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message
 from clawd.sessions.entry import SessionEntry, new_entry
-from clawd.sessions.interface import Loaded, TranscriptLog
-from clawd.sessions.transcript import Transcript
+from clawd.sessions.interface import Loaded
+
+if TYPE_CHECKING:
+    from clawd.sessions.interface import TranscriptLog
 
 TITLE_CHARS = 60
 TITLE_ENTRY = "title"  # ``{"type": "title", "title"}``: the session renamed
 # An entry naming the session key, appended to a transcript whose header predates the key.
 KEY_ENTRY = "session-key"
-DELETED_DIR = "deleted"  # transcripts of deleted sessions: kept, but out of every listing
 
 
 @dataclass
@@ -56,11 +56,6 @@ def session_key_of(loaded: Loaded) -> str | None:
         if entry.get("type") == KEY_ENTRY:
             key = key or _text(entry.get("key"))
     return key
-
-
-def read_summary(path: Path) -> Summary | None:
-    """The summary of one transcript file; None when it has no header line."""
-    return summarize(Transcript(path).load(quiet=True), str(path))
 
 
 def summary_of(log: TranscriptLog) -> Summary | None:
@@ -146,16 +141,6 @@ def entry_from(summary: Summary, default_model: str = "", session_file: str | No
         entry["memoryFlushAt"] = summary.flush_at
         entry["memoryFlushCompactionCount"] = summary.flush_cycle
     return entry
-
-
-def transcripts(sessions_dir: Path) -> list[Path]:
-    """Every live transcript of an agent (deleted sessions' are set apart)."""
-    return sorted(sessions_dir.glob("*.jsonl")) if sessions_dir.is_dir() else []
-
-
-def rebuild(sessions_dir: Path, agent_id: str | None = None) -> dict[str, SessionEntry]:
-    """Store entries from the transcript files of ``sessions_dir`` (``entries_from``)."""
-    return entries_from((read_summary(path) for path in transcripts(sessions_dir)), agent_id)
 
 
 def entries_from(summaries: Iterable[Summary | None], agent_id: str | None = None,

@@ -2,8 +2,10 @@
 
 ``SessionRecords`` is the session store (one entry per session key: which session id it
 points at, its counters, its model pin); ``TranscriptLog`` is one session's append-only log of
-entries (messages, compactions, undos). The embedded implementations are ``SessionStore``
-(``sessions.json``, locked and atomically replaced) and ``Transcript`` (a JSONL file). A
+entries (messages, compactions, undos), read back as ``Loaded`` (each entry with its line
+number). The embedded implementations are ``storage.files.sessions.SessionStore``
+(``sessions.json``, locked and atomically replaced) and ``storage.files.transcripts.Transcript``
+(a JSONL file). A
 hosted, many-user clawd (stateless workers, one PostgreSQL database) is a second
 implementation of both: ``tests/storage/test_storage_contracts.py`` is the suite any implementation
 must pass. An entry is a ``SessionEntry`` (``sessions.entry``): typed fields, stored as JSON;
@@ -26,13 +28,15 @@ Entry = SessionEntry
 
 @dataclass
 class Loaded:
-    """A transcript as ``TranscriptLog.load`` reads it: its header line, every readable
-    entry in order, and what was skipped (a warning and the line's number each)."""
+    """What ``TranscriptLog.load`` read: the header, the entries in order and what was
+    skipped."""
 
     header: dict[str, Any] | None
     entries: list[dict[str, Any]]
     warnings: list[str]
     invalid_lines: list[int] = field(default_factory=list)  # the skipped lines' numbers
+    numbers: list[int] = field(default_factory=list)  # each entry's line number (from 1)
+    lines: int = 0  # how many lines were read, blank ones included
 
 
 class SessionRecords(Protocol):

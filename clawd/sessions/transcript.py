@@ -1,4 +1,5 @@
-"""Append-only JSONL transcripts: one file per session, one entry per line.
+"""Transcripts: one append-only log per session, one entry per line (in the embedded store a
+JSONL file, ``storage.files.transcripts``; in PostgreSQL rows of ``transcript_lines``).
 
 Line 1 is the header ``{"type":"session","version":1,"id","agentId","timestamp"}`` plus the
 session ``key`` (and ``model`` / ``modelOverride``), so the session store can be rebuilt from
@@ -15,17 +16,18 @@ history).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from clawd.core.errors import ClawdError
-from clawd.core.messages import Message, new_id, now_iso
-from clawd.sessions.interface import Loaded, TranscriptLog
+from clawd.core.messages import Message, now_iso
+from clawd.sessions.interface import Loaded
+
+if TYPE_CHECKING:
+    from clawd.sessions.interface import TranscriptLog
 
 log = logging.getLogger(__name__)
 VERSION = 1
@@ -46,57 +48,13 @@ class History:
     summarised_turn: str | None = None
 
 
-class Transcript:
-    """One session's JSONL file."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.session_id = path.stem
-        self.location = str(path)
-        self._needs_newline: bool | None = None
-
-    @classmethod
-    def create(cls, path: Path, agent_id: str, **about: Any) -> Transcript:
-        """The transcript file ``path`` (named ``<session id>.jsonl``), its header line
-        written when it is new (``begin``)."""
-        transcript = cls(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        begin(transcript, agent_id, **about)
-        return transcript
-
-    def append(self, entry: dict[str, Any]) -> None:
-        """Write one entry as a line and flush it to the OS before returning."""
-        entry.setdefault("id", new_id())
-        entry.setdefault("timestamp", now_iso())
-        data = orjson.dumps(entry) + b"\n"
-        if self._needs_newline is None:
-            self._needs_newline = _ends_torn(self.path)
-        if self._needs_newline:
-            data = b"\n" + data
-        with open(self.path, "ab") as handle:
-            handle.write(data)
-            handle.flush()
-        self._needs_newline = False
-
-    def append_message(self, message: Message) -> None:
-        self.append(message.to_entry())
-
-    def load(self, *, quiet: bool = False) -> Loaded:
-        """Every valid entry, skipping (and reporting) torn or invalid lines; ``quiet``
-        leaves the logging of the warnings to the caller."""
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return Loaded(None, [], [])
-        return parse_lines(enumerate(raw.split(b"\n"), start=1), self.location, quiet=quiet)
-
-
 def parse_lines(lines: Iterable[tuple[int, bytes | str]], where: str, *,
                 quiet: bool = False) -> Loaded:
     """A transcript from its numbered lines: the header, then every readable entry in order;
     a line that is not an entry object is skipped and reported (``where:number``)."""
-    header, entries, warnings, invalid = None, [], [], []
+    header, entries, warnings, invalid, numbers, count = None, [], [], [], [], 0
     for number, line in lines:
+        count = number
         if not line.strip():
             continue
         try:
@@ -114,7 +72,8 @@ def parse_lines(lines: Iterable[tuple[int, bytes | str]], where: str, *,
             header = entry
         else:
             entries.append(entry)
-    return Loaded(header, entries, warnings, invalid)
+            numbers.append(number)
+    return Loaded(header, entries, warnings, invalid, numbers, count)
 
 
 def begin(log: TranscriptLog, agent_id: str, **about: Any) -> Loaded:
@@ -129,16 +88,6 @@ def begin(log: TranscriptLog, agent_id: str, **about: Any) -> Loaded:
         log.append(header)
         loaded.header = header
     return loaded
-
-
-def _ends_torn(path: Path) -> bool:
-    """True when the file's last byte is not a newline (a crash cut the last write)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) != b"\n"
-    except (FileNotFoundError, OSError):
-        return False
 
 
 def _short(exc: Exception) -> str:

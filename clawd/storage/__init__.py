@@ -1,8 +1,10 @@
 """Where an agent's sessions, transcripts, workspace files and records live.
 
-``open_storage`` is the one place that chooses: the embedded files (``FileStorage``) by
-default, or PostgreSQL when ``storage.url`` (or ``CLAWD_STORAGE_URL``) names a database.
-The rest of clawd sees only ``interface.AgentStorage``.
+``open_storage`` (and ``open_people``, ``open_channels``, ``open_jobs``, ``open_lockouts``
+and ``status_lines``) is the one place that chooses: the embedded files (``storage.files``)
+by default, or PostgreSQL (``storage.postgres``) when ``storage.url`` (or
+``CLAWD_STORAGE_URL``) names a database. The rest of clawd sees only the interfaces
+(``interface.AgentStorage``, ``people.People``, ``channels.ChannelState``, ``jobs.JobStore``).
 """
 
 from __future__ import annotations
@@ -51,15 +53,29 @@ def open_storage(config: Config, agent_id: str, settings: AgentDefaults,
     url = config.storage.effective_url()
     if url:
         return open_database(url).agent(agent_id, now=now)
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
 
     return FileStorage(agent_id, Path(settings.workspace).expanduser().resolve(),
                        sessions_dir(agent_id), now=now)
 
 
+def status_lines(config: Config) -> list[str]:
+    """Which store is in use and what it holds (``clawd storage status``)."""
+    url = config.storage.effective_url()
+    if not url:
+        from clawd.storage.files.home import status_lines as files_status
+
+        return files_status(state_dir())
+    db = open_database(url)
+    return [f"store: PostgreSQL {db.location}",
+            f"schema: version {db.schema_version} · vector extension {db.vector_version}",
+            " · ".join(f"{name}: {value:,}" for name, value in db.counts().items())]
+
+
 def open_people(config: Config) -> People:
     """The people of this clawd: ``people.json`` in the state folder, or the database's."""
-    from clawd.storage.people import FilePeople, PgPeople
+    from clawd.storage.files.people import FilePeople
+    from clawd.storage.postgres.people import PgPeople
 
     url = config.storage.effective_url()
     return PgPeople(open_database(url)) if url else FilePeople(state_dir() / "people.json")
@@ -68,7 +84,7 @@ def open_people(config: Config) -> People:
 
 def open_channels(config: Config) -> ChannelState:
     """What the channels keep: ``channels.json`` in the state folder, or the database's."""
-    from clawd.storage.channels import FileChannels
+    from clawd.storage.files.channels import FileChannels
 
     url = config.storage.effective_url()
     if not url:
@@ -76,6 +92,19 @@ def open_channels(config: Config) -> ChannelState:
     from clawd.storage.postgres.channels import PgChannels
 
     return PgChannels(open_database(url))
+
+
+def open_lockouts(config: Config) -> Any:
+    """The gateway's sign-in lockouts as ``clawd users`` lists and lifts them:
+    ``lockouts.json`` in the state folder, or the database's ``auth_failures``."""
+    url = config.storage.effective_url()
+    if url:
+        from clawd.storage.postgres.auth import PgFailedAuth
+
+        return PgFailedAuth(open_database(url), config.gateway.auth.rate_limit)
+    from clawd.storage.files.lockouts import FILE, FileLockouts
+
+    return FileLockouts(state_dir() / FILE)
 
 
 def open_jobs(config: Config) -> JobStore:
@@ -86,6 +115,6 @@ def open_jobs(config: Config) -> JobStore:
         from clawd.storage.postgres.jobs import PgJobs
 
         return PgJobs(open_database(url))
-    from clawd.storage.jobs import FileJobs
+    from clawd.storage.files.jobs import FileJobs
 
     return FileJobs(state_dir())

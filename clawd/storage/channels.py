@@ -2,26 +2,21 @@
 taken, who asked to talk (pairing) and who was let in, whom it told "no" once, and how it
 is doing (``clawd channels status`` reads it from another process).
 
-``ChannelState`` is the interface; ``FileChannels`` keeps it in ``<state>/channels.json``
-(replaced whole under a lock; one process polls, so an update id above the highest taken is
-a new one), ``storage.postgres.channels.PgChannels`` in tables every worker shares. A
+``ChannelState`` is the interface; ``storage.files.channels.FileChannels`` keeps it in
+``<state>/channels.json`` (replaced whole under a lock; one process polls, so an update id
+above the highest taken is a new one), ``storage.postgres.channels.PgChannels`` in tables
+every worker shares. A
 pairing code is 8 characters of an alphabet without look-alikes (no 0/O, 1/I), valid
 ``PAIRING_SECONDS`` (an hour); at most ``MAX_WAITING`` requests wait per channel.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import secrets
-import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from clawd.core.errors import ClawdError
-from clawd.storage.jsondoc import locked, read_json, write_private
 
 PAIRING_SECONDS = 3600.0
 MAX_WAITING = 3
@@ -104,119 +99,3 @@ class ChannelState(Protocol):
 def no_request(code: str) -> ClawdError:
     return ClawdError(f"no pairing request {code} waiting (clawd pairing list shows them; a "
                       f"code is valid for an hour)")
-
-
-class FileChannels:
-    """``ChannelState`` as ``channels.json`` in the state folder."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.location = str(path)
-        self._polling: dict[str, Any] = {}  # bot -> the open, locked file
-
-    def try_poll(self, bot: str) -> bool:
-        """A lock on ``channels-<bot>.poll`` beside the file, not waited for."""
-        if bot in self._polling:
-            return True
-        import fcntl
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path.with_name(f"channels-{bot}.poll"), "a+b")  # noqa: SIM115
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            return False
-        self._polling[bot] = handle
-        return True
-
-    def stop_polling(self, bot: str) -> None:
-        handle = self._polling.pop(bot, None)
-        if handle is not None:
-            handle.close()  # the lock goes with it
-
-    def first_time(self, channel: str, update_id: int) -> bool:
-        with self._changing() as data:
-            mine = data.setdefault(channel, {})
-            if update_id <= int(mine.get("lastUpdate", -1)):
-                return False
-            mine["lastUpdate"] = update_id
-            return True
-
-    def request(self, channel: str, sender: str, name: str | None, chat: str,
-                now: float) -> tuple[Pairing | None, bool]:
-        with self._changing() as data:
-            waiting = {code: p for code, p in data.get("pairing", {}).items()
-                       if p["created"] + PAIRING_SECONDS > now}
-            data["pairing"] = waiting
-            mine = [p for p in waiting.values() if p["channel"] == channel]
-            for found in mine:
-                if found["sender"] == sender:
-                    return Pairing(**found), False
-            if len(mine) >= MAX_WAITING:
-                return None, False
-            made = Pairing(new_code(), channel, sender, name, chat, now)
-            waiting[made.code] = asdict(made)
-            return made, True
-
-    def pending(self, now: float) -> list[Pairing]:
-        return sorted((Pairing(**p) for p in self._read().get("pairing", {}).values()
-                       if p["created"] + PAIRING_SECONDS > now), key=lambda p: p.created)
-
-    def approve(self, code: str, now: float) -> Pairing:
-        return self._settle(code, "approved", now)
-
-    def deny(self, code: str, now: float) -> Pairing:
-        return self._settle(code, "denied", now)
-
-    def _settle(self, code: str, state: str, now: float) -> Pairing:
-        with self._changing() as data:
-            found = data.get("pairing", {}).pop(code.strip().upper(), None)
-            if found is None or found["created"] + PAIRING_SECONDS <= now:
-                raise no_request(code)
-            senders = data.setdefault(found["channel"], {}).setdefault("senders", {})
-            senders[found["sender"]] = state
-            return Pairing(**found)
-
-    def approved(self, channel: str) -> set[str]:
-        senders = self._read().get(channel, {}).get("senders", {})
-        return {sender for sender, state in senders.items() if state == "approved"}
-
-    def was_denied(self, channel: str, sender: str) -> bool:
-        return self._read().get(channel, {}).get("senders", {}).get(sender) == "denied"
-
-    def told(self, channel: str, sender: str) -> bool:
-        with self._changing() as data:
-            told = data.setdefault(channel, {}).setdefault("told", [])
-            if sender in told:
-                return False
-            told.append(sender)
-            return True
-
-    def note(self, channel: str, *, connected: bool | None = None,
-             error: str | None = None, inbound: int = 0, outbound: int = 0) -> None:
-        with self._changing() as data:
-            status = data.setdefault(channel, {}).setdefault("status", {
-                "connected": False, "lastError": None, "messagesIn": 0, "messagesOut": 0})
-            if connected is not None:
-                status["connected"] = connected
-            if error is not None:
-                status["lastError"] = error or None
-            status["messagesIn"] += inbound
-            status["messagesOut"] += outbound
-            status["updatedAt"] = time.time()
-
-    def status(self) -> dict[str, dict[str, Any]]:
-        return {name: dict(mine["status"]) for name, mine in self._read().items()
-                if isinstance(mine, dict) and "status" in mine}
-
-    def _read(self) -> dict[str, Any]:
-        data = read_json(self.path)
-        return data if isinstance(data, dict) else {}
-
-    @contextlib.contextmanager
-    def _changing(self) -> Iterator[dict[str, Any]]:
-        with locked(self.path):
-            data = self._read()
-            yield data
-            write_private(self.path, json.dumps(data, indent=1) + "\n")

@@ -5,14 +5,16 @@ to the ``Runtime``: the session store, the transcripts (opened by session id, ne
 path), the workspace files and their kept versions, a small key-value of the agent's own
 records (consolidation's last run), and the one-writer-per-session lease. Nothing above this
 layer knows whether these are files under ``~/.clawd`` and the workspace
-(``storage.files.FileStorage``, the embedded default) or rows of a PostgreSQL database
-(``storage.postgres``): messages name a store by its ``location``, not a path.
+(``storage.files.storage.FileStorage``, the embedded default) or rows of a PostgreSQL
+database (``storage.postgres.storage.PgStorage``): messages name a store by its
+``location``, not a path, and what differs between them (whether the workspace must be made
+first, what ``clawd doctor`` checks) is asked of the store.
 ``tests/storage/test_storage_contracts.py`` is the suite every implementation passes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,7 +22,7 @@ from clawd.sessions.lock import CHAT_HINT
 
 if TYPE_CHECKING:
     from clawd.memory.index_store import IndexStore
-    from clawd.memory.sources import StoredSources
+    from clawd.memory.sources import MemorySources
     from clawd.sessions.interface import SessionRecords, TranscriptLog
     from clawd.workspace.interface import Backups, WorkspaceFiles
 
@@ -65,10 +67,9 @@ class AgentStorage(Protocol):
     files: WorkspaceFiles
     backups: Backups
     records: KeyValue
-    # where the memory index reads notes and transcripts when they are not files (None:
-    # the workspace folder and the sessions folder), where it keeps its rows (None: a
-    # SQLite file under ``index_home``)
-    memory_sources: StoredSources | None
+    # what the memory index reads (the notes and transcripts, as this store keeps them),
+    # where it keeps its rows (None: a SQLite file under ``index_home``)
+    memory_sources: MemorySources
     memory_index: Callable[[], IndexStore] | None
     index_home: Path
 
@@ -94,4 +95,15 @@ class AgentStorage(Protocol):
         """Hold session ``key`` for this process, waiting up to ``wait`` seconds (None:
         the default wait); a ``SessionBusyError`` ending with ``hint`` when someone else
         holds it. Held again within one process, it is counted."""
+        ...
+
+    def workspace_exists(self) -> bool:
+        """Whether the workspace is there to be read and written: a folder must be made
+        first (``clawd init``), rows need nothing."""
+        ...
+
+    def check(self, access: str) -> Iterator[tuple[bool, str, str]]:
+        """``clawd doctor``'s lines for this store, (ok, what, detail): it is reached and
+        the workspace can be written (``access``: ``workspaceAccess``, which the detail
+        names when clawd will not write)."""
         ...

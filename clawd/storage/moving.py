@@ -31,8 +31,8 @@ from typing import Any
 import orjson
 
 from clawd.core.errors import ClawdError
-from clawd.sessions.files import DELETED_DIR, rebuild
 from clawd.sessions.store import normalize_key
+from clawd.storage.files.transcripts import DELETED_DIR, rebuild
 from clawd.workspace.backups import HISTORY_DIR, STATE_DIR, ignore_records
 
 log = logging.getLogger(__name__)

@@ -12,13 +12,12 @@ no copy. The newest ``KEEP`` versions of each file are kept. A version is named
 (``memory/2026-11-20.md@STAMP``), so those can be listed and restored too.
 The tools refuse to write under ``.clawd/``, so the model cannot rewrite this record;
 ``.clawd/.gitignore`` keeps it out of git when the workspace is a repository.
-``DiskBackups`` is this record as the embedded ``workspace.interface.Backups``.
+``storage.files.backups.DiskBackups`` is this record as the embedded
+``workspace.interface.Backups``.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -54,63 +53,6 @@ def ignore_records(root: Path) -> None:
 def loses_content(old: str, new: str) -> bool:
     """Whether replacing ``old`` by ``new`` drops anything (an append does not)."""
     return bool(old) and not new.startswith(old)
-
-
-class DiskBackups:
-    """``Backups`` as copies under ``<root>/.clawd/history``."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.location = str(root / HISTORY_DIR)
-
-    def keep(self, path: str, now: datetime) -> Version:
-        directory = self.root / HISTORY_DIR / path
-        directory.mkdir(parents=True, exist_ok=True)
-        ignore_records(self.root)
-        stamp = next_stamp(now, [p.stem for p in directory.glob(f"{now.strftime(STAMP)}*.md")])
-        target = directory / f"{stamp}.md"
-        shutil.copy2(self.root / path, target)
-        for old in self.versions(path)[:-KEEP]:
-            self._file(old).unlink(missing_ok=True)
-        return Version(path, stamp, target.stat().st_size)
-
-    def versions(self, name: str | None = None) -> list[Version]:
-        names = [kept_name(name)] if name else [*PROTECTED, *self._kept_notes()]
-        found = []
-        for each in names:
-            directory = self.root / HISTORY_DIR / each
-            if directory.is_dir():
-                found += [Version(each, p.stem, p.stat().st_size)
-                          for p in directory.glob("*.md")]
-        return sorted(found, key=lambda v: (v.name, stamp_order(v.stamp)))
-
-    def find(self, ref: str) -> Version:
-        return find_version(self, ref)
-
-    def text(self, version: Version) -> str:
-        return self._file(version).read_text(encoding="utf-8", errors="replace")
-
-    def where(self, version: Version) -> str:
-        return f"{HISTORY_DIR}/{version.name}/{version.stamp}.md"
-
-    def restore(self, version: Version, now: datetime) -> Version | None:
-        current = self.root / version.name
-        saved = self.keep(version.name, now) if current.exists() else None
-        current.parent.mkdir(parents=True, exist_ok=True)
-        tmp = current.with_name(f".{current.name}.{os.getpid()}.tmp")
-        shutil.copy2(self._file(version), tmp)
-        os.replace(tmp, current)
-        return saved
-
-    def _file(self, version: Version) -> Path:
-        return self.root / self.where(version)
-
-    def _kept_notes(self) -> list[str]:
-        """The notes under ``memory/`` with kept versions (each a folder of them)."""
-        base = self.root / HISTORY_DIR
-        found = base / MEMORY_DIR
-        return sorted(d.relative_to(base).as_posix() for d in found.rglob("*.md")
-                      if d.is_dir()) if found.is_dir() else []
 
 
 def next_stamp(now: datetime, taken: list[str]) -> str:

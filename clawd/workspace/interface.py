@@ -9,11 +9,11 @@ notes, the words you asked it to keep, ``/memory add``), the session-memory file
 path is checked to stay inside the workspace. ``Backups`` keeps a file's current text before
 something replaces it, lists the kept versions and puts one back.
 
-The embedded implementations are ``workspace.disk.DiskFiles`` (Markdown files in a folder)
-and ``workspace.backups.DiskBackups`` (copies under ``.clawd/history``); a hosted, many-user
-clawd keeps the same files and versions elsewhere (rows of a database) as a second
-implementation. ``tests/storage/test_storage_contracts.py`` is the suite any implementation must
-pass.
+The embedded implementations are ``storage.files.workspace.DiskFiles`` (Markdown files in a
+folder) and ``storage.files.backups.DiskBackups`` (copies under ``.clawd/history``); a
+hosted, many-user clawd keeps the same files and versions elsewhere (rows of a database) as
+a second implementation. ``tests/storage/test_storage_contracts.py`` is the suite any
+implementation must pass.
 """
 
 from __future__ import annotations

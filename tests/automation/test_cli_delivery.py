@@ -16,7 +16,7 @@ from clawd.frontends.commands import Chat
 from clawd.frontends.repl import repl_loop
 from clawd.providers.scripted import ScriptedProvider
 from clawd.scheduler.runner import Runner
-from clawd.storage.jobs import FileJobs
+from clawd.storage.files.jobs import FileJobs
 
 from conftest import Clock, make_runtime
 

@@ -68,7 +68,7 @@ def add_jobs(env, first_in: float, apart: float) -> list[str]:
     else:
         from pathlib import Path
 
-        from clawd.storage.jobs import FileJobs
+        from clawd.storage.files.jobs import FileJobs
 
         store = FileJobs(Path(env["CLAWD_HOME"]))
     now = datetime.now(timezone.utc)

@@ -13,7 +13,7 @@ from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
 from clawd.scheduler import heartbeat
 from clawd.scheduler.runner import Runner
-from clawd.storage.jobs import FileJobs
+from clawd.storage.files.jobs import FileJobs
 
 from conftest import Clock, make_runtime
 

@@ -23,7 +23,7 @@ def store(both_storages, tmp_path, request):
         from clawd.storage.postgres.jobs import PgJobs
 
         return PgJobs(database(request.getfixturevalue("pg_url")))
-    from clawd.storage.jobs import FileJobs
+    from clawd.storage.files.jobs import FileJobs
 
     return FileJobs(tmp_path / "state")
 

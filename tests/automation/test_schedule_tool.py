@@ -10,7 +10,7 @@ from clawd.automation.zones import parse_iso
 from clawd.core.paths import state_dir
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.storage.jobs import FileJobs
+from clawd.storage.files.jobs import FileJobs
 from clawd.tools.exec import exec_tool
 from clawd.tools.files import file_tools
 from clawd.tools.schedule import schedule_tool

@@ -26,7 +26,7 @@ def test_a_web_reminder_is_followed_live_and_listed_after_a_reload(tmp_path):
 
             from clawd.automation import schedule as sched
             from clawd.automation.jobs import new_job
-            from clawd.storage.jobs import FileJobs
+            from clawd.storage.files.jobs import FileJobs
 
             now = datetime.now(timezone.utc)
             job = FileJobs(Path(env["CLAWD_HOME"])).add(new_job(

@@ -16,8 +16,9 @@ from test_telegram_service import echo, wait
 
 from clawd.config import Config
 from clawd.providers.scripted import ScriptedProvider
-from clawd.storage.files import FileStorage
-from clawd.storage.people import FilePeople, PgPeople
+from clawd.storage.files.people import FilePeople
+from clawd.storage.files.storage import FileStorage
+from clawd.storage.postgres.people import PgPeople
 
 from conftest import make_runtime
 from gateway_client import BASE, TOKEN, served_app

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 
 from clawd.context.layers import build_layers
 from clawd.core.tokens import estimate_text
+from clawd.storage.files.workspace import DiskFiles
 from clawd.tools.files import file_tools
-from clawd.workspace.disk import DiskFiles
 from clawd.workspace.init import apply, plan_init
 
 NOW = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)

@@ -15,7 +15,7 @@ from clawd.core.events import Flushed
 from clawd.core.messages import Message
 from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
-from clawd.workspace.disk import DiskFiles
+from clawd.storage.files.workspace import DiskFiles
 
 from conftest import make_runtime
 from loopmodel import filler, is_flush, talk_until_flush

@@ -13,7 +13,8 @@ from clawd.frontends import cli, compose
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.sessions.store import SessionStore, is_group_key, main_key
+from clawd.sessions.store import is_group_key, main_key
+from clawd.storage.files.sessions import SessionStore
 from clawd.tools.files import file_tools
 from clawd.tools.memory import memory_tools
 

@@ -25,8 +25,9 @@ from clawd.core.messages import Message
 from clawd.loop.session import Session
 from clawd.memory.chunker import chunk_text
 from clawd.providers.scripted import ScriptedProvider
-from clawd.sessions.store import SessionStore
-from clawd.sessions.transcript import Transcript, build_history
+from clawd.sessions.transcript import build_history
+from clawd.storage.files.sessions import SessionStore
+from clawd.storage.files.transcripts import Transcript
 
 from conftest import make_runtime
 

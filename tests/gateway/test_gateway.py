@@ -254,14 +254,14 @@ def test_files_follow_the_tools_rules(tmp_path):
 
 
 def test_memory_search_sees_what_the_session_may_see(tmp_path):
-    from clawd.memory.index import open_index
+    from clawd.storage.files.memory import open_file_index
 
     from memory_fakes import FakeEmbedder
 
     runtime = make_runtime(tmp_path, ScriptedProvider())
     (runtime.workspace / "MEMORY.md").write_text("- Ada keeps the ledger\n")
-    runtime.memory = open_index("main", runtime.workspace, runtime.settings.memory_search,
-                                tmp_path / "state", embedder=FakeEmbedder())
+    runtime.memory = open_file_index("main", runtime.workspace, runtime.settings.memory_search,
+                                     tmp_path / "state", embedder=FakeEmbedder())
     with gateway(tmp_path, None, runtimes=[runtime]) as client:
         found = client.get("/api/memory/search?q=ledger", headers=AUTH).json()
         assert found["results"][0]["path"] == "MEMORY.md"
@@ -332,7 +332,7 @@ def test_a_session_is_renamed_by_a_title_line_in_its_transcript(tmp_path, one_or
     sessions = tmp_path / "state" / "agents" / "main" / "sessions"
     (sessions / "sessions.json").unlink()
     from clawd.frontends.cli.sessions import rows
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
 
     [again] = rows(FileStorage("main", tmp_path / "ws", sessions), ended=False)
     assert again.summary.title == "Kyoto trip" and again.to_json()["lastActivity"] == last

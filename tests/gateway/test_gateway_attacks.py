@@ -428,7 +428,7 @@ def test_a_quiet_stream_gets_keep_alive_comments(tmp_path, monkeypatch):
 def test_history_reads_the_store_off_the_event_loop(tmp_path, monkeypatch):
     import asyncio
 
-    from clawd.sessions.store import SessionStore
+    from clawd.storage.files.sessions import SessionStore
 
     on_loop = []
     real_get = SessionStore.get

@@ -14,7 +14,8 @@ import pytest
 from clawd.automation import schedule as sched
 from clawd.automation.jobs import new_job
 from clawd.providers.scripted import ScriptedProvider
-from clawd.storage.people import FilePeople, PgPeople
+from clawd.storage.files.people import FilePeople
+from clawd.storage.postgres.people import PgPeople
 
 from conftest import make_runtime
 from gateway_client import AUTH, gateway
@@ -26,7 +27,7 @@ LISBON = {"userTimezone": "Europe/Lisbon"}
 def _store(runtime):
     """The jobs the gateway over ``runtime`` reads: the state folder's, or the database's."""
     from clawd.core.paths import state_dir
-    from clawd.storage.jobs import FileJobs
+    from clawd.storage.files.jobs import FileJobs
     from clawd.storage.postgres.jobs import PgJobs
 
     db = getattr(runtime.storage, "db", None)
@@ -40,7 +41,7 @@ def _add(store, agent, message, *, origin=None, session="isolated", when=None, *
 
 
 def _person_runtime(main, tmp_path, name):
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
 
     workspace = tmp_path / f"ws-{name}"
     (workspace / "memory").mkdir(parents=True, exist_ok=True)

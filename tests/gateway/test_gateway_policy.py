@@ -101,8 +101,8 @@ def test_failed_authentication_locks_an_address_out_for_a_while():
 
 
 def test_a_lockout_is_written_down_and_lifted_from_the_command_line(tmp_path, monkeypatch):
-    from clawd.storage import lockouts
-    from clawd.storage.lockouts import FileLockouts
+    from clawd.storage.files import lockouts
+    from clawd.storage.files.lockouts import FileLockouts
 
     monkeypatch.setattr(lockouts, "LOOK_SECONDS", 0.0)
     limit = gateway(auth={"rateLimit": {"maxAttempts": 2, "windowSeconds": 10,

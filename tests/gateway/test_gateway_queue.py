@@ -119,7 +119,7 @@ if where.startswith("postgresql"):
     from clawd.storage.postgres import database
     storage = database(where).agent("main")
 else:
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
     storage = FileStorage("main", Path(where) / "ws", Path(where))
 try:
     held = storage.hold(key, wait)

@@ -13,8 +13,9 @@ import pytest
 
 from clawd.core.messages import Message, ModelResponse, TextDelta, Usage
 from clawd.loop.runtime import fixed_models
-from clawd.storage.files import FileStorage
-from clawd.storage.people import FilePeople, PgPeople
+from clawd.storage.files.people import FilePeople
+from clawd.storage.files.storage import FileStorage
+from clawd.storage.postgres.people import PgPeople
 from clawd.storage.postgres.quotas import PgTurnQuota
 
 from conftest import make_runtime

@@ -9,7 +9,8 @@ import base64
 import pytest
 
 from clawd.providers.scripted import ScriptedProvider
-from clawd.storage.people import FilePeople, PgPeople
+from clawd.storage.files.people import FilePeople
+from clawd.storage.postgres.people import PgPeople
 
 from conftest import make_runtime
 from gateway_client import AUTH, gateway, send
@@ -74,7 +75,7 @@ def test_a_cursor_the_gateway_did_not_give_is_a_json_400(tmp_path, cursor):
 def test_a_person_pages_through_their_own_sessions_only(tmp_path, one_or_two_workers):
     import dataclasses
 
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
 
     main = make_runtime(tmp_path, ScriptedProvider(default=lambda request: "ok"))
     db = getattr(main.storage, "db", None)

@@ -436,7 +436,7 @@ def test_a_slow_database_never_holds_up_the_event_loop(tmp_path, pg_url):
     import psycopg
 
     from clawd.frontends.gateway.agents import PEOPLE_SECONDS
-    from clawd.storage.people import PgPeople
+    from clawd.storage.postgres.people import PgPeople
 
     client = _worker(tmp_path, pg_url, "a")
     people = PgPeople(Database(pg_url))

@@ -24,7 +24,7 @@ def _store(served):
         from clawd.storage.postgres.jobs import PgJobs
 
         return PgJobs(database(served.storage_url))
-    from clawd.storage.jobs import FileJobs
+    from clawd.storage.files.jobs import FileJobs
 
     return FileJobs(served.home / ".clawd")
 

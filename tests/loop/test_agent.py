@@ -175,8 +175,8 @@ def test_the_last_words_before_the_conversation_say_where_facts_go(tmp_path, clo
     """A small model follows what comes right before the conversation best."""
     from clawd.context.layers import build_layers
     from clawd.core.messages import ToolSpec
+    from clawd.storage.files.workspace import DiskFiles
     from clawd.tools.files import file_tools
-    from clawd.workspace.disk import DiskFiles
 
     (tmp_path / "AGENTS.md").write_text("agents rules")
     tools = [t.spec for t in file_tools()]

@@ -30,7 +30,7 @@ from clawd.core.tokens import make_budget
 from clawd.frontends.commands import Chat
 from clawd.loop.session import Session
 from clawd.providers.scripted import ScriptedProvider
-from clawd.workspace.disk import DiskFiles
+from clawd.storage.files.workspace import DiskFiles
 
 from conftest import make_runtime, transcript_lines
 from loopmodel import LoopModel, filler, is_flush, talk_until_flush

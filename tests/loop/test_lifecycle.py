@@ -15,7 +15,7 @@ from clawd.core.messages import Message
 from clawd.frontends.commands import Chat
 from clawd.loop.lifecycle import end_session_memory, reset_reason, sanitize_slug
 from clawd.providers.scripted import Reply, ScriptedProvider
-from clawd.workspace.disk import DiskFiles
+from clawd.storage.files.workspace import DiskFiles
 
 from conftest import Clock, make_runtime, stored_text, transcript_lines
 

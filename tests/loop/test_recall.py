@@ -31,8 +31,7 @@ def index_of(runtime, tmp_path, search: dict, **kw):
     folders, or the notes and transcripts a database keeps."""
     storage = runtime.storage
     return open_index("main", runtime.workspace, MemorySearch.model_validate(search),
-                      tmp_path / "state", getattr(storage, "sessions_dir", None),
-                      stored=storage.memory_sources, files=storage.files,
+                      tmp_path / "state", sources=storage.memory_sources, files=storage.files,
                       open_store=storage.memory_index, **kw)
 
 

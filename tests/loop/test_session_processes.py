@@ -188,7 +188,7 @@ def test_a_second_process_waits_briefly_for_the_first(tmp_path):
 BUMP = r"""
 import sys
 from pathlib import Path
-from clawd.sessions.store import SessionStore
+from clawd.storage.files.sessions import SessionStore
 store = SessionStore(Path(sys.argv[1]))
 store.update("agent:main:main", lambda e: {**e, "cumulativeInputTokens":
                                            e["cumulativeInputTokens"] + 1000,

@@ -17,7 +17,7 @@ import pytest
 from clawd.memory.base import normalise
 from clawd.memory.chunker import Chunk
 from clawd.memory.embeddings import create_embedder
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 from fakeserver import FakeServer, Request, Response, openai_error
 from memory_fakes import FakeEmbedder, settings, write
@@ -171,7 +171,7 @@ def open_openai(server, ws, tmp_path, **batch):
     memory = openai_memory(server, **batch)
     embedder = create_embedder("openai", memory, env={})
     embedder.batch_min_texts = 1  # every backfill goes through a batch job
-    return open_index("main", ws, memory, tmp_path / "state", embedder=embedder, env={})
+    return open_file_index("main", ws, memory, tmp_path / "state", embedder=embedder, env={})
 
 
 def paths(result) -> list[str]:
@@ -372,8 +372,8 @@ def test_provider_change_drops_pending_jobs(server, ws, tmp_path):
     index.sync()
     assert index.status()["pendingBatches"] == 1
     index.close()
-    other = open_index("main", ws, openai_memory(server), tmp_path / "state",
-                       embedder=FakeEmbedder(), env={})
+    other = open_file_index("main", ws, openai_memory(server), tmp_path / "state",
+                            embedder=FakeEmbedder(), env={})
     result = other.sync()
     assert result["rebuilt"] and result["pendingBatches"] == 0
     status = other.status()
@@ -411,7 +411,7 @@ def test_wait_true_sends_a_whole_backfill_as_one_job(server, tmp_path):
         return response
 
     server.default("POST", "/v1/batches", create_and_finish)
-    index = open_index("main", root, memory, tmp_path / "state", embedder=embedder, env={})
+    index = open_file_index("main", root, memory, tmp_path / "state", embedder=embedder, env={})
     result = index.sync()
     assert len(api.jobs) == 1 and len(api.texts("batch_1")) == 260
     assert result["embedded"] == 260 and result["pendingBatches"] == 0
@@ -443,7 +443,7 @@ def test_openai_jobs_stay_within_the_batch_api_limits(server, tmp_path):
         write(root, f"memory/n{i:02}.md", f"# N{i}\n\n" + f"alpha{i} beta{i * 7} " * 100 + "\n")
     embedder.batch_min_texts = 1
     embedder.batch_job_bytes = 6000  # room for two or three of these chunks per upload
-    index = open_index("main", root, memory, tmp_path / "state", embedder=embedder, env={})
+    index = open_file_index("main", root, memory, tmp_path / "state", embedder=embedder, env={})
     index.sync()
     assert len(api.jobs) >= 4
     for requests in api.uploads.values():
@@ -468,8 +468,8 @@ def test_wait_false_upload_error_leaves_its_texts_to_the_next_sync(server, ws, t
     embedder.batch_min_texts = 1
     embedder.batch_job_texts = 1  # one job per chunk
     fallback = FakeEmbedder()
-    index = open_index("main", ws, memory, tmp_path / "state", embedder=embedder,
-                       fallback=fallback, env={})
+    index = open_file_index("main", ws, memory, tmp_path / "state", embedder=embedder,
+                            fallback=fallback, env={})
     server.queue("POST", "/v1/files", lambda r: openai_error(400, "upload refused"))
     with caplog.at_level(logging.WARNING):
         result = index.sync()
@@ -507,8 +507,8 @@ def test_wait_true_keeps_each_job_that_completed_when_a_later_one_fails(server, 
         embedder = create_embedder("openai", memory, env={})
         embedder.batch_min_texts = 1
         embedder.batch_job_texts = 100  # three jobs
-        return open_index("main", root, memory, tmp_path / "state", embedder=embedder,
-                          env={})
+        return open_file_index("main", root, memory, tmp_path / "state", embedder=embedder,
+                               env={})
 
     original = api._create
 
@@ -593,7 +593,7 @@ def test_gemini_wait_false(server, ws, tmp_path, caplog):
     embedder = create_embedder("gemini", memory, env={})
     embedder.batch_min_texts = 1
     write(ws, "memory/birds.md", BIRDS)
-    index = open_index("main", ws, memory, tmp_path / "state", embedder=embedder, env={})
+    index = open_file_index("main", ws, memory, tmp_path / "state", embedder=embedder, env={})
     result = index.sync()
     assert result["submitted"] == 2 and result["pendingBatches"] == 1
     assert list(api.jobs) == ["batches/g1"] and api.jobs["batches/g1"]["polls"] == 0

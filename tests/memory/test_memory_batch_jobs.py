@@ -13,7 +13,7 @@ import pytest
 
 from clawd.memory import keywords
 from clawd.memory.base import BatchStatus, EmbeddingError
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -77,8 +77,8 @@ def memory(**overrides: Any):
 def open_scripted(tmp_path: Path, ws: Path, fallback=None, **overrides):
     mem = memory(**overrides)
     embedder = ScriptedBatches(mem)
-    index = open_index("main", ws, mem, tmp_path / "state", embedder=embedder,
-                       fallback=fallback, env={})
+    index = open_file_index("main", ws, mem, tmp_path / "state", embedder=embedder,
+                            fallback=fallback, env={})
     return index, embedder
 
 

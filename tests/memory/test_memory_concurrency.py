@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clawd.memory import vectors
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -50,8 +50,8 @@ def test_search_reads_the_committed_index_while_a_sync_embeds(tmp_path: Path):
     write(ws, "MEMORY.md", "# Memory\n\n- The gateway runs on the Mac Studio.\n")
     embedder = GatedEmbedder()
     embedder.gate.set()
-    index = open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
-                       embedder=embedder, env={})
+    index = open_file_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
+                            embedder=embedder, env={})
     index.sync()
     embedder.gate.clear()
     embedder.entered.clear()
@@ -76,8 +76,8 @@ def test_closing_cancels_a_sync_at_once_and_the_next_one_resumes(tmp_path: Path)
     for number in range(vectors.EMBED_STEP + 80):
         write(ws, f"memory/note-{number:03d}.md", f"# Note {number}\n\n- item {number}\n")
     embedder = SlowEmbedder()
-    index = open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
-                       embedder=embedder, env={})
+    index = open_file_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
+                            embedder=embedder, env={})
     index.sync_in_background()
     deadline = time.monotonic() + 30
     while len(embedder.calls) < vectors.EMBED_STEP + 10 and time.monotonic() < deadline:
@@ -87,8 +87,8 @@ def test_closing_cancels_a_sync_at_once_and_the_next_one_resumes(tmp_path: Path)
     assert time.monotonic() - started < 2.0  # not the minutes a backfill takes
     assert index.settle(5)  # the sync gave up at its next step
     again = SlowEmbedder()
-    reopened = open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
-                          embedder=again, env={})
+    reopened = open_file_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
+                               embedder=again, env={})
     result = reopened.sync()
     assert result["indexed"] == vectors.EMBED_STEP + 80
     assert result["cached"] >= vectors.EMBED_STEP  # the first step is not embedded again

@@ -10,8 +10,8 @@ import pytest
 
 from clawd.memory.embeddings import EmbeddingError, create_embedder, resolve_provider
 from clawd.memory.gemini import GeminiEmbedder
-from clawd.memory.index import open_index
 from clawd.memory.openai_embed import OpenAIEmbedder
+from clawd.storage.files.memory import open_file_index
 
 from fakeserver import FakeServer, Request, Response
 from memory_fakes import FakeEmbedder, settings, write
@@ -145,7 +145,7 @@ def test_openai_failure_falls_back_in_the_index(server, tmp_path: Path):
     write(ws, "MEMORY.md", "# M\n\nthe heron nests by the lake\n")
     memory = settings(provider="openai", fallback="local", sync={"watch": False},
                       remote={"baseUrl": f"{server.url}/v1", "apiKey": "sk"})
-    index = open_index("main", ws, memory, tmp_path / "state", fallback=FakeEmbedder(), env={})
+    index = open_file_index("main", ws, memory, tmp_path / "state", fallback=FakeEmbedder(), env={})
     result = index.search("heron lake")
     assert result["results"][0]["path"] == "MEMORY.md"
     assert result["fallback"]["from"] == "openai" and "quota" in result["fallback"]["reason"]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from clawd.memory import keywords
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -56,8 +56,8 @@ def index(request, tmp_path: Path):
     cfg = settings(sync={"watch": False}) if embedder else \
         settings(sync={"watch": False}, provider="local", local={"modelPath": str(tmp_path)},
                  fallback="none")
-    idx = open_index("main", workspace(tmp_path), cfg, tmp_path / "state", embedder=embedder,
-                     env=env)
+    idx = open_file_index("main", workspace(tmp_path), cfg, tmp_path / "state", embedder=embedder,
+                          env=env)
     idx.sync()
     yield idx
     idx.close()
@@ -80,8 +80,8 @@ def test_off_topic_returns_nothing(index, query):
 
 def test_blind_vectors_alone_would_cut_the_identifier(tmp_path: Path):
     # the weighted mix by itself: keyword evidence is capped at textWeight 0.3 < minScore
-    idx = open_index("main", workspace(tmp_path), settings(sync={"watch": False}),
-                     tmp_path / "state", embedder=BlindEmbedder(), env={})
+    idx = open_file_index("main", workspace(tmp_path), settings(sync={"watch": False}),
+                          tmp_path / "state", embedder=BlindEmbedder(), env={})
     idx.sync()
     hit = idx.search("ZX-4471", min_score=0)["results"][0]
     assert hit["path"] == "memory/2026-03-14.md" and hit["score"] == pytest.approx(0.6)

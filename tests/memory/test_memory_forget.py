@@ -14,14 +14,14 @@ from clawd.context.access import Access
 from clawd.core.errors import ClawdError
 from clawd.core.messages import Message
 from clawd.loop.recall import recall
-from clawd.memory import open_index
 from clawd.memory.forget import Request, find, forget, parse, remove, still_found
 from clawd.memory.plan import text_hash
 from clawd.memory.purge import embedded_texts
+from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.memory import open_file_index
+from clawd.storage.files.workspace import DiskFiles
 from clawd.tools.files import file_tools
 from clawd.tools.memory import memory_tools
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
 
 from conftest import disk_tool_context
 from memory_fakes import write
@@ -47,7 +47,7 @@ def setup(tmp_path):
     write(workspace, "memory/2026-11-20.md", DAY)
     write(workspace, "MEMORY.md", MEMORY)
     write(workspace, "memory/2026-11-19.md", "# 2026-11-19\n\n- Booked the dentist.\n")
-    index = open_index("main", workspace, MemorySearch(), tmp_path / "state")
+    index = open_file_index("main", workspace, MemorySearch(), tmp_path / "state")
     index.sync()
     yield workspace, index
     index.close()
@@ -127,8 +127,8 @@ def test_the_old_notes_are_kept_in_the_backups_which_search_never_indexes(setup,
     assert backups.where(kept["memory/2026-11-20.md"]).startswith(".clawd/history/")
     assert not [p for p in index.store.files() if p.startswith(".clawd")]
     # not even with the whole workspace as an extra path
-    wide = open_index("wide", workspace, MemorySearch.model_validate({"extraPaths": ["."]}),
-                      tmp_path / "state2")
+    wide = open_file_index("wide", workspace, MemorySearch.model_validate({"extraPaths": ["."]}),
+                           tmp_path / "state2")
     try:
         wide.sync()
         assert not [p for p in wide.store.files() if ".clawd" in p]
@@ -208,7 +208,7 @@ def test_a_note_changed_since_listing_is_not_touched(setup):
 def test_what_forget_does_not_change_is_reported(setup, tmp_path):
     workspace, _ = setup
     write(tmp_path, "extra/trip.md", "# Trip\n\n- quillon travel safe\n")
-    index = open_index("extra", workspace, MemorySearch.model_validate(
+    index = open_file_index("extra", workspace, MemorySearch.model_validate(
         {"extraPaths": [str(tmp_path / "extra")]}), tmp_path / "state3")
     try:
         index.sync()

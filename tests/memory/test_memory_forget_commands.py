@@ -13,9 +13,9 @@ from clawd.config import MemorySearch
 from clawd.core.events import CommandOutput, ErrorEvent
 from clawd.frontends import cli
 from clawd.frontends.commands import Chat
-from clawd.memory import open_index
 from clawd.providers.scripted import ScriptedProvider
-from clawd.workspace.backups import DiskBackups
+from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.memory import open_file_index
 
 from conftest import make_runtime
 from memory_fakes import write
@@ -109,8 +109,8 @@ def test_a_path_outside_the_workspace_is_refused_in_one_line(home, capsys):
 def chat_for(tmp_path, key, **settings):
     runtime = make_runtime(tmp_path, ScriptedProvider(), settings=settings)
     write(runtime.workspace, "memory/2026-11-20.md", DAY)
-    runtime.memory = open_index("main", runtime.workspace, MemorySearch(), tmp_path / "state",
-                                runtime.storage.sessions_dir)
+    runtime.memory = open_file_index("main", runtime.workspace, MemorySearch(), tmp_path / "state",
+                                     runtime.storage.sessions_dir)
     return Chat.open(runtime, key), runtime
 
 

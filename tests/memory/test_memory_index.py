@@ -16,8 +16,9 @@ import pytest
 from clawd.memory import matrix as matrix_module
 from clawd.memory import schema as schema_module
 from clawd.memory import vectors
-from clawd.memory.index import open_index, store_path
+from clawd.memory.index import store_path
 from clawd.memory.schema import MIGRATIONS
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import BrokenEmbedder, FakeEmbedder, settings, write
 
@@ -39,9 +40,9 @@ def make(ws: Path, tmp_path: Path, embedder=None, backup=None, **overrides):
     """An index with a fake embedder; no real model is ever loaded (fallback "none")."""
     overrides.setdefault("sync", {"watch": False})
     overrides.setdefault("fallback", "none")
-    return open_index("main", ws, settings(**overrides), tmp_path / "state",
-                      embedder=embedder if embedder is not None else FakeEmbedder(),
-                      fallback=backup, env={})
+    return open_file_index("main", ws, settings(**overrides), tmp_path / "state",
+                           embedder=embedder if embedder is not None else FakeEmbedder(),
+                           fallback=backup, env={})
 
 
 def paths(result) -> list[str]:
@@ -283,9 +284,9 @@ def test_without_embeddings_search_is_keyword_only(ws, tmp_path):
 
 
 def test_a_remote_provider_without_key_is_keyword_only(ws, tmp_path):
-    index = open_index("main", ws, settings(provider="openai", fallback="none",
+    index = open_file_index("main", ws, settings(provider="openai", fallback="none",
                                             sync={"watch": False}),
-                       tmp_path / "state", env={})
+                            tmp_path / "state", env={})
     index.sync()
     result = index.search("a828e60")
     assert result["mode"] == "keyword" and paths(result) == ["memory/2025-01-02.md"]
@@ -433,18 +434,18 @@ def test_extra_paths_and_sessions(ws, tmp_path):
          "content": [{"type": "text", "text": "Noted."}]},
     ]
     write(sessions, "abc.jsonl", "\n".join(json.dumps(x) for x in lines) + "\ntorn line {")
-    index = open_index("main", ws, settings(extraPaths=[str(outside)], sync={"watch": False},
+    index = open_file_index("main", ws, settings(extraPaths=[str(outside)], sync={"watch": False},
                                             fallback="none"),
-                       tmp_path / "state", sessions, embedder=FakeEmbedder())
+                            tmp_path / "state", sessions, embedder=FakeEmbedder())
     index.sync()
     assert paths(index.search("quokka feeder")) == [str((outside / "ideas.md").resolve())]
     assert index.search("walrus invoice")["results"] == []  # sessions are opt-in
     index.close()
-    opted = open_index("main", ws, settings(extraPaths=[str(outside)], sync={"watch": False},
+    opted = open_file_index("main", ws, settings(extraPaths=[str(outside)], sync={"watch": False},
                                             sources=["memory", "sessions"],
                                             experimental={"sessionMemory": True},
                                             fallback="none"),
-                       tmp_path / "state", sessions, embedder=FakeEmbedder())
+                            tmp_path / "state", sessions, embedder=FakeEmbedder())
     opted.sync()
     hit = opted.search("walrus invoice")["results"][0]
     assert (hit["path"], hit["source"], hit["startLine"], hit["endLine"]) == \
@@ -486,8 +487,8 @@ def test_agents_have_separate_indexes(ws, tmp_path):
     other_ws = tmp_path / "other"
     write(other_ws, "MEMORY.md", "# Other\n\nthe narwhal project\n")
     quiet = settings(sync={"watch": False}, fallback="none")
-    a = open_index("a", ws, quiet, tmp_path / "state", embedder=FakeEmbedder())
-    b = open_index("b", other_ws, quiet, tmp_path / "state", embedder=FakeEmbedder())
+    a = open_file_index("a", ws, quiet, tmp_path / "state", embedder=FakeEmbedder())
+    b = open_file_index("b", other_ws, quiet, tmp_path / "state", embedder=FakeEmbedder())
     a.sync(), b.sync()
     assert a.path != b.path
     assert a.search("narwhal project")["results"] == []

@@ -14,7 +14,7 @@ import pytest
 from clawd.memory import keywords
 from clawd.memory import search as policy
 from clawd.memory.candidates import keyword_hits
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -88,8 +88,8 @@ def index(tmp_path: Path):
     write(tmp_path / "ws", "memory/other.md", "# Plans\n\nGina: a trip to the coast, maybe.\n")
     for number, topic in enumerate(["the garden", "tax forms", "a new bike", "soup", "chess"]):
         write(tmp_path / "ws", f"memory/filler-{number}.md", f"# Notes\n\nGina: about {topic}.\n")
-    idx = open_index("main", tmp_path / "ws", settings(sync={"watch": False}),
-                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    idx = open_file_index("main", tmp_path / "ws", settings(sync={"watch": False}),
+                          tmp_path / "state", embedder=FakeEmbedder(), env={})
     idx.sync()
     yield idx
     idx.close()
@@ -136,8 +136,8 @@ def crowded(tmp_path: Path, monkeypatch):
     for number in range(1, 10):
         write(tmp_path / "ws", f"memory/{number:02d}.md",
               f"# Day {number}\n\nThe team meeting ran long, item {number}.\n")
-    idx = open_index("main", tmp_path / "ws", settings(sync={"watch": False}),
-                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    idx = open_file_index("main", tmp_path / "ws", settings(sync={"watch": False}),
+                          tmp_path / "state", embedder=FakeEmbedder(), env={})
     idx.sync()
     yield idx
     idx.close()

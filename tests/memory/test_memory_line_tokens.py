@@ -12,8 +12,8 @@ import pytest
 
 from clawd.memory import keyword_tables, tokens
 from clawd.memory.candidates import keyword_hits
-from clawd.memory.index import open_index
 from clawd.memory.schema import MIGRATIONS
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -25,8 +25,8 @@ NOTE = ("# Trips\n\nWe went camping near Lake Tahoe.\n\n東京の会議は水曜
 def index(tmp_path: Path):
     write(tmp_path / "ws", "memory/trips.md", NOTE)
     write(tmp_path / "ws", "memory/other.md", "# Other\n\nNothing about lakes here.\n")
-    idx = open_index("main", tmp_path / "ws", settings(sync={"watch": False}),
-                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    idx = open_file_index("main", tmp_path / "ws", settings(sync={"watch": False}),
+                          tmp_path / "state", embedder=FakeEmbedder(), env={})
     idx.sync()
     yield idx
     idx.close()

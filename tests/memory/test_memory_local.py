@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from clawd.memory.chunker import chunk_text
-from clawd.memory.index import open_index
 from clawd.memory.local import DATA_DIR, DEFAULT_LOCAL_MODEL, LocalEmbedder
 from clawd.memory.parts import segment_chunks
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import settings, write
 
@@ -97,8 +97,8 @@ def test_paraphrase_without_shared_words_comes_back_with_defaults(local, tmp_pat
     ws = tmp_path / "ws"
     for rel, text in NOTES.items():
         write(ws, rel, text)
-    index = open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
-                       embedder=local, env={})
+    index = open_file_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
+                            embedder=local, env={})
     index.sync()
     for query, expected in [("medication schedule for the pet", "memory/pets.md"),
                             ("when is my tooth doctor visit", "memory/health.md"),
@@ -137,9 +137,9 @@ def test_a_tampered_model_leaves_search_keyword_only(monkeypatch, tmp_path):
 
     monkeypatch.setattr(local_module, "SHIPPED_TOKENIZER_SHA256", "f" * 64)
     write(tmp_path / "ws", "MEMORY.md", "# Memory\n\n- the gateway runs on the Mac Studio\n")
-    index = open_index("main", tmp_path / "ws", settings(sync={"watch": False}, provider="local",
-                                                         fallback="none"),
-                       tmp_path / "state", env={})
+    index = open_file_index("main", tmp_path / "ws",
+                            settings(sync={"watch": False}, provider="local", fallback="none"),
+                            tmp_path / "state", env={})
     index.sync()
     result = index.search("gateway")
     assert result["mode"] == "keyword" and result["results"][0]["path"] == "MEMORY.md"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from clawd.memory.index import open_index
 from clawd.memory.local import LocalEmbedder
 from clawd.memory.search import STOP_WORDS, query_terms
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import settings, write
 
@@ -23,8 +23,8 @@ def index(tmp_path_factory):
     root = tmp_path_factory.mktemp("paraphrases")
     for number, pair in enumerate(DATA["pairs"]):
         write(root / "ws", f"memory/note-{number:02d}.md", f"# Note\n\n- {pair['note']}\n")
-    idx = open_index("main", root / "ws", settings(sync={"watch": False}), root / "state",
-                     embedder=LocalEmbedder(), env={})
+    idx = open_file_index("main", root / "ws", settings(sync={"watch": False}), root / "state",
+                          embedder=LocalEmbedder(), env={})
     idx.sync()
     yield idx
     idx.close()

@@ -11,7 +11,7 @@ from test_memory_embeddings import openai_embeddings
 
 from clawd.config import parse_config, resolve_agent
 from clawd.frontends.compose import build_runtime
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 from fakeserver import FakeServer
 from memory_fakes import settings, write
@@ -30,7 +30,7 @@ def test_a_chat_key_in_the_environment_keeps_embeddings_local(tmp_path: Path, se
     monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")  # where a leak would land
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# Memory\n\n- Dana Whitfield is the accountant.\n")
-    index = open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state")
+    index = open_file_index("main", ws, settings(sync={"watch": False}), tmp_path / "state")
     index.sync()
     assert index.status()["provider"] == "local"
     assert index.search("accountant")["results"][0]["path"] == "MEMORY.md"
@@ -51,7 +51,7 @@ def test_the_first_upload_is_announced_before_it_happens(tmp_path: Path, server,
     cfg = settings(provider="openai", sync={"watch": False},
                    remote={"baseUrl": f"{server.url}/v1", "apiKey": "sk-mem",
                            "batch": {"enabled": False}})
-    index = open_index("main", ws, cfg, tmp_path / "state", env={})
+    index = open_file_index("main", ws, cfg, tmp_path / "state", env={})
     with caplog.at_level(logging.WARNING, logger="clawd.memory"):
         index.sync()
     notes = [r.getMessage() for r in caplog.records if "sending" in r.getMessage()]

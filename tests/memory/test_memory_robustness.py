@@ -15,7 +15,7 @@ from clawd.core.errors import ToolError
 from clawd.frontends import cli
 from clawd.frontends.reports import format_memory_status
 from clawd.memory import search as policy
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 from clawd.tools.base import ToolContext
 from clawd.tools.memory import memory_tools
 from clawd.workspace.init import apply, plan_init
@@ -44,8 +44,8 @@ def ws(tmp_path: Path) -> Path:
 def make(ws: Path, tmp_path: Path, **overrides):
     overrides.setdefault("sync", {"watch": False})
     overrides.setdefault("fallback", "none")
-    return open_index("main", ws, settings(**overrides), tmp_path / "state",
-                      embedder=FakeEmbedder(), env={})
+    return open_file_index("main", ws, settings(**overrides), tmp_path / "state",
+                           embedder=FakeEmbedder(), env={})
 
 
 def places(result) -> list[tuple[str, int, int]]:

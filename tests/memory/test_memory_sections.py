@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from clawd.memory import parts
-from clawd.memory.index import open_index
 from clawd.memory.local import LocalEmbedder
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -25,8 +25,8 @@ CAR = "why was the dashboard warning lamp on"  # the check-engine light, a loose
 def index_of(root: Path, embedder, **overrides):
     overrides.setdefault("sync", {"watch": False})
     overrides.setdefault("fallback", "none")
-    return open_index("main", root / "ws", settings(**overrides), root / "state",
-                      embedder=embedder, env={})
+    return open_file_index("main", root / "ws", settings(**overrides), root / "state",
+                           embedder=embedder, env={})
 
 
 def write_notes(root: Path) -> None:

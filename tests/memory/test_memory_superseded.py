@@ -9,9 +9,9 @@ from datetime import date
 from pathlib import Path
 
 from clawd.context.consolidation import Op, apply, bullets, check, source_lines
-from clawd.memory.index import open_index
 from clawd.memory.superseded import annotate, latest, unmark
-from clawd.workspace.disk import DiskFiles
+from clawd.storage.files.memory import open_file_index
+from clawd.storage.files.workspace import DiskFiles
 from clawd.workspace.files import (
     ReplacedLine,
     read_context_files,
@@ -106,8 +106,8 @@ def test_another_note_that_repeats_the_old_fact_closely_is_marked_too(tmp_path: 
     write(ws, DAY, LOG)
     write(ws, "memory/2026-03-04-builds.md", session)
     write(ws, "MEMORY.md", MEMORY)
-    idx = open_index("main", ws, settings(sync={"watch": False}, fallback="none"),
-                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    idx = open_file_index("main", ws, settings(sync={"watch": False}, fallback="none"),
+                          tmp_path / "state", embedder=FakeEmbedder(), env={})
     try:
         idx.sync()
         (hit,) = [r for r in idx.search("nightly builds osprey", min_score=0.0)["results"]
@@ -139,8 +139,8 @@ def test_search_shows_the_replacement_and_follows_changes_to_memory_md(tmp_path:
     ws = tmp_path / "ws"
     note = write(ws, DAY, LOG)
     memory = write(ws, "MEMORY.md", MEMORY)
-    idx = open_index("main", ws, settings(sync={"watch": False}, fallback="none"),
-                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    idx = open_file_index("main", ws, settings(sync={"watch": False}, fallback="none"),
+                          tmp_path / "state", embedder=FakeEmbedder(), env={})
     try:
         idx.sync()
         (hit,) = [r for r in idx.search("build server osprey", min_score=0.0)["results"]
@@ -204,8 +204,8 @@ def test_a_group_session_never_sees_the_replacements_from_memory_md(tmp_path: Pa
     write(tmp_path, "MEMORY.md", MEMORY)
     group = Access("rw", group=True, shareable=("memory",))
     assert run_tool("memory_get", {"path": DAY}, tool_context(tmp_path, group)) == LOG.rstrip()
-    idx = open_index("main", tmp_path, settings(sync={"watch": False}, fallback="none"),
-                     tmp_path / "state", embedder=FakeEmbedder(), env={})
+    idx = open_file_index("main", tmp_path, settings(sync={"watch": False}, fallback="none"),
+                          tmp_path / "state", embedder=FakeEmbedder(), env={})
     try:
         idx.sync()
         private = visible_search(idx, Access(), "build server osprey", min_score=0.0)

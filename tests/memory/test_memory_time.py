@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from clawd.config import MemorySearch
 from clawd.memory.diversity import mmr
-from clawd.memory.index import open_index
 from clawd.memory.recency import dated, decay, factor
 from clawd.memory.search import Scored
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -55,8 +55,8 @@ def test_decay_puts_the_newer_of_equal_notes_first_and_leaves_undated_alone():
 
 def make(root: Path, tmp_path: Path, **query):
     cfg = settings(sync={"watch": False}, fallback="none", query=query)
-    return open_index("main", root, cfg, tmp_path / "state", embedder=FakeEmbedder(),
-                      env={}, today=lambda: TODAY)
+    return open_file_index("main", root, cfg, tmp_path / "state", embedder=FakeEmbedder(),
+                           env={}, today=lambda: TODAY)
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def test_mmr_without_embeddings_keeps_the_keyword_ranking(tmp_path):
     write(root, "memory/laptop.md", "# Laptop\n\n- The laptop backups go to a disk\n")
     cfg = settings(sync={"watch": False}, provider="openai", fallback="none",
                    query={"mmr": {"enabled": True, "lambda": 0.1}})
-    index = open_index("main", root, cfg, tmp_path / "state", env={})  # no key: keyword-only
+    index = open_file_index("main", root, cfg, tmp_path / "state", env={})  # no key: keyword-only
     found = index.search("nightly backups heron", max_results=2, min_score=0.0)
     assert found["mode"] == "keyword"
     assert [r["path"] for r in found["results"]] == ["memory/2026-11-10.md",

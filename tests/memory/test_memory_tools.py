@@ -10,11 +10,11 @@ import pytest
 
 from clawd.config import AgentDefaults
 from clawd.core.errors import ClawdError, ToolError
-from clawd.memory.index import open_index
 from clawd.memory.notes import append_to_daily_log
+from clawd.storage.files.memory import open_file_index
+from clawd.storage.files.workspace import DiskFiles
 from clawd.tools.base import ToolContext
 from clawd.tools.memory import memory_tools
-from clawd.workspace.disk import DiskFiles
 
 from conftest import disk_tool_context
 from memory_fakes import FakeEmbedder, write
@@ -106,8 +106,8 @@ def test_memory_get_argument_errors(ws):
 
 
 def test_memory_search_tool_returns_the_json(ws, tmp_path):
-    index = open_index("main", ws, context(ws).settings.memory_search, tmp_path / "state",
-                       embedder=FakeEmbedder())
+    index = open_file_index("main", ws, context(ws).settings.memory_search, tmp_path / "state",
+                            embedder=FakeEmbedder())
     ctx = context(ws, memory=index)
     data = json.loads(run("memory_search", {"query": "Ada ledger", "maxResults": 2}, ctx))
     assert data["results"][0]["path"] == "memory/2025-01-02.md"

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from clawd.memory.candidates import vector_scores
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -27,8 +27,8 @@ def test_scores_read_at_once_are_those_of_each_chunk(tmp_path: Path):
     write(tmp_path / "ws", "memory/long.md", f"# Harbour\n\n{long}\n")
     write(tmp_path / "ws", "memory/short.md", "# Boats\n\nboats\n")
     write(tmp_path / "ws", "memory/other.md", "# Other\n\nnothing to see\n")
-    idx = open_index("main", tmp_path / "ws", settings(sync={"watch": False}),
-                     tmp_path / "state", embedder=embedder, env={})
+    idx = open_file_index("main", tmp_path / "ws", settings(sync={"watch": False}),
+                          tmp_path / "state", embedder=embedder, env={})
     try:
         idx.sync()
         store = idx.store

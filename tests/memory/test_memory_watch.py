@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clawd.memory.index import open_index
+from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import FakeEmbedder, settings, write
 
@@ -27,8 +27,8 @@ def wait_for(condition, timeout: float = 30.0) -> bool:
 def test_watcher_picks_up_a_new_file(tmp_path: Path):
     ws = tmp_path / "ws"
     write(ws, "MEMORY.md", "# Memory\n\nnothing yet\n")
-    index = open_index("main", ws, settings(sync={"watchDebounceMs": 100}, fallback="none"),
-                       tmp_path / "state", embedder=FakeEmbedder())
+    index = open_file_index("main", ws, settings(sync={"watchDebounceMs": 100}, fallback="none"),
+                            tmp_path / "state", embedder=FakeEmbedder())
     index.sync()
     index.start_watcher()
     try:
@@ -60,8 +60,8 @@ def test_watcher_picks_up_a_new_file(tmp_path: Path):
 def test_watch_off_starts_nothing(tmp_path: Path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    index = open_index("main", ws, settings(sync={"watch": False}, fallback="none"),
-                       tmp_path / "state", embedder=FakeEmbedder())
+    index = open_file_index("main", ws, settings(sync={"watch": False}, fallback="none"),
+                            tmp_path / "state", embedder=FakeEmbedder())
     index.start_watcher()
     assert index.status()["watching"] is False
     index.close()

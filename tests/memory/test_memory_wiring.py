@@ -10,8 +10,8 @@ from clawd.config import MemorySearch
 from clawd.core.events import CommandOutput, ErrorEvent
 from clawd.frontends import cli
 from clawd.frontends.commands import Chat
-from clawd.memory import open_index
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.storage.files.memory import open_file_index
 from clawd.tools.memory import memory_tools
 
 from conftest import make_runtime
@@ -24,9 +24,9 @@ def memory_runtime(tmp_path, provider, clock=None, agent_id="main"):
     runtime = make_runtime(tmp_path, provider, clock=clock)
     runtime.agent_id = agent_id
     runtime.tools = runtime.tools + memory_tools()
-    runtime.memory = open_index(agent_id, runtime.workspace, MemorySearch(),
-                                tmp_path / "state", runtime.storage.sessions_dir,
-                                embedder=FakeEmbedder())
+    runtime.memory = open_file_index(agent_id, runtime.workspace, MemorySearch(),
+                                     tmp_path / "state", runtime.storage.sessions_dir,
+                                     embedder=FakeEmbedder())
     return runtime
 
 

@@ -6,7 +6,8 @@ import json
 import multiprocessing
 
 from clawd.sessions.entry import new_entry
-from clawd.sessions.store import SessionStore, is_group_key, main_key
+from clawd.sessions.store import is_group_key, main_key
+from clawd.storage.files.sessions import SessionStore
 
 
 def _bump(path: str, key: str, times: int) -> None:

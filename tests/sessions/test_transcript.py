@@ -7,7 +7,8 @@ import json
 import pytest
 
 from clawd.core.messages import ImagePart, Message, ToolCall, Usage
-from clawd.sessions.transcript import Transcript, build_history
+from clawd.sessions.transcript import build_history
+from clawd.storage.files.transcripts import Transcript
 
 
 def test_round_trip(tmp_path):

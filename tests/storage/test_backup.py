@@ -13,8 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from clawd.storage.people import PgPeople
 from clawd.storage.postgres.database import MIGRATIONS, Database
+from clawd.storage.postgres.people import PgPeople
 
 from conftest import _with_database, drop_database, pg_base_url
 

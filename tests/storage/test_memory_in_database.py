@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from clawd.memory.index import open_index
 from clawd.memory.keywords import plan
 from clawd.memory.search import compounds, query_terms
+from clawd.storage.files.memory import open_file_index
 from clawd.storage.postgres import database
 from clawd.storage.postgres.memory import PgIndexStore
 
@@ -40,8 +40,8 @@ def workspace(root: Path) -> Path:
 
 
 def make(ws: Path, tmp_path: Path, open_store=None, embedder=None):
-    return open_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
-                      embedder=embedder or FakeEmbedder(), open_store=open_store)
+    return open_file_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
+                           embedder=embedder or FakeEmbedder(), open_store=open_store)
 
 
 @pytest.fixture

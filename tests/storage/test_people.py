@@ -16,8 +16,10 @@ from clawd.frontends.cli import main
 from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.app import create_app
 from clawd.providers.scripted import ScriptedProvider
-from clawd.storage.people import FilePeople, PgPeople, digest
+from clawd.storage.files.people import FilePeople
+from clawd.storage.people import digest
 from clawd.storage.postgres import database
+from clawd.storage.postgres.people import PgPeople
 
 from conftest import make_runtime
 from gateway_client import AUTH, BASE, TOKEN, events

@@ -8,7 +8,8 @@ import pytest
 
 from clawd.core.errors import ClawdError
 from clawd.frontends.cli import main
-from clawd.storage.people import FilePeople, PgPeople
+from clawd.storage.files.people import FilePeople
+from clawd.storage.postgres.people import PgPeople
 
 
 @pytest.fixture(params=["files", "postgresql"])

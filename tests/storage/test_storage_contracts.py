@@ -1,6 +1,7 @@
 """The suites every storage implementation must pass: the session store (``SessionRecords``),
 the transcript log (``TranscriptLog``), the memory index (``Memory``) and the workspace files
-(``WorkspaceFiles``).
+(``WorkspaceFiles``), and one agent's storage as a whole (``AgentStorage``: its transcripts,
+records, lease, what the memory index reads through it and what ``clawd doctor`` asks).
 
 Each suite runs over ``STORES``, ``LOGS``, ``MEMORIES``, ``FILES`` and ``BACKUPS``: factories
 of the implementations. Today each has one, the embedded default (``sessions.json``, JSONL
@@ -25,10 +26,12 @@ from clawd.core.messages import Message, ToolCall
 from clawd.memory import open_index
 from clawd.memory.interface import Memory
 from clawd.sessions.interface import SessionRecords, TranscriptLog
-from clawd.sessions.store import SessionStore
-from clawd.sessions.transcript import Transcript, begin, build_history
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
+from clawd.sessions.transcript import begin, build_history
+from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.memory import open_file_index
+from clawd.storage.files.sessions import SessionStore
+from clawd.storage.files.transcripts import Transcript
+from clawd.storage.files.workspace import DiskFiles
 from clawd.workspace.interface import Backups, Stat, WorkspaceFiles
 
 
@@ -57,15 +60,15 @@ LOGS: dict[str, Callable[[Path, str | None], TranscriptLog]] = {
 }
 def _pg_memory(workspace: Path, state: Path, url: str | None) -> tuple[Memory, Any]:
     storage = _pg(url)
-    return open_index("main", workspace, MemorySearch(), state, None,
-                      stored=storage.memory_sources, files=storage.files,
+    return open_index("main", workspace, MemorySearch(), state,
+                      sources=storage.memory_sources, files=storage.files,
                       open_store=storage.memory_index), storage.files
 
 
 # memory factories: (the index, the workspace files it reads)
 MEMORIES: dict[str, Callable[[Path, Path, str | None], tuple[Memory, WorkspaceFiles]]] = {
     "sqlite": lambda workspace, state, url: (
-        open_index("main", workspace, MemorySearch(), state, state / "sessions"),
+        open_file_index("main", workspace, MemorySearch(), state, state / "sessions"),
         DiskFiles(workspace)),
     "postgresql": _pg_memory,
 }
@@ -182,6 +185,14 @@ def test_a_log_read_again_sees_what_another_handle_wrote(log, request):
     again = request.node.again()
     again.append_message(Message.user("two"))
     assert [e["content"][0]["text"] for e in log.load().entries] == ["one", "two"]
+
+
+def test_a_log_numbers_its_entries_by_their_lines(log):
+    log.append_message(Message.user("one"))
+    log.append({"type": "note", "text": "two"})
+    loaded = log.load()
+    assert loaded.numbers == [2, 3]  # the header is line 1
+    assert loaded.lines == 4  # as a JSONL file holds it: its last line ends with a newline
 
 
 # --- the memory index --------------------------------------------------------------------------
@@ -349,7 +360,7 @@ def test_backups_keep_notes_and_name_what_is_missing(kept):
 # --- one agent's storage as a whole --------------------------------------------------------------
 
 def _files_storage(root: Path, url: str | None) -> Any:
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
 
     return FileStorage("main", root / "ws", root / "state" / "agents" / "main" / "sessions")
 
@@ -364,7 +375,7 @@ import sys, time
 from pathlib import Path
 kind, where = sys.argv[1], sys.argv[2]
 if kind == "files":
-    from clawd.storage.files import FileStorage
+    from clawd.storage.files.storage import FileStorage
     root = Path(where)
     storage = FileStorage("main", root / "ws", root / "state" / "agents" / "main" / "sessions")
 else:
@@ -467,3 +478,74 @@ def test_a_lease_is_one_process_at_a_time_and_counted_within_one(storage, reques
         child.wait(10)
     storage.hold("other", wait=5).release()  # the holder's end lets it go
     first.release()
+
+
+# --- what the memory index reads through the store ----------------------------------------------
+
+SESSION_MEMORY = {"sources": ["memory", "sessions"], "experimental": {"sessionMemory": True}}
+
+
+def _notes_and_a_transcript(storage) -> None:
+    storage.files.write("MEMORY.md", "# Memory\n\n- the boat is called Heron\n")
+    storage.files.write("memory/2026-11-20.md", "- tern runs Debian\n")
+    storage.files.write("notes.md", "not a memory file\n")
+    log = storage.transcript("s1")
+    begin(log, "main", key=KEY)
+    log.append_message(Message.user("Where is the harbour?"))
+    log.append({"type": "note", "text": "not said"})
+    log.append_message(Message.assistant("By the old   lighthouse."))
+
+
+def test_memory_sources_list_and_read_the_notes_and_transcripts(storage):
+    from clawd.memory.sources import read_source
+
+    _notes_and_a_transcript(storage)
+    sources = storage.memory_sources
+    found = {s.key: s for s in sources.sources(MemorySearch.model_validate(SESSION_MEMORY))}
+    assert sorted(found) == ["MEMORY.md", "memory/2026-11-20.md", "sessions/s1.jsonl"]
+    assert [found[k].source for k in sorted(found)] == ["memory", "memory", "sessions"]
+    assert all(found[k].stat().st_size > 0 for k in found)
+    assert read_source(found["memory/2026-11-20.md"]) == "- tern runs Debian\n"
+    # one text line per transcript line: the header, the note and the end are blank
+    assert read_source(found["sessions/s1.jsonl"]).split("\n") == [
+        "", "User: Where is the harbour?", "", "Assistant: By the old lighthouse.", ""]
+    assert sources.read("MEMORY.md") == b"# Memory\n\n- the boat is called Heron\n"
+    assert sources.read("memory/none.md") is None
+    # session memory off: the notes alone
+    assert [s.key for s in sources.sources(MemorySearch())] == ["MEMORY.md",
+                                                                  "memory/2026-11-20.md"]
+
+
+def test_a_transcript_is_found_through_the_store_at_its_own_lines(storage, tmp_path):
+    from memory_fakes import FakeEmbedder
+
+    _notes_and_a_transcript(storage)
+    index = open_index("main", tmp_path / "ws", MemorySearch.model_validate(
+        {**SESSION_MEMORY, "sync": {"watch": False}}), tmp_path / "index",
+        sources=storage.memory_sources, files=storage.files,
+        open_store=storage.memory_index, embedder=FakeEmbedder())
+    try:
+        index.sync()
+        hits = [h for h in index.search("harbour lighthouse")["results"]
+                if h["source"] == "sessions"]
+        assert hits and hits[0]["path"] == "sessions/s1.jsonl"
+        assert hits[0]["startLine"] <= 2 and hits[0]["endLine"] >= 4
+    finally:
+        index.close()
+
+
+def test_a_store_says_whether_its_workspace_exists_and_checks_itself(storage):
+    storage.files.write("MEMORY.md", "# Memory\n")  # a folder is made by its first file
+    assert storage.workspace_exists() is True
+    lines = list(storage.check("rw"))
+    assert lines and all(ok for ok, _, _ in lines)
+    assert any(what == "workspace" for _, what, _ in lines)
+    (_, _, said), = [line for line in storage.check("ro") if line[1] == "workspace"]
+    assert "workspaceAccess 'ro'" in said
+
+
+def test_the_files_workspace_does_not_exist_until_it_is_made(tmp_path):
+    storage = _files_storage(tmp_path, None)
+    assert storage.workspace_exists() is False
+    [(ok, what, said)] = list(storage.check("rw"))
+    assert (ok, what) == (False, "workspace") and "does not exist" in said

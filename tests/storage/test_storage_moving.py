@@ -16,7 +16,7 @@ from clawd.frontends.cli import main
 from clawd.loop.runtime import Runtime, fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
-from clawd.storage.files import FileStorage
+from clawd.storage.files.storage import FileStorage
 from clawd.storage.postgres import database
 from clawd.storage.postgres.database import MIGRATIONS
 from clawd.tools.files import file_tools
@@ -258,14 +258,14 @@ def test_migrate_carries_the_embedding_cache(isolated_home, pg_url, capsys):
     from functools import partial
 
     from clawd.core.paths import state_dir
-    from clawd.memory.index import open_index
+    from clawd.storage.files.memory import open_file_index
     from clawd.storage.postgres.memory import PgIndexStore
 
     from memory_fakes import FakeEmbedder, settings
 
     workspace, _ = _files_home(isolated_home)
-    local = open_index("main", workspace, settings(sync={"watch": False}), state_dir(),
-                       embedder=FakeEmbedder())
+    local = open_file_index("main", workspace, settings(sync={"watch": False}), state_dir(),
+                            embedder=FakeEmbedder())
     local.sync()
     cached = local.status()["cacheEntries"]
     local.close()
@@ -276,9 +276,9 @@ def test_migrate_carries_the_embedding_cache(isolated_home, pg_url, capsys):
     assert main(["storage", "migrate", "--to", pg_url]) == 0
     assert f"{cached} cached vector" in capsys.readouterr().out
     embedder = FakeEmbedder()
-    hosted = open_index("main", workspace, settings(sync={"watch": False}),
-                        isolated_home / "elsewhere", embedder=embedder,
-                        open_store=partial(PgIndexStore, database(pg_url), "main"))
+    hosted = open_file_index("main", workspace, settings(sync={"watch": False}),
+                             isolated_home / "elsewhere", embedder=embedder,
+                             open_store=partial(PgIndexStore, database(pg_url), "main"))
     hosted.sync()
     assert embedder.embedded == []  # every note's vector came with the move
     hosted.close()

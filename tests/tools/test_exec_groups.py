@@ -90,8 +90,8 @@ from clawd.tools.base import ToolContext
 from clawd.tools.exec import run_exec
 
 ws = Path(sys.argv[1])
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
+from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.workspace import DiskFiles
 ctx = ToolContext(ws, AgentDefaults(workspace=str(ws)), allow_exec=True, files=DiskFiles(ws),
                   backups=DiskBackups(ws))
 try:

@@ -10,10 +10,10 @@ import pytest
 
 from clawd.config import AgentDefaults
 from clawd.core.errors import SandboxError, ToolError
+from clawd.storage.files.workspace import DiskFiles
 from clawd.tools.base import Param, tool
 from clawd.tools.exec import run_exec
 from clawd.tools.files import edit, read, write
-from clawd.workspace.disk import DiskFiles
 from clawd.workspace.files import read_context_files, resolve, truncate
 
 from conftest import disk_tool_context

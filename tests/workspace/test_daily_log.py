@@ -6,7 +6,7 @@ from datetime import date, datetime
 
 from clawd.context.flush import append_flush_notes
 from clawd.memory.notes import append_to_daily_log
-from clawd.workspace.disk import DiskFiles
+from clawd.storage.files.workspace import DiskFiles
 from clawd.workspace.files import append_to_day
 
 DAY = date(2026, 11, 28)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 from clawd.frontends.compose import build_runtime
@@ -307,7 +306,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def doctor_checks(agent: str | None):
     """(ok, what, text) for the config, keys and servers, embedder, index and workspace."""
-    import tempfile
 
     from clawd.config import config_path, load_config, resolve_agent
     from clawd.core.errors import ClawdError
@@ -351,34 +349,4 @@ def doctor_checks(agent: str | None):
             yield from index.check()
         finally:
             index.close()
-    if runtime.storage.kind != "files":
-        yield from storage_checks(runtime.storage, settings.workspace_access)
-        return
-    workspace = runtime.workspace
-    try:
-        with tempfile.NamedTemporaryFile(dir=workspace, prefix=".clawd-doctor-"):
-            pass
-        writable = settings.workspace_access == "rw"
-        yield True, "workspace", f"{workspace} is writable" + (
-            "" if writable else f" (workspaceAccess {settings.workspace_access!r}: clawd "
-            "will not write it)")
-    except OSError as exc:
-        missing = not workspace.exists()
-        yield False, "workspace", (f"{workspace} does not exist (run clawd init)" if missing
-                                   else f"{workspace} is not writable: "
-                                   f"{exc.strerror or exc}")
-
-
-def storage_checks(storage: Any, access: str):
-    """The database behind ``storage``: reached, schema, pgvector, a write and read back."""
-    db = storage.db
-    yield True, "storage", (f"{db.location}: schema version {db.schema_version}, vector "
-                            f"{db.vector_version}")
-    try:
-        storage.records.put("doctor", {"checkedAt": time.time()})
-        ok = storage.records.get("doctor") is not None
-        yield ok, "workspace", (f"{storage.files.location} can be written" + (
-            "" if access == "rw" else f" (workspaceAccess {access!r}: clawd will not write it)")
-            if ok else "a record written to the database did not read back")
-    except Exception as exc:  # noqa: BLE001 - the doctor says what failed, in one line
-        yield False, "workspace", f"{storage.location}: {str(exc).splitlines()[0]}"
+    yield from runtime.storage.check(settings.workspace_access)

@@ -29,6 +29,8 @@ def cmd_storage(args: argparse.Namespace) -> int:
         return _migrate(config, args.to, args.agent, dry_run=args.dry_run)
     if action == "export":
         return _export(config, args.to, args.agent)
+    from clawd.storage import status_lines
+
     for line in status_lines(config):
         print(line)
     return 0
@@ -37,12 +39,11 @@ def cmd_storage(args: argparse.Namespace) -> int:
 def _agents(config: Any, only: str | None) -> list[str]:
     """The agents of a files home: the config's and any with a folder of its own."""
     from clawd.core.paths import state_dir
+    from clawd.storage.files.home import agent_ids
 
     if only:
         return [only]
-    folder = state_dir() / "agents"
-    found = [p.name for p in sorted(folder.iterdir()) if p.is_dir()] if folder.is_dir() else []
-    return list(dict.fromkeys([*config.agent_ids(), *found]))
+    return list(dict.fromkeys([*config.agent_ids(), *agent_ids(state_dir())]))
 
 
 def _settings(config: Any, agent_id: str) -> Any:
@@ -115,26 +116,6 @@ def _export(config: Any, to: str, agent: str | None) -> int:
     print(f"wrote {home}: use it with CLAWD_HOME={home} and each agent's workspace set to "
           f"{home / 'workspaces'}/<id>")
     return 0
-
-
-def status_lines(config: Any) -> list[str]:
-    """Which store is in use and what it holds."""
-    from clawd.core.paths import state_dir
-
-    url = config.storage.effective_url()
-    if not url:
-        home = state_dir()
-        transcripts = list((home / "agents").glob("*/sessions/*.jsonl"))
-        return [f"store: files under {home} (the embedded default; storage.url not set)",
-                f"agents: {len(list((home / 'agents').glob('*/sessions')))} · transcripts: "
-                f"{len(transcripts)}"]
-    from clawd.storage import open_database
-
-    db = open_database(url)
-    counts = db.counts()
-    return [f"store: PostgreSQL {db.location}",
-            f"schema: version {db.schema_version} · vector extension {db.vector_version}",
-            " · ".join(f"{name}: {value:,}" for name, value in counts.items())]
 
 
 def add_parsers(command: Any, sub: Any) -> None:

@@ -120,16 +120,9 @@ def _lockouts(config: Any, address: str | None) -> int:
 
 def _kept(config: Any) -> Any:
     """Where the lockouts are: the database's ``auth_failures``, or ``lockouts.json``."""
-    url = config.storage.effective_url()
-    if url:
-        from clawd.storage import open_database
-        from clawd.storage.postgres.auth import PgFailedAuth
+    from clawd.storage import open_lockouts
 
-        return PgFailedAuth(open_database(url), config.gateway.auth.rate_limit)
-    from clawd.core.paths import state_dir
-    from clawd.storage.lockouts import FILE, FileLockouts
-
-    return FileLockouts(state_dir() / FILE)
+    return open_lockouts(config)
 
 
 def _when(until: float) -> str:

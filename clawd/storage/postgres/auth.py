@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from clawd.config.gateway import RateLimit
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 
 class PgFailedAuth:
@@ -20,7 +20,7 @@ class PgFailedAuth:
 
     remote = True  # its calls reach the database: the guard makes them off the event loop
 
-    def __init__(self, db: Database, limit: RateLimit):
+    def __init__(self, db: Connections, limit: RateLimit):
         self.db, self.limit = db, limit
         self.location = f"{db.location} (auth_failures)"
 

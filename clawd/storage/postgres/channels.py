@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from clawd.storage.channels import MAX_WAITING, PAIRING_SECONDS, Pairing, new_code, no_request
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 KEEP_UPDATES_SECONDS = 7 * 24 * 3600
 
@@ -33,7 +33,7 @@ PAIRING_COLUMNS = "code, channel, sender, name, chat, created"
 
 
 class PgChannels:
-    def __init__(self, db: Database):
+    def __init__(self, db: Connections):
         self.db = db
         self.location = f"{db.location} (channels)"
         self._polling: dict[str, Any] = {}  # bot -> the connection holding its lock

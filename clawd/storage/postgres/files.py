@@ -15,14 +15,10 @@ as ``workspace.backups`` names and prunes its copies.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
 from datetime import datetime
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from clawd.config import MemorySearch
 from clawd.core.errors import ClawdError, SandboxError
-from clawd.memory.sources import SourceFile, Stamp
 from clawd.workspace.backups import (
     KEEP,
     PROTECTED,
@@ -35,7 +31,7 @@ from clawd.workspace.backups import (
 from clawd.workspace.interface import Stat, Version
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 
 def canonical_path(path: str) -> str:
@@ -56,7 +52,7 @@ def canonical_path(path: str) -> str:
 class PgFiles:
     """One agent's workspace files: ``workspace_files`` rows."""
 
-    def __init__(self, db: Database, agent_id: str):
+    def __init__(self, db: Connections, agent_id: str):
         self.db, self.agent_id = db, agent_id
         self.location = f"{db.location} (workspace of agent {agent_id})"
 
@@ -184,7 +180,7 @@ class PgFiles:
 class PgBackups:
     """Kept versions of one agent's files: ``file_versions`` rows."""
 
-    def __init__(self, db: Database, agent_id: str, files: PgFiles):
+    def __init__(self, db: Connections, agent_id: str, files: PgFiles):
         self.db, self.agent_id, self.files = db, agent_id, files
         self.location = f"{db.location} (kept versions of agent {agent_id})"
 
@@ -253,56 +249,3 @@ class PgBackups:
         if row is None:
             raise ClawdError(f"no version {version.ref}")
         return bytes(row[0])
-
-
-class PgMemorySources:
-    """The notes and transcripts of one agent as the memory index reads them
-    (``memory.sources.StoredSources``): rows, stamped by size and change time."""
-
-    def __init__(self, db: Database, agent_id: str, files: PgFiles,
-                 transcript: Callable[[str], Any]):
-        self.db, self.agent_id, self.files, self._transcript = db, agent_id, files, transcript
-
-    def sources(self, settings: MemorySearch) -> list[SourceFile]:
-        found: list[SourceFile] = []
-        with self.db.connection() as conn:
-            if "memory" in settings.sources:
-                rows = conn.execute(
-                    "SELECT path, length(data), extract(epoch FROM mtime)::float8 FROM "
-                    "workspace_files WHERE agent_id = %s AND (path = 'MEMORY.md' OR "
-                    "(starts_with(path, 'memory/') AND path LIKE '%%.md')) ORDER BY path",
-                    (self.agent_id,)).fetchall()
-                found += [SourceFile(path, "memory", None, partial(self._note, path),
-                                     Stamp(size, when, int(when * 1e9)))
-                          for path, size, when in rows]
-            if settings.experimental.session_memory and "sessions" in settings.sources:
-                rows = conn.execute(
-                    "SELECT l.session_id, sum(length(coalesce(line::text, torn)) + 1), "
-                    "max(seq) FROM transcript_lines l JOIN session_logs s USING "
-                    "(agent_id, session_id) WHERE l.agent_id = %s AND s.deleted_at IS NULL "
-                    "GROUP BY l.session_id ORDER BY l.session_id", (self.agent_id,)).fetchall()
-                found += [SourceFile(f"sessions/{sid}.jsonl", "sessions", None,
-                                     partial(self._log, sid), Stamp(int(size), float(seq), seq))
-                          for sid, size, seq in rows]
-        return found
-
-    def read(self, key: str) -> bytes | None:
-        return self.files.read_bytes(key)
-
-    def fingerprint(self) -> str:
-        with self.db.connection() as conn:
-            row = conn.execute(
-                "SELECT (SELECT concat(count(*), ':', sum(version), ':', max(mtime)) FROM "
-                "workspace_files WHERE agent_id = %s AND (path = 'MEMORY.md' OR "
-                "starts_with(path, 'memory/'))), (SELECT max(seq) FROM transcript_lines "
-                "WHERE agent_id = %s)", (self.agent_id, self.agent_id)).fetchone()
-        return f"{row[0]}|{row[1]}" if row else ""
-
-    def _note(self, path: str) -> bytes:
-        data = self.files.read_bytes(path)
-        if data is None:
-            raise FileNotFoundError(path)
-        return data
-
-    def _log(self, session_id: str) -> bytes:
-        return self._transcript(session_id).raw_text().encode()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 # what is kept per agent, in the order it is deleted
 AGENT_TABLES = ("transcript_lines", "session_logs", "sessions", "workspace_files",
@@ -18,7 +18,7 @@ AGENT_TABLES = ("transcript_lines", "session_logs", "sessions", "workspace_files
                 "memory_meta", "memory_terms", "memory_batches")
 
 
-def purge_agent(db: Database, agent_id: str, person: str | None = None) -> dict[str, int]:
+def purge_agent(db: Connections, agent_id: str, person: str | None = None) -> dict[str, int]:
     """Delete ``agent_id``'s rows (and ``person``'s turn tickets); rows deleted per table."""
     done: dict[str, int] = {}
     with db.connection() as conn, conn.transaction():

@@ -20,7 +20,7 @@ from clawd.storage.postgres.sessions import key_lock
 from clawd.storage.postgres.shared import UNFINISHED
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 PENDING_SECONDS = 30.0  # a ticket whose turn is being queued counts as under way this long
 # the ticket's turn is queued, or runs on a worker still connected
@@ -34,7 +34,7 @@ class PgTurnQuota:
 
     remote = True  # its calls reach the database: made off the event loop
 
-    def __init__(self, db: Database):
+    def __init__(self, db: Connections):
         self.db = db
 
     def reserve(self, person: str, per_minute: int | None, at_once: int | None

@@ -21,12 +21,13 @@ from psycopg.types.json import Jsonb
 from clawd.core.messages import Message, new_id, now_iso
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.files import entries_from, summary_of
+from clawd.sessions.interface import Loaded
 from clawd.sessions.store import normalize_key, patched, recounted
-from clawd.sessions.transcript import Loaded, parse_lines
+from clawd.sessions.transcript import parse_lines
 from clawd.storage.postgres import fencing
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 
 # the list's order, as Python sorts text (index ``sessions_recent``)
@@ -56,7 +57,7 @@ def key_lock(agent_id: str, key: str, purpose: str) -> int:
 class PgSessions:
     """The session store of one agent: ``sessions`` rows."""
 
-    def __init__(self, db: Database, agent_id: str, now: Callable[[], str],
+    def __init__(self, db: Connections, agent_id: str, now: Callable[[], str],
                  transcript: Callable[[str], PgTranscript],
                  session_ids: Callable[[], list[str]], session_file: Callable[[str], str]):
         """``transcript``, ``session_ids`` and ``session_file``: the agent's storage's own,
@@ -144,7 +145,7 @@ def _is_json(line: str) -> bool:
 class PgTranscript:
     """One session's ``transcript_lines`` rows."""
 
-    def __init__(self, db: Database, agent_id: str, session_id: str, key: str | None = None):
+    def __init__(self, db: Connections, agent_id: str, session_id: str, key: str | None = None):
         """``key``: the session's, when it is written as that session (fenced)."""
         self.db, self.agent_id, self.session_id, self.key = db, agent_id, session_id, key
         self.location = f"{db.location} (transcript {session_id} of agent {agent_id})"
@@ -188,4 +189,6 @@ class PgTranscript:
         return [row[0] for row in rows]
 
     def load(self, *, quiet: bool = False) -> Loaded:
-        return parse_lines(enumerate(self.raw_lines(), start=1), self.location, quiet=quiet)
+        # numbered as the lines of a JSONL file, whose last line ends with a newline
+        return parse_lines(enumerate([*self.raw_lines(), ""], start=1), self.location,
+                           quiet=quiet)

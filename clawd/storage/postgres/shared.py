@@ -35,7 +35,7 @@ from clawd.storage.postgres import orphans
 from clawd.storage.postgres.orphans import text_hash
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 log = logging.getLogger(__name__)
 ALIVE = "worker IN (SELECT application_name FROM pg_stat_activity)"  # its worker connected
@@ -52,7 +52,7 @@ KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
 class PgShared:
     """The shared turns and event lines of one database's workers."""
 
-    def __init__(self, db: Database, stopped: Callable[[str], list[dict[str, Any]]],
+    def __init__(self, db: Connections, stopped: Callable[[str], list[dict[str, Any]]],
                  worker: str | None = None):
         """``stopped(key)``: the lines that end a turn whose worker died (the front end's
         own error and ``done`` lines, so a follower reads them as any other)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -29,16 +29,17 @@ from clawd.core.metrics import METRICS
 from clawd.core.paths import state_dir
 from clawd.sessions import lock
 from clawd.sessions.lock import CHAT_HINT, busy_error
-from clawd.storage.files import checked_id
 from clawd.storage.postgres import fencing
 from clawd.storage.postgres.errors import unreachable
-from clawd.storage.postgres.files import PgBackups, PgFiles, PgMemorySources
+from clawd.storage.postgres.files import PgBackups, PgFiles
 from clawd.storage.postgres.memory import PgIndexStore
+from clawd.storage.postgres.memory_sources import PgMemorySources
 from clawd.storage.postgres.sessions import PgSessions, PgTranscript, key_lock
 from clawd.storage.postgres.shared import RELEASES, UNFINISHED
+from clawd.storage.session_ids import checked_id
 
 if TYPE_CHECKING:
-    from clawd.storage.postgres.database import Database
+    from clawd.storage.postgres.connections import Connections
 
 _held: dict[tuple[int, str, str], int] = {}  # sessions this process holds, and how often
 _acquiring: set[tuple[int, str, str]] = set()  # being waited for by a thread of ours
@@ -49,7 +50,7 @@ _changed = threading.Condition(threading.RLock())
 class PgLease:
     """A hold on one session key: an advisory lock on the process's lease connection."""
 
-    def __init__(self, db: Database, agent_id: str, key: str, wait: float | None, hint: str):
+    def __init__(self, db: Connections, agent_id: str, key: str, wait: float | None, hint: str):
         self.db, self.agent_id, self.key = db, agent_id, key
         self._slot = (id(db), agent_id, key)  # one process, one Database per URL
         self._released = False
@@ -170,7 +171,7 @@ def _one(conn: Any, sql: str, params: tuple[Any, ...]) -> Any:
 class PgRecords:
     """``KeyValue`` as ``records`` rows."""
 
-    def __init__(self, db: Database, agent_id: str):
+    def __init__(self, db: Connections, agent_id: str):
         self.db, self.agent_id = db, agent_id
 
     def get(self, name: str) -> dict[str, Any] | None:
@@ -208,7 +209,7 @@ class PgStorage:
 
     kind = "postgresql"
 
-    def __init__(self, db: Database, agent_id: str, now: Callable[[], str] = now_iso):
+    def __init__(self, db: Connections, agent_id: str, now: Callable[[], str] = now_iso):
         self.db, self.agent_id = db, agent_id
         self.location = f"{db.location} (agent {agent_id})"
         self.sessions = PgSessions(db, agent_id, now, self.transcript, self.session_ids,
@@ -255,3 +256,20 @@ class PgStorage:
 
     def hold(self, key: str, wait: float | None = None, hint: str = CHAT_HINT) -> PgLease:
         return PgLease(self.db, self.agent_id, key, wait, hint)
+
+    def workspace_exists(self) -> bool:
+        return True  # rows: there is nothing to create first
+
+    def check(self, access: str) -> Iterator[tuple[bool, str, str]]:
+        """The database: reached, its schema, pgvector, a record written and read back."""
+        db = self.db
+        yield True, "storage", (f"{db.location}: schema version {db.schema_version}, vector "
+                                f"{db.vector_version}")
+        try:
+            self.records.put("doctor", {"checkedAt": time.time()})
+            ok = self.records.get("doctor") is not None
+            yield ok, "workspace", (f"{self.files.location} can be written" + (
+                "" if access == "rw" else f" (workspaceAccess {access!r}: clawd will not "
+                "write it)") if ok else "a record written to the database did not read back")
+        except Exception as exc:  # noqa: BLE001 - the doctor says what failed, in one line
+            yield False, "workspace", f"{self.location}: {str(exc).splitlines()[0]}"

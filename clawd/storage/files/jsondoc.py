@@ -28,7 +28,7 @@ def read_json(path: Path, advice: str = "fix or remove it") -> Any:
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
     """``path``'s lock (``<path>.lock``), held by one process and thread at a time."""
-    from clawd.sessions.store import locked_file
+    from clawd.storage.files.locking import locked_file
 
     with locked_file(path.with_name(path.name + ".lock")):
         yield

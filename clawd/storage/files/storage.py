@@ -4,45 +4,38 @@
 (``sessions/deleted/`` keeps those of deleted sessions), ``<name>.json`` beside
 ``sessions/`` the agent's small records, and the session lease an OS file lock
 (``sessions.lock``). The workspace is a folder of Markdown files with earlier versions kept
-under ``.clawd/history``.
+under ``.clawd/history``; the memory index reads the notes and transcripts where they lie
+(``memory.DiskSources``) and keeps its rows in a SQLite file under the state folder.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from clawd.core.errors import ClawdError
 from clawd.core.messages import now_iso
 from clawd.core.metrics import METRICS
 from clawd.core.paths import state_dir
 from clawd.memory.index_store import IndexStore
-from clawd.memory.sources import StoredSources
+from clawd.memory.sources import MemorySources
 from clawd.sessions import lock
-from clawd.sessions.files import DELETED_DIR, transcripts
 from clawd.sessions.interface import SessionRecords
 from clawd.sessions.lock import CHAT_HINT
-from clawd.sessions.store import SessionStore, locked_file
-from clawd.sessions.transcript import Transcript
+from clawd.storage.files.backups import DiskBackups
+from clawd.storage.files.locking import locked_file
+from clawd.storage.files.memory import DiskSources
+from clawd.storage.files.sessions import SessionStore
+from clawd.storage.files.transcripts import DELETED_DIR, Transcript, transcripts
+from clawd.storage.files.workspace import DiskFiles
 from clawd.storage.interface import KeyValue
-from clawd.workspace.backups import DiskBackups
-from clawd.workspace.disk import DiskFiles
+from clawd.storage.session_ids import checked_id
 from clawd.workspace.interface import Backups, WorkspaceFiles
-
-SESSION_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
-
-
-def checked_id(session_id: str) -> str:
-    """``session_id`` when it can name a session (never a path); a ``ClawdError`` if not."""
-    if not SESSION_ID.fullmatch(session_id):
-        raise ClawdError(f"{session_id[:80]!r} is not a session id")
-    return session_id
 
 
 class FileLease:
@@ -113,7 +106,7 @@ class FileStorage:
         self.files: WorkspaceFiles = DiskFiles(workspace)
         self.backups: Backups = DiskBackups(workspace)
         self.records: KeyValue = JsonRecords(sessions_dir.parent)
-        self.memory_sources: StoredSources | None = None  # the folders themselves
+        self.memory_sources: MemorySources = DiskSources(workspace, sessions_dir)
         self.memory_index: Callable[[], IndexStore] | None = None  # a SQLite file
         self.index_home = state_dir()
 
@@ -138,3 +131,21 @@ class FileStorage:
 
     def hold(self, key: str, wait: float | None = None, hint: str = CHAT_HINT) -> FileLease:
         return FileLease(self.sessions_dir, key, wait, hint)
+
+    def workspace_exists(self) -> bool:
+        return self.workspace.is_dir()
+
+    def check(self, access: str) -> Iterator[tuple[bool, str, str]]:
+        """The workspace folder: it exists and a file can be made in it."""
+        workspace = self.workspace
+        try:
+            with tempfile.NamedTemporaryFile(dir=workspace, prefix=".clawd-doctor-"):
+                pass
+            yield True, "workspace", f"{workspace} is writable" + (
+                "" if access == "rw" else f" (workspaceAccess {access!r}: clawd "
+                "will not write it)")
+        except OSError as exc:
+            missing = not workspace.exists()
+            yield False, "workspace", (f"{workspace} does not exist (run clawd init)" if missing
+                                       else f"{workspace} is not writable: "
+                                       f"{exc.strerror or exc}")

@@ -1,4 +1,5 @@
-"""The file watcher (``sync.watch``): re-index memory files shortly after they change.
+"""The embedded memory files' watcher (``sync.watch``): re-index them shortly after they
+change.
 
 A daemon thread runs ``watchfiles.watch`` over the workspace (only ``MEMORY.md`` and
 ``memory/**.md`` pass the filter), the ``extraPaths`` and, with session memory on, the

@@ -1,0 +1,203 @@
+"""``JobStore`` on files (``storage.jobs``): ``<state>/jobs.json`` holds the jobs (replaced
+whole, under ``jobs.json.lock``, as ``sessions.json`` is) and ``<state>/runs/<jobId>.jsonl``
+each job's runs, a line per change of a run (the last line of a ``scheduledFor`` is the
+run); the run is appended before ``jobs.json`` moves on, so a crash between the two finds the
+claim and does not run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from clawd.automation import runs as runlog
+from clawd.automation.jobs import find
+from clawd.automation.runs import Claimed
+from clawd.core.errors import ClawdError
+from clawd.storage.files.jsondoc import locked, read_json, write_private
+from clawd.storage.jobs import INTERRUPTED, Change
+
+WORKER = f"{socket.gethostname()}:{os.getpid()}"  # who claimed a run
+
+
+class FileJobs:
+    """``JobStore`` as ``jobs.json`` and ``runs/<jobId>.jsonl`` in the state folder."""
+
+    def __init__(self, state: Path):
+        self.path = state / "jobs.json"
+        self.runs_dir = state / "runs"
+        self.location = str(self.path)
+
+    # --- jobs ---
+
+    def add(self, job: dict[str, Any]) -> dict[str, Any]:
+        with self._changing() as jobs:
+            if job["id"] in jobs:
+                raise ClawdError(f"there is a job {job['id']} already")
+            jobs[job["id"]] = job
+        return job
+
+    def all(self, agent_id: str | None = None) -> list[dict[str, Any]]:
+        jobs = list(self._read().values())  # in the order they were added
+        return [j for j in jobs if agent_id is None
+                or str(j["agentId"]).lower() == agent_id.lower()]
+
+    def get(self, wanted: str) -> dict[str, Any]:
+        return find(self.all(), wanted)
+
+    def update(self, job_id: str, change: Change) -> dict[str, Any]:
+        with self._changing() as jobs:
+            if job_id not in jobs:
+                raise ClawdError(f"no job {job_id} (clawd jobs list)")
+            jobs[job_id] = change(jobs[job_id])
+            return jobs[job_id]
+
+    def remove(self, job_id: str) -> dict[str, Any]:
+        with self._changing() as jobs:
+            job = jobs.pop(job_id, None)
+            if job is None:
+                raise ClawdError(f"no job {job_id} (clawd jobs list)")
+            with contextlib.suppress(FileNotFoundError):
+                self._runs_path(job_id).unlink()
+        return job
+
+    # --- runs ---
+
+    def claim_due(self, now: datetime, agents: set[str] | None = None,
+                  limit: int | None = None) -> list[Claimed]:
+        from clawd.automation.zones import parse_iso
+
+        claimed: list[Claimed] = []
+        with self._changing() as jobs:
+            for job_id, job in sorted(jobs.items(), key=lambda item: str(item[1].get(
+                    "nextRun"))):
+                if limit is not None and len(claimed) >= limit:
+                    break
+                if (not job.get("enabled") or not job.get("nextRun")
+                        or parse_iso(job["nextRun"]) > now
+                        or agents is not None and str(job["agentId"]).lower() not in agents):
+                    continue
+                run, missed, jobs[job_id] = runlog.claim(job, now,
+                                                         set(self._latest(job_id)))
+                if run is not None:
+                    run["worker"] = WORKER
+                for line in [*missed, *([run] if run else [])]:
+                    self._append(line)
+                if run is not None:
+                    claimed.append(Claimed(jobs[job_id], run))
+        return claimed
+
+    def claim_now(self, job_id: str, now: datetime) -> Claimed | None:
+        with self._changing() as jobs:
+            if job_id not in jobs:
+                raise ClawdError(f"no job {job_id} (clawd jobs list)")
+            run = runlog.new_run(jobs[job_id], now, now, manual=True)
+            if run["scheduledFor"] in self._latest(job_id):
+                return None
+            run["worker"] = WORKER
+            self._append(run)
+            return Claimed(jobs[job_id], run)
+
+    def save_run(self, run: dict[str, Any]) -> None:
+        with self._changing():
+            self._append(run)
+
+    def interrupted(self, now: datetime) -> list[dict[str, Any]]:
+        closed = []
+        with self._changing() as jobs:
+            for job_id in sorted(jobs):
+                for run in self._latest(job_id).values():
+                    if run.get("status") == "running" and _gone(str(run.get("worker") or "")):
+                        run = runlog.finished(run, "error", now, error=INTERRUPTED)
+                        self._append(run)
+                        closed.append(run)
+        return closed
+
+    def runs(self, job_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        latest = self._latest(job_id)
+        return [latest[key] for key in sorted(latest, reverse=True)][:limit]
+
+    def claim_deliveries(self, now: datetime, agents: set[str] | None = None,
+                         kinds: frozenset[str] | None = None) -> list[Claimed]:
+        taken = []
+        with self._changing() as jobs:
+            for job_id, job in sorted(jobs.items()):
+                if agents is not None and str(job["agentId"]).lower() not in agents:
+                    continue
+                for run in self._latest(job_id).values():
+                    if runlog.deliverable(run, now) and (
+                            kinds is None or _kind(run) in kinds):
+                        run = runlog.sending(run, now)
+                        self._append(run)
+                        taken.append(Claimed(job, run))
+        return taken
+
+    # --- the files ---
+
+    def _runs_path(self, job_id: str) -> Path:
+        return self.runs_dir / f"{job_id}.jsonl"
+
+    def _latest(self, job_id: str) -> dict[str, dict[str, Any]]:
+        """Each run of ``job_id`` as its last line says, by ``scheduledFor``."""
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            text = self._runs_path(job_id).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return found
+        for line in text.splitlines():
+            try:
+                run = json.loads(line)
+            except ValueError:
+                continue  # a line torn by a crash: the claim before it stands
+            if isinstance(run, dict) and "scheduledFor" in run:
+                found[run["scheduledFor"]] = run
+        return found
+
+    def _append(self, run: dict[str, Any]) -> None:
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._runs_path(run["jobId"]), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                     0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as out:
+            out.write(json.dumps(run, ensure_ascii=False) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        data = read_json(self.path)
+        return data.get("jobs", {}) if isinstance(data, dict) else {}
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[dict[str, dict[str, Any]]]:
+        with locked(self.path):
+            jobs = self._read()
+            before = json.dumps(jobs, sort_keys=True)
+            yield jobs
+            if json.dumps(jobs, sort_keys=True) == before:
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_private(self.path, json.dumps({"version": 1, "jobs": jobs}, indent=2,
+                                                ensure_ascii=False) + "\n", sync=True)
+
+
+def _gone(worker: str) -> bool:
+    """Whether the process ``host:pid`` is known to be gone (on this host only)."""
+    host, _, pid = worker.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _kind(run: dict[str, Any]) -> str:
+    return str((run.get("delivery") or {}).get("target") or "none").split(":", 1)[0]
