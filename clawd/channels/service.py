@@ -33,8 +33,8 @@ from clawd.channels.replies import Replier
 from clawd.channels.telegram import TelegramApi, error_text
 from clawd.config import Config
 from clawd.core.messages import ImagePart
-from clawd.frontends.gateway.agents import UnknownAgent
-from clawd.frontends.gateway.hub import Hub, QueueFull, Stopping
+from clawd.frontends.hub.agents import UnknownAgent
+from clawd.frontends.hub.hub import Hub, QueueFull, Stopping
 
 log = logging.getLogger(__name__)
 CHANNEL = "telegram"

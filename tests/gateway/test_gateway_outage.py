@@ -88,8 +88,8 @@ def test_a_send_that_failed_half_way_is_ended_not_run_and_its_key_sends_it_again
     worker that took it remembers it, and its first sweep once the database answers ends
     it (nobody runs it behind the client's back); the client's retry with the same
     idempotency key then sends it, once."""
-    from clawd.frontends.gateway.shared import stopped_lines
-    from clawd.frontends.gateway.shared_hub import UNANSWERED
+    from clawd.frontends.hub.shared_hub import UNANSWERED
+    from clawd.frontends.hub.stored import stopped_lines
     from clawd.storage.postgres import database
     from clawd.storage.postgres.shared import PgShared
 

@@ -157,7 +157,7 @@ def _ghost_turn(url: str, idempotency: str):
     """A worker that died mid-turn: it had opened the session, kept the message "hello" and
     said "Hel" of its reply (as a ``kill -9`` leaves it)."""
     from clawd.core.messages import Message
-    from clawd.frontends.gateway.shared import stopped_lines
+    from clawd.frontends.hub.stored import stopped_lines
     from clawd.sessions.entry import new_entry
     from clawd.sessions.transcript import begin
     from clawd.storage.postgres.shared import PgShared
@@ -368,9 +368,9 @@ def test_a_turn_another_worker_took_still_reaches_its_client(tmp_path, pg_url):
     (it used to follow a feed nobody wrote to, and never ended)."""
     import asyncio
 
-    from clawd.frontends.gateway.feed import Feed
-    from clawd.frontends.gateway.hub import QueuedTurn
-    from clawd.frontends.gateway.shared import sink
+    from clawd.frontends.hub.feed import Feed
+    from clawd.frontends.hub.hub import QueuedTurn
+    from clawd.frontends.hub.stored import sink
 
     with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
         hub, key = a.app.state.gateway.hub, "agent:main:main"

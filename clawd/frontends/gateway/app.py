@@ -35,11 +35,11 @@ from clawd.frontends.gateway.common import (
     on_error,
 )
 from clawd.frontends.gateway.gatekeeper import Gatekeeper, send_error
-from clawd.frontends.gateway.hub import Hub
 from clawd.frontends.gateway.openai_map import MappingError
 from clawd.frontends.gateway.policy import FailedAuth, Tokens
 from clawd.frontends.gateway.quotas import note_limit
-from clawd.frontends.gateway.shared_hub import SharedHub
+from clawd.frontends.hub.hub import Hub
+from clawd.frontends.hub.shared_hub import SharedHub
 from clawd.frontends.mcp_server import AGENT_SCOPE_KEY, NOTE_LIMIT_SCOPE_KEY
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def _shared(config: Config) -> tuple[Any, Any]:
 
         return None, FailedAuth(config.gateway.auth.rate_limit,
                                 kept=FileLockouts(state_dir() / FILE))
-    from clawd.frontends.gateway.shared import stopped_lines
+    from clawd.frontends.hub.stored import stopped_lines
     from clawd.storage import open_database
     from clawd.storage.postgres.auth import PgFailedAuth
     from clawd.storage.postgres.shared import PgShared

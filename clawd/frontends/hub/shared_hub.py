@@ -28,9 +28,9 @@ from typing import Any
 
 from clawd.core.errors import ClawdError, StoreUnavailable, http_message
 from clawd.frontends.commands import Chat
-from clawd.frontends.gateway.agents import ServedAgents
-from clawd.frontends.gateway.feed import Feed
-from clawd.frontends.gateway.hub import (
+from clawd.frontends.hub.agents import Agents
+from clawd.frontends.hub.feed import Feed
+from clawd.frontends.hub.hub import (
     IDEMPOTENCY_KEYS,
     STOPPING,
     Hub,
@@ -40,7 +40,7 @@ from clawd.frontends.gateway.hub import (
     RemoteTurn,
     Slot,
 )
-from clawd.frontends.gateway.shared import StoredFeed, Wakers, failed_lines, sink
+from clawd.frontends.hub.stored import StoredFeed, Wakers, failed_lines, sink
 from clawd.sessions import lock
 from clawd.sessions.lock import SessionBusyError
 
@@ -57,7 +57,7 @@ UNANSWERED = "the database stopped answering while the message was sent; it was 
 class SharedHub(Hub):
     """``Hub`` over ``shared`` (a ``storage.postgres.shared.PgShared``)."""
 
-    def __init__(self, agents: ServedAgents, shared: Any, **options: Any):
+    def __init__(self, agents: Agents, shared: Any, **options: Any):
         super().__init__(agents, **options)
         self.shared = shared
         self._sweeper: asyncio.Task[None] | None = None

@@ -34,9 +34,9 @@ from clawd.core import events as ev
 from clawd.core.errors import ClawdError, http_message
 from clawd.core.metrics import METRICS
 from clawd.frontends.commands import Chat
-from clawd.frontends.gateway.agents import ServedAgents
-from clawd.frontends.gateway.feed import Feed, ended_how
-from clawd.frontends.gateway.shared import StoredFeed
+from clawd.frontends.hub.agents import Agents
+from clawd.frontends.hub.feed import Feed, ended_how
+from clawd.frontends.hub.stored import StoredFeed
 from clawd.frontends.render import drive, event_json
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class Hub:
 
     shared: Any = None  # the database side of ``shared_hub.SharedHub`` (here: none)
 
-    def __init__(self, agents: ServedAgents, *, max_queued: int = 8, idle_seconds: float = 60,
+    def __init__(self, agents: Agents, *, max_queued: int = 8, idle_seconds: float = 60,
                  grace_seconds: float = 10, new_id: Callable[[], str] | None = None):
         from clawd.core.messages import new_id as make_id
 
@@ -305,7 +305,6 @@ class Hub:
                 return
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
         self.agents.approvals.bind(turn, push)  # its tools that ask ask the page that sent it
-        self.agents.approvals.bind(turn, push)  # its tools that ask ask the page that sent it
         try:
             drive(slot.chat.handle(turn.text, turn.images),
                   self._render(turn, push, slot.chat.session.cancel))
@@ -317,7 +316,7 @@ class Hub:
     @staticmethod
     def _set_aside(slot: Slot) -> None:
         """Close the session of an ephemeral turn and delete it, its transcript kept."""
-        from clawd.frontends.cli.sessions import set_aside
+        from clawd.storage.session_admin import set_aside
 
         chat, slot.chat = slot.chat, None
         if chat is not None:
