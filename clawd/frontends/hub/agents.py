@@ -26,8 +26,13 @@ class Approvals(Protocol):
 class Agents(Protocol):
     """The agents a hub serves (``gateway.agents.ServedAgents``)."""
 
-    approvals: Approvals
-    people: Any  # ``storage.people.People`` when people have agents of their own, or None
+    @property
+    def approvals(self) -> Approvals:
+        """Where the tools of a turn ask first."""
+
+    @property
+    def people(self) -> Any:
+        """``storage.people.People`` when people have agents of their own, else None."""
 
     def runtime(self, agent_id: str) -> Runtime:
         """The agent's runtime, built when first asked for."""
