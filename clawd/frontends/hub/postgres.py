@@ -25,6 +25,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -199,12 +200,14 @@ class PgCoordination:
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
         """Hear the aborts other workers are asked for, the sessions a chat elsewhere waits
         for and the turns queued for the sessions this worker holds; sweep."""
-        hub = self.hub
-        self.shared.listen(
-            lambda turn_id: loop.call_soon_threadsafe(hub._aborted, turn_id),
-            lambda agent_id, key: loop.call_soon_threadsafe(hub._idle_now, agent_id, key),
-            lambda agent_id, key: loop.call_soon_threadsafe(self._queued, agent_id, key),
-            lambda turn_id: loop.call_soon_threadsafe(self.wakers.wake, turn_id))
+        def on_loop(call: Callable[..., None]) -> Callable[..., None]:
+            """``call``, heard on the listener's thread, made on the event loop."""
+            def hand(*args: Any) -> None:
+                loop.call_soon_threadsafe(call, *args)
+            return hand
+
+        self.shared.listen(on_loop(self.hub._aborted), on_loop(self.hub._idle_now),
+                           on_loop(self._queued), on_loop(self.wakers.wake))
         self._sweeper = loop.create_task(self._sweep())
 
     def _queued(self, agent_id: str, key: str) -> None:
