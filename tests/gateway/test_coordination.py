@@ -3,7 +3,8 @@
 (``PgCoordination``). Each test runs once on each (ids ending in ``local`` and
 ``postgresql``): a session's turns run one at a time in arrival order, its busy state,
 the bound on waiting turns, a retried send, an abort of the running turn, a turn found by
-its id, a session let go when asked, and the wrong tokens that lock an address out."""
+its id, a session let go when asked, the wrong tokens that lock an address out, and each
+person's turns counted against their quota."""
 
 from __future__ import annotations
 
@@ -218,5 +219,23 @@ def test_wrong_tokens_lock_an_address_out(tmp_path, kind):
 
     try:
         asyncio.run(scenario())
+    finally:
+        coordination.close()
+
+
+def test_a_person_s_turns_are_counted_against_their_quota(tmp_path, kind):
+    from clawd.core.quotas import Refusal
+
+    runtime = make_runtime(tmp_path, None)
+    coordination = _coordination(runtime, tmp_path)
+    try:
+        counter = coordination.turn_quota()
+        first = counter.reserve("alice", 1, None)
+        assert isinstance(first, str)
+        refused = counter.reserve("alice", 1, None)
+        assert isinstance(refused, Refusal) and 1 <= refused.retry_after <= 60
+        assert isinstance(counter.reserve("bob", 1, None), str)  # each person's own
+        counter.cancel(first)  # a ticket that started no turn is given back
+        assert isinstance(counter.reserve("alice", 1, None), str)
     finally:
         coordination.close()

@@ -8,8 +8,9 @@ kept so any worker can follow them (``feed``, ``find``), which session is busy (
 how an abort reaches the worker running the turn (``request_abort``), how a worker hears
 aborts, turns queued for a session it holds and release requests (a chat elsewhere waiting
 for a session this worker holds idle: ``listen``), when a session is let go (``ran``,
-``drained``, ``let_go``), what a shutdown does with queued turns (``begin_stop``), and the
-failed sign-ins per client address (``retry_after``, ``failed``).
+``drained``, ``let_go``), what a shutdown does with queued turns (``begin_stop``), the
+failed sign-ins per client address (``retry_after``, ``failed``) and each person's turns
+(``turn_quota``).
 
 Two implementations: ``local.LocalCoordination`` (one process: the queues are the slots' own,
 in memory; nothing to hear) and ``postgres.PgCoordination`` (``storage.url``: the queues,
@@ -98,6 +99,12 @@ class Coordination(Protocol):
 
     async def failed(self, client: str) -> int | None:
         """Count a wrong token of ``client``; the seconds of the lockout it starts, if any."""
+
+    # --- each person's turns ----------------------------------------------------------------
+
+    def turn_quota(self) -> Any:
+        """A counter of each person's turns for ``gateway.quotas`` (``reserve``, ``attach``,
+        ``cancel``; ``remote``: its calls wait on the database, made off the event loop)."""
 
 
 def open_coordination(config: Config) -> Coordination:

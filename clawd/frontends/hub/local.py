@@ -4,7 +4,8 @@ A turn is queued in its slot and run in arrival order by the slot's drain; the s
 opened when its first turn runs (waiting for a chat elsewhere as the CLI does) and let go
 after ``gateway.idleSessionSeconds`` idle. Nobody else runs turns, so a turn is found, an
 abort heard and a session's busy state read here alone; ``begin_stop`` answers the queued
-turns "not sent". The failed sign-ins are counted in memory (``sign_ins.FailedAuth``).
+turns "not sent". The failed sign-ins are counted in memory (``sign_ins.FailedAuth``), and
+so are each person's turns (``core.quotas.LocalTurnQuota``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from clawd.core.quotas import LocalTurnQuota
 from clawd.frontends.hub.feed import Feed
 from clawd.frontends.hub.hub import STOPPING, QueuedTurn, QueueFull, RemoteTurn, Slot
 
@@ -102,3 +104,8 @@ class LocalCoordination:
 
     async def failed(self, client: str) -> int | None:
         return self.sign_ins.failed(client)
+
+    # --- each person's turns ----------------------------------------------------------------
+
+    def turn_quota(self) -> LocalTurnQuota:
+        return LocalTurnQuota()

@@ -14,8 +14,9 @@ let go or died) and takes them. Turns of a session held by what does not run its
 chat in a terminal) end with its "in use" error after ``sessions.lock.WAIT_SECONDS``, as in
 one process, unless a worker runs one of its turns meanwhile; none waits longer than
 ``SHARED_WAIT_SECONDS``. A send retried on another worker, an
-abort (of the running turn, wherever it runs), the bound on waiting turns and the failed
-sign-ins (``storage.postgres.auth``) reach across workers; every database call is made off
+abort (of the running turn, wherever it runs), the bound on waiting turns, the failed
+sign-ins (``storage.postgres.auth``) and each person's turns (``storage.postgres.quotas``)
+reach across workers; every database call is made off
 the event loop.
 """
 
@@ -360,3 +361,10 @@ class PgCoordination:
 
     async def failed(self, client: str) -> int | None:
         return await asyncio.to_thread(self.sign_ins.failed, client)
+
+    # --- each person's turns ----------------------------------------------------------------
+
+    def turn_quota(self) -> Any:
+        from clawd.storage.postgres.quotas import PgTurnQuota
+
+        return PgTurnQuota(self.shared.db)
