@@ -201,7 +201,7 @@ def main() -> int:
         for key in ("CLAWD_CONFIG", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
             env.pop(key, None)
         py, clawd = sys.executable, clawd_command()
-        from clawd.frontends.repl import PROMPT
+        from clawd.frontends.cli.repl import PROMPT
         marker = PROMPT.strip().encode()  # the renderer styles the trailing space apart
 
         wall(clawd + ["--help"], env)  # warm the OS file cache

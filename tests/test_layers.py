@@ -44,19 +44,20 @@ LAYERS: dict[str, int] = {
     "clawd.context": 3, "clawd.tools": 3, "clawd.guards": 3, "clawd.storage": 3,
     "clawd.mcp": 3,
     "clawd.loop": 4, "clawd.scheduler": 4,
-    "clawd.frontends": 5, "clawd.__main__": 5,
-    # a channel is a front end: its turns run through the gateway's Hub
-    "clawd.channels": 5,
+    # what the front ends share: the slash commands and ``Chat``, the renderers, the
+    # composition root, the turn queue (``frontends.hub``)
+    "clawd.frontends": 5,
+    # the front ends: the command line, the gateway, the channels (a channel's turns run
+    # through the hub, as the gateway's do); none imports another in a circle
+    "clawd.frontends.cli": 6, "clawd.frontends.gateway": 6, "clawd.channels": 6,
+    "clawd.__main__": 6,
 }
 
 # Circles still being taken apart, each with the reason it is left for now: a circle of
 # modules lying wholly inside one of these packages, or a circle of packages all among one
 # of these groups, is not (yet) a failure. An allowance ends with its circle: once none is
 # left inside it, the test says to take it off.
-CIRCLES_STILL_ALLOWED: dict[tuple[str, ...], str] = {
-    ("clawd.channels", "clawd.frontends", "clawd.frontends.cli", "clawd.frontends.gateway"):
-        "the shared session services and the turn queue are moving below the front ends",
-}
+CIRCLES_STILL_ALLOWED: dict[tuple[str, ...], str] = {}
 
 # Modules past ``MAX_LINES`` that do one job, each with that job: splitting them would
 # only scatter it. An entry goes once its module is back under the limit.

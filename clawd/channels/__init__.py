@@ -5,6 +5,6 @@ A channel is a front end: an adapter turns what arrives (a Telegram update) into
 policy around it is pure and shared by every adapter: who may talk (``access``), which
 session a message belongs to (``keys``), how a reply reads on a phone (``markup``,
 ``split``). ``service`` runs a channel inside ``clawd serve``, every turn through the
-gateway's ``Hub`` (one writer per session, in arrival order). Telegram comes first
+hub (``frontends.hub.Hub``, one writer per session, in arrival order). Telegram comes first
 (``telegram``, on python-telegram-bot: the SDK is imported there only).
 """

@@ -10,7 +10,7 @@ message that does not mention the bot is ignored; a direct message from a person
 users link`` linked to the sender's id is let in and goes to that person's own agent, never
 the channel's), the bot commands (``/new``,
 ``/compact``, ``/status`` run as the REPL's; ``/stop`` stops the running turn), and a
-message is queued as a turn of its session (``keys.session_key``) in the gateway's ``Hub``
+message is queued as a turn of its session (``keys.session_key``) in the ``Hub``
 — one writer per session, turns in the order queued, across workers — whose events a
 ``Replier`` shows in the chat. Voice messages and files are answered "not supported yet";
 a photo goes to the model with its caption. ``deliver`` is what automation's outbox calls
@@ -33,8 +33,9 @@ from clawd.channels.replies import Replier
 from clawd.channels.telegram import TelegramApi, error_text
 from clawd.config import Config
 from clawd.core.messages import ImagePart
-from clawd.frontends.gateway.agents import UnknownAgent
-from clawd.frontends.gateway.hub import Hub, QueueFull, Stopping
+from clawd.frontends.hub.agents import UnknownAgent
+from clawd.frontends.hub.hub import Hub
+from clawd.frontends.hub.turns import QueueFull, Stopping
 
 log = logging.getLogger(__name__)
 CHANNEL = "telegram"

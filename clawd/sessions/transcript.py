@@ -194,3 +194,25 @@ def apply_undo(history: History, message_id: Any) -> bool:
     del history.messages[index:]
     history.after_compaction = min(history.after_compaction, index)
     return True
+
+
+UNDONE = {"undo": "taken back with /undo", "retry": "taken back with /retry"}
+
+
+def taken_back(entries: list[dict[str, Any]]) -> dict[str, str]:
+    """The ids of the messages of every turn an ``undo`` entry took back (a user message and
+    everything after it until the next one), each with the entry's reason."""
+    turns: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    out: dict[str, str] = {}
+    for entry in entries:
+        kind = entry.get("type")
+        if kind == "message" and not entry.get("flush") and isinstance(entry.get("id"), str):
+            if entry.get("role") == "user":
+                current = turns.setdefault(entry["id"], [])
+            if current is not None:
+                current.append(entry["id"])
+        elif kind == "undo" and entry.get("messageId") in turns:
+            reason = str(entry.get("reason")) if entry.get("reason") in UNDONE else "undo"
+            out.update(dict.fromkeys(turns[entry["messageId"]], reason))
+    return out

@@ -12,8 +12,8 @@ from prompt_toolkit.output import DummyOutput
 from clawd.automation import schedule as sched
 from clawd.automation.jobs import new_job
 from clawd.core.paths import state_dir
+from clawd.frontends.cli.repl import repl_loop
 from clawd.frontends.commands import Chat
-from clawd.frontends.repl import repl_loop
 from clawd.providers.scripted import ScriptedProvider
 from clawd.scheduler.runner import Runner
 from clawd.storage.files.jobs import FileJobs

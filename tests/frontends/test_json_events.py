@@ -11,9 +11,9 @@ from prompt_toolkit.output import DummyOutput
 
 from clawd.core import events as ev
 from clawd.core.messages import TextDelta, Usage
+from clawd.frontends.cli.repl import repl_loop
 from clawd.frontends.commands import Chat
 from clawd.frontends.render import RESULT_CHARS, Renderer, event_json
-from clawd.frontends.repl import repl_loop
 from clawd.providers.scripted import ScriptedProvider
 
 from conftest import make_runtime

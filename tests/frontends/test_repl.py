@@ -21,10 +21,11 @@ from clawd.config import parse_config
 from clawd.core import events as ev
 from clawd.core.errors import ProviderSetupError
 from clawd.core.messages import TextDelta, Usage
-from clawd.frontends import repl, statusline
+from clawd.frontends import statusline
+from clawd.frontends.cli import repl
+from clawd.frontends.cli.repl import ExecApproval, SlashCompleter, drive, repl_loop, run_repl
 from clawd.frontends.commands import Chat, completions
 from clawd.frontends.render import Renderer, brief_arguments
-from clawd.frontends.repl import ExecApproval, SlashCompleter, drive, repl_loop, run_repl
 from clawd.frontends.statusline import toolbar_text
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 

@@ -13,9 +13,9 @@ from prompt_toolkit.output import DummyOutput
 
 from clawd.config import parse_config
 from clawd.core import events as ev
+from clawd.frontends.cli.repl import ExecApproval, repl_loop, run_repl
 from clawd.frontends.commands import Chat
 from clawd.frontends.render import Renderer
-from clawd.frontends.repl import ExecApproval, repl_loop, run_repl
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 
 from conftest import make_runtime

@@ -331,8 +331,8 @@ def test_a_session_is_renamed_by_a_title_line_in_its_transcript(tmp_path, one_or
     # the title survives a rebuilt store, and is no activity
     sessions = tmp_path / "state" / "agents" / "main" / "sessions"
     (sessions / "sessions.json").unlink()
-    from clawd.frontends.cli.sessions import rows
     from clawd.storage.files.storage import FileStorage
+    from clawd.storage.session_admin import rows
 
     [again] = rows(FileStorage("main", tmp_path / "ws", sessions), ended=False)
     assert again.summary.title == "Kyoto trip" and again.to_json()["lastActivity"] == last

@@ -25,10 +25,10 @@ from clawd.config import Config
 from clawd.config.gateway import token_weakness
 from clawd.core.errors import ConfigError
 from clawd.frontends.cli import main
-from clawd.frontends.gateway import feed
 from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.app import create_app
 from clawd.frontends.gateway.server import local_token
+from clawd.frontends.hub import feed
 from clawd.providers.scripted import ScriptedProvider
 
 from conftest import make_runtime

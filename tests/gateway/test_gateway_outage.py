@@ -88,17 +88,17 @@ def test_a_send_that_failed_half_way_is_ended_not_run_and_its_key_sends_it_again
     worker that took it remembers it, and its first sweep once the database answers ends
     it (nobody runs it behind the client's back); the client's retry with the same
     idempotency key then sends it, once."""
-    from clawd.frontends.gateway.shared import stopped_lines
-    from clawd.frontends.gateway.shared_hub import UNANSWERED
+    from clawd.frontends.hub.postgres import UNANSWERED
+    from clawd.frontends.hub.stored import stopped_lines
     from clawd.storage.postgres import database
     from clawd.storage.postgres.shared import PgShared
 
     with _worker(tmp_path, pg_url) as gateway:
-        hub = gateway.app.state.gateway.hub
-        other = PgShared(database(pg_url), stopped_lines, worker=hub.shared.worker)
+        coordination = gateway.app.state.gateway.hub.coordination
+        other = PgShared(database(pg_url), stopped_lines, worker=coordination.shared.worker)
         assert other.begin("t-half", "main", "agent:main:main", "hello", "k-half") is None
-        hub.unsent.add("t-half")  # as ``_queue`` leaves it when the database stops
-        wait_for(lambda: not hub.unsent, what="the half-sent turn ended")
+        coordination.unsent.add("t-half")  # as ``place`` leaves it when the database stops
+        wait_for(lambda: not coordination.unsent, what="the half-sent turn ended")
         ended = events(gateway.get("/api/turns/t-half/events", headers=AUTH))
         assert ended[0] == {"type": "error", "message": UNANSWERED} and ended[-1]["failed"]
         again = _send(gateway, "hello", "k-half")

@@ -11,13 +11,13 @@ from clawd.core.errors import ConfigError
 from clawd.core.messages import Message, TextPart, ToolCall
 from clawd.frontends.gateway.history import items, page
 from clawd.frontends.gateway.policy import (
-    FailedAuth,
     Tokens,
     bind_host,
     check_bind,
     host_allowed,
     origin_allowed,
 )
+from clawd.frontends.hub.sign_ins import FailedAuth
 
 TOKEN = "s3cret-token-0123456789"
 

@@ -83,7 +83,7 @@ def test_a_turn_sent_to_another_worker_waits_in_arrival_order(tmp_path, pg_url):
         sent_b = _in_thread(b, "from b", box)
         hub = a.app.state.gateway.hub
         deadline = time.monotonic() + 10
-        while hub.shared.waiting("main", "agent:main:main") < 2:
+        while hub.coordination.shared.waiting("main", "agent:main:main") < 2:
             assert time.monotonic() < deadline, "b's turn was never queued"
             time.sleep(0.02)
         model.gate.set()
@@ -102,7 +102,7 @@ def test_a_retried_send_runs_once_whichever_worker_it_reaches(tmp_path, pg_url):
         key = {"Idempotency-Key": "send-1", **AUTH}
         first = a.post("/api/sessions/main/messages", json={"text": "once"}, headers=key)
         turn = first.headers["X-Clawd-Turn-Id"]
-        a.app.state.gateway.hub.shared.settle()
+        a.app.state.gateway.hub.coordination.shared.settle()
         again = b.post("/api/sessions/main/messages", json={"text": "once"}, headers=key)
         assert again.headers["X-Clawd-Turn-Id"] == turn
         assert again.headers["X-Clawd-Replayed"] == "true"
@@ -120,7 +120,7 @@ def test_a_turn_is_followed_from_another_worker(tmp_path, pg_url):
                       headers=AUTH)
         turn = sent.headers["X-Clawd-Turn-Id"]
         here = events(sent)
-        a.app.state.gateway.hub.shared.settle()
+        a.app.state.gateway.hub.coordination.shared.settle()
         there = events(b.get(f"/api/turns/{turn}/events", headers=AUTH))
         kept = [e for e in here if e["type"] != "delta"]
         assert [e["type"] for e in there] == [e["type"] for e in kept]
@@ -157,7 +157,7 @@ def _ghost_turn(url: str, idempotency: str):
     """A worker that died mid-turn: it had opened the session, kept the message "hello" and
     said "Hel" of its reply (as a ``kill -9`` leaves it)."""
     from clawd.core.messages import Message
-    from clawd.frontends.gateway.shared import stopped_lines
+    from clawd.frontends.hub.stored import stopped_lines
     from clawd.sessions.entry import new_entry
     from clawd.sessions.transcript import begin
     from clawd.storage.postgres.shared import PgShared
@@ -268,7 +268,7 @@ def test_an_abort_asked_of_one_worker_stops_the_turn_on_the_other(tmp_path, pg_u
     with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
         model = _gate(a)
         started, gate = model.started, model.gate
-        assert a.app.state.gateway.hub.shared.listening.wait(5)
+        assert a.app.state.gateway.hub.coordination.shared.listening.wait(5)
         box: dict = {}
         thread = _in_thread(a, "tell me", box)
         assert started.wait(5)
@@ -296,7 +296,7 @@ def test_a_session_s_turns_wait_on_every_worker_within_one_bound(tmp_path, pg_ur
         assert model.started.wait(5)
         threads += [_in_thread(b, "second", box), _in_thread(b, "third", box)]
         deadline = time.monotonic() + 5
-        while a.app.state.gateway.hub.shared.waiting("main", "agent:main:main") < 3:
+        while a.app.state.gateway.hub.coordination.shared.waiting("main", "agent:main:main") < 3:
             assert time.monotonic() < deadline
             time.sleep(0.02)
         refused = a.post("/api/sessions/main/messages", json={"text": "fourth"},
@@ -318,7 +318,7 @@ def test_turns_sent_to_the_holder_are_each_run_once_for_their_own_client(tmp_pat
     """The worker holding a session hears of each turn it queues (``NOTIFY``) while it is
     still queueing it: its drain must run the very turn the client follows, every time."""
     with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
-        assert a.app.state.gateway.hub.shared.listening.wait(5)
+        assert a.app.state.gateway.hub.coordination.shared.listening.wait(5)
         box: dict = {}
 
         def sends() -> None:
@@ -340,13 +340,13 @@ def test_turns_sent_to_the_holder_are_each_run_once_for_their_own_client(tmp_pat
 def test_an_abort_stops_the_running_turn_not_one_waiting_behind_it(tmp_path, pg_url):
     with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
         model = _gate(a)
-        assert a.app.state.gateway.hub.shared.listening.wait(5)
+        assert a.app.state.gateway.hub.coordination.shared.listening.wait(5)
         box: dict = {}
         first = _in_thread(a, "first", box)
         assert model.started.wait(5)
         second = _in_thread(b, "second", box)
         deadline = time.monotonic() + 5
-        while a.app.state.gateway.hub.shared.waiting("main", "agent:main:main") < 2:
+        while a.app.state.gateway.hub.coordination.shared.waiting("main", "agent:main:main") < 2:
             assert time.monotonic() < deadline
             time.sleep(0.02)
         stopped = b.post("/api/sessions/main/abort", headers=AUTH).json()
@@ -369,18 +369,19 @@ def test_a_turn_another_worker_took_still_reaches_its_client(tmp_path, pg_url):
     (it used to follow a feed nobody wrote to, and never ended)."""
     import asyncio
 
-    from clawd.frontends.gateway.feed import Feed
-    from clawd.frontends.gateway.hub import QueuedTurn
-    from clawd.frontends.gateway.shared import sink
+    from clawd.frontends.hub.feed import Feed
+    from clawd.frontends.hub.stored import sink
+    from clawd.frontends.hub.turns import QueuedTurn
 
     with _worker(tmp_path, pg_url, "a") as a, _worker(tmp_path, pg_url, "b") as b:
         hub, key = a.app.state.gateway.hub, "agent:main:main"
+        shared = hub.coordination.shared
 
-        async def received_not_run() -> None:  # as a's ``_queue`` leaves it before its take
+        async def received_not_run() -> None:  # as a's ``place`` leaves it before its take
             turn = QueuedTurn("left-behind", "main", key, "left behind",
-                              feed=Feed(sink(hub.shared, "left-behind"), hub.shared.settle))
+                              feed=Feed(sink(shared, "left-behind"), shared.settle))
             hub.turns[turn.id] = turn
-            await asyncio.to_thread(hub.shared.begin, turn.id, "main", key, turn.text, None,
+            await asyncio.to_thread(shared.begin, turn.id, "main", key, turn.text, None,
                                     False)
 
         a.portal.call(received_not_run)

@@ -224,7 +224,7 @@ def test_an_entry_deleted_under_a_running_session_comes_back(tmp_path):
 
 
 def test_a_session_in_use_is_not_deleted_under_its_holder(tmp_path):
-    from clawd.frontends.cli.sessions import delete, resolve
+    from clawd.storage.session_admin import delete, resolve
 
     transcript = _first_session(tmp_path)
     holder = _child(tmp_path, "holder", 0, hold=60)

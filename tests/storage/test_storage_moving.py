@@ -57,7 +57,7 @@ def _files_home(home: Path) -> tuple[Path, Path]:
     scratch = Session.open(rt, "agent:main:scratch")
     list(scratch.run_turn("scratch this"))
     scratch.close()
-    from clawd.frontends.cli.sessions import delete, resolve
+    from clawd.storage.session_admin import delete, resolve
     delete(storage, resolve(storage, "main", "scratch"), purge=False)
     storage.backups.keep("MEMORY.md", datetime(2026, 11, 20, 9, 0, 0))
     with open(sessions / f"{storage.sessions.get(KEY)['sessionId']}.jsonl", "ab") as handle:

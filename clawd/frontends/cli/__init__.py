@@ -337,7 +337,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         args.session = decode_input(args.session, "--session", set())
     interactive = not args.message and not args.script and sys.stdin.isatty()
     if interactive:
-        from clawd.frontends.repl import run_repl
+        from clawd.frontends.cli.repl import run_repl
         return run_repl(config, args)
     from clawd.frontends.cli.chat import open_chat
     from clawd.frontends.render import Renderer

@@ -16,13 +16,13 @@ from contextlib import contextmanager
 from clawd.config import Config
 from clawd.core.errors import ClawdError
 from clawd.frontends.cli.mcp import told_of
-from clawd.frontends.cli.sessions import resolve_by_id
 from clawd.frontends.commands import Chat
 from clawd.frontends.compose import build_runtime, chat_agent, check_provider, session_key
 from clawd.loop.runtime import Runtime
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.files import entry_from
 from clawd.sessions.store import main_key
+from clawd.storage.session_admin import resolve_by_id
 
 
 @contextmanager

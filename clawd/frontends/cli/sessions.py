@@ -4,7 +4,8 @@ Sessions to come back to: each is listed with a title (the first message sent), 
 count, model and last activity, read from the transcripts (the record) and the store (which
 key points at which session). ``ID|KEY`` is a session id, a unique prefix of one, or a
 session key. Like ``clawd.frontends.cli`` this is a front end: it prints; the formatting functions
-return text.
+return text. Finding, listing and deleting a session is ``storage.session_admin``'s, which
+the gateway's session routes share.
 """
 
 from __future__ import annotations
@@ -12,56 +13,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clawd.core.errors import ClawdError
-from clawd.core.messages import Message, shown_time, utc_iso
+from clawd.core.messages import Message, shown_time
 from clawd.core.textcut import shorten
 from clawd.frontends.compose import agent_storage
-from clawd.sessions.files import Summary, find_session, summary_of
-from clawd.sessions.store import main_key
-from clawd.sessions.transcript import unanswered_ids
-
-if TYPE_CHECKING:
-    from clawd.sessions.interface import TranscriptLog
-    from clawd.storage.interface import AgentStorage
+from clawd.sessions.files import Summary
+from clawd.sessions.transcript import UNDONE, taken_back, unanswered_ids
+from clawd.storage.session_admin import Row, delete, resolve, rows
 
 LAST_MESSAGES = 6
 SHOW_CHARS = 400
-
-
-@dataclass
-class Row:
-    """One session in a listing: its summary and the key pointing at it (None: ended)."""
-
-    summary: Summary
-    key: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        s = self.summary
-        return {"sessionId": s.session_id, "key": self.key or s.key, "current": bool(self.key),
-                "title": s.title, "messages": s.messages, "model": s.model,
-                "createdAt": utc_iso(s.created), "lastActivity": utc_iso(s.last_activity),
-                "sessionFile": s.location}
-
-
-def rows(storage: AgentStorage, *, ended: bool) -> list[Row]:
-    """The sessions keys point at (and with ``ended`` every other transcript), newest first."""
-    data = storage.sessions.entries()
-    current = {e.get("sessionId"): key for key, e in data.items() if isinstance(e, dict)}
-    found = []
-    for session_id in storage.session_ids():
-        if not ended and session_id not in current:
-            continue
-        summary = summary_of(storage.transcript(session_id))
-        if summary is None:
-            continue
-        key = current.get(summary.session_id)
-        if key is not None or ended:
-            found.append(Row(summary, key))
-    return sorted(found, key=lambda r: r.summary.last_activity or "", reverse=True)
 
 
 def format_list(found: list[Row], agent_id: str) -> str:
@@ -154,62 +118,6 @@ def write_export(target: Path, text: str) -> None:
                          f"{exc.strerror or exc}") from None
 
 
-def resolve(storage: AgentStorage, agent_id: str, wanted: str) -> Row:
-    """``ID|KEY``: a session key (full or short) first, then a session id or its prefix."""
-    data = storage.sessions.entries()
-    for key in (wanted, main_key(agent_id, wanted)):
-        entry = data.get(key)
-        if isinstance(entry, dict) and entry.get("sessionId"):
-            log = storage.transcript(entry["sessionId"])
-            summary = summary_of(log)
-            if summary is None:
-                raise ClawdError(f"session {key} has no readable transcript at {log.location}")
-            return Row(summary, key)
-    return resolve_by_id(storage, wanted)
-
-
-def resolve_by_id(storage: AgentStorage, wanted: str) -> Row:
-    session_id = find_session(storage.session_ids(), wanted, storage.location)
-    log = storage.transcript(session_id)
-    summary = summary_of(log)
-    if summary is None:
-        raise ClawdError(f"{log.location} is not a session transcript (no header line)")
-    data = storage.sessions.entries()
-    current = {e.get("sessionId"): k for k, e in data.items() if isinstance(e, dict)}
-    return Row(summary, current.get(summary.session_id))
-
-
-def delete(storage: AgentStorage, row: Row, *, purge: bool) -> str:
-    """Remove the session from the store and set its transcript aside (or remove it)."""
-    s = row.summary
-    # a session in use by another process is not deleted under it
-    held = (storage.hold(row.key, wait=0, hint="leave that chat first, then delete it")
-            if row.key else None)
-    try:
-        for k, e in storage.sessions.entries().items():
-            if isinstance(e, dict) and e.get("sessionId") == s.session_id:
-                storage.sessions.update(k, lambda old: None)
-        return storage.set_aside(s.session_id, purge=purge)
-    finally:
-        if held is not None:
-            held.release()
-
-
-def current_transcript(storage: AgentStorage, key: str) -> TranscriptLog | None:
-    """The transcript of the session ``key`` points at, when it holds anything."""
-    found = (storage.sessions.get(key) or {}).get("sessionId")
-    return storage.transcript(found) if found and found in storage.session_ids() else None
-
-
-def set_aside(storage: AgentStorage, key: str) -> str | None:
-    """Delete the session ``key`` points at, keeping its transcript apart (a session nobody
-    can come back to: an OpenAI request with no chat id, user or key). What was done, or
-    None when the key points at nothing."""
-    log = current_transcript(storage, key)
-    summary = summary_of(log) if log is not None else None
-    return delete(storage, Row(summary, key), purge=False) if summary else None
-
-
 def cmd_sessions(args: argparse.Namespace) -> int:
     from clawd.config import load_config, resolve_agent
 
@@ -275,27 +183,7 @@ def _message(entry: dict[str, Any]) -> Message | None:
         return None
 
 
-UNDONE = {"undo": "taken back with /undo", "retry": "taken back with /retry"}
 UNANSWERED = "no reply: the request failed or was stopped"
-
-
-def taken_back(entries: list[dict[str, Any]]) -> dict[str, str]:
-    """The ids of the messages of every turn an ``undo`` entry took back (a user message and
-    everything after it until the next one), each with the entry's reason."""
-    turns: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    out: dict[str, str] = {}
-    for entry in entries:
-        kind = entry.get("type")
-        if kind == "message" and not entry.get("flush") and isinstance(entry.get("id"), str):
-            if entry.get("role") == "user":
-                current = turns.setdefault(entry["id"], [])
-            if current is not None:
-                current.append(entry["id"])
-        elif kind == "undo" and entry.get("messageId") in turns:
-            reason = str(entry.get("reason")) if entry.get("reason") in UNDONE else "undo"
-            out.update(dict.fromkeys(turns[entry["messageId"]], reason))
-    return out
 
 
 def _marks(entries: list[dict[str, Any]], conversation: list[Message]) -> dict[str, str]:

@@ -97,7 +97,7 @@ def _add(config: Any, people: Any, name: str, agent: str | None) -> int:
 
 def _lockouts(config: Any, address: str | None) -> int:
     """List the lockouts, or lift ``address``'s."""
-    from clawd.frontends.gateway.policy import rate_key
+    from clawd.frontends.hub.sign_ins import rate_key
 
     kept = _kept(config)
     if address is None:

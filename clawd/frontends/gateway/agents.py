@@ -17,16 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 from clawd.config import Config
-from clawd.core.errors import ClawdError
 from clawd.frontends.gateway.approvals import PageApprovals
+from clawd.frontends.hub.agents import UnknownAgent
 from clawd.loop.runtime import Runtime
 
 log = logging.getLogger(__name__)
 PEOPLE_SECONDS = 2.0  # the people's agents are read again after this long, off the loop
-
-
-class UnknownAgent(ClawdError):
-    """A request named an agent this gateway does not serve."""
 
 
 class ServedAgents:

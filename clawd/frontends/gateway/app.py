@@ -35,11 +35,11 @@ from clawd.frontends.gateway.common import (
     on_error,
 )
 from clawd.frontends.gateway.gatekeeper import Gatekeeper, send_error
-from clawd.frontends.gateway.hub import Hub
 from clawd.frontends.gateway.openai_map import MappingError
-from clawd.frontends.gateway.policy import FailedAuth, Tokens
+from clawd.frontends.gateway.policy import Tokens
 from clawd.frontends.gateway.quotas import note_limit
-from clawd.frontends.gateway.shared_hub import SharedHub
+from clawd.frontends.hub import open_coordination
+from clawd.frontends.hub.hub import Hub
 from clawd.frontends.mcp_server import AGENT_SCOPE_KEY, NOTE_LIMIT_SCOPE_KEY
 
 if TYPE_CHECKING:
@@ -56,11 +56,11 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
     from clawd.frontends.gateway import native, openai_compat, openapi, ops, page
 
     gateway = config.gateway
-    shared, failed = _shared(config)
-    options: dict[str, Any] = {"max_queued": gateway.max_queued_per_session,
-                               "idle_seconds": gateway.idle_session_seconds,
-                               "grace_seconds": gateway.shutdown_grace_seconds}
-    hub = Hub(agents, **options) if shared is None else SharedHub(agents, shared, **options)
+    # one process's, or with storage.url what this worker shares with the others
+    coordination = open_coordination(config)
+    hub = Hub(agents, coordination, max_queued=gateway.max_queued_per_session,
+              idle_seconds=gateway.idle_session_seconds,
+              grace_seconds=gateway.shutdown_grace_seconds)
     from clawd.frontends.gateway import automation, jobs
 
     routes = list(native.ROUTES) + page.ROUTES + automation.ROUTES + jobs.ROUTES + ops.ROUTES
@@ -105,8 +105,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
             await hub.stop()
             app.state.gateway.aside.close()
             readiness.close()
-            if shared is not None:
-                shared.close()
+            coordination.close()
 
     middleware = []
     if gateway.cors.origins:
@@ -116,7 +115,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                                      expose_headers=["X-Clawd-Turn-Id", "Retry-After"]))
     middleware.append(Middleware(Gatekeeper, gateway=gateway,
                                  tokens=Tokens.of(gateway, token, agents.people),
-                                 failed=failed,
+                                 failed=coordination,
                                  stopping=lambda: hub.stopping))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={ClawdError: on_error, MappingError: on_error,
@@ -156,23 +155,3 @@ class McpEndpoint:
             await failure(exc)(scope, receive, send)
             return
         await self.http.handle(scope, receive, send)
-
-
-def _shared(config: Config) -> tuple[Any, Any]:
-    """With ``storage.url``: what this worker shares with the others on the database
-    (turns, their lines, failed sign-ins); without it, this process's memory alone."""
-    url = config.storage.effective_url()
-    if not url:
-        from clawd.core.paths import state_dir
-        from clawd.storage.lockouts import FILE, FileLockouts
-
-        return None, FailedAuth(config.gateway.auth.rate_limit,
-                                kept=FileLockouts(state_dir() / FILE))
-    from clawd.frontends.gateway.shared import stopped_lines
-    from clawd.storage import open_database
-    from clawd.storage.postgres.auth import PgFailedAuth
-    from clawd.storage.postgres.shared import PgShared
-
-    db = open_database(url)
-    return PgShared(db, stopped_lines), PgFailedAuth(db, config.gateway.auth.rate_limit)
-

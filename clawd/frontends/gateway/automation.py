@@ -32,7 +32,7 @@ from starlette.routing import Route
 
 from clawd.automation.jobs import SESSION_ISOLATED
 from clawd.frontends.gateway.common import agent_of, ok, state
-from clawd.frontends.gateway.feed import KEEP_ALIVE
+from clawd.frontends.hub.feed import KEEP_ALIVE
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 2.0

@@ -33,12 +33,14 @@ from clawd.core.errors import (
     StoreUnavailable,
     http_message,
 )
-from clawd.frontends.gateway.agents import ServedAgents, UnknownAgent
+from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.bodies import B, BadRequest, parse
 from clawd.frontends.gateway.gatekeeper import error_body
-from clawd.frontends.gateway.hub import Hub, IdempotencyConflict, QueueFull, Stopping
 from clawd.frontends.gateway.quotas import OverQuota, TooLarge, TooManySessions
 from clawd.frontends.gateway.workspace import NotFound, Refused
+from clawd.frontends.hub.agents import UnknownAgent
+from clawd.frontends.hub.hub import Hub
+from clawd.frontends.hub.turns import IdempotencyConflict, QueueFull, Stopping
 from clawd.sessions.lock import SessionBusyError
 from clawd.sessions.store import key_problem
 

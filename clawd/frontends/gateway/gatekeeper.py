@@ -43,8 +43,8 @@ from clawd.frontends.gateway.policy import (
     needs_no_token,
     networks,
     origin_allowed,
-    rate_key,
 )
+from clawd.frontends.hub.sign_ins import rate_key
 
 log = logging.getLogger(__name__)
 access = logging.getLogger("clawd.access")  # a line per request; ``clawd serve`` shows it
@@ -98,19 +98,16 @@ class Gatekeeper:
     """See the module docstring."""
 
     def __init__(self, app: ASGIApp, gateway: Gateway, tokens: Tokens,
-                 failed: Any,  # a policy.FailedAuth, or one shared by workers (remote)
+                 failed: Any,  # counts the failed sign-ins: the hub's ``Coordination``
                  stopping: Callable[[], bool] = lambda: False):
         self.app, self.gateway, self.tokens, self.failed = app, gateway, tokens, failed
         self.trusted = networks(gateway.trusted_proxies)
         self.stopping = stopping
 
     async def _failed(self, what: str, key: str) -> Any:
-        """``FailedAuth``'s ``what`` for ``key``; off the event loop when the counts are
-        shared through a database (``remote``)."""
-        call = getattr(self.failed, what)
-        if getattr(self.failed, "remote", False):
-            return await run_in_threadpool(call, key)
-        return call(key)
+        """The coordination's ``what`` (``retry_after``, ``failed``) for ``key``: off the
+        event loop when the counts are shared through a database."""
+        return await getattr(self.failed, what)(key)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

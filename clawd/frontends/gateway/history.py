@@ -17,9 +17,9 @@ from typing import Any
 
 from clawd.context.flush import is_silent
 from clawd.core.messages import Message
-from clawd.frontends.cli.sessions import taken_back
 from clawd.guards.steps import Looping
 from clawd.sessions.interface import TranscriptLog
+from clawd.sessions.transcript import taken_back
 
 MAX_PAGE = 200
 RESULT_CHARS = 2000  # of a tool result's text, as in the ``toolResult`` event

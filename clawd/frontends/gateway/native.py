@@ -22,7 +22,7 @@ from starlette.routing import Route
 from clawd import __version__
 from clawd.core.errors import ClawdError
 from clawd.frontends.commands import ESCAPE, REGISTRY
-from clawd.frontends.gateway import feed, history, quotas, session_pages, workspace
+from clawd.frontends.gateway import history, quotas, session_pages, workspace
 from clawd.frontends.gateway.bodies import (
     ApprovalBody,
     BadRequest,
@@ -40,8 +40,9 @@ from clawd.frontends.gateway.common import (
     session_of,
     state,
 )
-from clawd.frontends.gateway.feed import KEEP_ALIVE, sse
-from clawd.frontends.gateway.hub import QueuedTurn, RemoteTurn
+from clawd.frontends.hub import feed
+from clawd.frontends.hub.feed import KEEP_ALIVE, sse
+from clawd.frontends.hub.turns import QueuedTurn, RemoteTurn
 from clawd.loop.parts import fixed_context
 from clawd.loop.runtime import Runtime, session_model
 from clawd.sessions.interface import TranscriptLog
@@ -147,8 +148,8 @@ def _transcript_of(runtime: Runtime, key: str, session_id: str) -> TranscriptLog
 async def rename_session(request: Request) -> Response:
     """Give a session (the key's current one, or ``sessionId``) a title: a ``title`` entry
     appended to its transcript, so every list (and a rebuilt store) shows it."""
-    from clawd.frontends.cli.sessions import current_transcript
     from clawd.sessions.files import TITLE_ENTRY
+    from clawd.storage.session_admin import current_transcript
 
     agent_id, key = session_of(request, request.path_params["key"],
                                request.query_params.get("agent"))
@@ -173,8 +174,8 @@ async def rename_session(request: Request) -> Response:
 async def delete_session(request: Request) -> Response:
     """Delete a session (the key's current one, or ``sessionId``): it leaves the lists,
     its transcript is kept aside in ``deleted/``, as ``clawd sessions delete`` does."""
-    from clawd.frontends.cli.sessions import Row, delete, set_aside
     from clawd.sessions.files import summary_of
+    from clawd.storage.session_admin import Row, delete, set_aside
 
     agent_id, key = session_of(request, request.path_params["key"],
                                request.query_params.get("agent"))

@@ -24,7 +24,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from clawd.core.messages import Message, ModelRequest, new_id
-from clawd.frontends.gateway import feed, quotas
+from clawd.frontends.gateway import quotas
 from clawd.frontends.gateway.bodies import BadRequest, CompletionBody
 from clawd.frontends.gateway.common import (
     agent_of,
@@ -37,7 +37,6 @@ from clawd.frontends.gateway.common import (
     session_of,
     state,
 )
-from clawd.frontends.gateway.feed import KEEP_ALIVE
 from clawd.frontends.gateway.gatekeeper import error_body
 from clawd.frontends.gateway.openai_map import (
     SESSION_HEADER,
@@ -51,6 +50,8 @@ from clawd.frontends.gateway.openai_map import (
     text_of,
     usage_of,
 )
+from clawd.frontends.hub import feed
+from clawd.frontends.hub.feed import KEEP_ALIVE
 from clawd.loop.runtime import Runtime
 
 ASIDE_MAX_TOKENS = 512

@@ -1,5 +1,4 @@
-"""Who may call the gateway, and from where: pure checks, no I/O (but a lockout's note for
-``clawd users unlock``, ``FailedAuth.kept``).
+"""Who may call the gateway, and from where: pure checks, no I/O.
 
 ``bind_host`` turns ``gateway.bind`` into an address and ``check_bind`` refuses to listen
 beyond loopback without a token; ``Tokens`` answers which agents a bearer token reaches
@@ -8,22 +7,22 @@ header naming a DNS name the gateway was not told about (DNS rebinding); ``origi
 lets a state-changing request from a browser through only from the gateway's own origin or
 a configured one; ``needs_no_token`` names the paths open without a token (the health
 and readiness checks, the web chat's files); ``client_address`` is the address a request
-came from (the peer, or what a trusted proxy says in ``X-Forwarded-For``); ``FailedAuth``
-counts wrong tokens per client address (``gateway.auth.rateLimit``; an IPv6 client by its
-/64, which one host usually holds whole).
+came from (the peer, or what a trusted proxy says in ``X-Forwarded-For``). Wrong tokens are
+counted per ``sign_ins.rate_key`` of that address by the hub's coordination
+(``frontends.hub.sign_ins``).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from clawd.config.gateway import Gateway, RateLimit, token_weakness
-from clawd.core.errors import ClawdError, ConfigError
+from clawd.config.gateway import Gateway, token_weakness
+from clawd.core.errors import ConfigError
+from clawd.frontends.hub.sign_ins import address_in
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -181,23 +180,9 @@ def networks(entries: Iterable[str]) -> tuple[Network, ...]:
     return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
 
 
-def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The address in one hop of ``X-Forwarded-For`` (``1.2.3.4``, ``1.2.3.4:5678``,
-    ``[::1]:80``, ``::1``), or None when it holds none."""
-    hop = text.strip()
-    if hop.startswith("["):
-        hop = hop[1:].partition("]")[0]
-    elif hop.count(":") == 1:
-        hop = hop.partition(":")[0]
-    try:
-        return ipaddress.ip_address(hop)
-    except ValueError:
-        return None
-
-
 def _trusted(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address | None,
              trusted: Sequence[Network]) -> bool:
-    found = _address(address) if isinstance(address, str) else address
+    found = address_in(address) if isinstance(address, str) else address
     return found is not None and any(found in network for network in trusted)
 
 
@@ -209,7 +194,7 @@ def client_address(peer: str, forwarded: str | None, trusted: Sequence[Network])
         return peer
     found = peer
     for hop in reversed(forwarded.split(",")):
-        address = _address(hop)
+        address = address_in(hop)
         if address is None:
             break  # a hop no proxy of ours wrote: believe nothing left of it
         found = str(address)
@@ -226,67 +211,3 @@ def forwarded_scheme(peer: str, header: str | None, scheme: str,
         if given in ("http", "https"):
             return given
     return scheme
-
-
-def rate_key(address: str) -> str:
-    """What wrong tokens are counted by: an IPv4 address, or an IPv6 address's /64."""
-    found = _address(address)
-    if isinstance(found, ipaddress.IPv6Address):
-        if found.ipv4_mapped is not None:
-            return str(found.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{found}/64", strict=False))
-    return str(found) if found is not None else address
-
-
-@dataclass
-class FailedAuth:
-    """Wrong tokens per client (``rate_key``), within ``windowSeconds``; past
-    ``maxAttempts`` the client's tokens are refused unread for ``lockoutSeconds``. Only a
-    token presented and wrong counts: a request with none (what any web page can make a
-    browser send) is a guess at nothing. A right token clears nothing (the address may be
-    another person's, guessing between sign-ins): wrong ones end only with their window.
-    Bounded: the oldest clients are forgotten past ``MAX_CLIENTS``."""
-
-    limit: RateLimit
-    clock: Callable[[], float] = time.monotonic
-    failures: dict[str, list[float]] = field(default_factory=dict)
-    locked: dict[str, float] = field(default_factory=dict)
-    # where lockouts are written for ``clawd users unlock`` (``storage.lockouts``): a client
-    # locked out here and no longer there was let in again
-    kept: Any = None
-    unkept: set[str] = field(default_factory=set)  # lockouts that could not be written
-
-    MAX_CLIENTS = 10_000
-
-    def retry_after(self, client: str) -> int | None:
-        """Seconds until ``client`` may try again, or None when it may now."""
-        until = self.locked.get(client)
-        if until is None:
-            return None
-        left = until - self.clock()
-        if left <= 0 or (self.kept is not None and client not in self.unkept
-                         and not self.kept.holds(client)):
-            del self.locked[client]
-            self.failures.pop(client, None)
-            self.unkept.discard(client)
-            return None
-        return max(1, round(left + 0.5))
-
-    def failed(self, client: str) -> int | None:
-        """Count a failure; the seconds of the lockout it starts, if it starts one."""
-        now = self.clock()
-        recent = [t for t in self.failures.get(client, []) if now - t < self.limit.window_seconds]
-        recent.append(now)
-        if len(recent) >= self.limit.max_attempts:
-            self.failures.pop(client, None)
-            self.locked[client] = now + self.limit.lockout_seconds
-            if self.kept is not None:
-                try:
-                    self.kept.lock(client, time.time() + self.limit.lockout_seconds)
-                except (OSError, ClawdError):  # locked out all the same, here
-                    self.unkept.add(client)
-            return max(1, round(self.limit.lockout_seconds))
-        self.failures[client] = recent
-        while len(self.failures) > self.MAX_CLIENTS:
-            self.failures.pop(next(iter(self.failures)))
-        return None

@@ -10,16 +10,14 @@ that opens a new session past ``sessions`` is refused (409: the person can resol
 deleting sessions). ``write_limit`` is the largest write of a file a person may make (413
 past it): ``noteBytes`` for MEMORY.md and ``memory/**.md``, ``fileBytes`` for the rest.
 
-The turns are counted in the database with ``storage.url`` (``storage.postgres.quotas``,
-for every worker) and in this process's memory on files (``LocalTurnQuota``, one process).
+The turns are counted where the hub's coordination counts them: in the database with
+``storage.url`` (``storage.postgres.quotas``, for every worker), in this process's memory
+on files (``core.quotas.LocalTurnQuota``, one process).
 """
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -27,7 +25,7 @@ from starlette.requests import Request
 
 from clawd.config.gateway import Quotas
 from clawd.core.errors import ClawdError
-from clawd.core.quotas import WINDOW_SECONDS, Refusal, in_window, turn_refusal
+from clawd.core.quotas import Refusal
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 
 OPERATOR = "(operator)"  # no person's name: those are letters, digits, - and _
@@ -49,48 +47,6 @@ class TooManySessions(ClawdError):
     """A new session past ``sessions`` (HTTP 409)."""
 
 
-@dataclass
-class LocalTurnQuota:
-    """The turns of each person in one process: when each started, and the turns of the
-    tickets not given back (under way until their ``state`` is ``done``)."""
-
-    clock: Callable[[], float] = time.monotonic
-    starts: dict[str, dict[str, float]] = field(default_factory=dict)  # person: ticket: t
-    turns: dict[str, Any] = field(default_factory=dict)  # ticket: its turn (None: queuing)
-
-    remote = False
-
-    def reserve(self, person: str, per_minute: int | None, at_once: int | None
-                ) -> str | Refusal:
-        now = self.clock()
-        mine = self.starts.setdefault(person, {})
-        for ticket, started in list(mine.items()):  # forget what no longer counts
-            if now - started >= WINDOW_SECONDS and not self._under_way(ticket):
-                del mine[ticket]
-                self.turns.pop(ticket, None)
-        under_way = sum(1 for ticket in mine if self._under_way(ticket))
-        refusal = turn_refusal(in_window(mine.values(), now), under_way, now,
-                               per_minute=per_minute, at_once=at_once)
-        if refusal is not None:
-            return refusal
-        ticket = uuid.uuid4().hex
-        mine[ticket], self.turns[ticket] = now, None
-        return ticket
-
-    def _under_way(self, ticket: str) -> bool:
-        turn = self.turns.get(ticket)
-        return ticket in self.turns and (turn is None or turn.state != "done")
-
-    def attach(self, ticket: str, turn: Any) -> None:
-        if ticket in self.turns:
-            self.turns[ticket] = turn
-
-    def cancel(self, ticket: str) -> None:
-        self.turns.pop(ticket, None)
-        for mine in self.starts.values():
-            mine.pop(ticket, None)
-
-
 def counted_person(request: Request) -> str | None:
     """Whose turns and writes this request counts against (None: nobody's, no limits)."""
     found = request.scope.get("state", {})
@@ -102,15 +58,10 @@ def counted_person(request: Request) -> str | None:
 
 
 def turn_quota(gw: Any) -> Any:
-    """The gateway's turn counter: in the database when the hub shares one, else here."""
+    """The gateway's turn counter: the hub's coordination's (in the database for every
+    worker, or in this process's memory)."""
     if gw.turns is None:
-        shared = getattr(gw.hub, "shared", None)
-        if shared is not None:
-            from clawd.storage.postgres.quotas import PgTurnQuota
-
-            gw.turns = PgTurnQuota(shared.db)
-        else:
-            gw.turns = LocalTurnQuota()
+        gw.turns = gw.hub.coordination.turn_quota()
     return gw.turns
 
 

@@ -19,8 +19,8 @@ from clawd.sessions.files import summary_of
 from clawd.sessions.paging import Place
 
 if TYPE_CHECKING:
-    from clawd.frontends.cli.sessions import Row
     from clawd.storage.interface import AgentStorage
+    from clawd.storage.session_admin import Row
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
@@ -49,7 +49,7 @@ def cursor_of(value: str | None) -> Place | None:
 def page(storage: AgentStorage, limit: int, after: Place | None, ended: bool
          ) -> tuple[list[Row], str | None]:
     """On a thread: a page of the session list and the cursor of the next (None: none)."""
-    from clawd.frontends.cli.sessions import Row, rows
+    from clawd.storage.session_admin import Row, rows
 
     if ended:
         every = [(_place(row), row) for row in rows(storage, ended=True)]

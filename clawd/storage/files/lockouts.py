@@ -1,12 +1,13 @@
 """The sign-in lockouts of the embedded gateway, kept where ``clawd users unlock`` finds them.
 
-One ``clawd serve`` on the files counts wrong tokens in its memory (``policy.FailedAuth``);
-when an address is locked out it is written here too, in ``<state>/lockouts.json`` (mode
-0600: an address and until when, replaced whole under a lock), so the command line can list
-the lockouts and lift one. The server looks at the file again (a ``stat``, at most once a
-``LOOK_SECONDS``) only while an address it has locked out comes back: an address no longer
-in the file may sign in again. With ``storage.url`` the lockouts are the ``auth_failures``
-rows every worker shares (``storage.postgres.auth``).
+One ``clawd serve`` on the files counts wrong tokens in its memory
+(``frontends.hub.sign_ins.FailedAuth``); when an address is locked out it is written here
+too, in ``<state>/lockouts.json`` (mode 0600: an address and until when, replaced whole
+under a lock), so the command line can list the lockouts and lift one. The server looks at
+the file again (a ``stat``, at most once a ``LOOK_SECONDS``) only while an address it has
+locked out comes back: an address no longer in the file may sign in again. With
+``storage.url`` the lockouts are the ``auth_failures`` rows every worker shares
+(``storage.postgres.auth``).
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ class PgFailedAuth:
     """``FailedAuth`` (wrong tokens per client address, lockouts) shared by every worker:
     the same rules, counted in the ``auth_failures`` table by wall-clock time."""
 
-    remote = True  # its calls reach the database: the guard makes them off the event loop
-
     def __init__(self, db: Connections, limit: RateLimit):
         self.db, self.limit = db, limit
         self.location = f"{db.location} (auth_failures)"

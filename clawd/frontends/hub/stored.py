@@ -1,7 +1,7 @@
-"""The gateway's side of what several workers share (``storage.postgres.shared``): a turn
-another worker runs, followed through its stored lines (``StoredFeed``), and the sink that
-stores this worker's lines (``sink``). Without ``storage.url`` none of this is used: one
-process holds everything in memory, as before.
+"""The hub's side of the event lines several workers share (``storage.postgres.shared``): a
+turn another worker runs, followed through its stored lines (``StoredFeed``), and the sink
+that stores this worker's lines (``sink``); ``postgres.PgCoordination`` uses them. Without
+``storage.url`` none of this is used: one process holds everything in memory.
 """
 
 from __future__ import annotations

@@ -14,10 +14,12 @@ in the history (and in the feed) when the client comes back. Each turn carries i
 turn ends as Ctrl-C ends one (wherever it is: streaming, running a tool, flushing, or not
 yet started): the partial reply is kept, marked interrupted. A slot holds its ``Chat`` (and
 so the session's lock, which the CLI honours) while turns come, and lets it go after
-``gateway.idleSessionSeconds``. Several workers on one database use ``shared_hub.SharedHub``
-(queues in the database). ``stop`` (SIGTERM) refuses new turns, lets running ones go on for
-``gateway.shutdownGraceSeconds``, then stops them as Ctrl-C does; queued turns are not run.
-Turns are counted (``METRICS``).
+``gateway.idleSessionSeconds``. What differs between one process and several workers on one
+database (where a session's queue is, the order its turns run in, who hears an abort, who is
+busy) is the hub's ``Coordination`` (``coordination``): ``local.LocalCoordination`` in one
+process, ``postgres.PgCoordination`` with ``storage.url``. ``stop`` (SIGTERM) refuses new
+turns, lets running ones go on for ``gateway.shutdownGraceSeconds``, then stops them as
+Ctrl-C does; queued turns are not run. Turns are counted (``METRICS``).
 """
 
 from __future__ import annotations
@@ -25,107 +27,37 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from clawd.core import events as ev
-from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError, http_message
 from clawd.core.metrics import METRICS
 from clawd.frontends.commands import Chat
-from clawd.frontends.gateway.agents import ServedAgents
-from clawd.frontends.gateway.feed import Feed, ended_how
-from clawd.frontends.gateway.shared import StoredFeed
+from clawd.frontends.hub.agents import Agents
+from clawd.frontends.hub.coordination import Coordination
+from clawd.frontends.hub.feed import ended_how
+from clawd.frontends.hub.turns import (
+    IDEMPOTENCY_KEYS,
+    STOPPING,
+    IdempotencyConflict,
+    QueuedTurn,
+    RemoteTurn,
+    Slot,
+    Stopping,
+)
 from clawd.frontends.render import drive, event_json
 
 log = logging.getLogger(__name__)
 MAX_THREADS = 64  # turns running at once, over all sessions
-IDEMPOTENCY_KEYS = 1000  # sends remembered for their idempotency key
-STOPPING = "the gateway is shutting down; the message was not sent"
-
-
-class QueueFull(ClawdError):
-    def __init__(self, key: str, retry_after: int):
-        super().__init__(f"session {key} already has the most turns waiting; try again in "
-                         f"{retry_after} s")
-        self.retry_after = retry_after
-
-
-class Stopping(ClawdError):
-    """The gateway is shutting down and takes no new turns."""
-
-
-class IdempotencyConflict(ClawdError):
-    """An idempotency key came back with a different message."""
-
-    @classmethod
-    def of(cls, idempotency: str, key: str) -> IdempotencyConflict:
-        return cls(f"the idempotency key {idempotency!r} was used for another message to "
-                   f"{key}; use a new key for a new message")
-
-
-@dataclass(eq=False)
-class QueuedTurn:
-    """One message or command sent to a session, and what it produced."""
-
-    id: str
-    agent_id: str
-    key: str
-    text: str
-    feed: Feed = field(default_factory=Feed)
-    state: str = "queued"  # queued | running | done
-    ephemeral: bool = False  # its session is set aside when it ends (nobody can return)
-    token: CancelToken = field(default_factory=CancelToken)  # cancelled: the turn stops
-    images: tuple[Any, ...] = ()  # ``ImagePart``s (a channel's photo; not across workers)
-    queued_at: float = field(default_factory=time.monotonic)  # when it arrived
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key, "state": self.state}
-
-
-@dataclass(eq=False)
-class RemoteTurn:
-    """A turn another worker runs (with shared state): followed through its stored lines."""
-
-    id: str
-    agent_id: str
-    key: str
-    feed: StoredFeed
-    state: str = "running"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key, "state": self.state}
-
-
-@dataclass(eq=False)
-class Slot:
-    """One session's queue and, while it is in use, its open ``Chat``."""
-
-    agent_id: str
-    key: str
-    queue: deque[QueuedTurn] = field(default_factory=deque)
-    running: QueuedTurn | None = None
-    chat: Chat | None = None
-    worker: asyncio.Task[None] | None = None
-    idle_timer: asyncio.TimerHandle | None = None
-    seconds_per_turn: float = 5.0  # a moving average, for Retry-After
-    # with shared state: held while the session is taken or let go; how many wait for it
-    taking: asyncio.Lock = field(default_factory=asyncio.Lock)
-    users: int = 0
-    busy: ClawdError | None = None  # why it could not be taken last
-    again: bool = False  # woken while its queue was being drained
-
-
 class Hub:
     """Every session the gateway has touched (see the module docstring)."""
 
-    shared: Any = None  # the database side of ``shared_hub.SharedHub`` (here: none)
-
-    def __init__(self, agents: ServedAgents, *, max_queued: int = 8, idle_seconds: float = 60,
-                 grace_seconds: float = 10, new_id: Callable[[], str] | None = None):
+    def __init__(self, agents: Agents, coordination: Coordination, *, max_queued: int = 8,
+                 idle_seconds: float = 60, grace_seconds: float = 10,
+                 new_id: Callable[[], str] | None = None):
         from clawd.core.messages import new_id as make_id
 
         self.agents = agents
@@ -136,6 +68,8 @@ class Hub:
         self.sent: OrderedDict[tuple[str, str, str], QueuedTurn] = OrderedDict()  # idempotency
         self.pool = ThreadPoolExecutor(MAX_THREADS, thread_name_prefix="clawd-turn")
         self.stopping = False
+        self.coordination = coordination
+        coordination.bind(self)
 
     # --- sending ----------------------------------------------------------------------------
 
@@ -154,21 +88,10 @@ class Hub:
                 return seen, False
         if self.stopping:
             raise Stopping("the gateway is shutting down; the message was not sent")
-        return await self._queue(self.new_id(), agent_id, key, text, idempotency, ephemeral,
-                                 images)
-
-    async def _queue(self, turn_id: str, agent_id: str, key: str, text: str,
-                     idempotency: str | None, ephemeral: bool, images: tuple[Any, ...] = ()
-                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:
-        slot = self._slot(agent_id, key)
-        waiting = len(slot.queue) + (1 if slot.running is not None else 0)
-        if waiting > self.max_queued:
-            raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))
-        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral, images=images)
-        self._remember(turn, idempotency)
-        slot.queue.append(turn)
-        self._wake(slot)
-        return turn, True
+        turn_id = self.new_id()
+        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral, images=images,
+                          feed=self.coordination.feed(turn_id))
+        return await self.coordination.place(turn, idempotency)
 
     def _slot(self, agent_id: str, key: str) -> Slot:
         slot = self.slots.get((agent_id, key))
@@ -198,7 +121,8 @@ class Hub:
                 table.popitem(last=False)
 
     async def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None:
-        return self.turns.get(turn_id)  # of any worker: ``shared_hub.SharedHub``
+        """A turn of this process, else one another worker runs (``Coordination.find``)."""
+        return self.turns.get(turn_id) or await self.coordination.find(turn_id)
 
     async def busy(self, agent_id: str, key: str) -> dict[str, Any]:
         """The session's running turn and how many wait behind it (on any worker)."""
@@ -206,21 +130,21 @@ class Hub:
 
     async def busy_of(self, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
         """``busy`` of several sessions."""
-        slots = {key: self.slots.get((agent_id, key)) for key in keys}
-        return {key: {"running": slot.running.id if slot and slot.running else None,
-                      "queued": len(slot.queue) if slot else 0} for key, slot in slots.items()}
+        return await self.coordination.busy(agent_id, keys)
 
     async def abort(self, agent_id: str, key: str) -> QueuedTurn | RemoteTurn | None:
-        """Stop the session's running turn as Ctrl-C does; the turn, or None if none
-        ran."""
+        """Stop the session's running turn as Ctrl-C does, here or on the worker running
+        it; the turn, or None if none ran."""
         slot = self.slots.get((agent_id, key))
-        if slot is None or slot.running is None:
-            return None
-        self._interrupt(slot, slot.running)
-        return slot.running
+        if slot is not None and slot.running is not None:
+            self._interrupt(slot, slot.running)
+            return slot.running
+        return await self.coordination.request_abort(agent_id, key)
 
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Hear what other workers ask for (``SharedHub``); one process hears nothing."""
+        """Hear what other workers ask for (aborts, sessions a chat elsewhere waits for,
+        turns queued for a session held here); one process hears nothing."""
+        self.coordination.listen(loop)
 
     def _idle_now(self, agent_id: str, key: str) -> None:
         """Let go of the session now if it is idle here (another process waits for it, or
@@ -271,13 +195,17 @@ class Hub:
 
     def _drained(self, slot: Slot) -> None:
         """The slot's queue is empty: let the session go once idle long enough."""
+        self.coordination.drained(slot)
+
+    def _let_go_later(self, slot: Slot) -> None:
+        """Let the session go once idle for ``idle_seconds``."""
         if not self.stopping and self.idle_seconds >= 0:
             slot.idle_timer = asyncio.get_running_loop().call_later(self.idle_seconds,
                                                                     self._let_go, slot)
 
     async def _next(self, slot: Slot) -> QueuedTurn | None:
-        """The slot's next turn."""
-        return slot.queue.popleft() if slot.queue else None
+        """The session's next turn, in the order the turns came."""
+        return await self.coordination.next_turn(slot)
 
     def _not_run(self, turn: QueuedTurn, why: str) -> None:
         turn.feed.push({"type": "error", "message": why})
@@ -307,11 +235,12 @@ class Hub:
             slot.chat.session.lease.describe(time.time() + max(self.idle_seconds, 0))
             if turn.ephemeral:
                 self._set_aside(slot)
+        self.coordination.ran(slot)
 
     @staticmethod
     def _set_aside(slot: Slot) -> None:
         """Close the session of an ephemeral turn and delete it, its transcript kept."""
-        from clawd.frontends.cli.sessions import set_aside
+        from clawd.storage.session_admin import set_aside
 
         chat, slot.chat = slot.chat, None
         if chat is not None:
@@ -334,12 +263,7 @@ class Hub:
     def _let_go(self, slot: Slot) -> None:
         """Close an idle session (its lock goes back to the CLI); forget an empty slot."""
         slot.idle_timer = None
-        if slot.queue or slot.running is not None:
-            return
-        chat, slot.chat = slot.chat, None
-        if chat is not None:
-            chat.close()
-        self.slots.pop((slot.agent_id, slot.key), None)
+        self.coordination.let_go(slot)
 
     async def release(self, agent_id: str, key: str) -> None:
         """Let go of an idle session now (before it is deleted): its lock is freed."""
@@ -353,9 +277,7 @@ class Hub:
         if self.stopping:
             return
         self.stopping = True
-        for slot in self.slots.values():
-            while slot.queue:
-                self._not_run(slot.queue.popleft(), STOPPING)
+        self.coordination.begin_stop()
         asyncio.get_running_loop().call_later(self.grace, self._interrupt_all)
 
     def _interrupt_all(self) -> None:
