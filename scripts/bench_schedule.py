@@ -6,7 +6,8 @@ Europe/Lisbon, the clock at Monday 2 March 2026, 10:00 there), through clawd's o
 session. Afterwards the job store is read:
 
 - a **reminder** counts as right when exactly one job was added whose first run is the time
-  the message means (within a minute) and whose message is not empty; it is **wrong time**
+  the message means (within a minute, plus the time the turn took for a time counted from
+  now: the clock moves on as the turn runs) and whose message is not empty; it is **wrong time**
   when a job came at another time, **none** when no job came;
 - an **ordinary** message (some of them name a time: a meeting, a train) counts as a
   **false job** when it added any.
@@ -134,7 +135,9 @@ def run_case(args: argparse.Namespace, case: Case) -> Result:
         verdict = "several"
     else:
         first = datetime.fromisoformat(str(jobs[0]["nextRun"]).replace("Z", "+00:00"))
-        close = abs((first - case.when).total_seconds()) <= 60
+        # the clock moves on as the turn runs: "in 20 minutes" said a minute in is 10:21
+        took = time.monotonic() - started
+        close = -60 <= (first - case.when).total_seconds() <= 60 + took
         verdict = "right" if close and str(jobs[0].get("message") or "").strip() \
             else "wrong time"
     return Result(case.text, case.half, case.when is not None, verdict, calls, found, reply)
