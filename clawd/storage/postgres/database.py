@@ -132,7 +132,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX gateway_turns_queued ON gateway_turns (agent_id, key, seq)
         WHERE state = 'queued';
     """,
-    # channels (SPEC §17): updates taken (each answered once), pairing requests, the senders
+    # channels (docs/channels.md): updates taken (each answered once), pairing requests, the senders
     # let in, refused or told, and each channel's status
     """
     CREATE TABLE channel_updates (
@@ -151,8 +151,8 @@ MIGRATIONS: tuple[str, ...] = (
         messages_in bigint NOT NULL, messages_out bigint NOT NULL,
         updated double precision NOT NULL);
     """,
-    # automation (SPEC §16): jobs, and their runs keyed by (job, scheduled time) so that no
-    # occurrence runs twice; due jobs are claimed FOR UPDATE SKIP LOCKED (storage.jobs)
+    # automation (docs/automation.md): jobs, and their runs keyed by (job, scheduled time) so
+    # that no occurrence runs twice; due jobs are claimed FOR UPDATE SKIP LOCKED (storage.jobs)
     """
     CREATE TABLE jobs (
         id text PRIMARY KEY, agent_id text NOT NULL, job jsonb NOT NULL,

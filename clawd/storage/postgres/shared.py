@@ -1,4 +1,4 @@
-"""What several ``clawd serve`` workers on one database share (SPEC §14): one queue of turns
+"""What several ``clawd serve`` workers on one database share (docs/hosting.md): one queue of turns
 per session (``gateway_turns``, in arrival order: whichever worker a message reaches, the
 worker holding the session's lease runs it, after the turns that came before it; a retried
 send with the same idempotency key never runs twice), every turn's event lines (so
