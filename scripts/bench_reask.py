@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                     turn = Turn(TurnView(text=statement), ask=Message.user(ask))
                     request, layers = session.call.request(session.history.messages, turn,
                                                            flush=False)
-                    reply = next(e.message for e in session.call.provider().stream(request)
+                    reply = next(e.message for e in session.provider.stream(request)
                                  if isinstance(e, ModelResponse))
                     kind = classify(reply, statement, layers.instructions)
                     tally[kind] += 1

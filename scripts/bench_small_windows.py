@@ -94,6 +94,7 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
     from clawd.config import AgentDefaults, Config
     from clawd.core.events import Compacted, ErrorEvent, Flushed
     from clawd.core.messages import iso_clock
+    from clawd.loop.parts import Window
     from clawd.loop.runtime import Runtime, fixed_models
     from clawd.loop.session import Session
     from clawd.providers.scripted import ScriptedProvider
@@ -120,11 +121,11 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
                       clock=lambda: now[0])
     import clawd.loop.runtime as runtime_module
 
-    saved, small = Session._too_large, runtime_module.SMALL_WINDOW
+    saved, small = Window.too_large, runtime_module.SMALL_WINDOW
     if baseline:  # the old arithmetic, which had no window or message-size checks either
         runtime.budget = lambda model: old_budget(runtime, model)  # type: ignore[method-assign]
         runtime.check_window = lambda *a: None  # type: ignore[method-assign]
-        Session._too_large = lambda *a: None  # type: ignore[method-assign]
+        Window.too_large = lambda *a: None  # type: ignore[method-assign]
         runtime_module.SMALL_WINDOW = 0  # the full renderings in every window
     started = time.perf_counter()
     result = Result()
@@ -143,7 +144,7 @@ def chat(window: int, turns: int, seed: int, root: Path, baseline: bool) -> Resu
             result.peak = max(result.peak, session.context_tokens() / window)
         result.requests = len(provider.requests)
     finally:
-        Session._too_large = saved  # type: ignore[method-assign]
+        Window.too_large = saved  # type: ignore[method-assign]
         runtime_module.SMALL_WINDOW = small
     result.seconds = time.perf_counter() - started
     return result

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from clawd.config.mcp import McpServer
+from clawd.core.cancel import CancelToken
 from clawd.core.events import CommandOutput, ToolFinished, TurnDone
 from clawd.core.messages import ImagePart, ToolSpec
 from clawd.frontends.commands import Chat
@@ -246,9 +247,10 @@ def test_a_stop_from_another_thread_ends_a_waiting_mcp_call(tmp_path):
         clients.start()
         provider = ScriptedProvider([Reply("", [tool("lookup__slow", seconds=30)])])
         session = Session.open(runtime(tmp_path, provider, clients.tools()), KEY)
-        threading.Timer(0.5, session.cancel).start()
+        token = CancelToken()  # the turn's, as the gateway makes it when the turn is queued
+        threading.Timer(0.5, token.cancel).start()
         started = time.monotonic()
-        events = list(session.run_turn("wait for it"))
+        events = list(session.run_turn("wait for it", token=token))
         assert time.monotonic() - started < 5
         assert isinstance(events[-1], TurnDone)
         result = [e for e in transcript_entries(session) if e.get("role") == "toolResult"][0]

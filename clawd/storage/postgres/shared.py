@@ -287,10 +287,13 @@ class PgShared:
         """The lines numbered above ``after``, and whether the turn has ended (a turn whose
         worker is gone, killed say, is ended here with a line that says so)."""
         with self.db.connection() as conn:
-            rows = conn.execute("SELECT seq, line FROM turn_events WHERE turn_id = %s AND "
-                                "seq > %s ORDER BY seq", (turn_id, after)).fetchall()
+            # the state first: the last lines commit with ``done``, so a turn read as done
+            # has all its lines there for the read below (read the other way round, a turn
+            # that ended between the two reads lost its reply for the follower)
             state = conn.execute("SELECT state, worker, key, agent_id, text_hash FROM "
                                  "gateway_turns WHERE turn_id = %s", (turn_id,)).fetchone()
+            rows = conn.execute("SELECT seq, line FROM turn_events WHERE turn_id = %s AND "
+                                "seq > %s ORDER BY seq", (turn_id, after)).fetchall()
             orphaned = bool(not rows and state and state[0] == "running" and not conn.execute(
                 "SELECT 1 FROM pg_stat_activity WHERE application_name = %s",
                 (state[1],)).fetchone())
