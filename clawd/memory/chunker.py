@@ -188,7 +188,7 @@ def _make_chunk(lines: list[_Line]) -> Chunk:
 
 
 @dataclass(frozen=True, slots=True)
-class Tokens:
+class TokenizedText:
     """A text as an embedding model's tokenizer reads it, without special tokens: the
     token ids and each token's (start, end) character offsets in the text."""
 
@@ -196,4 +196,4 @@ class Tokens:
     offsets: list[tuple[int, int]]
 
 
-Tokenize = Callable[[list[str]], list[Tokens]]
+Tokenize = Callable[[list[str]], list[TokenizedText]]

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from clawd.memory import parts
-from clawd.memory.chunker import Tokens, chunk_text
+from clawd.memory.chunker import TokenizedText, chunk_text
 from clawd.memory.parts import segment_chunks
 
 
@@ -16,10 +16,10 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def word_tokens(texts: list[str]) -> list[Tokens]:
+def word_tokens(texts: list[str]) -> list[TokenizedText]:
     """Whitespace-separated words as tokens (ids: their lengths)."""
     found = [list(re.finditer(r"\S+", text)) for text in texts]
-    return [Tokens([len(m.group()) for m in ms], [m.span() for m in ms]) for ms in found]
+    return [TokenizedText([len(m.group()) for m in ms], [m.span() for m in ms]) for ms in found]
 
 
 @pytest.fixture(autouse=True)
