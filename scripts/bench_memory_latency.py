@@ -160,7 +160,7 @@ def bench_search(size: int, queries: int, state: Path, during_sync: bool = False
     for q, v in zip(questions[:5], vectors[:5]):  # warm the page cache
         embedder.next = v
         index.search(q)
-    index.vectors.settle()  # the in-process matrix, loaded in the background
+    index.vectors.wait_loaded()  # the in-process matrix, loaded in the background
     # The numpy baseline: a matrix of the same vectors, scanned right after the searches in a
     # loop of its own: OpenBLAS's threads spin on after a multithreaded `matrix @ v` and took
     # a core from the search that came next when the two shared a loop.

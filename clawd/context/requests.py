@@ -2,9 +2,9 @@
 
 When you ask the assistant to remember something, that is the runtime's to keep, whatever
 the model does: a weak model answers "I saved it" and writes nothing. ``keep_requests``
-finds the sentences of a message that ask for something to be kept; ``held`` tells whether
-the notes written in the turn hold what they asked for; if not, the loop appends the
-sentences to today's log, marked as your words.
+finds the sentences of a message that ask for something to be kept; ``request_kept`` tells
+whether the notes written in the turn hold what they asked for; if not, the loop appends
+the sentences to today's log, marked as your words.
 
 A request is a sentence that asks: an imperative at its start ("Remember …", "Please note
 …", "Don't forget …", "Keep in mind …", "Write this down: …", "Add to your notes …"), or a
@@ -116,7 +116,7 @@ def stem(word: str) -> str:
 HELD_SHARE = 0.6  # of a request's words (but its references) a note holding it has
 
 
-def held(request: str, written: list[str]) -> bool:
+def request_kept(request: str, written: list[str]) -> bool:
     """Whether notes ``written`` in the turn hold ``request``: every number, identifier and
     name it gives, and most (``HELD_SHARE``) of its other words."""
     notes = " ".join(written).lower()

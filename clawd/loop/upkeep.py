@@ -38,7 +38,7 @@ from clawd.context.flush import (
     flush_system,
     is_acknowledgement,
     is_blank,
-    listed,
+    listed_notes,
     not_yet_noted,
     note_lines,
     plain_notes,
@@ -171,7 +171,7 @@ class Upkeep:
             return
         files, answer = turn.written, turn.reply
         asked_again = turn.view.asked_by(FlushRetry)
-        notes = "" if files else (listed(answer) if asked_again else answer)
+        notes = "" if files else (listed_notes(answer) if asked_again else answer)
         tidy = profile.tidies_flush_answer
         if notes and tidy:  # lines copied from notes it was shown are not news of today
             notes = not_yet_noted(plain_notes(notes), note_lines(rt.files))
