@@ -25,7 +25,7 @@ from typing import Annotated, Any
 from clawd.context.access import Access
 from clawd.core.errors import ClawdError, ToolError
 from clawd.core.messages import ToolSpec
-from clawd.guards.notes import junk
+from clawd.guards.junk_notes import junk
 from clawd.loop.runtime import Runtime
 from clawd.memory.notes import append_to_daily_log
 from clawd.tools.base import Param, Tool, ToolContext, tool

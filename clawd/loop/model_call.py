@@ -43,7 +43,7 @@ from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, TextDelta, Waiting
 from clawd.core.messages import Message, ModelRequest, ModelResponse, Usage
 from clawd.core.tokens import estimate_messages
-from clawd.guards.steps import Looping
+from clawd.guards.step_guards import Looping
 from clawd.loop.parts import Conversation, ModelInUse, Record, Window
 from clawd.loop.turn import Turn
 

@@ -52,9 +52,9 @@ from clawd.core.messages import Message, new_id, without_automated
 from clawd.core.textcut import shorten
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import TurnView
-from clawd.guards.flush import FlushRetry
+from clawd.guards.flush_retry import FlushRetry
 from clawd.guards.founded import founded_note, known_notes, told_or_returned
-from clawd.guards.notes import founded_summary, junk
+from clawd.guards.junk_notes import founded_summary, junk
 from clawd.loop.model_call import ModelCall, Overflowed
 from clawd.loop.parts import Conversation, ModelInUse, Record, Window
 from clawd.loop.runtime import Runtime

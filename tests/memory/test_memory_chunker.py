@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from clawd.memory.chunk_parts import segment_chunks, split_tokens
 from clawd.memory.chunker import TokenizedText, chunk_text, split_long_line
-from clawd.memory.parts import segment_chunks, split_tokens
 
 
 def words(text: str) -> int:
