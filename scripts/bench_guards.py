@@ -304,7 +304,7 @@ def strong_cases(instructions: str) -> list[dict[str, Any]]:
 
     from clawd.core.messages import Message, ToolCall, new_id
     from clawd.guards.base import TurnView
-    from clawd.guards.steps import calls_of
+    from clawd.guards.step_guards import calls_of
 
     cases = []
     for name, text, reply_text, calls, wrote, before in CASES:
@@ -365,7 +365,7 @@ def merge(args: argparse.Namespace) -> int:
 
 def guards() -> dict[str, type]:
     """The guards measured: the step guards, and the flush's own."""
-    from clawd.guards.flush import FlushRetry
+    from clawd.guards.flush_retry import FlushRetry
     from clawd.guards.profile import STEP_GUARDS
 
     return {**STEP_GUARDS, "flush_retry": FlushRetry}
@@ -407,7 +407,7 @@ def fired(name: str, case: dict[str, Any], turns: dict[Any, Any]) -> bool | None
 
 def streams_loop(text: str) -> bool:
     """Whether the loop guard stops ``text`` as it streams in small deltas."""
-    from clawd.guards.steps import Looping
+    from clawd.guards.step_guards import Looping
 
     guard, parts = Looping(), []
     guard.new_reply()

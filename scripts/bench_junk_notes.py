@@ -1,4 +1,4 @@
-"""How the junk-note guard judges labelled daily-log writes (``guards.notes.junk``).
+"""How the junk-note guard judges labelled daily-log writes (``guards.junk_notes.junk``).
 
 ``tests/data/daily_notes.jsonl`` was written before the detector; the detector was written
 knowing it. ``tests/data/daily_notes_fresh.jsonl`` was written after, of other shapes; one
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clawd.guards.notes import junk  # noqa: E402
+from clawd.guards.junk_notes import junk  # noqa: E402
 
 SETS = [ROOT / "tests" / "data" / "daily_notes.jsonl",
         ROOT / "tests" / "data" / "daily_notes_fresh.jsonl"]

@@ -160,7 +160,7 @@ def bench_search(size: int, queries: int, state: Path, during_sync: bool = False
     for q, v in zip(questions[:5], vectors[:5]):  # warm the page cache
         embedder.next = v
         index.search(q)
-    index.vectors.settle()  # the in-process matrix, loaded in the background
+    index.vectors.wait_loaded()  # the in-process matrix, loaded in the background
     # The numpy baseline: a matrix of the same vectors, scanned right after the searches in a
     # loop of its own: OpenBLAS's threads spin on after a multithreaded `matrix @ v` and took
     # a core from the search that came next when the two shared a loop.
@@ -257,19 +257,19 @@ def bench_indexing(state: Path, chunks_wanted: int, item_parts: bool = True) -> 
     """A sync from scratch against the raw model on the segments that sync embeds (before
     and after it, so a change of machine load in between shows) and on the chunks whole.
     ``item_parts=False``: list items without vectors of their own (the rule before them)."""
-    from clawd.memory import parts
+    from clawd.memory import chunk_parts
 
-    kept, parts.ITEM_PARTS = parts.ITEM_PARTS, item_parts
+    kept, chunk_parts.ITEM_PARTS = chunk_parts.ITEM_PARTS, item_parts
     try:
         return _indexing(state, chunks_wanted)
     finally:
-        parts.ITEM_PARTS = kept
+        chunk_parts.ITEM_PARTS = kept
 
 
 def _indexing(state: Path, chunks_wanted: int) -> dict:
     from clawd.core.tokens import estimate_text
+    from clawd.memory.chunk_parts import segment_chunks
     from clawd.memory.local import LocalEmbedder
-    from clawd.memory.parts import segment_chunks
 
     workspace = state / "ws"
     write_notes(workspace, max(1, chunks_wanted // 4), random.Random(11))

@@ -358,7 +358,7 @@ def run_one(args: argparse.Namespace, conv: Conversation, sample: int, log) -> R
     replies += [question, coding]
     after = _memory_texts(d.workspace)
     d.close()
-    said = "\n".join([said_in(conv), workspace_text])
+    said = "\n".join([person_said(conv), workspace_text])
     run.note_lines = _added(before, after)
     for line in run.note_lines:
         if unsaid := invented(line.split(": ", 1)[1], said):
@@ -437,14 +437,14 @@ def load(path: Path) -> list[Run]:
     by_name = {c.name: c for c in CONVERSATIONS}
     runs = [Run(**r) for r in json.loads(path.read_text())["runs"]]
     for run in runs:
-        said = "\n".join([said_in(by_name[run.conversation]), template_text()])
+        said = "\n".join([person_said(by_name[run.conversation]), template_text()])
         run.note_lines = [line for line in run.note_lines if not _RECORD.match(line)]
         run.invented = [[line, " ".join(unsaid)] for line in run.note_lines
                         if (unsaid := invented(line.split(": ", 1)[1], said))]
     return runs
 
 
-def said_in(conv: Conversation) -> str:
+def person_said(conv: Conversation) -> str:
     """Everything the person said in ``conv``, and the file it holds."""
     return "\n".join([*conv.day1, conv.question1, conv.correction, conv.file_ask, conv.file[1],
                       conv.reminder, *(q.text for q in conv.questions), conv.coding3])
@@ -467,7 +467,7 @@ def measure_notes(path: Path, verbose: bool = False) -> None:
     tally: dict[tuple[str, str], list[int]] = {}  # (half, model) -> [lines, habit, acted, tp]
     for point in json.loads(path.read_text())["lines"]:
         conv = by_name[str(point["conversation"])]
-        _, dropped = founded_note(str(point["line"]), said_in(conv))
+        _, dropped = founded_note(str(point["line"]), person_said(conv))
         habit, acted = bool(point["invented"]), bool(dropped)
         for key in ((conv.half, str(point["model"])), ("all", "all")):
             counts = tally.setdefault(key, [0, 0, 0, 0])

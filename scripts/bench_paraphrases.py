@@ -15,7 +15,7 @@ Two hand-written sets, each indexed in a workspace of its own with the real loca
 
 Each is run twice in the same process: ``before``, every chunk embedded as token-packed
 segments under the chunk's heading (the rule before section parts), and ``after``, with
-section parts (``parts.SECTION_PARTS``). For each half it prints found@1 / found@5 (a
+section parts (``chunk_parts.SECTION_PARTS``). For each half it prints found@1 / found@5 (a
 result of the note covering the paraphrased line among the first 1 / 5 results at
 ``minScore`` 0.35) and the off-topic queries that returned anything. ``--verbose`` prints
 every query's best score for its note and the best off-topic score. ``--embedder`` picks the
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from clawd.config import MemorySearch
-from clawd.memory import parts as partition
+from clawd.memory import chunk_parts as partition
 from clawd.storage.files.memory import open_file_index
 
 sys.path.insert(0, str(ROOT / "scripts"))

@@ -4,7 +4,7 @@
 instead; this measures them, each by what it decides:
 
 - ``summary_claims`` leaves out a compaction summary's line that claims what the summarised
-  history never said (``guards.notes.founded_summary``). A point is one line of a summary a
+  history never said (``guards.junk_notes.founded_summary``). A point is one line of a summary a
   real model wrote of one of ``SUMMARY_TALKS``; its habit is *invented* (labelled by hand:
   a claim the conversation does not make, or a wrong one). The measure also counts the
   user's sentences with a number or name that a left-out line lost (``references_lost``).
@@ -339,7 +339,7 @@ def merge(args: argparse.Namespace) -> int:
 
 def summary_points(point: dict[str, Any]) -> list[tuple[str, bool, bool]]:
     """(id, habit, acted) of one summary line: invented, and left out."""
-    from clawd.guards.notes import founded_summary
+    from clawd.guards.junk_notes import founded_summary
     from clawd.loop.upkeep import summarised_text
 
     history = summarised_text(None, messages_of(SUMMARY_TALKS[point["conversation"]]))
@@ -384,7 +384,7 @@ def references_lost(points: list[dict[str, Any]]) -> dict[str, list[int]]:
     with it does not was lost to a left-out line."""
     from clawd.context.references import MAX_CHARS, missing, references, with_users_words
     from clawd.core.textcut import sentences
-    from clawd.guards.notes import founded_summary
+    from clawd.guards.junk_notes import founded_summary
     from clawd.loop.upkeep import summarised_text
 
     summaries: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)

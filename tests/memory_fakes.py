@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from clawd.config import MemorySearch
-from clawd.memory.chunker import Tokens
+from clawd.memory.chunker import TokenizedText
 from clawd.memory.embeddings import EmbeddingError
 
 WORD = re.compile(r"[a-z0-9]+")
@@ -36,13 +36,13 @@ class FakeEmbedder:
         self.fail: Exception | None = None
         self.vocabulary: dict[str, int] = {}
 
-    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+    def tokenize(self, texts: Sequence[str]) -> list[TokenizedText]:
         """Whitespace-separated words are the tokens; ids index ``vocabulary``."""
         out = []
         for text in texts:
             found = list(re.finditer(r"\S+", text))
             ids = [self.vocabulary.setdefault(m.group(), len(self.vocabulary)) for m in found]
-            out.append(Tokens(ids, [m.span() for m in found]))
+            out.append(TokenizedText(ids, [m.span() for m in found]))
         return out
 
     def embed_tokens(self, texts: Sequence[Sequence[int]],

@@ -276,7 +276,7 @@ def test_every_circle_allowance_still_has_its_circle():
 
 def test_the_checker_sees_a_package_circle():
     graph = {"clawd.context.flush": {"clawd.guards.text"}, "clawd.guards.text": set(),
-             "clawd.guards.notes": {"clawd.context.facts", "clawd.guards.text"},
+             "clawd.guards.junk_notes": {"clawd.context.facts", "clawd.guards.text"},
              "clawd.context.facts": set()}
     assert package_graph(graph) == {"clawd.context": {"clawd.guards"},
                                     "clawd.guards": {"clawd.context"}}

@@ -57,8 +57,8 @@ def test_the_measurement_adapter_gives_each_part_its_text_back():
         import bench_embedders
     finally:
         sys.path.remove(str(SCRIPTS))
+    from clawd.memory.chunk_parts import segment_chunks
     from clawd.memory.chunker import chunk_text
-    from clawd.memory.parts import segment_chunks
 
     surfaces = bench_embedders.SurfaceIds()
     text = ("# 2026-04-01\n\n## Home office\n- Switched my editor to Vim keybindings.\n"

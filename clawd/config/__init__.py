@@ -41,8 +41,8 @@ from clawd.config.schema import (
     Models,
     ProviderConfig,
     Reset,
-    Session,
     SessionMemoryHook,
+    SessionSettings,
 )
 from clawd.config.sections import (
     DEFAULT_FLUSH_PROMPT,
@@ -58,6 +58,7 @@ from clawd.config.sections import (
     Float,
     HardClear,
     Hybrid,
+    IndexStoreSettings,
     Int,
     Local,
     MemoryFlush,
@@ -65,9 +66,9 @@ from clawd.config.sections import (
     Mmr,
     Model,
     Query,
+    RecallSettings,
     Remote,
     SoftTrim,
-    Store,
     Sync,
     TemporalDecay,
     ToolGlobs,
@@ -83,11 +84,12 @@ __all__ = [
     "DEFAULT_AGENT_ID", "DEFAULT_FLUSH_PROMPT", "DEFAULT_FLUSH_SYSTEM", "DEFAULT_IDLE_MINUTES",
     "DEFAULT_MODEL", "AgentDefaults", "AgentEntry", "Agents", "Batch", "Bool", "Cache",
     "Chunking", "Compaction", "Config", "ContextPruning", "ExecTool", "Experimental", "Float",
-    "Gateway", "HardClear", "Hooks", "Hybrid", "Int", "Local", "MemoryFlush", "MemorySearch",
-    "Mmr", "Model", "ModelCost", "ModelInfo", "Models", "ProviderConfig", "Query", "Remote",
-    "Reset", "Session", "SessionMemoryHook", "SoftTrim", "Store", "Sync", "TemporalDecay",
-    "ToolGlobs", "Tools", "VectorStore", "config_path", "load_config", "own_workspace",
-    "parse_config", "parse_duration", "resolve_agent", "shareable_path", "state_dir",
+    "Gateway", "HardClear", "Hooks", "Hybrid", "IndexStoreSettings", "Int", "Local",
+    "MemoryFlush", "MemorySearch", "Mmr", "Model", "ModelCost", "ModelInfo", "Models",
+    "ProviderConfig", "Query", "RecallSettings", "Remote", "Reset", "SessionMemoryHook",
+    "SessionSettings", "SoftTrim", "Sync", "TemporalDecay", "ToolGlobs", "Tools",
+    "VectorStore", "config_path", "load_config", "own_workspace", "parse_config",
+    "parse_duration", "resolve_agent", "shareable_path", "state_dir",
 ]
 
 

@@ -183,7 +183,7 @@ class Reset(Model):
         return None
 
 
-class Session(Model):
+class SessionSettings(Model):
     reset: Reset = Reset()
     # a channel's direct messages: each sender a session of their own, or (``main``) the
     # owner's (``allowFrom``) in the main session
@@ -238,7 +238,7 @@ class Config(Model):
 
     agents: Agents = Agents()
     models: Models = Models()
-    session: Session = Session()
+    session: SessionSettings = SessionSettings()
     hooks: Hooks = Hooks()
     gateway: Gateway = Gateway()
     storage: Storage = Storage()

@@ -202,7 +202,7 @@ class Query(Model):
     mmr: Mmr = Mmr()
 
 
-class Recall(Model):
+class RecallSettings(Model):
     """Automatic recall: before each user turn, memory search runs on the user's message and
     its best hits reach the model with the message (``clawd.loop.recall``)."""
 
@@ -217,7 +217,7 @@ class VectorStore(Model):
     extension_path: str | None = None
 
 
-class Store(Model):
+class IndexStoreSettings(Model):
     path: str | None = None
     vector: VectorStore = VectorStore()
 
@@ -250,11 +250,11 @@ class MemorySearch(Model):
     local: Local = Local()
     chunking: Chunking = Chunking()
     query: Query = Query()
-    recall: Recall = Recall()
+    recall: RecallSettings = RecallSettings()
     # Replies end with "Source: path#Lx-Ly" naming the notes they used (the system prompt
     # and the recall block ask for it); results and recall blocks carry citations anyway.
     citations: Bool = False
-    store: Store = Store()
+    store: IndexStoreSettings = IndexStoreSettings()
     cache: Cache = Cache()
     sync: Sync = Sync()
     experimental: Experimental = Experimental()

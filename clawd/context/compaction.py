@@ -49,7 +49,7 @@ MAX_EXCERPTS = 20
 
 
 @dataclass(frozen=True, slots=True)
-class Summary:
+class CompactionSummary:
     """The outcome of ``summarize``.
 
     ``method`` is the path taken: ``single`` (one request), ``chunked`` (chunks, then a
@@ -249,7 +249,7 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
               instructions: str | None, settings: Compaction,
               max_tokens: int = 4096, max_chunk_tokens: int | None = None,
               founded: Callable[[str], tuple[str, list[str]]] | None = None,
-              users_words: bool = True) -> Summary:
+              users_words: bool = True) -> CompactionSummary:
     """Summarise ``messages`` (the part before the cut), folding in ``previous_summary``.
 
     ``instructions`` (from ``/compact``) steer the focus. A context overflow or an empty
@@ -268,7 +268,7 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
     """
     previous = (previous_summary or "").strip() or None
     if not messages:
-        return Summary(previous or "", "unchanged", None, 0)
+        return CompactionSummary(previous or "", "unchanged", None, 0)
     summary = _summarize(provider, messages, previous, instructions, settings, max_tokens,
                          max_chunk_tokens)
     if founded is not None and summary.method != "truncated":
@@ -284,7 +284,7 @@ def summarize(provider: Provider, messages: list[Message], *, previous_summary: 
 
 def _summarize(provider: Provider, messages: list[Message], previous: str | None,
                instructions: str | None, settings: Compaction, max_tokens: int,
-               max_chunk_tokens: int | None) -> Summary:
+               max_chunk_tokens: int | None) -> CompactionSummary:
     run = _Runner(provider, max_tokens, (instructions or "").strip() or None)
     sizes = chunk_sizes(settings, max_chunk_tokens)
     error: ProviderError | None = None
@@ -298,10 +298,10 @@ def _summarize(provider: Provider, messages: list[Message], previous: str | None
                         len(messages), limit, exc)
             continue
         method = "smaller-chunks" if attempt else ("chunked" if chunks > 1 else "single")
-        return Summary(text, method, None, run.requests)
+        return CompactionSummary(text, method, None, run.requests)
     try:
-        return Summary(_summarise_simply(run, messages, previous, sizes[-1]), "simple", None,
-                       run.requests)
+        return CompactionSummary(_summarise_simply(run, messages, previous, sizes[-1]), "simple",
+                                 None, run.requests)
     except ProviderError as exc:
         _raise_unless_size(exc)
         error = exc
@@ -309,7 +309,7 @@ def _summarize(provider: Provider, messages: list[Message], previous: str | None
                     exc)
     note = truncation_note(messages, f"{type(error).__name__}: {error}")
     text = f"{previous}\n\n{note}" if previous else note
-    return Summary(text, "truncated", note, run.requests)
+    return CompactionSummary(text, "truncated", note, run.requests)
 
 
 # --- when summarising fails -------------------------------------------------------------------

@@ -26,7 +26,7 @@ from datetime import date
 
 from clawd.context.flush import FACT_CHARS
 from clawd.context.references import references
-from clawd.context.requests import content_words, held
+from clawd.context.requests import content_words, request_kept
 from clawd.core import listmark
 from clawd.workspace.files import MEMORY_DIR, REPLACED_SECTION, replaced_entry, without_replaced
 
@@ -196,7 +196,7 @@ def apply(memory: str, ops: list[Op], sources: list[Source], today: date) -> Out
             outcome.replaced.append((_bare(old), op.fact))
             continue
         present = lines + [a for v in additions.values() for a in v]
-        if any(held(op.fact, [_bare(x)]) for x in present if _BULLET.match(x)):
+        if any(request_kept(op.fact, [_bare(x)]) for x in present if _BULLET.match(x)):
             outcome.merged.append(op.fact)
             continue
         additions.setdefault(section_of(op.target), []).append(line)

@@ -12,7 +12,7 @@ flush that writes no file but answers in words keeps those words as notes
 A flush that wrote nothing and answered only "Done.", or ``NO_REPLY`` when the user said
 something after the last note written in the conversation, is asked once more for the
 notes themselves (``should_ask_again``); of that second answer only the list lines are
-kept (``listed``). When the second answer lists nothing either, clawd saves the facts the
+kept (``listed_notes``). When the second answer lists nothing either, clawd saves the facts the
 user told in their own words, those no note holds yet (``unsaved_words``): statements, never
 requests, questions or small talk (``facts``), a correction with the value it replaces.
 """
@@ -29,7 +29,7 @@ from clawd.context.access import WRITE_TOOLS
 from clawd.context.facts import as_note, facts
 from clawd.context.references import SHORT_MESSAGE, missing, references
 from clawd.context.replytext import recall_start, unfenced
-from clawd.context.requests import content_words, held, stem
+from clawd.context.requests import content_words, request_kept, stem
 from clawd.core import listmark, phrases
 from clawd.core.messages import Message, ToolCall
 from clawd.core.phrases import answers
@@ -151,7 +151,7 @@ def flush_retry_prompt(answer: str, today: date, noted_before: bool = False,
     note; ``summarised``: earlier messages were compacted, so notes may have been written
     before them and it must not say nothing was saved). It offers no way out: a weak model
     takes any "reply X if there is nothing" it is offered, while a capable one that has
-    nothing to keep says so in words, which ``listed`` drops."""
+    nothing to keep says so in words, which ``listed_notes`` drops."""
     return render("flush_retry.md.j2", answer=answer.strip(),
                   acknowledged=is_acknowledgement(answer), noted=noted_before,
                   summarised=summarised,
@@ -169,7 +169,7 @@ def says_nothing(line: str) -> bool:
     return bool(phrases.NONE_WORDS & words) and words <= answers.NOTHING_WORDS
 
 
-def listed(answer: str) -> str:
+def listed_notes(answer: str) -> str:
     """The list lines of an answer (``- ``, ``* ``, ``1. ``), the notes asked for, without
     those that say there is nothing to note."""
     return "\n".join(line.rstrip() for line in answer.splitlines()
@@ -200,7 +200,7 @@ def _saved(fact: str, notes: list[str]) -> bool:
     them is held by a line with most of its words."""
     exact, names = references(fact)
     if not (exact or names):
-        return any(held(fact, [line]) for line in notes)
+        return any(request_kept(fact, [line]) for line in notes)
     said = content_words(fact) - {ref.lower() for ref in exact | names}
     return any(not any(missing(fact, line))
                and (not said or any(stem(word) in line.lower() for word in said))

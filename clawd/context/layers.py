@@ -148,7 +148,7 @@ class FileReport:
 
 
 @dataclass
-class Report:
+class ContextReport:
     """Tokens per layer, per file and per tool, as ``/context`` shows them."""
 
     system_tokens: int
@@ -167,7 +167,7 @@ class Report:
                 + self.summary_tokens + self.history_tokens)
 
 
-def describe_room(rep: Report) -> str:
+def describe_room(rep: ContextReport) -> str:
     """What takes the room of a request, in one line, with the advice that fits: the
     workspace files when they are the largest part, else the conversation."""
     tools = sum(t for _, t in rep.tools)
@@ -188,16 +188,16 @@ def describe_room(rep: Report) -> str:
 
 
 def report(layers: Layers, summary: str | None, messages: list[Message],
-           tools: list[ToolSpec], pruned: list[str] | None = None) -> Report:
+           tools: list[ToolSpec], pruned: list[str] | None = None) -> ContextReport:
     files = [FileReport(f.name, f.raw_chars, len(f.text), estimate_text(f.text), f.truncated)
              for f in layers.files]
     summary_tokens = estimate_messages([summary_message(summary)]) if summary else 0
-    return Report(system_tokens=estimate_text(layers.system),
-                  project_tokens=estimate_text(layers.project), files=files,
-                  tools=[(t.name, estimate_tools([t])) for t in tools],
-                  summary_tokens=summary_tokens, history_tokens=estimate_messages(messages),
-                  history_count=len(messages), pruned=list(pruned or []),
-                  largest_message=_largest(messages))
+    return ContextReport(system_tokens=estimate_text(layers.system),
+                         project_tokens=estimate_text(layers.project), files=files,
+                         tools=[(t.name, estimate_tools([t])) for t in tools],
+                         summary_tokens=summary_tokens, history_tokens=estimate_messages(messages),
+                         history_count=len(messages), pruned=list(pruned or []),
+                         largest_message=_largest(messages))
 
 
 def _largest(messages: list[Message]) -> str:

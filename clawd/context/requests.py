@@ -2,9 +2,9 @@
 
 When you ask the assistant to remember something, that is the runtime's to keep, whatever
 the model does: a weak model answers "I saved it" and writes nothing. ``keep_requests``
-finds the sentences of a message that ask for something to be kept; ``held`` tells whether
-the notes written in the turn hold what they asked for; if not, the loop appends the
-sentences to today's log, marked as your words.
+finds the sentences of a message that ask for something to be kept; ``request_kept`` tells
+whether the notes written in the turn hold what they asked for; if not, the loop appends
+the sentences to today's log, marked as your words.
 
 A request is a sentence that asks: an imperative at its start ("Remember …", "Please note
 …", "Don't forget …", "Keep in mind …", "Write this down: …", "Add to your notes …"), or a
@@ -26,7 +26,7 @@ from clawd.automation.when import time_phrase
 from clawd.automation.zones import user_zone
 from clawd.context.references import references
 from clawd.core import phrases
-from clawd.core.phrases import keeping
+from clawd.core.phrases import keep_words
 from clawd.core.templates import render
 from clawd.core.textcut import sentences
 
@@ -36,12 +36,12 @@ def keep_requests(message: str) -> list[str]:
     found = []
     for sentence in sentences(message):
         text = sentence.strip()
-        if not text or keeping.REMEMBER_WHEN.search(text):
+        if not text or keep_words.REMEMBER_WHEN.search(text):
             continue
-        asks = (keeping.KEEP_ASKED.search(text) or keeping.KEEP_WANTED.search(text)
-                or (not text.endswith("?") and (keeping.KEEP_ORDER.search(text)
-                                               or keeping.READ_THEN_KEEP.search(text)
-                                               or keeping.KEEP_ORDER_ELSEWHERE.search(text))))
+        asks = (keep_words.KEEP_ASKED.search(text) or keep_words.KEEP_WANTED.search(text)
+                or (not text.endswith("?") and (keep_words.KEEP_ORDER.search(text)
+                                               or keep_words.READ_THEN_KEEP.search(text)
+                                               or keep_words.KEEP_ORDER_ELSEWHERE.search(text))))
         if asks:
             found.append(text)
     return found
@@ -84,7 +84,7 @@ def lines_used(request: str, reply: str, path: str, text: str) -> list[str]:
     reply gives. At most ``MAX_LINES``, each cut at ``LINE_CHARS``."""
     own = set(re.findall(r"[a-z0-9]+", path.lower()))
     wanted = {w for w in re.findall(r"[a-z0-9]+", request.lower())
-              if len(w) > 2 and w not in keeping.ABOUT_STOP_WORDS and w not in own
+              if len(w) > 2 and w not in keep_words.ABOUT_STOP_WORDS and w not in own
               and w not in {"read", "open", "check", "look", "file", "and", "then"}}
     exact, names = references(reply)
     given = {t.lower() for t in exact | names}
@@ -101,7 +101,7 @@ def lines_used(request: str, reply: str, path: str, text: str) -> list[str]:
 
 def content_words(text: str) -> set[str]:
     """The words of ``text`` that carry meaning (no stop words, no single letters)."""
-    return {w for w in re.findall(r"[\w'’-]+", text.lower()) if w not in keeping.ABOUT_STOP_WORDS
+    return {w for w in re.findall(r"[\w'’-]+", text.lower()) if w not in keep_words.ABOUT_STOP_WORDS
             and len(w) > 1}
 
 
@@ -116,7 +116,7 @@ def stem(word: str) -> str:
 HELD_SHARE = 0.6  # of a request's words (but its references) a note holding it has
 
 
-def held(request: str, written: list[str]) -> bool:
+def request_kept(request: str, written: list[str]) -> bool:
     """Whether notes ``written`` in the turn hold ``request``: every number, identifier and
     name it gives, and most (``HELD_SHARE``) of its other words."""
     notes = " ".join(written).lower()
@@ -134,7 +134,7 @@ def held(request: str, written: list[str]) -> bool:
 def asks_reminder(text: str) -> bool:
     """Whether a message asks to be told something later ("remind me on Friday at 6pm
     to …", "set a reminder"), not what was said before ("remind me what we decided")."""
-    return keeping.REMIND_LATER.search(text) is not None
+    return keep_words.REMIND_LATER.search(text) is not None
 
 
 def reminder_aside(text: str, schedules: bool, now: datetime, zone: str | None) -> str:

@@ -24,11 +24,11 @@ def agent_storage(config: Config, agent_id: str) -> AgentStorage:
     from clawd.config import resolve_agent
     from clawd.storage import open_storage
 
-    config = knowing(config, agent_id)
+    config = config_for_agent(config, agent_id)
     return open_storage(config, agent_id, resolve_agent(config, agent_id)[1])
 
 
-def knowing(config: Config, agent: str | None) -> Config:
+def config_for_agent(config: Config, agent: str | None) -> Config:
     """``config``, with its people's agents (``with_people``) when ``agent`` is none of its
     own: a person's agent is found without reading the people for every other."""
     if agent is None or agent.lower() in {a.lower() for a in config.agent_ids()}:
@@ -104,7 +104,7 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
     from clawd.tools.exec import exec_tool
     from clawd.tools.files import file_tools
 
-    config = knowing(config, agent)  # a person's own agent too
+    config = config_for_agent(config, agent)  # a person's own agent too
     agent_id, settings = resolve_agent(config, agent)
     workspace = Path(settings.workspace).expanduser().resolve()
     storage = open_storage(config, agent_id, settings)

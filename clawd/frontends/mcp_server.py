@@ -25,7 +25,7 @@ from typing import Annotated, Any
 from clawd.context.access import Access
 from clawd.core.errors import ClawdError, ToolError
 from clawd.core.messages import ToolSpec
-from clawd.guards.notes import junk
+from clawd.guards.junk_notes import junk
 from clawd.loop.runtime import Runtime
 from clawd.memory.notes import append_to_daily_log
 from clawd.tools.base import Param, Tool, ToolContext, tool
@@ -105,7 +105,7 @@ def build_server(runtime_of: Callable[[Any], Runtime], *, read_only: bool,
 
     tools = memory_tools_for_clients(read_only)
 
-    def listed(spec: ToolSpec) -> Any:
+    def as_mcp_tool(spec: ToolSpec) -> Any:
         reads = spec.name != "memory_add"  # search and get change nothing
         return types.Tool(name=spec.name, description=spec.description,
                           input_schema=spec.parameters,
@@ -114,7 +114,7 @@ def build_server(runtime_of: Callable[[Any], Runtime], *, read_only: bool,
                               idempotent_hint=reads, open_world_hint=False))
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=[listed(t.spec) for t in tools])
+        return types.ListToolsResult(tools=[as_mcp_tool(t.spec) for t in tools])
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         runtime = runtime_of(ctx)

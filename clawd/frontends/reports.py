@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from clawd.context.layers import report
 from clawd.core.messages import parse_iso, shown_time
 from clawd.core.textcut import shorten
-from clawd.memory.forget import Forgotten, Line
+from clawd.memory.forget import Forgotten, NoteLine
 from clawd.memory.interface import SearchResults
 from clawd.sessions.transcript import History
 from clawd.workspace.files import MEMORY_DIR, MEMORY_FILE
 from clawd.workspace.interface import Stat, WorkspaceFiles, markdown_under
 
 if TYPE_CHECKING:
-    from clawd.loop.consolidate import Report
+    from clawd.loop.consolidate import ConsolidationReport
     from clawd.loop.session import Session
 
 
@@ -215,9 +215,9 @@ def _mcp_lines(session: Session, tokens: dict[str, int], scaled: Callable[[int],
     return lines
 
 
-def format_consolidation(report: Report, *, show_diff: bool) -> str:
-    """A consolidation run (``loop.consolidate.Report``): the diff, what was refused and
-    why (the first five), and the one-line summary."""
+def format_consolidation(report: ConsolidationReport, *, show_diff: bool) -> str:
+    """A consolidation run (``loop.consolidate.ConsolidationReport``): the diff, what was
+    refused and why (the first five), and the one-line summary."""
     parts = [report.diff.rstrip("\n")] if show_diff and report.diff else []
     if report.refused:
         parts.append("refused:\n" + "\n".join(f"  - {why}" for why in report.refused[:5])
@@ -227,7 +227,7 @@ def format_consolidation(report: Report, *, show_diff: bool) -> str:
     return "\n".join(parts)
 
 
-def format_forget_lines(what: str, lines: list[Line]) -> str:
+def format_forget_lines(what: str, lines: list[NoteLine]) -> str:
     """The note lines ``forget`` would remove, one per line with its place; ``what`` is the
     request as the user gave it."""
     if not lines:

@@ -60,7 +60,7 @@ ECHO_WHY = {"repeat": "the reply repeated the answer before",
 class EchoAnswer(Guard):
     name = "echo"
 
-    def settled(self, held: str) -> bool:
+    def will_ask_again(self, held: str) -> bool:
         return dumps_notes(held)  # a header line of the notes: asked again, never shown
 
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:

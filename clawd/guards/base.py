@@ -108,7 +108,7 @@ class Guard:
     def looping(self, parts: list[str]) -> str | None:
         return None
 
-    def settled(self, held: str) -> bool:
+    def will_ask_again(self, held: str) -> bool:
         """Whether a reply held back while it streams (``held``, so far) is one this guard
         will ask again whatever follows: reading on would only make the user wait (a copy
         of the recalled notes ran to 2,800 tokens, nine minutes on a 1.5B model)."""
@@ -152,9 +152,9 @@ class Guards:
         """The text to keep when the stream so far (``parts``) must stop, else None."""
         return next((cut for g in self.guards if (cut := g.looping(parts)) is not None), None)
 
-    def settled(self, held: str) -> bool:
+    def will_ask_again(self, held: str) -> bool:
         """Whether a guard will ask again for the held-back reply whatever follows."""
-        return any(g.settled(held) for g in self.guards)
+        return any(g.will_ask_again(held) for g in self.guards)
 
     def clean(self, reply: Message) -> Message:
         for guard in self.guards:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from clawd.context.requests import held, keep_requests
+from clawd.context.requests import keep_requests, request_kept
 from clawd.core.phrases import saving
 from clawd.core.textcut import sentences
 
@@ -36,7 +36,7 @@ def asks_to_note(message: str) -> bool:
 def _keeps_told(rest: str, told: str) -> bool:
     """Whether what follows "I remember" says the fact just ``told`` was kept: nothing but
     "this" ("I remember this."), or that fact restated."""
-    return bool(told) and bool(saving.BARE_OBJECT.match(rest) or held(rest, [told]))
+    return bool(told) and bool(saving.BARE_OBJECT.match(rest) or request_kept(rest, [told]))
 
 
 def note_claim(text: str, asked: bool = False, told: str = "") -> str | None:

@@ -33,11 +33,11 @@ from clawd.config.schema import GUARD_NAMES, GuardName
 from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import MAX_ASKS, Guard, Guards
-from clawd.guards.flush import FlushRetry
+from clawd.guards.flush_retry import FlushRetry
 from clawd.guards.founded import FoundedNotes
-from clawd.guards.notes import JunkNotes
+from clawd.guards.junk_notes import JunkNotes
 from clawd.guards.reading import FileAnswer
-from clawd.guards.steps import (
+from clawd.guards.step_guards import (
     FakeReminders,
     Looping,
     RepeatedReads,
@@ -68,7 +68,7 @@ TOOL_GUARDS = ("recall_only",)
 # (``loop.recall.wants_recall``)
 RECALL_GUARDS = ("recall_gate",)
 # its compaction summaries: a line claiming what the summarised history never said is left
-# out (``notes.founded_summary``; ``loop.upkeep.Upkeep.compact``), and the user's sentences
+# out (``junk_notes.founded_summary``; ``loop.upkeep.Upkeep.compact``), and the user's sentences
 # with a number or name the summary lost are appended (``context.references``)
 SUMMARY_GUARDS = ("summary_claims", "summary_words")
 # after a private turn: a request to remember that no note of the turn holds is kept in the

@@ -47,7 +47,7 @@ CLAIM = "consolidation-day"  # the day whose automatic run a process has taken
 
 
 @dataclass
-class Report:
+class ConsolidationReport:
     """What a run did, for the command line and the REPL."""
 
     sources: int = 0  # note lines read
@@ -106,12 +106,12 @@ def refusal(model: ModelHandle) -> str | None:
 
 
 def consolidate(rt: Runtime, provider: Provider, *, dry_run: bool = False,
-                since: date | None = None, max_tokens: int = 1024) -> Report:
+                since: date | None = None, max_tokens: int = 1024) -> ConsolidationReport:
     """Run once (see the module docstring); ``since`` overrides the day of the last run."""
     now = rt.clock()
     start = since or last_run(rt)
     sources = source_lines(notes_since(rt, start))
-    report = Report(sources=len(sources))
+    report = ConsolidationReport(sources=len(sources))
     if not sources:
         report.message = ("nothing to consolidate: no daily log or session file "
                           + (f"since {start.isoformat()}" if start else "yet"))
@@ -187,7 +187,7 @@ def after_session(rt: Runtime, model: ModelHandle, provider: Provider | None, *,
         yield Notice(f"memory consolidation: {report.message}")
 
 
-def _summary(report: Report, what: str) -> str:
+def _summary(report: ConsolidationReport, what: str) -> str:
     parts = [f"{len(report.added)} added", f"{len(report.replaced)} replaced",
              f"{len(report.merged)} already there", f"{len(report.refused)} refused"]
     return f"{what}: {', '.join(parts)} (from {report.sources} note lines)"

@@ -4,7 +4,7 @@
 allergic to peanuts" and writes nothing; asked again, it says it saved the note, and still
 writes nothing. Under a profile with ``request_words`` (the weak one), a request to remember
 is the runtime's to keep: when the turn ends and no note written in it holds what was asked
-(``context.requests.held``), the message's words go to today's log under a heading that says
+(``context.requests.request_kept``), the message's words go to today's log under a heading that says
 they are the user's, and a notice says so. A model that wrote the note pays nothing for
 this: no request, no second copy; a strong profile's turn is left as the model ended it.
 Only private sessions keep requests this way: in a group, anyone's "remember …" would land
@@ -49,7 +49,7 @@ from clawd.context.corrections import Change, changes_in, replaced
 from clawd.context.facts import facts
 from clawd.context.flush import FROM_REQUEST, append_flush_notes, notes_written
 from clawd.context.references import SHORT_MESSAGE
-from clawd.context.requests import held, lines_used, names_file, to_keep
+from clawd.context.requests import lines_used, names_file, request_kept, to_keep
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event, Notice
 from clawd.core.messages import Message
@@ -126,9 +126,9 @@ def keep_request(message: Message, history: list[Message], access: Access,
     notes = notes_written(turn)
     if used:
         lines = " ".join(line for _, line in used).replace("_", " ")
-        done = held(lines, [note.replace("_", " ") for note in notes])
+        done = request_kept(lines, [note.replace("_", " ") for note in notes])
     else:
-        done = held(wanted, notes)
+        done = request_kept(wanted, notes)
     if done:  # a message no longer in the history has no notes of its turn: not done
         return
     wanted = "\n".join([wanted, *(f"  - from {path}: {line}" for path, line in used)])
@@ -226,7 +226,7 @@ def keep_correction(message: Message, history: list[Message], access: Access,
         places = note_places(runtime.files)
         count = sum(record_replaced(runtime.files, change, now.date(), places)
                     for change in found)
-        unsaved = [change.sentence for change in found if not held(change.sentence, notes)]
+        unsaved = [change.sentence for change in found if not request_kept(change.sentence, notes)]
         rel = append_flush_notes(runtime.files, "\n".join(f"- {s}" for s in unsaved), now,
                                  FROM_CORRECTION, title="Corrections") if unsaved else None
         return (count, rel) if count or rel else None
@@ -263,7 +263,7 @@ def promoted(memory: str, messages: list[Message], day: date) -> list[str]:
         later = [change for after in told[i + 1:] for change in changes_in(after.text)]
         for fact in facts(m.text):
             line = f"- {fact} ({day.isoformat()})"
-            if (held(fact, held_lines) or used + len(line) > PROMOTED_CHARS
+            if (request_kept(fact, held_lines) or used + len(line) > PROMOTED_CHARS
                     or any(replaced(change, fact) for change in later)):
                 continue  # kept already, no room, or corrected later in the session
             out.append(line)

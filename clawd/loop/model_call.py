@@ -43,7 +43,7 @@ from clawd.core.errors import ContextOverflowError, ProviderError
 from clawd.core.events import ErrorEvent, Event, Notice, TextDelta, Waiting
 from clawd.core.messages import Message, ModelRequest, ModelResponse, Usage
 from clawd.core.tokens import estimate_messages
-from clawd.guards.steps import Looping
+from clawd.guards.step_guards import Looping
 from clawd.loop.parts import Conversation, ModelInUse, Record, Window
 from clawd.loop.turn import Turn
 
@@ -167,7 +167,7 @@ class ModelCall:
                         if (cut := guards.looping(parts)) is not None:  # its loop once
                             final = Message.assistant(cut, stop_reason=Looping.stop_reason)
                             break
-                        if "\n" in event.text and guards.settled(silent.held):
+                        if "\n" in event.text and guards.will_ask_again(silent.held):
                             # held back, and a guard will ask again whatever follows: stop
                             # reading, and the server stops generating when we go
                             final = Message.assistant("".join(parts), stop_reason="stopped")

@@ -25,7 +25,7 @@ from clawd.core.events import Event, Notice, ToolFinished
 from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer
 from clawd.guards.base import AskAgain, Guards
-from clawd.guards.steps import calls_of
+from clawd.guards.step_guards import calls_of
 from clawd.loop.model_call import Failed, ModelCall, Overflowed, Replied
 from clawd.loop.toolrunner import ToolRunner
 from clawd.loop.turn import Answer, RunTools, Stop, Turn, blank_notice, decide

@@ -38,7 +38,7 @@ from clawd.context.flush import (
     flush_system,
     is_acknowledgement,
     is_blank,
-    listed,
+    listed_notes,
     not_yet_noted,
     note_lines,
     plain_notes,
@@ -52,9 +52,9 @@ from clawd.core.messages import Message, new_id, without_automated
 from clawd.core.textcut import shorten
 from clawd.core.tokens import estimate_messages
 from clawd.guards.base import TurnView
-from clawd.guards.flush import FlushRetry
+from clawd.guards.flush_retry import FlushRetry
 from clawd.guards.founded import founded_note, known_notes, told_or_returned
-from clawd.guards.notes import founded_summary, junk
+from clawd.guards.junk_notes import founded_summary, junk
 from clawd.loop.model_call import ModelCall, Overflowed
 from clawd.loop.parts import Conversation, ModelInUse, Record, Window
 from clawd.loop.runtime import Runtime
@@ -171,7 +171,7 @@ class Upkeep:
             return
         files, answer = turn.written, turn.reply
         asked_again = turn.view.asked_by(FlushRetry)
-        notes = "" if files else (listed(answer) if asked_again else answer)
+        notes = "" if files else (listed_notes(answer) if asked_again else answer)
         tidy = profile.tidies_flush_answer
         if notes and tidy:  # lines copied from notes it was shown are not news of today
             notes = not_yet_noted(plain_notes(notes), note_lines(rt.files))

@@ -5,7 +5,7 @@ An embedder turns texts into L2-normalised float32 vectors. Each exposes ``provi
 first call), ``segment_tokens`` (the size of the pieces a chunk is embedded in when the
 model's window is short, else None) and ``calibration`` (the cosine span mapped onto a 0..1
 vector score). An embedder that segments also exposes ``tokenize(texts)`` (its tokens of each
-text, as ``chunker.Tokens``) and ``embed_tokens(ids, progress)``, so the segments are cut by
+text, as ``chunker.TokenizedText``) and ``embed_tokens(ids, progress)``, so the segments are cut by
 its own token counts and never tokenized a second time.
 
 Embedders with an asynchronous batch endpoint (OpenAI's Batch API, Gemini's async batch job)

@@ -96,7 +96,7 @@ def keyword_hits(store: IndexStore, query: str, pool: int
         return None
     hits = dict(store.fts_search(plan.match, pool, plan.newest))
     cover: dict[int, float] = {}
-    chunks: dict[int, list[keywords.Line]] = {}
+    chunks: dict[int, list[keywords.ChunkLine]] = {}
     for chunk_id, (body, heading, lines) in store.keyword_chunks(hits).items():
         chunks[chunk_id] = keywords.chunk_lines(body, lines, plan.terms)
         held = set(heading)

@@ -7,7 +7,7 @@ a new section is a natural boundary, so it starts clean once the chunk is at lea
 Every chunk also carries the heading path in force at its first line, which search uses as
 context (a chunk from the middle of a section still knows which section it is). A line longer
 than a whole chunk is cut at whitespace into pieces that keep the line's number. For small
-embedding models a chunk is further cut into parts embedded on their own (``parts.py``).
+embedding models a chunk is further cut into parts embedded on their own (``chunk_parts.py``).
 Pure functions over text; token counts come from a callable so tests can use simple ones.
 """
 
@@ -188,7 +188,7 @@ def _make_chunk(lines: list[_Line]) -> Chunk:
 
 
 @dataclass(frozen=True, slots=True)
-class Tokens:
+class TokenizedText:
     """A text as an embedding model's tokenizer reads it, without special tokens: the
     token ids and each token's (start, end) character offsets in the text."""
 
@@ -196,4 +196,4 @@ class Tokens:
     offsets: list[tuple[int, int]]
 
 
-Tokenize = Callable[[list[str]], list[Tokens]]
+Tokenize = Callable[[list[str]], list[TokenizedText]]

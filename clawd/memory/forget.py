@@ -11,7 +11,7 @@ ways (``parse``):
 
 Only the notes are touched: never a file outside the workspace (a link leading out of it is
 passed over) nor an ``extraPaths`` folder or a transcript. ``find`` lists the lines
-(``Line``: path, number, text) for the front end to show and confirm; ``remove`` checks that
+(``NoteLine``: path, number, text) for the front end to show and confirm; ``remove`` checks that
 each is still there as shown (else nothing is written), keeps each file's current version in
 the backups (``.clawd/history``, which the index never reads) and writes the file without
 them, both through the workspace's interfaces (``WorkspaceFiles``, ``Backups``). ``forget``
@@ -54,7 +54,7 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Line:
+class NoteLine:
     path: str  # workspace-relative, e.g. memory/2026-11-20.md
     number: int  # 1-based
     text: str  # the line as it is, without its line ending
@@ -64,7 +64,7 @@ class Line:
 class Forgotten:
     """What ``forget`` did: the lines taken out, the versions kept, the index's summary."""
 
-    lines: list[Line]
+    lines: list[NoteLine]
     kept: list[Version]
     index: dict[str, Any] | None  # ``Memory.forget``'s summary (None: no memory index)
 
@@ -99,7 +99,7 @@ def _strip(line: str) -> str:
     return line.rstrip("\r\n")
 
 
-def find(files: WorkspaceFiles, request: Request) -> list[Line]:
+def find(files: WorkspaceFiles, request: Request) -> list[NoteLine]:
     """The lines ``request`` names, in file and line order (among the ``notes``: MEMORY.md
     and ``memory/**/*.md``; no extraPaths, no links out of the workspace)."""
     if request.path:
@@ -109,14 +109,14 @@ def find(files: WorkspaceFiles, request: Request) -> list[Line]:
             raise ClawdError(f"{rel} is not UTF-8 text; nothing was forgotten")
         if request.start > len(lines):
             raise ClawdError(f"{rel} has {len(lines)} lines, none at L{request.start}")
-        return [Line(rel, number, _strip(lines[number - 1]))
+        return [NoteLine(rel, number, _strip(lines[number - 1]))
                 for number in range(request.start, min(request.end, len(lines)) + 1)
                 if lines[number - 1].strip()]
     needle = request.text.casefold()
-    found: list[Line] = []
+    found: list[NoteLine] = []
     for rel in notes(files):
         lines = _read(files, rel) or []
-        found += [Line(rel, number, _strip(line)) for number, line in enumerate(lines, 1)
+        found += [NoteLine(rel, number, _strip(line)) for number, line in enumerate(lines, 1)
                   if needle in line.casefold()]
     return found
 
@@ -137,12 +137,12 @@ def _note_path(files: WorkspaceFiles, path: str) -> str:
     return rel
 
 
-def remove(files: WorkspaceFiles, backups: Backups, lines: Sequence[Line],
+def remove(files: WorkspaceFiles, backups: Backups, lines: Sequence[NoteLine],
            now: datetime) -> list[Version]:
     """Take ``lines`` out of their files, each file's current version kept first; the
     versions kept. Every line is checked first: if one is no longer as it was shown,
     nothing is written (``ClawdError``)."""
-    by_file: dict[str, list[Line]] = {}
+    by_file: dict[str, list[NoteLine]] = {}
     for line in lines:
         by_file.setdefault(line.path, []).append(line)
     new: dict[str, str] = {}
@@ -163,7 +163,7 @@ def remove(files: WorkspaceFiles, backups: Backups, lines: Sequence[Line],
 
 
 def forget(files: WorkspaceFiles, backups: Backups, memory: Memory | None,
-           lines: Sequence[Line], now: datetime) -> Forgotten:
+           lines: Sequence[NoteLine], now: datetime) -> Forgotten:
     """Remove ``lines`` from the notes (``remove``) and, with an index, purge what it kept of
     them (``Memory.forget``: the sync after the edit, keyword rows, vectors, cache)."""
     kept: list[Version] = []

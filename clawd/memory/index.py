@@ -211,7 +211,7 @@ class MemoryIndex:
         except Exception as exc:  # noqa: BLE001 - a background sync must not kill anything
             log.warning("memory sync failed: %s", exc)
 
-    def settle(self, timeout: float | None = None) -> bool:
+    def wait_synced(self, timeout: float | None = None) -> bool:
         """Wait for a background sync to end; whether none is left running."""
         thread = self._background
         if thread is not None:
@@ -226,7 +226,7 @@ class MemoryIndex:
         self._poll()
         if self.dirty and self.settings.sync.on_search:
             self.sync_in_background()
-        self.settle(timeout)
+        self.wait_synced(timeout)
 
     def _batches_due(self) -> bool:
         """Batch jobs are pending, some chunk still lacks its vector, and the jobs were last
@@ -263,7 +263,7 @@ class MemoryIndex:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        self.vectors.settle(2)  # a load in progress reads through the store
+        self.vectors.wait_loaded(2)  # a load in progress reads through the store
         if not self._sync_lock.acquire(timeout=0.5):
             return  # the sync's thread dies with the process; SQLite's WAL keeps the file whole
         try:

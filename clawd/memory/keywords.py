@@ -119,7 +119,7 @@ def plan(words: Sequence[str], phrases: Sequence[Sequence[str]], tokenize: Token
 
 
 @dataclass(frozen=True, slots=True)
-class Line:
+class ChunkLine:
     """One non-blank line of a chunk: the query's FTS tokens it holds, and whether it asks
     a question."""
 
@@ -127,10 +127,11 @@ class Line:
     asks: bool
 
 
-_NOTHING = (Line(frozenset(), False), Line(frozenset(), True))  # lines without a wanted token
+# lines without a wanted token
+_NOTHING = (ChunkLine(frozenset(), False), ChunkLine(frozenset(), True))
 
 
-def chunk_lines(text: str, line_tokens: Sequence[str], terms: Sequence[Term]) -> list[Line]:
+def chunk_lines(text: str, line_tokens: Sequence[str], terms: Sequence[Term]) -> list[ChunkLine]:
     """The non-blank lines of ``text`` with the tokens of ``terms`` each holds;
     ``line_tokens`` are the FTS tokens of each line of ``text``, separated by spaces."""
     wanted = {tok for t in terms for tok in t.tokens}
@@ -142,7 +143,7 @@ def chunk_lines(text: str, line_tokens: Sequence[str], terms: Sequence[Term]) ->
         # A wanted token that is no substring of the line is surely not one of its tokens.
         for tok in wanted:
             if tok in tokens:
-                lines.append(Line(frozenset(wanted.intersection(tokens.split())), asks))
+                lines.append(ChunkLine(frozenset(wanted.intersection(tokens.split())), asks))
                 break
         else:
             lines.append(_NOTHING[asks])
@@ -153,7 +154,8 @@ def _holds(term: Term, tokens: Set[str]) -> bool:
     return all(tok in tokens for tok in term.tokens)
 
 
-def line_evidence(terms: Sequence[Term], chunks: Mapping[int, Sequence[Line]]) -> dict[int, float]:
+def line_evidence(terms: Sequence[Term],
+                  chunks: Mapping[int, Sequence[ChunkLine]]) -> dict[int, float]:
     """Each chunk's best line's share of the query, terms weighed by IDF over all the lines
     of ``chunks``; a question on a chunk's last line counts ``TRAILING_QUESTION``."""
     held = {chunk_id: [[i for i, t in enumerate(terms) if _holds(t, ln.tokens)]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from clawd.memory.base import EmbeddingError
-from clawd.memory.chunker import Tokens
+from clawd.memory.chunker import TokenizedText
 
 log = logging.getLogger(__name__)
 
@@ -194,12 +194,12 @@ class LocalEmbedder:
         self._inputs = [i.name for i in session.get_inputs()]
         self._tokenizer, self._session = tokenizer, session
 
-    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+    def tokenize(self, texts: Sequence[str]) -> list[TokenizedText]:
         """The model's tokens of each text, untruncated, without special tokens."""
         with self._lock:
             self._load()
             encodings = self._counter.encode_batch(list(texts), add_special_tokens=False)
-        return [Tokens(e.ids, e.offsets) for e in encodings]
+        return [TokenizedText(e.ids, e.offsets) for e in encodings]
 
     def embed_tokens(self, texts: Sequence[Sequence[int]],
                      progress: Callable[[int], None] | None = None) -> list[Any]:

@@ -83,7 +83,7 @@ class VectorMatrix:
         resident) until vectors are appended to them."""
         return int(self._count * (self._ids.itemsize + self._matrix[0:1].nbytes))
 
-    def settle(self, timeout: float | None = None) -> None:
+    def wait_loaded(self, timeout: float | None = None) -> None:
         """Wait for a background update (tests, benchmarks)."""
         thread = self._loading
         if thread is not None:

@@ -7,7 +7,7 @@ the files. In order:
 1. A sync, so the index's chunk rows are those of the files as they are now.
 2. The texts that were embedded for the chunks covering those lines, computed from the chunk
    rows before anything changes: each chunk's text under its heading path and, for a model
-   that embeds parts (``parts.segment_chunks``), every part. Their hashes are the embedding
+   that embeds parts (``chunk_parts.segment_chunks``), every part. Their hashes are the embedding
    cache's keys (``plan.text_hash``).
 3. ``edit()``, then a sync: the changed files' chunk rows, keyword (FTS5) rows and vectors
    are deleted and the files indexed again.
@@ -26,9 +26,9 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from clawd.memory.base import Embedder
+from clawd.memory.chunk_parts import segment_chunks
 from clawd.memory.chunker import Chunk
 from clawd.memory.index_store import ChunkRow, IndexStore
-from clawd.memory.parts import segment_chunks
 from clawd.memory.plan import own_chunks, text_hash
 from clawd.memory.sources import NotText, decode_text
 

@@ -25,9 +25,9 @@ from typing import Any
 
 from clawd.memory import batches
 from clawd.memory.base import Embedder
+from clawd.memory.chunk_parts import segment_chunks
 from clawd.memory.chunker import Chunk
 from clawd.memory.jobs import run_batch_jobs, waits_for_batches
-from clawd.memory.parts import segment_chunks
 from clawd.memory.plan import text_hash
 from clawd.memory.target import Target
 

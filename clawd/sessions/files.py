@@ -1,7 +1,7 @@
 """What a transcript says about its session: the facts behind ``sessions.json`` and listings.
 
 The store is an index over the transcripts. ``summary_of`` reads one transcript (header
-line and entries) into a ``Summary``: its key, model, title, message count, last activity,
+line and entries) into a ``TranscriptSummary``: its key, model, title, message count, last activity,
 and the counters the store keeps, recomputed from the usage each call reported.
 ``entry_from`` turns a summary into a store entry, which is how a lost or unreadable
 ``sessions.json`` is rebuilt and how ``clawd chat --resume ID`` points a key at a session.
@@ -29,7 +29,7 @@ KEY_ENTRY = "session-key"
 
 
 @dataclass
-class Summary:
+class TranscriptSummary:
     """One session as its transcript records it."""
 
     location: str  # where the transcript is, as messages name it
@@ -58,12 +58,12 @@ def session_key_of(loaded: Loaded) -> str | None:
     return key
 
 
-def summary_of(log: TranscriptLog) -> Summary | None:
+def summary_of(log: TranscriptLog) -> TranscriptSummary | None:
     """The summary of one transcript log; None when it has no header line."""
     return summarize(log.load(quiet=True), log.location)
 
 
-def summarize(loaded: Loaded, location: str) -> Summary | None:
+def summarize(loaded: Loaded, location: str) -> TranscriptSummary | None:
     """What a loaded transcript says; None when it has no header line (not a transcript)."""
     header = loaded.header
     if header is None or not isinstance(header.get("id"), str):
@@ -116,16 +116,17 @@ def summarize(loaded: Loaded, location: str) -> Summary | None:
             turn["outputTokens"] += usage.output_tokens
         if usage.prompt_tokens:
             latest = {"totalTokens": usage.prompt_tokens, "totalTokensFresh": True}
-    return Summary(location=location, session_id=header["id"],
-                   agent_id=_text(header.get("agentId")),
-                   key=session_key_of(loaded), created=_text(header.get("timestamp")),
-                   last_activity=last, model=model or _text(header.get("model")),
-                   model_override=_text(header.get("modelOverride")), title=named or title,
-                   messages=count, counters=counters, latest={**turn, **latest},
-                   flush_at=flush_at, flush_cycle=flush_cycle, loaded=loaded)
+    return TranscriptSummary(location=location, session_id=header["id"],
+                             agent_id=_text(header.get("agentId")),
+                             key=session_key_of(loaded), created=_text(header.get("timestamp")),
+                             last_activity=last, model=model or _text(header.get("model")),
+                             model_override=_text(header.get("modelOverride")),
+                             title=named or title, messages=count, counters=counters,
+                             latest={**turn, **latest}, flush_at=flush_at,
+                             flush_cycle=flush_cycle, loaded=loaded)
 
 
-def entry_from(summary: Summary, default_model: str = "", session_file: str | None = None
+def entry_from(summary: TranscriptSummary, default_model: str = "", session_file: str | None = None
                ) -> SessionEntry:
     """A ``sessions.json`` entry that says what the transcript says (``session_file``: what
     its ``sessionFile`` says; by default the transcript's location)."""
@@ -143,7 +144,7 @@ def entry_from(summary: Summary, default_model: str = "", session_file: str | No
     return entry
 
 
-def entries_from(summaries: Iterable[Summary | None], agent_id: str | None = None,
+def entries_from(summaries: Iterable[TranscriptSummary | None], agent_id: str | None = None,
                  session_file: Callable[[str], str] | None = None) -> dict[str, SessionEntry]:
     """Store entries from transcripts' summaries: per key, the session with the latest
     activity (``session_file``: what an entry's ``sessionFile`` says for a session id).

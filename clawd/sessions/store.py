@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from clawd.sessions.entry import SessionEntry
-from clawd.sessions.files import Summary, entry_from
+from clawd.sessions.files import TranscriptSummary, entry_from
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def patched(stored: SessionEntry | None, base: SessionEntry | None,
     return cast(SessionEntry, entry)
 
 
-def recounted(data: dict[str, Any], summary: Callable[[dict[str, Any]], Summary | None],
+def recounted(data: dict[str, Any], summary: Callable[[dict[str, Any]], TranscriptSummary | None],
               found: dict[str, Any]) -> tuple[int, int]:
     """``rebuild`` over ``data`` (changed in place): each entry recounted from its
     transcript's ``summary`` (store-only fields kept), and the keys of ``found`` (entries

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from clawd.core.errors import ClawdError
 from clawd.core.messages import utc_iso
-from clawd.sessions.files import Summary, find_session, summary_of
+from clawd.sessions.files import TranscriptSummary, find_session, summary_of
 from clawd.sessions.store import main_key
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class Row:
     """One session in a listing: its summary and the key pointing at it (None: ended)."""
 
-    summary: Summary
+    summary: TranscriptSummary
     key: str | None
 
     def to_json(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from clawd.context.requests import held, keep_requests, to_keep
+from clawd.context.requests import keep_requests, request_kept, to_keep
 from clawd.core.events import Notice
 from clawd.guards.profile import make_profile
 from clawd.loop.runtime import ModelHandle, fixed_models
@@ -89,11 +89,12 @@ def test_a_short_message_is_kept_whole_and_a_long_one_by_its_requests():
 
 def test_a_note_holds_a_request_when_it_has_its_references_and_most_words():
     request = "Also remember: I'm allergic to peanuts."
-    assert held(request, ["- Priya is allergic to peanuts"])
-    assert not held(request, ["- Priya likes tea"])
-    assert not held(request, [])
-    assert held("Remember my locker code is 4471.", ["- locker code: 4471"])
-    assert not held("Remember my locker code is 4471.", ["- locker code noted"])  # no number
+    assert request_kept(request, ["- Priya is allergic to peanuts"])
+    assert not request_kept(request, ["- Priya likes tea"])
+    assert not request_kept(request, [])
+    assert request_kept("Remember my locker code is 4471.", ["- locker code: 4471"])
+    # no number
+    assert not request_kept("Remember my locker code is 4471.", ["- locker code noted"])
 
 
 def session_with(tmp_path, provider, profile="weak", key=KEY, guards=None) -> Session:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clawd.core import listmark
-from clawd.guards.notes import _body
+from clawd.guards.junk_notes import _body
 
 
 @pytest.mark.parametrize("line, bare", [

@@ -11,7 +11,7 @@ from clawd.core.errors import ConfigError
 from clawd.core.messages import Message, TextPart, ToolCall
 from clawd.frontends.gateway.history import items, page
 from clawd.frontends.gateway.policy import (
-    Tokens,
+    AcceptedTokens,
     bind_host,
     check_bind,
     host_allowed,
@@ -45,12 +45,13 @@ def test_beyond_loopback_needs_a_token():
 
 def test_a_scoped_token_reaches_only_its_agents():
     work = "work-scoped-token-5678"
-    tokens = Tokens.of(gateway(auth={"tokens": [{"token": work, "agents": ["Work"]}]}), TOKEN)
+    scoped = gateway(auth={"tokens": [{"token": work, "agents": ["Work"]}]})
+    tokens = AcceptedTokens.of(scoped, TOKEN)
     assert tokens.agents(f"Bearer {TOKEN}") is None  # every agent
     assert tokens.agents("bearer " + work) == frozenset({"work"})
     for wrong in (None, "", "Bearer", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer " + work[:-1]):
         assert tokens.agents(wrong) is False
-    assert Tokens.of(gateway(auth={"mode": "none"}), None).agents(None) is None
+    assert AcceptedTokens.of(gateway(auth={"mode": "none"}), None).agents(None) is None
 
 
 def test_a_token_too_short_or_an_empty_scope_is_a_config_error():

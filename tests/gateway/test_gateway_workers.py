@@ -102,7 +102,7 @@ def test_a_retried_send_runs_once_whichever_worker_it_reaches(tmp_path, pg_url):
         key = {"Idempotency-Key": "send-1", **AUTH}
         first = a.post("/api/sessions/main/messages", json={"text": "once"}, headers=key)
         turn = first.headers["X-Clawd-Turn-Id"]
-        a.app.state.gateway.hub.coordination.shared.settle()
+        a.app.state.gateway.hub.coordination.shared.wait_written()
         again = b.post("/api/sessions/main/messages", json={"text": "once"}, headers=key)
         assert again.headers["X-Clawd-Turn-Id"] == turn
         assert again.headers["X-Clawd-Replayed"] == "true"
@@ -120,7 +120,7 @@ def test_a_turn_is_followed_from_another_worker(tmp_path, pg_url):
                       headers=AUTH)
         turn = sent.headers["X-Clawd-Turn-Id"]
         here = events(sent)
-        a.app.state.gateway.hub.coordination.shared.settle()
+        a.app.state.gateway.hub.coordination.shared.wait_written()
         there = events(b.get(f"/api/turns/{turn}/events", headers=AUTH))
         kept = [e for e in here if e["type"] != "delta"]
         assert [e["type"] for e in there] == [e["type"] for e in kept]
@@ -172,7 +172,7 @@ def _ghost_turn(url: str, idempotency: str):
                      worker="clawd gone-host:4242")  # no such connection
     assert ghost.begin("t-ghost", "main", "agent:main:main", "hello", idempotency) is None
     ghost.publish("t-ghost", 0, {"type": "delta", "text": "Hel"})
-    ghost.settle()
+    ghost.wait_written()
 
 
 def test_a_turn_of_a_worker_that_died_ends_for_its_followers(tmp_path, pg_url):
@@ -379,7 +379,7 @@ def test_a_turn_another_worker_took_still_reaches_its_client(tmp_path, pg_url):
 
         async def received_not_run() -> None:  # as a's ``place`` leaves it before its take
             turn = QueuedTurn("left-behind", "main", key, "left behind",
-                              feed=Feed(sink(shared, "left-behind"), shared.settle))
+                              feed=Feed(sink(shared, "left-behind"), shared.wait_written))
             hub.turns[turn.id] = turn
             await asyncio.to_thread(shared.begin, turn.id, "main", key, turn.text, None,
                                     False)

@@ -12,7 +12,7 @@ import pytest
 from clawd.core.events import Flushed, ToolFinished
 from clawd.core.messages import Message
 from clawd.guards.base import Guard, Guards, TurnView
-from clawd.guards.notes import NOTE_IS, JunkNotes, copied, junk, unfounded, written_note
+from clawd.guards.junk_notes import NOTE_IS, JunkNotes, copied, junk, unfounded, written_note
 from clawd.guards.profile import make_profile
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session

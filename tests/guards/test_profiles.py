@@ -259,7 +259,7 @@ def test_arguments_swallowed_by_the_path_are_taken_back_out_under_the_weak_profi
     ({"path": "a.md", "content": 'he said "hi", "bye" {x}'}, None),
 ])
 def test_unswallowed_reads_a_value_as_the_rest_of_the_arguments(arguments, repaired):
-    from clawd.guards.steps import unswallowed
+    from clawd.guards.step_guards import unswallowed
     assert unswallowed(arguments) == (repaired or arguments)
 
 
@@ -270,12 +270,12 @@ def test_unswallowed_reads_a_value_as_the_rest_of_the_arguments(arguments, repai
     '{"name": "write", "arguments": [1, 2]}',
 ])
 def test_text_that_is_not_only_calls_stays_text(text):
-    from clawd.guards.steps import text_calls
+    from clawd.guards.step_guards import text_calls
     assert text_calls(text) == []
 
 
 def test_several_calls_written_as_text_are_each_taken():
-    from clawd.guards.steps import text_calls
+    from clawd.guards.step_guards import text_calls
     calls = text_calls('<tool_call>{"name": "read", "arguments": {"path": "a.md"}}</tool_call>'
                        '\n<tool_call>{"name": "memory_get", "arguments": {"path": "b.md"}}'
                        '</tool_call>')
@@ -306,7 +306,7 @@ def test_a_read_already_made_in_the_turn_is_not_made_again_under_the_weak_profil
 
 def test_a_read_after_a_write_may_be_made_again():
     from clawd.guards.base import TurnView
-    from clawd.guards.steps import RepeatedReads
+    from clawd.guards.step_guards import RepeatedReads
 
     guard, turn = RepeatedReads(), TurnView(text="")
     read = tool("read", path="memory/2026-11-22.md")

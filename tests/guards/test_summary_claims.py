@@ -4,7 +4,7 @@ are left out (the weak profile's ``summary_claims``); the loop's use of it is te
 
 from __future__ import annotations
 
-from clawd.guards.notes import founded_summary
+from clawd.guards.junk_notes import founded_summary
 
 HISTORY = ("user: My budget for the kitchen renovation is 8,500 euros.\n"
            "user: Actually the budget went up to 9,000 because of the sink.\n"

@@ -14,7 +14,7 @@ from clawd.context.flush import (
     flush_due,
     flush_prompt,
     is_silent,
-    listed,
+    listed_notes,
     not_yet_noted,
     note_lines,
     noted,
@@ -428,8 +428,9 @@ def test_notes_written_are_the_memory_writes_only():
 def test_the_silent_token_as_a_list_item_is_not_a_note():
     answer = ("- The dentist appointment moved to Tuesday 2 December at 9:30.\n- No_reply\n"
               "* NO_REPLY\n- no reply\n- No reply from the landlord yet about the boiler.")
-    assert listed(answer) == ("- The dentist appointment moved to Tuesday 2 December at 9:30.\n"
-                              "- No reply from the landlord yet about the boiler.")
+    assert listed_notes(answer) == (
+        "- The dentist appointment moved to Tuesday 2 December at 9:30.\n"
+        "- No reply from the landlord yet about the boiler.")
 
 
 def test_lines_a_note_holds_word_for_word_are_not_noted_again(tmp_path):

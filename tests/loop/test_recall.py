@@ -303,7 +303,7 @@ def test_a_long_first_index_does_not_hold_the_turn_up(tmp_path, clock, monkeypat
     assert events[-1].text == "I don't know yet."  # answered while the index was being built
     assert not [e for e in events if isinstance(e, Recalled)]
     embedder.release.set()
-    assert runtime.memory.settle(30)
+    assert runtime.memory.wait_synced(30)
     list(session.run_turn("What is the budget for the Lisbon trip?"))
     assert "2400 euros" in user_texts(provider.requests[1])[-1]
     runtime.memory.close()

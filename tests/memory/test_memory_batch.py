@@ -361,7 +361,7 @@ def test_search_polls_pending_jobs_after_poll_interval(server, ws, tmp_path):
     assert api.polls["batch_1"] == 0 and paths(result) == []
     index._polled_at -= 3601
     index.search("gateway studio", mode="vector")  # polls in the background
-    assert index.settle(10) and api.polls["batch_1"] == 1
+    assert index.wait_synced(10) and api.polls["batch_1"] == 1
     assert paths(index.search("gateway studio", mode="vector")) == ["MEMORY.md"]
     index.close()
 

@@ -134,11 +134,11 @@ def test_search_polls_only_while_a_chunk_awaits_its_vector(tmp_path, ws):
     index.sync()
     index._polled_at -= 1
     index.search("gateway")
-    assert index.settle(10) and embedder.polls["job1"] == 1
+    assert index.wait_synced(10) and embedder.polls["job1"] == 1
     embedder.finish("job1")
     index._polled_at -= 1
     index.search("gateway studio", mode="vector", min_score=0)
-    assert index.settle(10)
+    assert index.wait_synced(10)
     assert paths(index.search("gateway studio", mode="vector", min_score=0)) == ["MEMORY.md"]
     assert embedder.polls["job1"] == 2 and index.status()["pendingBatches"] == 0
 

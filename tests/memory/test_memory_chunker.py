@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from clawd.memory.chunker import Tokens, chunk_text, split_long_line
-from clawd.memory.parts import segment_chunks, split_tokens
+from clawd.memory.chunk_parts import segment_chunks, split_tokens
+from clawd.memory.chunker import TokenizedText, chunk_text, split_long_line
 
 
 def words(text: str) -> int:
@@ -110,12 +110,12 @@ def test_default_counter_uses_the_token_estimator():
     assert chunks[1].start_line < chunks[0].end_line  # overlapping by default
 
 
-def word_tokens(texts: list[str], calls: list[list[str]] | None = None) -> list[Tokens]:
+def word_tokens(texts: list[str], calls: list[list[str]] | None = None) -> list[TokenizedText]:
     """Whitespace-separated words as tokens (ids: their lengths)."""
     if calls is not None:
         calls.append(list(texts))
     found = [list(re.finditer(r"\S+", text)) for text in texts]
-    return [Tokens([len(m.group()) for m in ms], [m.span() for m in ms]) for ms in found]
+    return [TokenizedText([len(m.group()) for m in ms], [m.span() for m in ms]) for ms in found]
 
 
 def test_segments_pack_lines_under_the_heading():
@@ -153,5 +153,5 @@ def test_long_lines_are_cut_by_tokens_at_spaces():
     pieces = split_tokens(line, word_tokens([line])[0], 2)
     assert pieces == [("aaa bbb ", [3, 3]), ("ccc ddd", [3, 3])]
     # Without a space in the second half of a piece, it is cut where the budget ends.
-    glued = Tokens([1] * 5, [(i, i + 1) for i in range(5)])  # "abcde", one token a letter
+    glued = TokenizedText([1] * 5, [(i, i + 1) for i in range(5)])  # "abcde", one token a letter
     assert split_tokens("abcde", glued, 2) == [("ab", [1, 1]), ("cd", [1, 1]), ("e", [1])]

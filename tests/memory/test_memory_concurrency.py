@@ -65,7 +65,7 @@ def test_search_reads_the_committed_index_while_a_sync_embeds(tmp_path: Path):
     assert found["results"][0]["path"] == "MEMORY.md"
     assert index.search("zanzibar")["results"] == []  # not committed yet
     embedder.gate.set()
-    assert index.settle(10)
+    assert index.wait_synced(10)
     assert index.search("zanzibar")["results"][0]["path"] == "memory/2026-01-02.md"
     index.close()
 
@@ -85,7 +85,7 @@ def test_closing_cancels_a_sync_at_once_and_the_next_one_resumes(tmp_path: Path)
     started = time.monotonic()
     index.close()
     assert time.monotonic() - started < 2.0  # not the minutes a backfill takes
-    assert index.settle(5)  # the sync gave up at its next step
+    assert index.wait_synced(5)  # the sync gave up at its next step
     again = SlowEmbedder()
     reopened = open_file_index("main", ws, settings(sync={"watch": False}), tmp_path / "state",
                                embedder=again, env={})

@@ -130,7 +130,7 @@ def test_vec0_is_the_vector_path_on_this_machine(ws, tmp_path, monkeypatch):
     # The in-process matrix is not in step yet: vec0 answers while it loads.
     result = index.search("gateway Mac Studio office", mode="vector")
     assert calls == [6 * 4] and paths(result)[0] == "MEMORY.md"
-    index.vectors.settle(10)
+    index.vectors.wait_loaded(10)
     # In step now: the matrix answers, with what vec0 answered.
     again = index.search("gateway Mac Studio office", mode="vector")
     assert calls == [6 * 4] and again["results"] == result["results"]
@@ -146,7 +146,7 @@ def test_vec0_is_the_vector_path_on_this_machine(ws, tmp_path, monkeypatch):
     index.sync()
     assert "memory/2025-01-10.md" in paths(index.search("gateway disk", mode="vector"))
     assert calls == [6 * 4, 6 * 4]
-    index.vectors.settle(10)
+    index.vectors.wait_loaded(10)
     assert index.vectors.generation == index.store.generation()
     index.close()
 
@@ -328,7 +328,7 @@ def test_dirty_index_syncs_on_search_and_drops_deleted_files(ws, tmp_path):
     assert index.search("zanzibar")["results"] == []  # not dirty: no sync
     index.mark_dirty()
     index.search("zanzibar")  # starts a sync in the background, answers from the index
-    assert index.settle(10)
+    assert index.wait_synced(10)
     assert paths(index.search("zanzibar")) == ["memory/2025-02-01.md"]
     assert "memory/2025-01-03.md" not in index.store.files()
     assert index.status()["dirty"] is False
@@ -504,7 +504,7 @@ def test_in_process_vectors_follow_a_sync_made_elsewhere(ws, tmp_path):
     reader.synced = True  # answer from the index as it is, as a running chat would
     reader.dirty = False
     reader.search("gateway", mode="vector")
-    reader.vectors.settle(10)
+    reader.vectors.wait_loaded(10)
     qvec = reader.embedders.get().embed_query("zanzibar trip")
     before = reader.vectors.nearest(reader.store, qvec, 10, wait=False)
     assert before is not None and len(before) == 3

@@ -23,8 +23,8 @@ def term(text: str) -> keywords.Term:
     return keywords.Term(text, (text,), 1.0, 1)
 
 
-def line(text: str) -> keywords.Line:
-    return keywords.Line(frozenset(re.findall(r"\w+", text.lower())), text.endswith("?"))
+def line(text: str) -> keywords.ChunkLine:
+    return keywords.ChunkLine(frozenset(re.findall(r"\w+", text.lower())), text.endswith("?"))
 
 
 def test_terms_on_one_line_beat_terms_scattered_over_lines():

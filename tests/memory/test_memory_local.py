@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clawd.memory.chunk_parts import segment_chunks
 from clawd.memory.chunker import chunk_text
 from clawd.memory.local import DATA_DIR, DEFAULT_LOCAL_MODEL, LocalEmbedder
-from clawd.memory.parts import segment_chunks
 from clawd.storage.files.memory import open_file_index
 
 from memory_fakes import settings, write

@@ -146,7 +146,7 @@ def test_a_catch_up_that_fails_half_way_is_never_scanned(notes, monkeypatch):
     # ... until it is loaded afresh from the store of record, in the background.
     monkeypatch.undo()
     assert vectors.nearest(notes.store, qvec, 10, wait=False) is None
-    vectors.settle(10)
+    vectors.wait_loaded(10)
     agrees(vectors, notes)
 
 
@@ -167,7 +167,7 @@ def test_a_commit_the_log_missed_loads_the_matrix_afresh(notes, monkeypatch):
     assert store.vector_changes(vectors.generation) is None
     qvec = unit(notes.rng, 1)[0]
     assert vectors.nearest(store, qvec, 10, wait=False) is None
-    vectors.settle(10)
+    vectors.wait_loaded(10)
     assert full == [1] and vectors._count == 201
     # The next sync that keeps the log starts it again from there.
     notes.sync(add=10)
@@ -175,7 +175,7 @@ def test_a_commit_the_log_missed_loads_the_matrix_afresh(notes, monkeypatch):
     assert vectors._count == 211
     # A copy from before the missed commit cannot catch up across it.
     assert stale.nearest(store, qvec, 10, wait=False) is None
-    stale.settle(10)
+    stale.wait_loaded(10)
     assert full == [1, 1]
     agrees(stale, notes)
 

@@ -7,25 +7,25 @@ import re
 
 import pytest
 
-from clawd.memory import parts
-from clawd.memory.chunker import Tokens, chunk_text
-from clawd.memory.parts import segment_chunks
+from clawd.memory import chunk_parts
+from clawd.memory.chunk_parts import segment_chunks
+from clawd.memory.chunker import TokenizedText, chunk_text
 
 
 def words(text: str) -> int:
     return len(text.split())
 
 
-def word_tokens(texts: list[str]) -> list[Tokens]:
+def word_tokens(texts: list[str]) -> list[TokenizedText]:
     """Whitespace-separated words as tokens (ids: their lengths)."""
     found = [list(re.finditer(r"\S+", text)) for text in texts]
-    return [Tokens([len(m.group()) for m in ms], [m.span() for m in ms]) for ms in found]
+    return [TokenizedText([len(m.group()) for m in ms], [m.span() for m in ms]) for ms in found]
 
 
 @pytest.fixture(autouse=True)
 def sections_only(monkeypatch, request):
     """The section rule alone, unless a test asks for item parts (``items`` in its name)."""
-    monkeypatch.setattr(parts, "ITEM_PARTS", "item" in request.node.name)
+    monkeypatch.setattr(chunk_parts, "ITEM_PARTS", "item" in request.node.name)
 
 
 def texts(note: str, max_tokens: int = 96) -> list[str]:
@@ -92,7 +92,7 @@ def test_too_many_parts_are_packed_as_before():
     groups = "\n\n".join(f"Topic {i} has a line of eight words here." for i in range(12))
     note = f"# Day\n\n{groups}\n"
     found = texts(note, 40)  # 12 groups, each a part of its own if there were room
-    assert 1 < len(found) <= parts.MAX_PARTS
+    assert 1 < len(found) <= chunk_parts.MAX_PARTS
     assert all(t.startswith("Day\n") for t in found)
     assert "Topic 0" in found[0] and "Topic 1" in found[0]
 
@@ -102,7 +102,7 @@ def test_a_transcript_is_packed_as_before(monkeypatch):
     note = f"# Session 1\n\n{lines}\n"
     chunks = chunk_text(note, 400, 80, words)
     new = segment_chunks(chunks, 24, word_tokens)
-    monkeypatch.setattr(parts, "SECTION_PARTS", False)
+    monkeypatch.setattr(chunk_parts, "SECTION_PARTS", False)
     old = segment_chunks(chunks, 24, word_tokens)
     assert new == old and len(new[0]) > 1
 
@@ -145,5 +145,5 @@ def test_a_transcript_without_lists_has_no_item_parts(monkeypatch):
     lines = "\n".join(f"Speaker {i % 2}: line {i} of the talk with some words" for i in range(30))
     chunks = chunk_text(f"# Session 1\n\n{lines}\n", 400, 80, words)
     with_items = segment_chunks(chunks, 24, word_tokens)
-    monkeypatch.setattr(parts, "ITEM_PARTS", False)
+    monkeypatch.setattr(chunk_parts, "ITEM_PARTS", False)
     assert with_items == segment_chunks(chunks, 24, word_tokens)

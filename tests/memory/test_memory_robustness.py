@@ -89,7 +89,7 @@ def test_binary_and_non_utf8_files_are_skipped_with_one_warning(ws, tmp_path, ca
     caplog.clear()
     index.mark_dirty()
     index.search("ferro-db-01")
-    assert index.settle(10)  # the sync that search started
+    assert index.wait_synced(10)  # the sync that search started
     index.close()
     again = make(ws, tmp_path)
     again.search("ferro-db-01")
@@ -114,7 +114,7 @@ def test_a_note_that_turns_binary_leaves_the_index(ws, tmp_path):
     (ws / "memory" / "2026-11-20.md").write_bytes(NOTE.encode() + b"\x00\x01\x02")
     index.mark_dirty()
     index.search("ferro-db-01", min_score=0)  # syncs in the background
-    assert index.settle(10)
+    assert index.wait_synced(10)
     found = index.search("ferro-db-01", min_score=0)["results"]
     assert "memory/2026-11-20.md" not in {r["path"] for r in found}
     assert "memory/2026-11-20.md" not in index.store.files()
@@ -346,7 +346,7 @@ def test_links_out_are_warned_about_once(ws, tmp_path, caplog):
     for _ in range(3):  # searches, REPL starts: new processes and dirty indexes
         index.mark_dirty()
         index.search("platypus")
-        assert index.settle(10)
+        assert index.wait_synced(10)
     index.close()
     again = make(ws, tmp_path)
     again.sync()

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clawd.memory import parts
+from clawd.memory import chunk_parts
 from clawd.memory.local import LocalEmbedder
 from clawd.storage.files.memory import open_file_index
 
@@ -65,7 +65,7 @@ def test_a_paraphrase_of_one_section_finds_the_note_and_off_topic_finds_nothing(
 
 
 def test_the_same_note_as_one_blur_was_missed(tmp_path, local, monkeypatch):
-    monkeypatch.setattr(parts, "SECTION_PARTS", False)
+    monkeypatch.setattr(chunk_parts, "SECTION_PARTS", False)
     write(tmp_path / "ws", DAY["path"], "\n".join(DAY["lines"]) + "\n")
     idx = index_of(tmp_path, local)
     idx.sync()
@@ -90,8 +90,8 @@ def parts_of(idx, path: str) -> list[int]:
 def test_an_index_from_before_parts_is_rebuilt_once_from_the_cache(tmp_path, monkeypatch):
     write_notes(tmp_path)
     write(tmp_path / "ws", "MEMORY.md", "# Memory\n\n- The gateway runs on the Mac Studio.\n")
-    monkeypatch.setattr(parts, "SECTION_PARTS", False)
-    monkeypatch.setattr(parts, "ITEM_PARTS", False)  # a rule of its own (test_memory_parts)
+    monkeypatch.setattr(chunk_parts, "SECTION_PARTS", False)
+    monkeypatch.setattr(chunk_parts, "ITEM_PARTS", False)  # a rule of its own (test_memory_parts)
     before = index_of(tmp_path, FakeEmbedder(segment_tokens=96))
     before.sync()
     # as the previous version of clawd wrote it
@@ -99,7 +99,7 @@ def test_an_index_from_before_parts_is_rebuilt_once_from_the_cache(tmp_path, mon
     assert parts_of(before, DAY["path"]) == [1]
     before.close()
 
-    monkeypatch.setattr(parts, "SECTION_PARTS", True)
+    monkeypatch.setattr(chunk_parts, "SECTION_PARTS", True)
     fake = FakeEmbedder(segment_tokens=96)
     after = index_of(tmp_path, fake)
     summary = after.sync()
@@ -119,7 +119,7 @@ def test_an_index_from_before_parts_is_rebuilt_once_from_the_cache(tmp_path, mon
 
 
 def test_part_vectors_go_with_a_changed_or_deleted_note(tmp_path, monkeypatch):
-    monkeypatch.setattr(parts, "ITEM_PARTS", False)  # sections only: counts stay readable
+    monkeypatch.setattr(chunk_parts, "ITEM_PARTS", False)  # sections only: counts stay readable
     path = write(tmp_path / "ws", DAY["path"], "\n".join(DAY["lines"]) + "\n")
     fake = FakeEmbedder(segment_tokens=96)
     idx = index_of(tmp_path, fake)

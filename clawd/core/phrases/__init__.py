@@ -2,13 +2,13 @@
 
 The fact selector (``context.facts``), the request detector (``context.requests``), the
 correction reader (``context.corrections``), recall's gate (``loop.recall``), the flush
-(``context.flush``) and the guards (``guards.claims``, ``guards.notes``, ``guards.founded``,
-``guards.reading``, ``guards.replytext``) read the user's and the model's sentences by their
-words, without a model. Their English (and the few phrases of other languages) lives in
-this package:
+(``context.flush``) and the guards (``guards.claims``, ``guards.junk_notes``,
+``guards.founded``, ``guards.reading``, ``guards.replytext``) read the user's and the
+model's sentences by their words, without a model. Their English (and the few phrases of
+other languages) lives in this package:
 
 - ``talk``: small talk, questions, asking for work, asking to be reminded;
-- ``keeping``: asking for something to be kept ("Remember …", "Can you note …?");
+- ``keep_words``: asking for something to be kept ("Remember …", "Can you note …?");
 - ``saving``: a reply saying a note was saved ("I've noted that", "Saved to memory/…");
 - ``changes``: a sentence that replaces a value said before ("moved from … to …");
 - ``answers``: a model's short answers about notes (a bare "Done.", "- No more notes.",
@@ -57,7 +57,7 @@ SAVE_A_NOTE = r"(?:save|store|keep) (?:a|one) (?:quick |short |little )?note"
 # the pronouns a sentence about someone is framed in ("she", "their", "my")
 PERSONS = frozenset("i my we our he his she her they their".split())
 # the commonest of them: articles, pronouns, "is", "of", "with" (a note's words that say
-# nothing of its own, ``guards.notes``)
+# nothing of its own, ``guards.junk_notes``)
 PLAIN_WORDS = PERSONS | frozenset("""a an the and or of to in on at for with from by as is
 are was were be it its this that me you your""".split())
 FUNCTION_WORDS = PLAIN_WORDS | frozenset("""
@@ -72,7 +72,7 @@ will would yours yourself yourselves s t d ll m re ve
 THE_USER = frozenset("user user's".split())
 # the words a note about someone is framed in: none of them is a name, capitalised or not
 NOTE_FRAME = PERSONS | THE_USER | frozenset({"the"})
-# a note's words that say nothing of its own (``guards.notes``: neither counted nor repeated)
+# a note's words that say nothing of its own (``guards.junk_notes``: neither counted nor repeated)
 NOTE_PLAIN = PLAIN_WORDS | THE_USER | frozenset({"users"})
 # the words that say there is none ("No notes to add", "nothing new")
 NONE_WORDS = frozenset({"no", "none", "nothing"})

@@ -29,11 +29,11 @@ def now() -> datetime:
 
 def cmd_jobs(args: argparse.Namespace) -> int:
     from clawd.config import load_config, resolve_agent
-    from clawd.frontends.compose import knowing
+    from clawd.frontends.compose import config_for_agent
     from clawd.storage import open_jobs
 
     config = load_config()
-    agent_id, settings = resolve_agent(knowing(config, args.agent), args.agent)
+    agent_id, settings = resolve_agent(config_for_agent(config, args.agent), args.agent)
     tz = user_zone(settings.user_timezone)
     store = open_jobs(config)
     action = args.jobs_command

@@ -170,10 +170,10 @@ def _serve(config: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from clawd.config import resolve_agent
-    from clawd.frontends.compose import build_runtime, knowing
+    from clawd.frontends.compose import build_runtime, config_for_agent
     from clawd.frontends.mcp_server import serve_stdio
 
-    _, settings = resolve_agent(knowing(config, args.agent), args.agent)
+    _, settings = resolve_agent(config_for_agent(config, args.agent), args.agent)
     workspace = Path(settings.workspace).expanduser()
     if config.storage.effective_url() is None and not workspace.is_dir():
         print(f"clawd mcp serve: there is no memory to serve: the workspace {workspace} does "

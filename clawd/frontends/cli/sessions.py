@@ -20,7 +20,7 @@ from clawd.core.errors import ClawdError
 from clawd.core.messages import Message, shown_time
 from clawd.core.textcut import shorten
 from clawd.frontends.compose import agent_storage
-from clawd.sessions.files import Summary
+from clawd.sessions.files import TranscriptSummary
 from clawd.sessions.transcript import UNDONE, taken_back, unanswered_ids
 from clawd.storage.session_admin import Row, delete, resolve, rows
 
@@ -193,7 +193,7 @@ def _marks(entries: list[dict[str, Any]], conversation: list[Message]) -> dict[s
     return marks
 
 
-def _conversation(s: Summary) -> list[Message]:
+def _conversation(s: TranscriptSummary) -> list[Message]:
     found = [_message(e) for e in (s.loaded.entries if s.loaded else [])]
     return [m for m in found if m is not None and not m.flush
             and m.role in ("user", "assistant")]

@@ -45,11 +45,11 @@ class ServedAgents:
         """Every agent of the config and of its people (``clawd users``), or only ``only``
         (an unknown id fails in one line)."""
         from clawd.config import resolve_agent
-        from clawd.frontends.compose import knowing
+        from clawd.frontends.compose import config_for_agent
         from clawd.storage import open_people
 
         if only is not None:
-            agent_id, _ = resolve_agent(knowing(config, only), only)
+            agent_id, _ = resolve_agent(config_for_agent(config, only), only)
             return cls(config, [agent_id])
         return cls(config, config.agent_ids(), people=open_people(config))
 

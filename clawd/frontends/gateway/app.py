@@ -36,7 +36,7 @@ from clawd.frontends.gateway.common import (
 )
 from clawd.frontends.gateway.gatekeeper import Gatekeeper, send_error
 from clawd.frontends.gateway.openai_map import MappingError
-from clawd.frontends.gateway.policy import Tokens
+from clawd.frontends.gateway.policy import AcceptedTokens
 from clawd.frontends.gateway.quotas import note_limit
 from clawd.frontends.hub import open_coordination
 from clawd.frontends.hub.hub import Hub
@@ -114,7 +114,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
                                      allow_headers=ALLOWED_HEADERS,
                                      expose_headers=["X-Clawd-Turn-Id", "Retry-After"]))
     middleware.append(Middleware(Gatekeeper, gateway=gateway,
-                                 tokens=Tokens.of(gateway, token, agents.people),
+                                 tokens=AcceptedTokens.of(gateway, token, agents.people),
                                  failed=coordination,
                                  stopping=lambda: hub.stopping))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,

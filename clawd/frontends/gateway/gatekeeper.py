@@ -35,7 +35,7 @@ from clawd.config.gateway import Gateway
 from clawd.core.errors import StoreUnavailable
 from clawd.core.metrics import METRICS
 from clawd.frontends.gateway.policy import (
-    Tokens,
+    AcceptedTokens,
     bearer,
     client_address,
     forwarded_scheme,
@@ -97,7 +97,7 @@ class BodyTooLarge(Exception):
 class Gatekeeper:
     """See the module docstring."""
 
-    def __init__(self, app: ASGIApp, gateway: Gateway, tokens: Tokens,
+    def __init__(self, app: ASGIApp, gateway: Gateway, tokens: AcceptedTokens,
                  failed: Any,  # counts the failed sign-ins: the hub's ``Coordination``
                  stopping: Callable[[], bool] = lambda: False):
         self.app, self.gateway, self.tokens, self.failed = app, gateway, tokens, failed

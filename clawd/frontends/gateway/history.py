@@ -17,7 +17,7 @@ from typing import Any
 
 from clawd.context.flush import is_silent
 from clawd.core.messages import Message
-from clawd.guards.steps import Looping
+from clawd.guards.step_guards import Looping
 from clawd.sessions.interface import TranscriptLog
 from clawd.sessions.transcript import taken_back
 

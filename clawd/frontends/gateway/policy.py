@@ -1,7 +1,7 @@
 """Who may call the gateway, and from where: pure checks, no I/O.
 
 ``bind_host`` turns ``gateway.bind`` into an address and ``check_bind`` refuses to listen
-beyond loopback without a token; ``Tokens`` answers which agents a bearer token reaches
+beyond loopback without a token; ``AcceptedTokens`` answers which agents a bearer token reaches
 (compared with ``hmac.compare_digest``, never logged); ``host_allowed`` refuses a ``Host``
 header naming a DNS name the gateway was not told about (DNS rebinding); ``origin_allowed``
 lets a state-changing request from a browser through only from the gateway's own origin or
@@ -69,7 +69,7 @@ def check_token(token: str, where: str) -> None:
 
 
 @dataclass(frozen=True)
-class Tokens:
+class AcceptedTokens:
     """The bearer tokens the gateway accepts and the agents each reaches (None: all)."""
 
     entries: tuple[tuple[bytes, frozenset[str] | None], ...] = ()
@@ -77,7 +77,7 @@ class Tokens:
     people: Any = None  # ``storage.people.People``: their tokens reach their own agents
 
     @classmethod
-    def of(cls, gateway: Gateway, token: str | None, people: Any = None) -> Tokens:
+    def of(cls, gateway: Gateway, token: str | None, people: Any = None) -> AcceptedTokens:
         """``token``: the unscoped one (``gateway.auth.token`` or the environment);
         ``people``: the people of this clawd (``clawd users``)."""
         entries: list[tuple[bytes, frozenset[str] | None]] = []

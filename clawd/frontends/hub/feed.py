@@ -24,7 +24,7 @@ class Feed:
     """The numbered event lines of one turn; touched only on the event loop's thread."""
 
     def __init__(self, sink: Callable[[int, dict[str, Any] | None], None] | None = None,
-                 settle: Callable[[], None] | None = None) -> None:
+                 wait_written: Callable[[], None] | None = None) -> None:
         self.lines: list[tuple[int, dict[str, Any]]] = []
         self.count = 0
         self.closed = False
@@ -32,7 +32,7 @@ class Feed:
         self._sink = sink  # each line (and None at the end) also goes there: other workers
         # waits until what the sink was handed is kept: a follower's stream ends only once
         # every worker can see the turn ended (its session no longer busy)
-        self._settle = settle
+        self._wait_written = wait_written
 
     def push(self, line: dict[str, Any]) -> None:
         self.lines.append((self.count, line))
@@ -82,8 +82,8 @@ class Feed:
                     after = number
                     yield number, line
             if self.closed:
-                if self._settle is not None:
-                    await asyncio.to_thread(self._settle)
+                if self._wait_written is not None:
+                    await asyncio.to_thread(self._wait_written)
                 return
             if keepalive is None:
                 await changed.wait()

@@ -87,7 +87,7 @@ class PgCoordination:
 
     def feed(self, turn_id: str) -> Feed:
         """Lines kept in the database too, for followers on other workers."""
-        return Feed(sink(self.shared, turn_id), self.shared.settle)
+        return Feed(sink(self.shared, turn_id), self.shared.wait_written)
 
     async def place(self, turn: QueuedTurn, idempotency: str | None
                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:

@@ -35,7 +35,7 @@ from clawd.sessions.entry import (
     migrate_entry,
     needs_migration,
 )
-from clawd.sessions.files import Summary
+from clawd.sessions.files import TranscriptSummary
 from clawd.sessions.store import normalize_key, patched, recounted
 from clawd.storage.files.locking import locked_file
 from clawd.storage.files.transcripts import read_summary, rebuild, transcripts
@@ -92,7 +92,7 @@ class SessionStore:
             data = self._read_repairing()
             found = _normalized(rebuild(self.path.parent))
 
-            def summary(entry: dict[str, Any]) -> Summary | None:
+            def summary(entry: dict[str, Any]) -> TranscriptSummary | None:
                 path = Path(entry.get("sessionFile") or "")
                 return read_summary(path) if path.is_file() else None
 

@@ -16,7 +16,7 @@ import orjson
 
 from clawd.core.messages import Message, new_id, now_iso
 from clawd.sessions.entry import SessionEntry
-from clawd.sessions.files import Summary, entries_from, summarize
+from clawd.sessions.files import TranscriptSummary, entries_from, summarize
 from clawd.sessions.interface import Loaded
 from clawd.sessions.transcript import begin, parse_lines
 
@@ -68,7 +68,7 @@ class Transcript:
         return parse_lines(enumerate(raw.split(b"\n"), start=1), self.location, quiet=quiet)
 
 
-def read_summary(path: Path) -> Summary | None:
+def read_summary(path: Path) -> TranscriptSummary | None:
     """The summary of one transcript file; None when it has no header line."""
     return summarize(Transcript(path).load(quiet=True), str(path))
 

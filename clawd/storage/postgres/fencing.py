@@ -42,7 +42,7 @@ def lost(db: Any, agent_id: str, key: str) -> bool:
         return (id(db), agent_id, key) in _lost
 
 
-def held(db: Any, agent_id: str, key: str) -> int | None:
+def lease_epoch(db: Any, agent_id: str, key: str) -> int | None:
     """The epoch this process holds the session at (None: it does not hold it)."""
     with _guard:
         return _epochs.get((id(db), agent_id, key))
@@ -57,7 +57,7 @@ def let_go(db: Any, agent_id: str, key: str) -> None:
 def check(conn: Any, db: Any, agent_id: str, key: str | None) -> None:
     """Within a write's transaction on ``conn``: raise ``LeaseLost`` if this process held
     the session and another has taken it since (a session not held here is not fenced)."""
-    mine = held(db, agent_id, key) if key is not None else None
+    mine = lease_epoch(db, agent_id, key) if key is not None else None
     if mine is None:
         return
     row = conn.execute("SELECT epoch FROM leases WHERE agent_id = %s AND key = %s FOR SHARE",

@@ -304,7 +304,7 @@ class PgShared:
             return self.events_after(turn_id, after)
         return [(int(seq), line) for seq, line in rows], not state or state[0] == "done"
 
-    def settle(self, timeout: float = 5.0) -> None:
+    def wait_written(self, timeout: float = 5.0) -> None:
         """Wait until every line handed in so far is written (tests, shutdown)."""
         done = threading.Event()
         self._lines.put(("", None, done))  # type: ignore[arg-type]

@@ -112,7 +112,7 @@ class PgLease:
     def describe(self, until: float | None) -> None:
         with _changed:
             held = self._slot in _held and not self._released
-        epoch = fencing.held(self.db, self.agent_id, self.key)
+        epoch = fencing.lease_epoch(self.db, self.agent_id, self.key)
         if held and epoch is not None:
             with self.db.connection() as conn:
                 conn.execute("UPDATE leases SET until = %s WHERE agent_id = %s AND key = %s "
@@ -127,7 +127,7 @@ class PgLease:
             if _held[self._slot] > 0:
                 return
             del _held[self._slot]
-            epoch = fencing.held(self.db, self.agent_id, self.key)
+            epoch = fencing.lease_epoch(self.db, self.agent_id, self.key)
             fencing.let_go(self.db, self.agent_id, self.key)
             try:
                 with self.db.connection() as conn:  # not the row of whoever took it since

@@ -1,7 +1,7 @@
 """The memory flush's own guard: a bare "Done" or a silent answer asked once for the notes.
 
 A weak model answers every flush with ``NO_REPLY`` or "Done." and writes nothing, though the
-user told it things since the conversation's last note (``flush.should_ask_again``).
+user told it things since the conversation's last note (``context.flush.should_ask_again``).
 ``FlushRetry`` asks it once more, naming today's daily log (``flush_retry_prompt``); the
 flush then keeps only the list lines of that second answer. It runs in the same loop of
 steps as a user's turn (``loop.steps``), beside the step guards the profile holds for

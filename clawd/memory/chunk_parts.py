@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clawd.core import listmark
-from clawd.memory.chunker import FENCE_RE, HEADING_RE, Chunk, Tokenize, Tokens
+from clawd.memory.chunker import FENCE_RE, HEADING_RE, Chunk, Tokenize, TokenizedText
 
 # False packs every chunk's lines under its heading, whatever its sections (the rule before
 # section parts); benchmarks switch it to compare.
@@ -124,11 +124,11 @@ def _blocks(chunk: Chunk) -> list[_Block]:
     return blocks
 
 
-def _size(block: _Block, tokens: dict[str, Tokens]) -> int:
+def _size(block: _Block, tokens: dict[str, TokenizedText]) -> int:
     return sum(len(tokens[line].ids) for line in block.lines)
 
 
-def _join_small(blocks: list[_Block], tokens: dict[str, Tokens]) -> list[_Block]:
+def _join_small(blocks: list[_Block], tokens: dict[str, TokenizedText]) -> list[_Block]:
     """Blocks under ``MIN_PART_TOKENS`` joined to a neighbour: within their section first
     (the next block, else the previous one), else the previous part, else the next."""
     kept: list[_Block] = []
@@ -164,7 +164,7 @@ def _join_small(blocks: list[_Block], tokens: dict[str, Tokens]) -> list[_Block]
 
 
 def _parts(chunk: Chunk, blocks: list[_Block], max_tokens: int,
-           tokens: dict[str, Tokens]) -> list[Segment]:
+           tokens: dict[str, TokenizedText]) -> list[Segment]:
     if not blocks:  # headings alone
         text = chunk.context_text()
         return [Segment(text, tokens[text].ids)]
@@ -179,7 +179,7 @@ def _parts(chunk: Chunk, blocks: list[_Block], max_tokens: int,
     return parts + [item for item in items if item.text not in known]
 
 
-def _items(block: _Block, max_tokens: int, tokens: dict[str, Tokens]) -> list[Segment]:
+def _items(block: _Block, max_tokens: int, tokens: dict[str, TokenizedText]) -> list[Segment]:
     """Each item of a list block (its line and the indented lines under it) as a part of
     its own, without a heading path; items under ``MIN_PART_TOKENS`` have none."""
     groups: list[list[str]] = []
@@ -194,7 +194,7 @@ def _items(block: _Block, max_tokens: int, tokens: dict[str, Tokens]) -> list[Se
 
 
 def _pack(prefix: str, lines: list[str], max_tokens: int,
-          tokens: dict[str, Tokens]) -> list[Segment]:
+          tokens: dict[str, TokenizedText]) -> list[Segment]:
     """``lines`` in order in pieces of at most ``max_tokens`` tokens, each under ``prefix``."""
     head = tokens[prefix].ids if prefix else []
     start = f"{prefix}\n" if prefix else ""
@@ -213,7 +213,7 @@ def _pack(prefix: str, lines: list[str], max_tokens: int,
     return segments
 
 
-def split_tokens(text: str, tokens: Tokens, max_tokens: int) -> list[tuple[str, list[int]]]:
+def split_tokens(text: str, tokens: TokenizedText, max_tokens: int) -> list[tuple[str, list[int]]]:
     """One line cut into pieces of at most ``max_tokens`` tokens, at whitespace when there
     is some in the second half of a piece: (text, ids) of each."""
     ids, offsets = tokens.ids, tokens.offsets
