@@ -150,7 +150,7 @@ def blocks(markdown: str) -> list[Block]:
     while i < len(lines):
         line = lines[i]
         fence = _FENCE.match(line)
-        if fence:
+        if fence and i + 1 < len(lines):
             if paragraph:
                 found.append(Block(paragraph))
                 paragraph = []
@@ -160,6 +160,8 @@ def blocks(markdown: str) -> list[Block]:
                 body.append(lines[i])
                 i += 1
             found.append(Block(body, code=True, language=fence.group(2)))
+        elif fence:  # a fence on the last line opens nothing: its words are text
+            paragraph.append(line)
         elif not line.strip():
             if paragraph:
                 found.append(Block(paragraph))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from clawd.channels import markup, split
@@ -74,6 +74,7 @@ def test_a_long_code_block_is_cut_between_lines_each_part_its_own_pre():
     st.sampled_from(["```\n", "```py\n", "**bold** ", "`code` ", "[a](https://y.y) ",
                      "\n\n", "x" * 900, "- item\n", "> q\n"])), max_size=40),
        st.sampled_from([64, 200, 4096]))
+@example(["~~~a"], 64)  # a fence on the last line opens no block: its words stay
 def test_parts_fit_their_limit_nest_their_tags_and_lose_no_text(chunks, limit):
     reply = "".join(chunks)
     parts = split.parts(reply, limit)
