@@ -131,8 +131,8 @@ class Profile:
 
     @property
     def tidies_flush_answer(self) -> bool:
-        """A flush's answer kept as notes loses a bare acknowledgement ("Done."), the lines
-        the notes hold already or strike through, and "I remember" before a fact."""
+        """A flush's answer kept as notes loses the lines the notes hold already or strike
+        through, and "I remember" before a fact (a bare "Done." is no note for any model)."""
         return self.has("flush_answer")
 
     @property

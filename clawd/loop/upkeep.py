@@ -175,7 +175,8 @@ class Upkeep:
         tidy = profile.tidies_flush_answer
         if notes and tidy:  # lines copied from notes it was shown are not news of today
             notes = not_yet_noted(plain_notes(notes), note_lines(rt.files))
-        if is_blank(notes) or (tidy and is_acknowledgement(notes)) or (
+        # a bare "Done." is no note, whatever the model
+        if is_blank(notes) or is_acknowledgement(notes) or (
                 profile.refuses_junk_notes and junk(notes) is not None):
             notes = ""
         if notes and profile.founds_notes:  # what nobody said is no note (a guess)

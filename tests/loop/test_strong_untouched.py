@@ -113,3 +113,18 @@ def test_a_flush_answer_is_tidied_under_the_weak_profile_only(tmp_path, profile)
         assert "Lives in Porto" not in log and "I remember" not in log
     else:  # the answer as the model wrote it
         assert answer in log
+
+
+@pytest.mark.parametrize("profile", ["weak", "strong"])
+def test_a_bare_acknowledgement_is_no_note_for_any_profile(tmp_path, profile):
+    """"Done." from a flush that wrote nothing is kept nowhere, whatever the model: an
+    acknowledgement is no fact (the weak profile asks once more for the facts first)."""
+    provider = ScriptedProvider(["Nice.", "Done.", "Done."])
+    session = session_with(tmp_path, provider, profile)
+    list(session.run_turn("I live in Porto."))
+    list(session.flush())
+    try:
+        log = session.rt.files.read(DAILY) or ""
+    except OSError:
+        log = ""
+    assert "Done" not in log
