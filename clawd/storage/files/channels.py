@@ -4,15 +4,13 @@ lock; one process polls, so an update id above the highest taken is a new one.""
 from __future__ import annotations
 
 import contextlib
-import json
 import time
-from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from clawd.storage.channels import MAX_WAITING, PAIRING_SECONDS, Pairing, new_code, no_request
-from clawd.storage.files.jsondoc import locked, read_json, write_private
+from clawd.storage.files.jsondoc import changing, read_object
 
 
 class FileChannels:
@@ -120,12 +118,7 @@ class FileChannels:
                 if isinstance(mine, dict) and "status" in mine}
 
     def _read(self) -> dict[str, Any]:
-        data = read_json(self.path)
-        return data if isinstance(data, dict) else {}
+        return read_object(self.path)
 
-    @contextlib.contextmanager
-    def _changing(self) -> Iterator[dict[str, Any]]:
-        with locked(self.path):
-            data = self._read()
-            yield data
-            write_private(self.path, json.dumps(data, indent=1) + "\n")
+    def _changing(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
+        return changing(self.path, indent=1)

@@ -45,3 +45,19 @@ def write_private(path: Path, text: str, *, sync: bool = False) -> None:
             out.flush()
             os.fsync(out.fileno())
     os.replace(tmp, path)
+
+
+def read_object(path: Path) -> dict[str, Any]:
+    """``read_json`` of a document that is one JSON object ({} when it is anything else)."""
+    data = read_json(path)
+    return data if isinstance(data, dict) else {}
+
+
+@contextlib.contextmanager
+def changing(path: Path, indent: int = 2) -> Iterator[dict[str, Any]]:
+    """The object ``path`` holds, read, changed by the caller and written whole, under its
+    lock."""
+    with locked(path):
+        data = read_object(path)
+        yield data
+        write_private(path, json.dumps(data, indent=indent) + "\n")

@@ -4,15 +4,13 @@ a lock."""
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
-from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from clawd.core.messages import now_iso
-from clawd.storage.files.jsondoc import locked, read_json, write_private
+from clawd.storage.files.jsondoc import changing, read_object
 from clawd.storage.people import (
     Person,
     checked_link,
@@ -93,15 +91,10 @@ class FilePeople:
         return next((p for p in self.all() if link in p.links), None)
 
     def _read(self) -> dict[str, Any]:
-        data = read_json(self.path)
-        return data if isinstance(data, dict) else {}
+        return read_object(self.path)
 
-    @contextlib.contextmanager
-    def _changing(self) -> Iterator[dict[str, Any]]:
-        with locked(self.path):
-            data = self._read()
-            yield data
-            write_private(self.path, json.dumps(data, indent=2) + "\n")
+    def _changing(self) -> contextlib.AbstractContextManager[dict[str, Any]]:
+        return changing(self.path, indent=2)
 
 
 def _person(entry: dict[str, Any]) -> Person:
