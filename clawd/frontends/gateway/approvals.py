@@ -1,8 +1,8 @@
 """The web page's approve/deny: an MCP tool that asks first (``clawd.mcp.approval``) asks the
 person whose page sent the turn.
 
-A turn sent by the page says it can answer (``approvals: true``: ``allow``); the hub binds
-each turn to the worker thread that runs it (``bind``). A tool that asks then puts a line in
+A turn sent by the page says it can answer (``approvals: true``: the turn ``asks``); the hub
+binds each turn to the worker thread that runs it (``bind``). A tool that asks then puts a line in
 the turn's events, ``{"type": "approval", "id": N, "text": "<tool> <arguments>"}``, and
 waits for ``POST /api/turns/{turn}/approvals/{N}`` with ``{"approve": true|false}``
 (``answer``); the answer is a line too (``approvalAnswered``). No answer within
@@ -12,9 +12,9 @@ refused, as in a ``clawd chat -m`` run. A server's question during a call (MCP e
 ``ask``: the runtimes' ``McpClients.elicit``) goes the same way, as a ``question`` line with
 its ``fields``, answered with ``{"values": {...}}`` (read as each field's type: a wrong one
 is refused and the question stays open) or ``{"approve": false}`` to decline; where nobody
-can answer it is declined. The answer must reach the worker running the turn:
-with several workers on one database, a turn's approvals are answered on the worker it runs
-on.
+can answer it is declined. With several workers on one database the answer may reach any of
+them: one that does not run the turn checks it against the question's stored line
+(``check``) and hands it to the worker that does (``Hub.answer``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,6 @@ from clawd.frontends.gateway.bodies import BadRequest
 
 APPROVAL_SECONDS = 300.0
 POLL_SECONDS = 0.25
-KEPT = 1000  # turns remembered as able to answer
 NOBODY = ("this call needs a person's approval, and nobody can give it in this turn (only the "
           "web page's chat can); nothing was done. To let it run without asking, set "
           "approval: \"never\" on its server (mcp.servers.<name>), or name the tool in its "
@@ -57,15 +55,7 @@ class PageApprovals:
         self._local = threading.local()
         self._open: dict[tuple[str, int], _Question] = {}
         self._numbers = itertools.count(1)
-        self._allowed: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
-
-    def allow(self, turn_id: str) -> None:
-        """Turn ``turn_id``'s sender answers questions (the last ``KEPT`` such turns)."""
-        with self._lock:
-            self._allowed[turn_id] = None
-            while len(self._allowed) > KEPT:
-                self._allowed.popitem(last=False)
 
     def bind(self, turn: Any, push: Callable[[dict[str, Any]], None]) -> None:
         """``turn`` runs on this thread from now on: its questions go to its events
@@ -75,7 +65,7 @@ class PageApprovals:
     def _bound(self) -> tuple[Any, Callable[[dict[str, Any]], None]] | None:
         """The turn running on this thread and its events, when its sender can answer."""
         bound = getattr(self._local, "turn", None)
-        if bound is None or bound[0].state != "running" or bound[0].id not in self._allowed:
+        if bound is None or bound[0].state != "running" or not bound[0].asks:
             return None
         return bound
 
@@ -130,22 +120,40 @@ class PageApprovals:
         """Answer question ``number`` of turn ``turn_id``; whether it was waiting. A form's
         ``values`` are read as its fields' types: one that is not is a ``ClawdError`` and
         the question stays open."""
-        from clawd.mcp.elicit import coerce
-
         with self._lock:
             question = self._open.get((turn_id, number))
         if question is None:
             return False
         if approved and question.fields:
-            read: dict[str, Any] = {}
-            for f in question.fields:
-                try:
-                    value = coerce(f, str((values or {}).get(f.name, "")))
-                except ValueError as exc:
-                    raise BadRequest(f"{f.name}: {exc}") from None
-                if value is not None:
-                    read[f.name] = value
-            question.values = read
+            question.values = _read(question.fields, values)
         question.approved = approved
         question.answered.set()
         return True
+
+    def check(self, asked: dict[str, Any], approved: bool,
+              values: dict[str, Any] | None) -> None:
+        """A ``BadRequest`` when ``values`` cannot answer the form the line ``asked`` put
+        (a question another worker waits on)."""
+        from clawd.mcp.elicit import Field
+
+        if approved and asked.get("type") == "question":
+            _read([Field(str(f.get("name", "")), str(f.get("kind", "string")),
+                         str(f.get("description", "")), bool(f.get("required")),
+                         tuple(f.get("choices") or ()), f.get("default"))
+                   for f in asked.get("fields") or [] if isinstance(f, dict)], values)
+
+
+def _read(asked: list[Any], values: dict[str, Any] | None) -> dict[str, Any]:
+    """A form's ``values`` read as its fields' types; a ``BadRequest`` naming the first
+    that is not one."""
+    from clawd.mcp.elicit import coerce
+
+    read: dict[str, Any] = {}
+    for f in asked:
+        try:
+            value = coerce(f, str((values or {}).get(f.name, "")))
+        except ValueError as exc:
+            raise BadRequest(f"{f.name}: {exc}") from None
+        if value is not None:
+            read[f.name] = value
+    return read

@@ -249,9 +249,8 @@ async def send_message(request: Request) -> Response:
     if not body.text.strip():
         raise BadRequest("the message is empty: send {\"text\": \"...\"}")
     idempotency = idempotency_of(request.headers.get("idempotency-key") or body.idempotency_key)
-    turn, new = await quotas.submit(request, agent_id, key, body.text, idempotency)
-    if new and body.approvals:  # before the turn runs: a worker starts at the next await
-        state(request).agents.approvals.allow(turn.id)
+    turn, new = await quotas.submit(request, agent_id, key, body.text, idempotency,
+                                    asks=body.approvals)
     headers = {"X-Clawd-Turn-Id": turn.id, "X-Clawd-Session-Key": header_key(key)}
     if not new:
         headers["X-Clawd-Replayed"] = "true"
@@ -297,7 +296,7 @@ async def answer_approval(request: Request) -> Response:
         raise workspace.NotFound(f"no turn {request.path_params['turn']}")
     body = await read_body(request, ApprovalBody)
     number = _int(request.path_params["number"], "the question's number") or 0
-    if not state(request).agents.approvals.answer(turn.id, number, body.approve, body.values):
+    if not await hub.answer(turn, number, body.approve, body.values):
         raise workspace.NotFound(f"turn {turn.id} is not waiting for an answer to question "
                                  f"{number} (answered, or given up)")
     return ok({"answered": True, "approve": body.approve})

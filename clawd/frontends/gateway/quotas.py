@@ -66,12 +66,14 @@ def turn_quota(gw: Any) -> Any:
 
 
 async def submit(request: Request, agent_id: str, key: str, text: str,
-                 idempotency: str | None, *, ephemeral: bool = False) -> tuple[Any, bool]:
+                 idempotency: str | None, *, ephemeral: bool = False, asks: bool = False
+                 ) -> tuple[Any, bool]:
     """``Hub.submit`` for the request's person, within their quotas."""
     gw = request.app.state.gateway
     person = counted_person(request)
     if person is None:
-        return await gw.hub.submit(agent_id, key, text, idempotency, ephemeral=ephemeral)
+        return await gw.hub.submit(agent_id, key, text, idempotency, ephemeral=ephemeral,
+                                   asks=asks)
     quotas: Quotas = gw.config.gateway.quotas
     if quotas.sessions is not None and not ephemeral:
         runtime = gw.agents.runtime(agent_id)
@@ -87,7 +89,7 @@ async def submit(request: Request, agent_id: str, key: str, text: str,
         raise OverQuota(ticket.message, ticket.retry_after)
     try:
         turn, new = await gw.hub.submit(agent_id, key, text, idempotency,
-                                        ephemeral=ephemeral)
+                                        ephemeral=ephemeral, asks=asks)
     except BaseException:
         await call(counter.cancel, ticket)
         raise

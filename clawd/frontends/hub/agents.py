@@ -22,6 +22,15 @@ class Approvals(Protocol):
     def bind(self, turn: Any, push: Callable[[dict[str, Any]], None]) -> None:
         """``turn`` runs on this thread from now on: its questions go to ``push``."""
 
+    def answer(self, turn_id: str, number: int, approved: bool,
+               values: dict[str, Any] | None = None) -> bool:
+        """Answer question ``number`` of the turn running here; whether it was waiting."""
+
+    def check(self, asked: dict[str, Any], approved: bool,
+              values: dict[str, Any] | None) -> None:
+        """Refuse an answer that cannot answer the question put by the line ``asked`` (a
+        form's value of the wrong type), before it is handed to another worker."""
+
 
 class Agents(Protocol):
     """The agents a hub serves (``gateway.agents.ServedAgents``)."""

@@ -5,9 +5,10 @@ The ``Hub`` runs turns one at a time per session on worker threads, wherever it 
 it asks of its coordination is what other workers must agree on: where a session's queue is
 and in which order its turns run (``place``, ``next_turn``), where a turn's event lines are
 kept so any worker can follow them (``feed``, ``find``), which session is busy (``busy``),
-how an abort reaches the worker running the turn (``request_abort``), how a worker hears
-aborts, turns queued for a session it holds and release requests (a chat elsewhere waiting
-for a session this worker holds idle: ``listen``), when a session is let go (``ran``,
+how an abort reaches the worker running the turn (``request_abort``) and so does a person's
+answer to a question its tools asked (``answer``), how a worker hears aborts, answers, turns
+queued for a session it holds and release requests (a chat elsewhere waiting for a session
+this worker holds idle: ``listen``), when a session is let go (``ran``,
 ``drained``, ``let_go``), what a shutdown does with queued turns (``begin_stop``), the
 failed sign-ins per client address (``retry_after``, ``failed``) and each person's turns
 (``turn_quota``).
@@ -54,6 +55,7 @@ class HubSide(Protocol):
     def _let_go(self, slot: Slot) -> None: ...
     def _let_go_later(self, slot: Slot) -> None: ...
     def _aborted(self, turn_id: str) -> None: ...
+    def _answered(self, turn_id: str, number: int, answer: dict[str, Any]) -> None: ...
     def _idle_now(self, agent_id: str, key: str) -> None: ...
     async def turn(self, turn_id: str) -> QueuedTurn | RemoteTurn | None: ...
 
@@ -95,9 +97,16 @@ class Coordination(Protocol):
         """Ask the worker running the session's turn (not this process) to stop it; the
         turn, or None when no other worker runs one."""
 
+    async def answer(self, turn_id: str, number: int, approve: bool,
+                     values: dict[str, Any] | None) -> bool:
+        """Hand a person's answer to question ``number`` of turn ``turn_id`` to the other
+        worker running it (``Approvals.check``ed here first); whether the question waited
+        there."""
+
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start hearing the other workers: aborts (``Hub._aborted``), release requests
-        (``Hub._idle_now``), turns queued for sessions held here; on ``loop``."""
+        """Start hearing the other workers: aborts (``Hub._aborted``), answers
+        (``Hub._answered``), release requests (``Hub._idle_now``), turns queued for
+        sessions held here; on ``loop``."""
 
     # --- holding a session and letting it go ------------------------------------------------
 

@@ -74,12 +74,12 @@ class Hub:
     # --- sending ----------------------------------------------------------------------------
 
     async def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None,
-                     *, ephemeral: bool = False, images: tuple[Any, ...] = ()
-                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:
+                     *, ephemeral: bool = False, asks: bool = False,
+                     images: tuple[Any, ...] = ()) -> tuple[QueuedTurn | RemoteTurn, bool]:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
         it is new (False: a retried send, the turn it started the first time).
         ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
-        ends."""
+        ends; ``asks``: the sender answers the turn's tools' questions (``answer``)."""
         if idempotency:
             seen = self.sent.get((agent_id, key, idempotency))
             if seen is not None:
@@ -89,8 +89,8 @@ class Hub:
         if self.stopping:
             raise Stopping("the gateway is shutting down; the message was not sent")
         turn_id = self.new_id()
-        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral, images=images,
-                          feed=self.coordination.feed(turn_id))
+        turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral, asks=asks,
+                          images=images, feed=self.coordination.feed(turn_id))
         return await self.coordination.place(turn, idempotency)
 
     def _slot(self, agent_id: str, key: str) -> Slot:
@@ -140,6 +140,26 @@ class Hub:
             self._interrupt(slot, slot.running)
             return slot.running
         return await self.coordination.request_abort(agent_id, key)
+
+    async def answer(self, turn: QueuedTurn | RemoteTurn, number: int, approve: bool,
+                     values: dict[str, Any] | None = None) -> bool:
+        """A person's answer to question ``number`` a tool of ``turn`` asked (``asks``),
+        here or on the worker running it; whether the question was waiting."""
+        if isinstance(turn, QueuedTurn):
+            slot = self.slots.get((turn.agent_id, turn.key))
+            if slot is not None and slot.running is turn:
+                return self.agents.approvals.answer(turn.id, number, approve, values)
+        # another worker runs it (a turn sent here may be too: ``Coordination.place``)
+        return await self.coordination.answer(turn.id, number, approve, values)
+
+    def _answered(self, turn_id: str, number: int, answer: dict[str, Any]) -> None:
+        """An answer given on another worker to a question of a turn running here (checked
+        there)."""
+        try:
+            self.agents.approvals.answer(turn_id, number, bool(answer.get("approve")),
+                                         answer.get("values"))
+        except ClawdError as exc:
+            log.warning("an answer from another worker not taken: %s", exc)
 
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
         """Hear what other workers ask for (aborts, sessions a chat elsewhere waits for,

@@ -70,6 +70,10 @@ class LocalCoordination:
     async def request_abort(self, agent_id: str, key: str) -> RemoteTurn | None:
         return None
 
+    async def answer(self, turn_id: str, number: int, approve: bool,
+                     values: dict[str, Any] | None) -> bool:
+        return False  # no other worker
+
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
         """Nobody else to hear."""
 

@@ -99,7 +99,7 @@ class PgCoordination:
         hub.turns[turn_id] = turn
         try:
             other = await asyncio.to_thread(shared.begin, turn_id, agent_id, key, turn.text,
-                                            idempotency, turn.ephemeral)
+                                            idempotency, turn.ephemeral, turn.asks)
         except BaseException:
             hub.turns.pop(turn_id, None)
             raise
@@ -196,11 +196,26 @@ class PgCoordination:
         found = await asyncio.to_thread(self.shared.request_abort, agent_id, key)
         return self._remote(found, agent_id, key) if found else None
 
+    async def answer(self, turn_id: str, number: int, approve: bool,
+                     values: dict[str, Any] | None) -> bool:
+        """Checked against the question's stored line, then heard by the turn's worker."""
+        from clawd.storage.postgres import answers
+
+        line = await asyncio.to_thread(answers.open_question, self.shared.db, turn_id, number)
+        if line is None:
+            return False
+        self.hub.agents.approvals.check(line, approve, values)
+        answer = {"approve": approve, "values": values}
+        if not await asyncio.to_thread(answers.send, self.shared.db, turn_id, number, answer):
+            raise ClawdError("the answer is too long to hand to the worker running the turn")
+        return True
+
     # --- hearing other workers --------------------------------------------------------------
 
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Hear the aborts other workers are asked for, the sessions a chat elsewhere waits
-        for and the turns queued for the sessions this worker holds; sweep."""
+        """Hear the aborts other workers are asked for, the answers to questions of turns
+        running here, the sessions a chat elsewhere waits for and the turns queued for the
+        sessions this worker holds; sweep."""
         def on_loop(call: Callable[..., None]) -> Callable[..., None]:
             """``call``, heard on the listener's thread, made on the event loop."""
             def hand(*args: Any) -> None:
@@ -208,7 +223,8 @@ class PgCoordination:
             return hand
 
         self.shared.listen(on_loop(self.hub._aborted), on_loop(self.hub._idle_now),
-                           on_loop(self._queued), on_loop(self.wakers.wake))
+                           on_loop(self._queued), on_loop(self.wakers.wake),
+                           self.hub._answered)  # on the listener's thread: it never waits
         self._sweeper = loop.create_task(self._sweep())
 
     def _queued(self, agent_id: str, key: str) -> None:
@@ -280,11 +296,11 @@ class PgCoordination:
         claimed = await asyncio.to_thread(self.shared.claim, slot.agent_id, slot.key)
         if claimed is None:
             return None
-        turn_id, text, ephemeral, waited = claimed
+        turn_id, text, ephemeral, asks, waited = claimed
         turn = hub.turns.get(turn_id)
         if turn is None or turn.state != "queued":  # another worker's: run here
             turn = QueuedTurn(turn_id, slot.agent_id, slot.key, text, ephemeral=ephemeral,
-                              feed=self.feed(turn_id),
+                              asks=asks, feed=self.feed(turn_id),
                               queued_at=time.monotonic() - waited)  # it arrived elsewhere
             hub._remember(turn, None)
         return turn

@@ -54,6 +54,7 @@ class QueuedTurn:
     feed: Feed = field(default_factory=Feed)
     state: str = "queued"  # queued | running | done
     ephemeral: bool = False  # its session is set aside when it ends (nobody can return)
+    asks: bool = False  # its sender answers its tools' questions (the web page)
     token: CancelToken = field(default_factory=CancelToken)  # cancelled: the turn stops
     images: tuple[Any, ...] = ()  # ``ImagePart``s (a channel's photo; not across workers)
     queued_at: float = field(default_factory=time.monotonic)  # when it arrived

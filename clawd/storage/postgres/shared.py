@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from clawd.core.errors import StoreUnavailable
-from clawd.storage.postgres import orphans
+from clawd.storage.postgres import answers, orphans
 from clawd.storage.postgres.orphans import text_hash
 
 if TYPE_CHECKING:
@@ -73,8 +73,10 @@ class PgShared:
     # --- turns ------------------------------------------------------------------------------
 
     def begin(self, turn_id: str, agent_id: str, key: str, text: str,
-              idempotency: str | None, ephemeral: bool = False) -> tuple[str, bool] | None:
-        """Queue a new turn behind the session's others. With an idempotency key some
+              idempotency: str | None, ephemeral: bool = False, asks: bool = False
+              ) -> tuple[str, bool] | None:
+        """Queue a new turn behind the session's others (``asks``: its sender answers its
+        tools' questions, whichever worker runs it). With an idempotency key some
         worker used for this session: (that turn's id, whether its text was the same), and
         nothing recorded; unless that turn ended never run (its send failed), which this
         send takes the place of."""
@@ -85,10 +87,10 @@ class PgShared:
                              (agent_id, key, idempotency))
             made = conn.execute(
                 "INSERT INTO gateway_turns (turn_id, agent_id, key, idempotency, text_hash, "
-                "worker, state, text, ephemeral) VALUES (%s, %s, %s, %s, %s, %s, 'queued', "
-                "%s, %s) ON CONFLICT DO NOTHING RETURNING turn_id",
+                "worker, state, text, ephemeral, asks) VALUES (%s, %s, %s, %s, %s, %s, "
+                "'queued', %s, %s, %s) ON CONFLICT DO NOTHING RETURNING turn_id",
                 (turn_id, agent_id, key, idempotency, text_hash(text), self.worker, text,
-                 ephemeral)).fetchone()
+                 ephemeral, asks)).fetchone()
             if made is not None:
                 conn.execute("SELECT pg_notify(%s, %s)", (TURNS, f"{agent_id}\n{key}"))
             if made or idempotency is None:
@@ -97,22 +99,23 @@ class PgShared:
                                "agent_id = %s AND key = %s AND idempotency = %s",
                                (agent_id, key, idempotency)).fetchone()
         if row is None:  # the other turn was just removed: try once more
-            return self.begin(turn_id, agent_id, key, text, None, ephemeral)
+            return self.begin(turn_id, agent_id, key, text, None, ephemeral, asks)
         return str(row[0]), row[1] == text_hash(text)
 
-    def claim(self, agent_id: str, key: str) -> tuple[str, str, bool, float] | None:
+    def claim(self, agent_id: str, key: str) -> tuple[str, str, bool, bool, float] | None:
         """The session's oldest queued turn, now running on this worker: (its id, its text,
-        whether it is ephemeral, the seconds it waited); None when none waits. Only the
-        session's holder claims."""
+        whether it is ephemeral, whether its sender answers questions, the seconds it
+        waited); None when none waits. Only the session's holder claims."""
         with self.db.connection() as conn:
             row = conn.execute(
                 "WITH next AS (SELECT turn_id, text FROM gateway_turns WHERE agent_id = %s "
                 "AND key = %s AND state = 'queued' ORDER BY seq LIMIT 1 FOR UPDATE SKIP "
                 "LOCKED) UPDATE gateway_turns t SET state = 'running', worker = %s, text = "
                 "NULL, started = now() FROM next WHERE t.turn_id = next.turn_id RETURNING "
-                "t.turn_id, next.text, t.ephemeral, extract(epoch FROM now() - t.created)",
-                (agent_id, key, self.worker)).fetchone()
-        return (str(row[0]), str(row[1] or ""), bool(row[2]), float(row[3])) if row else None
+                "t.turn_id, next.text, t.ephemeral, t.asks, "
+                "extract(epoch FROM now() - t.created)", (agent_id, key, self.worker)).fetchone()
+        return ((str(row[0]), str(row[1] or ""), bool(row[2]), bool(row[3]), float(row[4]))
+                if row else None)
 
     def taken_elsewhere(self, turn_ids: list[str]) -> list[str]:
         """Those of ``turn_ids`` (this worker's) another worker claimed, or ended unrun."""
@@ -230,11 +233,13 @@ class PgShared:
     def listen(self, on_abort: Callable[[str], None],
                on_release: Callable[[str, str], None] | None = None,
                on_turn: Callable[[str, str], None] | None = None,
-               on_lines: Callable[[str], None] | None = None) -> None:
+               on_lines: Callable[[str], None] | None = None,
+               on_answer: Callable[[str, int, dict[str, Any]], None] | None = None) -> None:
         """Call ``on_abort(turn_id)`` (on a thread of its own) for each abort any worker
         asks for, ``on_release(agent_id, key)`` for each session another process waits
-        for, ``on_turn(agent_id, key)`` for each turn queued and ``on_lines(turn_id)`` for
-        each batch of a turn's lines written; a lost connection is made again."""
+        for, ``on_turn(agent_id, key)`` for each turn queued, ``on_lines(turn_id)`` for
+        each batch of a turn's lines written and ``on_answer(turn_id, number, answer)`` for
+        each answer to a question (``answers``); a lost connection is made again."""
 
         def run() -> None:
             import psycopg
@@ -249,6 +254,8 @@ class PgShared:
                         conn.execute(f"LISTEN {TURNS}")
                         if on_lines is not None:
                             conn.execute(f"LISTEN {LINES}")
+                        if on_answer is not None:
+                            conn.execute(f"LISTEN {answers.ANSWERS}")
                         if lost:
                             log.warning("hearing other workers again")
                         lost = False
@@ -261,6 +268,10 @@ class PgShared:
                                 if note.channel == LINES:
                                     if on_lines is not None:
                                         on_lines(note.payload)
+                                    continue
+                                if note.channel == answers.ANSWERS:
+                                    if on_answer is not None:
+                                        answers.hear(note.payload, on_answer)
                                     continue
                                 hear = on_release if note.channel == RELEASES else on_turn
                                 if hear is not None and "\n" in note.payload:
@@ -367,3 +378,4 @@ def _end(conn: Any, turns: list[tuple[str, str]],
                         "ON CONFLICT DO NOTHING",
                         [(turn_id, n, orjson.dumps(line).decode()) for turn_id, key in turns
                          for n, line in enumerate(lines(key))])
+
