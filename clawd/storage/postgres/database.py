@@ -188,9 +188,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX person_links_name ON person_links (name);
     """,
     # a turn whose sender answers its tools' questions (the web page), wherever it runs
-    """
-    ALTER TABLE gateway_turns ADD COLUMN asks boolean NOT NULL DEFAULT false;
-    """,
+    "ALTER TABLE gateway_turns ADD COLUMN asks boolean NOT NULL DEFAULT false;",
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
 POOL_SIZE = 8
