@@ -2,7 +2,9 @@
 whole, under ``jobs.json.lock``, as ``sessions.json`` is) and ``<state>/runs/<jobId>.jsonl``
 each job's runs, a line per change of a run (the last line of a ``scheduledFor`` is the
 run); the run is appended before ``jobs.json`` moves on, so a crash between the two finds the
-claim and does not run again.
+claim and does not run again. Each job and run is written with its keys sorted, as
+``clawd storage export`` writes what the database gives back (whose ``jsonb`` keeps no key
+order), so a files home moved there and back comes back byte for byte.
 """
 
 from __future__ import annotations
@@ -123,6 +125,24 @@ class FileJobs:
         latest = self._latest(job_id)
         return [latest[key] for key in sorted(latest, reverse=True)][:limit]
 
+    def history(self, job_id: str) -> list[dict[str, Any]]:
+        """Every run of ``job_id`` the file holds, oldest ``scheduledFor`` first."""
+        latest = self._latest(job_id)
+        return [latest[key] for key in sorted(latest)]
+
+    def restore(self, jobs: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:
+        """Add ``jobs`` (in this order, after those there) with their ``runs``, each run
+        file written whole, a line per run (``clawd storage export``); a job there already
+        is a ``ClawdError`` and nothing is written. A job with no runs has no file."""
+        with self._changing() as there:
+            if clash := [job["id"] for job in jobs if job["id"] in there]:
+                raise ClawdError(f"{self.path} has the jobs {', '.join(clash)} already; "
+                                 f"export into a new folder")
+            for job in jobs:
+                there[job["id"]] = job
+                if its := [run for run in runs if run["jobId"] == job["id"]]:
+                    self._rewrite(job["id"], its)
+
     def claim_deliveries(self, now: datetime, agents: set[str] | None = None,
                          kinds: frozenset[str] | None = None) -> list[Claimed]:
         taken = []
@@ -164,9 +184,17 @@ class FileJobs:
         fd = os.open(self._runs_path(run["jobId"]), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
                      0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as out:
-            out.write(json.dumps(run, ensure_ascii=False) + "\n")
+            out.write(_line(run))
             out.flush()
             os.fsync(out.fileno())
+
+    def _rewrite(self, job_id: str, runs: list[dict[str, Any]]) -> None:
+        """``runs`` as the whole of ``job_id``'s file, oldest first, a line each: written
+        beside it and renamed over it, so a reader finds the old file or the new one."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        ordered = sorted(runs, key=lambda run: str(run["scheduledFor"]))
+        write_private(self._runs_path(job_id), "".join(_line(run) for run in ordered),
+                      sync=True)
 
     def _read(self) -> dict[str, dict[str, Any]]:
         data = read_json(self.path)
@@ -181,8 +209,18 @@ class FileJobs:
             if json.dumps(jobs, sort_keys=True) == before:
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_private(self.path, json.dumps({"version": 1, "jobs": jobs}, indent=2,
-                                                ensure_ascii=False) + "\n", sync=True)
+            write_private(self.path, json.dumps({"version": 1, "jobs": {
+                job_id: _sorted(job) for job_id, job in jobs.items()}}, indent=2,
+                ensure_ascii=False) + "\n", sync=True)
+
+
+def _sorted(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with its keys (and those of the objects in it) in sorted order."""
+    return dict(json.loads(json.dumps(value, sort_keys=True)))
+
+
+def _line(run: dict[str, Any]) -> str:
+    return json.dumps(run, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def _gone(worker: str) -> bool:

@@ -131,6 +131,30 @@ class PgJobs:
                                 "scheduled_for DESC LIMIT %s", (job_id, limit)).fetchall()
         return [row[0] for row in rows]
 
+    def history(self, job_id: str) -> list[dict[str, Any]]:
+        """Every run of ``job_id``, oldest ``scheduledFor`` first."""
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT run FROM job_runs WHERE job_id = %s ORDER BY "
+                                "scheduled_for", (job_id,)).fetchall()
+        return [row[0] for row in rows]
+
+    def restore(self, jobs: list[dict[str, Any]], runs: list[dict[str, Any]]) -> int:
+        """Add ``jobs`` (listed after those there, in this order) and ``runs`` (of these or
+        of jobs there) in one transaction (``clawd storage migrate``); a job or a run there
+        already is left as it is. How many runs were added."""
+        added = 0
+        with self.db.connection() as conn, conn.transaction():
+            for order, job in enumerate(jobs):
+                conn.execute(
+                    "INSERT INTO jobs (id, agent_id, job, next_run, enabled, created) VALUES "
+                    "(%s, %s, %s, %s, %s, now() + %s * interval '1 microsecond') "
+                    "ON CONFLICT DO NOTHING",
+                    (job["id"], job["agentId"], Jsonb(job), job.get("nextRun"),
+                     bool(job.get("enabled")), order))
+            for run in runs:
+                added += _insert(conn, run)
+        return added
+
     def claim_deliveries(self, now: datetime, agents: set[str] | None = None,
                          kinds: frozenset[str] | None = None) -> list[Claimed]:
         taken = []
