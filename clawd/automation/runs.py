@@ -4,7 +4,9 @@ the stored shapes (``jobs``), so the files and PostgreSQL decide alike.
 ``claim`` turns a due job into the run to make now (or none), the missed runs to record and
 the job with its next occurrence; the store writes all three at once (under its lock, in one
 transaction), so an occurrence is claimed by one process only and never again. ``ended``
-counts failures in a row: the third tells the owner, the tenth pauses the job.
+counts failures in a row: the third tells the owner, the tenth pauses the job. ``kept``
+is how much of a job's history a store keeps: the newest ``automation.keepRuns`` runs and
+every run still ``needed``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from clawd.automation.zones import iso_utc, parse_iso
 MAX_ATTEMPTS = 5  # deliveries tried at most, a failed one again after RETRY_SECONDS × attempts
 RETRY_SECONDS = 30
 SENDING_SECONDS = 120  # a delivery being sent is another process's for this long
+KEEP_RUNS = 500  # runs kept per job (``automation.keepRuns``), besides those still needed
 
 
 @dataclass
@@ -140,3 +143,28 @@ def sent(run: dict[str, Any], now: datetime, message_id: str | None, error: str 
         now_delivery = {**was, "status": "failed", "attempts": attempts, "error": error,
                         "retryAt": iso_utc(retry) if attempts < MAX_ATTEMPTS else None}
     return {**run, "delivery": now_delivery}
+
+
+def needed(run: dict[str, Any], job: dict[str, Any]) -> bool:
+    """Whether ``run`` must stay whatever the bound: it is being run; its delivery is still
+    to be made (pending, being sent, or failed with tries left: the outbox takes it from
+    the record); or its occurrence is at or after the job's ``nextRun``, the one moment a
+    claim looks from (``claim`` never reaches back before it), so only there does the
+    record keep an occurrence from running twice."""
+    if run.get("status") == "running":
+        return True
+    sent = run.get("delivery") or {}
+    if sent.get("status") in ("pending", "sending") or (
+            sent.get("status") == "failed" and int(sent.get("attempts") or 0) < MAX_ATTEMPTS):
+        return True
+    next_run = job.get("nextRun")
+    return bool(next_run) and parse_iso(str(run["scheduledFor"])) >= parse_iso(str(next_run))
+
+
+def kept(runs: list[dict[str, Any]], job: dict[str, Any], keep: int = KEEP_RUNS
+         ) -> list[dict[str, Any]]:
+    """The runs of ``job`` a store keeps, oldest first: the newest ``keep`` and every one
+    still ``needed``."""
+    ordered = sorted(runs, key=lambda run: str(run["scheduledFor"]))
+    cut = len(ordered) - keep
+    return [run for place, run in enumerate(ordered) if place >= cut or needed(run, job)]

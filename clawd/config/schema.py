@@ -231,6 +231,7 @@ class Automation(Model):
 
     enabled: Bool = True
     tick_seconds: Float = Field(5, gt=0)  # how often a server looks for due jobs
+    keep_runs: Int = Field(500, ge=1)  # runs kept per job, besides those still needed
 
 
 class Config(Model):

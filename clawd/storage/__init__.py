@@ -114,7 +114,7 @@ def open_jobs(config: Config) -> JobStore:
     if url:
         from clawd.storage.postgres.jobs import PgJobs
 
-        return PgJobs(open_database(url))
+        return PgJobs(open_database(url), keep=config.automation.keep_runs)
     from clawd.storage.files.jobs import FileJobs
 
-    return FileJobs(state_dir())
+    return FileJobs(state_dir(), keep=config.automation.keep_runs)

@@ -5,6 +5,9 @@ so no occurrence is ever claimed twice. ``claim_due`` is the one way a run start
 store's lock (files) or in one transaction over rows taken ``FOR UPDATE SKIP LOCKED``
 (PostgreSQL), each due job's run is recorded as ``running`` and its ``nextRun`` moved on
 before anything runs; a process killed after that leaves the run recorded, never repeated.
+A job's history is bounded (``automation.keepRuns``, ``automation.runs.kept``): an older
+run is dropped only once its occurrence is before the job's ``nextRun``, which no claim
+reaches back past, and its delivery is done with.
 
 The files are ``storage.files.jobs`` (``FileJobs``), the rows ``storage.postgres.jobs``.
 """
@@ -59,6 +62,16 @@ class JobStore(Protocol):
 
     def runs(self, job_id: str, limit: int = 50) -> list[dict[str, Any]]:
         """A job's runs, newest ``scheduledFor`` first."""
+        ...
+
+    def history(self, job_id: str) -> list[dict[str, Any]]:
+        """Every run of ``job_id`` kept, oldest ``scheduledFor`` first."""
+        ...
+
+    def compact(self, job_id: str) -> int:
+        """Cut ``job_id``'s history to what the bound keeps (``automation.runs.kept``: the
+        newest ``automation.keepRuns`` and every run still needed); the runs dropped. A
+        store also does it by itself as runs are saved."""
         ...
 
     def claim_deliveries(self, now: datetime, agents: set[str] | None = None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -16,9 +16,11 @@ from clawd.frontends.cli import main
 from clawd.loop.runtime import Runtime, fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
+from clawd.storage.files.jobs import FileJobs
 from clawd.storage.files.storage import FileStorage
 from clawd.storage.postgres import database
 from clawd.storage.postgres.database import MIGRATIONS
+from clawd.storage.postgres.jobs import PgJobs
 from clawd.tools.files import file_tools
 
 KEY = "agent:main:main"
@@ -62,24 +64,64 @@ def _files_home(home: Path) -> tuple[Path, Path]:
     storage.backups.keep("MEMORY.md", datetime(2026, 11, 20, 9, 0, 0))
     with open(sessions / f"{storage.sessions.get(KEY)['sessionId']}.jsonl", "ab") as handle:
         handle.write(b'{"type":"message","role":"us')  # a crash cut this write
+    _jobs_and_runs(home / ".clawd")
     return workspace, sessions
+
+
+def _jobs_and_runs(state: Path) -> list[dict]:
+    """Two jobs of two agents; the hourly one's runs: ok and delivered, an error, missed
+    ones, and one whose delivery failed and waits for a retry (a line per change of each,
+    as the store leaves them)."""
+    from clawd.automation import runs as runlog
+    from clawd.automation import schedule as sched
+    from clawd.automation.jobs import new_job
+    from clawd.storage.files.jobs import FileJobs
+
+    start = datetime(2026, 11, 27, 10, 0, tzinfo=timezone.utc)
+    store = FileJobs(state)
+    store.add(new_job("main", sched.every("1h", start), "stretch ☕", start, name="stretch",
+                      deliver="web"))
+    store.add(new_job("work", sched.at(start + timedelta(days=3)), "call Ines", start,
+                      deliver="webhook:https://example.org/hook"))
+    for hours, reply, error in ((1, "Stretched.", None), (4, "", "the model is away")):
+        at = start + timedelta(hours=hours, seconds=5)
+        (claimed,) = store.claim_due(at)
+        done = runlog.finished(claimed.run, "error" if error else "ok", at, reply=reply or None,
+                               error=error)
+        store.save_run(done)
+    for claimed in store.claim_deliveries(start + timedelta(hours=5)):
+        store.save_run(runlog.sent(claimed.run, start + timedelta(hours=5), "web:1", None))
+    (claimed,) = store.claim_due(start + timedelta(hours=6))
+    store.save_run(runlog.sent(runlog.finished(claimed.run, "ok", start + timedelta(hours=6),
+                                               reply="Done."), start + timedelta(hours=6),
+                               None, "the page was away"))
+    return store.all()
 
 
 def test_migrate_then_chat_then_export_gives_back_everything(isolated_home, pg_url, capsys,
                                                              monkeypatch):
     workspace, sessions = _files_home(isolated_home)
     before = _tree(isolated_home)
+    state = isolated_home / ".clawd"
     assert main(["storage", "migrate", "--to", pg_url, "--dry-run"]) == 0
-    assert "dry run: nothing written" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "dry run: nothing written" in said and "jobs: 2 jobs (6 runs)" in said, said
     assert database(pg_url).counts()["lines"] == 0
+    assert PgJobs(database(pg_url)).all() == []
 
     assert main(["storage", "migrate", "--to", pg_url]) == 0
     said = capsys.readouterr().out
     assert "agent main: 1 session, 3 transcripts" in said and "verified by SHA-256" in said, said
-    assert "problem" not in said
+    assert "jobs: 2 jobs (6 runs)" in said and "problem" not in said, said
     assert _tree(isolated_home) == before  # the files are left as they were
     assert main(["storage", "migrate", "--to", pg_url]) == 0  # a second run changes nothing
-    assert "0 sessions, 0 transcripts" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "0 sessions, 0 transcripts" in said
+    assert "jobs: 0 jobs (0 runs); 8 already there" in said and "problem" not in said, said
+    hosted = PgJobs(database(pg_url))
+    assert hosted.all() == FileJobs(state).all()  # in the order they were added
+    for job in hosted.all():
+        assert hosted.history(job["id"]) == FileJobs(state).history(job["id"])
 
     # the conversation goes on in the database, where the history it sees came from
     storage = database(pg_url).agent("main")
@@ -111,6 +153,15 @@ def test_migrate_then_chat_then_export_gives_back_everything(isolated_home, pg_u
     stored = json.loads((back / "sessions.json").read_text())
     assert set(stored) == {KEY} and stored[KEY]["sessionFile"] == str(back / f"{current}.jsonl")
     assert list((back / "deleted").glob("*.jsonl"))  # the deleted session stays apart
+    # the jobs come back byte for byte, every run as its last line had it, a line each
+    assert (out / "jobs.json").read_bytes() == (state / "jobs.json").read_bytes()
+    assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(
+        p.name for p in (state / "runs").iterdir())
+    for path in (state / "runs").iterdir():
+        runs = FileJobs(state).history(path.stem)
+        assert FileJobs(out).history(path.stem) == runs
+        assert (out / "runs" / path.name).read_text() == "".join(
+            json.dumps(run, ensure_ascii=False, sort_keys=True) + "\n" for run in runs)
 
 
 def test_export_gives_back_the_workspace_s_modes_and_clawd_s_gitignore(isolated_home, pg_url,
@@ -158,7 +209,7 @@ def test_a_dry_run_into_an_empty_database_creates_nothing_there(isolated_home, c
         assert f"no schema yet: a run creates version {len(MIGRATIONS)}" in said
         assert "vector not created yet" in said
         assert "agent main: 1 session, 3 transcripts" in said and "problem" not in said
-        assert "dry run: nothing written" in said
+        assert "jobs: 2 jobs (6 runs)" in said and "dry run: nothing written" in said
         with psycopg.connect(url) as conn:
             tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = "
                                   "'public'").fetchone()[0]
@@ -284,3 +335,26 @@ def test_migrate_carries_the_embedding_cache(isolated_home, pg_url, capsys):
     hosted.close()
     assert main(["storage", "migrate", "--to", pg_url]) == 0  # nothing new the second time
     assert "cached vector" not in capsys.readouterr().out
+
+
+def test_jobs_move_once_by_agent_and_a_job_changed_in_the_database_is_kept(isolated_home,
+                                                                          pg_url, capsys):
+    """``--agent`` moves that agent's jobs only; a second migrate adds no run twice; a job
+    the database ran on meanwhile is reported (exit 1) and neither it nor its runs change."""
+    jobs = _jobs_and_runs(isolated_home / ".clawd")
+    hourly, call = jobs
+    assert main(["storage", "migrate", "--to", pg_url, "--agent", "work"]) == 0
+    assert "jobs: 1 job (0 runs)" in capsys.readouterr().out
+    hosted = PgJobs(database(pg_url))
+    assert [job["id"] for job in hosted.all()] == [call["id"]]
+    assert main(["storage", "migrate", "--to", pg_url]) == 0
+    assert "jobs: 1 job (6 runs); 1 already there" in capsys.readouterr().out
+    assert [job["id"] for job in hosted.all()] == [call["id"], hourly["id"]]
+    assert len(hosted.history(hourly["id"])) == 6
+
+    hosted.update(hourly["id"], lambda job: {**job, "enabled": False})
+    assert main(["storage", "migrate", "--to", pg_url]) == 1
+    said = capsys.readouterr().out
+    assert f"problem: job {hourly['id']}: the database has another version" in said, said
+    assert hosted.get(hourly["id"])["enabled"] is False
+    assert len(hosted.history(hourly["id"])) == 6

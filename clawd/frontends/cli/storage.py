@@ -2,12 +2,13 @@
 and which store is in use (docs/hosting.md).
 
 ``migrate --to URL`` copies every agent's sessions, transcripts, records, workspace files
-and kept versions into the database, verifies them and prints what moved, and carries its
-memory index's embedding cache into the database's; the files are left as they were
-(``--dry-run`` writes nothing, into the database either: on a database with no schema yet it
-creates none, and counts everything as new). ``export --to DIR`` writes the database
-back as the embedded layout: ``DIR/agents/<id>/sessions`` (``DIR`` serves as
-``CLAWD_HOME``) and ``DIR/workspaces/<id>``.
+and kept versions, and automation's jobs and runs, into the database, verifies them and
+prints what moved, and carries its memory index's embedding cache into the database's;
+the files are left as they were (``--dry-run`` writes nothing, into the database either: on
+a database with no schema yet it creates none, and counts everything as new). ``export
+--to DIR`` writes the database back as the embedded layout: ``DIR/agents/<id>/sessions``
+(``DIR`` serves as ``CLAWD_HOME``), ``DIR/jobs.json`` and ``DIR/runs/``, and
+``DIR/workspaces/<id>``.
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ def _migrate(config: Any, url: str, agent: str | None, *, dry_run: bool) -> int:
     from clawd.core.paths import state_dir
     from clawd.memory.index import store_path
     from clawd.storage import open_database, sessions_dir
+    from clawd.storage.files.jobs import FileJobs
     from clawd.storage.moving import Nothing, carry_vectors, migrate
+    from clawd.storage.moving_jobs import migrate_jobs
+    from clawd.storage.postgres.jobs import PgJobs
 
     db = open_database(url, migrate=not dry_run)  # a dry run creates no schema either
     started, problems = time.monotonic(), 0
@@ -79,6 +83,10 @@ def _migrate(config: Any, url: str, agent: str | None, *, dry_run: bool) -> int:
         problems += len(moved.problems)
         print(moved.line() + ("" if workspace else " (no workspace: the config does not "
                                                    "name this agent)"))
+    jobs = migrate_jobs(FileJobs(state_dir()), PgJobs(db) if db.schema_version else None,
+                        {agent.lower()} if agent else None, dry_run=dry_run)
+    problems += len(jobs.problems)
+    print(jobs.line())
     if dry_run:
         db.close()
     print(f"{'dry run: nothing written' if dry_run else 'verified by SHA-256'} in "
@@ -103,6 +111,8 @@ def _schema(db: Any, dry_run: bool) -> str:
 def _export(config: Any, to: str, agent: str | None) -> int:
     from clawd.storage import open_database
     from clawd.storage.moving import export
+    from clawd.storage.moving_jobs import export_jobs
+    from clawd.storage.postgres.jobs import PgJobs
 
     url = config.storage.effective_url()
     if not url:
@@ -113,6 +123,7 @@ def _export(config: Any, to: str, agent: str | None) -> int:
     for agent_id in [agent] if agent else db.agent_ids():
         moved = export(db.agent(agent_id), home, home / "workspaces" / agent_id)
         print(moved.line())
+    print(export_jobs(PgJobs(db), home, {agent.lower()} if agent else None).line())
     print(f"wrote {home}: use it with CLAWD_HOME={home} and each agent's workspace set to "
           f"{home / 'workspaces'}/<id>")
     return 0
@@ -121,10 +132,12 @@ def _export(config: Any, to: str, agent: str | None) -> int:
 def add_parsers(command: Any, sub: Any) -> None:
     """The ``storage`` actions (``command`` adds one with the global options)."""
     migrate = command(sub, "migrate", "copy this files home (every agent's sessions, "
-                      "transcripts, workspace and kept versions) into a database")
+                      "transcripts, workspace and kept versions; the jobs and their runs) "
+                      "into a database")
     migrate.add_argument("--to", required=True, metavar="URL", help="postgresql://…")
     migrate.add_argument("--dry-run", action="store_true", help="count, write nothing")
     export = command(sub, "export", "write the database back as the embedded layout")
     export.add_argument("--to", required=True, metavar="DIR",
-                        help="a new folder: DIR/agents/<id>/sessions, DIR/workspaces/<id>")
+                        help="a new folder: DIR/agents/<id>/sessions, DIR/workspaces/<id>, "
+                        "DIR/jobs.json and DIR/runs/")
     command(sub, "status", "which store is in use: schema version, counts, vector extension")

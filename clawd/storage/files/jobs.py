@@ -2,13 +2,23 @@
 whole, under ``jobs.json.lock``, as ``sessions.json`` is) and ``<state>/runs/<jobId>.jsonl``
 each job's runs, a line per change of a run (the last line of a ``scheduledFor`` is the
 run); the run is appended before ``jobs.json`` moves on, so a crash between the two finds the
-claim and does not run again.
+claim and does not run again. A torn last line (a write cut short) is skipped with a
+warning, and the next line starts on a line of its own.
+
+A run file is compacted under the same lock: when the lines it could lose number
+``automation.keepRuns`` or more (or it has a torn line), it is written again beside itself
+and renamed over itself, a line per run the bound keeps (``automation.runs.kept``). That is
+done when a run is saved, against the ``nextRun`` on disk, never inside a claim whose new
+``nextRun`` is not written yet. Each job and run is written with its keys sorted, as
+``clawd storage export`` writes what the database gives back (whose ``jsonb`` keeps no key
+order), so a files home moved there and back comes back byte for byte.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 from collections.abc import Iterator
@@ -23,16 +33,19 @@ from clawd.core.errors import ClawdError
 from clawd.storage.files.jsondoc import locked, read_json, write_private
 from clawd.storage.jobs import INTERRUPTED, Change
 
+log = logging.getLogger(__name__)
 WORKER = f"{socket.gethostname()}:{os.getpid()}"  # who claimed a run
+_TOLD: set[tuple[str, int]] = set()  # torn lines warned of (file, line number)
 
 
 class FileJobs:
     """``JobStore`` as ``jobs.json`` and ``runs/<jobId>.jsonl`` in the state folder."""
 
-    def __init__(self, state: Path):
+    def __init__(self, state: Path, keep: int = runlog.KEEP_RUNS):
         self.path = state / "jobs.json"
         self.runs_dir = state / "runs"
         self.location = str(self.path)
+        self.keep = keep  # runs kept per job besides those still needed
 
     # --- jobs ---
 
@@ -105,8 +118,17 @@ class FileJobs:
             return Claimed(jobs[job_id], run)
 
     def save_run(self, run: dict[str, Any]) -> None:
-        with self._changing():
+        with self._changing() as jobs:
             self._append(run)
+            if run["jobId"] in jobs:  # as on disk: this changes no job
+                self._compact(run["jobId"], jobs[run["jobId"]], force=False)
+
+    def compact(self, job_id: str) -> int:
+        """Cut ``job_id``'s history to what the bound keeps now; the runs dropped."""
+        with self._changing() as jobs:
+            if job_id not in jobs:
+                raise ClawdError(f"no job {job_id} (clawd jobs list)")
+            return self._compact(job_id, jobs[job_id], force=True)
 
     def interrupted(self, now: datetime) -> list[dict[str, Any]]:
         closed = []
@@ -122,6 +144,24 @@ class FileJobs:
     def runs(self, job_id: str, limit: int = 50) -> list[dict[str, Any]]:
         latest = self._latest(job_id)
         return [latest[key] for key in sorted(latest, reverse=True)][:limit]
+
+    def history(self, job_id: str) -> list[dict[str, Any]]:
+        """Every run of ``job_id`` the file holds, oldest ``scheduledFor`` first."""
+        latest = self._latest(job_id)
+        return [latest[key] for key in sorted(latest)]
+
+    def restore(self, jobs: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:
+        """Add ``jobs`` (in this order, after those there) with their ``runs``, each run
+        file written whole, a line per run (``clawd storage export``); a job there already
+        is a ``ClawdError`` and nothing is written. A job with no runs has no file."""
+        with self._changing() as there:
+            if clash := [job["id"] for job in jobs if job["id"] in there]:
+                raise ClawdError(f"{self.path} has the jobs {', '.join(clash)} already; "
+                                 f"export into a new folder")
+            for job in jobs:
+                there[job["id"]] = job
+                if its := [run for run in runs if run["jobId"] == job["id"]]:
+                    self._rewrite(job["id"], its)
 
     def claim_deliveries(self, now: datetime, agents: set[str] | None = None,
                          kinds: frozenset[str] | None = None) -> list[Claimed]:
@@ -145,28 +185,59 @@ class FileJobs:
 
     def _latest(self, job_id: str) -> dict[str, dict[str, Any]]:
         """Each run of ``job_id`` as its last line says, by ``scheduledFor``."""
+        return self._scan(job_id)[0]
+
+    def _scan(self, job_id: str) -> tuple[dict[str, dict[str, Any]], int, int]:
+        """(each run by ``scheduledFor``, the file's lines, its torn lines)."""
         found: dict[str, dict[str, Any]] = {}
+        path = self._runs_path(job_id)
         try:
-            text = self._runs_path(job_id).read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
-            return found
-        for line in text.splitlines():
+            return found, 0, 0
+        lines = text.splitlines()
+        torn = 0
+        for number, line in enumerate(lines, start=1):
             try:
                 run = json.loads(line)
-            except ValueError:
-                continue  # a line torn by a crash: the claim before it stands
+            except ValueError:  # torn by a crash: the claim before it stands
+                torn += 1
+                if (str(path), number) not in _TOLD:
+                    _TOLD.add((str(path), number))
+                    log.warning("%s:%d: skipped a torn line (a write cut short); the runs "
+                                "before and after it stand", path, number)
+                continue
             if isinstance(run, dict) and "scheduledFor" in run:
                 found[run["scheduledFor"]] = run
-        return found
+        return found, len(lines), torn
+
+    def _compact(self, job_id: str, job: dict[str, Any], *, force: bool) -> int:
+        """Under the lock: the run file cut to what ``runlog.kept`` keeps, when it could lose
+        ``keep`` lines or more, or has a torn one (``force``: whenever it could lose any)."""
+        found, lines, torn = self._scan(job_id)
+        kept = runlog.kept(list(found.values()), job, self.keep)
+        if lines - len(kept) >= (1 if force else max(self.keep, 1)) or torn:
+            self._rewrite(job_id, kept)
+        return len(found) - len(kept)
 
     def _append(self, run: dict[str, Any]) -> None:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._runs_path(run["jobId"]), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+        fd = os.open(self._runs_path(run["jobId"]), os.O_RDWR | os.O_CREAT | os.O_APPEND,
                      0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as out:
-            out.write(json.dumps(run, ensure_ascii=False) + "\n")
+        with os.fdopen(fd, "a+b") as out:
+            size = os.fstat(fd).st_size
+            after_torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+            out.write(("\n" if after_torn else "").encode() + _line(run).encode())
             out.flush()
             os.fsync(out.fileno())
+
+    def _rewrite(self, job_id: str, runs: list[dict[str, Any]]) -> None:
+        """``runs`` as the whole of ``job_id``'s file, oldest first, a line each: written
+        beside it and renamed over it, so a reader finds the old file or the new one."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        ordered = sorted(runs, key=lambda run: str(run["scheduledFor"]))
+        write_private(self._runs_path(job_id), "".join(_line(run) for run in ordered),
+                      sync=True)
 
     def _read(self) -> dict[str, dict[str, Any]]:
         data = read_json(self.path)
@@ -181,8 +252,18 @@ class FileJobs:
             if json.dumps(jobs, sort_keys=True) == before:
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_private(self.path, json.dumps({"version": 1, "jobs": jobs}, indent=2,
-                                                ensure_ascii=False) + "\n", sync=True)
+            write_private(self.path, json.dumps({"version": 1, "jobs": {
+                job_id: _sorted(job) for job_id, job in jobs.items()}}, indent=2,
+                ensure_ascii=False) + "\n", sync=True)
+
+
+def _sorted(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with its keys (and those of the objects in it) in sorted order."""
+    return dict(json.loads(json.dumps(value, sort_keys=True)))
+
+
+def _line(run: dict[str, Any]) -> str:
+    return json.dumps(run, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def _gone(worker: str) -> bool:

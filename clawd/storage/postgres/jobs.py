@@ -6,6 +6,10 @@ what makes an occurrence run once).
 their runs (``ON CONFLICT DO NOTHING``: a run already there is not claimed again) and moves
 each job's ``next_run`` on; another worker skips the rows meanwhile and finds them not due
 after. ``claim_deliveries`` takes runs whose delivery is due the same way.
+
+Saving a run deletes, in the same transaction, the job's rows past the newest
+``automation.keepRuns`` that are not ``automation.runs.needed`` (against the committed
+``nextRun``: one a claim moves on meanwhile only keeps more).
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from clawd.storage.jobs import Change
 
 
 class PgJobs:
-    def __init__(self, db: Any):
+    def __init__(self, db: Any, keep: int = runlog.KEEP_RUNS):
         self.db = db
         self.location = f"{db.location} (jobs)"
+        self.keep = keep  # runs kept per job besides those still needed
 
     def add(self, job: dict[str, Any]) -> dict[str, Any]:
         with self.db.connection() as conn:
@@ -120,16 +125,48 @@ class PgJobs:
         return closed
 
     def save_run(self, run: dict[str, Any]) -> None:
-        with self.db.connection() as conn:
+        with self.db.connection() as conn, conn.transaction():
             conn.execute("INSERT INTO job_runs (job_id, scheduled_for, run) VALUES (%s, %s, %s) "
                          "ON CONFLICT (job_id, scheduled_for) DO UPDATE SET run = "
                          "EXCLUDED.run", (run["jobId"], run["scheduledFor"], Jsonb(run)))
+            _compact(conn, run["jobId"], self.keep)
+
+    def compact(self, job_id: str) -> int:
+        """Cut ``job_id``'s history to what the bound keeps now; the runs dropped."""
+        with self.db.connection() as conn, conn.transaction():
+            if conn.execute("SELECT 1 FROM jobs WHERE id = %s", (job_id,)).fetchone() is None:
+                raise ClawdError(f"no job {job_id} (clawd jobs list)")
+            return _compact(conn, job_id, self.keep)
 
     def runs(self, job_id: str, limit: int = 50) -> list[dict[str, Any]]:
         with self.db.connection() as conn:
             rows = conn.execute("SELECT run FROM job_runs WHERE job_id = %s ORDER BY "
                                 "scheduled_for DESC LIMIT %s", (job_id, limit)).fetchall()
         return [row[0] for row in rows]
+
+    def history(self, job_id: str) -> list[dict[str, Any]]:
+        """Every run of ``job_id``, oldest ``scheduledFor`` first."""
+        with self.db.connection() as conn:
+            rows = conn.execute("SELECT run FROM job_runs WHERE job_id = %s ORDER BY "
+                                "scheduled_for", (job_id,)).fetchall()
+        return [row[0] for row in rows]
+
+    def restore(self, jobs: list[dict[str, Any]], runs: list[dict[str, Any]]) -> int:
+        """Add ``jobs`` (listed after those there, in this order) and ``runs`` (of these or
+        of jobs there) in one transaction (``clawd storage migrate``); a job or a run there
+        already is left as it is. How many runs were added."""
+        added = 0
+        with self.db.connection() as conn, conn.transaction():
+            for order, job in enumerate(jobs):
+                conn.execute(
+                    "INSERT INTO jobs (id, agent_id, job, next_run, enabled, created) VALUES "
+                    "(%s, %s, %s, %s, %s, now() + %s * interval '1 microsecond') "
+                    "ON CONFLICT DO NOTHING",
+                    (job["id"], job["agentId"], Jsonb(job), job.get("nextRun"),
+                     bool(job.get("enabled")), order))
+            for run in runs:
+                added += _insert(conn, run)
+        return added
 
     def claim_deliveries(self, now: datetime, agents: set[str] | None = None,
                          kinds: frozenset[str] | None = None) -> list[Claimed]:
@@ -162,6 +199,20 @@ def _insert(conn: Any, run: dict[str, Any]) -> bool:
         "INSERT INTO job_runs (job_id, scheduled_for, run) VALUES (%s, %s, %s) "
         "ON CONFLICT DO NOTHING RETURNING 1",
         (run["jobId"], run["scheduledFor"], Jsonb(run))).fetchone() is not None
+
+
+def _compact(conn: Any, job_id: str, keep: int) -> int:
+    """Delete ``job_id``'s runs past the newest ``keep`` that are not still needed."""
+    row = conn.execute("SELECT job FROM jobs WHERE id = %s", (job_id,)).fetchone()
+    if row is None:
+        return 0
+    older = conn.execute("SELECT run FROM job_runs WHERE job_id = %s ORDER BY scheduled_for "
+                         "DESC OFFSET %s", (job_id, keep)).fetchall()
+    gone = [run["scheduledFor"] for (run,) in older if not runlog.needed(run, row[0])]
+    if gone:
+        conn.execute("DELETE FROM job_runs WHERE job_id = %s AND scheduled_for = "
+                     "ANY(%s::timestamptz[])", (job_id, gone))
+    return len(gone)
 
 
 def _store(conn: Any, job: dict[str, Any]) -> None:
