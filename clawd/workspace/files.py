@@ -168,11 +168,9 @@ def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: da
     if include_memory:
         names += memory_files(today)
     found = []
+    texts = files.read_many(names)  # a bootstrap file that is a link out is left out
     for name in names:
-        try:
-            raw = files.read(name)
-        except SandboxError:  # a bootstrap file that is a symlink out of the workspace
-            continue
+        raw = texts.get(name)
         if raw is None or not raw.strip():
             continue
         if compact and _as_laid_down(name, raw):

@@ -52,6 +52,11 @@ class WorkspaceFiles(Protocol):
         it never showed); an unreadable file is an ``OSError``."""
         ...
 
+    def read_many(self, paths: list[str]) -> dict[str, str | None]:
+        """``read`` of several files at once (one round trip where the files are remote), by
+        the path as given; a path outside the workspace is left out."""
+        ...
+
     def append(self, path: str, text: str) -> None:
         """Add ``text`` at the end of the file, creating it (and its folders) if needed."""
         ...

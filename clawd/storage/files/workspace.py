@@ -7,10 +7,12 @@ write goes to a temporary file beside it and is renamed over it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
 
+from clawd.core.errors import SandboxError
 from clawd.workspace.files import is_writable, relative, resolve
 from clawd.workspace.interface import Stat
 
@@ -37,6 +39,13 @@ class DiskFiles:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
         return data.decode("utf-8") if exact else data.decode("utf-8", errors="replace")
+
+    def read_many(self, paths: list[str]) -> dict[str, str | None]:
+        found: dict[str, str | None] = {}
+        for path in paths:
+            with contextlib.suppress(SandboxError):  # a link out of the workspace: left out
+                found[path] = self.read(path)
+        return found
 
     def append(self, path: str, text: str) -> None:
         real = self._parent_made(path)

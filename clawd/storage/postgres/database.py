@@ -34,6 +34,7 @@ from typing import Any
 
 from clawd.core.errors import ClawdError, ConfigError, StoreUnavailable
 from clawd.storage.postgres.errors import unreachable
+from clawd.storage.postgres.pool import Freshness, open_pool
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +228,6 @@ class Database:
         """``migrate=False`` (a dry run): the schema and the extension are read as they are,
         never created or changed (``schema_version`` 0: no schema yet)."""
         import psycopg
-        from psycopg_pool import ConnectionPool
 
         self.url = url
         self.location = shown(url)
@@ -249,13 +249,10 @@ class Database:
                                 f"{_first_line(exc)}") from None
         self._lease: Any = None
         self._lease_guard = threading.Lock()
-        # a connection the server dropped (it restarted) is found out when it is handed
-        # out, not by the request that gets it
-        self.pool = ConnectionPool(url, min_size=1, max_size=pool_size, open=True,
-                                   timeout=POOL_WAIT_SECONDS,
-                                   check=ConnectionPool.check_connection,
-                                   kwargs={"autocommit": True, "connect_timeout": CONNECT_SECONDS,
-                                           "application_name": self.worker}, name="clawd")
+        self.freshness = Freshness()
+        self.pool = open_pool(url, pool_size, POOL_WAIT_SECONDS, {
+            "autocommit": True, "connect_timeout": CONNECT_SECONDS,
+            "application_name": self.worker}, self.freshness)
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Any]:
@@ -264,7 +261,10 @@ class Database:
         answer (down, restarting) is a ``StoreUnavailable`` within ``POOL_WAIT_SECONDS``."""
         try:
             with self.pool.connection() as conn:
-                yield conn
+                try:
+                    yield conn
+                finally:
+                    self.freshness.used(conn)
         except Exception as exc:
             if not unreachable(exc):
                 raise

@@ -14,6 +14,7 @@ as ``workspace.backups`` names and prunes its copies.
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -85,6 +86,18 @@ class PgFiles:
             row = conn.execute("SELECT data FROM workspace_files WHERE agent_id = %s AND "
                                "path = %s", (self.agent_id, name)).fetchone()
         return bytes(row[0]) if row else None
+
+    def read_many(self, paths: list[str]) -> dict[str, str | None]:
+        names: dict[str, str] = {}
+        for path in paths:
+            with contextlib.suppress(SandboxError):
+                names[path] = canonical_path(path)
+        with self.db.connection() as conn:
+            rows = dict(conn.execute("SELECT path, data FROM workspace_files WHERE agent_id = "
+                                     "%s AND path = ANY(%s)",
+                                     (self.agent_id, list(set(names.values())))).fetchall())
+        return {path: bytes(rows[name]).decode("utf-8", errors="replace") if name in rows
+                else None for path, name in names.items()}
 
     def append(self, path: str, text: str) -> None:
         name = self._writable(path)
