@@ -5,11 +5,12 @@ process's MCP event loop, its tools, and its calls.
 limit is only the longer of the two time-outs, so a slow start is not cut by a short
 ``requestTimeoutMs``); a failure is its ``state`` and ``error``, one line, its stderr's last
 line in it for a child (``<state>/logs/mcp-<name>.log``), a remote server's plain answer
-(``diagnose``) for a URL. A call is bounded by ``requestTimeoutMs``; a time-out, a tool's
-error, a server that exits during the call: each is an error result, never an exception. A
-connection that is not running is started at its next call (one quiet for a while is
-pinged first, so a server that died between calls costs no failed call). Every message is
-scrubbed of the server's secrets (``launch``).
+(``diagnose``) for a URL. A call is bounded by ``requestTimeoutMs``, a question open to the
+person not counted (``asking.within``); a time-out, a tool's error, a server that exits
+during the call: each is an error result, never an exception. A connection that is not
+running is started at its next call (one quiet for a while is pinged first, so a server
+that died between calls costs no failed call). Every message is scrubbed of the server's
+secrets (``launch``).
 
 A URL that speaks only the legacy SSE transport (``diagnose``) is tried again with it. The
 client declares roots (the folders it was given: the operator's agent's workspace) and
@@ -37,7 +38,7 @@ from typing import Any, TextIO
 from clawd.config.mcp import McpServer
 from clawd.core.errors import ClawdError
 from clawd.core.textcut import shorten
-from clawd.mcp.asking import Asking
+from clawd.mcp.asking import URL_ELICITATION_REQUIRED, Asking, within
 from clawd.mcp.launch import Launch, child_env, resolve, scrub
 from clawd.mcp.listing import Listed, list_tools
 from clawd.mcp.prompts import Prompt, as_message, list_prompts
@@ -46,7 +47,6 @@ from clawd.mcp.shapes import Output, framed, read_result
 
 IDLE_PING_SECONDS = 2.0  # a connection quiet this long is pinged before a call
 PING_SECONDS = 2.0
-URL_ELICITATION_REQUIRED = -32042  # a call needs the person on a web page first
 log = logging.getLogger(__name__)
 
 
@@ -359,10 +359,10 @@ class Connection:
         client, seconds = self._client, self.config.request_timeout_ms / 1000
         try:
             if resource:
-                read = await asyncio.wait_for(client.read_resource(str(arguments.get(
+                read = await within(self.asking, client.read_resource(str(arguments.get(
                     "uri", ""))), seconds)
                 return framed(read_contents(read), self.name)
-            result = await asyncio.wait_for(client.call_tool(tool, arguments), seconds)
+            result = await within(self.asking, client.call_tool(tool, arguments), seconds)
         except TimeoutError:
             return Output(f"{self.name}: {tool} did not answer within {seconds:g} s "
                           f"(requestTimeoutMs)", is_error=True)

@@ -197,3 +197,47 @@ def test_the_web_page_shows_the_link_and_the_answer_decides(tmp_path, approve):
     declined = next(line for line in scripted if line["type"] == "toolResult")
     assert declined["text"].endswith("sign-in: decline")
     assert not any(line["type"] == "question" for line in scripted)
+
+
+@pytest.mark.slow
+def test_the_time_a_person_takes_to_answer_is_not_the_calls(tmp_path):
+    """A call is bounded by ``requestTimeoutMs``, but not while the person is being asked:
+    an answer slower than the time-out still reaches the server."""
+    import time
+
+    clients = McpClients({"links": McpServer(command=sys.executable, args=[LINKS],
+                                             connection_timeout_ms=60_000,
+                                             request_timeout_ms=1_000)},
+                         logs=tmp_path / "logs")
+    clients.start()
+    said: list[str] = []
+    try:
+        slow = TerminalQuestions(ask=lambda prompt: time.sleep(2.5) or "y", say=said.append,
+                                 open_url=lambda url: True)
+        clients.elicit_url = slow.link
+        result = clients.call("links", "sign_in", {"url": PAGE})
+    finally:
+        clients.close()
+    assert result.text.splitlines()[-1] == "sign-in: accept"
+
+
+def test_a_question_given_up_meanwhile_is_not_asked():
+    """The call that asked timed out or was cancelled before the person's thread came to
+    the question: it is dropped, and nothing fails on that thread."""
+    import asyncio
+
+    from clawd.mcp.asking import Asking
+
+    asking, asked = Asking(), []
+    asking.link = lambda found: asked.append(found) or "accept"
+
+    async def given_up() -> None:
+        task = asyncio.ensure_future(asking.opened(link("links", "hi", PAGE)))
+        await asyncio.sleep(0)
+        assert asking.open == 1
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert asking.open == 0
+    asyncio.run(given_up())
+    asking.answer()
+    assert asked == []
