@@ -17,8 +17,9 @@ the next process.
 A call is an error result for the model, never an exception for the turn. A tool that asks
 first (``approval``) is put to ``ToolContext.confirm`` (the web page), else
 ``ToolContext.approve`` (the REPL), or refused where there is neither. A server's question
-during a call (``elicit``, set by the REPL) is put to the person by the thread that waits
-for the call; with none set it is declined. A repeat, a rename, a tool the SDK cannot read
+during a call (``elicit`` for a form, ``elicit_url`` for a web page to open; set by the
+REPL and the gateway) is put to the person by the thread that waits for the call
+(``asking``); with none set it is declined. A repeat, a rename, a tool the SDK cannot read
 and an allowed name a server lacks are each a line in ``problems``. ``prompts`` and
 ``prompt`` serve ``/mcp prompt``; ``listen`` hears every new listing.
 """
@@ -28,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import queue
 import threading
 from collections.abc import Callable, Collection, Coroutine
 from pathlib import Path
@@ -38,7 +38,9 @@ from clawd.config.mcp import McpServer
 from clawd.core.cancel import CancelToken
 from clawd.core.messages import ToolSpec
 from clawd.mcp import approval
+from clawd.mcp.asking import Asking
 from clawd.mcp.connection import Connection, ServerState
+from clawd.mcp.elicit import Link
 from clawd.mcp.listing import cached, keep
 from clawd.mcp.prompts import Prompt
 from clawd.mcp.quiet import quiet
@@ -66,14 +68,11 @@ class McpClients:
                  auth: Path | None = None):
         self.cache = cache
         self._listeners: list[Callable[[], None]] = []
-        self.connections = {name: Connection(name, cfg, logs, self._kept, roots, self._ask)
+        # a server's questions during a call, put to the person by the thread that waits for
+        # the call (``_run``; ``elicit``, ``elicit_url``)
+        self.asking = Asking()
+        self.connections = {name: Connection(name, cfg, logs, self._kept, roots, self.asking)
                             for name, cfg in servers.items() if cfg.enabled}
-        # a server's question during a call, put to the person by the thread that waits for
-        # the call (``_run``): (message, requested schema) to the values, None to decline;
-        # None: nobody can answer here (``-m``, the gateway)
-        self.elicit: Callable[[str, Any], dict[str, Any] | None] | None = None
-        self._questions: queue.SimpleQueue[tuple[str, Any, concurrent.futures.Future[Any]]] = (
-            queue.SimpleQueue())
         for connection in self.connections.values():
             connection.auth = auth  # OAuth tokens (``oauth``), where a server asks for them
         self.disabled = [name for name, cfg in servers.items() if not cfg.enabled]
@@ -94,31 +93,32 @@ class McpClients:
             while True:
                 with contextlib.suppress(concurrent.futures.TimeoutError):
                     return future.result(timeout=0.25)
-                self._answer()
+                self.asking.answer()
                 if cancel is not None:
                     cancel.check()
         except BaseException:
             future.cancel()
             raise
 
-    async def _ask(self, message: str, schema: Any) -> dict[str, Any] | None:
-        """On the MCP loop: hand a server's question to the waiting thread (``_answer``)."""
-        if self.elicit is None:
-            return None
-        answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._questions.put((message, schema, answer))
-        return await asyncio.wrap_future(answer)
+    @property
+    def elicit(self) -> Callable[[str, Any], dict[str, Any] | None] | None:
+        """A server's form (message, requested schema) to the values typed, None to
+        decline; None: nobody can answer here (``-m``)."""
+        return self.asking.form
 
-    def _answer(self) -> None:
-        """On the thread that waits for a call: put the questions asked meanwhile to the
-        person (``elicit``); one that fails is declined."""
-        while not self._questions.empty():
-            message, schema, answer = self._questions.get()
-            try:
-                values = self.elicit(message, schema) if self.elicit else None
-            except Exception:  # noqa: BLE001 - a question that cannot be asked is declined
-                values = None
-            answer.set_result(values)
+    @elicit.setter
+    def elicit(self, ask: Callable[[str, Any], dict[str, Any] | None] | None) -> None:
+        self.asking.form = ask
+
+    @property
+    def elicit_url(self) -> Callable[[Link], str] | None:
+        """A web page a server asks the person to open (``elicit.Link``) to "accept",
+        "decline" or "cancel"; None: nobody can answer here, and it is declined."""
+        return self.asking.link
+
+    @elicit_url.setter
+    def elicit_url(self, ask: Callable[[Link], str] | None) -> None:
+        self.asking.link = ask
 
     def start(self, lazy: bool = False) -> list[str]:
         """Connect to every server side by side (``lazy``: only those whose last listing is

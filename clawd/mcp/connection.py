@@ -5,33 +5,40 @@ process's MCP event loop, its tools, and its calls.
 limit is only the longer of the two time-outs, so a slow start is not cut by a short
 ``requestTimeoutMs``); a failure is its ``state`` and ``error``, one line, its stderr's last
 line in it for a child (``<state>/logs/mcp-<name>.log``), a remote server's plain answer
-(``diagnose``) for a URL. A call is bounded by ``requestTimeoutMs``; a time-out, a tool's
-error, a server that exits during the call: each is an error result, never an exception. A
-connection that is not running is started at its next call (one quiet for a while is
-pinged first, so a server that died between calls costs no failed call). Every message is
-scrubbed of the server's secrets (``launch``).
+(``diagnose``) for a URL. A call is bounded by ``requestTimeoutMs``, a question open to the
+person not counted (``asking.within``); a time-out, a tool's error, a server that exits
+during the call: each is an error result, never an exception. A connection that is not
+running is started at its next call (one quiet for a while is pinged first, so a server
+that died between calls costs no failed call). Every message is scrubbed of the server's
+secrets (``launch``).
 
 A URL that speaks only the legacy SSE transport (``diagnose``) is tried again with it. The
 client declares roots (the folders it was given: the operator's agent's workspace) and
 honours ``notifications/tools/list_changed``: the tools are listed again and ``on_ready``
-told. The server's ``instructions`` are kept, as the server sent them (``instructions``).
+told. The server's ``instructions`` are kept, as the server sent them (``instructions``). Its
+questions to the person (elicitation, form and URL mode, and a call refused until the person
+has been to a page, -32042) go through ``asking``; ``notifications/elicitation/complete`` is
+only logged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
 from clawd.config.mcp import McpServer
 from clawd.core.errors import ClawdError
 from clawd.core.textcut import shorten
+from clawd.mcp.asking import URL_ELICITATION_REQUIRED, Asking, within
 from clawd.mcp.launch import Launch, child_env, resolve, scrub
 from clawd.mcp.listing import Listed, list_tools
 from clawd.mcp.prompts import Prompt, as_message, list_prompts
@@ -40,6 +47,7 @@ from clawd.mcp.shapes import Output, framed, read_result
 
 IDLE_PING_SECONDS = 2.0  # a connection quiet this long is pinged before a call
 PING_SECONDS = 2.0
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,11 +92,11 @@ class Connection:
     def __init__(self, name: str, config: McpServer, logs: Path | None,
                  on_ready: Callable[[Connection], None] | None = None,
                  roots: list[Path] | None = None,
-                 ask: Callable[[str, Any], Awaitable[dict[str, Any] | None]] | None = None):
+                 asking: Asking | None = None):
         self.name, self.config, self.logs = name, config, logs
         self.on_ready = on_ready  # called with the connection each time it has listed its tools
         self.roots = roots or []
-        self.ask = ask  # puts a server's question to the person (McpClients.elicit)
+        self.asking = asking  # puts a server's questions to the person
         self.auth: Path | None = None  # where OAuth tokens are kept (``oauth``)
         self.login: dict[str, Any] = {}  # ``clawd mcp login``: how to get new tokens
         self.sse = False  # the URL speaks the legacy SSE transport only
@@ -155,10 +163,11 @@ class Connection:
         try:
             self.launch = resolve(cfg, os.environ)
             async with contextlib.AsyncExitStack() as stack:
+                asked = partial(self.asking.elicited, self.name) if self.asking else None
                 client = await stack.enter_async_context(
                     Client(await self._transport(stack, self.launch), mode="legacy",
                            read_timeout_seconds=backstop, list_roots_callback=self._roots,
-                           message_handler=self._heard, elicitation_callback=self._elicited))
+                           message_handler=self._heard, elicitation_callback=asked))
                 tools, notes, missing = await list_tools(client, cfg.tools, self.name,
                                                          backstop)
                 read = reader(self.name, await self._resources(client, notes))
@@ -233,24 +242,16 @@ class Connection:
         return ListRootsResult(roots=[Root(uri=path.resolve().as_uri(), name=path.name)
                                       for path in self.roots])
 
-    async def _elicited(self, context: Any, params: Any) -> Any:
-        """A server's question during a call (``elicit``): put to the person, or declined
-        where nobody can answer (and in URL mode, which sends the person elsewhere)."""
-        from mcp_types import ElicitResult
-
-        schema = getattr(params, "requested_schema", None)
-        if self.ask is None or schema is None:
-            return ElicitResult(action="decline")
-        values = await self.ask(f"{self.name} asks: {params.message}", schema)
-        return ElicitResult(action="accept", content=values) if values is not None else (
-            ElicitResult(action="decline"))
-
     async def _heard(self, message: Any) -> None:
-        """A notification of the server: its tool list changed, so it is listed again."""
-        from mcp_types import ToolListChangedNotification
+        """A notification of the server: its tool list changed, so it is listed again; a
+        page it sent the person to is done with (logged only)."""
+        from mcp_types import ElicitCompleteNotification, ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification) and self._client is not None:
             asyncio.get_running_loop().create_task(self._relist(self._client))
+        elif isinstance(message, ElicitCompleteNotification):
+            log.debug("mcp: %s: elicitation %s complete", self.name,
+                      message.params.elicitation_id)
 
     async def _relist(self, client: Any) -> None:
         seconds = self.config.connection_timeout_ms / 1000
@@ -358,14 +359,16 @@ class Connection:
         client, seconds = self._client, self.config.request_timeout_ms / 1000
         try:
             if resource:
-                read = await asyncio.wait_for(client.read_resource(str(arguments.get(
+                read = await within(self.asking, client.read_resource(str(arguments.get(
                     "uri", ""))), seconds)
                 return framed(read_contents(read), self.name)
-            result = await asyncio.wait_for(client.call_tool(tool, arguments), seconds)
+            result = await within(self.asking, client.call_tool(tool, arguments), seconds)
         except TimeoutError:
             return Output(f"{self.name}: {tool} did not answer within {seconds:g} s "
                           f"(requestTimeoutMs)", is_error=True)
         except Exception as exc:  # noqa: BLE001 - a failed call is the model's to act on
+            if getattr(exc, "code", None) == URL_ELICITATION_REQUIRED and self.asking:
+                return await self.asking.required(self.name, tool, getattr(exc, "data", None))
             why = scrub(_one_line(exc), self.secrets)
             if not await self._alive(ping=True):
                 self.state = "stopped"

@@ -299,7 +299,8 @@ def run_repl(config: Any, args: Any) -> int:
         if chat.runtime.mcp is not None:  # a server's question during a call is put to you
             from clawd.frontends.questions import TerminalQuestions
 
-            chat.runtime.mcp.elicit = TerminalQuestions()
+            questions = TerminalQuestions()
+            chat.runtime.mcp.elicit, chat.runtime.mcp.elicit_url = questions, questions.link
         return repl_loop(chat, history=history_path(state_dir(), chat.runtime.agent_id),
                          as_json=bool(getattr(args, "json", False)),
                          deltas=bool(getattr(args, "stream", False)))

@@ -120,6 +120,7 @@ class ServedAgents:
             found.confirm = self.approvals
             if found.mcp is not None:  # a server's question goes to the page too
                 found.mcp.elicit = self.approvals.ask
+                found.mcp.elicit_url = self.approvals.link
             return found
 
     def close(self) -> None:

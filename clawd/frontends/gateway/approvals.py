@@ -12,9 +12,12 @@ refused, as in a ``clawd chat -m`` run. A server's question during a call (MCP e
 ``ask``: the runtimes' ``McpClients.elicit``) goes the same way, as a ``question`` line with
 its ``fields``, answered with ``{"values": {...}}`` (read as each field's type: a wrong one
 is refused and the question stays open) or ``{"approve": false}`` to decline; where nobody
-can answer it is declined. With several workers on one database the answer may reach any of
-them: one that does not run the turn checks it against the question's stored line
-(``check``) and hands it to the worker that does (``Hub.answer``).
+can answer it is declined. A web page a server asks the person to open (URL mode, ``link``:
+``McpClients.elicit_url``) is a ``question`` line with its ``url`` and ``host``: ``{"approve":
+true}`` accepts (the page opens it), false declines, no answer cancels; a link that is not
+http(s) is a ``notice`` line, declined. With several workers on one database the answer may
+reach any of them: one that does not run the turn checks it against the question's stored
+line (``check``) and hands it to the worker that does (``Hub.answer``).
 """
 
 from __future__ import annotations
@@ -24,10 +27,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clawd.core.errors import ToolError
 from clawd.frontends.gateway.bodies import BadRequest
+
+if TYPE_CHECKING:
+    from clawd.mcp.elicit import Link
 
 APPROVAL_SECONDS = 300.0
 POLL_SECONDS = 0.25
@@ -95,6 +101,23 @@ class PageApprovals:
         bound[1]({"type": "approvalAnswered", "id": question.number,
                   "approved": values is not None})
         return values
+
+    def link(self, found: Link) -> str:
+        """A web page a server asks the person to open (``McpClients.elicit_url``, an
+        ``elicit.Link``): "accept", "decline", or "cancel" when unanswered."""
+        bound = self._bound()
+        if bound is not None and found.refused:
+            bound[1]({"type": "notice", "text": found.refused})
+        if bound is None or found.refused:
+            return "decline"
+        question = self._put(bound, {"type": "question", "text": f"{found.server} asks you to "
+                                     f"open a web page: {found.message}", "url": found.url,
+                                     "host": found.host}, _Question())
+        action = ("cancel" if not question.answered.is_set() else
+                  "accept" if question.approved else "decline")
+        bound[1]({"type": "approvalAnswered", "id": question.number,
+                  "approved": action == "accept"})
+        return action
 
     def _put(self, bound: tuple[Any, Callable[[dict[str, Any]], None]], line: dict[str, Any],
              question: _Question) -> _Question:

@@ -233,6 +233,46 @@ export function questionNode(e, answer) {
   return node;
 }
 
+// A web page a server asks the person to open (MCP elicitation, URL mode): its message, the
+// address with its host set apart, Open (opens it in a new tab: accepted) and Decline. Only
+// an http(s) address is a link (the gateway sends no other).
+export function linkNode(e, answer) {
+  const node = el("div", "approval question");
+  node.append(el("div", "approval-text", e.text));
+  let url = null;
+  try { url = new URL(e.url); } catch { url = null; }
+  const web = url && ["http:", "https:"].includes(url.protocol);
+  const shown = el(web ? "a" : "span", "question-link", e.url);
+  if (web) Object.assign(shown, { href: url.href, target: "_blank", rel: "noopener noreferrer" });
+  node.append(el("div", "question-host", `host: ${e.host || (url && url.host) || "?"}`), shown);
+  const buttons = el("div", "approval-buttons");
+  const said = el("span", "error");
+  let sent = false; // the link and Open both accept: once
+  const send = (approve) => {
+    if (sent) return;
+    sent = true;
+    for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+    answer(e.id, approve).catch((err) => {
+      sent = false;
+      for (const b of buttons.querySelectorAll("button")) b.disabled = b === open && !web;
+      said.textContent = ` ${err.message}`;
+    });
+  };
+  const open = el("button", "approve", "Open");
+  const decline = el("button", "deny", "Decline");
+  open.type = decline.type = "button";
+  open.disabled = !web;
+  open.addEventListener("click", () => {
+    window.open(url.href, "_blank", "noopener,noreferrer");
+    send(true);
+  });
+  if (web) shown.addEventListener("click", () => send(true));
+  decline.addEventListener("click", () => send(false));
+  buttons.append(open, decline, said);
+  node.append(buttons);
+  return node;
+}
+
 export function commandNode(name, text) {
   const node = el("div", "line command");
   node.dataset.command = name;
@@ -404,7 +444,8 @@ export class Live {
       }
       case "question": {
         this.stopWaiting();
-        const node = questionNode(e, (id, values) => this.answer(id, values !== null, values));
+        const node = e.url ? linkNode(e, (id, approve) => this.answer(id, approve)) :
+          questionNode(e, (id, values) => this.answer(id, values !== null, values));
         this.questions.set(e.id, node);
         this.add(node, true);
         break;
