@@ -9,6 +9,11 @@ answered only when ``groups`` lists it (its chat id, or ``"*"``), and then, unle
 rule says ``requireMention: false``, only when the bot is mentioned; anything else in a
 group is ignored silently. A refused sender is told once (the service remembers whom it
 told) and never answered by the model.
+
+``counted_as`` says whose turns (``gateway.quotas``) a message counts against: a linked
+person's own (their turns through the API and through the channel share one budget), the
+operator's for the senders ``allowFrom`` names (counted, as the operator's token is, only
+with ``quotas.operator``), and for anyone else the sender's, as a person of their own.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Literal
 
 from clawd.channels.base import Inbound
 from clawd.config.channels import Telegram
+from clawd.frontends.hub.quotas import OPERATOR
 
 Verdict = Literal["answer", "pair", "refuse", "ignore"]
 
@@ -46,3 +52,14 @@ def verdict(rules: Telegram, message: Inbound, approved: set[str], linked: bool 
     if policy == "allowlist":
         return "refuse"
     return "answer" if message.sender_id in approved else "pair"
+
+
+def counted_as(message: Inbound, person: str | None, allow_from: list[str], *,
+               operator: bool) -> str | None:
+    """Whose turns ``message`` counts against (None: nobody's, no limits). ``person``: the
+    name of the person linked to the sender; ``operator``: ``quotas.operator``."""
+    if person:
+        return person
+    if is_listed(message.sender_id, message.sender_name, allow_from):
+        return OPERATOR if operator else None
+    return f"{message.channel}:{message.sender_id}"
