@@ -6,7 +6,8 @@ it stops; a lock file on the files) and long-polls ``getUpdates``. Each update i
 as taken (``first_time``) before anything is done with it, so an update Telegram delivers
 again after a crash is never answered twice. Then, in arrival order: who may talk
 (``access.verdict``: a stranger gets a pairing code, a refused sender is told once, a group
-message that does not mention the bot is ignored; a direct message from a person ``clawd
+message that does not mention the bot, or whose sender the group's ``allowFrom`` does not
+name, is ignored; a direct message from a person ``clawd
 users link`` linked to the sender's id is let in and goes to that person's own agent, never
 the channel's), the bot commands (``/new``,
 ``/compact``, ``/status`` run as the REPL's; ``/stop`` stops the running turn), and a
@@ -152,7 +153,7 @@ class TelegramService:
         approved = await asyncio.to_thread(self.state.approved, CHANNEL)
         linked = await self._linked(message)
         person = linked if message.chat_type == "dm" else None
-        verdict = access.verdict(self.rules, message, approved, linked=person is not None)
+        verdict = access.verdict(self.rules, message, approved, linked=linked is not None)
         if verdict == "ignore":
             return
         if verdict == "refuse":
