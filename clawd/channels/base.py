@@ -2,7 +2,8 @@
 
 ``Inbound`` is one message a person sent, as the service needs it whatever the network:
 where it came from (chat, sender, thread), what it says (text, images, or a kind clawd
-cannot take yet), and whether the bot was mentioned. ``Channel`` is what a reply needs:
+cannot take yet), whether the bot was mentioned, and whether it is an edit of a message
+sent before. ``Channel`` is what a reply needs:
 send a text (returning the network's message id, which is what "delivered" means), edit
 it, show "typing…". ``Delivery`` is the seam automation's outbox calls with a target such
 as ``telegram:<chatId>``.
@@ -36,6 +37,7 @@ class Inbound:
     kind: Kind = "text"
     images: tuple[ImagePart, ...] = field(default=())
     file_id: str | None = None  # an image to fetch before the turn (``Channel.image``)
+    edited: bool = False  # the person changed a message sent before (a new update)
 
 
 class Channel(Protocol):

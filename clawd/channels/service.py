@@ -1,25 +1,26 @@
 """The Telegram channel inside ``clawd serve`` (docs/channels.md).
 
 ``TelegramService.run`` becomes the bot's one poller (``ChannelState.try_poll``: an
-advisory lock on PostgreSQL, so one worker of several polls and another takes over when
-it stops; a lock file on the files) and long-polls ``getUpdates``. Each update is recorded
-as taken (``first_time``) before anything is done with it, so an update Telegram delivers
+advisory lock on PostgreSQL, so one worker of several polls and another takes over when it
+stops; a lock file on the files) and long-polls ``getUpdates``. Each update is recorded as
+taken (``first_time``) before anything is done with it, so an update Telegram delivers
 again after a crash is never answered twice. Then, in arrival order: who may talk
 (``access.verdict``: a stranger gets a pairing code, a refused sender is told once, a group
 message that does not mention the bot, or whose sender the group's ``allowFrom`` does not
-name, is ignored; a direct message from a person ``clawd
-users link`` linked to the sender's id is let in and goes to that person's own agent, never
-the channel's), the bot commands (``/new``,
-``/compact``, ``/status`` run as the REPL's; ``/stop`` stops the running turn), and a
-message is queued as a turn of its session (``keys.session_key``) in the ``Hub``
-— one writer per session, turns in the order queued, across workers — whose events a
-``Replier`` shows in the chat. A turn counts against the per-person quotas of
+name, is ignored; a direct message from a person ``clawd users link`` linked to the
+sender's id is let in and goes to that person's own agent, never the channel's), the bot
+commands (``/new``, ``/compact``, ``/status`` run as the REPL's; ``/stop`` stops the
+running turn), and a message is queued as a turn of its session (``keys.session_key``) in
+the ``Hub`` — one writer per session, turns in the order queued, across workers — whose
+events a ``Replier`` shows in the chat. A turn counts against the per-person quotas of
 ``gateway.quotas`` as the API's do (``hub.quotas.submit``; whose: ``access.counted_as``):
 past them the sender is told once, in one line, when to try again, and nothing is queued.
-Voice messages and files are answered "not supported yet";
-a photo goes to the model with its caption. ``deliver`` is what automation's outbox calls
-for a ``telegram:<chatId>`` target. Connection, last error and messages in and out are
-recorded for ``clawd channels status``; the token never appears in any of it.
+An edit (``Inbound.edited``) is queued as a new message marked ``(edited)``
+(``said.model_text``), unless it edits a command or a file. Voice messages and files are
+answered "not supported yet"; a photo goes to the model with its caption. ``deliver`` is
+what automation's outbox calls for a ``telegram:<chatId>`` target. Connection, last error
+and messages in and out are recorded for ``clawd channels status``; the token never appears
+in any of it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from clawd.channels import access, split
 from clawd.channels.base import Inbound
 from clawd.channels.keys import session_key
 from clawd.channels.replies import Replier
+from clawd.channels.said import is_command, model_text
 from clawd.channels.telegram import TelegramApi, error_text
 from clawd.config import Config
 from clawd.core.messages import ImagePart
@@ -163,6 +165,9 @@ class TelegramService:
         if verdict == "pair":
             await self._pair(message)
             return
+        text = message.text.strip()
+        if message.edited and (is_command(text) or message.kind not in ("text", "image")):
+            return  # a command ran on the first version; a file's caption changes nothing
         if message.kind in ("voice", "file", "other"):
             await self.say(message, NOT_YET)
             return
@@ -173,17 +178,15 @@ class TelegramService:
         owner = person is None and access.is_listed(message.sender_id, message.sender_name,
                                                     self.rules.allow_from)
         key = session_key(agent_id, message, dm_scope=self.dm_scope, owner=owner)
-        text = message.text.strip()
-        if text.startswith("/") and not text.startswith("//"):
+        if is_command(text):
             text = await self._command(message, agent_id, key, text)
             if not text:
                 return
-        elif message.chat_type == "group":
-            text = f"{message.sender_name or message.sender_id}: {text}"
+        else:
+            text = model_text(message, text)
         images: tuple[ImagePart, ...] = ()
         if message.kind == "image" and message.file_id:
             images = (await self.api.image(message.file_id),)
-            text = text or "(a photo)"
         counted = access.counted_as(message, linked and linked.name, self.rules.allow_from,
                                     operator=self.quotas.operator)
         try:

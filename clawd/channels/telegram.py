@@ -2,7 +2,8 @@
 
 ``TelegramApi`` is the Bot API as the service uses it: ``start`` (``getMe``: who the bot is,
 and the token checked), ``updates`` (long polling ``getUpdates`` from an offset, each update
-read into an ``Inbound`` or None for one clawd does not take), ``send`` (``sendMessage``:
+read into an ``Inbound`` or None for one clawd does not take; an ``edited_message`` is an
+``Inbound`` marked ``edited``), ``send`` (``sendMessage``:
 Telegram's message id back, which is what "delivered" means), ``edit``
 (``editMessageText``), ``typing`` (``sendChatAction``), ``set_commands``
 (``setMyCommands``) and ``image`` (``getFile`` and the download). A 429 is waited out for
@@ -105,13 +106,14 @@ class TelegramApi:
         its message, or None for an update clawd does not take."""
         found = await self._call(self.bot.get_updates, offset=offset,
                                  timeout=int(self.poll_seconds),
-                                 allowed_updates=["message"])
+                                 allowed_updates=["message", "edited_message"])
         return [(int(update.update_id), self.inbound(update)) for update in found]
 
     def inbound(self, update: Any) -> Inbound | None:
         """An update as an ``Inbound`` message (None: not a message of a person to a
-        private chat, group or supergroup)."""
-        message = update.message
+        private chat, group or supergroup, nor an edit of one)."""
+        edited = update.message is None and update.edited_message is not None
+        message = update.edited_message if edited else update.message
         if message is None or message.from_user is None or message.from_user.is_bot:
             return None
         chat = message.chat
@@ -136,7 +138,7 @@ class TelegramApi:
             sender_name=f"@{sender.username}" if sender.username else None, text=text,
             message_id=int(message.message_id),
             thread=int(message.message_thread_id) if message.is_topic_message else None,
-            mentioned=mentioned, kind=kind, file_id=file_id)
+            mentioned=mentioned, kind=kind, file_id=file_id, edited=edited)
 
     def _mention(self, message: Any, text: str) -> tuple[bool, str]:
         """Whether the message names the bot (an @mention, a /command@bot, a reply to the
