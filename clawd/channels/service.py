@@ -81,6 +81,7 @@ class TelegramService:
         self.api = TelegramApi(self.token, self.rules.api_root, poll_seconds=poll_seconds)
         self.task: asyncio.Task[None] | None = None
         self.answering: set[asyncio.Task[None]] = set()
+        self.last: dict[str, asyncio.Task[None]] = {}  # session key: its latest answer
         self.polling = asyncio.Event()  # set while this process is the poller
         self.held: dict[tuple[str, str], float] = {}  # (chat, sender): told to wait till
 
@@ -205,9 +206,18 @@ class TelegramService:
             return
         except Stopping:
             return
-        task = asyncio.get_running_loop().create_task(self._answer(turn, message))
+        # a session's turns run in order; their answers are shown in that order too: the
+        # next follows its turn (whose lines wait in its feed) once the one before is shown
+        before = self.last.get(key)
+        task = asyncio.get_running_loop().create_task(self._answer(turn, message, before))
         self.answering.add(task)
-        task.add_done_callback(self.answering.discard)
+        self.last[key] = task
+        task.add_done_callback(functools.partial(self._answered, key))
+
+    def _answered(self, key: str, task: asyncio.Task[None]) -> None:
+        self.answering.discard(task)
+        if self.last.get(key) is task:
+            del self.last[key]
 
     async def _hold(self, message: Inbound, text: str, seconds: float) -> None:
         """Tell the sender ``text`` once while they are held back for ``seconds``: the
@@ -248,7 +258,10 @@ class TelegramService:
             await self.say(message, "Commands here: /new, /compact, /status, /stop.")
         return ""
 
-    async def _answer(self, turn: Any, message: Inbound) -> None:
+    async def _answer(self, turn: Any, message: Inbound,
+                      before: asyncio.Task[None] | None = None) -> None:
+        if before is not None:
+            await asyncio.wait([before])
         replier = Replier(self.api, message)
         try:
             await replier.follow(turn.feed.lines_of(-1))
