@@ -10,7 +10,7 @@ HTML whose tags do not nest (400). ``throttle(method, seconds)`` answers the nex
 ``method`` with a 429 and ``parameters.retry_after``. A test says what people send with
 ``dm`` / ``group`` / ``photo`` / ``voice`` (and changes one with ``edit``) and reads what
 the bot did in ``sent``, ``edits``, ``actions`` and ``commands`` (``wait_sent`` waits for
-them).
+them), and when in ``times``.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ class BotApi:
         self.actions: list[dict[str, Any]] = []
         self.commands: list[dict[str, Any]] = []
         self.calls: list[str] = []
+        self.times: list[tuple[str, float]] = []  # each call's method, when it came
         self.files: dict[str, bytes] = {}
         self.throttled: dict[str, int] = {}
         self.message_ids: dict[str, int] = {}
@@ -240,6 +241,7 @@ class BotApi:
 
     def answer(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.calls.append(method)
+        self.times.append((method, time.monotonic()))
         if method in self.throttled:
             wait = self.throttled.pop(method)
             return 429, {"ok": False, "error_code": 429,
