@@ -8,8 +8,9 @@ confirming what came before it, waiting up to ``timeout`` seconds for something 
 It refuses what Telegram refuses: a wrong token (401), a text over 4096 characters or empty,
 HTML whose tags do not nest (400). ``throttle(method, seconds)`` answers the next call of
 ``method`` with a 429 and ``parameters.retry_after``. A test says what people send with
-``dm`` / ``group`` / ``photo`` / ``voice`` and reads what the bot did in ``sent``,
-``edits``, ``actions`` and ``commands`` (``wait_sent`` waits for them).
+``dm`` / ``group`` / ``photo`` / ``voice`` (and changes one with ``edit``) and reads what
+the bot did in ``sent``, ``edits``, ``actions`` and ``commands`` (``wait_sent`` waits for
+them), and when in ``times``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class BotApi:
         self.actions: list[dict[str, Any]] = []
         self.commands: list[dict[str, Any]] = []
         self.calls: list[str] = []
+        self.times: list[tuple[str, float]] = []  # each call's method, when it came
         self.files: dict[str, bytes] = {}
         self.throttled: dict[str, int] = {}
         self.message_ids: dict[str, int] = {}
@@ -89,15 +91,30 @@ class BotApi:
 
     # --- what people send ----------------------------------------------------------------
 
-    def push(self, message: dict[str, Any]) -> int:
-        """Queue an update holding ``message``; its update_id."""
+    def push(self, message: dict[str, Any], kind: str = "message") -> int:
+        """Queue an update holding ``message`` (as ``kind``: ``message`` or
+        ``edited_message``); its update_id."""
         with self.cond:
             update_id = self.next_update
             self.next_update += 1
-            self.history[update_id] = {"update_id": update_id, "message": message}
+            self.history[update_id] = {"update_id": update_id, kind: message}
             self.updates.append(self.history[update_id])
             self.cond.notify_all()
         return update_id
+
+    def edit(self, update_id: int, text: str) -> int:
+        """The person edits the message of update ``update_id`` to ``text``: an
+        ``edited_message`` update (the same message id, an ``edit_date``); its update_id."""
+        first = self.history[update_id]
+        before = first.get("message") or first["edited_message"]
+        sender = before["from"]
+        extra = {k: before[k] for k in ("message_thread_id", "is_topic_message", "photo",
+                                        "voice") if k in before}
+        message = self.message(text, sender["id"], sender.get("username"),
+                               chat=before["chat"], **extra)
+        message.update(message_id=before["message_id"], date=before["date"],
+                       edit_date=int(time.time()))
+        return self.push(message, "edited_message")
 
     def push_again(self, update_id: int) -> None:
         """Deliver update ``update_id`` once more (as after a crash before confirming)."""
@@ -224,6 +241,7 @@ class BotApi:
 
     def answer(self, method: str, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self.calls.append(method)
+        self.times.append((method, time.monotonic()))
         if method in self.throttled:
             wait = self.throttled.pop(method)
             return 429, {"ok": False, "error_code": 429,

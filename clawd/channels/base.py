@@ -2,10 +2,11 @@
 
 ``Inbound`` is one message a person sent, as the service needs it whatever the network:
 where it came from (chat, sender, thread), what it says (text, images, or a kind clawd
-cannot take yet), and whether the bot was mentioned. ``Channel`` is what a reply needs:
-send a text (returning the network's message id, which is what "delivered" means), edit
-it, show "typing…". ``Delivery`` is the seam automation's outbox calls with a target such
-as ``telegram:<chatId>``.
+cannot take yet), whether the bot was mentioned, and whether it is an edit of a message
+sent before. ``Channel`` is what a reply needs: send a text (returning the network's
+message id, which is what "delivered" means), edit it (``Throttled`` when asked to wait and
+not waiting), show "typing…". ``Delivery`` is the seam automation's outbox calls with a
+target such as ``telegram:<chatId>``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ class Inbound:
     kind: Kind = "text"
     images: tuple[ImagePart, ...] = field(default=())
     file_id: str | None = None  # an image to fetch before the turn (``Channel.image``)
+    edited: bool = False  # the person changed a message sent before (a new update)
+
+
+class Throttled(Exception):
+    """The network asks to wait ``retry_after`` seconds before the next call (a 429)."""
+
+    def __init__(self, retry_after: float):
+        super().__init__(f"asked to wait {retry_after:.0f} s")
+        self.retry_after = retry_after
 
 
 class Channel(Protocol):
@@ -49,7 +59,10 @@ class Channel(Protocol):
         ...
 
     async def edit(self, chat_id: str, message_id: int, text: str, *,
-                   html: bool = True) -> None: ...
+                   html: bool = True, wait: bool = True) -> None:
+        """Change a message sent before to ``text``. A 429 is waited out, or with ``wait``
+        False raised at once as ``Throttled`` (a preview that may be skipped)."""
+        ...
 
     async def typing(self, chat_id: str, *, thread: int | None = None) -> None: ...
 

@@ -1,21 +1,26 @@
 """The Telegram channel inside ``clawd serve`` (docs/channels.md).
 
 ``TelegramService.run`` becomes the bot's one poller (``ChannelState.try_poll``: an
-advisory lock on PostgreSQL, so one worker of several polls and another takes over when
-it stops; a lock file on the files) and long-polls ``getUpdates``. Each update is recorded
-as taken (``first_time``) before anything is done with it, so an update Telegram delivers
+advisory lock on PostgreSQL, so one worker of several polls and another takes over when it
+stops; a lock file on the files) and long-polls ``getUpdates``. Each update is recorded as
+taken (``first_time``) before anything is done with it, so an update Telegram delivers
 again after a crash is never answered twice. Then, in arrival order: who may talk
 (``access.verdict``: a stranger gets a pairing code, a refused sender is told once, a group
-message that does not mention the bot is ignored; a direct message from a person ``clawd
-users link`` linked to the sender's id is let in and goes to that person's own agent, never
-the channel's), the bot commands (``/new``,
-``/compact``, ``/status`` run as the REPL's; ``/stop`` stops the running turn), and a
-message is queued as a turn of its session (``keys.session_key``) in the ``Hub``
-— one writer per session, turns in the order queued, across workers — whose events a
-``Replier`` shows in the chat. Voice messages and files are answered "not supported yet";
-a photo goes to the model with its caption. ``deliver`` is what automation's outbox calls
-for a ``telegram:<chatId>`` target. Connection, last error and messages in and out are
-recorded for ``clawd channels status``; the token never appears in any of it.
+message that does not mention the bot, or whose sender the group's ``allowFrom`` does not
+name, is ignored; a direct message from a person ``clawd users link`` linked to the
+sender's id is let in and goes to that person's own agent, never the channel's), the bot
+commands (``/new``, ``/compact``, ``/status`` run as the REPL's; ``/stop`` stops the
+running turn), and a message is queued as a turn of its session (``keys.session_key``) in
+the ``Hub`` — one writer per session, turns in the order queued, across workers — whose
+events a ``Replier`` shows in the chat. A turn counts against the per-person quotas of
+``gateway.quotas`` as the API's do (``hub.quotas.submit``; whose: ``access.counted_as``):
+past them the sender is told once, in one line, when to try again, and nothing is queued.
+An edit (``Inbound.edited``) is queued as a new message marked ``(edited)``
+(``said.model_text``), unless it edits a command or a file. Voice messages and files are
+answered "not supported yet"; a photo goes to the model with its caption. ``deliver`` is
+what automation's outbox calls for a ``telegram:<chatId>`` target. Connection, last error
+and messages in and out are recorded for ``clawd channels status``; the token never appears
+in any of it.
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ from clawd.channels import access, split
 from clawd.channels.base import Inbound
 from clawd.channels.keys import session_key
 from clawd.channels.replies import Replier
+from clawd.channels.said import is_command, model_text
 from clawd.channels.telegram import TelegramApi, error_text
 from clawd.config import Config
 from clawd.core.messages import ImagePart
+from clawd.frontends.hub import quotas
 from clawd.frontends.hub.agents import UnknownAgent
 from clawd.frontends.hub.hub import Hub
 from clawd.frontends.hub.turns import QueueFull, Stopping
@@ -40,6 +47,7 @@ from clawd.frontends.hub.turns import QueueFull, Stopping
 log = logging.getLogger(__name__)
 CHANNEL = "telegram"
 RETRY_SECONDS = 5.0  # after a failed poll or connection
+HOLD_SECONDS = 60.0  # told once there is no room for a new session: silent this long
 STANDBY_SECONDS = 5.0  # between tries to become the poller
 COMMANDS = [("new", "start a new session"), ("compact", "summarise this session's history"),
             ("status", "model, context used, compactions"), ("stop", "stop the running turn")]
@@ -50,6 +58,8 @@ PAIRING = ("Hi! I don't know you yet. To talk to me, ask my operator to run:\n\n
 TOO_MANY = "Too many people are waiting to be let in right now; try again in an hour."
 REFUSED = "Sorry, I'm not taking messages from you here."
 UNREACHABLE = "I can't reach your own assistant right now; please try again in a minute."
+SLOW_DOWN = "You're sending messages faster than I can take them; try again in {seconds} s."
+NO_ROOM = "I can't start a new conversation here right now: there are too many already."
 NOT_YET = ("Voice messages and files are not supported yet; please send text or a photo "
            "instead.")
 
@@ -62,6 +72,7 @@ class TelegramService:
         from clawd.storage import open_channels
 
         self.rules = config.channels.telegram
+        self.quotas = config.gateway.quotas
         self.dm_scope = config.session.dm_scope
         self.hub = hub
         self.state = state if state is not None else open_channels(config)
@@ -70,7 +81,9 @@ class TelegramService:
         self.api = TelegramApi(self.token, self.rules.api_root, poll_seconds=poll_seconds)
         self.task: asyncio.Task[None] | None = None
         self.answering: set[asyncio.Task[None]] = set()
+        self.last: dict[str, asyncio.Task[None]] = {}  # session key: its latest answer
         self.polling = asyncio.Event()  # set while this process is the poller
+        self.held: dict[tuple[str, str], float] = {}  # (chat, sender): told to wait till
 
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self.run())
@@ -141,8 +154,9 @@ class TelegramService:
     async def take(self, message: Inbound) -> None:
         """Answer ``message`` as its sender is allowed (see the module docstring)."""
         approved = await asyncio.to_thread(self.state.approved, CHANNEL)
-        person = await self._person(message)
-        verdict = access.verdict(self.rules, message, approved, linked=person is not None)
+        linked = await self._linked(message)
+        person = linked if message.chat_type == "dm" else None
+        verdict = access.verdict(self.rules, message, approved, linked=linked is not None)
         if verdict == "ignore":
             return
         if verdict == "refuse":
@@ -152,6 +166,9 @@ class TelegramService:
         if verdict == "pair":
             await self._pair(message)
             return
+        text = message.text.strip()
+        if message.edited and (is_command(text) or message.kind not in ("text", "image")):
+            return  # a command ran on the first version; a file's caption changes nothing
         if message.kind in ("voice", "file", "other"):
             await self.say(message, NOT_YET)
             return
@@ -162,28 +179,55 @@ class TelegramService:
         owner = person is None and access.is_listed(message.sender_id, message.sender_name,
                                                     self.rules.allow_from)
         key = session_key(agent_id, message, dm_scope=self.dm_scope, owner=owner)
-        text = message.text.strip()
-        if text.startswith("/") and not text.startswith("//"):
+        if is_command(text):
             text = await self._command(message, agent_id, key, text)
             if not text:
                 return
-        elif message.chat_type == "group":
-            text = f"{message.sender_name or message.sender_id}: {text}"
+        else:
+            text = model_text(message, text)
         images: tuple[ImagePart, ...] = ()
         if message.kind == "image" and message.file_id:
             images = (await self.api.image(message.file_id),)
-            text = text or "(a photo)"
+        counted = access.counted_as(message, linked and linked.name, self.rules.allow_from,
+                                    operator=self.quotas.operator)
         try:
-            turn, _ = await self.hub.submit(agent_id, key, text, images=images)
+            turn, _ = await quotas.submit(self.hub, self.quotas, counted, agent_id, key,
+                                          text, images=images)
+        except quotas.OverQuota as exc:
+            await self._hold(message, SLOW_DOWN.format(seconds=exc.retry_after),
+                             exc.retry_after)
+            return
+        except quotas.TooManySessions:
+            await self._hold(message, NO_ROOM, HOLD_SECONDS)
+            return
         except QueueFull as exc:
             await self.say(message, f"I'm still busy with your earlier messages; try again in "
                                     f"{exc.retry_after} s.")
             return
         except Stopping:
             return
-        task = asyncio.get_running_loop().create_task(self._answer(turn, message))
+        # a session's turns run in order; their answers are shown in that order too: the
+        # next follows its turn (whose lines wait in its feed) once the one before is shown
+        before = self.last.get(key)
+        task = asyncio.get_running_loop().create_task(self._answer(turn, message, before))
         self.answering.add(task)
-        task.add_done_callback(self.answering.discard)
+        self.last[key] = task
+        task.add_done_callback(functools.partial(self._answered, key))
+
+    def _answered(self, key: str, task: asyncio.Task[None]) -> None:
+        self.answering.discard(task)
+        if self.last.get(key) is task:
+            del self.last[key]
+
+    async def _hold(self, message: Inbound, text: str, seconds: float) -> None:
+        """Tell the sender ``text`` once while they are held back for ``seconds``: the
+        messages they send meanwhile are refused silently."""
+        now = time.monotonic()
+        self.held = {k: t for k, t in self.held.items() if t > now}
+        where = (message.chat_id, message.sender_id)
+        if where not in self.held:
+            self.held[where] = now + seconds
+            await self.say(message, text)
 
     async def _pair(self, message: Inbound) -> None:
         if await asyncio.to_thread(self.state.was_denied, CHANNEL, message.sender_id):
@@ -214,7 +258,10 @@ class TelegramService:
             await self.say(message, "Commands here: /new, /compact, /status, /stop.")
         return ""
 
-    async def _answer(self, turn: Any, message: Inbound) -> None:
+    async def _answer(self, turn: Any, message: Inbound,
+                      before: asyncio.Task[None] | None = None) -> None:
+        if before is not None:
+            await asyncio.wait([before])
         replier = Replier(self.api, message)
         try:
             await replier.follow(turn.feed.lines_of(-1))
@@ -249,11 +296,12 @@ class TelegramService:
     def _agent(self) -> str:
         return self.hub.agents.find(self.rules.agent)
 
-    async def _person(self, message: Inbound) -> Any:
-        """The person linked to the sender of a direct message (``clawd users link``), or
-        None (a group message, no people, nobody linked)."""
+    async def _linked(self, message: Inbound) -> Any:
+        """The person linked to the sender (``clawd users link``), or None (no people,
+        nobody linked). Their direct messages go to their own agent; in a group they are
+        the group's like anyone, but their turns count against their own quota."""
         people = getattr(self.hub.agents, "people", None)
-        if people is None or message.chat_type == "group":
+        if people is None:
             return None
         return await asyncio.to_thread(people.linked, f"{CHANNEL}:{message.sender_id}")
 

@@ -1,15 +1,16 @@
 """Telegram, through python-telegram-bot (the SDK is imported in this module only).
 
-``TelegramApi`` is the Bot API as the service uses it: ``start`` (``getMe``: who the bot is,
-and the token checked), ``updates`` (long polling ``getUpdates`` from an offset, each update
-read into an ``Inbound`` or None for one clawd does not take), ``send`` (``sendMessage``:
-Telegram's message id back, which is what "delivered" means), ``edit``
-(``editMessageText``), ``typing`` (``sendChatAction``), ``set_commands``
-(``setMyCommands``) and ``image`` (``getFile`` and the download). A 429 is waited out for
-its ``retry_after`` and the call made again (up to ``RETRIES`` times). ``apiRoot`` points it
-at a local Bot API server or a test stand-in. The token is part of every URL the SDK asks
-for: ``Redact`` takes it out of the log lines of the HTTP client and the SDK, and
-``redact`` out of any error text clawd keeps or shows.
+``TelegramApi`` is the Bot API as the service uses it: ``start`` (``getMe``: who the bot
+is, and the token checked), ``updates`` (long polling ``getUpdates`` from an offset, each
+update read into an ``Inbound`` or None for one clawd does not take; an ``edited_message``
+is an ``Inbound`` marked ``edited``), ``send`` (``sendMessage``: Telegram's message id
+back, which is what "delivered" means), ``edit`` (``editMessageText``; a preview's edit is
+not waited for: a 429 is ``Throttled`` at once), ``typing`` (``sendChatAction``),
+``set_commands`` (``setMyCommands``) and ``image`` (``getFile`` and the download). A 429 is
+waited out for its ``retry_after`` and the call made again (up to ``RETRIES`` times).
+``apiRoot`` points it at a local Bot API server or a test stand-in. The token is part of
+every URL the SDK asks for: ``Redact`` takes it out of the log lines of the HTTP client and
+the SDK, and ``redact`` out of any error text clawd keeps or shows.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import warnings
 from datetime import timedelta
 from typing import Any
 
-from clawd.channels.base import Inbound, Kind
+from clawd.channels.base import Inbound, Kind, Throttled
 from clawd.core.messages import ImagePart
 
 log = logging.getLogger(__name__)
@@ -105,13 +106,14 @@ class TelegramApi:
         its message, or None for an update clawd does not take."""
         found = await self._call(self.bot.get_updates, offset=offset,
                                  timeout=int(self.poll_seconds),
-                                 allowed_updates=["message"])
+                                 allowed_updates=["message", "edited_message"])
         return [(int(update.update_id), self.inbound(update)) for update in found]
 
     def inbound(self, update: Any) -> Inbound | None:
         """An update as an ``Inbound`` message (None: not a message of a person to a
-        private chat, group or supergroup)."""
-        message = update.message
+        private chat, group or supergroup, nor an edit of one)."""
+        edited = update.message is None and update.edited_message is not None
+        message = update.edited_message if edited else update.message
         if message is None or message.from_user is None or message.from_user.is_bot:
             return None
         chat = message.chat
@@ -136,7 +138,7 @@ class TelegramApi:
             sender_name=f"@{sender.username}" if sender.username else None, text=text,
             message_id=int(message.message_id),
             thread=int(message.message_thread_id) if message.is_topic_message else None,
-            mentioned=mentioned, kind=kind, file_id=file_id)
+            mentioned=mentioned, kind=kind, file_id=file_id, edited=edited)
 
     def _mention(self, message: Any, text: str) -> tuple[bool, str]:
         """Whether the message names the bot (an @mention, a /command@bot, a reply to the
@@ -187,19 +189,22 @@ class TelegramApi:
         return int(sent.message_id)
 
     async def edit(self, chat_id: str, message_id: int, text: str, *,
-                   html: bool = True) -> None:
+                   html: bool = True, wait: bool = True) -> None:
+        """``editMessageText``; without ``wait`` a 429 raises ``Throttled`` at once."""
         from telegram.error import BadRequest
 
+        retries = RETRIES if wait else 0
         try:
             await self._call(self.bot.edit_message_text, text, chat_id=chat_id,
-                             message_id=message_id, parse_mode="HTML" if html else None)
+                             message_id=message_id, parse_mode="HTML" if html else None,
+                             retries=retries)
         except BadRequest as exc:
             if "not modified" in str(exc):
                 return
             if not html or "parse entities" not in str(exc):
                 raise
             await self._call(self.bot.edit_message_text, plain(text), chat_id=chat_id,
-                             message_id=message_id)
+                             message_id=message_id, retries=retries)
 
     async def typing(self, chat_id: str, *, thread: int | None = None) -> None:
         await self._call(self.bot.send_chat_action, chat_id=chat_id, action="typing",
@@ -211,16 +216,20 @@ class TelegramApi:
         await self._call(self.bot.set_my_commands,
                          [BotCommand(name, about) for name, about in commands])
 
-    async def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
-        """``method``, a 429 waited out for its ``retry_after`` (up to ``RETRIES``)."""
+    async def _call(self, method: Any, *args: Any, retries: int = RETRIES,
+                    **kwargs: Any) -> Any:
+        """``method``, a 429 waited out for its ``retry_after`` (up to ``retries`` times;
+        with none, a 429 is ``Throttled``)."""
         from telegram.error import RetryAfter
 
-        for attempt in range(RETRIES + 1):
+        for attempt in range(retries + 1):
             try:
                 return await method(*args, **kwargs)
             except RetryAfter as exc:
                 wait = retry_seconds(exc)
-                if attempt == RETRIES or wait > MAX_WAIT_SECONDS:
+                if not retries:
+                    raise Throttled(wait) from None
+                if attempt == retries or wait > MAX_WAIT_SECONDS:
                     raise
                 log.info("telegram asks to wait %.0f s (429); waiting", wait)
                 await asyncio.sleep(wait)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import re
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +15,9 @@ from clawd.channels import markup, split
 from clawd.channels.access import verdict
 from clawd.channels.base import Inbound
 from clawd.channels.keys import session_key
+from clawd.config import load_config
 from clawd.config.channels import Telegram
+from clawd.core.errors import ConfigError
 
 TAG = re.compile(r"<[^>]+>")
 
@@ -127,3 +130,47 @@ def test_who_may_talk():
     anywhere = Telegram.model_validate({"groups": {"*": {}}})
     assert verdict(anywhere, message(chat_type="group", chat_id="-300", mentioned=True),
                    set()) == "answer"
+
+
+def test_who_is_answered_in_a_group():
+    rules = Telegram.model_validate({
+        "allowFrom": ["@owner"],
+        "groups": {"-100": {"allowFrom": ["@Ann", "7"]}, "-200": {"allowFrom": ["*"]},
+                   "-300": {"allowFrom": []}, "-400": {}}})
+
+    def said(chat: str, sender: str, name: str | None, linked: bool = False) -> str:
+        return verdict(rules, message(chat_type="group", chat_id=chat, sender_id=sender,
+                                      sender_name=name, mentioned=True), set(), linked)
+
+    # a group's own list: only those it names, by @name (any case) or id
+    assert said("-100", "42", "@ann") == "answer" and said("-100", "7", None) == "answer"
+    assert said("-100", "9", "@eve") == "ignore"  # a stranger: silence, never a refusal
+    assert said("-100", "1", "@owner") == "ignore"  # the channel's list is not added to it
+    assert said("-200", "9", "@eve") == "answer"  # "*": every member
+    assert said("-300", "42", "@ann") == "ignore"  # an empty list: nobody
+    # no list of its own: the channel's allowFrom (and linked people)
+    assert said("-400", "1", "@owner") == "answer"
+    assert said("-400", "9", "@eve") == "ignore"
+    assert said("-400", "9", "@eve", linked=True) == "answer"
+    # neither list: anyone in a listed group, as before
+    anyone = Telegram.model_validate({"groups": {"*": {}}})
+    assert verdict(anyone, message(chat_type="group", chat_id="-5", sender_id="9",
+                                   sender_name=None, mentioned=True), set()) == "answer"
+    # pairing is for direct messages: an approved stranger is not thereby in a group
+    assert verdict(rules, message(chat_type="group", chat_id="-400", sender_id="9",
+                                  mentioned=True), {"9"}) == "ignore"
+
+
+def test_a_bad_group_allow_from_entry_is_a_clear_config_error(tmp_path):
+    path = tmp_path / "clawd.json"
+    path.write_text('{channels: {telegram: {groups: {"-100": {allowFrom: ["@ann", "ann"]}}}}}')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        f"{path}: bad value for 'channels.telegram.groups.-100.allowFrom': 'ann' is neither a "
+        f"Telegram user id (digits) nor an @name, nor \"*\" (every member)")
+    path.write_text('{channels: {telegram: {allowFrom: ["*"]}}}')  # "*" is a group's only
+    with pytest.raises(ConfigError, match="'channels.telegram.allowFrom': '\\*' is neither"):
+        load_config(path)
+    path.write_text('{channels: {telegram: {groups: {"-100": {allowFrom: [" @ann ", "*"]}}}}}')
+    assert load_config(path).channels.telegram.groups["-100"].allow_from == ["@ann", "*"]

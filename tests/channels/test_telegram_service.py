@@ -35,10 +35,12 @@ def echo(request) -> str:
 
 @contextmanager
 def served(tmp_path, api: BotApi, rules: dict | None = None, *, provider=None,
-           session: dict | None = None):
-    """The gateway with the Telegram channel on ``api``; yields (provider, runtime, config)."""
+           session: dict | None = None, quotas: dict | None = None):
+    """The gateway with the Telegram channel on ``api`` (and ``gateway.quotas``); yields
+    (provider, runtime, app)."""
     provider = provider or ScriptedProvider(default=echo)
-    raw = {"gateway": {"idleSessionSeconds": 0, "shutdownGraceSeconds": 0},
+    raw = {"gateway": {"idleSessionSeconds": 0, "shutdownGraceSeconds": 0,
+                       "quotas": quotas or {}},
            "session": session or {},
            "channels": {"telegram": {"enabled": True, "botToken": BOT_TOKEN,
                                      "apiRoot": api.url, **(rules or {})}}}

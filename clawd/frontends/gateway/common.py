@@ -36,10 +36,11 @@ from clawd.core.errors import (
 from clawd.frontends.gateway.agents import ServedAgents
 from clawd.frontends.gateway.bodies import B, BadRequest, parse
 from clawd.frontends.gateway.gatekeeper import error_body
-from clawd.frontends.gateway.quotas import OverQuota, TooLarge, TooManySessions
+from clawd.frontends.gateway.quotas import TooLarge
 from clawd.frontends.gateway.workspace import NotFound, Refused
 from clawd.frontends.hub.agents import UnknownAgent
 from clawd.frontends.hub.hub import Hub
+from clawd.frontends.hub.quotas import OverQuota, TooManySessions
 from clawd.frontends.hub.turns import IdempotencyConflict, QueueFull, Stopping
 from clawd.sessions.lock import SessionBusyError
 from clawd.sessions.store import key_problem
@@ -88,7 +89,6 @@ class GatewayState:
     # ``channels.service.TelegramService`` while it runs (its ``deliver``: the outbox's way
     # to a ``telegram:<chatId>``), else None
     channels: Any = None
-    turns: Any = None  # each person's turns (``quotas.turn_quota``), made on first use
 
 
 class Forbidden(ClawdError):

@@ -7,7 +7,8 @@ are a ``Feed`` any client follows.
 differs between one process and several workers: the ``Coordination`` interface),
 ``local`` (one process's), ``postgres`` (several workers' on one database), ``feed`` (a
 turn's event lines), ``stored`` (a turn followed through the lines another worker stored),
-``sign_ins`` (one process's count of wrong tokens), ``agents`` (what the hub needs of the
+``sign_ins`` (one process's count of wrong tokens), ``quotas`` (each person's turns
+counted as they are queued, for every front end), ``agents`` (what the hub needs of the
 agents it serves).
 """
 

@@ -70,6 +70,15 @@ class Hub:
         self.stopping = False
         self.coordination = coordination
         coordination.bind(self)
+        self._quota: Any = None
+
+    @property
+    def quota(self) -> Any:
+        """Each person's turns (``gateway.quotas``; ``hub.quotas``), one counter for every
+        front end, where the coordination counts them; made on first use."""
+        if self._quota is None:
+            self._quota = self.coordination.turn_quota()
+        return self._quota
 
     # --- sending ----------------------------------------------------------------------------
 
