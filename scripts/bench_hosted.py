@@ -85,18 +85,45 @@ def home_for(root: Path, model_url: str, port: int, url: str | None) -> dict[str
     return env
 
 
-def start(env: dict[str, str], port: int, workers: int) -> subprocess.Popen:
-    more = ["--workers", str(workers)] if workers > 1 else []
-    child = subprocess.Popen([sys.executable, "-m", "clawd", "serve", *more], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+class Served:
+    """A ``clawd serve`` child and what it says on stderr, read as it comes (a pipe nobody
+    reads fills up with the request log and stops the server)."""
+
+    def __init__(self, env: dict[str, str], workers: int):
+        more = ["--workers", str(workers)] if workers > 1 else []
+        self.child = subprocess.Popen([sys.executable, "-m", "clawd", "serve", *more],
+                                      env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True)
+        self.pid = self.child.pid
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.child.stderr is not None
+        for line in self.child.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def stop(self) -> str:
+        """SIGTERM, then what it said."""
+        self.child.send_signal(signal.SIGTERM)
+        self.child.wait(timeout=60)
+        self.reader.join(10)
+        return "\n".join(self.lines)
+
+
+def start(env: dict[str, str], port: int, workers: int) -> Served:
+    served = Served(env, workers)
     for _ in range(600):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return child
+                return served
         except httpx.HTTPError:
             time.sleep(0.05)
-    child.kill()
-    raise SystemExit(f"clawd serve did not start: {child.communicate()[1][-2000:]}")
+    served.child.kill()
+    served.child.wait()
+    served.reader.join(10)
+    raise SystemExit("clawd serve did not start: " + "\n".join(served.lines)[-2000:])
 
 
 class Tally:
@@ -320,14 +347,13 @@ def run_all(runs: list[tuple[str, str | None, int, bool]], root: Path, base: str
         if kill:
             import psutil
 
-            victim = (child, psutil.Process(child.pid).children()[0].pid)
+            victim = (child.child, psutil.Process(child.pid).children()[0].pid)
         try:
             found = traffic(port, victim)
             if url:
                 found.update(where_time_goes(url))
         finally:
-            child.send_signal(signal.SIGTERM)
-            said = child.communicate(timeout=60)[1]
+            said = child.stop()
             notes = [line for line in said.splitlines()
                      if not line.startswith(("clawd: GET", "clawd: POST"))]
             if kill or "Traceback" in said:

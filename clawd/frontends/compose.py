@@ -130,11 +130,21 @@ def build_runtime(config: Config, agent: str | None, *, allow_exec: bool = False
     if mcp is not None:
         tools += mcp.tools(servers)
 
+    connected: dict[str, Any] = {}  # a provider per model, shared by the agent's sessions
+
+    def connect(ref: str) -> Any:
+        """The model's provider, made once (its client, connections and SDK kept for every
+        session); one that cannot be made is tried again next time."""
+        found = connected.get(ref)
+        if found is None:
+            found = connected.setdefault(ref, registry.make_provider(config, ref))
+        return found
+
     def models(ref: str) -> ModelHandle:
         return ModelHandle(ref, registry.context_window(config, settings, ref),
                            registry.max_output_tokens(config, settings, ref),
                            registry.uses_anthropic_format(config, ref),
-                           lambda: registry.make_provider(config, ref),
+                           lambda: connect(ref),
                            make_profile(*registry.profile_settings(config, ref)))
 
     extra: dict[str, Any] = {}

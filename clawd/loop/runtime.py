@@ -11,6 +11,7 @@ workspace files) follow from a runtime, a session key and a model.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,7 +23,15 @@ from clawd.context.access import Access, offered
 from clawd.context.layers import SMALL_WINDOW, Layers, build_layers
 from clawd.core.errors import ClawdError
 from clawd.core.messages import iso_clock
-from clawd.core.tokens import MIN_ROOM, Budget, at_most, estimate_text, estimate_tools, make_budget
+from clawd.core.tokens import (
+    MIN_ROOM,
+    Budget,
+    at_most,
+    encoder_name,
+    estimate_text,
+    estimate_tools,
+    make_budget,
+)
 from clawd.guards.profile import PROFILES, Profile
 from clawd.memory.interface import Memory
 from clawd.providers.base import Provider
@@ -94,6 +103,14 @@ class Runtime:
     def writable(self) -> bool:
         """Whether notes can be written: the config allows it and the store does."""
         return self.settings.workspace_access == "rw" and self.files.writable()
+
+    def warm(self) -> None:
+        """Load what a first turn would wait for: the tokenizer and the configured model's
+        provider (its SDK imported, its client made); one that cannot be made is left for
+        the turn to report."""
+        encoder_name()
+        with contextlib.suppress(ClawdError):
+            self.models(self.settings.model).connect()
 
     def now_iso(self) -> str:
         return iso_clock(self.clock)()

@@ -82,6 +82,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
         problems: list[str] = []  # the MCP servers are the process's: one agent given
         for agent_id in agents.ids:  # any tells; built now, off the loop: no request waits
             runtime = await run_in_threadpool(agents.runtime, agent_id)
+            await run_in_threadpool(runtime.warm)  # nor does the first turn
             problems = runtime.mcp.problems() if runtime.mcp else problems
         for problem in problems:
             log.warning("%s", problem)

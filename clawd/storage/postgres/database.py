@@ -192,7 +192,7 @@ MIGRATIONS: tuple[str, ...] = (
     "ALTER TABLE gateway_turns ADD COLUMN asks boolean NOT NULL DEFAULT false;",
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
-POOL_SIZE = 8
+POOL_SIZE = 16  # a worker's turns at once that do not wait for a connection
 # a request waits this long for a pooled connection, and a new connection this long for
 # the server, before it is answered "the database does not answer" (503)
 POOL_WAIT_SECONDS = 5.0

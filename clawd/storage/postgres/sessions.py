@@ -94,7 +94,9 @@ class PgSessions:
     def update(self, key: str, change: Callable[[SessionEntry | None], SessionEntry | None],
                *, touch: bool = True) -> SessionEntry | None:
         key = normalize_key(key)
-        with self.db.connection() as conn, conn.transaction():
+        # pipelined: the lock, the fence and the read go out together, the write and the
+        # commit together (two round trips, not six)
+        with self.db.connection() as conn, conn.pipeline(), conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)",
                          (key_lock(self.agent_id, key, "entry"),))
             fencing.check(conn, self.db, self.agent_id, key)
@@ -162,8 +164,8 @@ class PgTranscript:
     def append_lines(self, lines: list[str]) -> None:
         """Add JSONL lines as they are, in order, in one transaction (a line that is not
         JSON, as a migrated file may hold, is kept as text in ``torn``)."""
-        with self.db.connection() as conn, conn.transaction():
-            fencing.check(conn, self.db, self.agent_id, self.key)
+        with self.db.connection() as conn, conn.pipeline(), conn.transaction():
+            fencing.check(conn, self.db, self.agent_id, self.key)  # then one round trip
             if not self._known:
                 conn.execute("INSERT INTO session_logs (agent_id, session_id) VALUES (%s, %s) "
                              "ON CONFLICT DO NOTHING", (self.agent_id, self.session_id))
