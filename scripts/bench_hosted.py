@@ -137,22 +137,26 @@ class Tally:
         self.latencies: list[float] = []
         self.acknowledged: dict[int, list[str]] = {n: [] for n in range(sessions)}
         self.failed = self.done = 0
+        self.why: dict[str, int] = {}  # how the last try of each unanswered turn failed
         self.lock = threading.Lock()
         self.started = time.perf_counter()
 
-    def turn(self, n: int, text: str, send: Callable[[], bool]) -> None:
-        """Send one turn of session ``n`` (``send``: whether it was answered)."""
+    def turn(self, n: int, text: str, send: Callable[[], str | None]) -> None:
+        """Send one turn of session ``n`` (``send``: None when it was answered, else how it
+        failed)."""
         started = time.perf_counter()
         for attempt in range(3):
             try:
-                if send():
-                    break
-            except httpx.HTTPError:
-                pass
+                why = send()
+            except httpx.HTTPError as exc:
+                why = f"connection: {type(exc).__name__}"
+            if why is None:
+                break
             time.sleep(0.2 * (attempt + 1))
         else:
             with self.lock:
                 self.failed += 1
+                self.why[why] = self.why.get(why, 0) + 1
             return
         with self.lock:
             self.latencies.append((time.perf_counter() - started) * 1000)
@@ -168,6 +172,22 @@ class Tally:
                 "p95 ms": percentile(self.latencies, 0.95), "done": self.done,
                 "unanswered": self.failed}
 
+    def failures(self) -> str:
+        """How the unanswered turns' last tries failed, most first."""
+        return "; ".join(f"{count} × {why}" for why, count in
+                         sorted(self.why.items(), key=lambda item: -item[1]))
+
+
+def failed_how(got: httpx.Response, answered: bool) -> str | None:
+    """None for an answered turn, else what the response said instead."""
+    if answered:
+        return None
+    if got.status_code != 200:
+        return f"HTTP {got.status_code}"
+    events = got.json().get("events", []) if "events" in got.text[:200] else []
+    said = next((str(e.get("message", "")) for e in events if e.get("type") == "error"), "")
+    return f"error: {said[:60]}" if said else "no reply"
+
 
 def load(port: int, sessions: int, turns: int, clients: int,
          kill: tuple[subprocess.Popen, int] | None = None) -> dict[str, float]:
@@ -175,11 +195,11 @@ def load(port: int, sessions: int, turns: int, clients: int,
     base = f"http://127.0.0.1:{port}"
     run = Tally(base, "s", sessions, sessions * turns, kill)
 
-    def send(client: httpx.Client, n: int, text: str, key: str) -> bool:
+    def send(client: httpx.Client, n: int, text: str, key: str) -> str | None:
         got = client.post(f"{base}/api/sessions/s{n}/messages", json={"text": text},
                           headers={**AUTH, "Idempotency-Key": key})
-        return got.status_code == 200 and any(
-            e.get("type") == "reply" for e in got.json().get("events", []))
+        return failed_how(got, got.status_code == 200 and any(
+            e.get("type") == "reply" for e in got.json().get("events", [])))
 
     def session(n: int) -> None:
         with httpx.Client(timeout=60) as client:
@@ -189,6 +209,8 @@ def load(port: int, sessions: int, turns: int, clients: int,
 
     with ThreadPoolExecutor(clients) as pool:
         list(pool.map(session, range(sessions)))
+    if run.failed:
+        print(f"unanswered, by how the last try failed: {run.failures()}", file=sys.stderr)
     return run.result()
 
 
@@ -211,21 +233,23 @@ def mixed(port: int, sessions: int, turns: int,
     base = f"http://127.0.0.1:{port}"
     run = Tally(base, "m", sessions, sessions * 2 * turns, kill)
 
-    def send(client: httpx.Client, n: int, native: bool, text: str, key: str) -> bool:
+    def send(client: httpx.Client, n: int, native: bool, text: str, key: str) -> str | None:
         headers = {**AUTH, "Idempotency-Key": key}
         try:
             if native:
                 got = client.post(f"{base}/api/sessions/m{n}/messages",
                                   json={"text": text}, headers=headers)
-                return got.status_code == 200 and any(
-                    e.get("type") == "reply" for e in got.json().get("events", []))
+                return failed_how(got, got.status_code == 200 and any(
+                    e.get("type") == "reply" for e in got.json().get("events", [])))
             got = client.post(f"{base}/v1/chat/completions", headers={
                 **headers, "X-Clawd-Session-Key": f"m{n}"}, json={
                 "model": "clawd", "messages": [{"role": "user", "content": text}]})
-            return got.status_code == 200 and bool(
-                got.json()["choices"][0]["message"].get("content"))
-        except (ValueError, KeyError):
-            return False
+            if got.status_code != 200:
+                said = str(got.json().get("error", {}).get("message", ""))[:60]
+                return f"/v1 HTTP {got.status_code}: {said}"
+            return None if got.json()["choices"][0]["message"].get("content") else "/v1 empty"
+        except (ValueError, KeyError) as exc:
+            return f"unreadable: {type(exc).__name__}"
 
     def one(c: int) -> None:
         n, native = c // 2, c % 2 == 0
@@ -236,6 +260,8 @@ def mixed(port: int, sessions: int, turns: int,
 
     with ThreadPoolExecutor(sessions * 2) as pool:
         list(pool.map(one, range(sessions * 2)))
+    if run.failed:
+        print(f"unanswered, by how the last try failed: {run.failures()}", file=sys.stderr)
     return run.result()
 
 
