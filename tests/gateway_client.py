@@ -31,9 +31,13 @@ BASE = "http://127.0.0.1:18789"
 
 @contextmanager
 def gateway(tmp_path: Path, provider, *, raw: dict | None = None, token: str | None = TOKEN,
-            runtimes=None, settings: dict | None = None, people=None) -> Iterator[TestClient]:
+            runtimes=None, settings: dict | None = None, people=None,
+            more: dict | None = None) -> Iterator[TestClient]:
+    """The gateway over a runtime of ``provider`` (or ``runtimes``); ``raw``: its
+    ``gateway`` settings, ``more``: the config's other sections."""
     config = Config.model_validate({"gateway": {"idleSessionSeconds": 0,
-                                                "shutdownGraceSeconds": 0, **(raw or {})}})
+                                                "shutdownGraceSeconds": 0, **(raw or {})},
+                                    **(more or {})})
     runtimes = runtimes or [make_runtime(tmp_path, provider, settings=settings)]
     with TestClient(served_app(config, runtimes, token, people), base_url=BASE) as client:
         yield client

@@ -17,6 +17,8 @@ Each holds data and answers questions about it; none calls back into the session
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from clawd.context.access import Access, offered
@@ -128,6 +130,20 @@ class ModelInUse:
         if self._guards is None or self._guards[0] != self.ref:
             self._guards = (self.ref, self.profile.step_guards())
         return self._guards[1]
+
+    @contextmanager
+    def lent(self, ref: str | None) -> Iterator[None]:
+        """``ref`` (if any) as this run's model while the block runs, then the model as it
+        was (a job's run in a session the gateway holds open for its chats)."""
+        if not ref:
+            yield
+            return
+        saved = self.run_model, self._provider
+        self.run_model, self._provider = ref, None
+        try:
+            yield
+        finally:
+            self.run_model, self._provider = saved
 
     def switched(self) -> None:
         """The session's pin was set or removed: this run's model no longer applies, and

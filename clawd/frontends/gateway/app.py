@@ -92,6 +92,7 @@ def create_app(config: Config, agents: ServedAgents, token: str | None) -> Starl
         app.state.gateway.channels = channels
         background = automation.Background(config, agents, hub) if (
             config.automation.enabled) else None
+        app.state.gateway.background = background
         if background is not None:
             background.channels = channels  # a run delivered to telegram: goes through it
             background.start()

@@ -4,9 +4,11 @@ page's notifications.
 With ``automation.enabled`` (the default), every ``automation.tickSeconds`` a worker thread
 runs one ``Runner.tick`` over the served agents: the store claims each due occurrence for
 one process only (several workers, or a ``clawd jobs tick`` beside the server, never run one
-twice), runs it as a turn and sends its delivery (``web``, ``webhook:``). Before a run in a
-session the page may hold (``main``, a named key), the hub lets that session go if it is
-idle, so the run does not wait out the idle time.
+twice), runs it as a turn and sends its delivery (``web``, ``webhook:``). A run in a
+session the page may hold (``main``, a named key) is a turn of the hub's queue for that
+session (``Hub.submit`` with the job's ``scheduler.in_session.spec``): it waits behind the
+turn running there and the turns sent meanwhile wait behind it; its reply and error are read
+from its event lines (``outcome``), whichever worker ran it. An isolated run opens its own.
 
 ``GET /api/notifications`` lists the agent's delivered ``web`` runs, newest last, ``since``
 an ISO time (``deliveredAt``); with ``Accept: text/event-stream`` it follows them as SSE
@@ -58,10 +60,10 @@ class Background:
 
         def turn(runtime: Any, job: dict[str, Any], key: str, origin: dict[str, Any]
                  ) -> tuple[str, str | None]:
-            if (job.get("session") or SESSION_ISOLATED) != SESSION_ISOLATED and self.loop:
-                asyncio.run_coroutine_threadsafe(
-                    hub.release(runtime.agent_id, key), self.loop).result(timeout=30)
-            return direct_turn(runtime, job, key, origin)
+            if (job.get("session") or SESSION_ISOLATED) == SESSION_ISOLATED or not self.loop:
+                return direct_turn(runtime, job, key, origin)
+            return asyncio.run_coroutine_threadsafe(  # in the session's queue
+                self.queued(runtime.agent_id, key, job, origin), self.loop).result()
 
         def to_channel(target: str, text: str) -> str:  # through the running channel
             from clawd.channels.delivery import deliver
@@ -74,6 +76,16 @@ class Background:
         self.channels: Any = None  # the running channels (``channels.service``), if any
         self.runner = Runner(open_jobs(config), agents.runtime, utc_now, turn=turn,
                              channel=to_channel)
+
+    async def queued(self, agent_id: str, key: str, job: dict[str, Any],
+                     origin: dict[str, Any]) -> tuple[str, str | None]:
+        """Run ``job`` as a turn queued behind the session's others (run by the worker
+        holding the session); its reply and error, once it has ended."""
+        from clawd.scheduler.in_session import spec
+
+        turn, _ = await self.hub.submit(agent_id, key, str(job["message"]),
+                                        job=spec(job, origin))
+        return outcome([line async for _, line in turn.feed.lines_of()])
 
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -105,6 +117,19 @@ class Background:
         done, _ = await asyncio.wait([self.task], timeout=grace)
         if not done:
             log.warning("automation: a run was still going when the server stopped")
+
+
+def outcome(lines: list[dict[str, Any]]) -> tuple[str, str | None]:
+    """A run's reply and error (None: it went well) from its turn's event lines, as
+    ``runner.direct_turn`` tells them."""
+    errors = [str(line.get("message")) for line in lines if line.get("type") == "error"]
+    replies = [str(line.get("text") or "") for line in lines if line.get("type") == "reply"]
+    done = next((line for line in reversed(lines) if line.get("type") == "done"), None)
+    reply = replies[-1] if replies else ""
+    failed = done is None or any(done.get(how) for how in ("failed", "aborted", "interrupted"))
+    if failed or (errors and not reply):
+        return reply, "; ".join(errors) or "the turn failed"
+    return reply, None
 
 
 def notification(job: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:

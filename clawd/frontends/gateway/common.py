@@ -89,6 +89,7 @@ class GatewayState:
     # ``channels.service.TelegramService`` while it runs (its ``deliver``: the outbox's way
     # to a ``telegram:<chatId>``), else None
     channels: Any = None
+    background: Any = None  # ``automation.Background`` while it runs (automation.enabled)
 
 
 class Forbidden(ClawdError):

@@ -3,7 +3,9 @@
 Every message or command for a session becomes a ``QueuedTurn`` in that session's queue
 (``Slot``); the slot runs its turns one at a time, each on a worker thread driving the
 session's ``Chat.handle`` (the REPL's entry point: the same commands, flush, hooks and
-rules), and its events go to the turn's ``Feed`` on the event loop. Different sessions run
+rules), and its events go to the turn's ``Feed`` on the event loop. A job's run in the
+session is queued the same way and run with the job's tools and model
+(``scheduler.in_session``). Different sessions run
 at the same time. A queue holds at most ``gateway.maxQueuedPerSession`` waiting turns;
 past that ``submit`` raises ``QueueFull`` with a time to retry after. A send with an
 idempotency key already seen returns the turn it started (never a second run).
@@ -49,6 +51,7 @@ from clawd.frontends.hub.turns import (
     Stopping,
 )
 from clawd.frontends.render import drive, event_json
+from clawd.scheduler.in_session import run_in_chat
 
 log = logging.getLogger(__name__)
 MAX_THREADS = 64  # turns running at once, over all sessions
@@ -84,11 +87,14 @@ class Hub:
 
     async def submit(self, agent_id: str, key: str, text: str, idempotency: str | None = None,
                      *, ephemeral: bool = False, asks: bool = False,
-                     images: tuple[Any, ...] = ()) -> tuple[QueuedTurn | RemoteTurn, bool]:
+                     images: tuple[Any, ...] = (), job: dict[str, Any] | None = None
+                     ) -> tuple[QueuedTurn | RemoteTurn, bool]:
         """Queue ``text`` (a message or a /command) for the session; the turn and whether
         it is new (False: a retried send, the turn it started the first time).
         ``ephemeral``: the session is set aside (deleted, its transcript kept) when the turn
-        ends; ``asks``: the sender answers the turn's tools' questions (``answer``)."""
+        ends; ``asks``: the sender answers the turn's tools' questions (``answer``);
+        ``job``: the turn is a job's run (``scheduler.in_session.spec``; ``text`` its
+        message), run with the job's tools and model."""
         if idempotency:
             seen = self.sent.get((agent_id, key, idempotency))
             if seen is not None:
@@ -99,7 +105,7 @@ class Hub:
             raise Stopping("the gateway is shutting down; the message was not sent")
         turn_id = self.new_id()
         turn = QueuedTurn(turn_id, agent_id, key, text, ephemeral=ephemeral, asks=asks,
-                          images=images, feed=self.coordination.feed(turn_id))
+                          images=images, feed=self.coordination.feed(turn_id), job=job)
         return await self.coordination.place(turn, idempotency)
 
     def _slot(self, agent_id: str, key: str) -> Slot:
@@ -244,7 +250,8 @@ class Hub:
 
     def _run(self, slot: Slot, turn: QueuedTurn, loop: asyncio.AbstractEventLoop) -> None:
         """On a worker thread: open the session if needed and run the turn through
-        ``Chat.handle``, handing each event line to the feed on the loop."""
+        ``Chat.handle`` (a job's run: ``in_session.run_in_chat``), handing each event line
+        to the feed on the loop."""
         def push(line: dict[str, Any]) -> None:
             loop.call_soon_threadsafe(turn.feed.push, line)
 
@@ -259,7 +266,8 @@ class Hub:
         slot.chat.session.lease.describe(None)  # a turn runs: no time to let go yet
         self.agents.approvals.bind(turn, push)  # its tools that ask ask the page that sent it
         try:
-            drive(slot.chat.handle(turn.text, turn.images, turn.token), self._render(push))
+            drive(run_in_chat(slot.chat, turn.job, turn.token) if turn.job is not None
+                  else slot.chat.handle(turn.text, turn.images, turn.token), self._render(push))
         finally:  # a waiting CLI is told when the idle session will be let go
             slot.chat.session.lease.describe(time.time() + max(self.idle_seconds, 0))
             if turn.ephemeral:

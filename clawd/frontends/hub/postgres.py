@@ -99,7 +99,7 @@ class PgCoordination:
         hub.turns[turn_id] = turn
         try:
             other = await asyncio.to_thread(shared.begin, turn_id, agent_id, key, turn.text,
-                                            idempotency, turn.ephemeral, turn.asks)
+                                            idempotency, turn.ephemeral, turn.asks, turn.job)
         except BaseException:
             hub.turns.pop(turn_id, None)
             raise
@@ -296,11 +296,11 @@ class PgCoordination:
         claimed = await asyncio.to_thread(self.shared.claim, slot.agent_id, slot.key)
         if claimed is None:
             return None
-        turn_id, text, ephemeral, asks, waited = claimed
+        turn_id, text, ephemeral, asks, waited, job = claimed
         turn = hub.turns.get(turn_id)
         if turn is None or turn.state != "queued":  # another worker's: run here
             turn = QueuedTurn(turn_id, slot.agent_id, slot.key, text, ephemeral=ephemeral,
-                              asks=asks, feed=self.feed(turn_id),
+                              asks=asks, feed=self.feed(turn_id), job=job,
                               queued_at=time.monotonic() - waited)  # it arrived elsewhere
             hub._remember(turn, None)
         return turn

@@ -58,6 +58,8 @@ class QueuedTurn:
     token: CancelToken = field(default_factory=CancelToken)  # cancelled: the turn stops
     images: tuple[Any, ...] = ()  # ``ImagePart``s (a channel's photo; not across workers)
     queued_at: float = field(default_factory=time.monotonic)  # when it arrived
+    # a job's run (``scheduler.in_session.spec``): run as the job, not as a message
+    job: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "agent": self.agent_id, "sessionKey": self.key, "state": self.state}

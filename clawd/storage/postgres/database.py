@@ -190,6 +190,8 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # a turn whose sender answers its tools' questions (the web page), wherever it runs
     "ALTER TABLE gateway_turns ADD COLUMN asks boolean NOT NULL DEFAULT false;",
+    # a job's run queued in its session (``scheduler.in_session.spec``), whichever worker runs it
+    "ALTER TABLE gateway_turns ADD COLUMN job jsonb;",
 )
 MIGRATION_LOCK = 0x636C6177  # "claw": one migrator at a time
 POOL_SIZE = 16  # a worker's turns at once that do not wait for a connection
@@ -364,8 +366,7 @@ def _extension(conn: Any, where: str) -> str:
         raise DatabaseError(f"{where}: the vector extension is not created and this user "
                             f"may not create it ({_first_line(exc)}); as the database's "
                             f"owner run CREATE EXTENSION vector;") from None
-    return str(conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-                            ).fetchone()[0])
+    return _extension(conn, where)  # created now: its version
 
 
 def _versions(conn: Any) -> tuple[str | None, int]:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from psycopg.types.json import Jsonb
 
 from clawd.core.errors import StoreUnavailable
 from clawd.storage.postgres import answers, orphans
@@ -47,6 +48,8 @@ TURNS = "clawd_turn"  # "a turn was queued for this session": agent\nkey
 RELEASES = "clawd_release"  # "let go of this session if you hold it idle": agent\nkey
 LINES = "clawd_lines"  # "lines of this turn were written": turn id (followers wake)
 KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
+# a claimed turn: id, text, ephemeral, asks, seconds it waited, the job's run it is (or None)
+Claimed = tuple[str, str, bool, bool, float, "dict[str, Any] | None"]
 
 
 class PgShared:
@@ -73,10 +76,11 @@ class PgShared:
     # --- turns ------------------------------------------------------------------------------
 
     def begin(self, turn_id: str, agent_id: str, key: str, text: str,
-              idempotency: str | None, ephemeral: bool = False, asks: bool = False
-              ) -> tuple[str, bool] | None:
+              idempotency: str | None, ephemeral: bool = False, asks: bool = False,
+              job: dict[str, Any] | None = None) -> tuple[str, bool] | None:
         """Queue a new turn behind the session's others (``asks``: its sender answers its
-        tools' questions, whichever worker runs it). With an idempotency key some
+        tools' questions, whichever worker runs it; ``job``: it is a job's run, as
+        ``scheduler.in_session.spec``). With an idempotency key some
         worker used for this session: (that turn's id, whether its text was the same), and
         nothing recorded; unless that turn ended never run (its send failed), which this
         send takes the place of."""
@@ -87,10 +91,10 @@ class PgShared:
                              (agent_id, key, idempotency))
             made = conn.execute(
                 "INSERT INTO gateway_turns (turn_id, agent_id, key, idempotency, text_hash, "
-                "worker, state, text, ephemeral, asks) VALUES (%s, %s, %s, %s, %s, %s, "
-                "'queued', %s, %s, %s) ON CONFLICT DO NOTHING RETURNING turn_id",
+                "worker, state, text, ephemeral, asks, job) VALUES (%s, %s, %s, %s, %s, %s, "
+                "'queued', %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING turn_id",
                 (turn_id, agent_id, key, idempotency, text_hash(text), self.worker, text,
-                 ephemeral, asks)).fetchone()
+                 ephemeral, asks, None if job is None else Jsonb(job))).fetchone()
             if made is not None:
                 conn.execute("SELECT pg_notify(%s, %s)", (TURNS, f"{agent_id}\n{key}"))
             if made or idempotency is None:
@@ -99,13 +103,12 @@ class PgShared:
                                "agent_id = %s AND key = %s AND idempotency = %s",
                                (agent_id, key, idempotency)).fetchone()
         if row is None:  # the other turn was just removed: try once more
-            return self.begin(turn_id, agent_id, key, text, None, ephemeral, asks)
+            return self.begin(turn_id, agent_id, key, text, None, ephemeral, asks, job)
         return str(row[0]), row[1] == text_hash(text)
 
-    def claim(self, agent_id: str, key: str) -> tuple[str, str, bool, bool, float] | None:
-        """The session's oldest queued turn, now running on this worker: (its id, its text,
-        whether it is ephemeral, whether its sender answers questions, the seconds it
-        waited); None when none waits. Only the session's holder claims."""
+    def claim(self, agent_id: str, key: str) -> Claimed | None:
+        """The session's oldest queued turn, now running on this worker (``Claimed``);
+        None when none waits. Only the session's holder claims."""
         with self.db.connection() as conn:
             row = conn.execute(
                 "WITH next AS (SELECT turn_id, text FROM gateway_turns WHERE agent_id = %s "
@@ -113,9 +116,10 @@ class PgShared:
                 "LOCKED) UPDATE gateway_turns t SET state = 'running', worker = %s, text = "
                 "NULL, started = now() FROM next WHERE t.turn_id = next.turn_id RETURNING "
                 "t.turn_id, next.text, t.ephemeral, t.asks, "
-                "extract(epoch FROM now() - t.created)", (agent_id, key, self.worker)).fetchone()
-        return ((str(row[0]), str(row[1] or ""), bool(row[2]), bool(row[3]), float(row[4]))
-                if row else None)
+                "extract(epoch FROM now() - t.created), t.job", (agent_id, key, self.worker)
+            ).fetchone()
+        return ((str(row[0]), str(row[1] or ""), bool(row[2]), bool(row[3]), float(row[4]),
+                 row[5]) if row else None)
 
     def taken_elsewhere(self, turn_ids: list[str]) -> list[str]:
         """Those of ``turn_ids`` (this worker's) another worker claimed, or ended unrun."""
