@@ -46,7 +46,11 @@ def sync(store: Any, agents: list[tuple[str, Any]], now: datetime, deliver: str)
             job = new_job(agent_id, every, str(shape["message"]), now,
                           name=f"heartbeat of {agent_id}", session=SESSION_MAIN,
                           deliver=deliver, missed="skip", made_by="config")
-            store.add({**job, **shape, "id": wanted, "kind": KIND})  # deliver: as first made
+            try:
+                store.add({**job, **shape, "id": wanted, "kind": KIND})  # deliver: as made
+            except ClawdError:  # another worker made it a moment ago: it is there
+                if not any(j["id"] == wanted for j in store.all()):
+                    raise
         elif (have["schedule"].get("everyMs") != (every.every_seconds or 0) * 1000
               or any(have.get(k) != v for k, v in shape.items())):
             nxt = sched.first(every, now)

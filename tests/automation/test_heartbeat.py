@@ -137,6 +137,29 @@ def test_switching_it_off_removes_the_job(tmp_path):
     assert store.all() == []
 
 
+def test_two_workers_making_the_heartbeat_at_once_keep_one(tmp_path):
+    """Both read no heartbeat job, one adds it first: the other finds it there, quietly."""
+    clock = Clock(MORNING)
+    runtime, _, store, _ = setup(tmp_path, [], {"every": "1h"}, clock)
+
+    class Late:  # the second worker: read before the first one added it
+        def __init__(self):
+            self.first = True
+
+        def all(self, agent_id=None):
+            if self.first:
+                self.first = False
+                return []
+            return store.all(agent_id)
+
+        def add(self, job):
+            return store.add(job)
+
+    heartbeat.sync(store, [("main", runtime.settings)], clock.now, "cli")
+    heartbeat.sync(Late(), [("main", runtime.settings)], clock.now, "cli")
+    assert [j["id"] for j in store.all()] == ["heartbeat-main"]
+
+
 @pytest.mark.parametrize(("text", "task"), [("", False), (None, False),
                                              ("# Tasks\n\n- [ ]\n", False),
                                              ("<!-- nothing -->", False),
