@@ -1,4 +1,4 @@
-"""The tuning numbers of the weak-model guards, as data a model profile holds.
+"""The tuning numbers of the weak-model guards (and recall's), as data a profile holds.
 
 Each guard of the ``weak`` profile (``guards.profile``) judges a reply, a note or a summary
 by shares of words and lengths; those numbers were measured with the guard
@@ -6,7 +6,7 @@ by shares of words and lengths; those numbers were measured with the guard
 docs/real-models.md) and are the defaults here. A profile holds one ``Thresholds``
 (``Profile.thresholds``) and each guard is built from it; the pure functions a guard runs
 (``context.replytext``, ``guards.founded``, ``guards.junk_notes``, ``guards.loops``,
-``guards.reading``) take it as ``tuning``, these defaults when a caller
+``guards.reading``, ``loop.recall``) take it as ``tuning``, these defaults when a caller
 outside a profile (a test, a benchmark) gives none. The language they read by (words,
 phrases) is in ``core.phrases``; the sizes that are no guard's (a summary's cap, a
 snippet's length) stay named beside their code.
@@ -57,6 +57,14 @@ class Thresholds:
     junk_echo_share: float = 0.8
     junk_shown_share: float = 0.5
     junk_copy_share: float = 0.8
+
+    # automatic recall (``loop.recall.choose``), for every profile that recalls: hits
+    # scoring more than ``recall_margin`` below the best one are left out, noise beside it
+    # for a small model (None: none is, the search's own ranking stands, as under the
+    # ``strong`` profile); a hit cut shorter than ``recall_min_piece`` characters to fit
+    # the block is left out
+    recall_margin: float | None = 0.15
+    recall_min_piece: int = 80
 
 
 DEFAULT = Thresholds()  # the measured numbers, for a caller outside a profile

@@ -186,7 +186,8 @@ class Profile:
 
 PROFILES = {
     "weak": Profile("weak", frozenset(GUARD_NAMES), consolidates=False, mcp_tools=8),
-    "strong": Profile("strong", frozenset()),
+    # recall sends what the search ranked, within its caps (no ``recall_margin``)
+    "strong": Profile("strong", frozenset(), thresholds=Thresholds(recall_margin=None)),
 }
 
 
