@@ -27,7 +27,7 @@ from datetime import date
 from clawd.context.flush import FACT_CHARS
 from clawd.context.references import references
 from clawd.context.requests import content_words, request_kept
-from clawd.core import listmark
+from clawd.core import listmark, phrases
 from clawd.workspace.files import MEMORY_DIR, REPLACED_SECTION, replaced_entry, without_replaced
 
 SECTIONS = ("About the user", "People", "Projects", "Decisions", "Facts and references",
@@ -112,7 +112,7 @@ def parse(answer: str) -> list[Op] | None:
 def _words(text: str) -> set[str]:
     """The words that carry meaning ("the" is no evidence that two lines say the same), a
     possessive read as its name ("Noor's" as "noor")."""
-    return {re.sub(r"['’]s$", "", word) for word in content_words(text)}
+    return {phrases.without_possessive(word) for word in content_words(text)}
 
 
 SOURCE_SHARE = 0.5  # of a fact's words (but its references) on the line it cites

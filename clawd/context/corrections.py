@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from clawd.context.facts import correction, kind
 from clawd.context.references import references
 from clawd.context.requests import content_words
+from clawd.core import phrases
 from clawd.core.phrases import changes
 from clawd.core.textcut import sentences
 
@@ -40,7 +41,7 @@ class Change:
 
 
 def _key(word: str) -> str:
-    return word.lower().strip("'’.,:;!?\"").removesuffix("'s").removesuffix("’s")[:PREFIX]
+    return phrases.without_possessive(word.lower().strip("'’.,:;!?\""))[:PREFIX]
 
 
 def keys(text: str) -> set[str]:

@@ -34,6 +34,9 @@ them a habit for the rest of the conversation:
   and say where. Never promise to keep something "in your head" …"), and again at the next
   statement. A reply that copies the instructions it was given (``copies``) is asked again
   too, unless the message asks about them.
+
+The numbers these judge by (how long an echoed message is, how alike, how much of a copy)
+are the weak profile's (``core.thresholds``), given as ``tuning`` by the echo guard.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from difflib import SequenceMatcher
 
 from clawd.core.messages import Message
 from clawd.core.phrases import talk
+from clawd.core.thresholds import DEFAULT, Thresholds
 from clawd.memory.chunker import FENCE_RE
 
 _ECHOED_TAG = re.compile(r"[ \t]*</?(?:tool_response|tools)>[ \t]*\n?")
@@ -80,26 +84,23 @@ def without_echoed_tags(text: str) -> str:
     return "".join(out).strip()
 
 
-ECHO_WORDS = 6  # a shorter message (a greeting) may well be answered in its own words
-ECHO_LIKENESS = 0.9  # how alike a reply and the message it only repeats are (difflib's ratio)
-
-
 def _plain(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
-def is_echo(reply: str, message: str) -> bool:
-    """Whether ``reply`` only repeats the user's ``message`` of at least ``ECHO_WORDS`` words
-    (its words, in order, at least 90% alike; a quote inside a longer answer is not an
-    echo, and "Hello!" is a fine answer to "hello")."""
+def is_echo(reply: str, message: str, tuning: Thresholds = DEFAULT) -> bool:
+    """Whether ``reply`` only repeats the user's ``message`` of at least ``echo_words`` words
+    (its words, in order, at least ``echo_likeness`` alike: 90%; a quote inside a longer
+    answer is not an echo, and "Hello!" is a fine answer to "hello")."""
     said, heard = _plain(reply), _plain(message)
-    if not said or heard.count(" ") + 1 < ECHO_WORDS:
+    if not said or heard.count(" ") + 1 < tuning.echo_words:
         return False
     matcher = SequenceMatcher(None, said, heard, autojunk=False)
     # the two quick ratios are upper bounds of ratio(): most replies fail them at once,
     # without the full comparison
-    return (matcher.real_quick_ratio() >= ECHO_LIKENESS
-            and matcher.quick_ratio() >= ECHO_LIKENESS and matcher.ratio() >= ECHO_LIKENESS)
+    alike = tuning.echo_likeness
+    return (matcher.real_quick_ratio() >= alike
+            and matcher.quick_ratio() >= alike and matcher.ratio() >= alike)
 
 
 def last_answer(messages: list[Message]) -> tuple[str, str] | None:
@@ -114,19 +115,17 @@ def last_answer(messages: list[Message]) -> tuple[str, str] | None:
     return (answers[-1], messages[before].text) if answers else None
 
 
-def repeats_answer(reply: str, message: str, messages: list[Message]) -> bool:
-    """Whether ``reply`` (of ``ECHO_WORDS`` words or more) is the answer before it again,
+def repeats_answer(reply: str, message: str, messages: list[Message],
+                   tuning: Thresholds = DEFAULT) -> bool:
+    """Whether ``reply`` (of ``echo_words`` words or more) is the answer before it again,
     word for word (case and punctuation aside), given to another ``message`` (the same
     question may get the same answer)."""
     last = last_answer(messages)
     said = _plain(reply)
-    if last is None or said.count(" ") + 1 < ECHO_WORDS or _plain(last[1]) == _plain(message):
+    if (last is None or said.count(" ") + 1 < tuning.echo_words
+            or _plain(last[1]) == _plain(message)):
         return False
     return said == _plain(last[0])
-
-
-COPY_WORDS = 10  # a shorter reply may share a phrase with the instructions by chance
-COPY_SHARE = 0.8  # of a reply's runs of 4 words found in the instructions
 
 
 def runs(words: list[str], size: int = 4) -> list[tuple[str, ...]]:
@@ -134,17 +133,19 @@ def runs(words: list[str], size: int = 4) -> list[tuple[str, ...]]:
     return [tuple(words[i:i + size]) for i in range(len(words) - size + 1)]
 
 
-def copies(reply: str, instructions: str, message: str) -> bool:
-    """Whether ``reply`` (of ``COPY_WORDS`` words or more) is mostly the ``instructions``
-    the model was given, copied: ``COPY_SHARE`` of its runs of four words are theirs. Not
-    when the user's ``message`` asks about them (a file, the rules, the prompt): then a
-    quote is the answer."""
+def copies(reply: str, instructions: str, message: str, tuning: Thresholds = DEFAULT) -> bool:
+    """Whether ``reply`` (of ``copy_words`` words or more: a shorter one may share a phrase
+    with the instructions by chance) is mostly the ``instructions`` the model was given,
+    copied: ``copy_share`` of its runs of four words are theirs. Not when the user's
+    ``message`` asks about them (a file, the rules, the prompt): then a quote is the
+    answer."""
     words = _plain(reply).split()
-    if len(words) < COPY_WORDS or not instructions or talk.ABOUT_INSTRUCTIONS.search(message):
+    if (len(words) < tuning.copy_words or not instructions
+            or talk.ABOUT_INSTRUCTIONS.search(message)):
         return False
     given = set(runs(_plain(instructions).split()))
     own = runs(words)
-    return sum(run in given for run in own) >= COPY_SHARE * len(own)
+    return sum(run in given for run in own) >= tuning.copy_share * len(own)
 
 
 # the recalled-notes block's own lines (prompts/recall.md.j2), and the lines of a saved

@@ -30,6 +30,7 @@ from clawd.context.replytext import copies, dumps_notes, is_echo, repeats_answer
 from clawd.core.messages import Message
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
+from clawd.core.thresholds import DEFAULT, Thresholds
 from clawd.guards.base import AskAgain, Guard, TurnView
 from clawd.guards.claims import asks_to_note, note_claim
 
@@ -67,11 +68,13 @@ class EchoAnswer(Guard):
         if is_blank(reply.text):
             return None
         # copied words, never shown, so no claim in them to ask on
-        kind = ("repeat" if repeats_answer(reply.text, turn.text, turn.messages) else
+        kind = ("repeat" if repeats_answer(reply.text, turn.text, turn.messages, self.tuning) else
                 "notes" if dumps_notes(reply.text) else None)
         if kind is None:
-            kind = ("instructions" if copies(reply.text, turn.instructions, turn.text) else
-                    "echo" if is_echo(reply.text, turn.text) or restates(reply.text, turn.text)
+            kind = ("instructions" if copies(reply.text, turn.instructions, turn.text,
+                                             self.tuning) else
+                    "echo" if (is_echo(reply.text, turn.text, self.tuning)
+                               or restates(reply.text, turn.text, self.tuning))
                     else None)
             if kind is None or unkept_claim(reply, turn):
                 return None
@@ -79,12 +82,12 @@ class EchoAnswer(Guard):
         return AskAgain(self.name, Message.user(ask), drop=True, why=ECHO_WHY[kind])
 
 
-def restates(reply: str, message: str) -> bool:
+def restates(reply: str, message: str, tuning: Thresholds = DEFAULT) -> bool:
     """Whether ``reply`` is only the statement a request to keep asked to keep, said back
     ("The gym is open until 22:00." to "Please remember that my gym is open until 22:00."):
     nothing tells the user it was kept, or answers them."""
     kept = (kept_statement(s) for s in sentences(message))
-    return any(is_echo(reply, statement) for statement in kept if statement)
+    return any(is_echo(reply, statement, tuning) for statement in kept if statement)
 
 
 def unkept_claim(reply: Message, turn: TurnView) -> str | None:

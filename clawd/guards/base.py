@@ -15,10 +15,11 @@ these points of a model step, each a method with a do-nothing default:
 - ``unmet(turn)`` after the turn, when it asked: the notice if it still lacks what it asked.
 
 ``Guards`` holds the guards a model's profile switches on (``guards.profile``) and asks
-them in order. Every re-ask of a turn goes through ``answer`` and shares one cap (the
-profile's ``max_asks``, ``MAX_ASKS`` unless it says), and each guard asks at most once a
-turn (aider's ``reflected_message`` and ``max_reflections``): a model that keeps failing
-gets a notice, never an endless loop.
+them in order; each guard is built from the profile's ``Thresholds`` (its ``tuning``). Every
+re-ask of a turn goes through ``answer`` and shares one cap (the profile's ``max_asks``,
+``MAX_ASKS`` unless it says), and each guard asks at most once a turn (aider's
+``reflected_message`` and ``max_reflections``): a model that keeps failing gets a notice,
+never an endless loop.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from clawd.core.messages import Message, ToolCall
+from clawd.core.thresholds import DEFAULT, Thresholds
 
 MAX_ASKS = 2  # re-asks of one user turn, whatever guards asked (a profile may say otherwise)
 
@@ -101,6 +103,9 @@ class Guard:
     """One weak-model habit, handled at the points it needs (see the module docstring)."""
 
     name: ClassVar[str] = ""
+
+    def __init__(self, tuning: Thresholds = DEFAULT) -> None:
+        self.tuning = tuning  # the numbers it judges by: its profile's (``core.thresholds``)
 
     def new_reply(self) -> None:
         """A reply starts streaming."""

@@ -14,15 +14,18 @@ from datetime import date
 
 from clawd.context.flush import flush_retry_prompt, noted, should_ask_again
 from clawd.core.messages import Message
+from clawd.core.thresholds import DEFAULT, Thresholds
 from clawd.guards.base import AskAgain, Guard, TurnView
 
 
 class FlushRetry(Guard):
     name = "flush_retry"
 
-    def __init__(self, conversation: list[Message], today: date, *, summarised: bool):
+    def __init__(self, conversation: list[Message], today: date, *, summarised: bool,
+                 tuning: Thresholds = DEFAULT):
         """``conversation``: what the flush sees, before its own prompt; ``summarised``:
         earlier messages were compacted (notes may have been written before them)."""
+        super().__init__(tuning)
         self.conversation, self.today, self.summarised = conversation, today, summarised
 
     def answer(self, reply: Message, turn: TurnView) -> AskAgain | None:

@@ -6,10 +6,11 @@ it said; search then ranked them first. A note is *founded* when what it claims 
 the person said or a tool returned in the conversation, or in what their older notes say
 (``said``; never the model's own replies, which is where a guess would come from): every
 number and identifier of the line, every name, and at least half of its other words, in
-any form (a date or a time the note is dated with aside). A line that is a template's
+any form (``founded_share`` of the profile's ``Thresholds``; a date or a time the note is
+dated with aside). A line that is a template's
 label with a value ("- Pronouns: They") is judged by its value alone, and a value with no
 word of its own is a blank filled with a guess. A note that fills a template's labels
-(``TEMPLATE_LINES`` or more) with any value nobody said is refused whole: its other values
+(``template_lines``, two, or more) with any value nobody said is refused whole: its other values
 were guessed the same way.
 
 ``founded_note`` splits a note into the lines kept and those left out (the flush keeps what
@@ -29,12 +30,11 @@ from clawd.context.references import references
 from clawd.context.requests import content_words, stem
 from clawd.core import listmark, phrases
 from clawd.core.messages import Message, ToolCall
+from clawd.core.thresholds import DEFAULT, Thresholds
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.workspace.files import is_private_memory
 from clawd.workspace.template import template_labels
 
-FOUNDED_SHARE = 0.5  # of a line's other words (in any form) found in what was said
-TEMPLATE_LINES = 2  # a note with this many template labels filled is a filled template
 # the notes a model writes about the person: their profile too, not only memory/
 PROFILE_FILES = frozenset({"USER.md", "IDENTITY.md"})
 
@@ -85,9 +85,9 @@ def _names(text: str) -> set[str]:
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}:\d{2}")
 
 
-def unsaid(text: str, said: str) -> list[str]:
+def unsaid(text: str, said: str, tuning: Thresholds = DEFAULT) -> list[str]:
     """What ``text`` (one line) claims that ``said`` does not hold: its numbers,
-    identifiers and names missing there, or, when fewer than ``FOUNDED_SHARE`` of its other
+    identifiers and names missing there, or, when fewer than ``founded_share`` of its other
     words are there (in any form), those words; [] when it is founded."""
     flat = _flat(said)
     exact, names = references(text)
@@ -99,12 +99,12 @@ def unsaid(text: str, said: str) -> list[str]:
     known = {stem(w) for w in content_words(said)}
     words = {stem(w) for w in content_words(text)} - {ref.lower() for ref in exact | names}
     new = sorted(w for w in words if w not in known)
-    if words and len(new) > (1 - FOUNDED_SHARE) * len(words):
+    if words and len(new) > (1 - tuning.founded_share) * len(words):
         return gone + new
     return gone
 
 
-def founded_note(note: str, said: str) -> tuple[str, list[str]]:
+def founded_note(note: str, said: str, tuning: Thresholds = DEFAULT) -> tuple[str, list[str]]:
     """``note`` without the lines it claims that ``said`` does not hold, and those lines.
     Headings and blank lines stay while a line stays under them; a template's labels
     filled with a guess leave the whole note out."""
@@ -122,12 +122,12 @@ def founded_note(note: str, said: str) -> tuple[str, list[str]]:
                 continue
             filled += 1
             wrong = not content_words(value) and not any(references(value)) or bool(
-                unsaid(value, said))
+                unsaid(value, said, tuning))
             guessed += wrong
         else:
-            wrong = bool(unsaid(value, said))
+            wrong = bool(unsaid(value, said, tuning))
         (dropped if wrong else kept).append(line)
-    if filled >= TEMPLATE_LINES and guessed:
+    if filled >= tuning.template_lines and guessed:
         whole = [line.strip() for line in note.splitlines()
                  if line.strip() and not line.lstrip().startswith("#")]
         return "", whole
@@ -157,10 +157,11 @@ class FoundedNotes(Guard):
         if not note:
             return None
         said = "\n".join([turn.text, told_or_returned(turn.messages), known_notes(turn.files)])
-        _, dropped = founded_note(note.replace("\\n", "\n"), said)
+        _, dropped = founded_note(note.replace("\\n", "\n"), said, self.tuning)
         if not dropped:
             return None
-        words = sorted({w for line in dropped for w in unsaid(_label(line)[1], said)})
+        words = sorted({w for line in dropped
+                        for w in unsaid(_label(line)[1], said, self.tuning)})
         what = f" ({', '.join(words[:6])})" if words else ""
         lines = "; ".join(f'"{line}"' for line in dropped[:3])
         if turn.refused:

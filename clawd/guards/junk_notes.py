@@ -19,6 +19,7 @@ the turn is refused too, and the next step must answer in words. A write that is
 from a file the model was shown (IDENTITY.md's template, MEMORY.md, an older log, a
 recalled note) and not from the user's message is refused at once with the file's name, and
 the next step answers: the lines are kept already, and in today's log they would look new.
+The shares named here ("half", "most") are the profile's ``Thresholds`` (``junk_…``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from clawd.context.requests import content_words, stem
 from clawd.core import listmark, phrases
 from clawd.core.messages import Message, ToolCall
 from clawd.core.textcut import empty_sections_out
+from clawd.core.thresholds import DEFAULT, Thresholds
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.workspace.files import is_daily_log
 
@@ -43,10 +45,6 @@ _TIMESTAMP = re.compile(
     re.I)
 # a JSON object or list of them: a 1.5B model wrote a read's arguments and result as its note
 _JSON = re.compile(r'^\s*(?:```(?:json)?\s*)?\[?\s*\{\s*"')
-NEW_SHARE = 0.5  # at least this share of a line's words are new, and of a note's lines
-ECHO_SHARE = 0.8  # a copy of at least this much of the user's message is an echo
-FOUNDED_SHARE = 0.5  # of a note's words (but its names) found in what the model was shown
-COPY_SHARE = 0.8  # of a line's runs of three words found in a file it was shown: a copy
 
 NOTE_IS = ('a note is one line, in words, of what the user told or decided, e.g. '
            '"- Ines arrives in Lisbon on May 14"')
@@ -73,17 +71,17 @@ def _tokens(lines: list[str]) -> list[str]:
     return [t for t in found if t and t not in phrases.NOTE_PLAIN and re.search(r"\w", t)]
 
 
-def _echoes(lines: list[str], said: str) -> bool:
+def _echoes(lines: list[str], said: str, tuning: Thresholds) -> bool:
     """Whether the note is the user's message (most of it) copied back, and that message
     holds no fact to keep."""
     note, message = phrases.words(" ".join(lines)), phrases.words(said)
-    if not note or not message or len(note) < ECHO_SHARE * len(message):
+    if not note or not message or len(note) < tuning.junk_echo_share * len(message):
         return False
     joined, whole = " ".join(note), " ".join(message)
     return f" {joined} " in f" {whole} " and not facts(said)
 
 
-def _line_junk(tokens: list[str]) -> tuple[int, int] | None:
+def _line_junk(tokens: list[str], tuning: Thresholds) -> tuple[int, int] | None:
     """(timestamps, repeated words) of a line that is no note: fewer than half of its
     words new (neither a timestamp nor a word the line said before), and a word repeated
     or fewer than two new ones (times beside words of their own are a schedule: "Meetings
@@ -91,12 +89,13 @@ def _line_junk(tokens: list[str]) -> tuple[int, int] | None:
     stamps = sum(bool(_TIMESTAMP.match(t)) for t in tokens)
     fresh = len({t for t in tokens if not _TIMESTAMP.match(t)})
     repeats = len(tokens) - stamps - fresh
-    if tokens and (fresh >= NEW_SHARE * len(tokens) or (not repeats and fresh >= 2)):
+    if tokens and (fresh >= tuning.junk_new_share * len(tokens)
+                   or (not repeats and fresh >= 2)):
         return None
     return stamps, repeats
 
 
-def junk(content: str, said: str = "") -> str | None:
+def junk(content: str, said: str = "", tuning: Thresholds = DEFAULT) -> str | None:
     """What makes ``content`` (a write to a daily log) no note, or None when it is one.
     ``said``: the user's message of the turn ("": none, as in a memory flush). Each line is
     judged alone (a note of many lines may start each with the same label): it is no note
@@ -107,7 +106,7 @@ def junk(content: str, said: str = "") -> str | None:
     lines = _body(content)
     if not lines:
         return "a heading or an empty line with no note under it"
-    if said and _echoes(lines, said):
+    if said and _echoes(lines, said, tuning):
         return "the user's message copied back"
     seen: set[tuple[str, ...]] = set()
     bad, stamps, repeats = 0, 0, 0
@@ -117,9 +116,9 @@ def junk(content: str, said: str = "") -> str | None:
             bad, repeats = bad + 1, repeats + len(tokens)
             continue
         seen.add(tuple(tokens))
-        if (found := _line_junk(tokens)) is not None:
+        if (found := _line_junk(tokens, tuning)) is not None:
             bad, stamps, repeats = bad + 1, stamps + found[0], repeats + found[1]
-    if bad < NEW_SHARE * len(lines):
+    if bad < tuning.junk_new_share * len(lines):
         return "a bare word with nothing said about it" if _bare(content, lines) else None
     if not stamps and not repeats:
         return "no words"
@@ -154,7 +153,7 @@ def tool_output(messages: list[Message]) -> dict[str, str]:
             if m.role == "toolResult" and (m.is_error or m.tool_name in WRITE_TOOLS)}
 
 
-def unfounded(content: str, shown: str) -> str | None:
+def unfounded(content: str, shown: str, tuning: Thresholds = DEFAULT) -> str | None:
     """What of a note nothing the model was shown says (``shown``: lower-cased, see
     ``TurnView.shown_text``), or None when it draws on it: a note is unfounded when a
     number, identifier or name of it appears nowhere there and fewer than half its other
@@ -165,12 +164,13 @@ def unfounded(content: str, shown: str) -> str | None:
     if not unseen:
         return None
     words = {stem(w) for w in content_words(content)} - {r.lower() for r in exact | names}
-    if words and sum(w in shown for w in words) >= FOUNDED_SHARE * len(words):
+    if words and sum(w in shown for w in words) >= tuning.junk_shown_share * len(words):
         return None
     return f"something the conversation never said ({', '.join(unseen)})"
 
 
-def founded_summary(summary: str, history: str) -> tuple[str, list[str]]:
+def founded_summary(summary: str, history: str,
+                    tuning: Thresholds = DEFAULT) -> tuple[str, list[str]]:
     """A compaction summary without its lines that claim what the history it replaces
     (``history``: its messages, tool calls and results, their dates, the summary before)
     never said; and those lines. A line is unfounded when it holds a number or identifier
@@ -189,7 +189,7 @@ def founded_summary(summary: str, history: str) -> tuple[str, list[str]]:
         invented = [n for n in numbers  # "5" is not in "8500" nor in "2.5"; "2.5" is in "v2.5"
                     if not re.search(rf"(?<![\d.]){re.escape(n.replace(',', ''))}(?!\.?\d)",
                                      flat)]
-        if invented or (names and unfounded(line, history.lower())):
+        if invented or (names and unfounded(line, history.lower(), tuning)):
             dropped.append(line.strip())
         else:
             kept.append(line)
@@ -198,7 +198,7 @@ def founded_summary(summary: str, history: str) -> tuple[str, list[str]]:
     return "\n".join(empty_sections_out(kept, droppable=lambda _: True)).strip(), dropped
 
 
-def advice(content: str, heard: str) -> bool:
+def advice(content: str, heard: str, tuning: Thresholds = DEFAULT) -> bool:
     """Whether a note is advice for the user rather than something they told: half its
     lines or more ask something of the reader (an imperative: "Remember to take a walk
     daily", saved by a 1.5B model as a note about a user who had said they were tired)
@@ -212,14 +212,15 @@ def advice(content: str, heard: str) -> bool:
         if not asks(text):
             continue
         words = {stem(w) for w in content_words(text)}
-        if words and sum(w in known for w in words) < FOUNDED_SHARE * len(words):
+        if words and sum(w in known for w in words) < tuning.junk_shown_share * len(words):
             bad += 1
-    return bool(lines) and bad >= NEW_SHARE * len(lines)
+    return bool(lines) and bad >= tuning.junk_new_share * len(lines)
 
 
-def copied(content: str, files: dict[str, str], said: str = "", target: str = "") -> str | None:
+def copied(content: str, files: dict[str, str], said: str = "", target: str = "",
+           tuning: Thresholds = DEFAULT) -> str | None:
     """The file the lines of a note were copied from, or None: a line is copied when
-    ``COPY_SHARE`` of its runs of three words are in one of ``files`` (what the model was
+    ``junk_copy_share`` of its runs of three words are in one of ``files`` (what the model was
     shown, by name; ``target``, the file written, left out) and fewer than half of them in
     the user's message ``said``; a note is when half its lines or more are. A 1.5B model
     wrote IDENTITY.md's template lines, "Name: Priya" put in, to the daily log as a note."""
@@ -233,8 +234,8 @@ def copied(content: str, files: dict[str, str], said: str = "", target: str = ""
         if not own or len(own & heard) >= len(own) / 2:
             continue
         sources += [name for name, known in given.items()
-                    if len(own & known) >= COPY_SHARE * len(own)][:1]
-    if not sources or len(sources) < NEW_SHARE * len(lines):
+                    if len(own & known) >= tuning.junk_copy_share * len(own)][:1]
+    if not sources or len(sources) < tuning.junk_new_share * len(lines):
         return None
     return max(sources, key=sources.count)
 
@@ -250,20 +251,21 @@ class JunkNotes(Guard):
         note = written_note(call)
         if note is None:
             return None
-        if source := copied(note, tool_output(turn.messages), turn.text):
+        if source := copied(note, tool_output(turn.messages), turn.text, tuning=self.tuning):
             return Refusal(f"not written: these lines are {source.rsplit(' ', 1)[0]}, a "
                            f"tool's output, not something the user told; {NOTE_IS}. Answer "
                            f"the user now if there is nothing to note.", final=True)
-        if source := copied(note, turn.files, turn.text, target):
+        if source := copied(note, turn.files, turn.text, target, self.tuning):
             return Refusal(f"not written: {source} already holds these lines, and a note "
                            f"of them today would date them anew; nothing to write. Answer "
                            f"the user now.", final=True)
         heard = " ".join([turn.text, *(m.text for m in turn.messages if m.role == "user")])
-        if advice(note, heard):
+        if advice(note, heard, self.tuning):
             return Refusal("not written: this is advice for the user, not something they "
                            "told you; a note keeps what the user said, decided or asked to "
                            "be kept. Answer the user now.", final=True)
-        why = junk(note, turn.text) or unfounded(note, turn.shown_text())
+        why = (junk(note, turn.text, self.tuning)
+               or unfounded(note, turn.shown_text(), self.tuning))
         if why is None:
             return None
         if turn.refused:  # its one retry is used: no more tries, an answer

@@ -17,9 +17,9 @@ guards. Two are built in:
 ``models.providers.<name>.profile`` (or ``models[].profile`` for one model) picks a profile;
 ``guards: {echo: false}`` beside it switches single guards on or off. Beside its guards a
 profile holds the numbers that are the model's rather than a guard's: how often one turn may
-be asked again (``max_asks``) and how many MCP servers' tools it is told of. A guard's own
-thresholds (shares of words, lengths) stay named beside the guard: its figures were measured
-with them, and the profile already decides whether it runs at all.
+be asked again (``max_asks``) and how many MCP servers' tools it is told of; and the numbers
+its guards judge by (``thresholds``: shares of words, lengths, ``core.thresholds``), each
+guard built from them. Their defaults are the ones the guards' figures were measured with.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from datetime import date
 
 from clawd.config.schema import GUARD_NAMES, GuardName
 from clawd.core.messages import Message
+from clawd.core.thresholds import Thresholds
 from clawd.guards.answers import BlankAnswer, EchoAnswer, UnkeptNote
 from clawd.guards.base import MAX_ASKS, Guard, Guards
 from clawd.guards.flush_retry import FlushRetry
@@ -89,6 +90,8 @@ class Profile:
     mcp_tools: int | None = None
     # how many times one user turn (or flush) may be asked again, whatever guards asked
     max_asks: int = MAX_ASKS
+    # the numbers its guards judge by (shares of words, lengths): the measured ones
+    thresholds: Thresholds = Thresholds()
 
     def has(self, guard: GuardName) -> bool:
         return guard in self.guards
@@ -152,8 +155,8 @@ class Profile:
 
     def step_guards(self) -> Guards:
         """Fresh guards for one session's model steps."""
-        return Guards((kind() for name, kind in STEP_GUARDS.items() if name in self.guards),
-                      self.max_asks)
+        return Guards((kind(self.thresholds) for name, kind in STEP_GUARDS.items()
+                       if name in self.guards), self.max_asks)
 
     def flush_guards(self, conversation: list[Message], today: date, *,
                      summarised: bool) -> Guards:
@@ -164,25 +167,27 @@ class Profile:
         (``FoundedNotes``); a bare "Done" or silence is asked once
         for the notes (``FlushRetry``). The answers of a flush are never shown, so the
         blank, echo and claim guards stay out."""
-        guards: list[Guard] = [TextCalls()] if self.has("text_calls") else []
+        guards: list[Guard] = [TextCalls(self.thresholds)] if self.has("text_calls") else []
         if self.has("swallowed_args"):
-            guards.append(SwallowedArgs())
+            guards.append(SwallowedArgs(self.thresholds))
         if self.has("repeated_writes"):
-            guards.append(RepeatedWrites())
+            guards.append(RepeatedWrites(self.thresholds))
         if self.has("repeated_reads"):
-            guards.append(RepeatedReads())
+            guards.append(RepeatedReads(self.thresholds))
         if self.has("junk_notes"):
-            guards.append(JunkNotes())
+            guards.append(JunkNotes(self.thresholds))
         if self.has("founded_notes"):
-            guards.append(FoundedNotes())
+            guards.append(FoundedNotes(self.thresholds))
         if self.has("flush_retry"):
-            guards.append(FlushRetry(conversation, today, summarised=summarised))
+            guards.append(FlushRetry(conversation, today, summarised=summarised,
+                                     tuning=self.thresholds))
         return Guards(guards, self.max_asks)
 
 
 PROFILES = {
     "weak": Profile("weak", frozenset(GUARD_NAMES), consolidates=False, mcp_tools=8),
-    "strong": Profile("strong", frozenset()),
+    # recall sends what the search ranked, within its caps (no ``recall_margin``)
+    "strong": Profile("strong", frozenset(), thresholds=Thresholds(recall_margin=None)),
 }
 
 

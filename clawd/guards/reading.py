@@ -9,7 +9,8 @@ user's message asks what a file of the workspace says, by its path (``asked_file
 alpha in notes.md" asks for a write, not what the file says), and the
 answer either comes before any ``read`` of it in the turn (the answer is dropped: it is made
 up) or uses nothing of what the read returned: no number, identifier or name of it, and
-fewer than ``USED_WORDS`` of its words that the message did not say. A read that failed
+fewer than ``used_words`` (the profile's ``Thresholds``: two) of its words that the
+message did not say. A read that failed
 (no such file) is answered as it is, and a file the model was shown in its context
 (AGENTS.md, MEMORY.md, today's log) needs no read.
 """
@@ -24,10 +25,10 @@ from clawd.context.requests import content_words, names_file
 from clawd.core.messages import Message
 from clawd.core.phrases import talk
 from clawd.core.templates import render
+from clawd.core.thresholds import DEFAULT, Thresholds
 from clawd.guards.base import AskAgain, Guard, TurnView
 
 READ_TOOLS = ("read", "memory_get")
-USED_WORDS = 2  # of a file's own words (not the message's) an answer using it holds
 # a path in a message: folders and a name with an extension ("notes/wifi.txt", "lease.md")
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4})(?![\w/-])")
 
@@ -60,15 +61,15 @@ def _reads(turn: TurnView, path: str) -> list[tuple[bool, str]]:
     return out
 
 
-def uses(answer: str, result: str, message: str) -> bool:
+def uses(answer: str, result: str, message: str, tuning: Thresholds = DEFAULT) -> bool:
     """Whether ``answer`` uses what a read returned: a number, identifier or name of it, or
-    ``USED_WORDS`` of its words that ``message`` did not say."""
+    ``used_words`` of its words that ``message`` did not say."""
     exact, names = references(result)
     said = answer.lower()
     if any(ref.lower() in said for ref in exact | names if ref.lower() not in message.lower()):
         return True
     own = content_words(result) - content_words(message)
-    return len(own & content_words(answer)) >= min(USED_WORDS, len(own))
+    return len(own & content_words(answer)) >= min(tuning.used_words, len(own))
 
 
 class FileAnswer(Guard):
@@ -87,7 +88,7 @@ class FileAnswer(Guard):
                                 why=f"the answer came before {path} was read")
             if any(failed for failed, _ in reads):
                 continue  # no such file: the answer says so
-            if not any(uses(reply.text, text, turn.text) for _, text in reads):
+            if not any(uses(reply.text, text, turn.text, self.tuning) for _, text in reads):
                 ask = render("file_unused.md.j2", path=path)
                 return AskAgain(self.name, Message.user(ask), drop=True,
                                 why=f"the answer did not use what {path} holds")

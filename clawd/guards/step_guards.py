@@ -36,6 +36,7 @@ from clawd.context.access import WRITE_TOOLS
 from clawd.context.replytext import is_stray, unfenced, without_echoed_tags
 from clawd.context.requests import asks_reminder
 from clawd.core.messages import Message, Part, TextPart, ToolCall, new_id
+from clawd.core.thresholds import DEFAULT, Thresholds
 from clawd.guards.base import Guard, Refusal, TurnView
 from clawd.guards.loops import LoopGuard
 
@@ -70,11 +71,12 @@ class Looping(Guard):
     stop_reason = "looping"  # the kept reply's ``stopReason`` in the transcript
     notice = "the reply was stopped: the model kept repeating itself"
 
-    def __init__(self) -> None:
-        self._watch = LoopGuard()
+    def __init__(self, tuning: Thresholds = DEFAULT) -> None:
+        super().__init__(tuning)
+        self._watch = LoopGuard(tuning)
 
     def new_reply(self) -> None:
-        self._watch = LoopGuard()
+        self._watch = LoopGuard(self.tuning)
 
     def looping(self, parts: list[str]) -> str | None:
         return self._watch.cut(parts) if self._watch.looping(parts) else None
@@ -186,7 +188,8 @@ READ_TOOLS = frozenset({"read", "memory_get", "memory_search"})  # same call, sa
 class RepeatedReads(Guard):
     name = "repeated_reads"
 
-    def __init__(self) -> None:
+    def __init__(self, tuning: Thresholds = DEFAULT) -> None:
+        super().__init__(tuning)
         self._turn: TurnView | None = None
         self._seen: set[tuple[str, str]] = set()  # read calls of the turn since a change
 

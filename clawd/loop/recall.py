@@ -4,10 +4,11 @@ A small model rarely calls ``memory_search`` on its own, and the daily logs in t
 context are cut to their newest lines in a small window, so a note written days (or a
 compaction) ago is out of its sight. Before each user turn clawd runs the search itself on
 the user's message, as the session may see it (``visible_search``: shareable notes only in
-a group session), and the best hits (``memorySearch.recall``, none ``MARGIN`` below the
-best one: a weak model answers from whatever it is given) go in front of the message in
-that turn's requests: never into the transcript, never into later turns, so the prompt
-cache keeps everything before the message. Only the lines of a hit not already in the
+a group session), and the best hits (``memorySearch.recall``; under the weak profile none
+``recall_margin`` below the best one, ``core.thresholds``: a weak model answers from
+whatever it is given) go in front of the message in that turn's requests: never into the
+transcript, never into later turns, so the prompt cache keeps everything before the
+message. Only the lines of a hit not already in the
 project context are sent (a hit with none left, or only headings and a template's
 placeholders, is left out), except MEMORY.md's: its lines are the curated, newest values
 (consolidation replaces the older ones there), and a weak model answers from the block in
@@ -36,6 +37,7 @@ from clawd.core.messages import Message
 from clawd.core.phrases import talk
 from clawd.core.templates import render
 from clawd.core.textcut import sentences, shorten
+from clawd.core.thresholds import DEFAULT, Thresholds
 from clawd.memory.interface import Memory, SearchHit, citation
 from clawd.tools.memory import visible_search
 from clawd.workspace.files import MEMORY_FILE
@@ -43,8 +45,6 @@ from clawd.workspace.files import MEMORY_FILE
 log = logging.getLogger(__name__)
 
 QUERY_CHARS = 2000  # the embedder reads about 256 tokens; more only slows the keyword half
-MIN_PIECE = 80  # a hit cut shorter than this is left out
-MARGIN = 0.15  # hits scoring this much below the best one are left out
 SYNC_WAIT = 2.0  # seconds a turn may wait for the sync of notes written just before
 
 
@@ -93,18 +93,20 @@ def unseen(text: str, shown: str) -> str:
     return "\n".join(keep) if any(not line.lstrip().startswith("#") for line in keep) else ""
 
 
-def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
-    """The hits worth sending, best first (``results`` are), within ``MARGIN`` of the best
-    one, with only their lines not already in view, within ``max_chars``. When the best
-    hit is already in view whole, nothing is sent: the answer is before the model, and the
-    weaker hits alone, framed as what memory found, told a 1.5B model the notes held
-    nothing ("What is my sister's name?": today's log had it at 0.88, an unrelated 0.40
-    chunk was sent)."""
+def choose(results: list[SearchHit], shown: str, max_chars: int,
+           tuning: Thresholds = DEFAULT) -> list[Hit]:
+    """The hits worth sending, best first (``results`` are), within the ``recall_margin``
+    of the best one (when the profile sets one), with only their lines not already in view,
+    within ``max_chars`` (a hit that would be cut below ``recall_min_piece`` ends them).
+    When the best hit is already in view whole, nothing is sent: the answer is before the
+    model, and the weaker hits alone, framed as what memory found, told a 1.5B model the
+    notes held nothing ("What is my sister's name?": today's log had it at 0.88, an
+    unrelated 0.40 chunk was sent)."""
     hits: list[Hit] = []
     room = max_chars
     best = max((float(r["score"]) for r in results), default=0.0)
     for r in results:
-        if float(r["score"]) < best - MARGIN:
+        if tuning.recall_margin is not None and float(r["score"]) < best - tuning.recall_margin:
             break  # far below the best hit: noise beside it for a small model
         text = unseen(str(r.get("snippet") or ""),
                       "" if r["path"] == MEMORY_FILE else shown)
@@ -113,7 +115,7 @@ def choose(results: list[SearchHit], shown: str, max_chars: int) -> list[Hit]:
                 return []  # the best match is in view: nothing weaker is worth sending
             continue
         if len(text) > room:
-            if room < MIN_PIECE:
+            if room < tuning.recall_min_piece:
                 break
             text = shorten(text, room)
         room -= len(text)
@@ -139,10 +141,11 @@ def wants_recall(text: str) -> bool:
 
 
 def recall(memory: Memory | None, access: Access, settings: MemorySearch, message: Message,
-           shown: str, window: int, *, gate: bool = False) -> Recall | None:
+           shown: str, window: int, *, gate: bool = False,
+           tuning: Thresholds = DEFAULT) -> Recall | None:
     """Search memory for ``message``; None when recall is off, the message has no text (or,
     with ``gate``, does not ask for anything notes could answer: ``wants_recall``), the
-    search fails or finds nothing new."""
+    search fails or finds nothing new. ``tuning``: the profile's (``choose``)."""
     cfg = settings.recall
     query = message.text.strip()[:QUERY_CHARS]
     if not cfg.enabled or memory is None or not query:
@@ -156,5 +159,5 @@ def recall(memory: Memory | None, access: Access, settings: MemorySearch, messag
     except Exception as exc:  # noqa: BLE001 - recall is a help; the turn goes on without it
         log.warning("automatic recall skipped: memory search failed: %s", exc)
         return None
-    hits = choose(found.get("results") or [], shown, min(cfg.max_chars, window // 5))
+    hits = choose(found.get("results") or [], shown, min(cfg.max_chars, window // 5), tuning)
     return Recall(message.id, hits, settings.citations) if hits else None

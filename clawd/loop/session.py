@@ -358,7 +358,8 @@ class Session:
             return None
         return recall(self.rt.memory, self.access, self.rt.settings.memory_search, message,
                       shown, self.budget.context_window,
-                      gate=self.window.model.profile.gates_recall)
+                      gate=self.window.model.profile.gates_recall,
+                      tuning=self.window.model.profile.thresholds)
 
     # --- flush and compaction (``Upkeep``) --------------------------------------------------
 

@@ -177,11 +177,11 @@ class Upkeep:
             notes = not_yet_noted(plain_notes(notes), note_lines(rt.files))
         # a bare "Done." is no note, whatever the model
         if is_blank(notes) or is_acknowledgement(notes) or (
-                profile.refuses_junk_notes and junk(notes) is not None):
+                profile.refuses_junk_notes and junk(notes, tuning=profile.thresholds) is not None):
             notes = ""
         if notes and profile.founds_notes:  # what nobody said is no note (a guess)
             said = "\n".join([summary or "", told_or_returned(seen), known_notes(turn.view.files)])
-            notes, guessed = founded_note(notes, said)
+            notes, guessed = founded_note(notes, said, profile.thresholds)
             if guessed:
                 log.info("flush note lines nobody said, left out: %s", guessed)
         kept = [(notes, FROM_REPLY)] if notes else []
@@ -251,7 +251,8 @@ class Upkeep:
         yield Waiting("compaction")
         profile = self.model.profile
         founded = (partial(founded_summary,
-                           history=summarised_text(history.summary, messages[:cut]))
+                           history=summarised_text(history.summary, messages[:cut]),
+                           tuning=profile.thresholds)
                    if profile.checks_summary_claims else None)
         try:
             summary = summarize(self.model.provider, messages[:cut],

@@ -3,6 +3,7 @@ model's habits; a weak one keeps every guard; the config picks and switches them
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 
 import pytest
@@ -11,6 +12,9 @@ from clawd.config import parse_config
 from clawd.config.schema import GUARD_NAMES
 from clawd.core.errors import ConfigError
 from clawd.core.events import Notice, ToolFinished
+from clawd.core.messages import Message
+from clawd.core.thresholds import Thresholds
+from clawd.guards.base import TurnView
 from clawd.guards.profile import (
     FLUSH_GUARDS,
     PROFILES,
@@ -132,6 +136,21 @@ def test_the_profiles_hold_what_they_say():
     assert lean.max_asks == PROFILES["weak"].max_asks == 2
     flush = lean.flush_guards([], date(2026, 11, 22), summarised=False)
     assert lean.step_guards().max_asks == flush.max_asks == 2
+
+
+def test_a_profile_tunes_its_guards_numbers():
+    """Each guard judges by its profile's thresholds: a profile asking for a longer
+    message before an echo counts lets the same reply through."""
+    weak = PROFILES["weak"]
+    said = "By the way, my budget is 2400 euros in total."
+    view = TurnView(text=said)
+    echo = next(g for g in weak.step_guards().guards if g.name == "echo")
+    assert echo.answer(Message.assistant(said), view) is not None
+    tuned = dataclasses.replace(weak, thresholds=Thresholds(echo_words=20))
+    echo = next(g for g in tuned.step_guards().guards if g.name == "echo")
+    assert echo.answer(Message.assistant(said), view) is None
+    flush = tuned.flush_guards([], date(2026, 11, 22), summarised=False)
+    assert {g.tuning for g in flush.guards} == {tuned.thresholds}
 
 
 def test_the_config_picks_a_profile_per_provider_and_model():

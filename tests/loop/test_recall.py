@@ -11,6 +11,7 @@ import pytest
 from clawd.config import MemorySearch
 from clawd.core.events import Recalled, ToolFinished
 from clawd.frontends.render import Renderer, event_json
+from clawd.guards.profile import PROFILES
 from clawd.loop.recall import choose, recall, unseen
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
@@ -220,6 +221,10 @@ def test_the_notes_stay_within_their_share_of_the_window(tmp_path, clock):
             {"path": "memory/b.md", "startLine": 1, "endLine": 1, "score": 0.85, "snippet": "- b"},
             {"path": "memory/c.md", "startLine": 1, "endLine": 1, "score": 0.7, "snippet": "- c"}]
     assert [h.path for h in choose(near, "", 1000)] == ["memory/a.md", "memory/b.md"]
+    # the strong profile sets no margin: the search's ranking stands
+    strong = PROFILES["strong"].thresholds
+    assert [h.path for h in choose(near, "", 1000, strong)] == ["memory/a.md", "memory/b.md",
+                                                                "memory/c.md"]
     assert unseen("- a\n\n- b\n", "x\n- a\n- b\n") == ""
     assert unseen("## People\n- a\n- c", "- a\n- b") == "## People\n- c"
     # a template's headings and placeholders are no notes

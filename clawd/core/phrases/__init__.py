@@ -32,7 +32,8 @@ A new pattern comes with its figures (``scripts/bench_fact_selection.py``,
 - ``ENDINGS``: what a word's other forms end in, taken off to compare them
   (``context.requests.stem``).
 - ``words``: a text's words, lower-cased, apostrophes kept ("don't", "I'm"; a curly one
-  read as straight).
+  read as straight); ``without_possessive``: a word with its "'s" taken off ("Noor's" as
+  "Noor"), for the correction reader and consolidation alike.
 
 Pure data and functions.
 """
@@ -85,3 +86,8 @@ _WORD = re.compile(r"[\w']+")
 def words(text: str) -> list[str]:
     """The words of ``text``, lower-cased, with their apostrophes."""
     return _WORD.findall(text.lower().replace("’", "'"))
+
+
+def without_possessive(word: str) -> str:
+    """``word`` without a possessive "'s" (straight or curly) at its end."""
+    return word[:-2] if word.endswith(("'s", "’s")) else word
