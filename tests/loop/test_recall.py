@@ -259,6 +259,8 @@ def test_with_the_local_model_a_question_recalls_and_a_greeting_does_not(tmp_pat
         "memory/2026-11-02.md",
         "# 2026-11-02\n\n- Budget for the Lisbon trip: 2400 euros, flights included\n\n"
         "## People\n\n- Ines is my sister; she lives in Porto\n")
+    runtime.memory.sync()  # indexed before the turns: a turn waits for a sync only 2 s,
+    # which the local embedding model may take on a busy machine
     session = Session.open(runtime, KEY)
     for text in ("good morning", "what was my budget again?", "who is Ines?"):
         list(session.run_turn(text))
