@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -105,6 +105,32 @@ def send(client: TestClient, text: str, key: str = "main", **headers) -> list[di
                            headers={**AUTH, **headers})
     assert response.status_code == 200, response.text
     return events(response)
+
+
+def page_turn(client: TestClient, text: str, answers: Callable[[dict], list[dict]], *,
+              by: TestClient | None = None, key: str = "main"
+              ) -> tuple[str, list[dict], list[httpx.Response]]:
+    """Send ``text`` as the web page does (``approvals: true``) and follow its events; each
+    ``approval`` or ``question`` line is answered with the bodies ``answers(line)`` gives,
+    posted in order (through ``by``, another worker's client, when given). The turn's id,
+    its lines and the answers' responses."""
+    lines: list[dict] = []
+    said: list[httpx.Response] = []
+    with client.stream("POST", f"/api/sessions/{key}/messages", json={
+            "text": text, "approvals": True},
+            headers={**AUTH, "Accept": "text/event-stream"}) as stream:
+        turn = stream.headers["X-Clawd-Turn-Id"]
+        for raw in stream.iter_lines():
+            if not raw.startswith("data:"):
+                continue
+            lines.append(json.loads(raw[5:]))
+            if lines[-1]["type"] in ("approval", "question"):
+                path = f"/api/turns/{turn}/approvals/{lines[-1]['id']}"
+                said += [(by or client).post(path, headers=AUTH, json=body)
+                         for body in answers(lines[-1])]
+            if lines[-1]["type"] == "done":
+                break
+    return turn, lines, said
 
 
 def free_port() -> int:

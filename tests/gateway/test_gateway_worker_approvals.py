@@ -21,7 +21,7 @@ from clawd.providers.scripted import Reply, ScriptedProvider
 from clawd.providers.scripted import tool as call
 from clawd.tools.base import tool
 
-from gateway_client import AUTH, BASE, TOKEN, events
+from gateway_client import AUTH, BASE, TOKEN, events, page_turn
 
 asked: list[bool] = []
 
@@ -63,22 +63,8 @@ def test_a_question_is_answered_through_the_worker_the_page_follows(tmp_path, pg
         # the session is held by a: every later turn of it runs there
         said = a.post("/api/sessions/main/messages", json={"text": "hi"}, headers=AUTH)
         assert events(said)[-1]["type"] == "done"
-        lines: list[dict] = []
-        answered: list[int] = []
-        with b.stream("POST", "/api/sessions/main/messages", json={
-                "text": "launch it", "approvals": True},
-                headers={**AUTH, "Accept": "text/event-stream"}) as stream:
-            turn = stream.headers["X-Clawd-Turn-Id"]
-            for raw in stream.iter_lines():
-                if not raw.startswith("data:"):
-                    continue
-                lines.append(json.loads(raw[5:]))
-                if lines[-1]["type"] == "approval":
-                    sent = b.post(f"/api/turns/{turn}/approvals/{lines[-1]['id']}",
-                                  headers=AUTH, json={"approve": approve})
-                    answered.append(sent.status_code)
-                if lines[-1]["type"] == "done":
-                    break
+        turn, lines, said = page_turn(b, "launch it", lambda line: [{"approve": approve}])
+        answered = [r.status_code for r in said]
         asked_line = next(line for line in lines if line["type"] == "approval")
         again = b.post(f"/api/turns/{turn}/approvals/{asked_line['id']}", headers=AUTH,
                        json={"approve": True})

@@ -152,30 +152,18 @@ def test_a_one_shot_chat_refuses_an_mcp_write(isolated_home, local_server, capfd
 def test_the_web_page_asks_and_the_answer_decides(tmp_path, answer):
     """A turn sent as the page sends it (``approvals: true``) gets an ``approval`` event and
     waits for the answer; one sent without it is refused, as in a ``-m`` run."""
-    from gateway_client import AUTH, gateway, send
+    from gateway_client import AUTH, gateway, page_turn, send
 
     clients = _clients(tmp_path)
     provider = ScriptedProvider([
         Reply("", [tool("notes__add_note", text="from the page")]), "Noted.",
         Reply("", [tool("notes__add_note", text="from a script")]), "Refused."])
     rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
-    lines: list[dict] = []
     try:
         with gateway(tmp_path, provider, runtimes=[rt]) as client:
-            with client.stream("POST", "/api/sessions/main/messages", headers={
-                    **AUTH, "Accept": "text/event-stream"},
-                    json={"text": "note this", "approvals": True}) as stream:
-                turn = stream.headers["X-Clawd-Turn-Id"]
-                for raw in stream.iter_lines():
-                    if not raw.startswith("data:"):
-                        continue
-                    lines.append(json.loads(raw[5:]))
-                    if lines[-1]["type"] == "approval":
-                        said = client.post(f"/api/turns/{turn}/approvals/{lines[-1]['id']}",
-                                           headers=AUTH, json={"approve": answer})
-                        assert said.status_code == 200, said.text
-                    if lines[-1]["type"] == "done":
-                        break
+            turn, lines, said = page_turn(client, "note this",
+                                          lambda line: [{"approve": answer}])
+            assert [r.status_code for r in said] == [200], [r.text for r in said]
             again = client.post(f"/api/turns/{turn}/approvals/{lines[-1].get('id', 1)}",
                                 headers=AUTH, json={"approve": True})
             assert again.status_code == 404  # nothing waits any more

@@ -69,39 +69,24 @@ def test_a_servers_question_is_put_to_the_person_and_declined_without_one(tmp_pa
 
 @pytest.mark.slow
 def test_the_web_page_gets_the_question_as_a_form(tmp_path):
-    import json
 
     from clawd.providers.scripted import Reply, ScriptedProvider, tool
     from clawd.tools.files import file_tools
 
     from conftest import make_runtime
-    from gateway_client import AUTH, gateway, send
+    from gateway_client import gateway, page_turn, send
 
     clients = _clients(tmp_path)
     provider = ScriptedProvider([Reply("", [tool("notes__introduce")]), "Hello Ada.",
                                  Reply("", [tool("notes__introduce")]), "No answer."])
     rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
     rt.mcp = clients
-    lines: list[dict] = []
-    refused = None
     try:
         with gateway(tmp_path, provider, runtimes=[rt]) as client:
-            with client.stream("POST", "/api/sessions/main/messages", headers={
-                    **AUTH, "Accept": "text/event-stream"},
-                    json={"text": "introduce me", "approvals": True}) as stream:
-                turn = stream.headers["X-Clawd-Turn-Id"]
-                for raw in stream.iter_lines():
-                    if not raw.startswith("data:"):
-                        continue
-                    lines.append(json.loads(raw[5:]))
-                    if lines[-1]["type"] == "question":
-                        path = f"/api/turns/{turn}/approvals/{lines[-1]['id']}"
-                        refused = client.post(path, headers=AUTH, json={
-                            "approve": True, "values": {"name": "Ada", "age": "old"}})
-                        client.post(path, headers=AUTH, json={"approve": True, "values": {
-                            "name": "Ada", "age": "36", "tea": "y"}})
-                    if lines[-1]["type"] == "done":
-                        break
+            _, lines, said = page_turn(client, "introduce me", lambda line: [
+                {"approve": True, "values": {"name": "Ada", "age": "old"}},
+                {"approve": True, "values": {"name": "Ada", "age": "36", "tea": "y"}}])
+            refused = said[0]
             scripted = send(client, "again")  # sent without approvals: nobody to ask
     finally:
         clients.close()

@@ -7,7 +7,6 @@ declares both modes."""
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
@@ -152,7 +151,7 @@ def test_the_web_page_shows_the_link_and_the_answer_decides(tmp_path, approve):
     from clawd.tools.files import file_tools
 
     from conftest import make_runtime
-    from gateway_client import AUTH, gateway, send
+    from gateway_client import gateway, page_turn, send
 
     clients = _clients(tmp_path)
     provider = ScriptedProvider([
@@ -161,23 +160,11 @@ def test_the_web_page_shows_the_link_and_the_answer_decides(tmp_path, approve):
         Reply("", [tool("links__sign_in", url=PAGE)]), "No answer."])
     rt = make_runtime(tmp_path, provider, tools=file_tools() + clients.tools())
     rt.mcp = clients
-    lines: list[dict] = []
     try:
         with gateway(tmp_path, provider, runtimes=[rt]) as client:
-            with client.stream("POST", "/api/sessions/main/messages", headers={
-                    **AUTH, "Accept": "text/event-stream"},
-                    json={"text": "sign me in", "approvals": True}) as stream:
-                turn = stream.headers["X-Clawd-Turn-Id"]
-                for raw in stream.iter_lines():
-                    if not raw.startswith("data:"):
-                        continue
-                    lines.append(json.loads(raw[5:]))
-                    if lines[-1]["type"] == "question":
-                        said = client.post(f"/api/turns/{turn}/approvals/{lines[-1]['id']}",
-                                           headers=AUTH, json={"approve": approve})
-                        assert said.status_code == 200, said.text
-                    if lines[-1]["type"] == "done":
-                        break
+            _, lines, said = page_turn(client, "sign me in",
+                                       lambda line: [{"approve": approve}])
+            assert [r.status_code for r in said] == [200], [r.text for r in said]
             scripted = send(client, "again")  # sent without approvals: nobody to ask
     finally:
         clients.close()
