@@ -294,7 +294,7 @@ class Session:
             if turn.recall:
                 yield Recalled([(h.path, h.start, h.end, h.score) for h in turn.recall.hits])
             yield from self.upkeep.maintain(turn.recall.apply([message])
-                                            if turn.recall else [message], turn.token)
+                                            if turn.recall else [message], turn.token, layers)
             self.conversation.append(message)
             appended = True
             if turn.recall:  # what was found for it, for the history a page shows

@@ -44,7 +44,7 @@ from clawd.context.flush import (
     plain_notes,
     unsaved_words,
 )
-from clawd.context.layers import describe_room, history_messages, report
+from clawd.context.layers import Layers, describe_room, history_messages, report
 from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError, ProviderError
 from clawd.core.events import Compacted, ErrorEvent, Event, Flushed, Notice, Waiting
@@ -95,13 +95,14 @@ class Upkeep:
     def history(self) -> list[Message]:
         return self.conversation.history.messages
 
-    def maintain(self, incoming: list[Message], token: CancelToken
-                 ) -> Generator[Event, None, None]:
+    def maintain(self, incoming: list[Message], token: CancelToken,
+                 layers: Layers | None = None) -> Generator[Event, None, None]:
         """Before a request: flush when due, then compact when over the compaction point.
         ``incoming``: the user's message about to be added (none: a turn in progress, whose
-        own earlier steps may be summarised); ``token``: the stop of that turn."""
+        own earlier steps may be summarised); ``token``: the stop of that turn; ``layers``:
+        the workspace files as the turn read them a moment ago (not read again)."""
         budget = self.window.budget
-        used = self.window.used(incoming)
+        used = self.window.used(incoming, layers)
         if used >= budget.flush_at:
             yield from self.flush_if_due(token, used)
             used = self.window.used(incoming)
