@@ -382,4 +382,3 @@ def _end(conn: Any, turns: list[tuple[str, str]],
                         "ON CONFLICT DO NOTHING",
                         [(turn_id, n, orjson.dumps(line).decode()) for turn_id, key in turns
                          for n, line in enumerate(lines(key))])
-
