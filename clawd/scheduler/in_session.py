@@ -15,14 +15,12 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from clawd.automation.heartbeat import is_ok
 from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError
 from clawd.core.events import ErrorEvent, Event, TurnDone
 from clawd.core.messages import Usage
 from clawd.loop.lifecycle import due_reset
-from clawd.scheduler import heartbeat
-from clawd.scheduler.runner import for_job, forget_beat
+from clawd.scheduler.runner import for_job, forget_beat, quiet_beat
 
 
 def spec(job: dict[str, Any], origin: dict[str, Any]) -> dict[str, Any]:
@@ -57,5 +55,5 @@ def run_in_chat(chat: Any, run: dict[str, Any], token: CancelToken
     finally:
         session.rt = runtime
         session.reoffer()
-    if run.get("kind") == heartbeat.KIND and not failed and is_ok(reply):
+    if quiet_beat(run, reply, failed):
         forget_beat(session)

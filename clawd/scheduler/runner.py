@@ -68,11 +68,22 @@ def direct_turn(runtime: Runtime, job: dict[str, Any], key: str, origin: dict[st
                 errors.append(event.message)
             elif isinstance(event, TurnDone):
                 reply, failed = event.text, event.failed or event.aborted
-        if job.get("kind") == heartbeat.KIND and not failed and is_ok(reply):
+        if quiet_beat(job, reply, failed):
             forget_beat(session)
+    return verdict(reply, errors, failed)
+
+
+def verdict(reply: str, errors: list[str], failed: bool) -> tuple[str, str | None]:
+    """A run's reply and its error (None: it went well), from what its turn said: its
+    reply, its error lines and whether it failed (or was stopped)."""
     if failed or (errors and not reply):
         return reply, "; ".join(errors) or "the turn failed"
     return reply, None
+
+
+def quiet_beat(job: dict[str, Any], reply: str, failed: bool) -> bool:
+    """Whether the run was a heartbeat that had nothing to say (``HEARTBEAT_OK``)."""
+    return job.get("kind") == heartbeat.KIND and not failed and is_ok(reply)
 
 
 def forget_beat(session: Any) -> None:

@@ -122,14 +122,13 @@ class Background:
 def outcome(lines: list[dict[str, Any]]) -> tuple[str, str | None]:
     """A run's reply and error (None: it went well) from its turn's event lines, as
     ``runner.direct_turn`` tells them."""
+    from clawd.scheduler.runner import verdict
+
     errors = [str(line.get("message")) for line in lines if line.get("type") == "error"]
     replies = [str(line.get("text") or "") for line in lines if line.get("type") == "reply"]
     done = next((line for line in reversed(lines) if line.get("type") == "done"), None)
-    reply = replies[-1] if replies else ""
     failed = done is None or any(done.get(how) for how in ("failed", "aborted", "interrupted"))
-    if failed or (errors and not reply):
-        return reply, "; ".join(errors) or "the turn failed"
-    return reply, None
+    return verdict(replies[-1] if replies else "", errors, failed)
 
 
 def notification(job: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
