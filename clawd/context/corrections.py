@@ -13,7 +13,10 @@ of the subject, or, with no old value named, every word of the subject and not t
 value ("I moved from Lisbon to Porto" replaces "- Moved to Lisbon in 2020", never "Ana
 lives in Lisbon"). The loop records them in MEMORY.md's ``## Replaced`` record
 (``loop.keeping.keep_correction``), and wherever a note is handed out the old line shows
-struck through with the new one beside it (``memory.superseded``).
+struck through with the new one beside it (``memory.superseded``). ``standing`` keeps the
+changes a conversation told that no later one of it changed again, and ``left_standing``
+takes out of a note the lines they replace: a note written after the correction (the
+flush's) never says the old value again.
 """
 
 from __future__ import annotations
@@ -112,3 +115,25 @@ def replaced(found: Change, line: str) -> bool:
         return says_old and any(any(_same(w, word) for word in words)
                                 for w in found.subject)
     return bool(found.subject) and _holds(words, set(found.subject))
+
+
+def standing(messages: list[str]) -> list[Change]:
+    """The changes told in ``messages`` (in order) that no later one changes again."""
+    told = [found for text in messages for found in changes_in(text)]
+    return [found for i, found in enumerate(told)
+            if not any(replaced(later, found.sentence) for later in told[i + 1:])]
+
+
+def left_standing(note: str, told: list[Change]) -> tuple[str, list[str]]:
+    """``note`` without its lines that a change in ``told`` replaces, and those lines."""
+    if not told:
+        return note, []
+    kept: list[str] = []
+    dropped: list[str] = []
+    for line in note.splitlines():
+        gone = line.strip() and not line.lstrip().startswith("#") and any(
+            replaced(found, line) for found in told)
+        (dropped if gone else kept).append(line)
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in kept):
+        kept = []  # headings with nothing left under them
+    return "\n".join(kept).strip("\n"), [line.strip() for line in dropped]

@@ -17,7 +17,8 @@ were guessed the same way.
 its answer founded, ``loop.upkeep``); ``FoundedNotes`` (guard ``founded_notes``, weak
 profile) refuses a ``write`` or ``edit`` of a memory file (MEMORY.md, USER.md, anything
 under ``memory/``) whose new lines are not founded, once with what nobody said, then with
-the next step made to answer in words.
+the next step made to answer in words; and one whose lines say a value the person has
+corrected in this conversation (``corrections.left_standing``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import posixpath
 import re
 
 from clawd.context.access import WRITE_TOOLS
+from clawd.context.corrections import left_standing, standing
 from clawd.context.references import references
 from clawd.context.requests import content_words, stem
 from clawd.core import listmark, phrases
@@ -85,6 +87,10 @@ def _names(text: str) -> set[str]:
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}:\d{2}")
 
 
+# "February 3rd" for "3 February": an ordinal says its number
+_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$", re.I)
+
+
 def unsaid(text: str, said: str, tuning: Thresholds = DEFAULT) -> list[str]:
     """What ``text`` (one line) claims that ``said`` does not hold: its numbers,
     identifiers and names missing there, or, when fewer than ``founded_share`` of its other
@@ -93,7 +99,7 @@ def unsaid(text: str, said: str, tuning: Thresholds = DEFAULT) -> list[str]:
     exact, names = references(text)
     names |= _names(text)
     gone = sorted(ref for ref in exact | names
-                  if _flat(ref) not in flat and not _DATE.fullmatch(ref))
+                  if _flat(_ORDINAL.sub(r"\1", ref)) not in flat and not _DATE.fullmatch(ref))
     if any(ref in exact for ref in gone):
         return gone
     known = {stem(w) for w in content_words(said)}
@@ -156,8 +162,17 @@ class FoundedNotes(Guard):
         note = added_lines(call)
         if not note:
             return None
+        note = note.replace("\\n", "\n")
+        told = standing([m.text for m in turn.messages if m.role == "user" and not m.flush]
+                        + [turn.text])
+        _, corrected = left_standing(note, told)
+        if corrected:
+            lines = "; ".join(f'"{line}"' for line in corrected[:3])
+            return Refusal(f"not written: {lines} says what the user has since corrected. "
+                           f"Write the new value only, or answer the user.",
+                           final=turn.refused)
         said = "\n".join([turn.text, told_or_returned(turn.messages), known_notes(turn.files)])
-        _, dropped = founded_note(note.replace("\\n", "\n"), said, self.tuning)
+        _, dropped = founded_note(note, said, self.tuning)
         if not dropped:
             return None
         words = sorted({w for line in dropped

@@ -12,7 +12,10 @@ up) or uses nothing of what the read returned: no number, identifier or name of 
 fewer than ``used_words`` (the profile's ``Thresholds``: two) of its words that the
 message did not say. A read that failed
 (no such file) is answered as it is, and a file the model was shown in its context
-(AGENTS.md, MEMORY.md, today's log) needs no read.
+(AGENTS.md, MEMORY.md, today's log) needs no read. Asked once, the second answer stands;
+when it still uses nothing of the file (a 1.5B model answered in JSON with an address the
+file does not hold), the turn ends with a notice quoting the file's lines the message asks
+about (``asked_lines``), so what the person reads last is what the file says.
 """
 
 from __future__ import annotations
@@ -21,14 +24,17 @@ import re
 
 from clawd.context.facts import asks
 from clawd.context.references import references
-from clawd.context.requests import content_words, names_file
+from clawd.context.requests import content_words, names_file, stem
 from clawd.core.messages import Message
 from clawd.core.phrases import talk
 from clawd.core.templates import render
+from clawd.core.textcut import shorten
 from clawd.core.thresholds import DEFAULT, Thresholds
 from clawd.guards.base import AskAgain, Guard, TurnView
 
 READ_TOOLS = ("read", "memory_get")
+QUOTED_LINES = 3  # of a file, in the notice of an answer that did not use it
+QUOTED_CHARS = 300
 # a path in a message: folders and a name with an extension ("notes/wifi.txt", "lease.md")
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4})(?![\w/-])")
 
@@ -72,6 +78,21 @@ def uses(answer: str, result: str, message: str, tuning: Thresholds = DEFAULT) -
     return len(own & content_words(answer)) >= min(tuning.used_words, len(own))
 
 
+def asked_lines(text: str, message: str) -> str:
+    """The lines of ``text`` (a file's) that share a word with ``message``, in any form, else
+    its first lines: at most ``QUOTED_LINES``, joined by " / " within ``QUOTED_CHARS``."""
+    asked = {stem(w) for w in content_words(message)}
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    chosen = [line for line in lines if {stem(w) for w in content_words(line)} & asked]
+    return shorten(" / ".join((chosen or lines)[:QUOTED_LINES]), QUOTED_CHARS)
+
+
+def _answer(turn: TurnView) -> str:
+    """The turn's last answer in words."""
+    return next((m.text for m in reversed(_this_turn(turn))
+                 if m.role == "assistant" and not m.tool_calls), "")
+
+
 class FileAnswer(Guard):
     name = "file_answer"
 
@@ -92,4 +113,14 @@ class FileAnswer(Guard):
                 ask = render("file_unused.md.j2", path=path)
                 return AskAgain(self.name, Message.user(ask), drop=True,
                                 why=f"the answer did not use what {path} holds")
+        return None
+
+    def unmet(self, turn: TurnView) -> str | None:
+        answer = _answer(turn)
+        for path in asked_files(turn.text):
+            reads = [text for failed, text in _reads(turn, path) if not failed]
+            if reads and answer and not any(uses(answer, text, turn.text, self.tuning)
+                                            for text in reads):
+                found = asked_lines(reads[-1], turn.text.replace(path, " "))
+                return f"the answer does not use what {path} holds; it reads: {found}"
         return None

@@ -28,6 +28,7 @@ from typing import Any
 
 from clawd.context.access import Access
 from clawd.context.compaction import summarize
+from clawd.context.corrections import Change, left_standing, standing
 from clawd.context.cut import find_cut
 from clawd.context.flush import (
     FROM_REPLY,
@@ -191,6 +192,11 @@ class Upkeep:
             # lines hold ("- Porto" for "I moved to Porto last month"), in their words
             words = unsaved_words(rt.files, seen, today, pending=notes)
             kept += [(words, FROM_USER)] if words else []
+        # a value the person corrected in this conversation is not noted again, whoever
+        # wrote it down
+        told = standing([m.text for m in seen if m.role == "user" and not m.flush])
+        kept = [(standing_text, source) for text, source in kept
+                if (standing_text := self._standing(text, told))]
         for text, source in kept:
             try:
                 self.access.check_flush_write(daily_log_path(today))
@@ -206,6 +212,13 @@ class Upkeep:
         if rt.memory is not None and files:
             rt.memory.mark_dirty()
         yield Flushed(files=sorted(set(files)))
+
+    @staticmethod
+    def _standing(notes: str, told: list[Change]) -> str:
+        notes, gone = left_standing(notes, told)
+        if gone:
+            log.info("flush note lines the person corrected since, left out: %s", gone)
+        return notes
 
     def compact(self, token: CancelToken, instructions: str | None = None, *,
                 reason: str = "manual",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from clawd.core.events import Notice
-from clawd.guards.reading import asked_files, uses
+from clawd.guards.reading import asked_files, asked_lines, uses
 from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
@@ -100,3 +100,31 @@ def test_a_file_in_the_context_needs_no_read(tmp_path):
     events = list(s.run_turn("What does AGENTS.md say about remembering things?"))
     assert events[-1].text == "AGENTS.md says to write things down."
     provider.assert_done()
+
+
+def test_a_second_answer_that_still_ignores_the_file_ends_with_its_lines(tmp_path):
+    """A 1.5B model asked again answered in JSON with a name the file does not hold: the
+    answer stands, and the notice after it quotes the file's line the message asks about."""
+    invented = '{"answer": "Your landlord is John Doe", "source": "docs/lease.txt"}'
+    provider = ScriptedProvider([READ, "It looks like you have the correct information.",
+                                 invented])
+    runtime, s = session(tmp_path, provider)
+    events = list(s.run_turn(ASKED))
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert notices[-1] == ("the answer does not use what docs/lease.txt holds; it reads: "
+                           "Landlord: Marta Okafor")
+    provider.assert_done()
+
+
+def test_a_second_answer_from_the_file_gets_no_notice(tmp_path):
+    provider = ScriptedProvider([READ, "It looks like you have the correct information.",
+                                 "Marta Okafor."])
+    runtime, s = session(tmp_path, provider)
+    events = list(s.run_turn(ASKED))
+    assert not [e for e in events if isinstance(e, Notice) and "it reads" in e.text]
+
+
+def test_the_lines_quoted_are_those_the_message_asks_about_else_the_first():
+    assert asked_lines(LEASE, "How much is the rent?") == "Rent: 850 EUR"
+    assert asked_lines(LEASE, "Summarise it.") == \
+        "Lease agreement / Tenant: Sam Moreira / Landlord: Marta Okafor"

@@ -93,3 +93,19 @@ def test_the_guard_refuses_a_guessed_profile_then_asks_for_words():
     fine = ToolCall("c2", "write", {"path": "memory/2026-03-02.md",
                                     "content": "- Sam lives in Porto."})
     assert guard.refuse(fine, turn) is None
+
+
+def test_the_guard_refuses_a_note_of_a_value_the_person_corrected_since():
+    guard = FoundedNotes()
+    turn = TurnView(text="Please save what I told you.", messages=[
+        Message.user(SAID),
+        Message.assistant("Noted."),
+        Message.user("Miso's vet is now Dr. Xavier Costa, Dr. Almeida retired.")])
+    old = ToolCall("c1", "write", {"path": "memory/2026-03-02.md", "content":
+                                   "- Miso's vet: Dr. Almeida\n- Sister Rita: 12 March"})
+    refused = guard.refuse(old, turn)
+    assert refused is not None and "since corrected" in refused.text
+    assert '"- Miso\'s vet: Dr. Almeida"' in refused.text and "Rita" not in refused.text
+    new = ToolCall("c2", "write", {"path": "memory/2026-03-02.md", "content":
+                                   "- Miso's vet is now Dr. Xavier Costa\n- Sister Rita: 12 March"})
+    assert guard.refuse(new, turn) is None

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from clawd.context.corrections import left_standing, standing
 from clawd.core.events import Notice
+from clawd.loop.runtime import fixed_models
 from clawd.loop.session import Session
 from clawd.providers.scripted import Reply, ScriptedProvider, tool
 from clawd.workspace.files import read_context_files
@@ -105,3 +107,49 @@ def test_a_line_of_memory_md_is_replaced_in_place(tmp_path):
         "retired. (2026-11-22)\n- Rita: sister\n")
     assert "- Miso's vet is Dr. Almeida (2026-11-21) (MEMORY.md#L5) — replaced on " \
            "2026-11-22 by:" in memory
+
+
+TOLD = "My cat Miso sees Dr. Almeida as her vet. My sister Rita lives in Porto."
+
+
+@pytest.mark.parametrize("profile", ["strong", "weak"])
+def test_the_flush_after_a_correction_does_not_note_the_old_value_again(tmp_path, profile):
+    """A 1.5B model's /new flush wrote "My cat Miso sees Dr. Almeida as her vet" again an
+    hour after the person said Dr. Almeida retired: the old value was back on disk."""
+    flushed = ("- My cat Miso sees Dr. Almeida as her vet\n"
+               "- Miso's vet is now Dr. Xavier Costa\n- Rita lives in Porto")
+    provider = ScriptedProvider(["Noted.", "Got it.", flushed])
+    runtime = setup(tmp_path, provider)
+    runtime.models = fixed_models(provider, 200_000, profile=profile)
+    session = Session.open(runtime, KEY)
+    list(session.run_turn(TOLD))
+    list(session.run_turn(SAID))
+    list(session.flush())
+    log = runtime.files.read(TODAY)
+    notes = log.split("## Flush notes", 1)[1]
+    assert "Dr. Xavier Costa" in notes and "Rita lives in Porto" in notes
+    assert "Almeida" not in notes
+
+
+def test_the_users_own_words_after_a_correction_leave_out_the_value_it_replaced(tmp_path):
+    """A weak model that notes nothing when asked twice: clawd keeps the person's facts in
+    their words, but not the one they corrected since."""
+    provider = ScriptedProvider(["Noted.", "Got it.", "Done.", "Done."])
+    runtime = make_runtime(tmp_path, provider)  # no older note says Dr. Almeida
+    runtime.models = fixed_models(provider, 200_000, profile="weak")
+    session = Session.open(runtime, KEY)
+    list(session.run_turn(TOLD))
+    list(session.run_turn(SAID))
+    list(session.flush())
+    log = runtime.files.read(TODAY)
+    assert "Rita lives in Porto" in log
+    assert "sees Dr. Almeida" not in log
+    provider.assert_done()
+
+
+def test_a_value_changed_twice_keeps_the_newest_change_only():
+    told = standing(["I moved from Lisbon to Porto.", "Actually I moved from Porto to Braga."])
+    assert [found.new for found in told] == ["Braga"]
+    note, gone = left_standing("## Home\n- Moved to Porto\n- Moved to Braga", told)
+    assert note == "## Home\n- Moved to Braga" and gone == ["- Moved to Porto"]
+    assert left_standing("## Home\n- Moved to Porto", told) == ("", ["- Moved to Porto"])
