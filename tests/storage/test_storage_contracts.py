@@ -549,3 +549,46 @@ def test_the_files_workspace_does_not_exist_until_it_is_made(tmp_path):
     assert storage.workspace_exists() is False
     [(ok, what, said)] = list(storage.check("rw"))
     assert (ok, what) == (False, "workspace") and "does not exist" in said
+
+
+IDLE_HOLDER = """
+import sys, time
+from clawd.storage.postgres import database
+db = database(sys.argv[1])
+storage = db.agent("main")
+lease = storage.hold(sys.argv[2])
+lease.describe(time.time() + 30)  # a gateway worker, its turn done: it lets go in 30 s
+lease.describe(None)  # a turn starts: nothing written, its gateway_turns row says so
+print(db.worker, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("storage", ["postgresql"], indirect=True)
+def test_a_waiter_is_told_when_an_idle_holder_lets_go_and_not_while_a_turn_runs(storage):
+    """A gateway worker writes when it lets go of an idle session; a turn starting writes
+    nothing (one write a turn, not two): its queued turn's row tells the waiter a turn runs,
+    and then no time is promised."""
+    import subprocess
+    import sys
+
+    import psycopg
+
+    from clawd.sessions.lock import SessionBusyError
+
+    child = subprocess.Popen([sys.executable, "-c", IDLE_HOLDER, storage.where, "idle"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        worker = child.stdout.readline().strip()
+        with pytest.raises(SessionBusyError, match=r"lets it go at .* \(in (29|30) s\)"):
+            storage.hold("idle", wait=0)
+        with psycopg.connect(storage.where, autocommit=True) as conn:
+            conn.execute("INSERT INTO gateway_turns (turn_id, agent_id, key, text_hash, worker, "
+                         "state) SELECT 't1', agent_id, key, '', %s, 'running' FROM leases",
+                         (worker,))
+        with pytest.raises(SessionBusyError) as busy:
+            storage.hold("idle", wait=0)
+        assert "lets it go" not in str(busy.value) and f"pid {child.pid}" in str(busy.value)
+    finally:
+        child.kill()
+        child.wait(10)

@@ -13,8 +13,9 @@ kept), then ``done``. Queued turns belong to nobody: any worker that holds the s
 them, so a worker that received a message and died leaves it to the next holder. Running
 turns belong to their worker while it is connected.
 
-A worker writes its turns' lines through a writer thread in small batches, so the event
-loop never waits on the database; a follower on another worker polls for lines after the
+A worker writes its turns' lines through a writer thread in small batches (what came within
+``GATHER_SECONDS`` of a line, one pipelined transaction each), so the event loop never waits
+on the database; a follower on another worker polls for lines after the
 last it has. When a turn ends its text deltas are dropped (its ``reply`` line holds the
 whole text), as the in-process feed drops them.
 """
@@ -25,6 +26,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +45,13 @@ ALIVE = "worker IN (SELECT application_name FROM pg_stat_activity)"  # its worke
 # a turn not ended: queued, or running on a worker still connected (not a dead worker's)
 UNFINISHED = f"(state = 'queued' OR (state = 'running' AND {ALIVE}))"
 BATCH = 200  # lines written in one statement at most
+GATHER_SECONDS = 0.005  # the writer waits this long after a line for the lines behind it
 ABORTS = "clawd_abort"  # the channel aborts are asked for on
 TURNS = "clawd_turn"  # "a turn was queued for this session": agent\nkey
 RELEASES = "clawd_release"  # "let go of this session if you hold it idle": agent\nkey
 LINES = "clawd_lines"  # "lines of this turn were written": turn id (followers wake)
 KEEP_TURNS_SECONDS = 24 * 3600  # a turn's record is kept this long
+SWEEP_SECONDS = 60.0  # a worker removes older turns' records at most this often
 # a claimed turn: id, text, ephemeral, asks, seconds it waited, the job's run it is (or None)
 Claimed = tuple[str, str, bool, bool, float, "dict[str, Any] | None"]
 
@@ -67,6 +71,8 @@ class PgShared:
         self._writer.start()
         self.listening = threading.Event()  # the abort listener is connected
         self.closed = threading.Event()
+        self._started: set[str] = set()  # the writer's: turns it marked running
+        self._swept = 0.0  # the writer's: when it last removed old turns (monotonic)
 
     def close(self) -> None:
         """Stop listening; the writer ends once the lines handed in are written."""
@@ -329,6 +335,8 @@ class PgShared:
         stopping = False
         while not stopping:
             batch = [self._lines.get()]
+            if batch[0][1] is not None:  # a line: the turn's next lines are a moment away
+                time.sleep(GATHER_SECONDS)
             while len(batch) < BATCH:
                 try:
                     batch.append(self._lines.get_nowait())
@@ -349,16 +357,24 @@ class PgShared:
                     break
 
     def _flush(self, batch: list[Any]) -> None:
+        """One transaction, pipelined (one round trip): the lines, the turns they start
+        (a turn with lines runs; marked once), the wake-up of followers, the turns ended,
+        and at most every ``SWEEP_SECONDS`` the removal of turns older than
+        ``KEEP_TURNS_SECONDS``."""
         lines = [(t, s, orjson.dumps(line).decode()) for t, s, line in batch if s is not None]
         ended = [t for t, s, what in batch if s is None and what == "done"]
-        running = list({t for t, _, _ in lines})  # a turn with lines runs
-        with self.db.connection() as conn, conn.transaction():
-            if lines:
-                with conn.cursor() as cur:
-                    cur.executemany("INSERT INTO turn_events (turn_id, seq, line) VALUES "
-                                    "(%s, %s, %s::json) ON CONFLICT DO NOTHING", lines)
+        running = list({t for t, _, _ in lines})
+        starting = [t for t in running if t not in self._started]
+        sweep = ended and time.monotonic() - self._swept >= SWEEP_SECONDS
+        with self.db.connection() as conn, conn.pipeline(), conn.transaction():
+            if lines:  # one statement, however many lines
+                turns, seqs, texts = zip(*lines, strict=True)
+                conn.execute("INSERT INTO turn_events (turn_id, seq, line) SELECT * FROM "
+                             "unnest(%s::text[], %s::int[], %s::text[]::json[]) "
+                             "ON CONFLICT DO NOTHING", (list(turns), list(seqs), list(texts)))
+            if starting:
                 conn.execute("UPDATE gateway_turns SET state = 'running', started = now() "
-                             "WHERE turn_id = ANY(%s) AND state = 'queued'", (running,))
+                             "WHERE turn_id = ANY(%s) AND state = 'queued'", (starting,))
             # delivered at commit: a follower on another worker reads them at once
             conn.execute("SELECT pg_notify(%s, t) FROM unnest(%s::text[]) t",
                          (LINES, list({*running, *ended})))
@@ -367,8 +383,13 @@ class PgShared:
                              "line->>'type' = 'delta'", (ended,))
                 conn.execute("UPDATE gateway_turns SET state = 'done', ended = now() WHERE "
                              "turn_id = ANY(%s)", (ended,))
+            if sweep:
                 conn.execute("DELETE FROM gateway_turns WHERE created < now() - "
                              "make_interval(secs => %s)", (KEEP_TURNS_SECONDS,))
+        self._started.update(starting)
+        self._started.difference_update(ended)
+        if sweep:
+            self._swept = time.monotonic()
         for _, s, what in batch:
             if s is None and isinstance(what, threading.Event):
                 what.set()

@@ -91,11 +91,12 @@ class PgLease:
                 holder = conn.execute("SELECT holder, pid, until FROM leases WHERE "
                                       "agent_id = %s AND key = %s",
                                       (self.agent_id, self.key)).fetchone()
-                # a long wait is for another worker's turn to end, not for a chat elsewhere
-                patient = time.monotonic() - started < lock.WAIT_SECONDS or _turn_runs(
-                    conn, self.agent_id, self.key, self.db.worker)
+                runs = _turn_runs(conn, self.agent_id, self.key, self.db.worker)
+            # a long wait is for another worker's turn to end, not for a chat elsewhere
+            patient = time.monotonic() - started < lock.WAIT_SECONDS or runs
             who, pid, until = holder or ("", None, None)
-            left = until - time.time() if until is not None else None
+            # while a turn runs, no time to let go is known (``describe``)
+            left = until - time.time() if until is not None and not runs else None
             # an idle worker asked to let go does so at once: give it a moment to answer
             answered = time.monotonic() - started >= ASK_EVERY_SECONDS
             if wait == 0:  # a try: nobody is asked to let go (a gateway worker's take)
@@ -110,6 +111,11 @@ class PgLease:
         return fencing.lost(self.db, self.agent_id, self.key)
 
     def describe(self, until: float | None) -> None:
+        """Write when this process lets go of the session if no other turn comes; a turn
+        starting (``until`` None) writes nothing: its row in ``gateway_turns`` tells a
+        waiter that a turn runs (``_acquire``), so a turn costs one write here, not two."""
+        if until is None:
+            return
         with _changed:
             held = self._slot in _held and not self._released
         epoch = fencing.lease_epoch(self.db, self.agent_id, self.key)
