@@ -107,6 +107,8 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
                 turn.reply = reply.text
                 if show:
                     yield Notice(step.notice)
+                    if turn.written and is_blank(reply.text):  # no words: what it did
+                        yield Notice(f"this turn wrote {', '.join(sorted(set(turn.written)))}")
                 return
             case Answer():
                 if is_blank(reply.text) and turn.view.shown:

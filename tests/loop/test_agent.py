@@ -101,6 +101,18 @@ def test_step_cap_stops_a_runaway_tool_loop(tmp_path):
     assert any(isinstance(e, Notice) and "maxSteps" in e.text for e in events)
 
 
+def test_a_stopped_turn_with_no_words_says_what_it_wrote(tmp_path):
+    """A 1.5B model wrote a file and went on calling tools until the step cap: the person
+    saw no reply, so the notices say what the turn did."""
+    provider = ScriptedProvider(default=lambda request: Reply("", [tool(
+        "write", path="notes/vet.md", content=f"Dr. Costa ({len(request.messages)})\n")]))
+    session = Session.open(make_runtime(tmp_path, provider, settings={"maxSteps": 2}), KEY)
+    notices = [e.text for e in session.run_turn("Note that Miso's vet is Dr. Costa.")
+               if isinstance(e, Notice)]
+    stop = next(i for i, text in enumerate(notices) if "maxSteps" in text)
+    assert notices[stop + 1] == "this turn wrote notes/vet.md"
+
+
 def test_provider_error_mid_stream_keeps_partial_reply(tmp_path):
     class Cutting(ScriptedProvider):
         def stream(self, request):
