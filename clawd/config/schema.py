@@ -123,7 +123,7 @@ GuardName = Literal["looping", "text_calls", "swallowed_args", "stray_text", "re
                     "repeated_reads", "blank", "echo", "note_claim", "junk_notes", "flush_retry",
                     "flush_words", "recall_only", "recall_gate", "summary_claims",
                     "founded_notes", "fake_reminders", "file_answer", "flush_answer",
-                    "summary_words", "request_words"]
+                    "summary_words", "request_words", "reminder_set"]
 GUARD_NAMES: tuple[str, ...] = get_args(GuardName)
 ProfileName = Literal["weak", "strong"]
 

@@ -146,3 +146,42 @@ def reminder_aside(text: str, schedules: bool, now: datetime, zone: str | None) 
         return render("reminder_aside.md.j2").strip()
     phrase = time_phrase(text, now, user_zone(zone))
     return render("reminder_schedule.md.j2", when=phrase).strip()
+
+
+# "Remind me tomorrow at 9 to call the landlord": the asking around what to be reminded of
+_ASKING = re.compile(r"^.*?\b(?:remind (?:me|us)|set (?:me |up )?(?:a |an )?reminder|"
+                     r"(?:don't|do not) let me forget)\b(?:\s+(?:again|please|later))?[\s,:]*"
+                     r"(?:(?:to|that|about|of|for)\b\s*)?", re.IGNORECASE)
+
+
+def reminded_of(text: str, when: str) -> str:
+    """What a reminder request asks to be reminded of: ``text`` without the words that
+    ask and the time ``when`` ("Remind me tomorrow at 9 to call the landlord." -> "call
+    the landlord"); the message itself when nothing else is left."""
+    rest = " ".join(text.replace(when, " ").split())
+    rest = re.sub(r"\b(?:on|at|in)\s+(?=to\b)", "", rest)  # "Remind me on  to …"
+    rest = _ASKING.sub("", rest, count=1)
+    rest = re.sub(r"^(?:to|that|about)\s+", "", rest, flags=re.I).strip(" .,!?;:")
+    return rest or " ".join(text.split())
+
+
+# a word that says when, left over after the time read: the time read is not the whole of it
+_WHEN_WORDS = re.compile(
+    r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tomorrow|tonight|"
+    r"morning|afternoon|evening|noon|midnight|week|month|year|"
+    r"jan(?:uary)?|feb(?:ruary)?|march|apr(?:il)?|june?|july?|aug(?:ust)?|sep(?:tember)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|\d{1,2}(?::\d{2})?\s*(?:am|pm)|\d{1,2}:\d{2})\b",
+    re.IGNORECASE)
+
+
+def reminder_request(text: str, now: datetime, zone: str | None) -> tuple[str, str] | None:
+    """(the words that give the time, what to be reminded of) of a reminder request, when
+    the time read (``when.time_phrase``) is all the message says of when; None when it
+    names no time clawd reads, or more than the words read ("pay rent on Monday at 10"
+    read as "at 10" today)."""
+    when = time_phrase(text, now, user_zone(zone))
+    if when is None:
+        return None
+    what = reminded_of(text, when)
+    return None if _WHEN_WORDS.search(what) else (when, what)
+

@@ -170,7 +170,7 @@ class FoundedNotes(Guard):
             lines = "; ".join(f'"{line}"' for line in corrected[:3])
             return Refusal(f"not written: {lines} says what the user has since corrected. "
                            f"Write the new value only, or answer the user.",
-                           final=turn.refused)
+                           final=bool(turn.refused))
         said = "\n".join([turn.text, told_or_returned(turn.messages), known_notes(turn.files)])
         _, dropped = founded_note(note, said, self.tuning)
         if not dropped:

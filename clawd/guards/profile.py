@@ -73,8 +73,9 @@ RECALL_GUARDS = ("recall_gate",)
 # with a number or name the summary lost are appended (``context.references``)
 SUMMARY_GUARDS = ("summary_claims", "summary_words")
 # after a private turn: a request to remember that no note of the turn holds is kept in the
-# daily log in the user's words (``loop.keeping.keep_request``)
-TURN_END_GUARDS = ("request_words",)
+# daily log in the user's words (``loop.keeping.keep_request``); a reminder the turn did
+# not set is set from the user's words, or said not to be (``loop.keeping.set_reminder``)
+TURN_END_GUARDS = ("request_words", "reminder_set")
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,11 @@ class Profile:
         """A flush's answer kept as notes loses the lines the notes hold already or strike
         through, and "I remember" before a fact (a bare "Done." is no note for any model)."""
         return self.has("flush_answer")
+
+    @property
+    def sets_reminders(self) -> bool:
+        """A reminder request the turn did not set with ``schedule`` is set by clawd."""
+        return self.has("reminder_set")
 
     @property
     def keeps_requests(self) -> bool:

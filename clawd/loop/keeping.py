@@ -23,7 +23,10 @@ A session without the ``schedule`` tool (a group session, ``automation.enabled``
 cannot notify anyone at a later time. A request for a reminder there ("Remind me tomorrow
 at 9 to call the landlord") is told so in the turn (``Turn.aside``), and ``keep_reminder``
 keeps it in today's log, so the request is not lost, with a notice saying both. A session
-with the tool is told to set the reminder with it instead.
+with the tool is told to set the reminder with it instead; under a profile with
+``reminder_set`` (the weak one: a 1.5B model answered "I will remind you tomorrow at 9"
+and set nothing), ``set_reminder`` sets it when the turn did not, from the person's words,
+or says that no reminder was set.
 
 A model that may not curate MEMORY.md (its profile does not consolidate: a 1.5B model left
 MEMORY.md and USER.md the templates, byte for byte, after three days) still gets the person's
@@ -49,12 +52,20 @@ from clawd.context.corrections import Change, changes_in, replaced
 from clawd.context.facts import facts
 from clawd.context.flush import FROM_REQUEST, append_flush_notes, notes_written
 from clawd.context.references import SHORT_MESSAGE
-from clawd.context.requests import lines_used, names_file, request_kept, to_keep
+from clawd.context.requests import (
+    lines_used,
+    names_file,
+    reminder_request,
+    request_kept,
+    to_keep,
+)
+from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event, Notice
-from clawd.core.messages import Message
+from clawd.core.messages import Message, ToolCall, new_id
 from clawd.guards.profile import Profile
 from clawd.loop.runtime import Runtime
+from clawd.loop.toolrunner import ToolRunner
 from clawd.workspace.files import (
     MEMORY_DIR,
     MEMORY_FILE,
@@ -105,6 +116,39 @@ def keep_reminder(message: Message, access: Access, runtime: Runtime
                                      "request could not be kept", write)):
         yield Notice(f"clawd cannot notify you at a set time yet: nothing will remind you; "
                      f"the request is kept in {rel}")
+
+
+def scheduled(turn: list[Message]) -> bool:
+    """Whether a ``schedule`` add of the turn's messages succeeded."""
+    ok = {m.tool_call_id for m in turn if m.role == "toolResult" and not m.is_error}
+    return any(call.name == "schedule" and str(call.arguments.get("action")).lower() == "add"
+               and call.id in ok for m in turn if m.role == "assistant" for call in m.tool_calls)
+
+
+def set_reminder(message: Message, history: list[Message], runtime: Runtime,
+                 tools: ToolRunner, window: int) -> Generator[Event, None, None]:
+    """After the turn of a reminder request in a session with the ``schedule`` tool, when
+    no ``schedule`` add of the turn succeeded: set it with the session's tool (``tools``;
+    ``window``: its model's context window) from the person's own words for the time and
+    for what, when those are all the message says of when (``requests.reminder_request``);
+    else say that no reminder was set."""
+    if scheduled(_turn_of(message, history)):
+        return
+    asked = reminder_request(message.text, runtime.clock(), runtime.settings.user_timezone)
+    if asked is None:
+        yield Notice("no reminder was set: the model did not set one, and clawd could not "
+                     "tell the time from your message alone; say it again with the time, "
+                     "as \"tomorrow at 9\" or \"Friday 18:30\"")
+        return
+    when, what = asked
+    call = ToolCall(new_id(), "schedule", {"action": "add", "at": when, "message": what})
+    said, failed, _ = tools.call(call, CancelToken(), window=window)
+    if failed:
+        yield Notice(f"no reminder was set: the model did not set one, and clawd's try "
+                     f"failed: {said.removeprefix('error: ')}")
+        return
+    yield Notice(f"the model did not set the reminder, so clawd did: "
+                 f"{said.split('. Tell the user', 1)[0]} ({what})")
 
 
 def _turn_of(message: Message, history: list[Message]) -> list[Message]:

@@ -44,6 +44,7 @@ from clawd.loop.keeping import (
     keep_correction,
     keep_reminder,
     keep_request,
+    set_reminder,
 )
 from clawd.loop.model_call import ModelCall
 from clawd.loop.opening import Opened, open_entry
@@ -325,6 +326,9 @@ class Session:
                                            self.rt)
                 if turn.aside and not schedules:
                     yield from keep_reminder(message, self.access, self.rt)
+                elif turn.aside and self.model.profile.sets_reminders:
+                    yield from set_reminder(message, self.history.messages, self.rt,
+                                            self.tools, self.budget.context_window)
         yield self.turn_done("" if is_silent(turn.reply) else turn.reply, turn.usage,
                              turn.aborted, turn.steps, turn.interrupted, turn.failed)
 

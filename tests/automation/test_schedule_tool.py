@@ -90,3 +90,75 @@ def test_a_group_session_is_not_offered_the_tool(tmp_path):
     session.close()
     assert "schedule" not in [t.name for t in provider.requests[0].tools]
     assert "can't remind" in provider.requests[0].messages[-1].text
+
+
+# --- a reminder the model did not set (``reminder_set``, weak profile) --------------------------
+
+def weak(runtime, provider, profile="weak"):
+    from clawd.loop.runtime import fixed_models
+
+    runtime.models = fixed_models(provider, 200_000, profile=profile)
+    return Session.open(runtime, "agent:main:main")
+
+
+def notices_of(events):
+    from clawd.core.events import Notice
+
+    return [e.text for e in events if isinstance(e, Notice)]
+
+
+def test_a_reminder_the_model_only_promised_is_set_from_the_persons_words(tmp_path):
+    """A 1.5B model answered "I will remind you tomorrow at 9 to call the landlord." and
+    called nothing: no job existed."""
+    clock = Clock(datetime(2026, 11, 27, 20, 0, tzinfo=timezone.utc))
+    runtime, provider, store = runtime_with_schedule(
+        tmp_path, ["I will remind you tomorrow at 9 to call the landlord."], clock)
+    with weak(runtime, provider) as session:
+        events = list(session.run_turn("Remind me tomorrow at 9 to call the landlord."))
+    (job,) = store.all()
+    assert job["message"] == "call the landlord" and job["madeBy"] == "model"
+    assert job["nextRun"] == "2026-11-28T09:00:00Z"  # 09:00 in Lisbon, UTC in winter
+    assert notices_of(events)[-1] == (
+        f"the model did not set the reminder, so clawd did: scheduled job {job['id']}: "
+        "Sat 2026-11-28 09:00 Europe/Lisbon (09:00 UTC) (call the landlord)")
+
+
+def test_a_reminder_the_model_set_is_not_set_twice_and_a_strong_model_is_left_alone(tmp_path):
+    clock = Clock(datetime(2026, 11, 27, 20, 0, tzinfo=timezone.utc))
+    runtime, provider, store = runtime_with_schedule(tmp_path, [
+        Reply("", [tool("schedule", action="add", at="tomorrow at 9", message="call")]),
+        "Set for 9:00."], clock)
+    with weak(runtime, provider) as session:
+        list(session.run_turn("Remind me tomorrow at 9 to call the landlord."))
+    assert len(store.all()) == 1
+    runtime, provider, store = runtime_with_schedule(tmp_path / "strong", ["At 9am or 9pm?"],
+                                                     clock)
+    with weak(runtime, provider, "strong") as session:  # its question stands
+        events = list(session.run_turn("Remind me tomorrow at 9 to call the landlord."))
+    assert len(store.all()) == 1 and not notices_of(events)
+
+
+def test_a_reminder_whose_time_clawd_cannot_read_whole_is_said_not_set(tmp_path):
+    """"on Monday at 10" on a Monday evening reads as "at 10" today at best: clawd does not
+    guess, it says no reminder was set."""
+    clock = Clock(datetime(2026, 11, 30, 20, 0, tzinfo=timezone.utc))  # a Monday
+    runtime, provider, store = runtime_with_schedule(tmp_path, ["Sure, I will."], clock)
+    with weak(runtime, provider) as session:
+        events = list(session.run_turn("Don't let me forget to pay rent on Monday at 10."))
+    assert store.all() == []
+    assert notices_of(events)[-1].startswith("no reminder was set: the model did not set one")
+
+
+def test_the_words_for_the_time_and_for_what():
+    from clawd.context.requests import reminder_request
+
+    now = datetime(2026, 3, 2, 20, 0, tzinfo=timezone.utc)
+    assert reminder_request("Can you remind me on Friday at 6pm to water the plants?", now,
+                            None) == ("Friday at 6pm", "water the plants")
+    assert reminder_request("Please remind me in 20 minutes that the oven is on.", now,
+                            None) == ("in 20 minutes", "the oven is on")
+    assert reminder_request("Set a reminder for 5pm: take the pills", now, None) == \
+        ("5pm", "take the pills")
+    assert reminder_request("Remind me at 7 tomorrow morning to take my pills", now,
+                            None) is None  # "morning" left over: not all of when was read
+    assert reminder_request("Remind me to call mum", now, None) is None  # no time
