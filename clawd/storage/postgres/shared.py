@@ -71,8 +71,8 @@ class PgShared:
         self._writer.start()
         self.listening = threading.Event()  # the abort listener is connected
         self.closed = threading.Event()
-        self._started: set[str] = set()  # the writer's: turns it marked running
-        self._swept = 0.0  # the writer's: when it last removed old turns (monotonic)
+        self._started: set[str] = set()  # the writer's: turns marked running; last sweep
+        self._swept = 0.0
 
     def close(self) -> None:
         """Stop listening; the writer ends once the lines handed in are written."""
@@ -357,10 +357,8 @@ class PgShared:
                     break
 
     def _flush(self, batch: list[Any]) -> None:
-        """One transaction, pipelined (one round trip): the lines, the turns they start
-        (a turn with lines runs; marked once), the wake-up of followers, the turns ended,
-        and at most every ``SWEEP_SECONDS`` the removal of turns older than
-        ``KEEP_TURNS_SECONDS``."""
+        """One pipelined transaction: the lines, the turns they start (marked once), the
+        followers woken, the turns ended, old turns removed (every ``SWEEP_SECONDS``)."""
         lines = [(t, s, orjson.dumps(line).decode()) for t, s, line in batch if s is not None]
         ended = [t for t, s, what in batch if s is None and what == "done"]
         running = list({t for t, _, _ in lines})
@@ -386,10 +384,8 @@ class PgShared:
             if sweep:
                 conn.execute("DELETE FROM gateway_turns WHERE created < now() - "
                              "make_interval(secs => %s)", (KEEP_TURNS_SECONDS,))
-        self._started.update(starting)
-        self._started.difference_update(ended)
-        if sweep:
-            self._swept = time.monotonic()
+        self._started = (self._started | set(starting)) - set(ended)
+        self._swept = time.monotonic() if sweep else self._swept
         for _, s, what in batch:
             if s is None and isinstance(what, threading.Event):
                 what.set()
