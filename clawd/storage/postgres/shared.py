@@ -15,9 +15,8 @@ turns belong to their worker while it is connected.
 
 A worker writes its turns' lines through a writer thread in small batches (what came within
 ``GATHER_SECONDS`` of a line, one pipelined transaction each), so the event loop never waits
-on the database; a follower on another worker polls for lines after the
-last it has. When a turn ends its text deltas are dropped (its ``reply`` line holds the
-whole text), as the in-process feed drops them.
+on the database; a follower on another worker polls for lines after the last it has. When a
+turn ends its deltas are dropped (its ``reply`` line holds the whole text), as in-process.
 """
 
 from __future__ import annotations
