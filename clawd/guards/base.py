@@ -91,6 +91,13 @@ class TurnView:
         name would be a silent no)."""
         return guard.name in self.asked
 
+    def this_turn(self) -> list[Message]:
+        """The messages of the turn under way: those after the user's message."""
+        for i in range(len(self.messages) - 1, -1, -1):
+            if self.messages[i].role == "user" and not self.messages[i].flush:
+                return self.messages[i + 1:]
+        return self.messages
+
     def shown_text(self) -> str:
         """Everything the model was shown in the turn, lower-cased: what a note it writes
         may draw on."""

@@ -46,20 +46,11 @@ def asked_files(text: str) -> list[str]:
     return found if found and asks(text) and talk.ABOUT_A_FILE.search(text) else []
 
 
-def _this_turn(turn: TurnView) -> list[Message]:
-    """The messages of the turn under way: those after the user's message."""
-    messages = turn.messages
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role == "user" and not messages[i].flush:
-            return messages[i + 1:]
-    return messages
-
-
 def _reads(turn: TurnView, path: str) -> list[tuple[bool, str]]:
     """(failed, text) of each read of ``path`` in the turn."""
-    results = {m.tool_call_id: m for m in _this_turn(turn) if m.role == "toolResult"}
+    results = {m.tool_call_id: m for m in turn.this_turn() if m.role == "toolResult"}
     out = []
-    for m in _this_turn(turn):
+    for m in turn.this_turn():
         for call in m.tool_calls if m.role == "assistant" else []:
             target = str(call.arguments.get("path") or "").split("#", 1)[0]
             if call.name in READ_TOOLS and names_file(path, target) and call.id in results:
@@ -89,7 +80,7 @@ def asked_lines(text: str, message: str) -> str:
 
 def _answer(turn: TurnView) -> str:
     """The turn's last answer in words."""
-    return next((m.text for m in reversed(_this_turn(turn))
+    return next((m.text for m in reversed(turn.this_turn())
                  if m.role == "assistant" and not m.tool_calls), "")
 
 

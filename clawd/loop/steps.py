@@ -26,6 +26,7 @@ from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer
 from clawd.guards.base import AskAgain, Guards
 from clawd.guards.step_guards import calls_of
+from clawd.loop.done import tools_did
 from clawd.loop.model_call import Failed, ModelCall, Overflowed, Replied
 from clawd.loop.toolrunner import ToolRunner
 from clawd.loop.turn import Answer, RunTools, Stop, Turn, blank_notice, decide
@@ -49,6 +50,12 @@ class StepPlan:
     recover: Recover | None = None  # None: a request that does not fit ends the run
     # after each tool step (given the turn's stop)
     between: Callable[[CancelToken], Generator[Event, None, None]] | None = None
+
+
+def _what_it_did(turn: Turn, reply: Message) -> Generator[Event, None, None]:
+    """A turn ending with no words to show: what its tools did (``done.tools_did``)."""
+    if is_blank(reply.text) and (did := tools_did(turn.view.this_turn(), turn.view.text)):
+        yield Notice(did)
 
 
 def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
@@ -107,8 +114,7 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
                 turn.reply = reply.text
                 if show:
                     yield Notice(step.notice)
-                    if turn.written and is_blank(reply.text):  # no words: what it did
-                        yield Notice(f"this turn wrote {', '.join(sorted(set(turn.written)))}")
+                    yield from _what_it_did(turn, reply)
                 return
             case Answer():
                 if is_blank(reply.text) and turn.view.shown:
@@ -116,6 +122,7 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
                 turn.reply = reply.text
                 if show and is_blank(reply.text):
                     yield Notice(blank_notice(reply.text, turn.view.asked_by(BlankAnswer)))
+                    yield from _what_it_did(turn, reply)
                 return
             case RunTools():
                 yield from _run_tools(tools, turn, plan, step, keep, show)

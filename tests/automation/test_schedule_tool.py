@@ -162,3 +162,15 @@ def test_the_words_for_the_time_and_for_what():
     assert reminder_request("Remind me at 7 tomorrow morning to take my pills", now,
                             None) is None  # "morning" left over: not all of when was read
     assert reminder_request("Remind me to call mum", now, None) is None  # no time
+
+
+def test_a_reminder_set_and_answered_with_nothing_says_its_time(tmp_path):
+    clock = Clock(datetime(2026, 11, 27, 20, 0, tzinfo=timezone.utc))
+    runtime, provider, store = runtime_with_schedule(tmp_path, [
+        Reply("", [tool("schedule", action="add", at="tomorrow at 9", message="call")]),
+        "", ""], clock)
+    with weak(runtime, provider) as session:
+        events = list(session.run_turn("Remind me tomorrow at 9 to call the landlord."))
+    (job,) = store.all()
+    assert notices_of(events)[-1] == (f"what this turn did: scheduled job {job['id']}: "
+                                      "Sat 2026-11-28 09:00 Europe/Lisbon (09:00 UTC)")

@@ -128,3 +128,12 @@ def test_the_lines_quoted_are_those_the_message_asks_about_else_the_first():
     assert asked_lines(LEASE, "How much is the rent?") == "Rent: 850 EUR"
     assert asked_lines(LEASE, "Summarise it.") == \
         "Lease agreement / Tenant: Sam Moreira / Landlord: Marta Okafor"
+
+
+def test_a_turn_that_read_the_file_and_answered_nothing_ends_with_its_lines(tmp_path):
+    """A 0.5B model read the lease, then answered nothing, twice."""
+    provider = ScriptedProvider([READ, "", ""])
+    runtime, s = session(tmp_path, provider)
+    notices = [e.text for e in s.run_turn(ASKED) if isinstance(e, Notice)]
+    assert notices[-2].startswith("the model returned an empty reply twice")
+    assert notices[-1] == "what this turn did: docs/lease.txt reads: Landlord: Marta Okafor"

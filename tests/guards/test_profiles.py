@@ -211,7 +211,7 @@ def test_tool_calls_after_a_request_for_words_stop_the_turn(tmp_path):
     assert [r.tool_choice for r in provider.requests] == ["auto", "auto", "none"]
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert notices[-2].startswith("stopped: the model kept calling tools")
-    assert notices[-1] == f"this turn wrote {DAILY}"  # no words shown: what it did
+    assert notices[-1] == f"what this turn did: wrote {DAILY}"  # no words shown
 
 
 def test_the_flush_runs_in_the_turns_loop_with_its_own_guards():

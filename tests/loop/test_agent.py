@@ -110,7 +110,7 @@ def test_a_stopped_turn_with_no_words_says_what_it_wrote(tmp_path):
     notices = [e.text for e in session.run_turn("Note that Miso's vet is Dr. Costa.")
                if isinstance(e, Notice)]
     stop = next(i for i, text in enumerate(notices) if "maxSteps" in text)
-    assert notices[stop + 1] == "this turn wrote notes/vet.md"
+    assert notices[stop + 1] == "what this turn did: wrote notes/vet.md"
 
 
 def test_provider_error_mid_stream_keeps_partial_reply(tmp_path):
