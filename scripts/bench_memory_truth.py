@@ -157,8 +157,11 @@ CONVERSATIONS = [
 
 # a reply that is JSON, or carries a recalled note's fields as JSON
 JSON_REPLY = re.compile(r'^\s*(?:```(?:json)?\s*)?[\[{]|"(?:answer|source|line)"\s*:')
-REFUSED = re.compile(r"\b(?:can(?:no|')?t|do not have the ability|don't have the ability|"
-                     r"unable to|not able to|as an ai|as a chat assistant)\b", re.I)
+# the model declining, said of itself ("I can't", "I'm unable to"): "you cannot change a
+# tuple's contents" is an answer, which a bare "cannot" counted as a refusal
+REFUSED = re.compile(r"\bI(?:'m| am)? (?:can(?:no|')?t|do not have the ability|"
+                     r"don't have the ability|unable to|not able to)\b|\bas an ai\b|"
+                     r"\bas a chat assistant\b", re.I)
 CODE = re.compile(r"```|^\s*(?:def |import |function |const |#!|for |tar )", re.M)
 CANNOT_NOTIFY = re.compile(
     r"(?:can(?:no|')?t|unable to|not able to|no way to|do(?:n't| not) have (?:a way|the "
