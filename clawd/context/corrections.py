@@ -125,7 +125,10 @@ def standing(messages: list[str]) -> list[Change]:
 
 
 def left_standing(note: str, told: list[Change]) -> tuple[str, list[str]]:
-    """``note`` without its lines that a change in ``told`` replaces, and those lines."""
+    """``note`` without its lines that a change in ``told`` replaces, and those lines. Only
+    a change that names its old value counts: "My vet is now Dr. Costa" alone would take
+    "Miso's vet visit is on Friday" too, a fact that was never corrected."""
+    told = [found for found in told if found.old]
     if not told:
         return note, []
     kept: list[str] = []

@@ -153,3 +153,9 @@ def test_a_value_changed_twice_keeps_the_newest_change_only():
     note, gone = left_standing("## Home\n- Moved to Porto\n- Moved to Braga", told)
     assert note == "## Home\n- Moved to Braga" and gone == ["- Moved to Porto"]
     assert left_standing("## Home\n- Moved to Porto", told) == ("", ["- Moved to Porto"])
+
+
+def test_a_change_without_its_old_value_takes_no_line_out_of_a_note():
+    told = standing(["My vet is now Dr. Costa."])
+    note = "- Miso's vet visit is on Friday\n- Vet: Dr. Costa"
+    assert left_standing(note, told) == (note, [])
