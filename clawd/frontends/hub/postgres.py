@@ -97,9 +97,14 @@ class PgCoordination:
         turn_id, agent_id, key = turn.id, turn.agent_id, turn.key
         # known before its row exists: a drain of this worker may claim it at once
         hub.turns[turn_id] = turn
+        def begin() -> tuple[tuple[str, bool] | None, int]:
+            """Queued, and the session's turns not ended counted, in one trip off the loop."""
+            other = shared.begin(turn_id, agent_id, key, turn.text, idempotency,
+                                 turn.ephemeral, turn.asks, turn.job)
+            return other, 0 if other is not None else shared.waiting(agent_id, key)
+
         try:
-            other = await asyncio.to_thread(shared.begin, turn_id, agent_id, key, turn.text,
-                                            idempotency, turn.ephemeral, turn.asks, turn.job)
+            other, waiting = await asyncio.to_thread(begin)
         except BaseException:
             hub.turns.pop(turn_id, None)
             raise
@@ -109,7 +114,7 @@ class PgCoordination:
                 raise IdempotencyConflict.of(str(idempotency), key)
             return await hub.turn(other[0]) or self._remote(other[0], agent_id, key), False
         try:
-            return await self._place(turn, idempotency)
+            return await self._place(turn, idempotency, waiting - 1)
         except StoreUnavailable:  # queued, then the database stopped answering: not sent
             if turn.state != "queued":  # this worker's drain runs it already
                 return turn, True
@@ -118,14 +123,13 @@ class PgCoordination:
             self.unsent.add(turn_id)
             raise
 
-    async def _place(self, turn: QueuedTurn, idempotency: str | None
+    async def _place(self, turn: QueuedTurn, idempotency: str | None, waiting: int
                      ) -> tuple[QueuedTurn | RemoteTurn, bool]:
-        """The turn, queued in the database, run here or followed from here."""
+        """The turn, queued in the database, run here or followed from here; ``waiting``:
+        every worker's turns of the session before it."""
         hub, shared = self.hub, self.shared
         turn_id, agent_id, key = turn.id, turn.agent_id, turn.key
         slot = hub._slot(agent_id, key)
-        # every worker's turns of the session, this one's too
-        waiting = await asyncio.to_thread(shared.waiting, agent_id, key) - 1
         if waiting > hub.max_queued and await asyncio.to_thread(shared.drop, turn_id):
             hub.turns.pop(turn_id, None)
             raise QueueFull(key, max(1, min(60, round(slot.seconds_per_turn * waiting))))

@@ -94,14 +94,14 @@ class PgShared:
                 conn.execute("DELETE FROM gateway_turns WHERE agent_id = %s AND key = %s AND "
                              "idempotency = %s AND state = 'done' AND started IS NULL",
                              (agent_id, key, idempotency))
-            made = conn.execute(
-                "INSERT INTO gateway_turns (turn_id, agent_id, key, idempotency, text_hash, "
-                "worker, state, text, ephemeral, asks, job) VALUES (%s, %s, %s, %s, %s, %s, "
-                "'queued', %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING turn_id",
+            made = conn.execute(  # and the session's holder told, in one statement
+                "WITH made AS (INSERT INTO gateway_turns (turn_id, agent_id, key, idempotency, "
+                "text_hash, worker, state, text, ephemeral, asks, job) VALUES (%s, %s, %s, %s, "
+                "%s, %s, 'queued', %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING turn_id) "
+                "SELECT turn_id, pg_notify(%s, %s) FROM made",
                 (turn_id, agent_id, key, idempotency, text_hash(text), self.worker, text,
-                 ephemeral, asks, None if job is None else Jsonb(job))).fetchone()
-            if made is not None:
-                conn.execute("SELECT pg_notify(%s, %s)", (TURNS, f"{agent_id}\n{key}"))
+                 ephemeral, asks, None if job is None else Jsonb(job), TURNS,
+                 f"{agent_id}\n{key}")).fetchone()
             if made or idempotency is None:
                 return None
             row = conn.execute("SELECT turn_id, text_hash FROM gateway_turns WHERE "
