@@ -184,4 +184,3 @@ def reminder_request(text: str, now: datetime, zone: str | None) -> tuple[str, s
         return None
     what = reminded_of(text, when)
     return None if _WHEN_WORDS.search(what) else (when, what)
-
