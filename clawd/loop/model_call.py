@@ -110,7 +110,8 @@ class ModelCall:
         the user's message (not in a flush), and the turn's ``ask`` after them (sent, never
         kept)."""
         window, record = self.window, self.record
-        layers, model, budget = window.layers(), window.model, window.budget
+        layers, model, budget = turn.layers or window.layers(), window.model, window.budget
+        turn.layers = None  # a later step reads them anew: a tool may have written a file
         stored = record.entry.get("prunedResults") or {}
         sent, decisions = self.ledger.apply(
             messages, stored, mode=prune_mode(self.ledger.cfg, model.uses_cache),

@@ -294,8 +294,10 @@ class Session:
                 turn.view.files[hit.path] = f"{turn.view.files.get(hit.path, '')}\n{hit.text}"
             if turn.recall:
                 yield Recalled([(h.path, h.start, h.end, h.score) for h in turn.recall.hits])
-            yield from self.upkeep.maintain(turn.recall.apply([message])
-                                            if turn.recall else [message], turn.token, layers)
+            ran = yield from self.upkeep.maintain(turn.recall.apply([message])
+                                                  if turn.recall else [message], turn.token,
+                                                  layers)
+            turn.layers = None if ran else layers
             self.conversation.append(message)
             appended = True
             if turn.recall:  # what was found for it, for the history a page shows

@@ -49,7 +49,7 @@ class StepPlan:
     extra_system: str | None = None
     recover: Recover | None = None  # None: a request that does not fit ends the run
     # after each tool step (given the turn's stop)
-    between: Callable[[CancelToken], Generator[Event, None, None]] | None = None
+    between: Callable[[CancelToken], Generator[Event, None, object]] | None = None
 
 
 def _what_it_did(turn: Turn, reply: Message) -> Generator[Event, None, None]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clawd.context.flush import is_silent
+from clawd.context.layers import Layers
 from clawd.core.cancel import CancelToken
 from clawd.core.messages import Message, Usage
 from clawd.guards.base import AskAgain, Guards, Refusal, TurnView
@@ -101,6 +102,9 @@ class Turn:
     # what the runtime tells the model in front of the user's message, in this turn's
     # requests only (a reminder asked for: clawd cannot notify at a time)
     aside: str = ""
+    # the workspace files as the turn read them at its start, for its first request when
+    # nothing was written since (no flush, no compaction): not read a third time
+    layers: Layers | None = None
     usage: Usage = field(default_factory=Usage)  # its model calls' (the flush's: its own)
     steps: int = 0
     reply: str = ""  # the reply as the user saw it last

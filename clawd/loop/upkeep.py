@@ -97,19 +97,23 @@ class Upkeep:
         return self.conversation.history.messages
 
     def maintain(self, incoming: list[Message], token: CancelToken,
-                 layers: Layers | None = None) -> Generator[Event, None, None]:
-        """Before a request: flush when due, then compact when over the compaction point.
-        ``incoming``: the user's message about to be added (none: a turn in progress, whose
-        own earlier steps may be summarised); ``token``: the stop of that turn; ``layers``:
-        the workspace files as the turn read them a moment ago (not read again)."""
-        budget = self.window.budget
+                 layers: Layers | None = None) -> Generator[Event, None, bool]:
+        """Before a request: flush when due, then compact when over the compaction point;
+        whether either ran. ``incoming``: the user's message about to be added (none: a turn
+        in progress, whose own earlier steps may be summarised); ``token``: the stop of that
+        turn; ``layers``: the workspace files as the turn read them a moment ago (not read
+        again)."""
+        budget, ran = self.window.budget, False
         used = self.window.used(incoming, layers)
         if used >= budget.flush_at:
+            ran = True
             yield from self.flush_if_due(token, used)
             used = self.window.used(incoming)
         if used > budget.compact_at and self.rt.settings.compaction.enabled:
+            ran = True
             yield from self.compact(token, reason="auto", incoming=incoming,
                                     within_turn=not incoming)
+        return ran
 
     def flush_if_due(self, token: CancelToken, used: int | None = None, *,
                      view: list[Message] | None = None) -> Generator[Event, None, None]:
