@@ -46,7 +46,7 @@ def asked_files(text: str) -> list[str]:
     return found if found and asks(text) and talk.ABOUT_A_FILE.search(text) else []
 
 
-def _reads(turn: TurnView, path: str) -> list[tuple[bool, str]]:
+def reads_of(turn: TurnView, path: str) -> list[tuple[bool, str]]:
     """(failed, text) of each read of ``path`` in the turn."""
     results = {m.tool_call_id: m for m in turn.this_turn() if m.role == "toolResult"}
     out = []
@@ -93,7 +93,7 @@ class FileAnswer(Guard):
         for path in asked_files(turn.text):
             if any(names_file(path, shown) for shown in turn.files):
                 continue  # in the context already (AGENTS.md, MEMORY.md, today's log)
-            reads = _reads(turn, path)
+            reads = reads_of(turn, path)
             if not reads:
                 ask = render("file_unread.md.j2", path=path)
                 return AskAgain(self.name, Message.user(ask), drop=True,
@@ -109,7 +109,7 @@ class FileAnswer(Guard):
     def unmet(self, turn: TurnView) -> str | None:
         answer = _answer(turn)
         for path in asked_files(turn.text):
-            reads = [text for failed, text in _reads(turn, path) if not failed]
+            reads = [text for failed, text in reads_of(turn, path) if not failed]
             if reads and answer and not any(uses(answer, text, turn.text, self.tuning)
                                             for text in reads):
                 found = asked_lines(reads[-1], turn.text.replace(path, " "))

@@ -5,15 +5,22 @@ A 0.5B model ran ``read`` for "Read docs/lease.txt and tell me who my landlord i
 returned an empty reply". What the tools did is the answer they were owed, so the turn's
 last notice says it: the files written, the reminder set (``schedule``'s own answer), and
 for a file the message asks about, the lines of it the message asks about
-(``guards.reading.asked_lines``).
+(``guards.reading.asked_lines``). And when the ``file_answer`` guard asked the model to read
+a file the message asks about and the turn still ended without any read of it ("I will read
+docs/gig.txt and provide you with the venue", twice), clawd reads it itself with the
+session's ``read`` tool and quotes those lines (``read_unread``): a 1.5B model's promise is
+not where the person's answer should end.
 """
 
 from __future__ import annotations
 
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.requests import names_file
-from clawd.core.messages import Message
-from clawd.guards.reading import READ_TOOLS, asked_files, asked_lines
+from clawd.core.cancel import CancelToken
+from clawd.core.messages import Message, ToolCall, new_id
+from clawd.guards.base import TurnView
+from clawd.guards.reading import READ_TOOLS, FileAnswer, asked_files, asked_lines, reads_of
+from clawd.loop.toolrunner import ToolRunner
 
 SCHEDULED = ". Tell the user"  # where ``schedule``'s answer to the model begins
 
@@ -41,3 +48,21 @@ def tools_did(turn: list[Message], asked: str) -> str | None:
         if line not in said:
             said.append(line)
     return f"what this turn did: {'; '.join(said)}" if said else None
+
+
+def read_unread(view: TurnView, tools: ToolRunner, token: CancelToken, window: int
+                ) -> list[str]:
+    """After ``file_answer`` asked for a read the turn never made: each such file the
+    message asks about, read with the session's tool and quoted (or why it could not be)."""
+    if not view.asked_by(FileAnswer):
+        return []
+    said = []
+    for path in asked_files(view.text):
+        if reads_of(view, path) or any(names_file(path, shown) for shown in view.files):
+            continue
+        call = ToolCall(new_id(), "read", {"path": path})
+        text, failed, _ = tools.call(call, token, window=window)
+        said.append(f"the model did not read {path}: {text.removeprefix('error: ')}" if failed
+                    else f"the model did not read {path}, so clawd did; it reads: "
+                         f"{asked_lines(text, view.text.replace(path, ' '))}")
+    return said

@@ -26,7 +26,7 @@ from clawd.core.messages import Message
 from clawd.guards.answers import BlankAnswer
 from clawd.guards.base import AskAgain, Guards
 from clawd.guards.step_guards import calls_of
-from clawd.loop.done import tools_did
+from clawd.loop.done import read_unread, tools_did
 from clawd.loop.model_call import Failed, ModelCall, Overflowed, Replied
 from clawd.loop.toolrunner import ToolRunner
 from clawd.loop.turn import Answer, RunTools, Stop, Turn, blank_notice, decide
@@ -123,6 +123,9 @@ def run_steps(call: ModelCall, tools: ToolRunner, turn: Turn, plan: StepPlan
                 if show and is_blank(reply.text):
                     yield Notice(blank_notice(reply.text, turn.view.asked_by(BlankAnswer)))
                     yield from _what_it_did(turn, reply)
+                if show:
+                    for said in read_unread(turn.view, tools, turn.token, plan.window):
+                        yield Notice(said)
                 return
             case RunTools():
                 yield from _run_tools(tools, turn, plan, step, keep, show)

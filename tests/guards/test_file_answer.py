@@ -137,3 +137,26 @@ def test_a_turn_that_read_the_file_and_answered_nothing_ends_with_its_lines(tmp_
     notices = [e.text for e in s.run_turn(ASKED) if isinstance(e, Notice)]
     assert notices[-2].startswith("the model returned an empty reply twice")
     assert notices[-1] == "what this turn did: docs/lease.txt reads: Landlord: Marta Okafor"
+
+
+def test_a_file_the_model_never_read_though_asked_is_read_and_quoted_by_clawd(tmp_path):
+    """A 1.5B model answered "I will read docs/lease.txt and provide you with …" before any
+    read, and again when asked for the read."""
+    provider = ScriptedProvider(["I will read docs/lease.txt and tell you.",
+                                 "I will read docs/lease.txt and tell you."])
+    runtime, s = session(tmp_path, provider)
+    notices = [e.text for e in s.run_turn(ASKED) if isinstance(e, Notice)]
+    assert notices[-1] == ("the model did not read docs/lease.txt, so clawd did; it reads: "
+                           "Landlord: Marta Okafor")
+    provider.assert_done()
+
+
+def test_a_file_that_is_not_there_is_said_so_and_a_strong_model_is_left_alone(tmp_path):
+    provider = ScriptedProvider(["It says hello.", "It says hello."])
+    runtime, s = session(tmp_path, provider)
+    said = "Read docs/none.txt and tell me what it says."
+    notices = [e.text for e in s.run_turn(said) if isinstance(e, Notice)]
+    assert notices[-1].startswith("the model did not read docs/none.txt: ")
+    provider = ScriptedProvider(["Your landlord is John Doe."])
+    runtime, s = session(tmp_path / "strong", provider, "strong")
+    assert not [e for e in s.run_turn(ASKED) if isinstance(e, Notice)]
