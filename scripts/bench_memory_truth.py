@@ -24,7 +24,8 @@ It prints, per conversation and in all:
 - **old values**: day-3 answers about a corrected fact that give the old value and not the
   new one (goal 0), and those giving both;
 - **recalled**: day-3 questions answered right in the fresh session;
-- **file fact**: day-2 answers that give the fact the file holds;
+- **file fact**: day-2 answers that give the fact the file holds, and those turns where the
+  person was shown it at all (the reply, or a notice of clawd quoting the file);
 - **JSON / refused**: replies turned into JSON, and ordinary work refused (the day-1
   question, the day-3 coding request) or the coding request answered without code;
 - **reminders**: answers that say plainly no notification can be sent at a time, turns that
@@ -216,6 +217,7 @@ class Run:
     old_value: int = 0
     both_values: int = 0
     file_fact: int = 0
+    file_shown: int = 0  # the fact in the reply or in a notice of the turn (clawd's quote)
     replies: dict[str, str] = field(default_factory=dict)  # every message -> its reply
     json_replies: list[str] = field(default_factory=list)
     refused_work: list[str] = field(default_factory=list)
@@ -275,12 +277,13 @@ class Driver:
         self.log = log
         self.tools: list[str] = []
         self.blank, self.errors = 0, []
+        self.notices: list[str] = []  # the last turn's
 
     def say(self, text: str) -> str:
         from clawd.core.events import ErrorEvent, Flushed, Notice, Recalled, ToolStarted, TurnDone
 
         self.log(f"\n> {text}")
-        self.tools, reply = [], ""
+        self.tools, self.notices, reply = [], [], ""
         for event in self.chat.handle(text):
             if isinstance(event, TurnDone):
                 reply = event.text
@@ -292,6 +295,7 @@ class Driver:
                 self.errors.append(event.message)
                 self.log(f"  error: {event.message}")
             elif isinstance(event, Notice):
+                self.notices.append(event.text)
                 self.log(f"  notice: {event.text}")
             elif isinstance(event, Flushed):
                 self.log(f"  flush: {event.files or event.skipped or 'nothing'}")
@@ -341,6 +345,8 @@ def run_one(args: argparse.Namespace, conv: Conversation, sample: int, log) -> R
     file_reply = d.say(conv.file_ask)
     replies.append((conv.file_ask, file_reply))
     run.file_fact = bool(re.search(conv.file_right, file_reply, re.I))
+    run.file_shown = run.file_fact or any(re.search(conv.file_right, said, re.I)
+                                          for said in d.notices)
     reminder = d.say(conv.reminder)
     replies.append((conv.reminder, reminder))
     run.reminder_honest = bool(CANNOT_NOTIFY.search(reminder))
@@ -395,6 +401,7 @@ def totals(runs: list[Run], half: str | None = None) -> dict[str, str]:
         "old and new both given": f"{sum(r.both_values for r in chosen)}/{n}",
         "facts recalled in a fresh session": f"{sum(r.recalled for r in chosen)}/{questions}",
         "file fact answered": f"{sum(r.file_fact for r in chosen)}/{n}",
+        "file fact shown (reply or notice)": f"{sum(r.file_shown for r in chosen)}/{n}",
         "replies turned to JSON": str(sum(len(r.json_replies) for r in chosen)),
         "ordinary work refused, or no code": f"{sum(len(r.refused_work) for r in chosen)}"
                                              f"/{2 * n}",
