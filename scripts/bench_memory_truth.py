@@ -445,7 +445,9 @@ def load(path: Path) -> list[Run]:
     that runs kept by an older script compare alike): MEMORY.md's record of replaced lines
     is no note."""
     by_name = {c.name: c for c in CONVERSATIONS}
-    runs = [Run(**r) for r in json.loads(path.read_text())["runs"]]
+    # a run from before ``file_shown`` was counted: what its replies showed
+    runs = [Run(**{"file_shown": r.get("file_fact", 0), **r})
+            for r in json.loads(path.read_text())["runs"]]
     for run in runs:
         said = "\n".join([person_said(by_name[run.conversation]), template_text()])
         run.note_lines = [line for line in run.note_lines if not _RECORD.match(line)]
