@@ -21,8 +21,7 @@ from clawd.core.messages import Message, ToolCall, new_id
 from clawd.guards.base import TurnView
 from clawd.guards.reading import READ_TOOLS, FileAnswer, asked_files, asked_lines, reads_of
 from clawd.loop.toolrunner import ToolRunner
-
-SCHEDULED = ". Tell the user"  # where ``schedule``'s answer to the model begins
+from clawd.tools.schedule import for_the_user
 
 
 def tools_did(turn: list[Message], asked: str) -> str | None:
@@ -39,7 +38,7 @@ def tools_did(turn: list[Message], asked: str) -> str | None:
         if call.name in WRITE_TOOLS:
             line = f"wrote {path}"
         elif call.name == "schedule" and str(call.arguments.get("action")).lower() == "add":
-            line = result.text.split(SCHEDULED, 1)[0]
+            line = for_the_user(result.text)
         elif call.name in READ_TOOLS and any(names_file(p, path) for p in wanted):
             quoted = next(p for p in wanted if names_file(p, path))
             line = f"{quoted} reads: {asked_lines(result.text, asked.replace(quoted, ' '))}"

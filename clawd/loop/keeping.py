@@ -66,6 +66,7 @@ from clawd.core.messages import Message, ToolCall, new_id
 from clawd.guards.profile import Profile
 from clawd.loop.runtime import Runtime
 from clawd.loop.toolrunner import ToolRunner
+from clawd.tools.schedule import for_the_user
 from clawd.workspace.files import (
     MEMORY_DIR,
     MEMORY_FILE,
@@ -148,7 +149,7 @@ def set_reminder(message: Message, history: list[Message], runtime: Runtime,
                      f"failed: {said.removeprefix('error: ')}")
         return
     yield Notice(f"the model did not set the reminder, so clawd did: "
-                 f"{said.split('. Tell the user', 1)[0]} ({what})")
+                 f"{for_the_user(said)} ({what})")
 
 
 def _turn_of(message: Message, history: list[Message]) -> list[Message]:

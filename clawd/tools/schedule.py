@@ -89,6 +89,11 @@ def _add(store: Any, args: dict[str, Any], ctx: ToolContext, tz: Any, deliver: s
             f"time.")
 
 
+def for_the_user(answer: str) -> str:
+    """An ``add`` answer without its words to the model: "scheduled job …: <time>"."""
+    return answer.split(". Tell the user", 1)[0]
+
+
 def _list(store: Any, ctx: ToolContext, tz: Any) -> str:
     jobs = [job for job in store.all(ctx.agent_id) if job.get("enabled")]
     if not jobs:
