@@ -1,15 +1,15 @@
-"""What a turn's tools did, said when the turn ends with no words to show (a pure function).
+"""What a turn's tools did, said when it ends with no words to show; a file it never read.
 
 A 0.5B model ran ``read`` for "Read docs/lease.txt and tell me who my landlord is", and
 ``write`` for a correction, then answered nothing, twice: the person saw only "the model
 returned an empty reply". What the tools did is the answer they were owed, so the turn's
-last notice says it: the files written, the reminder set (``schedule``'s own answer), and
-for a file the message asks about, the lines of it the message asks about
-(``guards.reading.asked_lines``). And when the ``file_answer`` guard asked the model to read
-a file the message asks about and the turn still ended without any read of it ("I will read
-docs/gig.txt and provide you with the venue", twice), clawd reads it itself with the
-session's ``read`` tool and quotes those lines (``read_unread``): a 1.5B model's promise is
-not where the person's answer should end.
+last notice says it (``tools_did``, a pure function): the files written, the reminder set
+(``schedule``'s own answer), and for a file the message asks about, the lines of it the
+message asks about (``guards.reading.asked_lines``). And when the ``file_answer`` guard
+asked the model to read a file the message asks about and the turn still ended without any
+read of it ("I will read docs/gig.txt and provide you with the venue", twice), clawd reads
+it itself with the session's ``read`` tool and quotes those lines (``read_unread``): a
+1.5B model's promise is not where the person's answer should end.
 """
 
 from __future__ import annotations
