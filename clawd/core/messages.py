@@ -301,6 +301,14 @@ def without_automated(messages: list[Message]) -> list[Message]:
 ROLES = ("user", "assistant", "toolResult")
 
 
+def answered_calls(messages: list[Message]) -> list[tuple[ToolCall, Message]]:
+    """Each tool call of the assistant messages in ``messages``, in order, with the
+    ``toolResult`` that answered it (a call not answered there is left out)."""
+    results = {m.tool_call_id: m for m in messages if m.role == "toolResult"}
+    return [(call, results[call.id]) for m in messages if m.role == "assistant"
+            for call in m.tool_calls if call.id in results]
+
+
 def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 

@@ -25,7 +25,7 @@ import re
 from clawd.context.facts import asks
 from clawd.context.references import references
 from clawd.context.requests import content_words, names_file, stem
-from clawd.core.messages import Message
+from clawd.core.messages import Message, answered_calls
 from clawd.core.phrases import talk
 from clawd.core.templates import render
 from clawd.core.textcut import shorten
@@ -48,14 +48,9 @@ def asked_files(text: str) -> list[str]:
 
 def reads_of(turn: TurnView, path: str) -> list[tuple[bool, str]]:
     """(failed, text) of each read of ``path`` in the turn."""
-    results = {m.tool_call_id: m for m in turn.this_turn() if m.role == "toolResult"}
-    out = []
-    for m in turn.this_turn():
-        for call in m.tool_calls if m.role == "assistant" else []:
-            target = str(call.arguments.get("path") or "").split("#", 1)[0]
-            if call.name in READ_TOOLS and names_file(path, target) and call.id in results:
-                out.append((results[call.id].is_error, results[call.id].text))
-    return out
+    return [(result.is_error, result.text) for call, result in answered_calls(turn.this_turn())
+            if call.name in READ_TOOLS
+            and names_file(path, str(call.arguments.get("path") or "").split("#", 1)[0])]
 
 
 def uses(answer: str, result: str, message: str, tuning: Thresholds = DEFAULT) -> bool:

@@ -17,27 +17,25 @@ from __future__ import annotations
 from clawd.context.access import WRITE_TOOLS
 from clawd.context.requests import names_file
 from clawd.core.cancel import CancelToken
-from clawd.core.messages import Message, ToolCall, new_id
+from clawd.core.messages import Message, ToolCall, answered_calls, new_id
 from clawd.guards.base import TurnView
 from clawd.guards.reading import READ_TOOLS, FileAnswer, asked_files, asked_lines, reads_of
 from clawd.loop.toolrunner import ToolRunner
-from clawd.tools.schedule import for_the_user
+from clawd.tools.schedule import adds, for_the_user
 
 
 def tools_did(turn: list[Message], asked: str) -> str | None:
     """One line of what the successful tool calls of ``turn`` (the messages after the
     user's message ``asked``) did, or None when they did nothing worth saying."""
-    results = {m.tool_call_id: m for m in turn if m.role == "toolResult" and not m.is_error}
     wanted = asked_files(asked)
     said: list[str] = []
-    for call in (c for m in turn if m.role == "assistant" for c in m.tool_calls):
-        result = results.get(call.id)
-        path = str(call.arguments.get("path") or "").split("#", 1)[0]
-        if result is None:
+    for call, result in answered_calls(turn):
+        if result.is_error:
             continue
+        path = str(call.arguments.get("path") or "").split("#", 1)[0]
         if call.name in WRITE_TOOLS:
             line = f"wrote {path}"
-        elif call.name == "schedule" and str(call.arguments.get("action")).lower() == "add":
+        elif adds(call):
             line = for_the_user(result.text)
         elif call.name in READ_TOOLS and any(names_file(p, path) for p in wanted):
             quoted = next(p for p in wanted if names_file(p, path))

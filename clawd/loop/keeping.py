@@ -62,11 +62,11 @@ from clawd.context.requests import (
 from clawd.core.cancel import CancelToken
 from clawd.core.errors import ClawdError
 from clawd.core.events import Event, Notice
-from clawd.core.messages import Message, ToolCall, new_id
+from clawd.core.messages import Message, ToolCall, answered_calls, new_id
 from clawd.guards.profile import Profile
 from clawd.loop.runtime import Runtime
 from clawd.loop.toolrunner import ToolRunner
-from clawd.tools.schedule import for_the_user
+from clawd.tools.schedule import adds, for_the_user
 from clawd.workspace.files import (
     MEMORY_DIR,
     MEMORY_FILE,
@@ -121,9 +121,7 @@ def keep_reminder(message: Message, access: Access, runtime: Runtime
 
 def scheduled(turn: list[Message]) -> bool:
     """Whether a ``schedule`` add of the turn's messages succeeded."""
-    ok = {m.tool_call_id for m in turn if m.role == "toolResult" and not m.is_error}
-    return any(call.name == "schedule" and str(call.arguments.get("action")).lower() == "add"
-               and call.id in ok for m in turn if m.role == "assistant" for call in m.tool_calls)
+    return any(adds(call) and not result.is_error for call, result in answered_calls(turn))
 
 
 def set_reminder(message: Message, history: list[Message], runtime: Runtime,
@@ -193,16 +191,12 @@ def keep_request(message: Message, history: list[Message], access: Access,
 def read_for(request: str, turn: list[Message]) -> list[tuple[str, str]]:
     """The lines that ``request`` is about of the files it names that the model read in
     ``turn`` (successful ``read`` calls), each with its file's path."""
-    results = {m.tool_call_id: m.text for m in turn
-               if m.role == "toolResult" and not m.is_error}
     reply = next((m.text for m in reversed(turn) if m.role == "assistant" and m.text), "")
     used: list[tuple[str, str]] = []
-    for m in turn:
-        for call in m.tool_calls if m.role == "assistant" else []:
-            path = str(call.arguments.get("path") or "")
-            if call.name == "read" and call.id in results and names_file(request, path):
-                used += [(path, line)
-                         for line in lines_used(request, reply, path, results[call.id])]
+    for call, result in answered_calls(turn):
+        path = str(call.arguments.get("path") or "")
+        if call.name == "read" and not result.is_error and names_file(request, path):
+            used += [(path, line) for line in lines_used(request, reply, path, result.text)]
     return list(dict.fromkeys(used))
 
 

@@ -23,7 +23,7 @@ from clawd.automation.jobs import new_job
 from clawd.automation.when import parse_when
 from clawd.automation.zones import both, parse_iso, user_zone
 from clawd.core.errors import ClawdError, ToolError
-from clawd.core.messages import ToolSpec
+from clawd.core.messages import ToolCall, ToolSpec
 from clawd.tools.base import Tool, ToolContext, arg, schema
 
 DESCRIPTION = (
@@ -87,6 +87,11 @@ def _add(store: Any, args: dict[str, Any], ctx: ToolContext, tz: Any, deliver: s
     repeat = "" if schedule.kind == "at" else f", then {sched.describe(schedule)}"
     return (f"scheduled job {job['id']}: {when}{repeat}. Tell the user it is set for that "
             f"time.")
+
+
+def adds(call: ToolCall) -> bool:
+    """Whether ``call`` asks the tool to add a reminder or job."""
+    return call.name == "schedule" and str(call.arguments.get("action")).lower() == "add"
 
 
 def for_the_user(answer: str) -> str:
