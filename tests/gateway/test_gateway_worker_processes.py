@@ -245,3 +245,32 @@ def test_workers_refuse_a_newer_schema_and_are_not_restarted(isolated_home, loca
     status = subprocess.run([sys.executable, "-m", "clawd", "storage", "status"], env=env,
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 2 and status.stderr.startswith(said)
+
+
+def test_connections_on_the_shared_socket_send_at_once():
+    """Workers accept on the supervisor's socket; each accepted connection must have
+    Nagle's algorithm off, as uvicorn's own sockets do, or a response written in two parts
+    waits for the client's delayed acknowledgement (40 ms a turn, found by the benchmark)."""
+    import asyncio
+    import socket
+
+    from clawd.frontends.gateway.workers import listen
+
+    async def accepted_nodelay() -> int:
+        sock = listen("127.0.0.1", 0)
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Accept(asyncio.Protocol):
+            def connection_made(self, transport):
+                raw = transport.get_extra_info("socket")
+                seen.set_result(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+        server = await asyncio.get_running_loop().create_server(Accept, sock=sock)
+        _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+        try:
+            return await asyncio.wait_for(seen, 5)
+        finally:
+            writer.close()
+            server.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0
