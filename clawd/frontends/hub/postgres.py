@@ -220,14 +220,18 @@ class PgCoordination:
         """Hear the aborts other workers are asked for, the answers to questions of turns
         running here, the sessions a chat elsewhere waits for and the turns queued for the
         sessions this worker holds; sweep."""
-        def on_loop(call: Callable[..., None]) -> Callable[..., None]:
-            """``call``, heard on the listener's thread, made on the event loop."""
+        def on_loop(call: Callable[..., None], *, only: Callable[..., bool] | None = None
+                    ) -> Callable[..., None]:
+            """``call``, heard on the listener's thread, made on the event loop (when
+            ``only`` says it concerns this worker: every worker hears every notice)."""
             def hand(*args: Any) -> None:
-                loop.call_soon_threadsafe(call, *args)
+                if only is None or only(*args):
+                    loop.call_soon_threadsafe(call, *args)
             return hand
 
         self.shared.listen(on_loop(self.hub._aborted), on_loop(self.hub._idle_now),
-                           on_loop(self._queued), on_loop(self.wakers.wake),
+                           on_loop(self._queued, only=lambda *key: key in self.hub.slots),
+                           on_loop(self.wakers.wake, only=self.wakers.followed),
                            self.hub._answered)  # on the listener's thread: it never waits
         self._sweeper = loop.create_task(self._sweep())
 

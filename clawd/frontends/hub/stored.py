@@ -68,6 +68,12 @@ class Wakers:
             if not found:
                 del self._waiting[turn_id]
 
+    def followed(self, turn_id: str) -> bool:
+        """Whether a follower here waits for lines of ``turn_id``: safe to ask from the
+        listener's thread (a follower arms before it reads, so one that arms after this
+        answer reads the lines the notice was about)."""
+        return turn_id in self._waiting
+
     def wake(self, turn_id: str) -> None:
         for event in self._waiting.get(turn_id, ()):
             event.set()

@@ -307,13 +307,15 @@ class PgShared:
         """The lines numbered above ``after``, and whether the turn has ended (a turn whose
         worker is gone, killed say, is ended here with a line that says so)."""
         with self.db.connection() as conn:
-            # the state first: the last lines commit with ``done``, so a turn read as done
-            # has all its lines there for the read below (read the other way round, a turn
-            # that ended between the two reads lost its reply for the follower)
-            state = conn.execute("SELECT state, worker, key, agent_id, text_hash FROM "
-                                 "gateway_turns WHERE turn_id = %s", (turn_id,)).fetchone()
-            rows = conn.execute("SELECT seq, line FROM turn_events WHERE turn_id = %s AND "
-                                "seq > %s ORDER BY seq", (turn_id, after)).fetchall()
+            # one statement, one snapshot: the last lines commit with ``done``, so a turn
+            # read as done has all its lines in the same read
+            found = conn.execute(
+                "SELECT t.state, t.worker, t.key, t.agent_id, t.text_hash, e.seq, e.line "
+                "FROM (SELECT 1) one LEFT JOIN gateway_turns t ON t.turn_id = %(id)s "
+                "LEFT JOIN turn_events e ON e.turn_id = %(id)s AND e.seq > %(after)s "
+                "ORDER BY e.seq", {"id": turn_id, "after": after}).fetchall()
+            state = found[0][:5] if found[0][0] is not None else None
+            rows = [(seq, line) for *_, seq, line in found if seq is not None]
             orphaned = bool(not rows and state and state[0] == "running" and not conn.execute(
                 "SELECT 1 FROM pg_stat_activity WHERE application_name = %s",
                 (state[1],)).fetchone())
