@@ -314,7 +314,7 @@ class PgShared:
                 "FROM (SELECT 1) one LEFT JOIN gateway_turns t ON t.turn_id = %(id)s "
                 "LEFT JOIN turn_events e ON e.turn_id = %(id)s AND e.seq > %(after)s "
                 "ORDER BY e.seq", {"id": turn_id, "after": after}).fetchall()
-            state = found[0][:5] if found[0][0] is not None else None
+            state: tuple[Any, ...] = tuple(found[0][:5]) if found[0][0] is not None else ()
             rows = [(seq, line) for *_, seq, line in found if seq is not None]
             orphaned = bool(not rows and state and state[0] == "running" and not conn.execute(
                 "SELECT 1 FROM pg_stat_activity WHERE application_name = %s",
