@@ -463,3 +463,25 @@ def test_a_slow_database_never_holds_up_the_event_loop(tmp_path, pg_url):
         health.join(20)
         assert answered, "/health waited for the database"
         assert box["agents"].status_code == 200
+
+
+def test_a_worker_is_woken_only_for_the_turns_it_follows():
+    """Every worker hears every turn's notices; only those of a turn a follower here waits
+    for reach its event loop (``Wakers.followed``, asked on the listener's thread)."""
+    import asyncio
+
+    from clawd.frontends.hub.stored import Wakers
+
+    async def check() -> None:
+        wakers = Wakers()
+        assert not wakers.followed("t1")
+        event = wakers.arm("t1")
+        assert wakers.followed("t1") and not wakers.followed("t2")
+        wakers.wake("t2")
+        assert not event.is_set()
+        wakers.wake("t1")
+        assert event.is_set()
+        wakers.disarm("t1", event)
+        assert not wakers.followed("t1")
+
+    asyncio.run(check())
