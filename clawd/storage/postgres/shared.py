@@ -15,8 +15,8 @@ turns belong to their worker while it is connected.
 
 A worker writes its turns' lines through a writer thread in small batches (what came within
 ``GATHER_SECONDS`` of a line, one pipelined transaction each), so the event loop never waits
-on the database; a follower on another worker polls for lines after the last it has. When a
-turn ends its deltas are dropped (its ``reply`` line holds the whole text), as in-process.
+on the database; a follower on another worker reads the lines after its last when told of
+new ones. A turn's deltas go when it ends (its ``reply`` holds the text), as in-process.
 """
 
 from __future__ import annotations
@@ -307,24 +307,22 @@ class PgShared:
         """The lines numbered above ``after``, and whether the turn has ended (a turn whose
         worker is gone, killed say, is ended here with a line that says so)."""
         with self.db.connection() as conn:
-            # one statement, one snapshot: the last lines commit with ``done``, so a turn
-            # read as done has all its lines in the same read
-            found = conn.execute(
-                "SELECT t.state, t.worker, t.key, t.agent_id, t.text_hash, e.seq, e.line "
-                "FROM (SELECT 1) one LEFT JOIN gateway_turns t ON t.turn_id = %(id)s "
-                "LEFT JOIN turn_events e ON e.turn_id = %(id)s AND e.seq > %(after)s "
-                "ORDER BY e.seq", {"id": turn_id, "after": after}).fetchall()
-            state: tuple[Any, ...] = tuple(found[0][:5]) if found[0][0] is not None else ()
-            rows = [(seq, line) for *_, seq, line in found if seq is not None]
+            # one snapshot: the last lines commit with ``done``, read in the same statement
+            found = conn.execute("SELECT t.state, t.worker, t.key, t.agent_id, t.text_hash, "
+                                 "e.seq, e.line FROM (SELECT 1) one LEFT JOIN gateway_turns t "
+                                 "ON t.turn_id = %(id)s LEFT JOIN turn_events e ON e.turn_id "
+                                 "= %(id)s AND e.seq > %(after)s ORDER BY e.seq",
+                                 {"id": turn_id, "after": after}).fetchall()
+            state = tuple(found[0][:5]) if found[0][0] is not None else ()
+            rows = [(int(seq), line) for *_, seq, line in found if seq is not None]
             orphaned = bool(not rows and state and state[0] == "running" and not conn.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE application_name = %s",
-                (state[1],)).fetchone())
+                "SELECT 1 FROM pg_stat_activity WHERE application_name=%s", state[1:2]).fetchone())
             if orphaned:
                 partial = orphans.end(conn, turn_id, self.stopped(state[2]))
         if orphaned:
             orphans.keep_partial(self.db, state[3], state[2], state[4], partial)
             return self.events_after(turn_id, after)
-        return [(int(seq), line) for seq, line in rows], not state or state[0] == "done"
+        return rows, not state or state[0] == "done"
 
     def wait_written(self, timeout: float = 5.0) -> None:
         """Wait until every line handed in so far is written (tests, shutdown)."""
