@@ -4,10 +4,11 @@ A session's lease is an advisory lock on the process's lease connection; if that
 drops, the server lets go of the lock while the process still believes it holds the session,
 and another worker may take it. So each taking of a lease bumps the session's ``epoch`` in
 ``leases`` and this process remembers the epoch it got (``taken``); every transcript append
-and session-entry write of a session this process holds first reads the epoch ``FOR SHARE``
-in its own transaction (``check``). A writer whose epoch is no longer the session's gets
-``LeaseLost`` and writes nothing; the new holder's bump waits for a check under way, so a
-write either lands before the other worker took the session or not at all.
+and session-entry write of a session this process holds reads the epoch ``FOR SHARE`` in
+its own transaction (``check``), or in the write's own statement (``condition``). A writer
+whose epoch is no longer the session's gets ``LeaseLost`` and writes nothing; the new
+holder's bump waits for a check under way, so a write either lands before the other worker
+took the session or not at all.
 """
 
 from __future__ import annotations
@@ -63,6 +64,23 @@ def check(conn: Any, db: Any, agent_id: str, key: str | None) -> None:
     row = conn.execute("SELECT epoch FROM leases WHERE agent_id = %s AND key = %s FOR SHARE",
                        (agent_id, key)).fetchone()
     if row is None or int(row[0]) != mine:
-        with _guard:
-            _lost.add((id(db), agent_id, key or ""))
-        raise LeaseLost(key or "")
+        raise refused(db, agent_id, key)
+
+
+def condition(db: Any, agent_id: str, key: str | None) -> tuple[str, tuple[Any, ...]]:
+    """The fence as a condition one statement carries, and its parameters: true while the
+    session's epoch is the one this process took (the row read ``FOR SHARE``, as ``check``
+    reads it), so the write and its check are one round trip; always true for a session
+    not held here. A statement that wrote nothing under it: ``refused``."""
+    mine = lease_epoch(db, agent_id, key) if key is not None else None
+    if mine is None:
+        return "TRUE", ()
+    return ("(SELECT epoch FROM leases WHERE agent_id = %s AND key = %s FOR SHARE) = %s",
+            (agent_id, key, mine))
+
+
+def refused(db: Any, agent_id: str, key: str | None) -> LeaseLost:
+    """The session was taken by another process since this one took it: known as lost."""
+    with _guard:
+        _lost.add((id(db), agent_id, key or ""))
+    return LeaseLost(key or "")

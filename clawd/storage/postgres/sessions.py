@@ -162,20 +162,23 @@ class PgTranscript:
         self.append(message.to_entry())
 
     def append_lines(self, lines: list[str]) -> None:
-        """Add JSONL lines as they are, in order, in one transaction (a line that is not
-        JSON, as a migrated file may hold, is kept as text in ``torn``)."""
-        with self.db.connection() as conn, conn.pipeline(), conn.transaction():
-            fencing.check(conn, self.db, self.agent_id, self.key)  # then one round trip
+        """Add JSONL lines as they are, in order, in one statement and one round trip,
+        fenced in it (a line that is not JSON, as a migrated file may hold, is kept as text
+        in ``torn``)."""
+        kept = [(line, None) if _is_json(line) else (None, line) for line in lines]
+        fence, held = fencing.condition(self.db, self.agent_id, self.key)
+        with self.db.connection() as conn, conn.pipeline():  # one implicit transaction
             if not self._known:
                 conn.execute("INSERT INTO session_logs (agent_id, session_id) VALUES (%s, %s) "
                              "ON CONFLICT DO NOTHING", (self.agent_id, self.session_id))
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO transcript_lines (agent_id, session_id, line, torn) "
-                    "VALUES (%s, %s, %s::json, %s)",
-                    [(self.agent_id, self.session_id, *((line, None) if _is_json(line)
-                                                        else (None, line)))
-                     for line in lines])
+            written = conn.execute(
+                "INSERT INTO transcript_lines (agent_id, session_id, line, torn) SELECT %s, "
+                "%s, u.line::json, u.torn FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY "
+                f"AS u(line, torn, n) WHERE {fence} ORDER BY u.n",
+                (self.agent_id, self.session_id, [k[0] for k in kept], [k[1] for k in kept],
+                 *held))
+        if written.rowcount != len(kept):
+            raise fencing.refused(self.db, self.agent_id, self.key)
         self._known = True
 
     def raw_text(self) -> str:
