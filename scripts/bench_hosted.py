@@ -21,18 +21,21 @@ the stand-in's time is known).
 
 The clock of a run starts once its clients are made (an ``httpx.Client`` takes about 20 ms
 of CPU to make; 40 of them had been a sixth of a mixed run). ``--repeat N`` runs every
-configuration N times, the rounds interleaved, and reports each by its median run.
+configuration N times, the rounds interleaved, and reports each by its median run. The
+stand-in runs in a process of its own, as a model's server does (``--stand-in thread``: in
+this one, where its answers wait for the clients' threads under one interpreter lock).
 
 PostgreSQL: a ``pgserver`` (the test extra) started for the run, a fresh database a run.
 
     python scripts/bench_hosted.py [--sessions 200] [--turns 5] [--clients 16]
                                    [--traffic both|sessions|mixed] [--workers 1,2,4]
-                                   [--repeat N]   (each configuration N times: the median)
+                                   [--repeat N] [--stand-in process|thread]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -42,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -255,6 +258,43 @@ class Slow(StandIn):
         return super().__call__(request)
 
 
+@contextlib.contextmanager
+def stand_in(seconds: float, where: str) -> Iterator[str]:
+    """The stand-in model's URL: served by a process of its own (``where`` "process"), as
+    a model's server is, or by a thread of this one ("thread"), where its answers wait
+    for the 40 clients' threads under one interpreter lock."""
+    if where == "thread":
+        with served_stand_in(seconds) as url:
+            yield url
+        return
+    child = subprocess.Popen([sys.executable, __file__, "--serve-stand-in", str(seconds)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdin is not None
+    try:
+        yield child.stdout.readline().strip()
+    finally:
+        child.stdin.close()  # its end of the pipe: it stops
+        child.wait(30)
+
+
+@contextlib.contextmanager
+def served_stand_in(seconds: float) -> Iterator[str]:
+    from http.server import ThreadingHTTPServer
+
+    ThreadingHTTPServer.request_queue_size = 256  # the stand-in takes every connection
+    with FakeServer() as model:
+        model.default("POST", "/v1/chat/completions", Slow(seconds))
+        yield model.url
+
+
+def serve_stand_in(seconds: float) -> int:
+    """``--serve-stand-in``: the stand-in until standard input closes, its URL printed."""
+    with served_stand_in(seconds) as url:
+        print(url, flush=True)
+        sys.stdin.read()
+    return 0
+
+
 def mixed(port: int, sessions: int, turns: int,
           kill: tuple[subprocess.Popen, int] | None = None) -> dict[str, float]:
     """Two clients a session, one native and one on ``/v1``, each sending its turns in a
@@ -325,31 +365,30 @@ def main() -> int:
     parser.add_argument("--reply-seconds", type=float, default=0.2)
     parser.add_argument("--repeat", type=int, default=1,
                         help="run every configuration this many times; report the median")
+    parser.add_argument("--stand-in", choices=("process", "thread"), default="process")
+    parser.add_argument("--serve-stand-in", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_stand_in is not None:
+        return serve_stand_in(args.serve_stand_in)
     import pgserver
 
     root = Path(tempfile.mkdtemp(prefix="clawd-bench-hosted-"))
     server = pgserver.get_server(root / "pg", cleanup_mode="stop")
     base = server.get_uri()
-    from http.server import ThreadingHTTPServer
-
-    ThreadingHTTPServer.request_queue_size = 256  # the stand-in takes every connection
     runs = [("embedded, 1 process", None, 1, False)]
     runs += [(f"postgresql, {n} worker{'s' if n > 1 else ''}", f"run{n}", n, False)
              for n in map(int, args.workers.split(","))]
     runs.append(("postgresql, 2 workers, one killed", "killed", 2, True))
     tables = []
     if args.traffic in ("both", "sessions"):
-        with FakeServer() as model:
-            model.default("POST", "/v1/chat/completions", StandIn())
-            rows = run_all(runs, root, base, model.url, "sessions", lambda port, victim: load(
+        with stand_in(0.0, args.stand_in) as model:
+            rows = run_all(runs, root, base, model, "sessions", lambda port, victim: load(
                 port, args.sessions, args.turns, args.clients, victim), args.repeat)
         tables.append((f"{args.sessions} sessions × {args.turns} turns, {args.clients} "
                        f"clients, the stand-in answering at once", rows))
     if args.traffic in ("both", "mixed"):
-        with FakeServer() as model:
-            model.default("POST", "/v1/chat/completions", Slow(args.reply_seconds))
-            rows = run_all(runs, root, base, model.url, "mixed", lambda port, victim: mixed(
+        with stand_in(args.reply_seconds, args.stand_in) as model:
+            rows = run_all(runs, root, base, model, "mixed", lambda port, victim: mixed(
                 port, args.mixed_sessions, args.mixed_turns, victim), args.repeat)
         tables.append((f"mixed: {args.mixed_sessions} sessions × 2 clients (native and /v1) "
                        f"× {args.mixed_turns} turns in a row, the stand-in taking "
