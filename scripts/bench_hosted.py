@@ -21,7 +21,7 @@ the stand-in's time is known).
 
 The clock of a run starts once its clients are made (an ``httpx.Client`` takes about 20 ms
 of CPU to make; 40 of them had been a sixth of a mixed run). ``--repeat N`` runs every
-configuration N times, the rounds interleaved, and reports each by its median run. The
+configuration N times, the rounds interleaved, and reports each figure's median. The
 stand-in runs in a process of its own, as a model's server does (``--stand-in thread``: in
 this one, where its answers wait for the clients' threads under one interpreter lock).
 
@@ -40,6 +40,7 @@ import json
 import os
 import queue
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -397,7 +398,7 @@ def main() -> int:
     for title, rows in tables:
         embedded = rows[0][1]
         print(f"{title}; {os.cpu_count()} CPUs"
-              + (f"; median of {args.repeat} runs each" if args.repeat > 1 else ""))
+              + (f"; each figure the median of {args.repeat} runs" if args.repeat > 1 else ""))
         print(f"{'':<36}{'turns/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'+p50':>8}{'lost':>6}"
               f"{'twice':>7}{'unanswered':>12}" + (f"{'turns/s range':>16}"
                                                   if args.repeat > 1 else ""))
@@ -443,8 +444,8 @@ def run_all(runs: list[tuple[str, str | None, int, bool]], root: Path, base: str
             ) -> list[tuple[str, dict[str, float]]]:
     """Each configuration as its own ``clawd serve`` on a fresh database, under
     ``traffic(port, victim)``; with ``repeat``, every configuration that many times, the
-    rounds interleaved, and each reported by its median run (turns/s) with the lowest and
-    highest turns/s beside it, and lost, doubled and unanswered summed over the rounds."""
+    rounds interleaved, each figure the median of its runs (the lowest and highest turns/s
+    beside them), lost, doubled and unanswered summed over the rounds."""
     found: dict[str, list[dict[str, float]]] = {label: [] for label, *_ in runs}
     for round_ in range(repeat):
         for label, database, workers, kill in runs:
@@ -452,9 +453,8 @@ def run_all(runs: list[tuple[str, str | None, int, bool]], root: Path, base: str
                                         kill, root, base, model_url, name, traffic))
     rows = []
     for label, tries in found.items():
-        ordered = sorted(tries, key=lambda f: f["turns/s"])
-        row = {**ordered[len(ordered) // 2], "low": ordered[0]["turns/s"],
-               "high": ordered[-1]["turns/s"]}
+        row = {name: statistics.median(f[name] for f in tries) for name in tries[0]}
+        row.update(low=min(f["turns/s"] for f in tries), high=max(f["turns/s"] for f in tries))
         for kept in ("lost", "doubled", "unanswered"):
             row[kept] = sum(f[kept] for f in tries)
         rows.append((label, row))
