@@ -25,7 +25,7 @@ import re
 from clawd.context.facts import asks
 from clawd.context.references import references
 from clawd.context.requests import content_words, names_file, stem
-from clawd.core.messages import Message, answered_calls
+from clawd.core.messages import Message, ToolCall, answered_calls
 from clawd.core.phrases import talk
 from clawd.core.templates import render
 from clawd.core.textcut import shorten
@@ -46,11 +46,15 @@ def asked_files(text: str) -> list[str]:
     return found if found and asks(text) and talk.ABOUT_A_FILE.search(text) else []
 
 
+def call_path(call: ToolCall) -> str:
+    """The file a tool call names: its ``path`` argument without an ``#anchor``."""
+    return str(call.arguments.get("path") or "").split("#", 1)[0]
+
+
 def reads_of(turn: TurnView, path: str) -> list[tuple[bool, str]]:
     """(failed, text) of each read of ``path`` in the turn."""
     return [(result.is_error, result.text) for call, result in answered_calls(turn.this_turn())
-            if call.name in READ_TOOLS
-            and names_file(path, str(call.arguments.get("path") or "").split("#", 1)[0])]
+            if call.name in READ_TOOLS and names_file(path, call_path(call))]
 
 
 def uses(answer: str, result: str, message: str, tuning: Thresholds = DEFAULT) -> bool:

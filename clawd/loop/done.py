@@ -19,7 +19,14 @@ from clawd.context.requests import names_file
 from clawd.core.cancel import CancelToken
 from clawd.core.messages import Message, ToolCall, answered_calls, new_id
 from clawd.guards.base import TurnView
-from clawd.guards.reading import READ_TOOLS, FileAnswer, asked_files, asked_lines, reads_of
+from clawd.guards.reading import (
+    READ_TOOLS,
+    FileAnswer,
+    asked_files,
+    asked_lines,
+    call_path,
+    reads_of,
+)
 from clawd.loop.toolrunner import ToolRunner
 from clawd.tools.schedule import adds, for_the_user
 
@@ -32,13 +39,13 @@ def tools_did(turn: list[Message], asked: str) -> str | None:
     for call, result in answered_calls(turn):
         if result.is_error:
             continue
-        path = str(call.arguments.get("path") or "").split("#", 1)[0]
+        path = call_path(call)
+        quoted = next((p for p in wanted if names_file(p, path)), None)
         if call.name in WRITE_TOOLS:
             line = f"wrote {path}"
         elif adds(call):
             line = for_the_user(result.text)
-        elif call.name in READ_TOOLS and any(names_file(p, path) for p in wanted):
-            quoted = next(p for p in wanted if names_file(p, path))
+        elif call.name in READ_TOOLS and quoted is not None:
             line = f"{quoted} reads: {asked_lines(result.text, asked.replace(quoted, ' '))}"
         else:
             continue
