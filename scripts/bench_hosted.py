@@ -17,7 +17,9 @@ on ``/v1`` (``X-Clawd-Session-Key``), so two clients' turns meet in one session 
 workers their connections reach; the stand-in takes ``--reply-seconds`` (0.2) per reply.
 It reports the same figures and, on PostgreSQL, where a turn's time goes on the server
 (from ``gateway_turns``: queued until its session's holder claimed it, then run, of which
-the stand-in's time is known).
+the stand-in's time is known). Beside them runs its ceiling (``hosted_ceiling.py``): a server
+that does nothing but run each session's turns in order and ask the model, so each line also
+says which share of what this machine can carry with these clients and this model it reaches.
 
 The clock of a run starts once its clients are made (an ``httpx.Client`` takes about 20 ms
 of CPU to make; 40 of them had been a sixth of a mixed run). ``--repeat N`` runs every
@@ -67,6 +69,7 @@ from webchat import StandIn  # noqa: E402
 
 TOKEN = "bench-token-7f3a9c2e5b1d8a64"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+CEILING = 0  # as a run's workers: ``hosted_ceiling.py`` in clawd's place
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -99,9 +102,8 @@ class Served:
     """A ``clawd serve`` child and what it says on stderr, read as it comes (a pipe nobody
     reads fills up with the request log and stops the server)."""
 
-    def __init__(self, env: dict[str, str], workers: int):
-        more = ["--workers", str(workers)] if workers > 1 else []
-        self.child = subprocess.Popen([sys.executable, "-m", "clawd", "serve", *more],
+    def __init__(self, command: list[str], env: dict[str, str]):
+        self.child = subprocess.Popen([sys.executable, *command],
                                       env=env, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True)
         self.pid = self.child.pid
@@ -122,8 +124,8 @@ class Served:
         return "\n".join(self.lines)
 
 
-def start(env: dict[str, str], port: int, workers: int) -> Served:
-    served = Served(env, workers)
+def start(command: list[str], env: dict[str, str], port: int) -> Served:
+    served = Served(command, env)
     for _ in range(600):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
@@ -133,7 +135,7 @@ def start(env: dict[str, str], port: int, workers: int) -> Served:
     served.child.kill()
     served.child.wait()
     served.reader.join(10)
-    raise SystemExit("clawd serve did not start: " + "\n".join(served.lines)[-2000:])
+    raise SystemExit(f"{' '.join(command)} did not start: " + "\n".join(served.lines)[-2000:])
 
 
 class Tally:
@@ -381,6 +383,7 @@ def main() -> int:
              for n in map(int, args.workers.split(","))]
     runs.append(("postgresql, 2 workers, one killed", "killed", 2, True))
     tables = []
+    ceiling = [("ceiling: turns in order, nothing more", None, CEILING, False)]
     if args.traffic in ("both", "sessions"):
         with stand_in(0.0, args.stand_in) as model:
             rows = run_all(runs, root, base, model, "sessions", lambda port, victim: load(
@@ -389,7 +392,7 @@ def main() -> int:
                        f"clients, the stand-in answering at once", rows))
     if args.traffic in ("both", "mixed"):
         with stand_in(args.reply_seconds, args.stand_in) as model:
-            rows = run_all(runs, root, base, model, "mixed", lambda port, victim: mixed(
+            rows = run_all(runs + ceiling, root, base, model, "mixed", lambda port, victim: mixed(
                 port, args.mixed_sessions, args.mixed_turns, victim), args.repeat)
         tables.append((f"mixed: {args.mixed_sessions} sessions × 2 clients (native and /v1) "
                        f"× {args.mixed_turns} turns in a row, the stand-in taking "
@@ -397,17 +400,21 @@ def main() -> int:
     server.cleanup()
     for title, rows in tables:
         embedded = rows[0][1]
+        top = next((found["turns/s"] for label, found in rows if label.startswith("ceiling")),
+                   None)
         print(f"{title}; {os.cpu_count()} CPUs"
               + (f"; each figure the median of {args.repeat} runs" if args.repeat > 1 else ""))
         print(f"{'':<36}{'turns/s':>9}{'p50 ms':>9}{'p95 ms':>9}{'+p50':>8}{'lost':>6}"
               f"{'twice':>7}{'unanswered':>12}" + (f"{'turns/s range':>16}"
-                                                  if args.repeat > 1 else ""))
+                                                  if args.repeat > 1 else "")
+              + (f"{'of ceiling':>12}" if top else ""))
         for label, found in rows:
             added = found["p50 ms"] - embedded["p50 ms"]
             spread = f"{found['low']:>10.1f}–{found['high']:<5.1f}" if args.repeat > 1 else ""
             print(f"{label:<36}{found['turns/s']:>9.1f}{found['p50 ms']:>9.1f}"
                   f"{found['p95 ms']:>9.1f}{added:>+8.1f}{int(found['lost']):>6}"
-                  f"{int(found['doubled']):>7}{int(found['unanswered']):>12}{spread}")
+                  f"{int(found['doubled']):>7}{int(found['unanswered']):>12}{spread}"
+                  + (f"{found['turns/s'] / top:>12.0%}" if top else ""))
         timed = [(label, found) for label, found in rows if "run p50 ms" in found]
         if timed:
             print(f"  where a turn's time goes on the server, ms{'':<6}{'queued p50':>11}"
@@ -465,7 +472,12 @@ def run_one(label: str, database: str | None, workers: int, kill: bool, root: Pa
             base: str, model_url: str, name: str, traffic: Any) -> dict[str, float]:
     port = free_port()
     url = fresh(base, f"bench_{name}_{database}") if database else None
-    child = start(home_for(root, model_url, port, url), port, workers)
+    env = home_for(root, model_url, port, url)
+    if workers == CEILING:
+        command = [str(ROOT / "scripts" / "hosted_ceiling.py"), str(port), model_url]
+    else:
+        command = ["-m", "clawd", "serve", *(["--workers", str(workers)] if workers > 1 else [])]
+    child = start(command, env, port)
     victim = None
     if kill:
         import psutil

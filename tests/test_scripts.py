@@ -31,7 +31,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
     ("bench_gateway.py", ["--turns", "3", "--clients", "3", "--sessions", "2", "--rounds", "2"],
      "0 lost, 0 doubled"),
     ("bench_hosted.py", ["--traffic", "mixed", "--mixed-sessions", "2", "--mixed-turns", "3",
-                         "--workers", "1,2", "--reply-seconds", "0"], "where a turn's time goes"),
+                         "--workers", "1,2", "--reply-seconds", "0"], "of ceiling"),
     ("bench_fact_selection.py", [], "held-out"),
     ("bench_storage.py", ["--history", "20", "--turns", "2", "--sessions", "3", "--chunks",
                           "300", "--skip-locomo"], "vector recall@10"),
