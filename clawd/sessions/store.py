@@ -68,7 +68,7 @@ def patched(stored: SessionEntry | None, base: SessionEntry | None,
         stored = base
     entry: dict[str, Any] = {**stored, **fields}  # the names are the caller's
     for name, delta in (add or {}).items():
-        entry[name] = _count(entry.get(name)) + delta
+        entry[name] = as_count(entry.get(name)) + delta
     for target, source in (copy or {}).items():
         entry[target] = entry.get(source, 0)
     return cast(SessionEntry, entry)
@@ -96,7 +96,8 @@ def recounted(data: dict[str, Any], summary: Callable[[dict[str, Any]], Transcri
     return counted, added
 
 
-def _count(value: Any) -> int:
+def as_count(value: Any) -> int:
+    """A counter's stored value as a number: an integer is, anything else counts as 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 

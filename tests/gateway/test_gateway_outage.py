@@ -96,7 +96,7 @@ def test_a_send_that_failed_half_way_is_ended_not_run_and_its_key_sends_it_again
     with _worker(tmp_path, pg_url) as gateway:
         coordination = gateway.app.state.gateway.hub.coordination
         other = PgShared(database(pg_url), stopped_lines, worker=coordination.shared.worker)
-        assert other.begin("t-half", "main", "agent:main:main", "hello", "k-half") is None
+        assert other.begin("t-half", "main", "agent:main:main", "hello", "k-half") == (None, 1)
         coordination.unsent.add("t-half")  # as ``place`` leaves it when the database stops
         wait_for(lambda: not coordination.unsent, what="the half-sent turn ended")
         ended = events(gateway.get("/api/turns/t-half/events", headers=AUTH))

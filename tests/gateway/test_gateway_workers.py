@@ -170,7 +170,7 @@ def _ghost_turn(url: str, idempotency: str):
         "sid", storage.session_file("sid"), "local/m"))
     ghost = PgShared(database(url), stopped_lines,
                      worker="clawd gone-host:4242")  # no such connection
-    assert ghost.begin("t-ghost", "main", "agent:main:main", "hello", idempotency) is None
+    assert ghost.begin("t-ghost", "main", "agent:main:main", "hello", idempotency) == (None, 1)
     ghost.publish("t-ghost", 0, {"type": "delta", "text": "Hel"})
     ghost.wait_written()
 

@@ -200,3 +200,30 @@ def test_memory_get_reads_the_store_not_the_disk(hosted, capsys):
     assert not is_error and text == "- Alice rides a green Brompton."
     chat.session.close()
     rt.memory.close()
+
+
+def test_a_session_taken_over_refuses_this_process_every_write(pg_url):
+    """Once another process took the session (its epoch moved on) while this one still
+    believes it holds it, neither a patch of its entry (one statement), an update (read,
+    change, write) nor a transcript line is written: each raises ``LeaseLost``."""
+    import psycopg
+
+    from clawd.storage.postgres.fencing import LeaseLost
+
+    storage = database(pg_url).agent("main")
+    storage.sessions.update(KEY, lambda e: {"sessionId": "s1", "cumulativeInputTokens": 1})
+    log = storage.transcript("s1", key=KEY)
+    lease = storage.hold(KEY)
+    storage.sessions.patch(KEY, add={"cumulativeInputTokens": 1})  # held: written
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # another took it since
+        conn.execute("UPDATE leases SET epoch = epoch + 1 WHERE key = %s", (KEY,))
+    with pytest.raises(LeaseLost):
+        storage.sessions.patch(KEY, add={"cumulativeInputTokens": 1}, model="late")
+    with pytest.raises(LeaseLost):
+        storage.sessions.update(KEY, lambda e: {**e, "model": "late"})
+    with pytest.raises(LeaseLost):
+        log.append({"type": "note", "text": "late"})
+    entry = storage.sessions.get(KEY)
+    assert entry["cumulativeInputTokens"] == 2 and "model" not in entry
+    assert "late" not in "".join(log.raw_lines())
+    lease.release()

@@ -154,6 +154,40 @@ def test_concurrent_counters_never_lose_an_update(store, request, tmp_path):
     assert store.get(KEY)["cumulativeInputTokens"] == 50
 
 
+def test_a_counter_that_is_not_a_whole_number_counts_from_zero(store):
+    store.update(KEY, lambda e: {**BASE, "a": 2.5, "b": True, "c": "7", "d": -3, "e": 2**40})
+    entry = store.patch(KEY, add={"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1, "g": 1},
+                        g=4, model="m")
+    assert {k: entry[k] for k in "abcdefg"} == {"a": 1, "b": 1, "c": 1, "d": -2,
+                                               "e": 2**40 + 1, "f": 1, "g": 5}
+    assert store.get(KEY) == entry and entry["model"] == "m"
+
+
+def test_a_patch_and_a_read_then_write_update_at_once_both_count(store, request, tmp_path):
+    """A patch (on PostgreSQL one statement) and an ``update`` that reads, changes and
+    writes the entry, side by side from two handles: neither undoes the other."""
+    store.update(KEY, lambda e: dict(BASE))
+    backend = request.node.callspec.params["store"]
+    other = STORES[backend](tmp_path, _url_of(request, backend))
+
+    def patches() -> None:
+        for _ in range(40):
+            store.patch(KEY, add={"cumulativeInputTokens": 1})
+
+    def updates() -> None:
+        for _ in range(40):
+            other.update(KEY, lambda e: {**e, "compactionCount": e["compactionCount"] + 1,
+                                         "cumulativeInputTokens": e["cumulativeInputTokens"]})
+
+    threads = [threading.Thread(target=patches), threading.Thread(target=updates)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    entry = store.get(KEY)
+    assert (entry["cumulativeInputTokens"], entry["compactionCount"]) == (40, 40)
+
+
 # --- the transcript log ----------------------------------------------------------------------
 
 def test_a_log_keeps_entries_in_order_with_ids_and_times(log):

@@ -97,14 +97,10 @@ class PgCoordination:
         turn_id, agent_id, key = turn.id, turn.agent_id, turn.key
         # known before its row exists: a drain of this worker may claim it at once
         hub.turns[turn_id] = turn
-        def begin() -> tuple[tuple[str, bool] | None, int]:
-            """Queued, and the session's turns not ended counted, in one trip off the loop."""
-            other = shared.begin(turn_id, agent_id, key, turn.text, idempotency,
-                                 turn.ephemeral, turn.asks, turn.job)
-            return other, 0 if other is not None else shared.waiting(agent_id, key)
-
-        try:
-            other, waiting = await asyncio.to_thread(begin)
+        try:  # queued, and the session's turns not ended counted, in one round trip
+            other, waiting = await asyncio.to_thread(
+                shared.begin, turn_id, agent_id, key, turn.text, idempotency, turn.ephemeral,
+                turn.asks, turn.job)
         except BaseException:
             hub.turns.pop(turn_id, None)
             raise

@@ -4,8 +4,10 @@
 A session is one ``sessions`` row per (agent, key) whose ``entry`` is the ``sessions.json``
 entry as JSONB, with the same fields and meanings. Every change runs in one transaction that
 first takes a transaction-scoped advisory lock on the key (so even the first write of a new
-key is serialised), reads the row, applies the change to what is stored and writes it back:
-counters are increments against the stored value, as in the file store. A transcript is the
+key is serialised), reads the row (locking it), applies the change to what is stored and
+writes it back: counters are increments against the stored value, as in the file store. A
+turn's ``patch`` of a stored row is one fenced ``UPDATE`` that does the same in SQL, so it
+waits for such a change under way and adds to what it wrote. A transcript is the
 ``transcript_lines`` rows of its session in ``seq`` order, each the JSONL line as written;
 an append is one committed insert, so a line is whole or absent, never torn.
 """
@@ -22,7 +24,7 @@ from clawd.core.messages import Message, new_id, now_iso
 from clawd.sessions.entry import SessionEntry
 from clawd.sessions.files import entries_from, summary_of
 from clawd.sessions.interface import Loaded
-from clawd.sessions.store import normalize_key, patched, recounted
+from clawd.sessions.store import as_count, normalize_key, patched, recounted
 from clawd.sessions.transcript import parse_lines
 from clawd.storage.postgres import fencing
 
@@ -95,13 +97,14 @@ class PgSessions:
                *, touch: bool = True) -> SessionEntry | None:
         key = normalize_key(key)
         # pipelined: the lock, the fence and the read go out together, the write and the
-        # commit together (two round trips, not six)
+        # commit together (two round trips, not six); the row locked as it is read, so a
+        # ``patch`` made in one statement meanwhile waits for this write and adds to it
         with self.db.connection() as conn, conn.pipeline(), conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)",
                          (key_lock(self.agent_id, key, "entry"),))
             fencing.check(conn, self.db, self.agent_id, key)
-            row = conn.execute("SELECT entry FROM sessions WHERE agent_id = %s AND key = %s",
-                               (self.agent_id, key)).fetchone()
+            row = conn.execute("SELECT entry FROM sessions WHERE agent_id = %s AND key = %s "
+                               "FOR UPDATE", (self.agent_id, key)).fetchone()
             entry = change(cast(SessionEntry, row[0]) if row else None)
             if entry is None:
                 conn.execute("DELETE FROM sessions WHERE agent_id = %s AND key = %s",
@@ -117,9 +120,38 @@ class PgSessions:
     def patch(self, key: str, base: SessionEntry | None = None,
               add: dict[str, int] | None = None, copy: dict[str, str] | None = None,
               touch: bool = True, **fields: Any) -> SessionEntry | None:
+        if touch and not copy:  # a turn's: one statement on the stored row, if there is one
+            done = self._patched_in_place(normalize_key(key), add or {}, fields)
+            if done is not None:
+                return done
         where = f"{self.location}: {key}"
         return self.update(key, lambda stored: patched(stored, base, add, copy, fields, where),
                            touch=touch)
+
+    def _patched_in_place(self, key: str, add: dict[str, int], fields: dict[str, Any]
+                          ) -> SessionEntry | None:
+        """``patched`` (fields set, counters added, ``updatedAt`` now) as one fenced
+        ``UPDATE`` of the stored row, which it locks; None when it changed nothing (no row,
+        or the fence refused it): ``update`` then does it, and says why."""
+        fields = dict(fields)
+        counted: list[Any] = []
+        for name, delta in add.items():
+            if name in fields:  # set and added to in one patch: known here
+                fields[name] = as_count(fields[name]) + delta
+            else:
+                counted += [name, name, name, name, delta]
+        fields["updatedAt"] = self.now()
+        counters = "".join(
+            " || jsonb_build_object(%s::text, CASE WHEN jsonb_typeof(entry -> %s::text) = "
+            "'number' AND entry ->> %s::text ~ '^-?[0-9]+$' THEN (entry ->> %s::text)::numeric "
+            "ELSE 0 END + %s)" for _ in range(len(counted) // 5))
+        fence, held = fencing.condition(self.db, self.agent_id, key)
+        with self.db.connection() as conn:
+            row = conn.execute(
+                f"UPDATE sessions SET entry = entry || %s::jsonb{counters} WHERE agent_id = %s "
+                f"AND key = %s AND {fence} RETURNING entry",
+                (Jsonb(fields), *counted, self.agent_id, key, *held)).fetchone()
+        return cast(SessionEntry, row[0]) if row else None
 
     def rebuild(self) -> tuple[int, int]:
         """Recount every entry from its transcript and add the keys only transcripts know."""

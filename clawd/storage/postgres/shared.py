@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 ALIVE = "worker IN (SELECT application_name FROM pg_stat_activity)"  # its worker connected
 # a turn not ended: queued, or running on a worker still connected (not a dead worker's)
 UNFINISHED = f"(state = 'queued' OR (state = 'running' AND {ALIVE}))"
+WAITING = f"SELECT count(*) FROM gateway_turns WHERE agent_id = %s AND key = %s AND {UNFINISHED}"
 BATCH = 200  # lines written in one statement at most
 GATHER_SECONDS = 0.005  # the writer waits this long after a line for the lines behind it
 ABORTS = "clawd_abort"  # the channel aborts are asked for on
@@ -82,34 +83,35 @@ class PgShared:
 
     def begin(self, turn_id: str, agent_id: str, key: str, text: str,
               idempotency: str | None, ephemeral: bool = False, asks: bool = False,
-              job: dict[str, Any] | None = None) -> tuple[str, bool] | None:
+              job: dict[str, Any] | None = None) -> tuple[tuple[str, bool] | None, int]:
         """Queue a new turn behind the session's others (``asks``: its sender answers its
-        tools' questions, whichever worker runs it; ``job``: it is a job's run, as
-        ``scheduler.in_session.spec``). With an idempotency key some
-        worker used for this session: (that turn's id, whether its text was the same), and
-        nothing recorded; unless that turn ended never run (its send failed), which this
-        send takes the place of."""
+        tools' questions wherever it runs; ``job``: a job's run) in one round trip: (None,
+        the session's turns not ended, this one too). With an idempotency key some worker
+        used for this session: (that turn's id, whether its text was the same), nothing
+        recorded; unless that turn ended never run (its send failed), which this replaces."""
         with self.db.connection() as conn:
-            if idempotency is not None:
-                conn.execute("DELETE FROM gateway_turns WHERE agent_id = %s AND key = %s AND "
-                             "idempotency = %s AND state = 'done' AND started IS NULL",
-                             (agent_id, key, idempotency))
-            made = conn.execute(  # and the session's holder told, in one statement
-                "WITH made AS (INSERT INTO gateway_turns (turn_id, agent_id, key, idempotency, "
-                "text_hash, worker, state, text, ephemeral, asks, job) VALUES (%s, %s, %s, %s, "
-                "%s, %s, 'queued', %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING turn_id) "
-                "SELECT turn_id, pg_notify(%s, %s) FROM made",
-                (turn_id, agent_id, key, idempotency, text_hash(text), self.worker, text,
-                 ephemeral, asks, None if job is None else Jsonb(job), TURNS,
-                 f"{agent_id}\n{key}")).fetchone()
-            if made or idempotency is None:
-                return None
+            with conn.pipeline():  # one implicit transaction: the count sees the turn
+                if idempotency is not None:
+                    conn.execute("DELETE FROM gateway_turns WHERE agent_id = %s AND key = %s "
+                                 "AND idempotency = %s AND state = 'done' AND started IS NULL",
+                                 (agent_id, key, idempotency))
+                made = conn.execute(  # and the session's holder told, in one statement
+                    "WITH made AS (INSERT INTO gateway_turns (turn_id, agent_id, key, "
+                    "idempotency, text_hash, worker, state, text, ephemeral, asks, job) VALUES "
+                    "(%s, %s, %s, %s, %s, %s, 'queued', %s, %s, %s, %s) ON CONFLICT DO NOTHING "
+                    "RETURNING turn_id) SELECT turn_id, pg_notify(%s, %s) FROM made",
+                    (turn_id, agent_id, key, idempotency, text_hash(text), self.worker, text,
+                     ephemeral, asks, None if job is None else Jsonb(job), TURNS,
+                     f"{agent_id}\n{key}"))
+                waiting = conn.execute(WAITING, (agent_id, key))
+            if made.fetchone() or idempotency is None:
+                return None, int(waiting.fetchone()[0])
             row = conn.execute("SELECT turn_id, text_hash FROM gateway_turns WHERE "
                                "agent_id = %s AND key = %s AND idempotency = %s",
                                (agent_id, key, idempotency)).fetchone()
         if row is None:  # the other turn was just removed: try once more
             return self.begin(turn_id, agent_id, key, text, None, ephemeral, asks, job)
-        return str(row[0]), row[1] == text_hash(text)
+        return (str(row[0]), row[1] == text_hash(text)), 0
 
     def claim(self, agent_id: str, key: str) -> Claimed | None:
         """The session's oldest queued turn, now running on this worker (``Claimed``);
@@ -180,9 +182,7 @@ class PgShared:
         """The session's turns not ended yet, on every living worker (the running one
         included; a dead worker's turns wait for nobody)."""
         with self.db.connection() as conn:
-            row = conn.execute("SELECT count(*) FROM gateway_turns WHERE agent_id = %s AND "
-                               f"key = %s AND {UNFINISHED}", (agent_id, key)).fetchone()
-        return int(row[0]) if row else 0
+            return int(conn.execute(WAITING, (agent_id, key)).fetchone()[0])
 
     def busy(self, agent_id: str, keys: list[str]) -> dict[str, dict[str, Any]]:
         """Each session's running turn (its id, or None) and how many turns wait behind
