@@ -2,25 +2,31 @@
 
 "Miso's vet is now Dr. Xavier Costa, Dr. Almeida retired." The day-1 log and the saved
 session both still say "her vet is Dr. Almeida", and a model answers from what it reads
-first. So a correction replaces at the time it is told: ``changes_in`` finds the sentences of a
-message that change a value (``facts.correction``: "moved from A to B", "B now, not A",
-"B instead of A", "actually …"; and "X is now B", "X is B now", "X changed to B"), each
-with what changed (``subject``: its words, in the first letters that several forms of a
-word share), its new value and, when named, the old one (a name the sentence gives beside
-the new value, "Dr. Almeida retired", is taken as the old one). ``replaced`` picks the note
-lines that still say the old value of that subject: a line holding the old value and a word
-of the subject, or, with no old value named, every word of the subject and not the new
-value ("I moved from Lisbon to Porto" replaces "- Moved to Lisbon in 2020", never "Ana
-lives in Lisbon"). The loop records them in MEMORY.md's ``## Replaced`` record
-(``loop.keeping.keep_correction``), and wherever a note is handed out the old line shows
-struck through with the new one beside it (``memory.superseded``). ``standing`` keeps the
-changes a conversation told that no later one of it changed again, and ``left_standing``
-takes out of a note the lines they replace: a note written after the correction (the
-flush's) never says the old value again.
+first. So a correction replaces at the time it is told: ``changes_in`` finds the sentences
+of a message that change a value (``facts.correction``: "moved from A to B", "B now, not A",
+"B instead of A", "actually …"; and "X is now B", "X is B now", "X changed to B"), each with
+what changed (``subject``: its words, in the first letters that several forms of a word
+share), its new value and, when named, the old one (a name the sentence gives after the new
+value, "Dr. Almeida retired", is taken as the old one). An opening that only says the
+sentence corrects ("Correction:", "Update:", "Actually,") is not part of it. ``replaced``
+picks the note lines that still say the old value of that subject: a line holding the old
+value and a word of the subject ("I moved from Lisbon to Porto" replaces "- Moved to Lisbon
+in 2020", never "Ana lives in Lisbon"), or, with no old value named, every word of the
+subject, not the new value, and what the change is about (``Change.says``): where someone is
+after a move ("Tom moved to Oslo" replaces "Tom lives in Bergen", never "Tom's birthday is
+on 3 May"), the subject's own value otherwise ("Miso's vet is …", never "Miso's vet visit is
+on Friday"). A line missed keeps an old value beside the correction in today's log; a line
+taken wrongly would leave MEMORY.md without a true fact. The loop records them in
+MEMORY.md's ``## Replaced`` record (``loop.keeping.keep_correction``), and wherever a note
+is handed out the old line shows struck through with the new one beside it
+(``memory.superseded``). ``standing`` keeps the changes a conversation told that no later
+one of it changed again, and ``left_standing`` takes out of a note the lines they replace: a
+note written after the correction (the flush's) never says the old value again.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from clawd.context.facts import correction, kind
@@ -41,6 +47,10 @@ class Change:
     subject: frozenset[str]
     new: str
     old: str | None
+    # with no old value, what a line must say of the subject to be replaced: "where" (a
+    # move: where someone is), "value" ("… is …", "…: …"), "" (its words are enough: the
+    # subject holds the verb, "the flight leaves")
+    says: str = ""
 
 
 def _key(word: str) -> str:
@@ -73,30 +83,35 @@ def _names(text: str) -> set[str]:
 
 def change(sentence: str) -> Change | None:
     """The change a sentence makes, or None when it changes nothing."""
-    text = " ".join(sentence.split())
-    if kind(text) != "fact":  # "What is my vet now?" asks; it changes nothing
-        return None
     # "Dr. Costa": a title's full stop ends no value
-    text = changes.TITLE_STOP.sub(r"\1 ", text)
-    found = correction(text)
-    subject = ""
+    text = changes.TITLE_STOP.sub(r"\1 ", " ".join(sentence.split()))
+    opening = changes.OPENING.match(text)  # "Correction:", "Actually,": not what changed
+    body = text[opening.end():] if opening else text
+    if not body or kind(body) != "fact":  # "What is my vet now?" asks; it changes nothing
+        return None
+    found = correction(body)
+    subject, says = "", ""
+    match = (changes.IS_NOW.match(body) or changes.NOW_AT_END.match(body)
+             or changes.CHANGED_TO.match(body))
     if found is not None and found.new:
         new, old = found.new, found.old
-    else:
-        match = (changes.IS_NOW.match(text) or changes.NOW_AT_END.match(text)
-                 or changes.CHANGED_TO.match(text))
-        if match is None:
-            return None
+    elif match is not None:
         new, old, subject = match["new"].strip(), None, match["subject"]
-    if old is None:  # a name beside the new value is the old one's ("Dr. Almeida retired")
-        others = {n for n in _names(text) if n not in new and n not in subject}
+        says = "where" if changes.MOVE.search(body[:match.start("new")]) else "value"
+    elif opening and (found := correction(text)) is not None and found.new:
+        new, old = found.new, found.old  # "Actually, the party is at 8"
+    else:
+        return None
+    if old is None:  # a name after the new value is the old one's ("…, Dr. Almeida retired")
+        after = body.find(new) + len(new) if new in body else 0
+        others = {n for n in _names(body[after:]) if n not in new and n not in subject}
         old = " ".join(sorted(others)) or None
-    about = keys(subject or text) - keys(new) - keys(old or "") - {
+    about = keys(subject or body) - keys(new) - keys(old or "") - {
         _key(w) for w in changes.CHANGE_WORDS | changes.NO_SUBJECT}
     about -= {_key(n) for n in _names(old or "")}
     if not about and not old:
         return None  # "It is now 5pm": nothing named that a note could hold
-    return Change(" ".join(sentence.split()), frozenset(about), new, old)
+    return Change(" ".join(sentence.split()), frozenset(about), new, old, says)
 
 
 def changes_in(message: str) -> list[Change]:
@@ -114,7 +129,21 @@ def replaced(found: Change, line: str) -> bool:
         says_old = any(old and _holds(words, old) for old in olds)
         return says_old and any(any(_same(w, word) for word in words)
                                 for w in found.subject)
-    return bool(found.subject) and _holds(words, set(found.subject))
+    return bool(found.subject) and _holds(words, set(found.subject)) and _gives_value(found,
+                                                                                     line)
+
+
+def _gives_value(found: Change, line: str) -> bool:
+    """Whether ``line`` says what ``found`` (which names no old value) changes of its
+    subject (``Change.says``): where someone is, after a move ("Tom lives in Bergen", not
+    "Tom works at Equinor"); the subject's own value ("Miso's vet is …", "Team meeting:
+    …", not "Miso's vet visit is …")."""
+    if not found.says:
+        return True
+    if found.says == "where" and changes.PLACE.search(line):
+        return True
+    follows = changes.MOVED_STATES if found.says == "where" else changes.STATES
+    return any(re.search(rf"\b{re.escape(word)}{follows}", line, re.I) for word in found.subject)
 
 
 def standing(messages: list[str]) -> list[Change]:

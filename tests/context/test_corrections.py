@@ -46,3 +46,51 @@ def test_a_question_a_time_or_a_plain_fact_changes_nothing(said):
 def test_a_line_that_says_the_new_value_is_not_replaced():
     [found] = changes_in("Miso's vet is now Dr. Xavier Costa, Dr. Almeida retired.")
     assert not replaced(found, "- Miso's vet is now Dr. Xavier Costa; Dr. Almeida retired.")
+
+
+# What a person says of someone, and what they correct later; each line is one note line.
+PEOPLE = [
+    "Tom lives in Bergen.",
+    "Tom's birthday is on 3 May.",
+    "Tom works at Equinor.",
+    "My sister Ingrid lives in Tromsø.",
+    "Ingrid is a nurse.",
+    "Miso's vet visit is on Friday.",
+    "Miso's vet is Dr. Almeida.",
+    "- Team meeting: Thursdays at 10",
+    "The party is at 7pm on Saturday.",
+    "- My sister's name is Ingrid and she lives in Tromsø.",
+]
+
+
+@pytest.mark.parametrize("said, lines", [
+    ("Tom moved to Oslo.", [PEOPLE[0]]),
+    ("Actually, Tom moved to Oslo.", [PEOPLE[0]]),
+    ("Correction: Ingrid moved to Bergen last month.", [PEOPLE[3], PEOPLE[9]]),
+    ("Update: my sister Ingrid moved to Bergen.", [PEOPLE[3], PEOPLE[9]]),
+    ("Miso's vet is now Dr. Xavier Costa.", [PEOPLE[6]]),
+    ("The team meeting is on Fridays now.", [PEOPLE[7]]),
+    ("Actually, the party is at 8pm.", [PEOPLE[8]]),
+])
+def test_a_change_with_no_old_value_replaces_only_what_said_that_value(said, lines):
+    """With no old value named, a line is replaced when it says the same thing of the same
+    subject: where someone lives for a move, the subject's value ("… is …", "…: …") for the
+    rest; never another fact of that subject (Tom's birthday, where he works, the vet's
+    visit). An opening ("Correction:", "Update:", "Actually,") is not part of the change."""
+    [found] = changes_in(said)
+    assert [line for line in PEOPLE if replaced(found, line)] == lines
+
+
+@pytest.mark.parametrize("said, line, replaces", [
+    ("Actually the flight leaves at 7:15.", "The flight leaves at 6:40.", True),
+    ("The meeting changed to Friday.", "The meeting is on Thursday.", True),
+    ("The meeting moved to Friday.", "The meeting is on Thursday.", True),
+    ("The meeting moved to Friday.", "The meeting was long.", False),
+    ("Tom moved to Oslo.", "Tom is in Bergen.", True),
+    ("Tom moved to Oslo.", "Tom is a doctor.", False),
+])
+def test_what_a_line_must_say_to_be_replaced_follows_the_change(said, line, replaces):
+    """A move replaces where someone is (or when a meeting is); a subject that holds its
+    verb ("the flight leaves") needs no more than its words."""
+    [found] = changes_in(said)
+    assert replaced(found, line) is replaces

@@ -109,6 +109,22 @@ def test_a_line_of_memory_md_is_replaced_in_place(tmp_path):
            "2026-11-22 by:" in memory
 
 
+def test_a_move_replaces_where_the_person_lives_and_nothing_else_of_them(tmp_path):
+    """Seen with a real 1.5B model: "Correction: Ingrid moved to Bergen last month." left
+    MEMORY.md's "Ingrid lives in Tromsø" standing (the opening made "Ingrid" the old value)
+    and the next answer said Tromsø. Now that line gives way; Ingrid's other facts stay."""
+    provider = ScriptedProvider(["Noted."])
+    runtime = setup(tmp_path, provider)
+    runtime.files.write("MEMORY.md", "# MEMORY.md\n\n- Ingrid lives in Tromsø\n- Ingrid's "
+                                     "birthday is on 2 June\n- Ingrid works as a nurse\n")
+    list(Session.open(runtime, KEY).run_turn("Correction: Ingrid moved to Bergen last month."))
+    memory = runtime.files.read("MEMORY.md")
+    assert memory.startswith("# MEMORY.md\n\n- Correction: Ingrid moved to Bergen last month. "
+                             "(2026-11-22)\n- Ingrid's birthday is on 2 June\n"
+                             "- Ingrid works as a nurse\n")
+    assert "- Ingrid lives in Tromsø (MEMORY.md#L3) — replaced on 2026-11-22" in memory
+
+
 TOLD = "My cat Miso sees Dr. Almeida as her vet. My sister Rita lives in Porto."
 
 

@@ -5,7 +5,9 @@ Used by ``context.facts`` to tell which older note a new fact supersedes: "… n
 correction's opening ("Actually", "Sorry, I meant": ``CORRECTION``), and the word before a
 new value ("is called", "I meant": ``VALUE_AFTER``). Beside ``context.corrections``: a
 title's full stop ("Dr. Costa": ``TITLE_STOP``) ends no value, and the name after a title
-(``TITLED_NAME``) is a name.
+(``TITLED_NAME``) is a name; a sentence's opening that only says it corrects
+(``OPENING``), a move (``MOVE``) and a line that says where someone is (``PLACE``), and
+what follows a subject in a line that gives it a value (``STATES``, ``MOVED_STATES``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,23 @@ NOW_AT_END = re.compile(r"^(?P<subject>.+?)\s+(?:is|are)\s+(?P<new>[^,;!?]+?)\s+
 CHANGED_TO = re.compile(r"^(?P<subject>.+?)\s+(?:has |have )?(?:changed|moved|switched|"
                         r"been moved|been changed)\s+to\s+(?P<new>[^,;!?]+?)"
                         r"(?=\s*(?:[,;!?]|\.(?:\s|$)|$))", re.I)
+# how a sentence opens to say it corrects or updates, not what it changes: "Correction:",
+# "Quick update:", "FYI -", "Actually,", "Sorry,"; a label needs its colon, comma or dash
+# ("Update my notes: …" asks)
+OPENING = re.compile(r"^\W*(?:(?:(?:a|one|quick|small|little|short)\s+)?(?:correction|update|"
+                     r"fix|edit|note|fyi|heads up|ps|erratum)\s*[:,!–—-]+|(?:actually|sorry|"
+                     r"oops|no wait|wait|scratch that|my (?:mistake|bad))\b[\s:,!–—-]*)\s*", re.I)
+# a change of where someone is ("Tom moved to Oslo"), and a note line that says where
+# someone is ("Tom lives in Bergen", "she is based in Tromsø")
+MOVE = re.compile(r"\b(?:moved|moving|moves|relocated|relocating|relocates)\b", re.I)
+PLACE = re.compile(r"\b(?:lives?|living|lived|moved|moving|relocated|based|located|resides?|"
+                   r"residing|home|address|stays?|staying)\b|\b(?:is|are|was|were)\s+(?:now\s+|"
+                   r"still\s+|currently\s+)?(?:in|at)\b", re.I)
+# what follows a subject's word in a line that gives the subject a value: "… is …", "…: …",
+# "… on …" (after a move, "… is on …", "… at …": a meeting moved, not a person's trade)
+_IS = r"\s(?:(?:currently|still|now|also|usually)\s+)?(?:is|are|was|were)"
+STATES = rf"[\w'’]*\s*(?::|=|\s[–—-]\s|{_IS}\b|\s+(?:on|at)\b)"
+MOVED_STATES = rf"[\w'’]*\s*(?::|(?:{_IS})?\s+(?:on|at|in|to|from)\b)"
 # the words that say a change and name no subject: left out of what a change is about
 CHANGE_WORDS = frozenset("""now not no longer anymore any more instead actually correction
 sorry oops wait scratch that meant mean update updated please notes note retired left gone
