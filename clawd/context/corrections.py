@@ -48,9 +48,8 @@ class Change:
     new: str
     old: str | None
     # with no old value, what a line must say of the subject to be replaced: "where" (a
-    # move: where someone is), "value" ("… is …", "…: …"), "" (its words are enough: the
-    # subject holds the verb, "the flight leaves")
-    says: str = ""
+    # move: where someone is) or "value" ("… is …", "…: …", "the flight leaves at …")
+    says: str = "value"
 
 
 def _key(word: str) -> str:
@@ -81,6 +80,12 @@ def _names(text: str) -> set[str]:
     return exact | names | titled
 
 
+def _named(words: str) -> set[str]:
+    """The keys of ``words`` that name something, not the change ("now", "actually") nor
+    its doer ("I", "she", "we just")."""
+    return keys(words) - {_key(w) for w in changes.CHANGE_WORDS | changes.NO_SUBJECT}
+
+
 def change(sentence: str) -> Change | None:
     """The change a sentence makes, or None when it changes nothing."""
     # "Dr. Costa": a title's full stop ends no value
@@ -90,14 +95,21 @@ def change(sentence: str) -> Change | None:
     if not body or kind(body) != "fact":  # "What is my vet now?" asks; it changes nothing
         return None
     found = correction(body)
-    subject, says = "", ""
+    subject, says = "", "value"
     match = (changes.IS_NOW.match(body) or changes.NOW_AT_END.match(body)
-             or changes.CHANGED_TO.match(body))
+             or changes.CHANGED_TO.match(body) or changes.NOW_VERB.match(body)
+             or changes.VERB_NOW.match(body))
     if found is not None and found.new:
         new, old = found.new, found.old
     elif match is not None:
         new, old, subject = match["new"].strip(), None, match["subject"]
-        says = "where" if changes.MOVE.search(body[:match.start("new")]) else "value"
+        verb = match.groupdict().get("verb") or ""
+        if changes.MOVE.search(body[:match.start("new")]) or changes.LIVES.match(verb):
+            says = "where"
+        elif verb:  # "Karen works at …": the verb is what the value is of, "She works
+            if not _named(subject):  # at …" names nobody a note could hold
+                return None
+            subject = f"{subject} {verb}"
     elif opening and (found := correction(text)) is not None and found.new:
         new, old = found.new, found.old  # "Actually, the party is at 8"
     else:
@@ -106,8 +118,7 @@ def change(sentence: str) -> Change | None:
         after = body.find(new) + len(new) if new in body else 0
         others = {n for n in _names(body[after:]) if n not in new and n not in subject}
         old = " ".join(sorted(others)) or None
-    about = keys(subject or body) - keys(new) - keys(old or "") - {
-        _key(w) for w in changes.CHANGE_WORDS | changes.NO_SUBJECT}
+    about = _named(subject or body) - keys(new) - keys(old or "")
     about -= {_key(n) for n in _names(old or "")}
     if not about and not old:
         return None  # "It is now 5pm": nothing named that a note could hold
@@ -138,8 +149,6 @@ def _gives_value(found: Change, line: str) -> bool:
     subject (``Change.says``): where someone is, after a move ("Tom lives in Bergen", not
     "Tom works at Equinor"); the subject's own value ("Miso's vet is …", "Team meeting:
     …", not "Miso's vet visit is …")."""
-    if not found.says:
-        return True
     if found.says == "where" and changes.PLACE.search(line):
         return True
     follows = changes.MOVED_STATES if found.says == "where" else changes.STATES

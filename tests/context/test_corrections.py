@@ -38,6 +38,8 @@ def test_a_correction_replaces_the_lines_that_say_the_old_value(said, lines):
     "My sister Rita's birthday is on 12 March.", "Write a poem about autumn now.",
     "I just moved to Utrecht with my dog Bruno.",  # a move, with nothing it replaces
     "We finally moved to Braga.",
+    "She now works at Bosch.", "We now meet on Thursdays.",  # whose? nothing to replace
+    "Also, I work at Siemens.", "By the way, I love hiking.",
 ])
 def test_a_question_a_time_or_a_plain_fact_changes_nothing(said):
     assert changes_in(said) == []
@@ -71,6 +73,7 @@ PEOPLE = [
     ("Miso's vet is now Dr. Xavier Costa.", [PEOPLE[6]]),
     ("The team meeting is on Fridays now.", [PEOPLE[7]]),
     ("Actually, the party is at 8pm.", [PEOPLE[8]]),
+    ("Actually, Miso's vet is Dr. Costa.", [PEOPLE[6]]),
 ])
 def test_a_change_with_no_old_value_replaces_only_what_said_that_value(said, lines):
     """With no old value named, a line is replaced when it says the same thing of the same
@@ -90,7 +93,42 @@ def test_a_change_with_no_old_value_replaces_only_what_said_that_value(said, lin
     ("Tom moved to Oslo.", "Tom is a doctor.", False),
 ])
 def test_what_a_line_must_say_to_be_replaced_follows_the_change(said, line, replaces):
-    """A move replaces where someone is (or when a meeting is); a subject that holds its
-    verb ("the flight leaves") needs no more than its words."""
+    """A move replaces where someone is (or when a meeting is); otherwise the line gives
+    the subject its value ("the flight leaves at …")."""
     [found] = changes_in(said)
     assert replaced(found, line) is replaces
+
+
+FAMILY = [
+    "My friend Joao lives in Braga.",
+    "Joao's wife is called Marta.",
+    "My son Leo studies at Porto University.",
+    "Leo plays football on Saturdays.",
+    "My boss Karen works at Siemens.",
+    "Karen's office is on the 3rd floor.",
+    "Grandma lives in Coimbra.",
+    "Grandma's cat is called Tiger.",
+    "The book club meets on Tuesdays.",
+    "The book club's next book is Dune.",
+    "Our dentist is Dr. Silva.",
+    "The gym is at 7am.",
+]
+
+
+@pytest.mark.parametrize("said, lines", [
+    ("Joao relocated to Aveiro.", [FAMILY[0]]),
+    ("Also, grandma moved back to Lisbon.", [FAMILY[6]]),
+    ("Leo now studies at Lisbon University.", [FAMILY[2]]),
+    ("Karen works at Bosch now.", [FAMILY[4]]),
+    ("By the way, the book club meets on Thursdays now.", [FAMILY[8]]),
+    ("Update: our dentist is now Dr. Ramos.", [FAMILY[10]]),
+    ("Oh, and the gym is at 6am now.", [FAMILY[11]]),
+    ("Joao's wife moved to Faro.", []),
+    ("Leo moved to the under-14 team.", []),
+])
+def test_a_change_in_other_words_replaces_what_said_the_old_value(said, lines):
+    """"relocated", "moved back", "now lives / works / studies …", "… now" after a verb,
+    and more openings ("Also,", "By the way,", "Oh, and"); a move of someone's wife or
+    team replaces no line that does not say where they are."""
+    assert [line for line in FAMILY if any(replaced(found, line)
+                                          for found in changes_in(said))] == lines

@@ -6,7 +6,8 @@ correction's opening ("Actually", "Sorry, I meant": ``CORRECTION``), and the wor
 new value ("is called", "I meant": ``VALUE_AFTER``). Beside ``context.corrections``: a
 title's full stop ("Dr. Costa": ``TITLE_STOP``) ends no value, and the name after a title
 (``TITLED_NAME``) is a name; a sentence's opening that only says it corrects
-(``OPENING``), a move (``MOVE``) and a line that says where someone is (``PLACE``), and
+(``OPENING``), a verb that carries a new value ("now works at": ``NOW_VERB``,
+``VERB_NOW``), a move (``MOVE``) and a line that says where someone is (``PLACE``), and
 what follows a subject in a line that gives it a value (``STATES``, ``MOVED_STATES``).
 """
 
@@ -42,15 +43,26 @@ IS_NOW = re.compile(r"^(?P<subject>.+?)\s+(?:is|are|'s)\s+now\s+(?P<new>[^,;!?]+
                     r"(?=\s*(?:[,;!?]|\.(?:\s|$)|$))", re.I)
 NOW_AT_END = re.compile(r"^(?P<subject>.+?)\s+(?:is|are)\s+(?P<new>[^,;!?]+?)\s+now\s*"
                         r"(?:[,;!?]|\.(?:\s|$)|$)", re.I)
-CHANGED_TO = re.compile(r"^(?P<subject>.+?)\s+(?:has |have )?(?:changed|moved|switched|"
-                        r"been moved|been changed)\s+to\s+(?P<new>[^,;!?]+?)"
-                        r"(?=\s*(?:[,;!?]|\.(?:\s|$)|$))", re.I)
+CHANGED_TO = re.compile(r"^(?P<subject>.+?)\s+(?:has |have )?(?:changed|moved(?: back)?|"
+                        r"switched|relocated|been moved|been changed)\s+to\s+"
+                        r"(?P<new>[^,;!?]+?)(?=\s*(?:[,;!?]|\.(?:\s|$)|$))", re.I)
+# "Leo now studies at …", "Karen works at Bosch now", "the club meets on Thursdays now":
+# a verb that carries the value (its subject's words with it, but where someone lives)
+_VERBS = (r"(?:lives?|stays?|resides?|works?|stud(?:y|ies)|teach(?:es)?|meets?|plays?|"
+          r"trains?|starts?|begins?|ends?|opens?|closes?|leaves?)")
+_AFTER_VERB = r"\s+(?:in|at|on|for|from|with)\s+(?P<new>[^,;!?]+?)"
+NOW_VERB = re.compile(rf"^(?P<subject>.+?)\s+now\s+(?P<verb>{_VERBS}){_AFTER_VERB}"
+                      r"(?=\s*(?:[,;!?]|\.(?:\s|$)|$))", re.I)
+VERB_NOW = re.compile(rf"^(?P<subject>.+?)\s+(?P<verb>{_VERBS}){_AFTER_VERB}\s+now\s*"
+                      r"(?:[,;!?]|\.(?:\s|$)|$)", re.I)
+LIVES = re.compile(r"^(?:lives?|stays?|resides?)$", re.I)
 # how a sentence opens to say it corrects or updates, not what it changes: "Correction:",
-# "Quick update:", "FYI -", "Actually,", "Sorry,"; a label needs its colon, comma or dash
-# ("Update my notes: …" asks)
+# "Quick update:", "FYI -", "Actually,", "Sorry,", "Oh, and", "By the way,"; a label needs
+# its colon, comma or dash ("Update my notes: …" asks)
 OPENING = re.compile(r"^\W*(?:(?:(?:a|one|quick|small|little|short)\s+)?(?:correction|update|"
-                     r"fix|edit|note|fyi|heads up|ps|erratum)\s*[:,!–—-]+|(?:actually|sorry|"
-                     r"oops|no wait|wait|scratch that|my (?:mistake|bad))\b[\s:,!–—-]*)\s*", re.I)
+                     r"fix|edit|note|ps|erratum)\s*[:,!–—-]+|(?:actually|sorry|oh,? and|oh|"
+                     r"also|and|fyi|heads up|btw|by the way|oops|no wait|wait|scratch that|"
+                     r"my (?:mistake|bad))\b[\s:,!–—-]*)\s*", re.I)
 # a change of where someone is ("Tom moved to Oslo"), and a note line that says where
 # someone is ("Tom lives in Bergen", "she is based in Tromsø")
 MOVE = re.compile(r"\b(?:moved|moving|moves|relocated|relocating|relocates)\b", re.I)
