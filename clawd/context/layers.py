@@ -18,6 +18,7 @@ from datetime import datetime
 from clawd.core.messages import Message, ModelRequest, TextPart, ToolSpec
 from clawd.core.templates import render
 from clawd.core.tokens import estimate_messages, estimate_text, estimate_tools
+from clawd.memory.superseded import marked
 from clawd.sessions.transcript import unanswered_ids
 from clawd.workspace.files import ContextFile, daily_log_path, fit_files, read_context_files
 from clawd.workspace.interface import WorkspaceFiles
@@ -66,7 +67,8 @@ def build_layers(workspace: WorkspaceFiles, tools: list[ToolSpec], *, private: b
     descriptions their schemas carry. ``services``: what the MCP servers whose tools are
     offered say of themselves (their instructions, capped: untrusted text)."""
     files = read_context_files(workspace, include_memory=private, today=now.date(),
-                               max_chars=max_chars, compact=compact) if workspace_files else []
+                               max_chars=max_chars, compact=compact,
+                               mark=marked) if workspace_files else []
     if max_tokens is not None:
         files = fit_files(files, max_tokens, estimate_text)
     search = any(t.name == "memory_search" for t in tools)

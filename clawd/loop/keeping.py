@@ -15,9 +15,9 @@ A correction replaces at the time it is told ("Miso's vet is now Dr. Xavier Cost
 Almeida retired."): ``keep_correction`` finds the older note lines that still say the old
 value (``context.corrections``: daily logs, saved sessions, MEMORY.md), records each in
 MEMORY.md's ``## Replaced`` record with the person's sentence as what replaced it, so that
-search, recall and ``memory_get`` hand the old line out struck through with the new value
-on it, and keeps the sentence in today's log unless a note written in the turn holds it.
-The daily logs themselves stay as they were written.
+search, recall, ``memory_get`` and the context's daily logs hand the old line out struck
+through with the new value on it, and keeps the sentence in today's log unless a note
+written in the turn holds it. The daily logs themselves stay as they were written.
 
 A session without the ``schedule`` tool (a group session, ``automation.enabled`` off)
 cannot notify anyone at a later time. A request for a reminder there ("Remind me tomorrow

@@ -12,7 +12,8 @@ replaced line is struck through where clawd hands it out, its replacement on the
 (a replacement on a line of its own below was skipped by a 1.5B model, which answered with
 the old value it had read first). The note is never changed (it is the user's, and its
 history stays searchable); only the text handed out is: search snippets (so the recall
-block and ``memory_search``) and ``memory_get`` / ``read`` of a note. ``unmark`` takes the
+block and ``memory_search``), ``memory_get`` / ``read`` of a note and the daily logs the
+context sends (``marked``). ``unmark`` takes the
 marks out again, for a group session, which may not see MEMORY.md. A line is marked
 only while it still says the old fact: the cited line holding at least half the old fact's
 meaning words, else (lines added above it moved it) a line of the result holding four in
@@ -93,6 +94,17 @@ def annotate(text: str, start_line: int, entries: Sequence[ReplacedLine],
         prefix = _BULLET.match(lines[i]).group(0)  # type: ignore[union-attr]  # always matches
         lines[i] = f"{prefix}~~{lines[i][len(prefix):].rstrip()}~~{''.join(marks)}"
     return "\n".join(lines)
+
+
+def marked(path: str, text: str, memory: str) -> str:
+    """The note ``path`` (its whole ``text``) as it is handed out, by the record of the
+    MEMORY.md whose text is ``memory`` (the context's daily logs)."""
+    if REPLACED_SECTION not in memory:
+        return text
+    by_path = latest(replaced_lines(memory))
+    return annotate(text, 1, by_path.get(path, []),
+                    [entry for other, entries in by_path.items() if other != path
+                     for entry in entries])
 
 
 def unmark(text: str) -> str:

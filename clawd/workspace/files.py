@@ -157,10 +157,13 @@ def _as_laid_down(name: str, text: str) -> bool:
 
 
 def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: date,
-                       max_chars: int, compact: bool = False) -> list[ContextFile]:
+                       max_chars: int, compact: bool = False,
+                       mark: Callable[[str, str, str], str] | None = None) -> list[ContextFile]:
     """The bootstrap files, then (in a private session only) MEMORY.md and yesterday's and
     today's daily logs. MEMORY.md's ``## Replaced`` record is left out (one line says so):
     older values, given as current by a small model, in tokens that grow with every run.
+    ``mark`` (a daily log's path, its text and MEMORY.md's: the log as handed out) strikes
+    through the log's lines that record lists as replaced.
     ``compact`` (a small window): a bootstrap file still as ``clawd init`` laid it down is
     sent in its short form (``SHORT_FORMS``), or not at all when it is only blanks to fill
     (``BLANK_TEMPLATES``); a file you changed is sent as it is."""
@@ -182,6 +185,8 @@ def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: da
             if not placeholders_left_out(without_replaced(raw)):
                 continue  # the template as laid down (a record of replaced lines aside)
             raw = placeholders_left_out(replaced_left_out(raw))
+        elif mark is not None and name.startswith(f"{MEMORY_DIR}/"):
+            raw = mark(name, raw, texts.get(MEMORY_FILE) or "")
         text, cut = truncate(raw, max_chars, name)
         found.append(ContextFile(name, len(raw), text, cut))
     return found

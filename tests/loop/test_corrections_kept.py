@@ -125,6 +125,23 @@ def test_a_move_replaces_where_the_person_lives_and_nothing_else_of_them(tmp_pat
     assert "- Ingrid lives in Tromsø (MEMORY.md#L3) — replaced on 2026-11-22" in memory
 
 
+def test_the_next_request_shows_todays_replaced_line_struck_through(tmp_path):
+    """Today's log stays as written (the old line, then the correction under it), and a
+    1.5B model still answered with the old line it read first; the context hands the log
+    out as ``memory_get`` does: the replaced line struck through, its replacement beside."""
+    provider = ScriptedProvider(["Noted.", "Noted.", "In Aveiro."])
+    runtime = setup(tmp_path, provider)
+    session = Session.open(runtime, KEY)
+    runtime.files.write(TODAY, "# 2026-11-22\n\n- Joao lives in Braga and works at Bosch.\n")
+    list(session.run_turn("Also, Joao relocated to Aveiro."))
+    list(session.run_turn("Where does Joao live?"))
+    context = "\n".join(provider.requests[-1].system)
+    assert ("- ~~Joao lives in Braga and works at Bosch.~~ [replaced on 2026-11-22 by: "
+            "Also, Joao relocated to Aveiro.]") in context
+    assert runtime.files.read(TODAY).startswith("# 2026-11-22\n\n- Joao lives in Braga and "
+                                                "works at Bosch.\n")  # the log as written
+
+
 TOLD = "My cat Miso sees Dr. Almeida as her vet. My sister Rita lives in Porto."
 
 
