@@ -11,16 +11,16 @@ replaced line is struck through where clawd hands it out, its replacement on the
 
 (a replacement on a line of its own below was skipped by a 1.5B model, which answered with
 the old value it had read first). The note is never changed (it is the user's, and its
-history stays searchable); only the text handed out is: search snippets (so the recall
-block and ``memory_search``), ``memory_get`` / ``read`` of a note and the daily logs the
-context sends (``marked``). ``unmark`` takes the
-marks out again, for a group session, which may not see MEMORY.md. A line is marked
-only while it still says the old fact: the cited line holding at least half the old fact's
-meaning words, else (lines added above it moved it) a line of the result holding four in
-five of them; a line edited since is left alone. Another note that repeats the old fact
-closely (four in five of its meaning words: a saved session whose reply quoted it, a later
-log that copied it) is marked the same way where it repeats it. A fact replaced twice
-shows the newest replacement. The record is parsed again whenever MEMORY.md's text changes.
+history stays searchable); only the text handed out is: search snippets (so the recall block
+and ``memory_search``), ``memory_get`` / ``read`` of a note and the daily logs the context
+sends (``marked``). ``unmark`` takes the marks out again, for a group session, which may not
+see MEMORY.md. A line is marked only while it still says the old fact: the cited line
+holding at least half the old fact's meaning words, else (lines added above it moved it) a
+line of the result holding four in five of them; a line edited since is left alone. Another
+note that repeats the old fact closely (four in five of its meaning words: a saved session
+whose reply quoted it, a later log that copied it) is marked the same way where it repeats
+it. A fact replaced twice shows the newest replacement. The record is parsed again whenever
+MEMORY.md's text changes.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def read_context_files(files: WorkspaceFiles, *, include_memory: bool, today: da
     today's daily logs. MEMORY.md's ``## Replaced`` record is left out (one line says so):
     older values, given as current by a small model, in tokens that grow with every run.
     ``mark`` (a daily log's path, its text and MEMORY.md's: the log as handed out) strikes
-    through the log's lines that record lists as replaced.
+    through the log's lines that MEMORY.md's record lists as replaced.
     ``compact`` (a small window): a bootstrap file still as ``clawd init`` laid it down is
     sent in its short form (``SHORT_FORMS``), or not at all when it is only blanks to fill
     (``BLANK_TEMPLATES``); a file you changed is sent as it is."""
