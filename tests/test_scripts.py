@@ -43,6 +43,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
      "precision"),
     ("bench_schedule.py", ["--help"], "--half"),
     ("bench_mcp_start.py", ["--help"], "--servers"),
+    ("bench_corrections_asked.py", ["--help"], "--runs"),
 ])
 def test_a_benchmark_runs(tmp_path, script, args, expected):
     done = subprocess.run([sys.executable, str(SCRIPTS / script), *args], cwd=tmp_path,
