@@ -96,12 +96,9 @@ def change(sentence: str) -> Change | None:
         return None
     found = correction(body)
     subject, says = "", "value"
-    match = (changes.IS_NOW.match(body) or changes.NOW_AT_END.match(body)
-             or changes.CHANGED_TO.match(body) or changes.NOW_VERB.match(body)
-             or changes.VERB_NOW.match(body))
     if found is not None and found.new:
         new, old = found.new, found.old
-    elif match is not None:
+    elif (match := next(filter(None, (p.match(body) for p in changes.NEW_VALUE)), None)):
         new, old, subject = match["new"].strip(), None, match["subject"]
         verb = match.groupdict().get("verb") or ""
         if changes.MOVE.search(body[:match.start("new")]) or changes.LIVES.match(verb):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from clawd.core import listmark
 from clawd.workspace.files import (
@@ -96,15 +97,24 @@ def annotate(text: str, start_line: int, entries: Sequence[ReplacedLine],
     return "\n".join(lines)
 
 
+@lru_cache(maxsize=16)
+def record(memory: str) -> dict[str, list[ReplacedLine]]:
+    """path -> the replaced lines of that note, as the MEMORY.md whose text is ``memory``
+    records them (parsed once for each text; not to be changed)."""
+    return latest(replaced_lines(memory)) if REPLACED_SECTION in memory else {}
+
+
+def marker_of(by_path: dict[str, list[ReplacedLine]]) -> Callable[[str, int, str], str]:
+    """``annotate`` as a function of (path, first line, text) by the record ``by_path``."""
+    every = [entry for entries in by_path.values() for entry in entries]
+    return lambda path, start_line, text: annotate(
+        text, start_line, by_path.get(path, []), [e for e in every if e.path != path])
+
+
 def marked(path: str, text: str, memory: str) -> str:
     """The note ``path`` (its whole ``text``) as it is handed out, by the record of the
     MEMORY.md whose text is ``memory`` (the context's daily logs)."""
-    if REPLACED_SECTION not in memory:
-        return text
-    by_path = latest(replaced_lines(memory))
-    return annotate(text, 1, by_path.get(path, []),
-                    [entry for other, entries in by_path.items() if other != path
-                     for entry in entries])
+    return marker_of(record(memory))(path, 1, text)
 
 
 def unmark(text: str) -> str:
@@ -119,24 +129,15 @@ class Superseded:
 
     def __init__(self, files: WorkspaceFiles):
         self.files = files
-        self._text: str | None = None
-        self._by_path: dict[str, list[ReplacedLine]] = {}
 
     def current(self) -> dict[str, list[ReplacedLine]]:
         """path -> the replaced lines of that note, as MEMORY.md says now."""
         try:
-            text = self.files.read(MEMORY_FILE) or ""
+            return record(self.files.read(MEMORY_FILE) or "")
         except OSError:
             return {}
-        if text != self._text:
-            self._text = text
-            self._by_path = latest(replaced_lines(text)) if REPLACED_SECTION in text else {}
-        return self._by_path
 
     def marker(self) -> Callable[[str, int, str], str]:
         """``annotate`` as a function of (path, first line, text), MEMORY.md read once for
         every result of one search."""
-        by_path = self.current()
-        every = [entry for entries in by_path.values() for entry in entries]
-        return lambda path, start_line, text: annotate(
-            text, start_line, by_path.get(path, []), [e for e in every if e.path != path])
+        return marker_of(self.current())

@@ -56,6 +56,8 @@ NOW_VERB = re.compile(rf"^(?P<subject>.+?)\s+now\s+(?P<verb>{_VERBS}){_AFTER_VER
 VERB_NOW = re.compile(rf"^(?P<subject>.+?)\s+(?P<verb>{_VERBS}){_AFTER_VERB}\s+now\s*"
                       r"(?:[,;!?]|\.(?:\s|$)|$)", re.I)
 LIVES = re.compile(r"^(?:lives?|stays?|resides?)$", re.I)
+# a new value with no old one named, and what it is the value of, tried in this order
+NEW_VALUE = (IS_NOW, NOW_AT_END, CHANGED_TO, NOW_VERB, VERB_NOW)
 # how a sentence opens to say it corrects or updates, not what it changes: "Correction:",
 # "Quick update:", "FYI -", "Actually,", "Sorry,", "Oh, and", "By the way,"; a label needs
 # its colon, comma or dash ("Update my notes: …" asks)

@@ -21,6 +21,7 @@ from clawd.core.errors import ClawdError
 _epochs: dict[tuple[int, str, str], int] = {}  # (id of the Database, agent, key): epoch held
 _lost: set[tuple[int, str, str]] = set()  # held here, taken by another since
 _guard = threading.Lock()
+EPOCH = "SELECT epoch FROM leases WHERE agent_id = %s AND key = %s FOR SHARE"  # the session's
 
 
 class LeaseLost(ClawdError):
@@ -61,8 +62,7 @@ def check(conn: Any, db: Any, agent_id: str, key: str | None) -> None:
     mine = lease_epoch(db, agent_id, key) if key is not None else None
     if mine is None:
         return
-    row = conn.execute("SELECT epoch FROM leases WHERE agent_id = %s AND key = %s FOR SHARE",
-                       (agent_id, key)).fetchone()
+    row = conn.execute(EPOCH, (agent_id, key)).fetchone()
     if row is None or int(row[0]) != mine:
         raise refused(db, agent_id, key)
 
@@ -75,8 +75,7 @@ def condition(db: Any, agent_id: str, key: str | None) -> tuple[str, tuple[Any, 
     mine = lease_epoch(db, agent_id, key) if key is not None else None
     if mine is None:
         return "TRUE", ()
-    return ("(SELECT epoch FROM leases WHERE agent_id = %s AND key = %s FOR SHARE) = %s",
-            (agent_id, key, mine))
+    return f"({EPOCH}) = %s", (agent_id, key, mine)
 
 
 def refused(db: Any, agent_id: str, key: str | None) -> LeaseLost:

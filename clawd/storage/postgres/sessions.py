@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from clawd.storage.postgres.connections import Connections
 
 
+# one counter added to, in SQL as ``as_count`` (name four times, then what is added)
+COUNTER = (" || jsonb_build_object(%s::text, CASE WHEN jsonb_typeof(entry -> %s::text) = "
+           "'number' AND entry ->> %s::text ~ '^-?[0-9]+$' THEN (entry ->> %s::text)::numeric "
+           "ELSE 0 END + %s)")
 # the list's order, as Python sorts text (index ``sessions_recent``)
 RECENT, KEY = "(coalesce(entry->>'updatedAt', '') COLLATE \"C\")", "key COLLATE \"C\""
 
@@ -134,17 +138,14 @@ class PgSessions:
         ``UPDATE`` of the stored row, which it locks; None when it changed nothing (no row,
         or the fence refused it): ``update`` then does it, and says why."""
         fields = dict(fields)
-        counted: list[Any] = []
+        counters, counted = "", []
         for name, delta in add.items():
             if name in fields:  # set and added to in one patch: known here
                 fields[name] = as_count(fields[name]) + delta
             else:
+                counters += COUNTER
                 counted += [name, name, name, name, delta]
         fields["updatedAt"] = self.now()
-        counters = "".join(
-            " || jsonb_build_object(%s::text, CASE WHEN jsonb_typeof(entry -> %s::text) = "
-            "'number' AND entry ->> %s::text ~ '^-?[0-9]+$' THEN (entry ->> %s::text)::numeric "
-            "ELSE 0 END + %s)" for _ in range(len(counted) // 5))
         fence, held = fencing.condition(self.db, self.agent_id, key)
         with self.db.connection() as conn:
             row = conn.execute(
